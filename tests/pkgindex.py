@@ -1,0 +1,163 @@
+"""A real local package index for tests: builds small wheels and serves them over HTTP (PEP 503 + 691)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import http.server
+import io
+import json
+import re
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def build_wheel(
+    dest: Path,
+    name: str,
+    version: str,
+    *,
+    requires: tuple[str, ...] = (),
+    tag: str = "py3-none-any",
+    requires_python: str | None = None,
+    modules: dict[str, str] | None = None,
+) -> Path:
+    """Write a minimal, valid wheel (METADATA, WHEEL, RECORD and a module) and return its path."""
+    dist = re.sub(r"[-.]+", "_", name)
+    base = f"{dist}-{version}"
+    info = f"{base}.dist-info"
+    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    if requires_python:
+        meta.append(f"Requires-Python: {requires_python}")
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    files: dict[str, bytes] = {}
+    mods = modules if modules is not None else {
+        f"{dist.lower()}/__init__.py": f"__version__ = {version!r}\n"
+    }
+    for path, text in mods.items():
+        files[path] = text.encode()
+    files[f"{info}/METADATA"] = ("\n".join(meta) + "\n").encode()
+    files[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: tritonlock-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
+    ).encode()
+    record_lines = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record_lines.append(f"{path},sha256={digest},{len(data)}")
+    record_lines.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = ("\n".join(record_lines) + "\n").encode()
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / f"{base}-{tag}.whl"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, data in files.items():
+            zi = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
+            zi.external_attr = 0o644 << 16
+            zf.writestr(zi, data)
+    out.write_bytes(buf.getvalue())
+    return out
+
+
+@dataclass
+class LocalIndex:
+    """Wheels laid out per index path ("simple", "whl/cu126", ...) and served on 127.0.0.1."""
+
+    root: Path
+    url: str = ""
+    _server: http.server.ThreadingHTTPServer | None = field(default=None, repr=False)
+    requests: list[str] = field(default_factory=list)
+
+    def add(self, index: str, name: str, version: str, **kw: object) -> Path:
+        return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
+
+    def index_url(self, index: str) -> str:
+        return f"{self.url}/{index}"
+
+    def start(self) -> "LocalIndex":
+        root = self.root
+        log = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                log.append(self.path)
+                path = self.path.split("?", 1)[0]
+                parts = [p for p in path.split("/") if p]
+                if "_files" in parts:
+                    f = root.joinpath(*parts)
+                    if f.is_file():
+                        return self._send(200, f.read_bytes(), "application/octet-stream")
+                    return self._send(404, b"not found", "text/plain")
+                if not parts:
+                    return self._send(404, b"not found", "text/plain")
+                # /<index...>/<project>/ -> list the project's files; /<index...>/ -> list projects
+                for cut in range(len(parts), 0, -1):
+                    index_dir = root.joinpath(*parts[:cut])
+                    if (index_dir / "_files").is_dir():
+                        rest = parts[cut:]
+                        break
+                else:
+                    return self._send(404, b"no such index", "text/plain")
+                files = sorted((index_dir / "_files").glob("*.whl"))
+                rel = "/" + "/".join(parts[:cut])
+                if not rest:
+                    names = sorted({_norm(f.name.split("-")[0]) for f in files})
+                    body = "".join(f'<a href="{rel}/{n}/">{n}</a>\n' for n in names)
+                    return self._send(200, f"<html><body>{body}</body></html>".encode(), "text/html")
+                project = _norm(rest[0])
+                mine = [f for f in files if _norm(f.name.split("-")[0]) == project]
+                if not mine:
+                    return self._send(404, b"no such project", "text/plain")
+                accept = self.headers.get("Accept", "")
+                entries = []
+                for f in mine:
+                    data = f.read_bytes()
+                    entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data)))
+                if "application/vnd.pypi.simple.v1+json" in accept:
+                    doc = {
+                        "meta": {"api-version": "1.1"},
+                        "name": project,
+                        "files": [
+                            {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s}
+                            for n, u, h, s in entries
+                        ],
+                    }
+                    return self._send(200, json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json")
+                links = "".join(
+                    f'<a href="{html.escape(u)}#sha256={h}">{html.escape(n)}</a>\n' for n, u, h, _ in entries
+                )
+                return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self._head_only = True
+                try:
+                    self.do_GET()
+                finally:
+                    self._head_only = False
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not getattr(self, "_head_only", False):
+                    self.wfile.write(body)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

@@ -1,0 +1,5 @@
+"""tritonlock: pinned, verified PyTorch + CUDA + Triton environments."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

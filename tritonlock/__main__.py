@@ -1,0 +1,5 @@
+"""`python -m tritonlock`."""
+
+from tritonlock.cli import main
+
+main()

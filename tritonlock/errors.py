@@ -1,0 +1,63 @@
+"""The one exception hierarchy; cli.py turns these into messages and exit codes."""
+
+from __future__ import annotations
+
+
+class TritonlockError(Exception):
+    """Root of every error tritonlock raises on purpose; `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class IntentError(ValueError, TritonlockError):
+    """triton-env.toml is missing or invalid."""
+
+    exit_code = 2
+
+
+class MatrixError(ValueError, TritonlockError):
+    """compat/ data is missing or invalid."""
+
+    exit_code = 2
+
+
+class LockfileError(ValueError, TritonlockError):
+    """triton-env.lock is missing, unreadable, of an unknown version, or tampered with."""
+
+    exit_code = 2
+
+
+class HostError(TritonlockError):
+    """Host detection was asked for something it cannot give (bad override value)."""
+
+    exit_code = 2
+
+
+class ResolveError(TritonlockError):
+    """No selection fits one or more targets; the message lists the conflicts."""
+
+    exit_code = 3
+
+
+class IndexError_(TritonlockError):
+    """A package index could not be reached or answered badly."""
+
+    exit_code = 4
+
+
+class ClosureError(TritonlockError):
+    """uv could not compute the transitive closure (message carries uv's own words)."""
+
+    exit_code = 4
+
+
+class SyncError(TritonlockError):
+    """Installing the lock into the venv failed; the previous environment is left as it was."""
+
+    exit_code = 5
+
+
+class VerifyError(TritonlockError):
+    """The verify runner could not be started or answered garbage (a failed check is not an error)."""
+
+    exit_code = 6

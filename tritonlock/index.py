@@ -1,0 +1,123 @@
+"""Package index settings and a small client (PEP 691 JSON, PEP 503 HTML) behind one function."""
+
+from __future__ import annotations
+
+import configparser
+import functools
+import os
+import re
+import sys
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin
+
+from tritonlock.errors import IndexError_
+
+
+def _pip_config_files() -> list[Path]:
+    """pip's configuration files, lowest precedence first (pip's documented order)."""
+    files: list[Path] = []
+    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep)
+    files += [Path(d) / "pip" / "pip.conf" for d in reversed(xdg_dirs) if d]
+    files.append(Path("/etc/pip.conf"))
+    home = Path.home()
+    files.append(home / ".pip" / "pip.conf")
+    files.append(Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf")
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        if appdata:
+            files.append(Path(appdata) / "pip" / "pip.ini")
+    files.append(Path(sys.prefix) / ("pip.ini" if sys.platform == "win32" else "pip.conf"))
+    if os.environ.get("PIP_CONFIG_FILE") and os.environ["PIP_CONFIG_FILE"] != os.devnull:
+        files.append(Path(os.environ["PIP_CONFIG_FILE"]))
+    return files
+
+
+@functools.lru_cache(maxsize=1)
+def default_index() -> str:
+    """The user's default index: PIP_INDEX_URL, then pip.conf (mirrors included), then pip's own default."""
+    env = os.environ.get("PIP_INDEX_URL")
+    if env:
+        return env.split()[0].rstrip("/")
+    found: str | None = None
+    for path in _pip_config_files():
+        cp = configparser.ConfigParser(interpolation=None)
+        try:
+            cp.read(path, encoding="utf-8")
+        except (OSError, configparser.Error):
+            continue
+        for section in ("global", "install", "download"):
+            if cp.has_option(section, "index-url"):
+                found = cp.get(section, "index-url").split()[0]
+    if found:
+        return found.rstrip("/")
+    try:  # pip's own default, read from pip itself so no address is written here
+        from pip._internal.models.index import PyPI
+
+        return str(PyPI.simple_url).rstrip("/")
+    except ImportError:
+        raise IndexError_("no package index configured and pip is not importable to tell its default — set "
+                          "PIP_INDEX_URL or [indexes].default in triton-env.toml") from None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexFile:
+    filename: str
+    url: str
+    sha256: str | None
+    size: int | None
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href = dict(attrs).get("href")
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self.links.append((self._href, data.strip()))
+            self._href = None
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def project_files(index: str, name: str, *, timeout: float = 30) -> tuple[IndexFile, ...]:
+    """Files of a project on an index (JSON when offered, else HTML); IndexError_ when unreachable."""
+    import requests
+
+    url = f"{index.rstrip('/')}/{_norm(name)}/"
+    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
+    last: Exception | None = None
+    for _ in range(3):
+        try:
+            resp = requests.get(url, headers=headers, timeout=timeout)
+            break
+        except requests.RequestException as err:
+            last = err
+    else:
+        raise IndexError_(f"cannot reach {url} ({last}) — check the address and your network")
+    if resp.status_code == 404:
+        return ()
+    if resp.status_code >= 400:
+        raise IndexError_(f"{url} answered HTTP {resp.status_code} — check the address and credentials")
+    out: list[IndexFile] = []
+    if "json" in resp.headers.get("Content-Type", ""):
+        for f in resp.json().get("files", []):
+            out.append(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
+                                 sha256=f.get("hashes", {}).get("sha256"), size=f.get("size")))
+        return tuple(out)
+    parser = _Links()
+    parser.feed(resp.text)
+    for href, text in parser.links:
+        full, _, frag = urljoin(url, href).partition("#")
+        sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
+        out.append(IndexFile(filename=text or full.rsplit("/", 1)[-1], url=full, sha256=sha, size=None))
+    return tuple(out)

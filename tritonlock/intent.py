@@ -1,0 +1,317 @@
+"""Read and validate triton-env.toml into an Intent; every problem names file:line and a fix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from tritonlock import _toml
+from tritonlock.errors import IntentError
+from tritonlock.models import Intent, TargetSpec
+
+_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy")
+_INDEX_KEYS = ("torch", "default")
+_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus")
+_OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
+_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+_BACKEND = re.compile(r"^(cpu|cu\d{3,})$")
+_CC = re.compile(r"^\d+\.\d+$")
+_DRIVER = re.compile(r"^\d{3,4}(\.\d+){0,2}$")
+_MINOR = re.compile(r"^3\.\d+$")
+
+
+class _Problems:
+    """Collects every problem in the file before raising (STYLE §9)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path, self.text = path, text
+        self.items: list[str] = []
+
+    def add(self, key: tuple[str | int, ...], what: str, fix: str) -> None:
+        line = _toml.line_of(self.text, key)
+        where = f"{self.path}:{line}" if line else self.path
+        shown = "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k) for i, k in enumerate(key))
+        self.items.append(f"{where}: {shown}: {what} — {fix}")
+
+    def raise_if_any(self) -> None:
+        if len(self.items) == 1:
+            raise IntentError(self.items[0])
+        if self.items:
+            raise IntentError(f"{len(self.items)} problems in {self.path}:\n  " + "\n  ".join(self.items))
+
+
+def normalize_torch_spec(value: str) -> str:
+    """'*' or '' → any; a bare '2.6' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
+    v = value.strip()
+    if v in ("", "*"):
+        return ""
+    if re.fullmatch(r"\d+\.\d+", v):
+        return f"=={v}.*"
+    if re.fullmatch(r"\d+\.\d+\.\d+", v):
+        return f"=={v}"
+    return v
+
+
+def _check_spec(p: _Problems, key: tuple[str | int, ...], value: str, example: str) -> bool:
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        p.add(key, f"{value!r} is not a valid PEP 440 version specifier", f"write e.g. {example}")
+        return False
+    return True
+
+
+def _string(p: _Problems, key: tuple[str | int, ...], raw: Any, example: str) -> str | None:
+    if not isinstance(raw, str):
+        p.add(key, f"expected a string, got {type(raw).__name__} {raw!r}", f"write e.g. {example}")
+        return None
+    return raw
+
+
+def _unknown(p: _Problems, table: dict[str, Any], allowed: tuple[str, ...], key: tuple[str | int, ...]) -> None:
+    for k in table:
+        if k not in allowed:
+            p.add((*key, k), "unknown key", f"use one of: {', '.join(allowed)}")
+
+
+def _python(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
+    s = _string(p, key, raw, '"3.12" or ">=3.10"')
+    if s is None:
+        return None
+    s = s.strip()
+    if _MINOR.match(s):
+        return s
+    if re.fullmatch(r"3\.\d+\.\d+", s):
+        return ".".join(s.split(".")[:2])
+    if _check_spec(p, key, s, '"3.12" or ">=3.10,<3.14"'):
+        return s
+    return None
+
+
+def _cuda(p: _Problems, raw: Any) -> str:
+    s = _string(p, ("environment", "cuda"), raw, '"auto", "cpu", "cu126" or ">=12.4"')
+    if s is None:
+        return "auto"
+    s = s.strip().lower()
+    if s in ("auto",) or _BACKEND.match(s):
+        return s
+    if re.fullmatch(r"\d+\.\d+", s):
+        return f"=={s}"
+    if _check_spec(p, ("environment", "cuda"), s, '"auto", "cpu", "cu126" or ">=12.4"'):
+        return s
+    return "auto"
+
+
+def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
+    s = _string(p, key, raw, '"https://mirror.example/whl/{backend}"')
+    if s is None:
+        return None
+    if not re.match(r"^(https?|file)://", s):
+        p.add(key, f"{s!r} is not an http(s):// or file:// URL", "give the index's full address")
+        return None
+    return s.rstrip("/")
+
+
+def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
+        p.add(key, f"expected a list of strings, got {raw!r}", 'write e.g. ["8.0", "8.0"] or ["A100"]')
+        return ()
+    out: list[str] = []
+    for i, g in enumerate(raw):
+        if _CC.match(g.strip()):
+            out.append(g.strip())
+            continue
+        from tritonlock.matrix import load_matrix  # only for names; compat/ is local data
+
+        cc = load_matrix().gpu_cc(g)
+        if cc is None:
+            p.add((*key, i), f"unknown GPU {g!r}", 'give its compute capability instead, e.g. "8.6"')
+        else:
+            out.append(cc)
+    return tuple(out)
+
+
+def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | None:
+    key: tuple[str | int, ...] = ("targets", i)
+    if not isinstance(raw, dict):
+        p.add(key, "expected a table", "write it as [[targets]] with name = ...")
+        return None
+    _unknown(p, raw, _TARGET_KEYS, key)
+    name = _string(p, (*key, "name"), raw.get("name"), '"a100-cluster"') if "name" in raw else None
+    if name is None:
+        if "name" not in raw:
+            p.add(key, "missing required key 'name'", 'add name = "my-cluster"')
+        return None
+    if name in names or name == "host":
+        p.add((*key, "name"), f"duplicate target name {name!r}" if name in names else "the name 'host' is reserved",
+              "give each target its own name")
+    names.add(name)
+    os_raw = _string(p, (*key, "os"), raw.get("os", "linux"), '"linux" or "windows"')
+    os_ = _OS.get((os_raw or "linux").lower())
+    if os_raw is not None and os_ is None:
+        p.add((*key, "os"), f"unknown os {os_raw!r}", "use linux, windows or macos")
+    arch_raw = _string(p, (*key, "arch"), raw.get("arch", "x86_64"), '"x86_64" or "aarch64"')
+    arch = _ARCH.get((arch_raw or "x86_64").lower())
+    if arch_raw is not None and arch is None:
+        p.add((*key, "arch"), f"unknown arch {arch_raw!r}", "use x86_64 or aarch64")
+    glibc = None
+    if "glibc" in raw:
+        glibc = _string(p, (*key, "glibc"), raw["glibc"], '"2.31"')
+        if glibc is not None and not re.fullmatch(r"\d+\.\d+", glibc):
+            p.add((*key, "glibc"), f"{glibc!r} is not a glibc version", 'write e.g. "2.31" (ldd --version)')
+    python = _python(p, (*key, "python"), raw["python"]) if "python" in raw else None
+    driver = None
+    if "driver" in raw:
+        driver = _string(p, (*key, "driver"), raw["driver"], '"535.104.05"')
+        if driver is not None and not _DRIVER.match(driver):
+            p.add((*key, "driver"), f"{driver!r} is not an NVIDIA driver version",
+                  'write e.g. "535.104.05" (nvidia-smi), or leave it out for a CPU target')
+            driver = None
+    cuda = None
+    if "cuda" in raw:
+        cuda = _string(p, (*key, "cuda"), raw["cuda"], '"12.2"')
+        if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
+            p.add((*key, "cuda"), f"{cuda!r} is not a CUDA version", 'write e.g. "12.2" (nvidia-smi\'s "CUDA Version")')
+    gpus = _gpus(p, (*key, "gpus"), raw["gpus"]) if "gpus" in raw else ()
+    if gpus and driver is None and "driver" not in raw:
+        p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
+    if os_ is None or arch is None:
+        return None
+    return TargetSpec(name=name, os=os_, arch=arch, glibc=glibc if os_ == "linux" else None, python=python,
+                      driver=driver, cuda=cuda, gpus=gpus, origin="intent")
+
+
+def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
+    """Validate the text of an intent file; raises IntentError listing every problem."""
+    p = _Problems(path, text)
+    try:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError as err:
+        line, msg = _toml.decode_error_line(err)
+        where = f"{path}:{line}" if line else path
+        raise IntentError(f"{where}: TOML syntax error: {msg} — fix the syntax (https://toml.io)") from None
+    _unknown(p, data, ("environment", "indexes", "targets"), ())
+    env = data.get("environment", {})
+    if not isinstance(env, dict):
+        p.add(("environment",), "expected a table", "write it as [environment]")
+        env = {}
+    _unknown(p, env, _ENV_KEYS, ("environment",))
+    python = _python(p, ("environment", "python"), env["python"]) if "python" in env else None
+    torch = ""
+    if "torch" in env:
+        t = _string(p, ("environment", "torch"), env["torch"], '">=2.6"')
+        if t is not None:
+            torch = normalize_torch_spec(t)
+            if not _check_spec(p, ("environment", "torch"), torch, '">=2.6" or "==2.7.1"'):
+                torch = ""
+    triton = "auto"
+    if "triton" in env:
+        t = _string(p, ("environment", "triton"), env["triton"], '"auto", "none" or ">=3.2"')
+        if t is not None:
+            triton = t.strip()
+            if triton not in ("auto", "none"):
+                triton = normalize_torch_spec(triton)
+                if not _check_spec(p, ("environment", "triton"), triton, '"auto", "none" or ">=3.2"'):
+                    triton = "auto"
+    packages: list[str] = []
+    raw_pk = env.get("packages", [])
+    if not isinstance(raw_pk, list):
+        p.add(("environment", "packages"), f"expected a list of requirement strings, got {raw_pk!r}",
+              'write e.g. packages = ["numpy>=1.26"]')
+        raw_pk = []
+    for i, req in enumerate(raw_pk):
+        if not isinstance(req, str):
+            p.add(("environment", "packages", i), f"expected a string, got {req!r}", 'write e.g. "numpy>=1.26"')
+            continue
+        try:
+            r = Requirement(req)
+        except InvalidRequirement as err:
+            p.add(("environment", "packages", i), f"{req!r} is not a valid requirement ({err})",
+                  'write e.g. "numpy>=1.26"')
+            continue
+        if r.name.lower() in ("torch", "triton"):
+            p.add(("environment", "packages", i), f"{r.name} is set by [environment].{r.name.lower()}",
+                  f"remove it here and use {r.name.lower()} = \"...\" instead")
+            continue
+        packages.append(str(r))
+    cuda = _cuda(p, env["cuda"]) if "cuda" in env else "auto"
+    policy = "compatible"
+    if "cuda-policy" in env:
+        pol = _string(p, ("environment", "cuda-policy"), env["cuda-policy"], '"compatible" or "strict"')
+        if pol is not None and pol not in ("compatible", "strict"):
+            p.add(("environment", "cuda-policy"), f"unknown policy {pol!r}", 'use "compatible" or "strict"')
+        elif pol is not None:
+            policy = pol
+    idx = data.get("indexes", {})
+    if not isinstance(idx, dict):
+        p.add(("indexes",), "expected a table", "write it as [indexes]")
+        idx = {}
+    _unknown(p, idx, _INDEX_KEYS, ("indexes",))
+    torch_index = _index(p, ("indexes", "torch"), idx["torch"]) if "torch" in idx else None
+    default_index = _index(p, ("indexes", "default"), idx["default"]) if "default" in idx else None
+    raw_targets = data.get("targets", [])
+    targets: list[TargetSpec] = []
+    if not isinstance(raw_targets, list):
+        p.add(("targets",), "expected an array of tables", "write each target as a [[targets]] table")
+        raw_targets = []
+    names: set[str] = set()
+    for i, raw in enumerate(raw_targets):
+        t = _target(p, i, raw, names)
+        if t is not None:
+            targets.append(t)
+    p.raise_if_any()
+    canonical = {
+        "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,
+        "cuda-policy": policy, "indexes": {"torch": torch_index, "default": default_index},
+        "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)] for t in targets],
+    }
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+    return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
+                  cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
+                  targets=tuple(targets), content_hash=f"sha256:{digest}")
+
+
+def read_intent(path: str | Path) -> Intent:
+    """Read triton-env.toml from disk."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise IntentError(f"{p}: no such file — run `tritonlock init` to write one") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise IntentError(f"{p}: cannot read ({err})") from None
+    return parse_intent(text, str(p))
+
+
+def starter(python: str, target_comment: str = "") -> str:
+    """The commented starter file `tritonlock init` writes."""
+    return f'''# triton-env.toml — what this project needs; `tritonlock resolve` turns it into triton-env.lock.
+{target_comment}
+[environment]
+python = "{python}"              # a version ("3.12") or a specifier (">=3.10"); default: this interpreter
+torch = ">=2.6"               # PEP 440 specifier; "*" = newest that fits
+triton = "auto"               # "auto" (the version torch pins) | a specifier | "none"
+packages = []                 # extra requirements, locked with the rest, e.g. ["numpy>=1.26"]
+cuda = "auto"                 # "auto" | "cpu" | a backend like "cu126" | a specifier like ">=12.4"
+cuda-policy = "compatible"    # "compatible" (CUDA minor-version compatibility) | "strict"
+
+# [indexes]                   # optional: mirrors and private indexes
+# torch = "https://mirror.example/whl/{{backend}}"   # where torch, triton, torchvision… come from
+# default = "https://mirror.example/simple"        # everything else (default: your pip configuration)
+
+# [[targets]]                 # optional: other machines to lock for (`tritonlock host --save` prints one)
+# name = "a100-cluster"
+# os = "linux"
+# arch = "x86_64"
+# glibc = "2.31"
+# python = "3.10"
+# driver = "535.104.05"
+# gpus = ["8.0", "8.0"]
+'''

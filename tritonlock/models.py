@@ -1,0 +1,142 @@
+"""Plain frozen objects that cross module boundaries (no dicts, no click objects)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Gpu:
+    """One visible NVIDIA GPU."""
+
+    index: int
+    name: str
+    cc: str  # compute capability "major.minor", e.g. "9.0"
+    memory_mib: int | None = None
+    uuid: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TargetSpec:
+    """A machine to lock for: from intent [[targets]], a saved host profile, or the detected host."""
+
+    name: str
+    os: str  # "linux" | "windows" | "macos"
+    arch: str  # "x86_64" | "aarch64" | "arm64"
+    glibc: str | None = None  # linux only; None = unknown (assume the matrix floor is met)
+    python: str | None = None  # "3.12" or a specifier; None = intent's [environment].python
+    driver: str | None = None  # NVIDIA driver version; None = no driver (CPU target)
+    cuda: str | None = None  # max CUDA the driver reports ("13.0"); derived from the driver when None
+    gpus: tuple[str, ...] = ()  # compute capabilities, one per GPU
+    origin: str = "intent"  # "intent" | "host" | "file:<path>"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostProfile:
+    """What host detection found; `probes` says how each fact was learned."""
+
+    os: str
+    arch: str
+    python: str  # full version of the running interpreter, "3.12.3"
+    glibc: str | None = None
+    driver: str | None = None
+    cuda_driver: str | None = None  # max CUDA version the driver supports, "13.0"
+    gpus: tuple[Gpu, ...] = ()
+    nvcc: str | None = None  # CUDA toolkit on PATH, "13.0"
+    container: str | None = None  # "docker" | "podman" | "kubernetes" | ... | None
+    wsl: bool = False
+    probes: tuple[str, ...] = ()  # e.g. ("driver: nvml", "gpus: nvidia-smi")
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Intent:
+    """triton-env.toml, validated."""
+
+    path: str
+    python: str | None = None  # version or specifier; None = the running interpreter's minor
+    torch: str = ""  # PEP 440 specifier; "" = any
+    triton: str = "auto"  # "auto" | "none" | a specifier
+    packages: tuple[str, ...] = ()  # extra requirements (PEP 508 strings)
+    cuda: str = "auto"  # "auto" | "cpu" | "cu126" | a specifier on the CUDA version (">=12.4")
+    cuda_policy: str = "compatible"  # "compatible" | "strict"
+    torch_index: str | None = None  # template with {backend}
+    default_index: str | None = None  # None = pip's configuration
+    targets: tuple[TargetSpec, ...] = ()
+    content_hash: str = ""  # "sha256:<hex>" of the canonical intent
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Conflict:
+    """Why nothing fits a target, in words a user can act on."""
+
+    target: str
+    message: str
+    facts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Selection:
+    """The resolver's decision for one target (ok) or its conflict (not ok)."""
+
+    target: TargetSpec
+    ok: bool
+    python: str | None = None  # "3.12"
+    torch: str | None = None  # public version, "2.11.0"
+    backend: str | None = None  # "cu130" | "cpu"
+    index: str | None = None  # where the torch family comes from
+    triton_package: str | None = None  # "triton" | "triton-windows" | None
+    triton: str | None = None  # version the lock holds
+    packages: tuple[str, ...] = ()  # extra requirements carried from the intent
+    driver_floor: str | None = None  # the least driver the chosen backend runs on under the policy
+    archs: tuple[str, ...] = ()  # SM archs with machine code in the build, "sm_90"
+    ptx: tuple[str, ...] = ()  # archs with PTX embedded (JIT-able on newer GPUs)
+    warnings: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    conflict: Conflict | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Wheel:
+    """One file of a locked package (PEP 751 [[packages.wheels]])."""
+
+    name: str  # file name
+    url: str
+    sha256: str
+    size: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockedPackage:
+    """One pinned distribution of a target, bound to exactly one index."""
+
+    name: str  # normalized (PEP 503)
+    version: str  # including any local tag, "2.11.0+cu130"
+    index: str
+    wheels: tuple[Wheel, ...] = ()
+    sdist: Wheel | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockedTarget:
+    """A target in the lock: what it was resolved for, what was decided, and its packages."""
+
+    selection: Selection
+    packages: tuple[LockedPackage, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.selection.target.name
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lock:
+    """triton-env.lock."""
+
+    lock_version: str
+    created_by: str
+    intent_hash: str
+    matrix_version: str
+    default_index: str
+    targets: tuple[LockedTarget, ...] = field(default_factory=tuple)

@@ -1,0 +1,99 @@
+"""Glue for the lock workflow: intent + matrix + host → selections → closure → triton-env.lock."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonlock import __version__
+from tritonlock.errors import ResolveError, TritonlockError
+from tritonlock.models import Intent, Lock, LockedTarget, Selection, TargetSpec
+
+INTENT_FILE = "triton-env.toml"
+LOCK_FILE = "triton-env.lock"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockOutcome:
+    lock: Lock | None
+    selections: tuple[Selection, ...]
+    written: bool
+    reason: str  # why it was (or was not) re-resolved
+
+
+def running_python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def host_target(target_file: str | None = None) -> TargetSpec:
+    """The machine we lock for when the intent names none: a saved profile, or this host."""
+    from tritonlock import host
+
+    if target_file:
+        return host.load_saved_target(target_file)
+    return host.to_target(host.detect(), name="host")
+
+
+def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetSpec, ...]:
+    if intent.targets and not target_file:
+        return intent.targets
+    return (host_target(target_file),)
+
+
+def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, ...]:
+    from tritonlock.matrix import load_matrix
+    from tritonlock.resolve import resolve
+
+    targets = targets_for(intent, target_file)
+    return resolve(intent, load_matrix(), targets, running_python())
+
+
+def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
+    return ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+
+
+def _same_targets(lock: Lock, targets: tuple[TargetSpec, ...]) -> bool:
+    return tuple(t.selection.target for t in lock.targets) == targets
+
+
+def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
+                 target_file: str | None = None) -> LockOutcome:
+    """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically."""
+    from tritonlock import lockfile
+    from tritonlock.intent import read_intent
+    from tritonlock.matrix import load_matrix
+
+    intent = read_intent(intent_path)
+    matrix = load_matrix()
+    targets = targets_for(intent, target_file)
+    if lock_path.exists() and not upgrade:
+        try:
+            old = lockfile.read_lock(lock_path)
+        except TritonlockError as err:  # a broken lock is simply replaced, and we say so
+            reason = f"the existing lock is unreadable ({err}); re-resolving"
+        else:
+            why = lockfile.staleness(old, intent, matrix.version)
+            if why is None and _same_targets(old, targets):
+                return LockOutcome(lock=old, selections=tuple(t.selection for t in old.targets), written=False,
+                                   reason=f"{lock_path} is up to date")
+            reason = why or "the target machines changed"
+    else:
+        reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
+    from tritonlock.resolve import resolve
+
+    selections = resolve(intent, matrix, targets, running_python())
+    if not all(s.ok for s in selections):
+        raise conflicts_error(selections)
+    from tritonlock.closure import compile_target
+    from tritonlock.index import default_index
+
+    dindex = intent.default_index or default_index()
+    with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
+        closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
+    lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
+                intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
+                targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)))
+    lockfile.write_lock(lock, lock_path)
+    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason)
