@@ -21,10 +21,12 @@ def loads(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def decode_error_line(err: Exception) -> tuple[int | None, str]:
+def decode_error_line(err: Exception, text: str = "") -> tuple[int | None, str]:
     """Line number and a short message from a TOML decode error (tomllib puts them in the text)."""
     msg = str(err)
     line = getattr(err, "lineno", None)
+    if msg.endswith("(at end of document)"):
+        return max(1, len(text.rstrip("\n").splitlines())), msg[: -len("(at end of document)")].strip()
     m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
     if m:
         line = int(m.group(1))

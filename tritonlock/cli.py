@@ -220,5 +220,106 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         for p in t.packages:
             click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}")
         click.echo("")
+@main.command()
+@_project_opt
+@click.option("--venv", metavar="DIR", help="The environment to sync (default: PROJECT/.venv).")
+@click.option("--dry-run", is_flag=True, help="Print the plan (install / upgrade / remove / keep) and change nothing.")
+@click.option("--locked", is_flag=True, help="Refuse when the lock is stale against triton-env.toml (for CI).")
+@click.option("--offline", is_flag=True, help="Use only uv's cache (or --find-links); never the network.")
+@click.option("--find-links", metavar="DIR", help="A wheelhouse to install from instead of the indexes (implies --offline).")
+@click.option("--system-site-packages", is_flag=True,
+              help="Build the venv on an interpreter that already has torch/triton; install only what is missing.")
+@click.option("--python", "python_", metavar="VERSION|PATH", help="Interpreter for the venv (default: the locked Python).")
+@click.option("--target", "target_name", help="Use this lock target instead of the one that fits this host.")
+@click.option("--no-verify", is_flag=True, help="Skip running the Triton reference kernels afterwards.")
+@_json_opt
+def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: bool, find_links: str | None,
+         system_site_packages: bool, python_: str | None, target_name: str | None, no_verify: bool,
+         as_json: bool) -> None:
+    """Make the venv match the lock for this machine, then verify it with Triton kernels."""
+    from tritonlock.sync import format_plan, sync_project
+
+    tty = sys.stderr.isatty()
+
+    def say(msg: str) -> None:
+        click.echo(msg, err=True)
+
+    out = sync_project(Path(project), venv=Path(venv) if venv else None, dry_run=dry_run, locked=locked,
+                       offline=offline, find_links=Path(find_links) if find_links else None,
+                       system_site_packages=system_site_packages, python=python_, target_name=target_name,
+                       say=say if (tty or not as_json) else (lambda m: None))
+    result = None
+    if not dry_run and not no_verify:
+        result = _run_verify(out.venv, out.target.selection, out.host)
+    if as_json:
+        _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied,
+                    "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note}
+                             for s in out.plan.steps],
+                    "verify": result.to_json() if result is not None else None})
+    else:
+        click.echo(format_plan(out.plan) if (dry_run or not out.plan.noop) else
+                   f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+        if result is not None:
+            from tritonlock.verify import format_report
+
+            click.echo(format_report(result))
+    if result is not None and not result.ok:
+        sys.exit(1)
+
+
+def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
+    from tritonlock.sync import venv_python
+    from tritonlock.verify import run_verify
+
+    gpu_build = bool(sel.backend and sel.backend.startswith("cu"))
+    return run_verify(str(venv_python(venv)), backend=sel.backend, triton=sel.triton,
+                      expect_gpu=gpu_build and host.driver is not None, **kw)
+
+
+@main.command()
+@_project_opt
+@click.option("--venv", metavar="DIR", help="The environment to verify (default: PROJECT/.venv).")
+@click.option("--python", "python_", metavar="PATH", help="Verify this interpreter instead of a venv.")
+@click.option("--quick", is_flag=True, help="Correctness only, small sizes, no timing.")
+@click.option("--cold", is_flag=True, help="Measure JIT compile time with an empty Triton cache.")
+@click.option("--profile", metavar="FILE", help="Write a torch.profiler trace of the kernels (chrome JSON).")
+@click.option("--interpret", is_flag=True, help="Force the Triton interpreter (CPU), even with a GPU.")
+@_json_opt
+def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, profile: str | None,
+           interpret: bool, as_json: bool) -> None:
+    """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
+    from tritonlock.sync import venv_python
+    from tritonlock.verify import format_report, run_verify
+
+    root = Path(project)
+    env_dir = Path(venv) if venv else root / ".venv"
+    interp = python_ or str(venv_python(env_dir))
+    if not Path(interp).exists():
+        raise TritonlockError(f"{interp}: no such interpreter — run `tritonlock sync` first, or pass --python PATH")
+    backend = triton = None
+    expect_gpu = None
+    lock_path = root / LOCK_FILE
+    if lock_path.exists():
+        from tritonlock.host import detect
+        from tritonlock.lockfile import read_lock
+        from tritonlock.sync import pick_target
+
+        host = detect()
+        try:
+            sel = pick_target(read_lock(lock_path), host, lock_path=str(lock_path)).selection
+        except TritonlockError as err:
+            click.echo(f"warning: not checking against the lock: {err}".splitlines()[0], err=True)
+        else:
+            backend, triton = sel.backend, sel.triton
+            expect_gpu = bool(backend and backend.startswith("cu")) and host.driver is not None
+    result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu,
+                        interpret=True if interpret else None, quick=quick, profile=profile, cold=cold)
+    if as_json:
+        _echo_json(result.to_json())
+    else:
+        click.echo(format_report(result))
+    sys.exit(0 if result.ok else 1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -184,6 +184,8 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
         p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
     if os_ is None or arch is None:
         return None
+    if arch == "aarch64" and os_ != "linux":
+        arch = "arm64"  # the wheel-tag spelling off Linux (macosx_11_0_arm64, win_arm64), as host reports it
     return TargetSpec(name=name, os=os_, arch=arch, glibc=glibc if os_ == "linux" else None, python=python,
                       driver=driver, cuda=cuda, gpus=gpus, origin="intent")
 
@@ -194,7 +196,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
     try:
         data = _toml.loads(text)
     except _toml.TOMLDecodeError as err:
-        line, msg = _toml.decode_error_line(err)
+        line, msg = _toml.decode_error_line(err, text)
         where = f"{path}:{line}" if line else path
         raise IntentError(f"{where}: TOML syntax error: {msg} — fix the syntax (https://toml.io)") from None
     _unknown(p, data, ("environment", "indexes", "targets"), ())
@@ -233,7 +235,8 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         try:
             r = Requirement(req)
         except InvalidRequirement as err:
-            p.add(("environment", "packages", i), f"{req!r} is not a valid requirement ({err})",
+            detail = str(err).splitlines()[0].strip()
+            p.add(("environment", "packages", i), f"{req!r} is not a valid requirement ({detail})",
                   'write e.g. "numpy>=1.26"')
             continue
         if r.name.lower() in ("torch", "triton"):

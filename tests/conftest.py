@@ -1,0 +1,90 @@
+"""Shared fixtures: a real local package index with a fake torch family, and project directories."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from pkgindex import LocalIndex  # noqa: E402
+
+# A small but real dependency graph: torch needs filelock + a CUDA runtime + triton (exact pin),
+# triton needs nothing; the extras the tests ask for need their own dependencies.
+TORCH_VERSIONS = ("2.6.0", "2.7.1")
+CUDA_RUNTIME = {"cu118": ("nvidia-cuda-runtime-cu11", "11.8.89"), "cu124": ("nvidia-cuda-runtime-cu12", "12.4.127"),
+                "cu126": ("nvidia-cuda-runtime-cu12", "12.6.77"), "cu128": ("nvidia-cuda-runtime-cu12", "12.8.90")}
+LINUX_TAG = "py3-none-manylinux_2_17_x86_64"
+
+
+def _torch_module(version: str, backend: str) -> dict[str, str]:
+    cuda = None if backend == "cpu" else f"{backend[2:-1]}.{backend[-1]}"
+    return {
+        "torch/__init__.py": f"__version__ = {version!r}\nfrom torch import version, cuda\n",
+        "torch/version.py": f"__version__ = {version!r}\ncuda = {cuda!r}\n",
+        "torch/cuda.py": "def is_available():\n    return False\n",
+    }
+
+
+def populate(idx: LocalIndex) -> None:
+    from tritonlock.matrix import load_matrix
+
+    m = load_matrix()
+    tritons = set()
+    for tv in TORCH_VERSIONS:
+        rel = m.torch_release(tv)
+        assert rel is not None and rel.triton, f"the matrix must know torch {tv}"
+        tritons.add(rel.triton)
+        for var in rel.variants:
+            if "linux_x86_64" not in var.platforms or var.backend not in CUDA_RUNTIME | {"cpu": None}:
+                continue
+            reqs = ["filelock>=3.0", f"triton=={rel.triton}; platform_system == 'Linux'"]
+            if var.backend in CUDA_RUNTIME:
+                rt, rtv = CUDA_RUNTIME[var.backend]
+                reqs.append(f"{rt}=={rtv}")
+            version = f"{tv}+{var.backend}"
+            idx.add(f"whl/{var.backend}", "torch", version, requires=tuple(reqs), tag=LINUX_TAG,
+                    modules=_torch_module(version, var.backend))
+            idx.add(f"whl/{var.backend}", "triton", rel.triton, tag=LINUX_TAG)
+            idx.add(f"whl/{var.backend}", "filelock", "99.0")  # decoy: must never be taken from here
+    for backend, (rt, rtv) in CUDA_RUNTIME.items():
+        idx.add("simple", rt, rtv, tag=LINUX_TAG)
+    idx.add("simple", "filelock", "3.16.1")
+    idx.add("simple", "filelock", "3.12.0")
+    idx.add("simple", "numpy", "1.26.4", tag=LINUX_TAG)
+    idx.add("simple", "einops", "0.8.0", requires=("typing-extensions>=4",))
+    idx.add("simple", "typing-extensions", "4.12.2")
+    idx.add("simple", "torch", "2.6.0", tag=LINUX_TAG)  # decoy: the default index's torch must lose
+    for t in tritons:
+        idx.add("simple", "triton", t, tag=LINUX_TAG)
+
+
+@pytest.fixture(scope="session")
+def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path_factory.mktemp("index"))
+    populate(idx)
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's overrides or picks up their uv configuration."""
+    for k in list(os.environ):
+        if k.startswith("TRITONLOCK_"):
+            monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
+    monkeypatch.setenv("UV_NO_PROGRESS", "1")
+
+
+def write_intent(root: Path, idx: LocalIndex, body: str) -> Path:
+    """An intent whose indexes point at the local test index."""
+    root.mkdir(parents=True, exist_ok=True)
+    text = body + f'\n[indexes]\ntorch = "{idx.url}/whl/{{backend}}"\ndefault = "{idx.index_url("simple")}"\n'
+    (root / "triton-env.toml").write_text(text, encoding="utf-8")
+    return root / "triton-env.toml"

@@ -1,0 +1,122 @@
+"""`tritonlock resolve` end to end against a real local index, and `show`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from conftest import write_intent
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.lockfile import read_lock
+
+INTENT = """
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+packages = ["einops"]
+
+[[targets]]
+name = "a100"
+driver = "550.54.15"
+gpus = ["8.0", "8.0"]
+glibc = "2.31"
+
+[[targets]]
+name = "laptop"
+"""
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def test_resolve_writes_a_complete_lock(tmp_path: Path, local_index: LocalIndex) -> None:
+    write_intent(tmp_path, local_index, INTENT)
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    lock = read_lock(tmp_path / "triton-env.lock")
+    a100, laptop = lock.targets
+    assert (a100.selection.torch, a100.selection.backend, a100.selection.triton) == ("2.6.0", "cu126", "3.2.0")
+    assert laptop.selection.backend == "cpu"
+    pk = {p.name: p for p in a100.packages}
+    assert set(pk) == {"torch", "triton", "filelock", "nvidia-cuda-runtime-cu12", "einops", "typing-extensions"}
+    assert pk["torch"].version == "2.6.0+cu126"
+    torch_index = f"{local_index.url}/whl/cu126"
+    # each package bound to exactly one index: the torch family to the torch index, the rest to the default
+    assert pk["torch"].index == pk["triton"].index == torch_index
+    assert pk["filelock"].index == local_index.index_url("simple")
+    assert pk["filelock"].version == "3.16.1"  # not the decoy 99.0 on the torch index
+    assert all(w.url.startswith(p.index.rsplit("/", 1)[0]) for p in a100.packages for w in p.wheels)
+    for p in a100.packages:
+        assert p.wheels and all(len(w.sha256) == 64 and w.size for w in p.wheels)
+    assert {p.name: p.version for p in laptop.packages}["torch"] == "2.6.0+cpu"
+
+
+def test_resolve_is_deterministic_and_skips_when_nothing_changed(tmp_path: Path, local_index: LocalIndex) -> None:
+    write_intent(tmp_path, local_index, INTENT)
+    assert _run("resolve", "-p", str(tmp_path))[0] == 0
+    first = (tmp_path / "triton-env.lock").read_bytes()
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0 and "is up to date" in out
+    code, out = _run("resolve", "-p", str(tmp_path), "--upgrade")
+    assert code == 0 and "wrote" in out
+    assert (tmp_path / "triton-env.lock").read_bytes() == first
+    # a comment-only edit keeps the lock fresh; a real change re-resolves
+    intent = tmp_path / "triton-env.toml"
+    intent.write_text("# a comment\n" + intent.read_text())
+    assert "is up to date" in _run("resolve", "-p", str(tmp_path))[1]
+    intent.write_text(intent.read_text().replace('packages = ["einops"]', "packages = []"))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0 and "changed since the lock was written" in out
+    assert "einops" not in (tmp_path / "triton-env.lock").read_text()
+
+
+def test_dry_run_json_contract_needs_no_network(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text(
+        INTENT + '\n[indexes]\ntorch = "http://127.0.0.1:9/whl/{backend}"\ndefault = "http://127.0.0.1:9/simple"\n')
+    code, out = _run("resolve", "-p", str(tmp_path), "--dry-run", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    a100 = doc["targets"][0]
+    assert set(a100) == {"name", "ok", "python", "torch", "backend", "index", "triton_package", "triton",
+                         "warnings", "reasons"}
+    assert (a100["name"], a100["ok"], a100["torch"], a100["backend"], a100["triton"], a100["triton_package"]) == (
+        "a100", True, "2.6.0", "cu126", "3.2.0", "triton")
+    assert a100["index"] == "http://127.0.0.1:9/whl/cu126"
+    assert not (tmp_path / "triton-env.lock").exists()
+
+
+def test_conflict_exits_3_names_the_facts_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text("""
+[environment]
+python = "3.11"
+torch = ">=2.9"
+[[targets]]
+name = "old-driver"
+driver = "470.82.01"
+gpus = ["8.0"]
+""")
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 3
+    assert "nothing fits target 'old-driver'" in out
+    assert "470.82.01" in out and "fix:" in out
+    assert "Traceback" not in out
+    assert not (tmp_path / "triton-env.lock").exists()
+    code, out = _run("resolve", "-p", str(tmp_path), "--dry-run", "--json")
+    assert code == 3
+    t = json.loads(out)["targets"][0]
+    assert t["ok"] is False and "470.82.01" in t["conflict"]
+
+
+def test_show_prints_every_package(tmp_path: Path, local_index: LocalIndex) -> None:
+    write_intent(tmp_path, local_index, INTENT)
+    assert _run("resolve", "-p", str(tmp_path))[0] == 0
+    code, out = _run("show", "-p", str(tmp_path), "--target", "a100")
+    assert code == 0
+    assert "torch 2.6.0 (cu126)" in out and "2.6.0+cu126" in out and "einops" in out
+    code, out = _run("show", "-p", str(tmp_path), "--target", "nope")
+    assert code == 1 and "has no target 'nope'" in out

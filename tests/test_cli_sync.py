@@ -1,0 +1,176 @@
+"""`tritonlock sync` end to end: real local index, real venvs, real uv."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import LINUX_TAG, write_intent
+from pkgindex import LocalIndex, build_wheel
+from tritonlock.cli import main
+from tritonlock.sync import _read_dists, _site_dirs, venv_python
+
+INTENT = """
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+cuda = "cpu"
+packages = [{extra}]
+"""
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner(mix_stderr=False).invoke(main, list(args)) if _mix_ok() else CliRunner().invoke(main, list(args))
+    out = r.output + (getattr(r, "stderr", "") if _mix_ok() else "")
+    return r.exit_code, out
+
+
+def _mix_ok() -> bool:
+    import inspect
+
+    return "mix_stderr" in inspect.signature(CliRunner.__init__).parameters
+
+
+def _dists(venv: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for s in _site_dirs(venv):
+        out.update(_read_dists(s))
+    out.pop("pip", None)
+    return out
+
+
+def _project(tmp_path: Path, idx: LocalIndex, extra: str = '"einops"') -> Path:
+    write_intent(tmp_path, idx, INTENT.format(extra=extra))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    return tmp_path
+
+
+def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index: LocalIndex) -> None:
+    proj = _project(tmp_path, local_index)
+    code, out = _run("sync", "-p", str(proj), "--dry-run")
+    assert code == 0 and "plan for target host" in out and "+ torch 2.6.0+cpu" in out
+    assert not (proj / ".venv").exists()  # a dry run changes nothing
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0, out
+    venv = proj / ".venv"
+    assert _dists(venv) == {"torch": "2.6.0+cpu", "triton": "3.2.0", "filelock": "3.16.1", "einops": "0.8.0",
+                            "typing-extensions": "4.12.2"}
+    r = subprocess.run([str(venv_python(venv)), "-c", "import torch; print(torch.version.cuda)"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "None"
+    n_requests = len(local_index.requests)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0 and "already matches target host" in out
+    assert len(local_index.requests) == n_requests  # the no-op path touches no index
+    # something the lock does not list is removed; a changed version is put back
+    extra = build_wheel(tmp_path / "w", "stray", "1.0")
+    fl = build_wheel(tmp_path / "w", "filelock", "3.0.0")
+    subprocess.run(["uv", "pip", "install", "--python", str(venv_python(venv)), "--no-deps", str(extra), str(fl)],
+                   check=True, capture_output=True)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0, out
+    assert "- stray 1.0" in out and "~ filelock 3.0.0 -> 3.16.1" in out
+    assert "stray" not in _dists(venv) and _dists(venv)["filelock"] == "3.16.1"
+
+
+def test_tampered_lock_is_refused_naming_the_package(tmp_path: Path, local_index: LocalIndex) -> None:
+    proj = _project(tmp_path, local_index)
+    lock = proj / "triton-env.lock"
+    text = lock.read_text()
+    lock.write_text(text.replace('version = "3.16.1"', 'version = "3.16.2"'))
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 2 and "(filelock): version 3.16.2 does not match its file filelock-3.16.1" in out
+    import re
+
+    h = re.search(r'sha256 = "([0-9a-f]{64})"', text).group(1)  # type: ignore[union-attr]
+    lock.write_text(text.replace(h, "0" * 64, 1))
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 2 and "edited after the lock was generated" in out
+    assert not (proj / ".venv").exists()
+
+
+def test_locked_refuses_a_stale_lock(tmp_path: Path, local_index: LocalIndex) -> None:
+    proj = _project(tmp_path, local_index)
+    intent = proj / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('packages = ["einops"]', "packages = []"))
+    code, out = _run("sync", "-p", str(proj), "--locked", "--no-verify")
+    assert code == 2 and "is stale" in out and "changed since the lock was written" in out
+    assert not (proj / ".venv").exists()
+
+
+def test_failed_install_leaves_the_old_venv_working(tmp_path: Path, local_index: LocalIndex) -> None:
+    proj = _project(tmp_path, local_index, extra='"filelock==3.12.0"')
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    before = _dists(venv)
+    assert before["filelock"] == "3.12.0"
+    intent = proj / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"filelock==3.12.0"', '"filelock==3.16.1", "einops"'))
+    assert _run("resolve", "-p", str(proj))[0] == 0
+    # the index now serves a different file under the pinned name: uv must refuse it by hash
+    files = local_index.root / "simple" / "_files"
+    good = (files / "einops-0.8.0-py3-none-any.whl").read_bytes()
+    try:
+        build_wheel(files, "einops", "0.8.0", modules={"einops/__init__.py": "raise SystemExit('evil')\n"})
+        code, out = _run("sync", "-p", str(proj), "--no-verify")
+        assert code == 5, out
+        assert "hash mismatch for einops" in out.lower() or "hash mismatch" in out.lower()
+        assert "the environment is as it was before" in out
+    finally:
+        (files / "einops-0.8.0-py3-none-any.whl").write_bytes(good)
+    assert _dists(venv) == before
+    subprocess.run([str(venv_python(venv)), "-c", "import filelock, torch"], check=True)
+
+
+def test_offline_wheelhouse_and_missing_wheel(tmp_path: Path, local_index: LocalIndex) -> None:
+    proj = _project(tmp_path, local_index)
+    house = tmp_path / "house"
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
+    assert code == 5 and "is not in the wheelhouse" in out
+    house.mkdir()
+    for sub in ("simple", "whl/cpu"):
+        for f in (local_index.root / sub / "_files").glob("*.whl"):
+            (house / f.name).write_bytes(f.read_bytes())
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
+    assert code == 0, out
+    assert _dists(proj / ".venv")["einops"] == "0.8.0"
+
+
+def test_two_syncs_at_once_do_not_corrupt_the_venv(tmp_path: Path, local_index: LocalIndex) -> None:
+    proj = _project(tmp_path, local_index)
+    results: list[int] = []
+
+    def go() -> None:
+        p = subprocess.run(["python3", "-m", "tritonlock", "sync", "-p", str(proj), "--no-verify"],
+                           capture_output=True, text=True)
+        results.append(p.returncode)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [0, 0]
+    assert _dists(proj / ".venv")["torch"] == "2.6.0+cpu"
+
+
+def test_no_target_fits_names_the_closest(tmp_path: Path, local_index: LocalIndex) -> None:
+    write_intent(tmp_path, local_index, """
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+[[targets]]
+name = "a100"
+driver = "550.54.15"
+gpus = ["8.0"]
+""")
+    assert _run("resolve", "-p", str(tmp_path))[0] == 0
+    code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
+    assert code == 5
+    assert "no target in" in out and "a100: it is a CUDA target (cu126) and this host has no NVIDIA driver" in out
+    assert "tritonlock host --save" in out

@@ -1,0 +1,121 @@
+"""triton-env.toml validation: good files parse; every bad one gives file:line, the key and a fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonlock.errors import IntentError
+from tritonlock.intent import parse_intent, read_intent, starter
+
+
+def _err(text: str) -> str:
+    with pytest.raises(IntentError) as ei:
+        parse_intent(text, "t.toml")
+    return str(ei.value)
+
+
+def test_full_intent_parses() -> None:
+    it = parse_intent("""
+[environment]
+python = "3.12"
+torch = ">=2.6"
+triton = "auto"
+packages = ["numpy>=1.26", "einops"]
+cuda = "auto"
+cuda-policy = "strict"
+
+[indexes]
+torch = "https://mirror.example/whl/{backend}/"
+default = "https://mirror.example/simple"
+
+[[targets]]
+name = "a100-cluster"
+os = "linux"
+arch = "x86_64"
+glibc = "2.31"
+python = "3.10"
+driver = "535.104.05"
+gpus = ["8.0", "8.0"]
+""", "t.toml")
+    assert it.python == "3.12" and it.torch == ">=2.6" and it.cuda_policy == "strict"
+    assert it.packages == ("einops", "numpy>=1.26")
+    assert it.torch_index == "https://mirror.example/whl/{backend}"
+    (t,) = it.targets
+    assert (t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.gpus) == (
+        "a100-cluster", "linux", "x86_64", "2.31", "3.10", "535.104.05", ("8.0", "8.0"))
+    assert it.content_hash.startswith("sha256:") and len(it.content_hash) == 71
+
+
+def test_defaults_and_shorthands() -> None:
+    it = parse_intent("[environment]\ntorch = '2.6'\ncuda = '12.4'\n")
+    assert (it.python, it.torch, it.triton, it.cuda, it.cuda_policy, it.targets) == (
+        None, "==2.6.*", "auto", "==12.4", "compatible", ())
+    assert parse_intent("").torch == ""
+    assert parse_intent("[environment]\ntorch='*'\narch='AMD64'\n".replace("arch='AMD64'\n", "")).torch == ""
+    assert parse_intent("[[targets]]\nname='w'\narch='AMD64'\nos='Win32'\n").targets[0].os == "windows"
+
+
+def test_hash_ignores_comments_and_order_but_not_content() -> None:
+    a = parse_intent("[environment]\ntorch='>=2.6'\npackages=['a','b']\n").content_hash
+    b = parse_intent("# hi\n[environment]\npackages=['b','a']  # x\ntorch='>=2.6'\n").content_hash
+    c = parse_intent("[environment]\ntorch='>=2.7'\npackages=['a','b']\n").content_hash
+    assert a == b != c
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[environment]\ntorch = 2.6\n",
+     "t.toml:2: environment.torch: expected a string, got float 2.6 — write e.g. \">=2.6\""),
+    ("[environment]\ntorch = '>=2.6.x'\n",
+     "t.toml:2: environment.torch: '>=2.6.x' is not a valid PEP 440 version specifier — write e.g. \">=2.6\" or \"==2.7.1\""),
+    ("[environment]\nfoo = 1\n",
+     "t.toml:2: environment.foo: unknown key — use one of: python, torch, triton, packages, cuda, cuda-policy"),
+    ("[environment]\npackages = ['numpy >>= 1']\n",
+     "t.toml:2: environment.packages[0]: 'numpy >>= 1' is not a valid requirement"),
+    ("[environment]\ncuda = 'cuda12'\n",
+     "t.toml:2: environment.cuda: 'cuda12' is not a valid PEP 440 version specifier — write e.g. \"auto\", \"cpu\", \"cu126\" or \">=12.4\""),
+    ("[environment]\ncuda-policy = 'loose'\n",
+     "t.toml:2: environment.cuda-policy: unknown policy 'loose' — use \"compatible\" or \"strict\""),
+    ("[environment]\npackages = ['torch>=2']\n",
+     "t.toml:2: environment.packages[0]: torch is set by [environment].torch — remove it here and use torch = \"...\" instead"),
+    ("[indexes]\ntorch = 'mirror/whl'\n",
+     "t.toml:2: indexes.torch: 'mirror/whl' is not an http(s):// or file:// URL — give the index's full address"),
+    ("[[targets]]\nos = 'linux'\n", "t.toml:1: targets[0]: missing required key 'name' — add name = \"my-cluster\""),
+    ("[[targets]]\nname = 'a'\n\n[[targets]]\nname = 'b'\ndriver = 'new'\n",
+     "t.toml:6: targets[1].driver: 'new' is not an NVIDIA driver version"),
+    ("[[targets]]\nname = 'a'\ngpus = '8.0'\ndriver = '535.1'\n",
+     "t.toml:3: targets[0].gpus: expected a list of strings, got '8.0' — write e.g. [\"8.0\", \"8.0\"] or [\"A100\"]"),
+    ("[[targets]]\nname = 'a'\ngpus = ['8.0']\n",
+     "t.toml:1: targets[0].driver: gpus are listed but no driver is given"),
+    ("[[targets]]\nname = 'a'\narch = 'riscv'\n", "t.toml:3: targets[0].arch: unknown arch 'riscv' — use x86_64 or aarch64"),
+    ("[[targets]]\nname = 'host'\n", "t.toml:2: targets[0].name: the name 'host' is reserved"),
+    ("[environment]\ntorch = '>=2.6'\n[environment\n",
+     "t.toml:3: TOML syntax error:"),
+    ("[environment]\ntorch = '>=2.6\n", "t.toml:2: TOML syntax error:"),
+    ("wat = 1\n", "t.toml:1: wat: unknown key — use one of: environment, indexes, targets"),
+])
+def test_bad_intent_names_file_line_key_and_fix(text: str, expected: str) -> None:
+    msg = _err(text)
+    assert msg.startswith(expected), msg
+    assert "\n" not in msg  # one problem, one line
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    msg = _err("[environment]\ntorch = 1\npython = 3\n[[targets]]\nname = 'x'\nos = 'beos'\n")
+    assert msg.splitlines()[0] == "3 problems in t.toml:"
+    assert "t.toml:2: environment.torch" in msg and "t.toml:3: environment.python" in msg
+    assert "t.toml:6: targets[0].os: unknown os 'beos'" in msg
+
+
+def test_gpu_names_map_to_compute_capability() -> None:
+    it = parse_intent("[[targets]]\nname='c'\ndriver='550.54.15'\ngpus=['A100', 'NVIDIA GeForce RTX 4090']\n")
+    assert it.targets[0].gpus == ("8.0", "8.9")
+    assert "unknown GPU 'Voodoo 5'" in _err("[[targets]]\nname='c'\ndriver='550.54.15'\ngpus=['Voodoo 5']\n")
+
+
+def test_missing_file_and_starter(tmp_path: Path) -> None:
+    with pytest.raises(IntentError, match="no such file — run `tritonlock init`"):
+        read_intent(tmp_path / "triton-env.toml")
+    it = parse_intent(starter("3.11", "# host"), "s.toml")
+    assert it.python == "3.11" and it.torch == ">=2.6"

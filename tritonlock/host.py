@@ -1,0 +1,414 @@
+"""Detect the running machine as a HostProfile; overrides let a user describe another one."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import tomlkit
+
+from . import _host_probes as p
+from . import _toml
+from .errors import HostError
+from .models import Gpu, HostProfile, TargetSpec
+
+__all__ = [
+    "OVERRIDE_KEYS",
+    "clear_cache",
+    "default_target_name",
+    "detect",
+    "format_profile",
+    "load_saved_target",
+    "profile_json",
+    "target_toml",
+    "to_target",
+]
+
+# flag > TRITONLOCK_<KEY> environment variable > detected (STYLE.md §12).
+OVERRIDE_KEYS = ("driver", "cuda", "gpus", "os", "arch", "glibc", "python")
+ENV_PREFIX = "TRITONLOCK_"
+
+_EXPECTED = {
+    "driver": 'a driver version like "535.104.05", or "none"',
+    "cuda": 'a CUDA version like "12.4"',
+    "gpus": 'compute capabilities like "8.0,8.0", GPU names like "A100", or "none"',
+    "os": '"linux", "windows" or "macos"',
+    "arch": '"x86_64", "aarch64" or "arm64"',
+    "glibc": 'a glibc version like "2.35", or "none"',
+    "python": 'a Python version like "3.12"',
+}
+_FORMS = {
+    "driver": re.compile(r"^\d+(\.\d+){1,2}$"),
+    "cuda": re.compile(r"^\d+\.\d+$"),
+    "glibc": re.compile(r"^\d+\.\d+$"),
+    "python": re.compile(r"^3\.\d+(\.\d+)?$"),
+}
+_CC = re.compile(r"^\d+\.\d+$")
+_NONE = "none"  # the value that says "this machine has none": no driver, no GPU, no glibc
+
+NO_DRIVER = "no NVIDIA driver found (NVML, nvidia-smi, /proc/driver/nvidia/version): this is a CPU target"
+
+T = TypeVar("T")
+
+
+def clear_cache() -> None:
+    """Forget every probe's answer (tests; a long-lived process after a driver change)."""
+    p.clear_cache()
+
+
+# ---- overrides -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Overrides:
+    """Parsed override values; a key is given when `where` names it (a value may be None: "none")."""
+
+    where: dict[str, str] = field(default_factory=dict)  # key -> "TRITONLOCK_CUDA" | "cuda"
+    values: dict[str, str | None] = field(default_factory=dict)
+    gpus: tuple[Gpu, ...] | None = None
+
+
+def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
+    raw: dict[str, tuple[str, str]] = {}  # key -> (value, where it came from)
+    problems: list[str] = []
+    for key in OVERRIDE_KEYS:
+        env = os.environ.get(ENV_PREFIX + key.upper(), "").strip()
+        if env:
+            raw[key] = (env, ENV_PREFIX + key.upper())
+    for key, value in (flags or {}).items():
+        if key not in OVERRIDE_KEYS:
+            problems.append(f'unknown host override "{key}": expected one of {", ".join(OVERRIDE_KEYS)}')
+        elif value.strip():
+            raw[key] = (value.strip(), key)  # assigned after the environment: a flag wins
+
+    values: dict[str, str | None] = {}
+    for key in ("os", "arch", "driver", "cuda", "glibc", "python"):  # os first: arch depends on it
+        if key in raw:
+            value, where = raw[key]
+            try:
+                values[key] = _parse_scalar(key, value, values.get("os") or p.os_name())
+            except ValueError:
+                problems.append(f'host override {where}="{value}": expected {_EXPECTED[key]}')
+    gpus = None
+    if "gpus" in raw:
+        value, where = raw["gpus"]
+        gpus, unknown = _parse_gpus(value)
+        problems += [f'host override {where}="{value}": "{u}" is not {_EXPECTED["gpus"]}' for u in unknown]
+    if "driver" in values and values["driver"] is None:
+        driver_is = f'{raw["driver"][1]}="{raw["driver"][0]}"'
+        if "cuda" in raw:
+            cuda_is = f'{raw["cuda"][1]}="{raw["cuda"][0]}"'
+            problems.append(f"host overrides {driver_is} and {cuda_is} contradict: without a driver there is no CUDA")
+        if gpus:
+            gpus_is = f'{raw["gpus"][1]}="{raw["gpus"][0]}"'
+            problems.append(f"host overrides {driver_is} and {gpus_is} contradict: without a driver no GPU is usable")
+    if values.get("os", "linux") != "linux" and values.get("glibc"):
+        os_is, glibc_is = (f'{raw[key][1]}="{raw[key][0]}"' for key in ("os", "glibc"))
+        problems.append(f"host overrides {os_is} and {glibc_is} contradict: glibc is for linux only")
+    if problems:
+        raise HostError("\n".join(problems))
+    return _Overrides(where={key: where for key, (_, where) in raw.items()}, values=values, gpus=gpus)
+
+
+def _parse_scalar(key: str, value: str, os_name: str) -> str | None:
+    """The normalized value; None for "none" where a machine may lack the thing; ValueError if malformed."""
+    if value.lower() == _NONE and key in ("driver", "glibc"):
+        return None
+    if key == "os":
+        normalized = p.normalize_os(value)
+    elif key == "arch":
+        normalized = p.normalize_arch(value, os_name)
+    else:
+        normalized = value if _FORMS[key].match(value) else None
+    if normalized is None:
+        raise ValueError(f"{key}={value!r}")
+    return normalized
+
+
+def _parse_gpus(value: str) -> tuple[tuple[Gpu, ...], list[str]]:
+    """GPUs from "8.0,8.0" or "A100,H100" (names through compat/), and the items it could not read."""
+    if value.lower() == _NONE:
+        return (), []
+    gpus, unknown = [], []
+    for index, item in enumerate(part.strip() for part in value.split(",")):
+        cc = item if _CC.match(item) else p.cc_for_name(item)
+        if cc is None:
+            unknown.append(item)
+        else:
+            gpus.append(Gpu(index=index, name="" if item == cc else item, cc=cc))
+    return tuple(gpus), unknown
+
+
+# ---- detection -----------------------------------------------------------------------------
+
+
+def _first(key: str, pick: Callable[[p.DriverReading], T | None], probes: list[str]) -> T | None:
+    # Sources in order of trust (NVML, WSL's NVML, nvidia-smi, /proc); each runs only when
+    # every source before it could not tell this fact, and answers are cached.
+    for probe in p.DRIVER_PROBES:
+        reading = probe()
+        if reading is None:
+            continue
+        value = pick(reading)
+        if value is not None:
+            probes.append(f"{key}: {reading.source}")
+            return value
+    return None
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def detect(overrides: Mapping[str, str] | None = None) -> HostProfile:
+    """Probe this machine; `overrides` (flags) beat TRITONLOCK_* variables, which beat probing."""
+    ov = _overrides(overrides)
+    given, values = ov.where, ov.values
+    probes = [f"{key}: override ({where})" for key, where in given.items()]
+    warnings: list[str] = []
+
+    os_name = values.get("os") or p.os_name()
+    arch = values.get("arch") or p.arch(os_name)
+    python = values.get("python") or p.python()
+    driver = values["driver"] if "driver" in given else _first("driver", lambda r: r.driver, probes)
+    # A driver named by hand says nothing about this machine's CUDA: leave it to the matrix.
+    if "cuda" in given or "driver" in given:
+        cuda = values.get("cuda")
+    else:
+        cuda = _first("cuda", lambda r: r.cuda, probes)
+    if ov.gpus is not None:
+        gpus: tuple[Gpu, ...] | None = ov.gpus
+    elif "driver" in given and driver is None:
+        gpus = ()
+    else:
+        gpus = _first("gpus", lambda r: r.gpus, probes)
+
+    if "glibc" in given:
+        glibc = values["glibc"]
+    elif os_name != "linux":
+        glibc = None  # this machine's glibc says nothing about the windows/macos machine named by hand
+    else:
+        found = p.glibc()
+        glibc = found[0] if found else None
+        probes += [f"glibc: {found[1]}"] if found else []
+
+    found_container = p.container()
+    container = found_container[0] if found_container else None
+    probes += [f"container: {found_container[1]}"] if found_container else []
+    wsl = p.wsl()
+    probes += [f"wsl: /{p.PROC_VERSION}"] if wsl else []
+    found_nvcc = p.nvcc()
+    nvcc = found_nvcc[0] if found_nvcc else None
+    probes += [f"nvcc: {found_nvcc[1]}"] if found_nvcc else []
+
+    if driver is None and "driver" not in given:
+        warnings.append(NO_DRIVER)
+    if driver is not None and gpus is None and "driver" not in given:
+        warnings.append(_no_gpu_warning(driver, container))
+    if nvcc is not None and cuda is not None and _version(nvcc) > _version(cuda):
+        warnings.append(
+            f"nvcc {nvcc} is newer than the CUDA {cuda} this driver supports: code built with this nvcc"
+            " may fail with cudaErrorInsufficientDriver; PyTorch wheels bring their own runtime,"
+            " so this does not affect torch"
+        )
+    return HostProfile(
+        os=os_name,
+        arch=arch,
+        python=python,
+        glibc=glibc,
+        driver=driver,
+        cuda_driver=cuda,
+        gpus=gpus or (),
+        nvcc=nvcc,
+        container=container,
+        wsl=wsl,
+        probes=tuple(probes),
+        warnings=tuple(warnings),
+    )
+
+
+def _no_gpu_warning(driver: str, container: str | None) -> str:
+    if container is not None:
+        # /proc/driver/nvidia is the host kernel's: a container sees it without any GPU access.
+        return (
+            f"NVIDIA driver {driver} is loaded but no GPU is visible in this {container} container"
+            " (NVML and nvidia-smi did not answer): start it with GPU access (docker run --gpus all,"
+            " NVIDIA Container Toolkit), or set TRITONLOCK_GPUS"
+        )
+    return (
+        f"NVIDIA driver {driver} found but no GPU could be listed with its compute capability"
+        " (NVML and nvidia-smi gave none): set TRITONLOCK_GPUS, e.g. TRITONLOCK_GPUS=8.0"
+    )
+
+
+# ---- projections ---------------------------------------------------------------------------
+
+
+def to_target(profile: HostProfile, name: str = "host") -> TargetSpec:
+    return TargetSpec(
+        name=name,
+        os=profile.os,
+        arch=profile.arch,
+        glibc=profile.glibc,
+        python=".".join(profile.python.split(".")[:2]),
+        driver=profile.driver,
+        cuda=profile.cuda_driver,
+        gpus=tuple(gpu.cc for gpu in profile.gpus),
+        origin="host",
+    )
+
+
+_VENDOR_WORDS = re.compile(r"\b(nvidia|geforce|tesla|quadro)\b")
+
+
+def default_target_name(profile: HostProfile) -> str:
+    """Name for `host --save`: the first GPU's model ("h200", "rtx-4090", "a100-sxm4-80gb"), else "cpu"."""
+    if not profile.gpus:
+        return "cpu"
+    first = profile.gpus[0]
+    slug = re.sub(r"[^a-z0-9]+", "-", _VENDOR_WORDS.sub("", first.name.lower())).strip("-")
+    return slug or f"sm{first.cc.replace('.', '')}"
+
+
+def _gpu_models(gpus: tuple[Gpu, ...]) -> str:
+    counts: dict[str, int] = {}
+    for gpu in gpus:
+        label = gpu.name or f"GPU with compute capability {gpu.cc}"
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{n}x {label}" for label, n in counts.items()) or "no NVIDIA GPU (CPU target)"
+
+
+def target_toml(profile: HostProfile, name: str, *, today: datetime.date | None = None) -> str:
+    """A [[targets]] table to paste into triton-env.toml (also what `tritonlock host --save` writes)."""
+    target = to_target(profile, name)
+    table = tomlkit.table()
+    table.add("name", target.name)
+    for key in ("os", "arch", "glibc", "python", "driver", "cuda"):
+        value = getattr(target, key)
+        if value is not None:
+            table.add(key, value)
+    table.add("gpus", list(target.gpus))
+    targets = tomlkit.aot()
+    targets.append(table)
+    doc = tomlkit.document()
+    doc.add("targets", targets)
+    when = (today or datetime.date.today()).isoformat()
+    return f"# {_gpu_models(profile.gpus)}; detected by tritonlock host on {when}\n" + tomlkit.dumps(doc)
+
+
+def profile_json(profile: HostProfile) -> dict[str, object]:
+    """`tritonlock host --json`. Stable keys, always all present (null when unknown):
+    os, arch, python, glibc, driver, cuda_driver, nvcc, container (str | null), wsl (bool),
+    gpus (list of {index, name, cc, memory_mib, uuid}), probes, warnings (lists of str)."""
+    return {
+        "os": profile.os,
+        "arch": profile.arch,
+        "python": profile.python,
+        "glibc": profile.glibc,
+        "driver": profile.driver,
+        "cuda_driver": profile.cuda_driver,
+        "nvcc": profile.nvcc,
+        "container": profile.container,
+        "wsl": profile.wsl,
+        "gpus": [
+            {"index": g.index, "name": g.name, "cc": g.cc, "memory_mib": g.memory_mib, "uuid": g.uuid}
+            for g in profile.gpus
+        ],
+        "probes": list(profile.probes),
+        "warnings": list(profile.warnings),
+    }
+
+
+def format_profile(profile: HostProfile) -> str:
+    """Human-readable text for `tritonlock host`."""
+    lines = [
+        f"os         {profile.os} {profile.arch}"
+        + (f", glibc {profile.glibc}" if profile.glibc else "")
+        + (" (WSL)" if profile.wsl else "")
+        + (f", in a {profile.container} container" if profile.container else ""),
+        f"python     {profile.python}",
+        "driver     "
+        + (
+            f"{profile.driver}" + (f", supports CUDA {profile.cuda_driver}" if profile.cuda_driver else "")
+            if profile.driver
+            else "none (CPU target)"
+        ),
+    ]
+    for gpu in profile.gpus:
+        extra = [f"{gpu.memory_mib} MiB"] if gpu.memory_mib is not None else []
+        extra += [gpu.uuid] if gpu.uuid else []
+        lines.append(f"gpu {gpu.index:<6} {gpu.name or '(unnamed)'}, cc {gpu.cc}" + "".join(f", {e}" for e in extra))
+    if not profile.gpus:
+        lines.append("gpus       none")
+    lines.append(f"nvcc       {profile.nvcc or 'not found'}")
+    lines += [f"probe      {probe}" for probe in profile.probes]
+    lines += [f"warning    {warning}" for warning in profile.warnings]
+    return "\n".join(lines)
+
+
+# ---- saved targets -------------------------------------------------------------------------
+
+_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus")
+_REQUIRED = ("name", "os", "arch")
+
+
+def load_saved_target(path: str) -> TargetSpec:
+    """Read a file written by `tritonlock host --save` (one [[targets]] table, see target_toml)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise HostError(f"{path}: cannot read saved target: {e.strerror}") from None
+    try:
+        doc = _toml.loads(text)
+    except _toml.TOMLDecodeError as e:
+        line, message = _toml.decode_error_line(e, text)
+        raise HostError(f"{path}:{line or 1}: not valid TOML: {message}") from None
+    targets = doc.get("targets")
+    if not isinstance(targets, list) or len(targets) != 1 or not isinstance(targets[0], dict):
+        raise HostError(f"{path}:1: expected exactly one [[targets]] table, as `tritonlock host --save` writes")
+    table: dict[str, object] = targets[0]
+    header = _toml.line_of(text, ("targets", 0)) or 1
+
+    def line_of(key: str) -> int:
+        return _toml.line_of(text, ("targets", 0, key)) or header
+
+    problems: list[str] = []
+    values: dict[str, str | None] = {}
+    gpus: tuple[str, ...] = ()
+    for key, value in table.items():
+        where = f"{path}:{line_of(key)}: targets[0].{key}"
+        if key not in _TARGET_KEYS:
+            problems.append(f"{where}: unknown key, expected one of {', '.join(_TARGET_KEYS)}")
+        elif key == "gpus":
+            if isinstance(value, list) and all(isinstance(v, str) and _CC.match(v) for v in value):
+                gpus = tuple(str(v) for v in value)
+            else:
+                problems.append(f'{where} = {value!r}: expected a list of compute capabilities like ["8.0"]')
+        elif not isinstance(value, str) or not value:
+            problems.append(f"{where} = {value!r}: expected a string")
+        elif key == "name":
+            values[key] = value
+        else:
+            try:
+                values[key] = _parse_scalar(key, value, str(table.get("os", "")))
+            except ValueError:
+                problems.append(f'{where} = "{value}": expected {_EXPECTED[key]}')
+    problems += [f"{path}:{header}: targets[0].{key} is missing" for key in _REQUIRED if key not in table]
+    if problems:
+        raise HostError("\n".join(problems))
+    return TargetSpec(
+        name=str(values["name"]),
+        os=str(values["os"]),
+        arch=str(values["arch"]),
+        glibc=values.get("glibc"),
+        python=values.get("python"),
+        driver=values.get("driver"),
+        cuda=values.get("cuda"),
+        gpus=gpus,
+        origin=f"file:{path}",
+    )
