@@ -190,7 +190,7 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
     try:
         data = _toml.loads(text)
     except _toml.TOMLDecodeError as err:
-        line, msg = _toml.decode_error_line(err)
+        line, msg = _toml.decode_error_line(err, text)
         raise LockfileError(f"{path}:{line}: not valid TOML ({msg}) — regenerate it with `tritonlock resolve`") from None
     version = r.get(data, "lock-version", str, "")
     major = version.split(".")[0]

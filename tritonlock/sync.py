@@ -301,10 +301,10 @@ def _pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: P
 def _uv_failure(stderr: str) -> str:
     """uv's own words, trimmed, with a hash mismatch called out by package."""
     text = stderr.strip()
-    m = re.search(r"Hash mismatch for `([^`]+)`", text)
+    m = re.search(r"(?i)(hash|size) mismatch for `([^`=]+)(==[^`]*)?`", text)
     if m:
-        return f"hash mismatch for {m.group(1)}: the file the index served is not the one the lock pinned — " \
-               f"someone replaced it, or the lock was edited; nothing was installed\n{text}"
+        return (f"{m.group(1).lower()} mismatch for {m.group(2)}: the file the index served is not the one the lock "
+                f"pinned (it was replaced on the index, or the lock was edited); nothing was installed\n{text}")
     return text
 
 

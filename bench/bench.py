@@ -1,0 +1,100 @@
+"""Time tritonlock against uv and pip run side by side on the same inputs; print ratios.
+
+Usage: python bench/bench.py [--repeat N]
+Everything runs against a local HTTP index (tests/pkgindex.py) so network noise stays out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from conftest import populate, write_intent  # noqa: E402
+from pkgindex import LocalIndex  # noqa: E402
+
+
+def timed(args: list[str], repeat: int, cwd: Path | None = None, setup: object = None) -> float:
+    times = []
+    for _ in range(repeat):
+        if callable(setup):
+            setup()
+        t0 = time.perf_counter()
+        subprocess.run(args, cwd=cwd, check=True, capture_output=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    n = ap.parse_args().repeat
+    env_bin = Path(sys.executable).parent
+    tl = [str(env_bin / "tritonlock")] if (env_bin / "tritonlock").exists() else [sys.executable, "-m", "tritonlock"]
+    from uv import find_uv_bin
+
+    uv = str(find_uv_bin())
+    os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+    rows: list[tuple[str, float, str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        idx = LocalIndex(root / "index")
+        populate(idx)
+        idx.start()
+        proj = root / "proj"
+        write_intent(proj, idx, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n'
+                                'packages = ["einops"]\n')
+        # 1. start-up
+        rows.append(("tritonlock --help", timed([*tl, "--help"], n), "uv --help", timed([uv, "--help"], n)))
+        # 2. full resolve vs uv pip compile of the same requirements on the same indexes
+        lock = proj / "triton-env.lock"
+        full = timed([*tl, "resolve", "-p", str(proj), "--upgrade"], n)
+        req = root / "req.in"
+        req.write_text("torch==2.6.0\ntriton==3.2.0\neinops\n")
+        uvc = timed([uv, "pip", "compile", str(req), "--no-config", "--quiet", "--generate-hashes",
+                     "--index-url", idx.index_url("simple"), "--extra-index-url", f"{idx.url}/whl/cpu",
+                     "--index-strategy", "unsafe-best-match", "--python-version", "3.11",
+                     "--python-platform", "x86_64-manylinux_2_28", "-o", str(root / "req.txt")], n)
+        rows.append(("tritonlock resolve (full)", full, "uv pip compile", uvc))
+        # 3. no-change resolve
+        rows.append(("tritonlock resolve (no change)", timed([*tl, "resolve", "-p", str(proj)], n),
+                     "uv pip compile", uvc))
+        # 4. no-op sync vs uv pip sync / pip install -r of the same pinned set
+        subprocess.run([*tl, "sync", "-p", str(proj), "--no-verify"], check=True, capture_output=True)
+        venv_py = proj / ".venv" / "bin" / "python"
+        tl_sync = timed([*tl, "sync", "-p", str(proj), "--no-verify"], n)
+        subprocess.run([*tl, "export", "-p", str(proj), "--format", "requirements", "-o", str(root / "lock.txt")],
+                       check=False, capture_output=True)
+        pins = root / "pins.txt"
+        out = subprocess.run([uv, "pip", "freeze", "--python", str(venv_py)], capture_output=True, text=True,
+                             check=True).stdout
+        pins.write_text(out)
+        uv_sync = timed([uv, "pip", "sync", "--python", str(venv_py), "--offline", str(pins)], n)
+        pip_venv = root / "pipvenv"
+        subprocess.run([sys.executable, "-m", "venv", str(pip_venv)], check=True)
+        subprocess.run([str(pip_venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                        "--index-url", idx.index_url("simple"), "--extra-index-url", f"{idx.url}/whl/cpu",
+                        "-r", str(pins)], check=True, capture_output=True)
+        pip_noop = timed([str(pip_venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                          "--index-url", idx.index_url("simple"), "--extra-index-url", f"{idx.url}/whl/cpu",
+                          "-r", str(pins)], n)
+        rows.append(("tritonlock sync (no-op)", tl_sync, "uv pip sync", uv_sync))
+        rows.append(("tritonlock sync (no-op)", tl_sync, "pip install -r", pip_noop))
+        idx.stop()
+    print(f"median of {n} runs each, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores")
+    print(f"{'tritonlock':34} {'ms':>8}   {'baseline':22} {'ms':>8}  ratio")
+    for a, ta, b, tb in rows:
+        print(f"{a:34} {ta * 1000:8.1f}   {b:22} {tb * 1000:8.1f}  {ta / tb:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
