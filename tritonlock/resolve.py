@@ -157,15 +157,16 @@ class _Resolver:
             return None, f"supports Python {lo}–{hi}, not {self.python}"
         variants = [v for v in release.variants if self.platform in v.platforms]
         if not variants:
-            return None, f"has no wheels for {self.platform}"
+            return None, f"no wheels for {self.platform}"
         floor = release.glibc.get(self.platform)
         if floor and self.t.glibc and _v(self.t.glibc) < _v(floor):
             return None, f"wheels need glibc >= {floor}; this target has {self.t.glibc}"
         wanted = self.wanted(tuple(variants))
         if not wanted:
             have = "/".join(v.backend for v in sorted(variants, key=lambda v: _v(v.cuda or "0")))
-            return None, f"is published for {self.platform} only as {have}, not as cuda = {self.intent.cuda!r}"
+            return None, f"published for {self.platform} only as {have}, not as cuda = {self.intent.cuda!r}"
         problems: list[str] = []
+        runnable: list[tuple[Variant, str | None, str | None, list[str]]] = []
         for v in wanted:
             drv, warn, dfloor = self.driver_problem(v)
             if drv:
@@ -175,6 +176,10 @@ class _Resolver:
             if arch:
                 problems.append(arch)
                 continue
+            runnable.append((v, warn, dfloor, arch_warns))
+        # The newest variant that runs under the policy ("compatible" counts CUDA minor-version
+        # compatibility; such a pick carries a warning, and cuda-policy = "strict" avoids it).
+        for v, warn, dfloor, arch_warns in runnable[:1]:
             reasons = [f"{v.backend}: the newest published variant of torch {release.version} for {self.platform} "
                        "that runs here" if v.cuda else f"{v.backend}: " + ("no NVIDIA driver on this target"
                                                                           if not self.gpu else "cuda = 'cpu' asked for")]
@@ -190,7 +195,7 @@ class _Resolver:
         if all("needs driver" in p for p in problems):
             floors = [self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy) for v in wanted if v.cuda]
             least = min((f for f in floors if f), key=_v, default="?")
-            return None, (f"is published only for CUDA {cudas} on {self.platform}, which need driver >= {least}; "
+            return None, (f"published only for CUDA {cudas} on {self.platform}, which need driver >= {least}; "
                           f"this driver is {self.t.driver}")
         return None, "; ".join(dict.fromkeys(problems))
 
@@ -307,7 +312,7 @@ def _grouped(skipped: list[tuple[str, str]]) -> list[str]:
         while j + 1 < len(skipped) and skipped[j + 1][1] == skipped[i][1]:
             j += 1
         span = skipped[i][0] if i == j else f"{skipped[j][0]}–{skipped[i][0]}"
-        out.append(f"torch {span} {skipped[i][1]}")
+        out.append(f"torch {span}: {skipped[i][1]}")
         i = j + 1
     return out
 
