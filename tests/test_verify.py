@@ -1,0 +1,427 @@
+"""verify: the runner inside a real torch + triton venv (interpreter mode on this CPU host), and its API."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tritonlock.errors import VerifyError
+from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+
+TORCH = "2.13.0"
+TRITON = "3.6.0"
+KERNELS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
+           ("softmax", "fp32")]
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures: one real venv (CPU torch + triton + numpy), cached across sessions by version
+
+
+@pytest.fixture(scope="session")
+def venv_python(request: pytest.FixtureRequest) -> str:
+    """A venv with torch and triton installed, kept in pytest's cache keyed by the versions."""
+    root = Path(request.config.cache.mkdir(f"verify-venv-py{sys.version_info[0]}{sys.version_info[1]}"
+                                           f"-torch{TORCH}-triton{TRITON}"))
+    python = root / "venv" / "bin" / "python"
+    done = root / "complete"
+    if done.exists() and python.exists():
+        return str(python)
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         f"torch=={TORCH}", f"triton=={TRITON}", "numpy"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot install torch=={TORCH} triton=={TRITON} here: {proc.stderr[-800:]}")
+    done.write_text(f"installed in {time.monotonic() - started:.0f} s\n")
+    return str(python)
+
+
+@pytest.fixture(scope="session")
+def interpreter_run(venv_python: str) -> VerifyResult:
+    return run_verify(venv_python, backend="cpu", triton=TRITON)
+
+
+@pytest.fixture(scope="session")
+def mismatch_run(venv_python: str) -> VerifyResult:
+    """CPU torch where the lock wants cu126, a GPU on driver 580.95.05, and triton 3.5.0."""
+    return run_verify(venv_python, backend="cu126", triton="3.5.0", expect_gpu=True,
+                      driver="580.95.05", quick=True)
+
+
+def _check(result: VerifyResult, name: str) -> Any:
+    found = [c for c in result.checks if c.name == name]
+    assert len(found) == 1, [c.name for c in result.checks]
+    return found[0]
+
+
+def _runner_module() -> ModuleType:
+    """The runner imported as a module in this process (it imports nothing but the stdlib at load)."""
+    spec = importlib.util.spec_from_file_location("tritonlock_verify_runner", RUNNER)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ---------------------------------------------------------------------------------------------
+# Interpreter mode with real torch + triton
+
+
+@pytest.mark.slow
+def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult) -> None:
+    r = interpreter_run
+    assert r.ok, format_report(r)
+    assert r.mode == "interpreter"
+    assert r.torch is not None and r.torch.startswith(TORCH)
+    assert r.triton == TRITON
+    assert [(k.kernel, k.dtype) for k in r.kernels] == KERNELS
+    assert all(k.ok and k.device == "cpu (interpreter)" for k in r.kernels)
+    assert all(k.max_err is not None for k in r.kernels)
+    # no timing on the CPU: it would not mean anything
+    assert all(k.metric is None and k.value is None and k.ratio is None for k in r.kernels)
+    assert r.jit_seconds is None
+    assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in r.notes
+    assert r.gpus == ()
+    assert r.total_seconds < 60
+
+
+@pytest.mark.slow
+def test_interpreter_mode_checks(interpreter_run: VerifyResult) -> None:
+    r = interpreter_run
+    assert [c.name for c in r.checks] == ["torch imports", "torch CUDA build", "CUDA available",
+                                          "triton imports", "triton version", "numpy (Triton interpreter)"]
+    assert _check(r, "torch CUDA build").detail.endswith("is built for CPU only, as backend cpu expects")
+    assert _check(r, "triton version").detail == f"triton {TRITON}, as the lock pins"
+    assert all(c.fix is None for c in r.checks)
+
+
+@pytest.mark.slow
+def test_report_reads_plainly(interpreter_run: VerifyResult) -> None:
+    text = format_report(interpreter_run)
+    lines = text.splitlines()
+    assert lines[0].startswith("verify: Triton interpreter on the CPU; python ")
+    assert "  kernel      dtype  device             ok  max err  triton  torch  ratio" in lines
+    assert any(line.startswith("  matmul      bf16   cpu (interpreter)  ok") for line in lines)
+    assert "note: GPU not tested: ran the kernels in the Triton interpreter on the CPU" in lines
+    assert lines[-1] == "RESULT: OK"
+
+
+@pytest.mark.slow
+def test_json_shape(interpreter_run: VerifyResult) -> None:
+    doc = interpreter_run.to_json()
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON: no NaN, no tuples, no objects
+    assert list(doc) == ["schema", "ok", "mode", "python", "torch", "triton", "checks", "kernels",
+                         "jit_seconds", "total_seconds", "gpus", "notes"]
+    assert doc["schema"] == 1 and doc["ok"] is True and doc["mode"] == "interpreter"
+    assert set(doc["checks"][0]) == {"name", "ok", "detail", "fix"}  # type: ignore[index]
+    assert list(doc["kernels"][0]) == ["kernel", "device", "dtype", "ok", "max_err", "metric",  # type: ignore[index]
+                                       "value", "torch_value", "ratio", "detail"]
+
+
+@pytest.mark.slow
+def test_injected_fault_fails_the_named_kernel(venv_python: str) -> None:
+    r = run_verify(venv_python, quick=True, inject_fault="vector_add")
+    assert not r.ok
+    bad = [k for k in r.kernels if not k.ok]
+    assert [(k.kernel, k.dtype) for k in bad] == [("vector_add", "fp32")]
+    detail = bad[0].detail
+    assert detail.startswith("WRONG RESULTS: fault injected on purpose (--inject-fault vector_add); ")
+    # the kernel skipped its last block, so the NaN poison is still there
+    assert "outputs are still NaN (the poison written before the run)" in detail
+    assert bad[0].max_err is None
+    assert all(c.ok for c in r.checks)
+    text = format_report(r)
+    assert "  FAIL  vector_add fp32 on cpu (interpreter): WRONG RESULTS: " in text
+    assert text.splitlines()[-1] == "RESULT: FAILED (1 problem)"
+
+
+@pytest.mark.slow
+def test_injected_matmul_fault_fails_every_dtype(venv_python: str) -> None:
+    r = run_verify(venv_python, quick=True, inject_fault="matmul")
+    assert [(k.kernel, k.dtype) for k in r.kernels if not k.ok] == KERNELS[1:4]
+
+
+@pytest.mark.slow
+def test_cpu_torch_where_a_gpu_is_expected_fails_plainly(mismatch_run: VerifyResult) -> None:
+    c = _check(mismatch_run, "CUDA available")
+    assert not c.ok
+    assert c.detail == (f"torch.cuda.is_available() is False although this host has NVIDIA driver "
+                        f"580.95.05: this is a CPU-only torch ({mismatch_run.torch}, torch.version.cuda "
+                        "is None), so it can never use the GPU")
+    assert c.fix is not None and "tritonlock sync" in c.fix
+    assert not mismatch_run.ok
+    # it still ran what it could, in the interpreter, and says so
+    assert mismatch_run.mode == "interpreter"
+    assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in mismatch_run.notes
+
+
+@pytest.mark.slow
+def test_backend_mismatch_fails(mismatch_run: VerifyResult) -> None:
+    c = _check(mismatch_run, "torch CUDA build")
+    assert not c.ok
+    assert c.detail.startswith("the lock's backend is cu126 (CUDA 12.6) but torch ")
+    assert "is built for CPU only (torch.version.cuda is None)" in c.detail
+    assert c.fix == "reinstall torch from the cu126 index: `tritonlock sync`"
+
+
+@pytest.mark.slow
+def test_wrong_triton_pin_fails(mismatch_run: VerifyResult) -> None:
+    c = _check(mismatch_run, "triton version")
+    assert not c.ok
+    assert c.detail.startswith(f"triton is {TRITON} but the lock pins triton==3.5.0: ")
+    assert c.fix == "install triton==3.5.0 from the lock: `tritonlock sync`"
+    text = format_report(mismatch_run)
+    assert "  FAIL  triton version: triton is 3.6.0 but the lock pins triton==3.5.0" in text
+    assert "        fix: install triton==3.5.0 from the lock: `tritonlock sync`" in text
+    assert text.splitlines()[-1] == "RESULT: FAILED (3 problems)"
+
+
+@pytest.mark.slow
+def test_gpu_mode_demanded_without_cuda_runs_nothing(venv_python: str) -> None:
+    r = run_verify(venv_python, interpret=False, quick=True)
+    assert not r.ok
+    assert r.kernels == ()
+    c = _check(r, "GPU mode")
+    assert c.detail.startswith("GPU mode was asked for (no interpreter) but CUDA is not available")
+
+
+@pytest.mark.slow
+def test_runner_never_imports_tritonlock(venv_python: str, tmp_path: Path) -> None:
+    # tritonlock is importable on this PYTHONPATH, so only the runner's own discipline keeps it out
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([venv_python, "-X", "importtime", str(RUNNER), "--quick"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert json.loads(proc.stdout)["ok"] is True, proc.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "torch" in imported and "triton" in imported
+    assert not [m for m in imported if m.split(".")[0] == "tritonlock"]
+
+
+@pytest.mark.slow
+def test_allreduce_plumbing_and_profile(venv_python: str, tmp_path: Path) -> None:
+    # The NCCL path needs 2 GPUs; the same spawn + file:// rendezvous + per-rank result files run
+    # here with gloo over CPU processes, through the runner's test hook.
+    trace = tmp_path / "trace.json"
+    proc = subprocess.run([venv_python, "-I", str(RUNNER), "--quick", "--allreduce-cpu", "2",
+                           "--profile", str(trace)], capture_output=True, text=True)
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is True, proc.stderr[-2000:]
+    row = doc["kernels"][-1]
+    assert (row["kernel"], row["device"], row["ok"], row["max_err"], row["metric"]) == (
+        "gloo_all_reduce", "cpu x2", True, 0.0, "GB/s")
+    assert row["detail"].startswith("2 processes, 0.25 MiB all-reduce (gloo) gave the right sum")
+    assert "traceEvents" in json.loads(trace.read_text())
+    assert f"profile: chrome trace of the kernels written to {trace}" in doc["notes"]
+    assert proc.returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The API around the runner (fake interpreters: no torch needed)
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    exe = tmp_path / "python"
+    exe.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return str(exe)
+
+
+def test_missing_interpreter_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "bin" / "python"
+    with pytest.raises(VerifyError) as e:
+        run_verify(str(missing))
+    assert str(e.value) == (f"verify: the environment's interpreter {missing} does not exist; "
+                            "create the environment first (`tritonlock sync`)")
+
+
+def test_bare_interpreter_name_is_looked_up_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = tmp_path / "doc.json"
+    doc.write_text(json.dumps(_doc()))
+    _fake_python(tmp_path, f"cat '{doc}'\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert run_verify("python").ok
+    with pytest.raises(VerifyError, match="interpreter no-such-python3 does not exist"):
+        run_verify("no-such-python3")
+
+
+def test_runner_without_json_is_an_error_with_stderr_tail(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, """\
+        echo 'Fatal Python error: init_import_site' >&2
+        echo 'not json'
+        exit 3
+    """)
+    with pytest.raises(VerifyError) as e:
+        run_verify(python)
+    assert str(e.value) == (f"verify: the runner under {python} exited with code 3 without a report; "
+                            "its stderr ends with:\nFatal Python error: init_import_site")
+
+
+def test_runner_timeout_is_an_error(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, """\
+        echo 'compiling...' >&2
+        exec sleep 30
+    """)
+    started = time.monotonic()
+    with pytest.raises(VerifyError) as e:
+        run_verify(python, timeout=1)
+    assert time.monotonic() - started < 10
+    assert str(e.value) == ("verify: the runner did not finish within 1 s; its stderr ends with:\n"
+                            "compiling...")
+
+
+def _doc(**changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": 1, "ok": True, "mode": "gpu", "python": "3.12.3", "torch": "2.11.0+cu130",
+        "triton": "3.6.0",
+        "checks": [{"name": "torch imports", "ok": True, "detail": "torch 2.11.0+cu130", "fix": None}],
+        "kernels": [{"kernel": "vector_add", "device": "cuda:0", "dtype": "fp32", "ok": True,
+                     "max_err": 2.4e-07, "metric": "GB/s", "value": 4260.0, "torch_value": 4251.0,
+                     "ratio": 1.002, "detail": "n=99328: ok"}],
+        "jit_seconds": 0.46, "total_seconds": 4.0, "gpus": ["cuda:0 NVIDIA H200 (sm_90, 139.8 GiB)"],
+        "notes": [],
+    }
+    doc.update(changes)
+    return doc
+
+
+def _answering(tmp_path: Path, doc: dict[str, Any]) -> str:
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(doc))
+    return _fake_python(tmp_path, f"cat '{path}'\n")
+
+
+def test_report_is_parsed_into_typed_results(tmp_path: Path) -> None:
+    r = run_verify(_answering(tmp_path, _doc()))
+    assert r.ok and r.mode == "gpu" and r.gpus == ("cuda:0 NVIDIA H200 (sm_90, 139.8 GiB)",)
+    k = r.kernels[0]
+    assert (k.metric, k.value, k.torch_value, k.ratio) == ("GB/s", 4260.0, 4251.0, 1.002)
+    table = format_report(r).splitlines()
+    assert "  kernel      dtype  device  ok  max err      triton       torch  ratio" in table
+    assert "  vector_add  fp32   cuda:0  ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00" in table
+    assert "first kernel launch incl. JIT compile 0.46 s; total " in format_report(r)
+
+
+def test_report_cannot_claim_ok_over_a_failed_row(tmp_path: Path) -> None:
+    doc = _doc()
+    doc["kernels"][0]["ok"] = False
+    assert run_verify(_answering(tmp_path, doc)).ok is False
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"schema": 2}, "verify: the runner answered report schema 2, expected 1"),
+    ({"mode": "tpu"}, "verify: the runner answered an unknown mode 'tpu'"),
+    ({"checks": [{"name": "x", "ok": "yes", "detail": ""}]},
+     "verify: the runner's report is malformed: checks[0].ok is not true or false"),
+    ({"gpus": "cuda:0"}, "verify: the runner's report is malformed: gpus is not a list of strings"),
+])
+def test_malformed_report_is_an_error(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(VerifyError) as e:
+        run_verify(_answering(tmp_path, _doc(**changes)))
+    assert str(e.value) == message
+
+
+def test_interpreter_choice_reaches_the_runner_environment(tmp_path: Path) -> None:
+    # TRITON_INTERPRET must be in the environment before triton is imported, so the API sets it
+    out = tmp_path / "env.txt"
+    doc = tmp_path / "doc.json"
+    doc.write_text(json.dumps(_doc()))
+    python = _fake_python(tmp_path, f"""\
+        echo "TRITON_INTERPRET=${{TRITON_INTERPRET:-unset}} $*" > '{out}'
+        cat '{doc}'
+    """)
+    run_verify(python, interpret=True, backend="cpu")
+    text = out.read_text()
+    assert text.startswith(f"TRITON_INTERPRET=1 -I {RUNNER} --json-args ")
+    args = json.loads(text.split("--json-args ", 1)[1])
+    assert args["interpret"] is True and args["backend"] == "cpu" and args["expect_gpu"] is None
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        run_verify(python, interpret=False)
+    finally:
+        del os.environ["TRITON_INTERPRET"]
+    assert out.read_text().startswith("TRITON_INTERPRET=unset ")
+
+
+# ---------------------------------------------------------------------------------------------
+# The runner's own rules and discipline
+
+
+def test_runner_imports_only_torch_triton_and_stdlib() -> None:
+    tree = ast.parse(RUNNER.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    assert names - set(sys.stdlib_module_names) == {"torch", "triton"}
+
+
+def test_api_module_stays_light() -> None:
+    code = ("import sys, tritonlock.verify; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'numpy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(("entry", "cc", "runs"), [
+    ("sm_80", (8, 6), True),      # SASS runs on a later minor of the same major
+    ("sm_80", (8, 0), True),
+    ("sm_86", (8, 0), False),     # ... never on an earlier one
+    ("sm_80", (9, 0), False),     # ... nor on another major
+    ("sm_90a", (9, 0), True),     # arch-specific: exactly that GPU
+    ("sm_90a", (10, 0), False),
+    ("sm_100f", (10, 3), True),   # family: same major, later minor
+    ("compute_90", (10, 0), True),  # PTX JITs forward
+    ("compute_90", (8, 9), False),
+    ("sm_120", (12, 0), True),
+    ("gfx90a", (9, 0), False),
+])
+def test_arch_compatibility_rules(entry: str, cc: tuple[int, int], runs: bool) -> None:
+    assert _runner_module()._arch_runs(entry, *cc) is runs
+
+
+@pytest.mark.parametrize(("backend", "want"), [
+    ("cu130", ("cuda", "13.0")), ("cu126", ("cuda", "12.6")), ("cu118", ("cuda", "11.8")),
+    ("cpu", ("cuda", None)), ("rocm6.4", ("hip", "6.4")), ("xpu", None),
+])
+def test_backend_names(backend: str, want: tuple[str, str | None] | None) -> None:
+    assert _runner_module().expected_cuda(backend) == want
+
+
+def test_import_errors_are_explained() -> None:
+    explain = _runner_module()._explain_import_error
+    detail, fix = explain("torch", "ImportError: /x/libtorch_cuda.so: undefined symbol: ncclCommShrink")
+    assert "a torch/triton/CUDA library mix" in detail and "tritonlock sync" in fix
+    detail, _ = explain("torch", "OSError: libcudnn.so.9: cannot open shared object file")
+    assert "A CUDA library torch needs is missing" in detail
+
+
+def test_runner_without_torch_reports_it(tmp_path: Path) -> None:
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("this interpreter has torch")
+    r = run_verify(sys.executable, quick=True)
+    assert not r.ok and r.kernels == ()
+    c = _check(r, "torch imports")
+    assert c.detail == "torch is not installed in this environment (No module named 'torch')"
+    assert format_report(r).splitlines()[0].startswith("verify: no kernel ran; python ")

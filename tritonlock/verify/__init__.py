@@ -1,0 +1,335 @@
+"""Run the reference kernels inside a target environment's interpreter and report what they did."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlock.errors import VerifyError
+
+__all__ = ["Check", "KernelResult", "VerifyResult", "run_verify", "format_report", "RUNNER"]
+
+# The runner runs under the target venv's interpreter and imports only torch, triton and the
+# standard library; it is shipped as a plain file next to this module.
+RUNNER = Path(__file__).with_name("_runner.py")
+SCHEMA = 1
+_STDERR_TAIL = 2000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Check:
+    """One environment check: what was found and, when it failed, what to do."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KernelResult:
+    """One reference kernel on one device: correctness against float64 torch, speed against torch."""
+
+    kernel: str
+    device: str
+    dtype: str
+    ok: bool
+    max_err: float | None
+    metric: str | None  # "GB/s" or "TFLOP/s"; None when not timed (interpreter, --quick)
+    value: float | None
+    torch_value: float | None
+    ratio: float | None  # value / torch_value: above 1 means the Triton kernel is faster
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VerifyResult:
+    """Everything one verify run found; `ok` is False when any check or kernel failed."""
+
+    ok: bool
+    mode: str  # "gpu" or "interpreter"
+    python: str
+    torch: str | None
+    triton: str | None
+    checks: tuple[Check, ...]
+    kernels: tuple[KernelResult, ...]
+    jit_seconds: float | None
+    total_seconds: float
+    gpus: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """One line per failed check or kernel, in report order."""
+        lines = [f"{c.name}: {c.detail}" for c in self.checks if not c.ok]
+        lines += [f"{k.kernel} {k.dtype} on {k.device}: {k.detail}" for k in self.kernels if not k.ok]
+        return tuple(lines)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "schema": SCHEMA,
+            "ok": self.ok,
+            "mode": self.mode,
+            "python": self.python,
+            "torch": self.torch,
+            "triton": self.triton,
+            "checks": [
+                {"name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix} for c in self.checks
+            ],
+            "kernels": [
+                {
+                    "kernel": k.kernel, "device": k.device, "dtype": k.dtype, "ok": k.ok,
+                    "max_err": k.max_err, "metric": k.metric, "value": k.value,
+                    "torch_value": k.torch_value, "ratio": k.ratio, "detail": k.detail,
+                }
+                for k in self.kernels
+            ],
+            "jit_seconds": self.jit_seconds,
+            "total_seconds": self.total_seconds,
+            "gpus": list(self.gpus),
+            "notes": list(self.notes),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def run_verify(
+    python: str,
+    *,
+    backend: str | None = None,
+    triton: str | None = None,
+    expect_gpu: bool | None = None,
+    interpret: bool | None = None,
+    quick: bool = False,
+    profile: str | None = None,
+    cold: bool = False,
+    inject_fault: str | None = None,
+    timeout: float = 600,
+    driver: str | None = None,
+) -> VerifyResult:
+    """Run the verify runner under `python` (the venv's interpreter) and parse its report.
+
+    `backend` ("cu130", "cpu", ...) and `triton` ("3.6.0") are what the lock expects; `expect_gpu`
+    True makes an unusable CUDA a failed check rather than a quiet switch to the interpreter;
+    `interpret` None lets the runner pick (GPU when torch sees one). Raises VerifyError only when
+    the runner cannot run or answers something that is not its report. `driver` is the host's
+    NVIDIA driver version when the caller has detected it (the runner probes otherwise).
+    """
+    # a bare name ("python3") is looked up on PATH, like the shell would
+    found = shutil.which(python) if os.sep not in python else python
+    exe = Path(found or python)
+    if found is None or not exe.exists():
+        raise VerifyError(f"verify: the environment's interpreter {python} does not exist; "
+                          "create the environment first (`tritonlock sync`)")
+    args = {
+        "backend": backend, "triton": triton, "expect_gpu": expect_gpu, "interpret": interpret,
+        "quick": quick, "profile": str(Path(profile).resolve()) if profile else None, "cold": cold,
+        "inject_fault": inject_fault, "driver": driver,
+    }
+    env = dict(os.environ)
+    # TRITON_INTERPRET is read when triton is imported: the interpreter choice must be in the
+    # environment from the start (the runner also sets it itself when it picks the interpreter).
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    # -I: judge the venv by itself, without PYTHONPATH, the user site or the working directory.
+    cmd = [str(exe), "-I", str(RUNNER), "--json-args", json.dumps(args)]
+    started = time.perf_counter()
+    stdout, stderr, code = _run(cmd, env, timeout)
+    elapsed = time.perf_counter() - started
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        raise VerifyError(
+            f"verify: the runner under {python} exited with code {code} without a report"
+            f"{_stderr_words(stderr)}"
+        ) from None
+    return _parse(doc, elapsed)
+
+
+def _run(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[str, str, int]:
+    # Popen rather than subprocess.run: on a timeout the whole process group goes, including the
+    # processes the runner spawns for the NCCL all-reduce.
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, start_new_session=True)
+    except OSError as e:
+        raise VerifyError(f"verify: cannot start {cmd[0]}: {e.strerror or e}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+            os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise VerifyError(f"verify: the runner did not finish within {timeout:g} s"
+                          f"{_stderr_words(stderr)}") from None
+    return stdout, stderr, proc.returncode
+
+
+def _stderr_words(stderr: str | None) -> str:
+    tail = (stderr or "").strip()
+    if not tail:
+        return ""
+    if len(tail) > _STDERR_TAIL:
+        tail = "..." + tail[-_STDERR_TAIL:]
+    return f"; its stderr ends with:\n{tail}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing the runner's JSON (the boundary: nothing past here sees a dict)
+
+
+def _parse(doc: object, elapsed: float) -> VerifyResult:
+    d = _obj(doc, "report")
+    schema = d.get("schema")
+    if schema != SCHEMA:
+        raise VerifyError(f"verify: the runner answered report schema {schema!r}, expected {SCHEMA}")
+    checks = tuple(
+        Check(name=_str(c, "name", f"checks[{i}]"), ok=_bool(c, "ok", f"checks[{i}]"),
+              detail=_str(c, "detail", f"checks[{i}]"), fix=_opt_str(c, "fix", f"checks[{i}]"))
+        for i, c in enumerate(_objs(d, "checks"))
+    )
+    kernels = tuple(
+        KernelResult(
+            kernel=_str(k, "kernel", f"kernels[{i}]"), device=_str(k, "device", f"kernels[{i}]"),
+            dtype=_str(k, "dtype", f"kernels[{i}]"), ok=_bool(k, "ok", f"kernels[{i}]"),
+            max_err=_opt_num(k, "max_err", f"kernels[{i}]"), metric=_opt_str(k, "metric", f"kernels[{i}]"),
+            value=_opt_num(k, "value", f"kernels[{i}]"),
+            torch_value=_opt_num(k, "torch_value", f"kernels[{i}]"),
+            ratio=_opt_num(k, "ratio", f"kernels[{i}]"), detail=_str(k, "detail", f"kernels[{i}]"),
+        )
+        for i, k in enumerate(_objs(d, "kernels"))
+    )
+    mode = _str(d, "mode", "report")
+    if mode not in ("gpu", "interpreter"):
+        raise VerifyError(f"verify: the runner answered an unknown mode {mode!r}")
+    return VerifyResult(
+        # recomputed rather than trusted, so a report can never say ok over a failed row
+        ok=_bool(d, "ok", "report") and all(c.ok for c in checks) and all(k.ok for k in kernels),
+        mode=mode, python=_str(d, "python", "report"), torch=_opt_str(d, "torch", "report"),
+        triton=_opt_str(d, "triton", "report"), checks=checks, kernels=kernels,
+        jit_seconds=_opt_num(d, "jit_seconds", "report"), total_seconds=elapsed,
+        gpus=tuple(_str_list(d, "gpus")), notes=tuple(_str_list(d, "notes")),
+    )
+
+
+def _bad(path: str, what: str) -> VerifyError:
+    return VerifyError(f"verify: the runner's report is malformed: {path} {what}")
+
+
+def _obj(v: object, path: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise _bad(path, "is not an object")
+    return v
+
+
+def _objs(d: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    v = d.get(key)
+    if not isinstance(v, list):
+        raise _bad(key, "is not a list")
+    return [_obj(x, f"{key}[{i}]") for i, x in enumerate(v)]
+
+
+def _str(d: dict[str, Any], key: str, path: str) -> str:
+    v = d.get(key)
+    if not isinstance(v, str):
+        raise _bad(f"{path}.{key}", "is not a string")
+    return v
+
+
+def _opt_str(d: dict[str, Any], key: str, path: str) -> str | None:
+    return None if d.get(key) is None else _str(d, key, path)
+
+
+def _bool(d: dict[str, Any], key: str, path: str) -> bool:
+    v = d.get(key)
+    if not isinstance(v, bool):
+        raise _bad(f"{path}.{key}", "is not true or false")
+    return v
+
+
+def _opt_num(d: dict[str, Any], key: str, path: str) -> float | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise _bad(f"{path}.{key}", "is not a finite number")
+    return float(v)
+
+
+def _str_list(d: dict[str, Any], key: str) -> list[str]:
+    v = d.get(key)
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _bad(key, "is not a list of strings")
+    return list(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+
+def format_report(result: VerifyResult) -> str:
+    """A readable report for the terminal: checks, a kernel table, notes, and the verdict."""
+    if not result.kernels:
+        mode = "no kernel ran"
+    else:
+        mode = "GPU" if result.mode == "gpu" else "Triton interpreter on the CPU"
+    lines = [
+        f"verify: {mode}; python {result.python}; torch {result.torch or '-'}; "
+        f"triton {result.triton or '-'}",
+    ]
+    lines += [f"  GPU {g}" for g in result.gpus]
+    lines.append("")
+    lines.append("checks")
+    for c in result.checks:
+        lines.append(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}")
+        if not c.ok and c.fix:
+            lines.append(f"        fix: {c.fix}")
+    if result.kernels:
+        lines.append("")
+        lines.append("kernels")
+        lines += _kernel_table(result.kernels)
+        failed = [k for k in result.kernels if not k.ok]
+        for k in failed:
+            lines.append(f"  FAIL  {k.kernel} {k.dtype} on {k.device}: {k.detail}")
+    lines.append("")
+    timing = f"total {result.total_seconds:.1f} s"
+    if result.jit_seconds is not None:
+        timing = f"first kernel launch incl. JIT compile {result.jit_seconds:.2f} s; " + timing
+    lines.append(timing)
+    lines += [f"note: {n}" for n in result.notes]
+    bad = len([c for c in result.checks if not c.ok]) + len([k for k in result.kernels if not k.ok])
+    lines.append("RESULT: OK" if result.ok else f"RESULT: FAILED ({bad} problem{'s' * (bad != 1)})")
+    return "\n".join(lines)
+
+
+def _kernel_table(kernels: tuple[KernelResult, ...]) -> list[str]:
+    head = ("kernel", "dtype", "device", "ok", "max err", "triton", "torch", "ratio")
+    rows = [head]
+    for k in kernels:
+        unit = f" {k.metric}" if k.metric else ""
+        rows.append((
+            k.kernel, k.dtype, k.device, "ok" if k.ok else "FAIL",
+            "-" if k.max_err is None else f"{k.max_err:.2g}",
+            "-" if k.value is None else f"{k.value:,.0f}{unit}",
+            "-" if k.torch_value is None else f"{k.torch_value:,.0f}{unit}",
+            "-" if k.ratio is None else f"{k.ratio:.2f}",
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    right = {4, 5, 6, 7}  # numbers line up on the right
+    return [
+        "  " + "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
