@@ -61,7 +61,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     release = matrix.torch_release(sel.torch)
     from tritonlock.resolve import platform_of
 
-    floor = release.glibc.get(platform_of(sel.target)) if release else None
+    floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
     with tempfile.TemporaryDirectory(prefix="tritonlock-closure-") as tmp:
         pyproject = Path(tmp) / "pyproject.toml"
         pyproject.write_text(_pyproject(sel, reqs, torch_pkgs), encoding="utf-8")

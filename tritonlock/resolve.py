@@ -168,6 +168,10 @@ class _Resolver:
         problems: list[str] = []
         runnable: list[tuple[Variant, str | None, str | None, list[str]]] = []
         for v in wanted:
+            vfloor = release.glibc_for(self.platform, v.backend)
+            if vfloor and self.t.glibc and _v(self.t.glibc) < _v(vfloor):
+                problems.append(f"{v.backend} wheels need glibc >= {vfloor}; this target has {self.t.glibc}")
+                continue
             drv, warn, dfloor = self.driver_problem(v)
             if drv:
                 problems.append(drv)

@@ -1,0 +1,481 @@
+"""Load the curated compatibility data in compat/ into a Matrix and answer questions about it."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from tritonlock import _toml
+from tritonlock.errors import MatrixError
+
+PLATFORMS = ("linux_x86_64", "linux_aarch64", "win_amd64", "macos_arm64", "macos_x86_64")
+FILES = ("meta.toml", "cuda.toml", "torch.toml", "triton.toml", "gpus.toml")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CudaToolkit:
+    """A CUDA toolkit minor release and the drivers it needs."""
+
+    version: str  # "12.6"
+    linux_driver: str  # the driver the toolkit's GA release shipped with / requires without compat
+    windows_driver: str | None
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MinorCompat:
+    """CUDA minor-version compatibility floor for a major (11, 12, 13)."""
+
+    major: int
+    linux_driver: str
+    windows_driver: str | None
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Variant:
+    """One CUDA (or CPU) build of a torch release on PyTorch's wheel index."""
+
+    backend: str  # "cu126" | "cpu" | "rocm6.2" (non-NVIDIA backends are carried but never chosen)
+    cuda: str | None  # "12.6"; None for cpu
+    platforms: tuple[str, ...]  # "linux_x86_64" | "linux_aarch64" | "win_amd64" | "macos_arm64"
+    archs: tuple[str, ...] = ()  # SM archs with SASS, "sm_90"
+    ptx: tuple[str, ...] = ()  # archs with PTX embedded
+    source: str = ""
+    glibc: dict[str, str] = field(default_factory=dict)  # overrides the release's floor for this build
+    note: str = ""  # "inferred: ..." where a fact was not read at the release tag
+
+    def runs_on(self, cc: str) -> bool:
+        """Whether this build has code for a GPU of compute capability `cc` ("8.9")."""
+        major, minor = _cc(cc)
+        # SASS runs on the same major with an equal or higher minor (sm_80 code runs on 8.6/8.9);
+        # PTX is JIT-compiled for any equal-or-newer GPU.
+        if any(m == major and n <= minor for m, n in map(_cc_of_arch, self.archs)):
+            return True
+        return any((m, n) <= (major, minor) for m, n in map(_cc_of_arch, self.ptx))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchRelease:
+    """A torch release: Pythons, variants, pinned triton, glibc floors."""
+
+    version: str  # "2.6.0"
+    python: tuple[str, ...]  # ("3.9", ..., "3.13")
+    triton: str | None  # exact triton the Linux CUDA wheels require, None if none
+    pypi_backend: str | None  # variant the default index (PyPI) ships for linux_x86_64
+    glibc: dict[str, str]  # platform -> manylinux glibc floor, {"linux_x86_64": "2.28"}
+    variants: tuple[Variant, ...]
+    source: str
+    free_threaded: tuple[str, ...] = ()  # ("3.13t",)
+    triton_requirement: str = ""  # the Requires-Dist specifier as written: "==3.2.0", "~=3.8.0"
+    triton_platforms: tuple[str, ...] = ()  # platforms whose wheels pull triton (the marker)
+    triton_python_below: str | None = None  # 'python_version < "3.12"' on that Requires-Dist -> "3.12"
+    pypi_backends: dict[str, str] = field(default_factory=dict)  # platform -> what PyPI's wheel is
+    note: str = ""
+
+    def variant(self, backend: str, platform: str) -> Variant | None:
+        return next((v for v in self.variants if v.backend == backend and platform in v.platforms), None)
+
+    def backends(self, platform: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v.backend for v in self.variants if platform in v.platforms))
+
+    def glibc_for(self, platform: str, backend: str | None = None) -> str | None:
+        """glibc floor of a build: the variant's own where it differs from the release's."""
+        var = self.variant(backend, platform) if backend else None
+        return (var.glibc.get(platform) if var else None) or self.glibc.get(platform)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TritonRelease:
+    """A triton release (Linux wheels from PyPI)."""
+
+    version: str
+    python: tuple[str, ...]
+    platforms: tuple[str, ...]
+    glibc: dict[str, str]
+    min_cc: str  # below this Triton cannot run at all
+    supported_cc: str  # below this it runs but is not officially supported (warn)
+    source: str
+    free_threaded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TritonWindowsRelease:
+    """triton-windows: which version series goes with which torch minor."""
+
+    torch: str  # torch minor series, "2.6"
+    version: str  # specifier or version for triton-windows, e.g. ">=3.2,<3.3"
+    python: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GpuModel:
+    name: str  # "A100"
+    cc: str  # "8.0"
+    source: str
+    family: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Matrix:
+    version: str
+    cuda: tuple[CudaToolkit, ...]
+    minor_compat: tuple[MinorCompat, ...]
+    torch: tuple[TorchRelease, ...]  # newest first
+    triton: tuple[TritonRelease, ...]
+    triton_windows: tuple[TritonWindowsRelease, ...]
+    gpus: tuple[GpuModel, ...]
+    torch_index_template: str  # "https://download.pytorch.org/whl/{backend}"
+    torch_family: frozenset[str]  # package names bound to the torch index
+
+    def torch_release(self, version: str) -> TorchRelease | None:
+        want = _public(version)
+        return next((r for r in self.torch if want is not None and Version(r.version) == want), None)
+
+    def toolkit(self, cuda: str) -> CudaToolkit | None:
+        minor = ".".join(cuda.split(".")[:2])  # "12.6.3" is a 12.6 toolkit
+        return next((t for t in self.cuda if t.version == minor), None)
+
+    def max_cuda_for_driver(self, driver: str, os: str = "linux") -> str | None:
+        """Newest toolkit whose release driver is <= driver (what the driver supports natively)."""
+        have = _public(driver)
+        if have is None:
+            return None
+        fits = [t for t in self.cuda if (d := _driver(t, os)) is not None and Version(d) <= have]
+        return max(fits, key=lambda t: Version(t.version)).version if fits else None
+
+    def driver_floor(self, cuda: str, os: str = "linux", policy: str = "compatible") -> str | None:
+        """Least driver that runs a build for `cuda` under `policy` ("compatible" | "strict")."""
+        if policy not in ("compatible", "strict"):
+            raise ValueError(f"policy must be 'compatible' or 'strict', not {policy!r}")
+        tk = self.toolkit(cuda)
+        strict = _driver(tk, os) if tk else None
+        if policy == "strict":
+            return strict
+        major = int(cuda.split(".")[0])
+        mc = next((m for m in self.minor_compat if m.major == major), None)
+        compat = (mc.linux_driver if os == "linux" else mc.windows_driver) if mc else None
+        if compat is None or strict is None:
+            return (strict or compat) if tk else None
+        # Minor-version compatibility never asks for more than the toolkit's own driver.
+        return min(compat, strict, key=Version)
+
+    def triton_release(self, version: str) -> TritonRelease | None:
+        want = _public(version)
+        return next((t for t in self.triton if want is not None and Version(t.version) == want), None)
+
+    def triton_windows_for(self, torch: str) -> TritonWindowsRelease | None:
+        minor = ".".join(torch.split("+")[0].split(".")[:2])
+        return next((t for t in self.triton_windows if t.torch == minor), None)
+
+    def gpu_cc(self, name: str) -> str | None:
+        """Compute capability for a GPU name like "A100" or "NVIDIA GeForce RTX 4090"."""
+        words = _words(name)
+        best: GpuModel | None = None
+        for gpu in self.gpus:
+            known = _words(gpu.name)
+            if known and _contains(words, known) and (best is None or len(" ".join(known)) > len(" ".join(_words(best.name)))):
+                best = gpu
+        return best.cc if best else None
+
+    def index_url(self, backend: str) -> str:
+        return self.torch_index_template.format(backend=backend)
+
+
+def load_matrix(path: str | None = None) -> Matrix:
+    """Load compat/ (the shipped copy when path is None); MatrixError names file and key on bad data."""
+    return _load_default() if path is None else _load(Path(path))
+
+
+@functools.lru_cache(maxsize=1)
+def _load_default() -> Matrix:
+    here = Path(__file__).parent
+    # An installed wheel carries compat/ as tritonlock/_compat_data (pyproject force-include).
+    for candidate in (here / "_compat_data", here.parent / "compat"):
+        if (candidate / "meta.toml").is_file():
+            return _load(candidate)
+    raise MatrixError(f"no compat data next to {here} (looked for _compat_data/ and ../compat/) — reinstall tritonlock")
+
+
+# --- parsing -----------------------------------------------------------------------------------------------
+
+_BACKEND = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")
+_CUDA = re.compile(r"^\d+\.\d+$")
+_DRIVER = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_PY = re.compile(r"^3\.\d+$")
+_PYT = re.compile(r"^3\.\d+t$")
+_ARCH = re.compile(r"^sm_\d+$")
+_CC = re.compile(r"^\d+\.\d$")
+_GLIBC = re.compile(r"^2\.\d+$")
+
+
+class _Row:
+    """One TOML table being read: typed getters that record problems under the row's key path."""
+
+    def __init__(self, data: dict[str, Any], where: str, file: str, problems: list[str]) -> None:
+        self.data, self.where, self.file, self.problems = data, where, file, problems
+        self.seen: set[str] = set()
+
+    def bad(self, key: str, what: str) -> None:
+        self.problems.append(f"{self.file}: {self.where}.{key}: {what} — fix the row")
+
+    def get(self, key: str, check: re.Pattern[str] | Callable[[str], bool] | None, like: str,
+            required: bool = True) -> str | None:
+        self.seen.add(key)
+        if key not in self.data:
+            if required:
+                self.bad(key, f"missing (expected a string like {like!r})")
+            return None
+        val = self.data[key]
+        ok = isinstance(val, str) and (check is None or (check.match(val) if isinstance(check, re.Pattern) else check(val)))
+        if not ok:
+            self.bad(key, f"expected a string like {like!r}, got {val!r}")
+            return None
+        return str(val)
+
+    def integer(self, key: str, like: int) -> int | None:
+        self.seen.add(key)
+        val = self.data.get(key)
+        if not isinstance(val, int) or isinstance(val, bool):
+            self.bad(key, f"expected an integer like {like}, got {val!r}")
+            return None
+        return val
+
+    def strings(self, key: str, check: re.Pattern[str] | Callable[[str], bool], like: str,
+                required: bool = True) -> tuple[str, ...]:
+        self.seen.add(key)
+        val = self.data.get(key)
+        if val is None and not required:
+            return ()
+        if not isinstance(val, list) or not all(isinstance(x, str) for x in val) or (required and not val):
+            self.bad(key, f"expected a list of strings like [{like!r}], got {val!r}")
+            return ()
+        wrong = [x for x in val if not (check.match(x) if isinstance(check, re.Pattern) else check(x))]
+        if wrong:
+            self.bad(key, f"expected entries like {like!r}, got {', '.join(map(repr, wrong))}")
+        return tuple(x for x in val if x not in wrong)
+
+    def mapping(self, key: str, value: re.Pattern[str], like: str, required: bool = True) -> dict[str, str]:
+        self.seen.add(key)
+        val = self.data.get(key)
+        if val is None and not required:
+            return {}
+        if not isinstance(val, dict):
+            self.bad(key, f"expected a table like {{ linux_x86_64 = {like!r} }}, got {val!r}")
+            return {}
+        out: dict[str, str] = {}
+        for k, v in val.items():
+            if k not in PLATFORMS:
+                self.bad(f"{key}.{k}", f"unknown platform (known: {', '.join(PLATFORMS)})")
+            elif not isinstance(v, str) or not value.match(v):
+                self.bad(f"{key}.{k}", f"expected a string like {like!r}, got {v!r}")
+            else:
+                out[k] = v
+        return out
+
+    def rows(self, key: str, required: bool = True) -> list[_Row]:
+        self.seen.add(key)
+        val = self.data.get(key, [] if not required else None)
+        if not isinstance(val, list) or not all(isinstance(x, dict) for x in val) or (required and not val):
+            self.bad(key, f"expected one or more [[{self.where + '.' if self.where != '' else ''}{key}]] tables, got {val!r}")
+            return []
+        prefix = f"{self.where}." if self.where else ""
+        return [_Row(x, f"{prefix}{key}[{i}]", self.file, self.problems) for i, x in enumerate(val)]
+
+    def source(self, inherited: str | None = None) -> str:
+        got = self.get("source", None, "https://...", required=inherited is None)
+        if got is not None and not got.strip():
+            self.bad("source", "empty — every row names a source a reviewer can open")
+        return got or inherited or ""
+
+    def done(self) -> None:
+        extra = sorted(set(self.data) - self.seen)
+        for key in extra:
+            self.bad(key, f"unknown key (known here: {', '.join(sorted(self.seen))})")
+
+
+def _is_version(s: str) -> bool:
+    return _public(s) is not None
+
+
+def _read(root: Path, name: str, problems: list[str]) -> _Row:
+    label = f"{root.name}/{name}"
+    try:
+        data = _toml.loads((root / name).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problems.append(f"{label}: missing — the compat data set needs {', '.join(FILES)}")
+        data = {}
+    except (_toml.TOMLDecodeError, UnicodeDecodeError) as exc:
+        line, msg = _toml.decode_error_line(exc)
+        problems.append(f"{label}:{line or '?'}: not valid TOML ({msg}) — fix the file")
+        data = {}
+    return _Row(data, "", label, problems)
+
+
+def _load(root: Path) -> Matrix:
+    problems: list[str] = []
+    meta_f, cuda_f, torch_f, triton_f, gpus_f = (_read(root, n, problems) for n in FILES)
+    if problems:  # a missing or unparsable file makes every other message noise
+        raise MatrixError("\n".join(problems))
+
+    meta_f.seen.add("meta")
+    meta = _Row(meta_f.data.get("meta") or {}, "meta", meta_f.file, problems)
+    version = meta.get("version", re.compile(r"^\d{4}\.\d{1,2}\.\d{1,2}$"), "2026.11.30") or ""
+    template = meta.get("torch_index_template", lambda s: "{backend}" in s, "https://.../whl/{backend}") or ""
+    family = frozenset(meta.strings("torch_family", re.compile(r"^[a-z0-9][a-z0-9._-]*$"), "torch"))
+    meta.source()
+    meta.done()
+    meta_f.done()
+
+    cuda: list[CudaToolkit] = []
+    for row in cuda_f.rows("cuda"):
+        v, lin = row.get("version", _CUDA, "12.6"), row.get("linux_driver", _DRIVER, "560.28.03")
+        win, src = row.get("windows_driver", _DRIVER, "560.76", required=False), row.source()
+        if v and lin:
+            cuda.append(CudaToolkit(version=v, linux_driver=lin, windows_driver=win, source=src))
+        row.done()
+    compat: list[MinorCompat] = []
+    for row in cuda_f.rows("minor_compat"):
+        major, lin = row.integer("major", 12), row.get("linux_driver", _DRIVER, "525.60.13")
+        win, src = row.get("windows_driver", _DRIVER, "527.41", required=False), row.source()
+        if major is not None and lin:
+            compat.append(MinorCompat(major=major, linux_driver=lin, windows_driver=win, source=src))
+        row.done()
+    cuda_f.done()
+    known_cuda = {t.version for t in cuda}
+
+    releases = [_torch_row(row, known_cuda) for row in torch_f.rows("torch")]
+    torch_f.done()
+
+    tritons: list[TritonRelease] = []
+    for row in triton_f.rows("triton"):
+        v = row.get("version", _is_version, "3.2.0")
+        t = TritonRelease(
+            version=v or "", python=row.strings("python", _PY, "3.12"),
+            free_threaded=row.strings("free_threaded", _PYT, "3.13t", required=False),
+            platforms=row.strings("platforms", lambda s: s in PLATFORMS, "linux_x86_64"),
+            glibc=row.mapping("glibc", _GLIBC, "2.17"), min_cc=row.get("min_cc", _CC, "7.0") or "",
+            supported_cc=row.get("supported_cc", _CC, "8.0") or "", source=row.source())
+        row.done()
+        if v:
+            tritons.append(t)
+    windows: list[TritonWindowsRelease] = []
+    for row in triton_f.rows("triton_windows"):
+        tw = TritonWindowsRelease(
+            torch=row.get("torch", re.compile(r"^\d+\.\d+$"), "2.6") or "",
+            version=row.get("version", None, ">=3.2,<3.3") or "",
+            python=row.strings("python", _PY, "3.12"), source=row.source())
+        row.done()
+        windows.append(tw)
+    triton_f.done()
+
+    gpus: list[GpuModel] = []
+    for row in gpus_f.rows("gpu"):
+        cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
+        names, src = row.strings("names", lambda s: bool(_words(s)), "A100"), row.source()
+        row.done()
+        gpus += [GpuModel(name=n, cc=cc, source=src, family=family_name) for n in names if cc]
+    gpus_f.done()
+
+    # Cross-file facts: a pin or a CUDA a row names must exist where it is defined.
+    have_triton = {Version(t.version) for t in tritons}
+    for i, rel in enumerate(releases):
+        if rel.triton and _public(rel.triton) not in have_triton:
+            problems.append(f"{torch_f.file}: torch[{i}].triton: {rel.triton} is not in {triton_f.file} — add it there")
+    seen: dict[Version, int] = {}
+    for i, rel in enumerate(releases):
+        if (pv := _public(rel.version)) is not None and seen.setdefault(pv, i) != i:
+            problems.append(f"{torch_f.file}: torch[{i}].version: {rel.version} repeats torch[{seen[pv]}] — keep one row")
+    by_name: dict[tuple[str, ...], GpuModel] = {}
+    for g in gpus:
+        other = by_name.setdefault(tuple(_words(g.name)), g)
+        if other.cc != g.cc:
+            problems.append(f"{gpus_f.file}: gpu name {g.name!r} is listed with cc {other.cc} and {g.cc} — keep one")
+    if problems:
+        raise MatrixError("\n".join(problems))
+    return Matrix(
+        version=version, cuda=tuple(sorted(cuda, key=lambda t: Version(t.version))), minor_compat=tuple(compat),
+        torch=tuple(sorted(releases, key=lambda r: Version(r.version), reverse=True)),
+        triton=tuple(sorted(tritons, key=lambda t: Version(t.version), reverse=True)),
+        triton_windows=tuple(windows), gpus=tuple(gpus), torch_index_template=template, torch_family=family)
+
+
+def _torch_row(row: _Row, known_cuda: set[str]) -> TorchRelease:
+    src = row.source()
+    variants: list[Variant] = []
+    for vr in row.rows("variant"):
+        backend = vr.get("backend", _BACKEND, "cu126")
+        cuda = vr.get("cuda", _CUDA, "12.6", required=backend is not None and backend.startswith("cu"))
+        if backend and backend.startswith("cu") and cuda and backend != "cu" + cuda.replace(".", ""):
+            vr.bad("cuda", f"{cuda} does not match backend {backend!r}")
+        elif cuda and cuda not in known_cuda:
+            vr.bad("cuda", f"CUDA {cuda} is not in cuda.toml — add the toolkit there")
+        var = Variant(
+            backend=backend or "", cuda=cuda,
+            platforms=vr.strings("platforms", lambda s: s in PLATFORMS, "linux_x86_64"),
+            archs=vr.strings("archs", _ARCH, "sm_90", required=False),
+            ptx=vr.strings("ptx", _ARCH, "sm_120", required=False),
+            glibc=vr.mapping("glibc", _GLIBC, "2.28", required=False),
+            note=vr.get("note", None, "inferred: ...", required=False) or "", source=vr.source(inherited=src))
+        if cuda and not var.archs:
+            vr.bad("archs", "a CUDA build must list the SM archs it carries")
+        vr.done()
+        variants.append(var)
+    triton = row.get("triton", _is_version, "3.2.0", required=False)
+    rel = TorchRelease(
+        version=row.get("version", _is_version, "2.6.0") or "", python=row.strings("python", _PY, "3.12"),
+        free_threaded=row.strings("free_threaded", _PYT, "3.13t", required=False), triton=triton,
+        triton_requirement=row.get("triton_requirement", re.compile(r"^(==|~=)\S+$"), "==3.2.0",
+                                   required=False) or (f"=={triton}" if triton else ""),
+        triton_platforms=row.strings("triton_platforms", lambda s: s in PLATFORMS, "linux_x86_64", required=False),
+        triton_python_below=row.get("triton_python_below", _PY, "3.13", required=False),
+        pypi_backend=row.get("pypi_backend", _BACKEND, "cu126", required=False),
+        pypi_backends=row.mapping("pypi_backends", _BACKEND, "cu126", required=False),
+        glibc=row.mapping("glibc", _GLIBC, "2.28"), variants=tuple(variants), source=src,
+        note=row.get("note", None, "inferred: ...", required=False) or "")
+    row.done()
+    return rel
+
+
+# --- small helpers -------------------------------------------------------------------------------------------
+
+def _public(version: str) -> Version | None:
+    """The public part of a version ("2.6.0+cu126" -> 2.6.0); None when it is not a version."""
+    try:
+        return Version(version.split("+")[0].strip())
+    except InvalidVersion:
+        return None
+
+
+def _driver(tk: CudaToolkit, os: str) -> str | None:
+    return tk.linux_driver if os == "linux" else tk.windows_driver if os == "windows" else None
+
+
+def _cc(cc: str) -> tuple[int, int]:
+    major, _, minor = cc.partition(".")
+    return int(major), int(minor or 0)
+
+
+def _cc_of_arch(arch: str) -> tuple[int, int]:
+    digits = arch.removeprefix("sm_").removeprefix("compute_").rstrip("af")
+    return int(digits[:-1]), int(digits[-1])  # "sm_120" -> (12, 0), "sm_86" -> (8, 6)
+
+
+# Brand words NVIDIA prefixes to product names; dropping them lets "NVIDIA GeForce RTX 4090" meet "RTX 4090".
+_BRAND = {"NVIDIA", "GEFORCE", "TESLA", "QUADRO"}
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w and w not in _BRAND]
+
+
+def _contains(words: list[str], known: list[str]) -> bool:
+    n = len(known)
+    return any(words[i:i + n] == known for i in range(len(words) - n + 1))
