@@ -174,3 +174,42 @@ gpus = ["8.0"]
     assert code == 5
     assert "no target in" in out and "a100: it is a CUDA target (cu126) and this host has no NVIDIA driver" in out
     assert "tritonlock host --save" in out
+
+
+def test_system_site_packages_reuses_a_preinstalled_stack(tmp_path: Path, local_index: LocalIndex) -> None:
+    """Like an NGC image: the interpreter is itself a venv holding torch; only what is missing goes in."""
+    write_intent(tmp_path / "proj", local_index, """
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+cuda = "cu124"
+packages = ["einops"]
+[[targets]]
+name = "gpu-box"
+driver = "550.54.15"
+gpus = ["8.0"]
+""")
+    proj = tmp_path / "proj"
+    assert _run("resolve", "-p", str(proj))[0] == 0
+    base = tmp_path / "base"
+    subprocess.run(["uv", "venv", "-q", "--python", "3.11", str(base)], check=True)
+    files = local_index.root / "simple" / "_files"
+    # the default index's plain torch 2.6.0 (PyPI's build of 2.6.0 is the cu124 one), triton, and an old filelock
+    subprocess.run(["uv", "pip", "install", "-q", "--python", str(venv_python(base)), "--no-deps",
+                    str(next(files.glob("torch-2.6.0-*.whl"))), str(next(files.glob("triton-3.2.0-*.whl"))),
+                    str(files / "filelock-3.12.0-py3-none-any.whl")], check=True)
+    code, out = _run("sync", "-p", str(proj), "--target", "gpu-box", "--no-verify", "--system-site-packages",
+                     "--python", str(venv_python(base)))
+    assert code == 0, out
+    assert "= torch 2.6.0  (preinstalled; the default index's 2.6.0 is the cu124 build)" in out
+    assert "= triton 3.2.0  (preinstalled)" in out
+    assert "+ filelock 3.16.1  (preinstalled 3.12.0 differs; installing the locked one into the venv)" in out
+    venv = proj / ".venv"
+    own = _dists(venv)
+    assert "torch" not in own and "triton" not in own and own["filelock"] == "3.16.1" and "einops" in own
+    r = subprocess.run([str(venv_python(venv)), "-c", "import torch, filelock, einops; print(torch.__file__)"],
+                       capture_output=True, text=True, check=True)
+    assert str(base) in r.stdout  # torch comes from the preinstalled stack
+    code, out = _run("sync", "-p", str(proj), "--target", "gpu-box", "--no-verify", "--system-site-packages",
+                     "--python", str(venv_python(base)))
+    assert code == 0 and "already matches target gpu-box" in out

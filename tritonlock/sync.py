@@ -148,6 +148,16 @@ def venv_python_minor(venv: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def _venv_sites(python: str) -> list[str]:
+    """site-packages of `python` when it is itself a venv (empty for a plain interpreter)."""
+    code = ("import json, site, sys; print(json.dumps(site.getsitepackages() "
+            "if sys.prefix != sys.base_prefix else []))")
+    proc = _subprocess.run([python, "-I", "-c", code], timeout=60)
+    if proc.returncode != 0:
+        return []
+    return [p for p in json.loads(proc.stdout or "[]") if Path(p).is_dir()]
+
+
 def _system_dists(python: Path) -> dict[str, str]:
     """Distributions visible from the base interpreter's site-packages (for --system-site-packages)."""
     code = "import json, site, sys; print(json.dumps([p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))]))"
@@ -320,6 +330,12 @@ def ensure_venv(venv: Path, python: str, *, system_site_packages: bool, interpre
             f" and include-system-site-packages={str(cfg_ssp).lower()}") + f"; the lock wants Python {python}")
     else:
         say(f"creating {venv} with Python {python}")
+    base_sites: list[str] = []
+    if system_site_packages:
+        import shutil
+
+        interpreter = interpreter or shutil.which(f"python{python}") or shutil.which("python3")
+        base_sites = _venv_sites(interpreter) if interpreter else []
     args = [_subprocess.uv_bin(), "venv", "--no-config", "--quiet", "--allow-existing" if have is None else "--clear",
             "--python", interpreter or python, str(venv)]
     if system_site_packages:
@@ -328,6 +344,12 @@ def ensure_venv(venv: Path, python: str, *, system_site_packages: bool, interpre
     if proc.returncode != 0:
         raise SyncError(f"could not create {venv} with Python {python}: {proc.stderr.strip()}\n"
                         f"  fix: install Python {python} (uv cannot download one here), or pass --python PATH")
+    if base_sites:
+        # The interpreter with the preinstalled stack is itself a venv (NGC images, /opt/*/.venv): a new
+        # venv's "system" site is that venv's *base*, so chain its site-packages in explicitly.
+        for site in _site_dirs(venv):
+            (site / "_tritonlock_base.pth").write_text("\n".join(base_sites) + "\n", encoding="utf-8")
+        say(f"{venv} also sees the preinstalled packages in {', '.join(base_sites)}")
 
 
 def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool = False,
