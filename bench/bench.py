@@ -44,6 +44,9 @@ def main() -> None:
 
     uv = str(find_uv_bin())
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+    os.environ["PIP_CONFIG_FILE"] = os.devnull  # pip sees only the local index, like uv and tritonlock
+    for k in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT"):
+        os.environ.pop(k, None)
     rows: list[tuple[str, float, str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -72,8 +75,6 @@ def main() -> None:
         subprocess.run([*tl, "sync", "-p", str(proj), "--no-verify"], check=True, capture_output=True)
         venv_py = proj / ".venv" / "bin" / "python"
         tl_sync = timed([*tl, "sync", "-p", str(proj), "--no-verify"], n)
-        subprocess.run([*tl, "export", "-p", str(proj), "--format", "requirements", "-o", str(root / "lock.txt")],
-                       check=False, capture_output=True)
         pins = root / "pins.txt"
         out = subprocess.run([uv, "pip", "freeze", "--python", str(venv_py)], capture_output=True, text=True,
                              check=True).stdout
@@ -83,7 +84,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "venv", str(pip_venv)], check=True)
         subprocess.run([str(pip_venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
                         "--index-url", idx.index_url("simple"), "--extra-index-url", f"{idx.url}/whl/cpu",
-                        "-r", str(pins)], check=True, capture_output=True)
+                        "-r", str(pins)], check=True)
         pip_noop = timed([str(pip_venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
                           "--index-url", idx.index_url("simple"), "--extra-index-url", f"{idx.url}/whl/cpu",
                           "-r", str(pins)], n)

@@ -10,6 +10,7 @@ import io
 import json
 import re
 import threading
+import urllib.parse
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +91,7 @@ class LocalIndex:
 
             def do_GET(self) -> None:  # noqa: N802
                 log.append(self.path)
-                path = self.path.split("?", 1)[0]
+                path = urllib.parse.unquote(self.path.split("?", 1)[0])
                 parts = [p for p in path.split("/") if p]
                 if "_files" in parts:
                     f = root.joinpath(*parts)

@@ -273,7 +273,7 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 
     gpu_build = bool(sel.backend and sel.backend.startswith("cu"))
     return run_verify(str(venv_python(venv)), backend=sel.backend, triton=sel.triton,
-                      expect_gpu=gpu_build and host.driver is not None, **kw)
+                      expect_gpu=gpu_build and host.driver is not None, driver=host.driver, **kw)
 
 
 @main.command()
@@ -296,7 +296,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     interp = python_ or str(venv_python(env_dir))
     if not Path(interp).exists():
         raise TritonlockError(f"{interp}: no such interpreter — run `tritonlock sync` first, or pass --python PATH")
-    backend = triton = None
+    backend = triton = driver = None
     expect_gpu = None
     lock_path = root / LOCK_FILE
     if lock_path.exists():
@@ -305,6 +305,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         from tritonlock.sync import pick_target
 
         host = detect()
+        driver = host.driver
         try:
             sel = pick_target(read_lock(lock_path), host, lock_path=str(lock_path)).selection
         except TritonlockError as err:
@@ -312,13 +313,71 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu")) and host.driver is not None
-    result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu,
+    result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                         interpret=True if interpret else None, quick=quick, profile=profile, cold=cold)
     if as_json:
         _echo_json(result.to_json())
     else:
         click.echo(format_report(result))
     sys.exit(0 if result.ok else 1)
+
+
+@main.command()
+@_project_opt
+@click.option("--venv", metavar="DIR", help="The environment to examine (default: PROJECT/.venv).")
+@click.option("--python", "python_", metavar="PATH", help="Examine this interpreter's environment instead of a venv.")
+@_json_opt
+def doctor(project: str, venv: str | None, python_: str | None, as_json: bool) -> None:
+    """Diagnose the host and the venv: each finding with evidence and a fix. Changes nothing.
+
+    Exits 1 when any finding is an error. Host facts honour the TRITONLOCK_* overrides (see `tritonlock host`).
+    """
+    from tritonlock.doctor import examine, format_report, report_json, venv_python
+
+    report = examine(Path(project), python_ or (str(venv_python(Path(venv))) if venv else None))
+    if as_json:
+        _echo_json(report_json(report))
+    else:
+        click.echo(format_report(report))
+    sys.exit(report.exit_code)
+
+
+@main.command()
+@_project_opt
+@click.option("--format", "fmt", required=True,
+              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer"]),
+              help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
+                   "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
+@click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
+@click.option("-o", "--output", metavar="PATH",
+              help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
+def export(project: str, fmt: str, target_name: str | None, output: str | None) -> None:
+    """Write the lock for one target as pylock.toml, requirements.txt, a Dockerfile or a devcontainer."""
+    from tritonlock import export as ex
+    from tritonlock.lockfile import read_lock, write_atomic
+
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    host_profile = None
+    if target_name is None and len(lock.targets) > 1:
+        from tritonlock.host import detect
+
+        host_profile = detect()
+    target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
+    files = ex.export(lock, target, fmt)
+    if fmt == "devcontainer":
+        out_dir = Path(output) if output else Path(project) / ".devcontainer"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            write_atomic(out_dir / f.path, f.text)
+            click.echo(f"wrote {out_dir / f.path}", err=True)
+        return
+    if output is None:
+        click.echo(files[0].text, nl=False)
+        return
+    ex.check_output_name(fmt, output)
+    write_atomic(output, files[0].text)
+    click.echo(f"wrote {output} (target {target.name})", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

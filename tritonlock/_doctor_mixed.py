@@ -1,0 +1,337 @@
+"""doctor's checks for mixed installs and the lock: triton pins, second copies, conda, shadowing libraries, glibc."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from packaging.markers import InvalidMarker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tritonlock._doctor_checks import _Ctx, _glibc_needed, _lt, _plural, _sync_fix, _v
+from tritonlock.doctor import Dist, Finding, VenvFacts
+from tritonlock.models import LockedTarget
+
+_TRITONS = ("triton", "pytorch-triton", "triton-windows")
+# Distributions whose package shares a name with another's: both write the same files.
+_SAME_FILES = (("triton", "pytorch-triton"),)
+# A shared library's family: "libcudnn.so.9" and "libcudnn.so" are both libcudnn.
+_LIB_FAMILY = re.compile(r"^(lib[A-Za-z_]+?)(\d*)\.so")
+
+_CONDA_TORCH = ("pytorch", "pytorch-cuda", "pytorch-gpu", "torchvision", "torchaudio", "triton", "cudatoolkit",
+                "cuda-toolkit", "cuda-runtime", "cudnn", "nccl", "libcublas", "cuda-cudart")
+
+
+def _torch_pin(c: _Ctx) -> tuple[str, SpecifierSet, str] | None:
+    """The triton-family requirement torch's METADATA pins for this interpreter: (name, spec, line)."""
+    d = c.dist("torch")
+    if d is None or c.venv is None:
+        return None
+    for line in d.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) not in _TRITONS:
+            continue
+        try:
+            if req.marker is not None and not req.marker.evaluate({**c.venv.markers, "extra": ""}):
+                continue
+        except (InvalidMarker, KeyError, ValueError):
+            continue
+        return canonicalize_name(req.name), req.specifier, line
+    return None
+
+
+def check_triton(c: _Ctx) -> list[Finding]:
+    v = c.venv
+    if v is None:
+        return []
+    out: list[Finding] = []
+    for a, b in _SAME_FILES:
+        da, db = c.dist(a), c.dist(b)
+        if da and db:
+            ev = [f"{da.name} {da.version} in {da.location}", f"{db.name} {db.version} in {db.location}"]
+            if v.triton_version:
+                ev.append(f"`import triton` reports {v.triton_version}: that distribution's files won")
+            out.append(Finding(id="pytorch-triton-leftover", severity="error",
+                               title=f"{db.name} {db.version} and {da.name} {da.version} are both installed: both "
+                                     "write the same `triton` package, so its files are a mix of the two",
+                               evidence=tuple(ev),
+                               fix=f"`pip uninstall -y {db.name} {da.name}` "
+                                   f"(uv: `uv pip uninstall {db.name} {da.name}`), "
+                                   f"then {_sync_fix(c)}; {db.name} belongs to nightly torch builds only"))
+    pin = _torch_pin(c)
+    tv = c.torch_version()
+    if pin is not None:
+        name, spec, line = pin
+        have = c.dist(name)
+        if have is None:
+            ev = [f"torch {tv} METADATA: Requires-Dist: {line}",
+                  "torch.compile fails with: Cannot find a working triton installation"]
+            ev += [f"{o} {d.version} is installed instead" for o in _TRITONS if o != name and (d := c.dist(o))]
+            out.append(Finding(id="triton-missing", severity="error",
+                               title=f"torch {tv} requires {name}{spec}, which is not installed in {c.where}",
+                               evidence=tuple(ev), fix=_sync_fix(c)))
+        elif not spec.contains(have.version, prereleases=True):
+            out.append(Finding(id="triton-version-mismatch", severity="error",
+                               title=f"{name} {have.version} is installed, but torch {tv} pins {name}{spec}",
+                               evidence=(f"torch {tv} METADATA: Requires-Dist: {line}",
+                                         f"{have.name} {have.version} in {have.location}",
+                                         "a triton torch was not built with breaks torch.compile / inductor "
+                                         "(import errors or wrong kernels)"),
+                               fix=f"{_sync_fix(c)}; by hand: `pip install '{name}{spec}'`"))
+    if v.triton_error and "No module named 'triton'" not in v.triton_error:
+        if "undefined symbol" in v.triton_error:
+            out.append(_undefined_symbol(c, "triton", v.triton_error))
+        else:
+            out.append(Finding(id="triton-import-error", severity="error", title=f"`import triton` fails in {c.where}",
+                               evidence=(v.triton_error,), fix=_symbol_fix(c, _causes(c, v.triton_error), c.where)))
+    return out
+
+
+def _foreign(c: _Ctx, location: str) -> str:
+    """How a copy outside the venv's own site-packages gets on sys.path."""
+    assert c.venv
+    pp = c.venv.env.get("PYTHONPATH", "")
+    if any(p and os.path.abspath(p) == os.path.abspath(location) for p in pp.split(os.pathsep)):
+        return "PYTHONPATH"
+    if "/.local/lib/" in location or "\\AppData\\Roaming\\Python" in location:
+        return "the user site (~/.local): `pip uninstall --user` it, or set PYTHONNOUSERSITE=1"
+    if not location.startswith(c.venv.prefix):
+        return "a .pth file in site-packages (or PYTHONPATH) adds that directory: remove it"
+    return "this venv"
+
+
+def check_duplicates(c: _Ctx) -> list[Finding]:
+    v = c.venv
+    if v is None:
+        return []
+    out = []
+    for name, dirs in (("torch", v.torch_dirs), ("triton", v.triton_dirs)):
+        copies = {os.path.abspath(d.location): d.version for d in c.dists(name)}
+        for path in dirs:
+            copies.setdefault(os.path.dirname(path), "(no dist-info)")
+        if len(copies) < 2:
+            continue
+        ev = [f"{name} {ver} in {loc}" for loc, ver in copies.items()]
+        file = v.torch.file if name == "torch" and v.torch else v.triton_file
+        if file:
+            ev.append(f"`import {name}` loads {file}")
+        others = [loc for loc in copies if not loc.startswith(v.prefix)] or list(copies)[1:]
+        how = "; ".join(f"{loc}: {_foreign(c, loc)}" for loc in others)
+        out.append(Finding(id=f"duplicate-{name}", severity="error",
+                           title=f"{len(copies)} copies of {name} are importable in {c.where}: their compiled "
+                                 "libraries and Python files get mixed", evidence=tuple(ev),
+                           fix=f"remove the copies outside the venv ({how}), then {_sync_fix(c)}"))
+    return out
+
+
+def check_conda(c: _Ctx) -> list[Finding]:
+    v = c.venv
+    if v is None or v.conda_packages is None:
+        return []
+    conda = [p for p in v.conda_packages if p in _CONDA_TORCH]
+    pip = [d for d in v.dists if (d.installer or "").lower() != "conda"
+           and (canonicalize_name(d.name) in ("torch", *_TRITONS) or canonicalize_name(d.name).startswith("nvidia-"))]
+    if not conda or not pip:
+        return []
+    broken = bool(v.torch is None or (v.torch and v.torch.error))
+    return [Finding(id="conda-pip-mix", severity="error" if broken else "warning",
+                    title=f"{c.where} is a conda environment whose conda packages ({', '.join(conda)}) overlap the "
+                          f"torch stack installed with {pip[0].installer or 'pip'}",
+                    evidence=(f"{v.prefix}/conda-meta: {', '.join(conda)}",
+                              *(f"{d.name} {d.version} installed by {d.installer or 'unknown'} in {d.location}"
+                                for d in pip[:6])),
+                    fix="use one installer for the torch stack: `conda remove` those packages and keep the locked "
+                        "wheels, or better, a plain venv outside conda: `tritonlock sync` (with the conda "
+                        "environment deactivated)")]
+
+
+def _family(path: str) -> str | None:
+    m = _LIB_FAMILY.match(os.path.basename(path))
+    return m[1] if m else None
+
+
+def check_shadowing(c: _Ctx) -> list[Finding]:
+    v = c.venv
+    if v is None:
+        return []
+    # libcuda is the driver's: it is always the system's copy, by design.
+    shipped = {f: p for p in v.wheel_libs if (f := _family(p)) and f != "libcuda"}
+    ev: list[str] = []
+    for d, libs in v.ld_library_path_libs.items():
+        clash = [lib for lib in libs if _family(lib) in shipped]
+        if clash:
+            ev.append(f"LD_LIBRARY_PATH dir {d} holds {', '.join(clash)}; the venv's wheels ship "
+                      + ", ".join(sorted({os.path.basename(shipped[f]) for lib in clash if (f := _family(lib))})))
+    preload = [p for p in v.env.get("LD_PRELOAD", "").replace(":", " ").split() if _family(p) in shipped]
+    ev += [f"LD_PRELOAD loads {p}" for p in preload]
+    if not ev:
+        return []
+    loaded = [p for p in v.loaded_libs if not p.startswith(v.prefix) and _family(p) in shipped]
+    if loaded:
+        ev += [f"torch loaded {p} instead of the wheel's {shipped[_family(p) or '']}" for p in loaded]
+        title = "system CUDA libraries shadow the ones the venv's nvidia-* wheels ship, and torch loaded them"
+    else:
+        # Recent torch preloads its nvidia-* libraries by path, so it may escape; code that loads them by
+        # name (a CUDA extension, an older torch, cupy) still gets the system copy.
+        mine = [p for p in v.loaded_libs if p.startswith(v.prefix) and _family(p) in shipped]
+        ev += [f"torch loaded the wheels' own copies this time: {', '.join(os.path.basename(p) for p in mine)}"
+               ] if mine else []
+        title = ("LD_LIBRARY_PATH puts system CUDA libraries ahead of the ones the venv's nvidia-* wheels ship: "
+                 "whatever loads them by name gets the system copy")
+    broken = bool(loaded) or bool(v.torch is None or (v.torch and v.torch.error))
+    return [Finding(id="cuda-lib-shadow", severity="error" if broken else "warning", title=title,
+                    evidence=(f"LD_LIBRARY_PATH={v.env.get('LD_LIBRARY_PATH', '')}", *ev),
+                    fix="unset LD_LIBRARY_PATH (or drop those directories from it) when using this venv: the wheels "
+                        "find their own libraries, and ld.so searches LD_LIBRARY_PATH before a library's RUNPATH")]
+
+
+def check_wsl_libcuda(c: _Ctx) -> list[Finding]:
+    v = c.venv
+    if not c.host.wsl or v is None or not v.libcuda or v.libcuda.startswith("/usr/lib/wsl/"):
+        return []
+    return [Finding(id="wsl-libcuda-shadowed", severity="error",
+                    title=f"libcuda.so.1 loads from {v.libcuda}, not from WSL's /usr/lib/wsl/lib: a Linux driver "
+                          "library shadows the one the Windows driver provides",
+                    evidence=(f"dlopen(libcuda.so.1) → {v.libcuda}", "WSL2 kernel",
+                              f"LD_LIBRARY_PATH={v.env.get('LD_LIBRARY_PATH', '')}"),
+                    fix="remove the Linux NVIDIA driver packages inside WSL (e.g. `sudo apt remove --purge "
+                        "'libnvidia-compute-*'`), drop other libcuda directories from LD_LIBRARY_PATH, keep "
+                        "/usr/lib/wsl/lib in /etc/ld.so.conf.d/ld.wsl.conf and run `sudo ldconfig`")]
+
+
+def check_glibc(c: _Ctx) -> list[Finding]:
+    v = c.venv
+    glibc = c.host.glibc or (v.glibc if v else None)
+    if v is None or not glibc or _v(glibc) is None:
+        return []
+    bad = []
+    for d in v.dists:
+        need = _glibc_needed(d.tags)
+        if need and Version(need) > Version(glibc):
+            bad.append((Version(need), d))
+    if not bad:
+        return []
+    bad.sort(key=lambda x: x[1].name)
+    bad.sort(key=lambda x: x[0], reverse=True)
+    ev = [f"{d.name} {d.version}: wheel tag {' '.join(d.tags)} needs glibc >= {need}" for need, d in bad[:6]]
+    ev.append(f"this host: glibc {glibc}")
+    if v.torch and v.torch.error and "GLIBC_" in v.torch.error:
+        ev.append(v.torch.error)
+    return [Finding(id="glibc-too-old", severity="error",
+                    title=f"{_plural(len(bad), 'installed wheel')} in {c.where} need glibc >= {bad[0][0]}; this host "
+                          f"has {glibc}",
+                    evidence=tuple(ev),
+                    fix="the venv was built for a newer system: lock for this host (`tritonlock host --save "
+                        "host.toml`, add it to triton-env.toml, `tritonlock resolve`) and rebuild it here with "
+                        "`tritonlock sync` — or run in a newer OS image (`tritonlock export --format dockerfile`)")]
+
+
+def _causes(c: _Ctx, error: str) -> list[tuple[str, str]]:
+    """Mixed-install causes visible in the venv, each (evidence, fix)."""
+    out: list[tuple[str, str]] = []
+    for f in check_duplicates(c) + check_conda(c) + check_shadowing(c):
+        out.append((f.title, f.fix))
+    if "triton" in error or not error:
+        for f in check_triton(_Ctx(host=c.host, venv=_no_import_errors(c.venv), lock=c.lock, matrix=c.matrix,
+                                   where=c.where)):
+            out.append((f.title, f.fix))
+    m = re.search(r"(\S+/(torchvision|torchaudio)/\S+\.so)", error)
+    if m:
+        pkg, tv = m[2], c.torch_version()
+        d = c.dist(pkg)
+        pins = [r for r in (d.requires if d else ()) if canonicalize_name(Requirement(r).name) == "torch"]
+        out.append((f"{pkg} {d.version if d else '?'} was built for {', '.join(pins) or 'another torch'}; torch is "
+                    f"{tv}", f"install the {pkg} that matches torch {tv}: {_sync_fix(c)}"))
+    return out
+
+
+def _no_import_errors(v: VenvFacts | None) -> VenvFacts | None:
+    if v is None:
+        return None
+    from dataclasses import replace
+
+    return replace(v, triton_error=None)
+
+
+def _symbol_fix(c: _Ctx, causes: list[tuple[str, str]], where: str) -> str:
+    if causes:
+        return "; ".join(dict.fromkeys(f for _, f in causes))
+    return (f"a partial upgrade left files of two builds: rebuild the venv from the lock — remove {where} and run "
+            "`tritonlock sync`")
+
+
+def _undefined_symbol(c: _Ctx, module: str, error: str) -> Finding:
+    m = re.search(r"(\S+\.so[.\d]*): undefined symbol: (\S+)", error)
+    lib, sym = (m[1], m[2]) if m else ("?", error.rsplit(":", 1)[-1].strip())
+    causes = _causes(c, error)
+    ev = [error] + [f"likely cause: {cause}" for cause, _ in causes]
+    if not causes:
+        ev.append("no second copy, conda mix, leftover package or shadowing library found: the files of one "
+                  "package are from two different builds")
+    return Finding(id="undefined-symbol", severity="error",
+                   title=f"`import {module}` fails: {os.path.basename(lib)} needs symbol {sym}, which the loaded "
+                         "libraries lack — a mixed install", evidence=tuple(ev), fix=_symbol_fix(c, causes, c.where))
+
+
+def check_lock(c: _Ctx) -> list[Finding]:
+    lk = c.lock
+    if lk is None:
+        return [Finding(id="no-lock", severity="info", title="no triton-env.lock in the project: the venv was not "
+                        "compared with a lock", fix="`tritonlock resolve` writes one")]
+    if lk.error:
+        return [Finding(id="lock-unreadable", severity="error", title=lk.error.split("\n")[0],
+                        evidence=tuple(lk.error.split("\n")[1:]), fix="`tritonlock resolve`")]
+    out = []
+    if lk.stale:
+        out.append(Finding(id="lock-stale", severity="warning", title=f"{lk.path} is stale: {lk.stale}",
+                           fix="`tritonlock resolve`, then `tritonlock sync`"))
+    if lk.target is None:
+        lines = [x.strip().removeprefix("- ") for x in (lk.target_error or "").split("\n")]
+        out.append(Finding(id="lock-no-target", severity="warning", title=lines[0].rstrip(":"),
+                           evidence=tuple(x for x in lines[1:] if x and not x.startswith("fix:")),
+                           fix="add a target for this machine to triton-env.toml (`tritonlock host --save host.toml`)"
+                               " and run `tritonlock resolve`"))
+        return out
+    sel, h = lk.target.selection, c.host
+    if sel.driver_floor and h.driver and _lt(h.driver, sel.driver_floor):
+        out.append(Finding(id="driver-below-lock-floor", severity="error",
+                           title=f"the lock's target {lk.target.name!r} ({sel.backend}) needs driver >= "
+                                 f"{sel.driver_floor}; this host has {h.driver}",
+                           evidence=(f"{lk.path}: target {lk.target.name}: driver-floor = {sel.driver_floor}",
+                                     f"nvidia-smi/NVML: {c.driver_line()}"),
+                           fix="update the NVIDIA driver, or lock for this machine: `tritonlock host --save host.toml`,"
+                               " add it to triton-env.toml, `tritonlock resolve`"))
+    if c.venv is not None:
+        out += _drift(c, lk.target)
+    return out
+
+
+def _drift(c: _Ctx, t: LockedTarget) -> list[Finding]:
+    assert c.venv
+    have: dict[str, Dist] = {}
+    for d in c.venv.dists:  # the venv's own site-packages only: outside copies are duplicate-* findings
+        if d.location.startswith(c.venv.prefix):
+            have.setdefault(canonicalize_name(d.name), d)
+    locked = {canonicalize_name(p.name): p for p in t.packages}
+    ev, errors = [], False
+    for name, p in sorted(locked.items()):
+        got = have.get(name)
+        if got is None:
+            ev.append(f"missing: {name} {p.version}")
+            errors = True
+        elif _v(got.version) != _v(p.version) or _v(got.version) is None and got.version != p.version:
+            ev.append(f"{name}: {got.version} installed, {p.version} locked")
+            errors = True
+    extra = sorted(n for n in have if n not in locked and n not in ("pip", "setuptools", "wheel"))
+    ev += [f"not in the lock: {n} {have[n].version}" for n in extra]
+    if not ev:
+        return []
+    return [Finding(id="venv-drift", severity="error" if errors else "warning",
+                    title=f"{c.where} differs from {c.lock.path if c.lock else 'the lock'} (target {t.name!r})",
+                    evidence=tuple(ev), fix=_sync_fix(c))]

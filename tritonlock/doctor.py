@@ -1,0 +1,341 @@
+"""`tritonlock doctor`: look at the host and a venv, report findings with evidence and a fix; change nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from tritonlock import _subprocess
+from tritonlock.errors import TritonlockError
+from tritonlock.models import HostProfile, Lock, LockedTarget
+
+if TYPE_CHECKING:  # matrix is imported lazily: its data may be missing, and doctor must still run
+    from tritonlock.matrix import Matrix
+
+SEVERITIES = ("error", "warning", "info")
+_MARK = "@@tritonlock-doctor@@"
+_PROBE = Path(__file__).with_name("_doctor_probe.py")
+
+
+class DoctorError(TritonlockError):
+    """doctor could not look at the environment it was pointed at (no interpreter, a probe that answers garbage)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Finding:
+    """One problem: what (title), the facts that show it (evidence), and what to do (fix)."""
+
+    id: str
+    severity: str  # "error" | "warning" | "info"
+    title: str
+    evidence: tuple[str, ...] = ()
+    fix: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Dist:
+    """An installed distribution as the venv's own importlib.metadata sees it."""
+
+    name: str  # as in METADATA; compare through canonicalize_name
+    version: str
+    location: str
+    installer: str | None = None
+    requires_python: str | None = None
+    requires: tuple[str, ...] = ()  # only the Requires-Dist lines about torch / triton
+    tags: tuple[str, ...] = ()  # WHEEL Tag lines
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchFacts:
+    """What `import torch` did inside the venv."""
+
+    error: str | None = None  # "ImportError: …" when the import failed
+    traceback: str | None = None
+    version: str | None = None
+    file: str | None = None
+    cuda: str | None = None  # torch.version.cuda; None = CPU build
+    cuda_error: str | None = None
+    cuda_available: bool | None = None
+    device_count: int | None = None
+    arch_list: tuple[str, ...] = ()
+    devices: tuple[tuple[str, str], ...] = ()  # (name, cc) as torch sees them
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VenvFacts:
+    """Everything the probe learned about one interpreter's environment."""
+
+    interpreter: str
+    python: str  # "3.12.3"
+    prefix: str
+    glibc: str | None = None
+    markers: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    sys_path: tuple[str, ...] = ()
+    dists: tuple[Dist, ...] = ()
+    conda_packages: tuple[str, ...] | None = None  # None: the prefix is not a conda environment
+    torch_dirs: tuple[str, ...] = ()
+    triton_dirs: tuple[str, ...] = ()
+    ld_library_path_libs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    wheel_libs: tuple[str, ...] = ()
+    import_crash: str | None = None  # the import phase died (signal, exit code, no answer)
+    libcuda: str | None = None  # path libcuda.so.1 loads from
+    libcuda_error: str | None = None
+    torch: TorchFacts | None = None  # None when the import phase did not answer
+    triton_version: str | None = None
+    triton_file: str | None = None
+    triton_error: str | None = None
+    loaded_libs: tuple[str, ...] = ()
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.python.split(".")[:2])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockFacts:
+    """The project's lock as doctor sees it: the target for this host, or why there is none."""
+
+    path: str
+    lock: Lock | None = None
+    error: str | None = None  # unreadable lock
+    target: LockedTarget | None = None
+    target_error: str | None = None  # no target fits this host
+    stale: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Report:
+    summary: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity == "error" for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+
+# ---------------------------------------------------------------- probing a venv
+
+
+def _strs(v: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in v) if isinstance(v, list) else ()
+
+
+def _opt(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _answer(stdout: str) -> dict[str, Any] | None:
+    # torch may print while importing: the answer is the last line carrying the marker.
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(_MARK):
+            try:
+                data = json.loads(line[len(_MARK):])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _died(rc: int, stderr: str) -> str:
+    if rc < 0:
+        try:
+            how = f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            how = f"killed by signal {-rc}"
+    else:
+        how = f"exit code {rc}"
+    tail = " | ".join(stderr.strip().splitlines()[-3:])
+    return how + (f" ({tail})" if tail else "")
+
+
+def _torch_facts(raw: Any) -> TorchFacts:
+    d = raw if isinstance(raw, dict) else {}
+    devices = tuple((str(x.get("name")), str(x.get("cc"))) for x in d.get("devices") or [] if isinstance(x, dict))
+    return TorchFacts(
+        error=_opt(d.get("error")), traceback=_opt(d.get("traceback")), version=_opt(d.get("version")),
+        file=_opt(d.get("file")), cuda=_opt(d.get("cuda")), cuda_error=_opt(d.get("cuda_error")),
+        cuda_available=d.get("cuda_available") if isinstance(d.get("cuda_available"), bool) else None,
+        device_count=d.get("device_count") if isinstance(d.get("device_count"), int) else None,
+        arch_list=_strs(d.get("arch_list")), devices=devices, warnings=_strs(d.get("warnings")))
+
+
+def _dist(raw: dict[str, Any]) -> Dist:
+    return Dist(name=str(raw.get("name")), version=str(raw.get("version")), location=str(raw.get("location")),
+                installer=_opt(raw.get("installer")), requires_python=_opt(raw.get("requires_python")),
+                requires=_strs(raw.get("requires")), tags=_strs(raw.get("tags")))
+
+
+def probe(python: str, *, timeout: float = 300) -> VenvFacts:
+    """Run the probe with `python`: a static pass, then a pass that imports torch and triton."""
+    if not Path(python).exists():
+        raise DoctorError(f"{python}: no such interpreter — pass --python PATH to a venv's python, or create the "
+                          "project's .venv with `tritonlock sync`")
+    # -c, not the script path: running a file puts its directory (tritonlock/) first on the venv's sys.path.
+    source = _PROBE.read_text(encoding="utf-8")
+    try:
+        first = _subprocess.run([python, "-c", source, "static"], timeout=60)
+    except OSError as err:
+        raise DoctorError(f"{python}: cannot run it ({err}) — pass --python PATH to a working interpreter") from None
+    static = _answer(first.stdout)
+    if first.returncode != 0 or static is None:
+        raise DoctorError(f"{python}: the doctor probe failed ({_died(first.returncode, first.stderr)}) — is it a "
+                          "Python 3.8+ interpreter?")
+    try:
+        second = _subprocess.run([python, "-c", source, "import"], timeout=timeout)
+        imported, crash = _answer(second.stdout), None
+        if second.returncode != 0 or imported is None:
+            imported, crash = None, _died(second.returncode, second.stderr)
+    except Exception as err:  # noqa: BLE001 - a hang (TimeoutExpired) is evidence too
+        imported, crash = None, f"no answer ({type(err).__name__}: {err})"
+    got: dict[str, Any] = imported or {}
+    libcuda = got["libcuda"] if isinstance(got.get("libcuda"), dict) else {}
+    triton = got["triton"] if isinstance(got.get("triton"), dict) else {}
+    ld = static.get("ld_library_path_libs") or {}
+    return VenvFacts(
+        interpreter=python, python=str(static.get("python")), prefix=str(static.get("prefix")),
+        glibc=_opt(static.get("glibc")),
+        markers={str(k): str(v) for k, v in (static.get("markers") or {}).items()},
+        env={str(k): str(v) for k, v in (static.get("env") or {}).items()},
+        sys_path=_strs(static.get("sys_path")),
+        dists=tuple(_dist(d) for d in static.get("dists") or [] if isinstance(d, dict)),
+        conda_packages=_strs(static["conda_packages"]) if isinstance(static.get("conda_packages"), list) else None,
+        torch_dirs=_strs(static.get("torch_dirs")), triton_dirs=_strs(static.get("triton_dirs")),
+        ld_library_path_libs={str(k): _strs(v) for k, v in ld.items()} if isinstance(ld, dict) else {},
+        wheel_libs=_strs(static.get("wheel_libs")), import_crash=crash,
+        libcuda=_opt(libcuda.get("path")), libcuda_error=_opt(libcuda.get("error")),
+        torch=_torch_facts(imported.get("torch")) if imported else None,
+        triton_version=_opt(triton.get("version")), triton_file=_opt(triton.get("file")),
+        triton_error=_opt(triton.get("error")), loaded_libs=_strs(got.get("loaded_libs")),
+    )
+
+
+# ---------------------------------------------------------------- the lock
+
+
+def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: str | None = None) -> LockFacts | None:
+    """Read the project's lock (None when there is none) and pick this host's target."""
+    from tritonlock import lockfile
+    from tritonlock.export import choose_target
+
+    path = project / "triton-env.lock"
+    if not path.exists():
+        return None
+    try:
+        lock = lockfile.read_lock(path)
+    except TritonlockError as err:
+        return LockFacts(path=str(path), error=str(err))
+    stale = None
+    intent_path = project / "triton-env.toml"
+    if intent_path.exists():
+        try:
+            from tritonlock.intent import read_intent
+
+            intent = read_intent(intent_path)
+        except TritonlockError as err:
+            stale = f"{intent_path} cannot be read ({err})"
+        else:
+            if matrix is not None:
+                stale = lockfile.staleness(lock, intent, matrix.version)
+            elif lock.intent_hash != intent.content_hash:
+                stale = f"{intent_path} changed since the lock was written"
+    target, target_error = None, None
+    try:
+        if len(lock.targets) > 1:  # the one sync would pick for this host and this venv's Python
+            from tritonlock.sync import pick_target
+
+            target = pick_target(lock, host, python=python, lock_path=str(path))
+        else:
+            target = choose_target(lock, None, host, str(path))
+    except ImportError:
+        target = choose_target(lock, None, host, str(path))
+    except TritonlockError as err:
+        target_error = str(err)
+    return LockFacts(path=str(path), lock=lock, target=target, target_error=target_error, stale=stale)
+
+
+def _load_matrix() -> tuple[Matrix | None, str | None]:
+    try:
+        from tritonlock.matrix import load_matrix
+
+        return load_matrix(), None
+    except (TritonlockError, NotImplementedError, ImportError, OSError) as err:
+        return None, str(err) or type(err).__name__
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+# ---------------------------------------------------------------- running and reporting
+
+
+def examine(project: Path, python: str | None = None, *, host: HostProfile | None = None,
+            matrix: Matrix | None | Literal["load"] = "load") -> Report:
+    """Look at the host and the venv (the project's .venv, or `python`), and the project's lock if any."""
+    from tritonlock import _doctor_checks
+
+    if host is None:
+        from tritonlock import host as host_mod
+
+        host = host_mod.detect()
+    matrix_error = None
+    if matrix == "load":
+        matrix, matrix_error = _load_matrix()
+    interpreter = python or str(venv_python(project / ".venv"))
+    venv, broken = None, None
+    if python is not None or Path(interpreter).exists():
+        try:
+            venv = probe(interpreter)
+        except DoctorError as err:
+            if python is not None:
+                raise  # the interpreter the user named: a bad option, not a finding
+            broken = str(err)
+    elif os.path.islink(interpreter):
+        # A venv's python is a symlink to the interpreter it was made with; upgrading or removing that one
+        # (pyenv, Homebrew, apt) leaves the venv dead.
+        broken = f"{interpreter} points to {os.readlink(interpreter)}, which no longer exists"
+    lock = lock_facts(project, host, matrix, venv.minor if venv else None)
+    findings = _doctor_checks.diagnose(host, venv, lock, matrix, venv_path=interpreter, broken=broken)
+    if matrix_error is not None:
+        findings += (Finding(id="matrix-unavailable", severity="info",
+                             title="the compatibility data (compat/) could not be loaded: checks that need it were "
+                                   "skipped (Python range, Triton's minimum GPU, driver floors)",
+                             evidence=(matrix_error,), fix="reinstall tritonlock (its compat/ data ships with it)"),)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    findings = tuple(sorted(findings, key=lambda f: order[f.severity]))
+    return Report(summary=_doctor_checks.summary(host, venv, lock, interpreter), findings=findings)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """`tritonlock doctor --json`: {summary: [str], errors: int, findings: [{id, severity, title, evidence, fix}]}."""
+    return {"summary": list(report.summary), "errors": report.errors, "findings": [
+        {"id": f.id, "severity": f.severity, "title": f.title, "evidence": list(f.evidence), "fix": f.fix}
+        for f in report.findings]}
+
+
+def format_report(report: Report) -> str:
+    lines = list(report.summary) + [""]
+    for f in report.findings:
+        lines.append(f"{f.severity.upper()} [{f.id}] {f.title}")
+        lines += [f"    evidence: {e}" for e in f.evidence]
+        if f.fix:
+            lines.append(f"    fix: {f.fix}")
+        lines.append("")
+    counts = {s: sum(f.severity == s for f in report.findings) for s in SEVERITIES}
+    if report.findings:
+        lines.append(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items()))
+    else:
+        lines.append("no problems found")
+    return "\n".join(lines)

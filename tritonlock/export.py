@@ -1,0 +1,352 @@
+"""Projections of one lock target: PEP 751 pylock.toml, hashed requirements.txt, Dockerfile, devcontainer."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from packaging import tags as ptags
+from packaging.utils import parse_wheel_filename
+
+from tritonlock import __version__
+from tritonlock.errors import TritonlockError
+from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Selection, Wheel
+
+FORMATS = ("pylock", "requirements", "dockerfile", "devcontainer")
+LOCK_FILE = "triton-env.lock"
+VENV = "/app/.venv"  # where the image keeps the project's venv (venvs are not relocatable: same path in both stages)
+
+# nvidia/cuda publishes one image per toolkit *patch* release ("12.6.3-runtime-ubuntu22.04"); these are the
+# last patch of each minor as published on Docker Hub (hub.docker.com/r/nvidia/cuda/tags, checked by hand —
+# NVIDIA removes end-of-life tags over time, so an old one may disappear). A minor not listed falls back to
+# "<minor>.0", which NVIDIA publishes for every release it supports.
+CUDA_IMAGE_PATCH = {
+    "11.8": "11.8.0", "12.1": "12.1.1", "12.4": "12.4.1", "12.6": "12.6.3",
+    "12.8": "12.8.1", "12.9": "12.9.1", "13.0": "13.0.2",
+}
+# glibc of the Ubuntu releases nvidia/cuda is built on; the wheels' manylinux tags decide which one fits.
+UBUNTU_GLIBC = (("22.04", "2.35"), ("24.04", "2.39"))
+_DOCKER_PLATFORM = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
+_MARKERS = {"linux": ("linux", None), "windows": ("win32", "AMD64"), "macos": ("darwin", "arm64")}
+
+
+class ExportError(ValueError, TritonlockError):
+    """The lock cannot be projected as asked (unknown target, a conflict, no file for the target)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExportFile:
+    """One file an export writes: a path relative to where it goes, and its text."""
+
+    path: str
+    text: str
+
+
+# ---------------------------------------------------------------- choosing the target
+
+
+def choose_target(lock: Lock, name: str | None = None, host: HostProfile | None = None,
+                  lock_path: str = LOCK_FILE) -> LockedTarget:
+    """--target NAME, else the only target, else the one that fits this host, else the one named "host"."""
+    names = ", ".join(t.name for t in lock.targets) or "none"
+    if name is not None:
+        found = [t for t in lock.targets if t.name == name]
+        if not found:
+            raise ExportError(f"{lock_path} has no target {name!r} (it has: {names}) — pass one of those to --target")
+        return _ok(found[0], lock_path)
+    if len(lock.targets) == 1:
+        return _ok(lock.targets[0], lock_path)
+    if not lock.targets:
+        raise ExportError(f"{lock_path} holds no targets — run `tritonlock resolve`")
+    if host is not None:
+        try:
+            from tritonlock.sync import pick_target
+        except ImportError:  # sync is optional to this module: fall back to the name "host"
+            pass
+        else:
+            try:
+                return _ok(pick_target(lock, host, lock_path=lock_path), lock_path)
+            except TritonlockError:
+                pass  # no target fits this machine: the name "host" below, or ask for --target
+    for t in lock.targets:
+        if t.name == "host":
+            return _ok(t, lock_path)
+    raise ExportError(f"{lock_path} has several targets ({names}) and none fits this host — pick one with --target")
+
+
+def _ok(t: LockedTarget, lock_path: str) -> LockedTarget:
+    if not t.selection.ok or not t.packages:
+        why = t.selection.conflict.message if t.selection.conflict else "it holds no packages"
+        raise ExportError(f"{lock_path}: target {t.name!r} cannot be exported: {why} — fix triton-env.toml and run "
+                          "`tritonlock resolve`")
+    return t
+
+
+# ---------------------------------------------------------------- wheels for a target
+
+
+def _platforms(sel: Selection, glibc: str | None) -> list[str]:
+    t = sel.target
+    if t.os == "windows":
+        return ["win_amd64" if t.arch == "x86_64" else f"win_{t.arch}"]
+    if t.os == "macos":
+        return list(ptags.mac_platforms((15, 0), "arm64" if t.arch in ("arm64", "aarch64") else t.arch))
+    # manylinux_2_N runs where glibc >= 2.N (PEP 600); unknown glibc: accept every tag up to 2.40, as closure does.
+    top = int((glibc or "2.40").split(".")[1])
+    plats = [f"manylinux_2_{m}_{t.arch}" for m in range(top, 4, -1)]
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}  # PEP 599/571/513 aliases
+    plats += [f"{alias}_{t.arch}" for m, alias in legacy.items() if m <= top]
+    return plats + [f"linux_{t.arch}"]
+
+
+def target_tags(sel: Selection, glibc: str | None = None) -> list[ptags.Tag]:
+    """Tags the target's interpreter accepts, most specific first (what pip would compute there)."""
+    major, minor = (int(x) for x in (sel.python or "3.12").split(".")[:2])
+    plats = _platforms(sel, glibc if glibc is not None else sel.target.glibc)
+    return [*ptags.cpython_tags((major, minor), platforms=plats),
+            *ptags.compatible_tags((major, minor), f"cp{major}{minor}", plats)]
+
+
+def pick_file(pkg: LockedPackage, tags: list[ptags.Tag]) -> Wheel | None:
+    """The package's best wheel for these tags, else its sdist, else None."""
+    rank = {tag: i for i, tag in enumerate(tags)}
+    best: tuple[int, str, Wheel] | None = None
+    for w in pkg.wheels:
+        fit = min((rank[t] for t in parse_wheel_filename(w.name)[3] if t in rank), default=None)
+        if fit is not None and (best is None or (fit, w.name) < best[:2]):
+            best = (fit, w.name, w)
+    return best[2] if best else pkg.sdist
+
+
+def _files(t: LockedTarget, tags: list[ptags.Tag], why: str) -> list[tuple[LockedPackage, Wheel]]:
+    out, missing = [], []
+    for p in sorted(t.packages, key=lambda p: p.name):
+        f = pick_file(p, tags)
+        if f is None:
+            missing.append(f"{p.name} {p.version} ({', '.join(w.name for w in p.wheels)})")
+        else:
+            out.append((p, f))
+    if missing:
+        raise ExportError(f"target {t.name!r}: no file fits {why} for " + "; ".join(missing)
+                          + " — re-resolve for this target with `tritonlock resolve --upgrade`")
+    return out
+
+
+# ---------------------------------------------------------------- pylock.toml (PEP 751)
+
+
+def _s(v: str) -> str:
+    return json.dumps(v, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def _inline(d: dict[str, Any]) -> str:
+    parts = []
+    for k, v in d.items():
+        parts.append(f"{k} = " + (_inline(v) if isinstance(v, dict) else str(v) if isinstance(v, int) else _s(v)))
+    return "{ " + ", ".join(parts) + " }"
+
+
+def _file_table(w: Wheel) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": w.name, "url": w.url}
+    if w.size is not None:
+        d["size"] = w.size
+    d["hashes"] = {"sha256": w.sha256}
+    return d
+
+
+def environment_marker(sel: Selection) -> str:
+    sys_platform, machine = _MARKERS.get(sel.target.os, (sel.target.os, None))
+    machine = machine or sel.target.arch
+    return f"sys_platform == '{sys_platform}' and platform_machine == '{machine}'"
+
+
+def _header(fmt: str, t: LockedTarget, comment: str = "#") -> list[str]:
+    s = t.selection
+    what = f"torch {s.torch} ({s.backend})" + (f" + {s.triton_package} {s.triton}" if s.triton_package else "")
+    return [f"{comment} Generated by `tritonlock export --format {fmt} --target {t.name}` from {LOCK_FILE} — do not "
+            "edit; re-export instead.",
+            f"{comment} Target {t.name!r}: {what} on Python {s.python}, {s.target.os}/{s.target.arch}."]
+
+
+def pylock(lock: Lock, t: LockedTarget) -> str:
+    """PEP 751 pylock.toml for one target: every file the lock holds, with index, size and sha256."""
+    sel = t.selection
+    lines = _header("pylock", t)
+    lines += ["# Install: pip install -r pylock.toml (pip >= 26)  |  uv pip install -r pylock.toml",
+              'lock-version = "1.0"', f"created-by = {_s('tritonlock')}",
+              f"environments = [{_s(environment_marker(sel))}]"]
+    if sel.python:
+        lines.append(f"requires-python = {_s(f'=={sel.python}.*')}")
+    for p in sorted(t.packages, key=lambda p: p.name):
+        lines += ["", "[[packages]]", f"name = {_s(p.name)}", f"version = {_s(p.version)}", f"index = {_s(p.index)}"]
+        if p.wheels:
+            lines.append("wheels = [")
+            lines += [f"  {_inline(_file_table(w))}," for w in sorted(p.wheels, key=lambda w: w.name)]
+            lines.append("]")
+        if p.sdist:
+            lines.append(f"sdist = {_inline(_file_table(p.sdist))}")
+    lines += ["", "[tool.tritonlock]", f"target = {_s(t.name)}", f"backend = {_s(sel.backend or '')}",
+              f"lock-intent-hash = {_s(lock.intent_hash)}", f"matrix-version = {_s(lock.matrix_version)}"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- requirements.txt
+
+
+def requirements(lock: Lock, t: LockedTarget, *, glibc: str | None = None, header: bool = True,
+                 wrap: bool = True) -> str:
+    """requirements.txt for `pip install --require-hashes -r`: one direct URL per package, one file each."""
+    files = _files(t, target_tags(t.selection, glibc), f"Python {t.selection.python} on "
+                   f"{t.selection.target.os}/{t.selection.target.arch}")
+    lines = _header("requirements", t) if header else []
+    # Each line names its file by URL, so pip and uv fetch it from the one index the lock bound it to and
+    # never ask another index for the same name (no --extra-index-url merging, no dependency confusion).
+    # --no-index makes a dependency missing from the lock an error instead of a lookup on some index;
+    # it stays off when a package is built from an sdist, whose build dependencies come from the index.
+    sdists = [p.name for p, f in files if not f.name.endswith(".whl")]
+    if sdists:
+        lines.append(f"# built from source here: {', '.join(sdists)} — its build dependencies come from your index")
+    else:
+        lines.append("--no-index")
+    for p, f in files:
+        lines.append(f"# {p.name} {p.version} from {p.index}")
+        lines += ([f"{p.name} @ {f.url} \\", f"    --hash=sha256:{f.sha256}"] if wrap
+                  else [f"{p.name} @ {f.url} --hash=sha256:{f.sha256}"])
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+
+def _cuda_of(backend: str | None) -> str | None:
+    """'cu126' -> '12.6', 'cu130' -> '13.0'; None for cpu."""
+    if not backend or not re.fullmatch(r"cu\d{3,}", backend):
+        return None
+    return f"{backend[2:-1]}.{backend[-1]}"
+
+
+def base_images(t: LockedTarget) -> tuple[str, str, str]:
+    """(build image, final image, ubuntu release) for a linux target: nvidia/cuda matching the lock's CUDA."""
+    sel = t.selection
+    if sel.target.os != "linux" or sel.target.arch not in _DOCKER_PLATFORM:
+        raise ExportError(f"target {t.name!r} is {sel.target.os}/{sel.target.arch}: a Dockerfile needs a linux "
+                          "x86_64 or aarch64 target — pick one with --target")
+    ubuntu = None
+    for release, glibc in UBUNTU_GLIBC:  # the oldest Ubuntu on which every locked file installs
+        try:
+            files = _files(t, target_tags(sel, glibc), f"Ubuntu {release}")
+        except ExportError:
+            continue
+        ubuntu = release
+        break
+    if ubuntu is None:
+        newest = UBUNTU_GLIBC[-1]
+        raise ExportError(f"target {t.name!r}: some wheels need a glibc newer than Ubuntu {newest[0]}'s "
+                          f"{newest[1]} — no nvidia/cuda image can run them")
+    devel = any(not f.name.endswith(".whl") for _, f in files)  # an sdist may need nvcc to build
+    cuda = _cuda_of(sel.backend)
+    if cuda is None:
+        return f"ubuntu:{ubuntu}", f"ubuntu:{ubuntu}", ubuntu
+    tag = CUDA_IMAGE_PATCH.get(cuda, f"{cuda}.0")
+    build = f"nvidia/cuda:{tag}-{'devel' if devel else 'base'}-ubuntu{ubuntu}"
+    return build, f"nvidia/cuda:{tag}-runtime-ubuntu{ubuntu}", ubuntu
+
+
+def _uv_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("uv")
+    except Exception:  # noqa: BLE001 - any failure to read it: the image's own newest uv will do
+        return "latest"
+
+
+def dockerfile(lock: Lock, t: LockedTarget) -> str:
+    """A multi-stage Dockerfile: build the venv from the lock (hashes required), run `tritonlock verify`."""
+    sel = t.selection
+    build, final, ubuntu = base_images(t)
+    platform = _DOCKER_PLATFORM[sel.target.arch]
+    # One line per package: a heredoc is copied as written, so no backslash continuations in it.
+    reqs = requirements(lock, t, glibc=dict(UBUNTU_GLIBC)[ubuntu], header=False, wrap=False)
+    gpu = _cuda_of(sel.backend) is not None
+    lines = ["# syntax=docker/dockerfile:1", *_header("dockerfile", t)]
+    lines += ["# Build: docker build -t IMAGE .    (the build context is the project: it holds triton-env.lock)",
+              "# Check: docker run --rm " + ("--gpus all " if gpu else "") + "IMAGE tritonlock verify"]
+    if gpu:
+        lines += ["# The torch wheels bring their own CUDA libraries; the image's CUDA matches the lock's so the",
+                  "# NVIDIA Container Toolkit refuses a host driver too old for it (NVIDIA_REQUIRE_CUDA), clearly.",
+                  "# No system cuDNN: the runtime image leaves the wheels' cuDNN unshadowed."]
+    lines += [
+        f"ARG TRITONLOCK=tritonlock=={__version__}",
+        "",
+        f"FROM ghcr.io/astral-sh/uv:{_uv_version()} AS uv",
+        "",
+        f"FROM --platform={platform} {build} AS build",
+        "ARG TRITONLOCK",
+        "COPY --from=uv /uv /usr/local/bin/uv",
+        "ENV UV_PYTHON_INSTALL_DIR=/opt/python UV_PYTHON_PREFERENCE=only-managed UV_LINK_MODE=copy UV_NO_CACHE=1",
+        f"RUN uv python install {sel.python}",
+        "# The venv, from the lock: one direct URL and sha256 per package (tritonlock export --format requirements).",
+        "COPY <<'EOF' /tmp/requirements.txt",
+        *reqs.rstrip("\n").splitlines(),
+        "EOF",
+        f"RUN uv venv {VENV} --python {sel.python} \\",
+        f" && uv pip install --python {VENV}/bin/python --require-hashes -r /tmp/requirements.txt",
+        "# tritonlock itself lives in its own venv, outside the locked one, so the lock stays exactly what runs.",
+        f"RUN uv venv /opt/tritonlock --python {sel.python} \\",
+        ' && uv pip install --python /opt/tritonlock/bin/python "$TRITONLOCK"',
+        "",
+        f"FROM --platform={platform} {final}",
+        "COPY --from=build /opt/python /opt/python",
+        "COPY --from=build /opt/tritonlock /opt/tritonlock",
+        f"COPY --from=build {VENV} {VENV}",
+        "RUN ln -s /opt/tritonlock/bin/tritonlock /usr/local/bin/tritonlock",
+        "WORKDIR /app",
+        f"COPY triton-env.toml {LOCK_FILE} /app/",
+        f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH",
+        'CMD ["tritonlock", "verify"]',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def devcontainer(lock: Lock, t: LockedTarget) -> tuple[ExportFile, ExportFile]:
+    """.devcontainer/devcontainer.json + its Dockerfile (the same image as --format dockerfile)."""
+    gpu = _cuda_of(t.selection.backend) is not None
+    doc: dict[str, Any] = {
+        "name": f"tritonlock {t.name}",
+        "build": {"dockerfile": "Dockerfile", "context": ".."},
+    }
+    if gpu:
+        doc["runArgs"] = ["--gpus", "all"]
+        doc["hostRequirements"] = {"gpu": True}
+    doc["containerEnv"] = {"VIRTUAL_ENV": VENV}
+    doc["remoteEnv"] = {"PATH": f"{VENV}/bin:${{containerEnv:PATH}}"}
+    doc["customizations"] = {"vscode": {"extensions": ["ms-python.python"],
+                                        "settings": {"python.defaultInterpreterPath": f"{VENV}/bin/python"}}}
+    return (ExportFile(path="devcontainer.json", text=json.dumps(doc, indent=2) + "\n"),
+            ExportFile(path="Dockerfile", text=dockerfile(lock, t)))
+
+
+def export(lock: Lock, t: LockedTarget, fmt: str) -> tuple[ExportFile, ...]:
+    """The files of one format; single-file formats give one ExportFile named as the format's convention."""
+    if fmt == "pylock":
+        return (ExportFile(path="pylock.toml", text=pylock(lock, t)),)
+    if fmt == "requirements":
+        return (ExportFile(path="requirements.txt", text=requirements(lock, t)),)
+    if fmt == "dockerfile":
+        return (ExportFile(path="Dockerfile", text=dockerfile(lock, t)),)
+    if fmt == "devcontainer":
+        return devcontainer(lock, t)
+    raise ExportError(f"unknown export format {fmt!r}: expected one of {', '.join(FORMATS)}")
+
+
+def check_output_name(fmt: str, path: str) -> None:
+    """PEP 751: a lock file is named pylock.toml or pylock.<name>.toml; pip and uv recognise it by that name."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if fmt == "pylock" and not re.fullmatch(r"pylock\.([^.]+\.)?toml", name):
+        raise ExportError(f"-o {path}: PEP 751 requires the name pylock.toml or pylock.<name>.toml (pip and uv read "
+                          "it as a lock only by that name) — e.g. -o pylock.toml")
