@@ -37,13 +37,21 @@ def timed(args: list[str], repeat: int, cwd: Path | None = None, setup: object =
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
-    n = ap.parse_args().repeat
+    ap.add_argument("--network", action="store_true",
+                    help="also resolve real torch 2.11 + numpy against your default index (PyPI), both tools")
+    args = ap.parse_args()
+    n = args.repeat
     env_bin = Path(sys.executable).parent
     tl = [str(env_bin / "tritonlock")] if (env_bin / "tritonlock").exists() else [sys.executable, "-m", "tritonlock"]
     from uv import find_uv_bin
 
     uv = str(find_uv_bin())
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+    # Measure as installed: with byte-code on disk, as pip leaves it after an install.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    import tritonlock
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tritonlock.__file__).parent)], check=True)
     os.environ["PIP_CONFIG_FILE"] = os.devnull  # pip sees only the local index, like uv and tritonlock
     for k in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT"):
         os.environ.pop(k, None)
@@ -91,6 +99,21 @@ def main() -> None:
         rows.append(("tritonlock sync (no-op)", tl_sync, "uv pip sync", uv_sync))
         rows.append(("tritonlock sync (no-op)", tl_sync, "pip install -r", pip_noop))
         idx.stop()
+        if args.network:
+            from tritonlock.index import default_index
+
+            real = root / "real"
+            real.mkdir()
+            (real / "triton-env.toml").write_text(
+                '[environment]\npython = "3.12"\ntorch = "==2.11.*"\npackages = ["numpy"]\n'
+                f'[indexes]\ntorch = "{default_index()}"\n\n[[targets]]\nname = "h200"\nglibc = "2.39"\n'
+                'driver = "580.159.04"\ngpus = ["9.0"]\n')
+            tl_real = timed([*tl, "resolve", "-p", str(real), "--upgrade"], n)
+            (root / "real.in").write_text("torch==2.11.0\ntriton==3.6.0\nnumpy\n")
+            uv_real = timed([uv, "pip", "compile", str(root / "real.in"), "--no-config", "--quiet", "--generate-hashes",
+                             "--default-index", default_index(), "--python-version", "3.12",
+                             "--python-platform", "x86_64-manylinux_2_39", "-o", str(root / "real.txt")], n)
+            rows.append(("tritonlock resolve (torch 2.11, PyPI)", tl_real, "uv pip compile", uv_real))
     print(f"median of {n} runs each, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores")
     print(f"{'tritonlock':34} {'ms':>8}   {'baseline':22} {'ms':>8}  ratio")
     for a, ta, b, tb in rows:

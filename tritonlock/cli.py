@@ -148,11 +148,10 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
 @click.option("--target-file", metavar="FILE", help="Lock for a machine saved with `tritonlock host --save`.")
 def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_file: str | None) -> None:
     """Resolve triton-env.toml into triton-env.lock (pinned, with sha256 hashes)."""
-    from tritonlock.project import conflicts_error, lock_project, select
-
     intent_path, lock_path = _project_paths(project)
     if dry_run:
         from tritonlock.intent import read_intent
+        from tritonlock.project import conflicts_error, select
         from tritonlock.resolve import selection_json
 
         sels = select(read_intent(intent_path), target_file)
@@ -166,6 +165,14 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         for s in sels:
             click.echo(_selection_text(s))
         return
+    if not upgrade and not as_json:
+        from tritonlock._fast import lock_is_fresh
+
+        if lock_is_fresh(intent_path, lock_path, target_file):
+            click.echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
+            return
+    from tritonlock.project import lock_project
+
     out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file)
     if as_json:
         from tritonlock.resolve import selection_json

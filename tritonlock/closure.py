@@ -5,7 +5,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tritonlock import _subprocess, _toml
@@ -57,7 +56,10 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     assert sel.ok and sel.torch and sel.index and sel.python
     reqs = requirements(sel)
     # The torch family comes only from the torch index (explicit: nothing else is looked up there).
-    torch_pkgs = sorted({canonicalize_name(Requirement(r).name) for r in reqs} & set(matrix.torch_family))
+    import re
+
+    names = {canonicalize_name(m.group(0)) for r in reqs if (m := re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r))}
+    torch_pkgs = sorted(names & set(matrix.torch_family))
     release = matrix.torch_release(sel.torch)
     from tritonlock.resolve import platform_of
 

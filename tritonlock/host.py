@@ -9,8 +9,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import tomlkit
-
 from . import _host_probes as p
 from . import _toml
 from .errors import HostError
@@ -285,6 +283,8 @@ def _gpu_models(gpus: tuple[Gpu, ...]) -> str:
 def target_toml(profile: HostProfile, name: str, *, today: datetime.date | None = None) -> str:
     """A [[targets]] table to paste into triton-env.toml (also what `tritonlock host --save` writes)."""
     target = to_target(profile, name)
+    import tomlkit  # only --save writes TOML; keep detection's import light
+
     table = tomlkit.table()
     table.add("name", target.name)
     for key in ("os", "arch", "glibc", "python", "driver", "cuda"):

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -45,6 +44,34 @@ class _Problems:
             raise IntentError(self.items[0])
         if self.items:
             raise IntentError(f"{len(self.items)} problems in {self.path}:\n  " + "\n  ".join(self.items))
+
+
+_SIMPLE_REQ = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[A-Za-z0-9._,\s-]*\])?\s*"
+                         r"((?:[<>=!~]=?=?)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:[<>=!~]=?=?)\s*[A-Za-z0-9.*+!_-]+)*)?\s*$")
+
+
+def _requirement(req: str) -> tuple[str, str] | str:
+    """(name, normalized text) of a PEP 508 requirement, or why it is invalid.
+
+    The common "name[extra]>=x,<y" form is checked without packaging.requirements, whose import costs
+    more than the rest of a no-change resolve; markers and URLs go through the full parser.
+    """
+    m = _SIMPLE_REQ.match(req)
+    if m:
+        try:
+            spec = SpecifierSet(m.group(3) or "")
+        except InvalidSpecifier:
+            pass  # let the full parser word the error
+        else:
+            extras = ",".join(sorted(e.strip() for e in (m.group(2) or "[]")[1:-1].split(",") if e.strip()))
+            return m.group(1), m.group(1) + (f"[{extras}]" if extras else "") + str(spec)
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        r = Requirement(req)
+    except InvalidRequirement as err:
+        return str(err).splitlines()[0].strip()
+    return r.name, str(r)
 
 
 def normalize_torch_spec(value: str) -> str:
@@ -232,18 +259,17 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         if not isinstance(req, str):
             p.add(("environment", "packages", i), f"expected a string, got {req!r}", 'write e.g. "numpy>=1.26"')
             continue
-        try:
-            r = Requirement(req)
-        except InvalidRequirement as err:
-            detail = str(err).splitlines()[0].strip()
-            p.add(("environment", "packages", i), f"{req!r} is not a valid requirement ({detail})",
+        parsed = _requirement(req)
+        if isinstance(parsed, str):
+            p.add(("environment", "packages", i), f"{req!r} is not a valid requirement ({parsed})",
                   'write e.g. "numpy>=1.26"')
             continue
-        if r.name.lower() in ("torch", "triton"):
-            p.add(("environment", "packages", i), f"{r.name} is set by [environment].{r.name.lower()}",
-                  f"remove it here and use {r.name.lower()} = \"...\" instead")
+        name, text = parsed
+        if name.lower() in ("torch", "triton"):
+            p.add(("environment", "packages", i), f"{name} is set by [environment].{name.lower()}",
+                  f"remove it here and use {name.lower()} = \"...\" instead")
             continue
-        packages.append(str(r))
+        packages.append(text)
     cuda = _cuda(p, env["cuda"]) if "cuda" in env else "auto"
     policy = "compatible"
     if "cuda-policy" in env:

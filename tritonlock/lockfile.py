@@ -80,6 +80,7 @@ def dumps(lock: Lock) -> str:
     _table(lines, {
         "lock-version": lock.lock_version, "created-by": lock.created_by, "intent-hash": lock.intent_hash,
         "matrix-version": lock.matrix_version, "default-index": lock.default_index,
+        "inputs-from": lock.inputs_from or None, "input-digest": lock.input_digest or None,
     })
     for t in lock.targets:
         sel, spec = t.selection, t.selection.target
@@ -252,7 +253,9 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
         targets.append(LockedTarget(selection=sel, packages=tuple(pkgs)))
     return Lock(lock_version=version, created_by=r.get(data, "created-by", str, ""),
                 intent_hash=r.get(data, "intent-hash", str, ""), matrix_version=r.get(data, "matrix-version", str, ""),
-                default_index=r.get(data, "default-index", str, "", required=False) or "", targets=tuple(targets))
+                default_index=r.get(data, "default-index", str, "", required=False) or "", targets=tuple(targets),
+                input_digest=r.get(data, "input-digest", str, "", required=False) or "",
+                inputs_from=r.get(data, "inputs-from", str, "", required=False) or "")
 
 
 def read_lock(path: str | Path) -> Lock:

@@ -194,14 +194,48 @@ def load_matrix(path: str | None = None) -> Matrix:
     return _load_default() if path is None else _load(Path(path))
 
 
+def _default_root() -> Path:
+    from tritonlock._fast import compat_root
+
+    root = compat_root()
+    if root is None:
+        raise MatrixError(f"no compat data next to {Path(__file__).parent} (looked for _compat_data/ and "
+                          "../compat/) — reinstall tritonlock")
+    return root
+
+
 @functools.lru_cache(maxsize=1)
 def _load_default() -> Matrix:
-    here = Path(__file__).parent
-    # An installed wheel carries compat/ as tritonlock/_compat_data (pyproject force-include).
-    for candidate in (here / "_compat_data", here.parent / "compat"):
-        if (candidate / "meta.toml").is_file():
-            return _load(candidate)
-    raise MatrixError(f"no compat data next to {here} (looked for _compat_data/ and ../compat/) — reinstall tritonlock")
+    root = _default_root()
+    # Parsing ~100 KB of TOML costs more than the rest of a resolve; keep the validated Matrix in the
+    # user's cache, keyed by the bytes of every data file, so any edit to compat/ invalidates it.
+    import hashlib
+    import os
+    import pickle
+
+    digest = hashlib.sha256()
+    for name in FILES:
+        try:
+            digest.update((root / name).read_bytes())
+        except OSError:
+            return _load(root)
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache = Path(cache_home) / "tritonlock" / f"matrix-{digest.hexdigest()[:32]}.pickle"
+    try:
+        cached = pickle.loads(cache.read_bytes())
+        if isinstance(cached, Matrix):
+            return cached
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
+        pass
+    matrix = _load(root)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(matrix, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only home only costs speed
+    return matrix
 
 
 # --- parsing -----------------------------------------------------------------------------------------------

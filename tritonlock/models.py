@@ -140,3 +140,5 @@ class Lock:
     matrix_version: str
     default_index: str
     targets: tuple[LockedTarget, ...] = field(default_factory=tuple)
+    input_digest: str = ""  # raw intent bytes + matrix version + machine: the no-change fast path
+    inputs_from: str = ""  # "intent" | "host" | "file": where the targets came from

@@ -87,13 +87,23 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
     from tritonlock.closure import compile_target
-    from tritonlock.index import default_index
 
-    dindex = intent.default_index or default_index()
+    if intent.default_index:
+        dindex = intent.default_index
+    else:
+        from tritonlock.index import default_index
+
+        dindex = default_index()
     with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
         closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
+    from tritonlock import _fast
+
+    inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
+    key = _fast.machine_key(inputs_from, target_file)
+    digest = _fast.input_digest(intent_path.read_bytes(), matrix.version, key)
     lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
                 intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
-                targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)))
+                targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
+                input_digest=digest, inputs_from=inputs_from)
     lockfile.write_lock(lock, lock_path)
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason)

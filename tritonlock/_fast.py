@@ -1,0 +1,126 @@
+"""The no-change check for `resolve`: file hashes only, before the heavy modules are imported."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+
+def compat_root() -> Path | None:
+    """The shipped compat/ data: tritonlock/_compat_data in a wheel, ../compat in a checkout."""
+    here = Path(__file__).parent
+    for candidate in (here / "_compat_data", here.parent / "compat"):
+        if (candidate / "meta.toml").is_file():
+            return candidate
+    return None
+
+
+def matrix_version() -> str | None:
+    root = compat_root()
+    if root is None:
+        return None
+    from tritonlock import _toml
+
+    try:
+        meta = _toml.loads((root / "meta.toml").read_text(encoding="utf-8")).get("meta", {})
+    except (OSError, _toml.TOMLDecodeError):
+        return None
+    version = meta.get("version") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def raw_machine_key() -> str | None:
+    """A cheap fingerprint of what host detection reads on Linux; None elsewhere (detect instead).
+
+    It changes with the driver (/proc/driver/nvidia), the GPUs (their /proc entries and /dev nodes, which a
+    container without --gpus lacks), glibc, the Python, and the variables that steer detection.
+    """
+    import glob
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    wsl = "/usr/lib/wsl/lib/libnvidia-ml.so.1"
+    try:
+        wsl_stat = str(os.stat(wsl).st_mtime_ns)
+    except OSError:
+        wsl_stat = ""
+    parts = [
+        os.uname().machine, os.confstr("CS_GNU_LIBC_VERSION") or "", list(sys.version_info[:2]),
+        _read("/proc/driver/nvidia/version"),
+        [_read(f) for f in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information"))],
+        sorted(glob.glob("/dev/nvidia[0-9]*")), wsl_stat,
+        sorted((k, v) for k, v in os.environ.items()
+               if k.startswith("TRITONLOCK_") or k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")),
+    ]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def machine_json(os_: str, arch: str, glibc: str | None, python: str | None, driver: str | None,
+                 cuda: str | None, gpus: tuple[str, ...]) -> str:
+    return json.dumps([os_, arch, glibc, python, driver, cuda, list(gpus)])
+
+
+def machine_key(inputs_from: str, target_file: str | None) -> str:
+    """What, besides the intent and the matrix, the lock's targets came from."""
+    if inputs_from == "file" and target_file:
+        return hashlib.sha256(Path(target_file).read_bytes()).hexdigest()
+    if inputs_from == "host":
+        raw = raw_machine_key()
+        if raw is not None:
+            return raw
+        from tritonlock import host
+
+        t = host.to_target(host.detect(), name="host")
+        return machine_json(t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, t.gpus)
+    return ""
+
+
+def input_digest(intent_bytes: bytes, matrix_version: str, key: str) -> str:
+    h = hashlib.sha256(intent_bytes)
+    h.update(b"\0" + matrix_version.encode() + b"\0" + key.encode())
+    return "sha256:" + h.hexdigest()
+
+
+def _header(lock_path: Path) -> dict[str, str]:
+    """Top-level string keys of a lock, read line by line up to the first table."""
+    out: dict[str, str] = {}
+    with lock_path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("["):
+                break
+            key, sep, value = line.partition(" = ")
+            if sep and value.startswith('"'):
+                out[key.strip()] = value.strip().strip('"')
+    return out
+
+
+def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -> bool:
+    """True when the lock was written from exactly these bytes, this matrix and this machine."""
+    try:
+        head = _header(lock_path)
+        intent_bytes = intent_path.read_bytes()
+    except (OSError, UnicodeDecodeError):
+        return False
+    want = head.get("input-digest")
+    inputs_from = head.get("inputs-from", "")
+    if not want or (inputs_from == "file") != bool(target_file):
+        return False
+    version = matrix_version()
+    if version is None or version != head.get("matrix-version"):
+        return False
+    try:
+        key = machine_key(inputs_from, target_file)
+    except Exception:  # any doubt means "not fresh": the full path re-checks and explains
+        return False
+    return input_digest(intent_bytes, version, key) == want
