@@ -120,3 +120,25 @@ def test_show_prints_every_package(tmp_path: Path, local_index: LocalIndex) -> N
     assert "torch 2.6.0 (cu126)" in out and "2.6.0+cu126" in out and "einops" in out
     code, out = _run("show", "-p", str(tmp_path), "--target", "nope")
     assert code == 1 and "has no target 'nope'" in out
+
+
+def test_torch_from_the_default_index(tmp_path: Path, local_index: LocalIndex) -> None:
+    (tmp_path / "triton-env.toml").write_text(f"""
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+[indexes]
+torch = "default"
+default = "{local_index.index_url('simple')}"
+[[targets]]
+name = "gpu"
+driver = "550.54.15"
+gpus = ["8.0"]
+""")
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    (t,) = read_lock(tmp_path / "triton-env.lock").targets
+    assert t.selection.backend == "cu124" and t.selection.index == local_index.index_url("simple")
+    pk = {p.name: p for p in t.packages}
+    assert pk["torch"].version == "2.6.0" and pk["torch"].index == local_index.index_url("simple")
+    assert all(p.index == local_index.index_url("simple") for p in t.packages)

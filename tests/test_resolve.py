@@ -144,3 +144,18 @@ def test_torch_index_template(index: str, expected: str) -> None:
                       '[[targets]]\nname = "t"\ndriver = "560.35.03"\ngpus = ["8.0"]\n')
     (sel,) = resolve(it, M, it.targets, "3.12")
     assert sel.index == expected
+
+
+def test_torch_from_the_default_index_takes_the_build_pypi_ships() -> None:
+    rel = M.torch_release("2.6.0")
+    assert rel is not None and rel.pypi_backend == "cu124"  # PyPI's torch 2.6.0 pins the CUDA 12.4 runtime
+    env = 'torch = "==2.6.0"\n[indexes]\ntorch = "default"'
+    gpu = pick(env, driver="550.54.15", gpus=["8.0"], python="3.11")
+    assert (gpu.ok, gpu.backend, gpu.index) == (True, "cu124", "default")
+    cpu = pick(env, python="3.11")
+    assert cpu.ok and cpu.backend == "cu124" and "runs on the CPU" in cpu.warnings[0]
+    # only PyPI's build exists there: a driver too old for it is a conflict, not a silent other variant
+    old = pick(env, driver="470.82.01", gpus=["8.0"], python="3.11")
+    assert not old.ok and "only for CUDA 12.4 on linux_x86_64, which need driver >= 525.60.13" in old.conflict.message  # type: ignore[union-attr]
+    mac = pick(env, os="macos", arch="arm64", python="3.11")
+    assert mac.ok and mac.backend == "cpu"

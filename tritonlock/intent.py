@@ -140,8 +140,11 @@ def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
     s = _string(p, key, raw, '"https://mirror.example/whl/{backend}"')
     if s is None:
         return None
+    if s == "default" and key == ("indexes", "torch"):
+        return s  # the torch family from the default index: PyPI's (or your mirror's) builds
     if not re.match(r"^(https?|file)://", s):
-        p.add(key, f"{s!r} is not an http(s):// or file:// URL", "give the index's full address")
+        p.add(key, f"{s!r} is not an http(s):// or file:// URL", "give the index's full address"
+              + (', or "default" to take torch from the default index' if key == ("indexes", "torch") else ""))
         return None
     return s.rstrip("/")
 

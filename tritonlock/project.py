@@ -42,12 +42,30 @@ def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetS
     return (host_target(target_file),)
 
 
+def _default_index(intent: Intent) -> str:
+    if intent.default_index:
+        return intent.default_index
+    from tritonlock.index import default_index
+
+    return default_index()
+
+
+def _bind_default(selections: tuple[Selection, ...], intent: Intent) -> tuple[Selection, ...]:
+    """[indexes].torch = "default": the torch family comes from the default index's address."""
+    if intent.torch_index != "default":
+        return selections
+    import dataclasses
+
+    url = _default_index(intent)
+    return tuple(dataclasses.replace(s, index=url) if s.index == "default" else s for s in selections)
+
+
 def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, ...]:
     from tritonlock.matrix import load_matrix
     from tritonlock.resolve import resolve
 
     targets = targets_for(intent, target_file)
-    return resolve(intent, load_matrix(), targets, running_python())
+    return _bind_default(resolve(intent, load_matrix(), targets, running_python()), intent)
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
@@ -83,17 +101,12 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
     from tritonlock.resolve import resolve
 
-    selections = resolve(intent, matrix, targets, running_python())
+    selections = _bind_default(resolve(intent, matrix, targets, running_python()), intent)
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
     from tritonlock.closure import compile_target
 
-    if intent.default_index:
-        dindex = intent.default_index
-    else:
-        from tritonlock.index import default_index
-
-        dindex = default_index()
+    dindex = _default_index(intent)
     with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
         closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
     from tritonlock import _fast

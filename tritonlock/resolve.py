@@ -95,12 +95,15 @@ class _Resolver:
         self.python = target.python or intent.python or default_python
         self.platform = platform_of(target)
         self.gpu = target.driver is not None
+        self.from_default = intent.torch_index == "default"
 
     # -- which variants the intent asks for at all
     def wanted(self, variants: tuple[Variant, ...]) -> list[Variant]:
         cuda = self.intent.cuda
         out = [v for v in variants if v.backend == "cpu" or v.backend.startswith("cu")]
-        if cuda == "cpu" or (cuda == "auto" and not self.gpu):
+        if cuda == "auto" and not self.gpu and self.from_default:
+            pass  # PyPI's one build runs on the CPU too, whatever CUDA it carries
+        elif cuda == "cpu" or (cuda == "auto" and not self.gpu):
             out = [v for v in out if v.backend == "cpu"]
         elif cuda == "auto":
             out = [v for v in out if v.cuda]
@@ -116,6 +119,9 @@ class _Resolver:
         if v.cuda is None:
             return None, None, None
         if self.t.driver is None:
+            if self.from_default and self.intent.cuda == "auto":
+                return None, (f"the default index's torch is the {v.backend} build: on this target without an "
+                              "NVIDIA driver it runs on the CPU and its CUDA libraries go unused"), None
             return f"{v.backend} needs an NVIDIA driver; this target has none", None, None
         policy = self.intent.cuda_policy
         floor = self.m.driver_floor(v.cuda, self.t.os, policy)
@@ -158,6 +164,13 @@ class _Resolver:
         variants = [v for v in release.variants if self.platform in v.platforms]
         if not variants:
             return None, f"no wheels for {self.platform}"
+        if self.from_default:
+            # torch from the default index: only the one build PyPI ships for this platform exists there.
+            pb = release.pypi_backends.get(self.platform) or (
+                release.pypi_backend if self.platform == "linux_x86_64" else None)
+            variants = [v for v in variants if v.backend == pb]
+            if not variants:
+                return None, f"the default index (PyPI) has no build of it for {self.platform}"
         floor = release.glibc.get(self.platform)
         if floor and self.t.glibc and _v(self.t.glibc) < _v(floor):
             return None, f"wheels need glibc >= {floor}; this target has {self.t.glibc}"
@@ -184,8 +197,9 @@ class _Resolver:
         # The newest variant that runs under the policy ("compatible" counts CUDA minor-version
         # compatibility; such a pick carries a warning, and cuda-policy = "strict" avoids it).
         for v, warn, dfloor, arch_warns in runnable[:1]:
-            reasons = [f"{v.backend}: the newest published variant of torch {release.version} for {self.platform} "
-                       "that runs here" if v.cuda else f"{v.backend}: " + ("no NVIDIA driver on this target"
+            reasons = [(f"{v.backend}: the build the default index ships for {self.platform}" if self.from_default
+                        else f"{v.backend}: the newest published variant of torch {release.version} for "
+                        f"{self.platform} that runs here") if v.cuda else f"{v.backend}: " + ("no NVIDIA driver on this target"
                                                                           if not self.gpu else "cuda = 'cpu' asked for")]
             if v.cuda and dfloor:
                 reasons.append(f"driver {self.t.driver} >= {dfloor}, the floor for CUDA {v.cuda} "
@@ -224,6 +238,9 @@ class _Resolver:
         warns: list[str] = []
         tr = self.m.triton_release(pin)
         if tr is not None:
+            if self.python[0].isdigit() and tr.python and self.python not in tr.python:
+                return None, None, [], [f"triton {pin} publishes no wheels for Python {self.python}; the lock has no "
+                                        "triton"], None
             if self.platform not in tr.platforms:
                 return None, None, [], [f"triton {pin} publishes no wheels for {self.platform}; the lock has no triton"], None
             for cc in sorted(set(self.t.gpus), key=_cc_num):
@@ -267,6 +284,8 @@ class _Resolver:
 
     def index(self, backend: str) -> str:
         tmpl = self.intent.torch_index
+        if tmpl == "default":
+            return "default"  # the caller puts the default index's address here
         if tmpl:
             return tmpl.format(backend=backend) if "{backend}" in tmpl else tmpl
         return self.m.index_url(backend)
