@@ -213,3 +213,20 @@ gpus = ["8.0"]
     code, out = _run("sync", "-p", str(proj), "--target", "gpu-box", "--no-verify", "--system-site-packages",
                      "--python", str(venv_python(base)))
     assert code == 0 and "already matches target gpu-box" in out
+
+
+def test_pypi_cuda_build_syncs_onto_a_machine_without_a_driver(tmp_path: Path, local_index: LocalIndex) -> None:
+    """[indexes].torch = "default" on a laptop: PyPI's CUDA build is the one there is, and it runs on the CPU."""
+    (tmp_path / "triton-env.toml").write_text(f"""
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+[indexes]
+torch = "default"
+default = "{local_index.index_url('simple')}"
+""")
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0 and "runs on the CPU and its CUDA libraries go unused" in out
+    code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
+    assert code == 0, out
+    assert _dists(tmp_path / ".venv")["torch"] == "2.6.0"

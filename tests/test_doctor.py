@@ -600,7 +600,10 @@ def write_lock(project: Path, pkgs: list[tuple[str, str]], *, backend: str = "cu
         packages.append(LockedPackage(name=name, version=version, index="http://127.0.0.1:9/simple", wheels=(
             Wheel(name=fname, url=f"http://127.0.0.1:9/simple/_files/{fname}",
                   sha256=hashlib.sha256(fname.encode()).hexdigest(), size=1),)))
-    sel = Selection(target=TargetSpec(name="host", os="linux", arch="x86_64", python=python), ok=True, python=python,
+    # a CUDA target is locked for a machine with a driver (the resolver gives driverless targets CPU builds)
+    driver = (floor or "580.65.06") if backend.startswith("cu") else None
+    sel = Selection(target=TargetSpec(name="host", os="linux", arch="x86_64", python=python, driver=driver),
+                    ok=True, python=python,
                     torch=pkgs[0][1].split("+")[0], backend=backend, index="http://127.0.0.1:9/whl/" + backend,
                     triton_package="triton", triton="3.2.0", driver_floor=floor)
     lock = Lock(lock_version="1.0", created_by="tritonlock test", intent_hash=intent_hash, matrix_version="test-1",

@@ -121,6 +121,8 @@ class _Ctx:
         return _cuda_of_local(v) if v else (False, None)
 
     def gpu_expected(self) -> bool:
+        if self.target is not None and self.target.selection.target.driver is None:
+            return False  # the lock's target is a machine without a driver: its build runs on the CPU
         known, cuda = self.torch_cuda()
         if known and cuda:
             return True

@@ -28,7 +28,6 @@ def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
         timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run and capture; the caller decides what a non-zero exit means."""
     full_env = dict(os.environ)
-    full_env.setdefault("UV_PYTHON_DOWNLOADS", "never")
     full_env.setdefault("UV_NO_PROGRESS", "1")
     if env:
         full_env.update(env)

@@ -278,7 +278,7 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
     from tritonlock.sync import venv_python
     from tritonlock.verify import run_verify
 
-    gpu_build = bool(sel.backend and sel.backend.startswith("cu"))
+    gpu_build = bool(sel.backend and sel.backend.startswith("cu") and sel.target.driver)
     return run_verify(str(venv_python(venv)), backend=sel.backend, triton=sel.triton,
                       expect_gpu=gpu_build and host.driver is not None, driver=host.driver, **kw)
 
@@ -319,7 +319,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
             click.echo(f"warning: not checking against the lock: {err}".splitlines()[0], err=True)
         else:
             backend, triton = sel.backend, sel.triton
-            expect_gpu = bool(backend and backend.startswith("cu")) and host.driver is not None
+            expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
     result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                         interpret=True if interpret else None, quick=quick, profile=profile, cold=cold)
     if as_json:

@@ -44,7 +44,8 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
         return f"it is for Python {sel.python}; this environment has {python}"
     if spec.glibc and host.glibc and _v(host.glibc) < _v(spec.glibc):
         return f"it needs glibc >= {spec.glibc}; this host has {host.glibc}"
-    if sel.backend and sel.backend.startswith("cu"):
+    if sel.backend and sel.backend.startswith("cu") and spec.driver is not None:
+        # (a target locked without a driver runs its build on the CPU: PyPI's CUDA wheel on a laptop)
         if host.driver is None:
             return f"it is a CUDA target ({sel.backend}) and this host has no NVIDIA driver"
         if sel.driver_floor and _v(host.driver) < _v(sel.driver_floor):
@@ -84,7 +85,7 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
 
     def score(t: LockedTarget) -> tuple[int, int, int, Version]:
         sel = t.selection
-        gpu = 1 if sel.backend and sel.backend.startswith("cu") else 0
+        gpu = 1 if sel.backend and sel.backend.startswith("cu") and sel.target.driver else 0
         exact = 1 if sorted(sel.target.gpus) == host_ccs else 0
         return (gpu, exact, int(sel.python == here), _v(sel.driver_floor or "0"))
 
