@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
 
+@functools.lru_cache(maxsize=1)
 def uv_bin() -> str:
-    """The uv binary shipped by the `uv` package, else one on PATH."""
+    """The uv binary shipped by the `uv` package, else one on PATH (found once: sysconfig is not thread-safe)."""
     try:
         from uv import find_uv_bin
 

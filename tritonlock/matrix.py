@@ -214,6 +214,10 @@ def _load_default() -> Matrix:
     import pickle
 
     digest = hashlib.sha256()
+    try:  # the code that builds the objects is part of the key, so an upgrade never reads old pickles
+        digest.update(Path(__file__).read_bytes())
+    except OSError:
+        return _load(root)
     for name in FILES:
         try:
             digest.update((root / name).read_bytes())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tritonlock import __version__
 from tritonlock.errors import ResolveError, TritonlockError
-from tritonlock.models import Intent, Lock, LockedTarget, Selection, TargetSpec
+from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -76,6 +76,16 @@ def _same_targets(lock: Lock, targets: tuple[TargetSpec, ...]) -> bool:
     return tuple(t.selection.target for t in lock.targets) == targets
 
 
+def _pin_triton(sel: Selection, packages: tuple[LockedPackage, ...]) -> Selection:
+    """The decision records the triton version the closure really holds (triton-windows is a series)."""
+    import dataclasses
+
+    for p in packages:
+        if sel.triton_package and p.name == sel.triton_package and p.version != sel.triton:
+            return dataclasses.replace(sel, triton=p.version)
+    return sel
+
+
 def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                  target_file: str | None = None) -> LockOutcome:
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically."""
@@ -107,8 +117,12 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock.closure import compile_target
 
     dindex = _default_index(intent)
+    from tritonlock._subprocess import uv_bin
+
+    uv_bin()  # locate uv before the worker threads do
     with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
         closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
+    selections = tuple(_pin_triton(s, p) for s, p in zip(selections, closures))
     from tritonlock import _fast
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
