@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -67,7 +66,6 @@ def main() -> None:
         # 1. start-up
         rows.append(("tritonlock --help", timed([*tl, "--help"], n), "uv --help", timed([uv, "--help"], n)))
         # 2. full resolve vs uv pip compile of the same requirements on the same indexes
-        lock = proj / "triton-env.lock"
         full = timed([*tl, "resolve", "-p", str(proj), "--upgrade"], n)
         req = root / "req.in"
         req.write_text("torch==2.6.0\ntriton==3.2.0\neinops\n")

@@ -34,7 +34,7 @@ def build_wheel(
     dist = re.sub(r"[-.]+", "_", name)
     base = f"{dist}-{version}"
     info = f"{base}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]

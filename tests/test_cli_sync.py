@@ -6,10 +6,9 @@ import subprocess
 import threading
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
-from conftest import LINUX_TAG, write_intent
+from conftest import write_intent
 from pkgindex import LocalIndex, build_wheel
 from tritonlock.cli import main
 from tritonlock.sync import _read_dists, _site_dirs, venv_python

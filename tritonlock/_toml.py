@@ -9,7 +9,7 @@ from typing import Any
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 TOMLDecodeError = tomllib.TOMLDecodeError
 
@@ -18,7 +18,8 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
 
 def loads(text: str) -> dict[str, Any]:
-    return tomllib.loads(text)
+    data: dict[str, Any] = tomllib.loads(text)
+    return data
 
 
 def decode_error_line(err: Exception, text: str = "") -> tuple[int | None, str]:

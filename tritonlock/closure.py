@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -35,7 +36,7 @@ def requirements(sel: Selection) -> list[str]:
     return reqs + list(sel.packages)
 
 
-def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: list[str]) -> str:
+def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> str:
     lines = ["[project]", 'name = "tritonlock-closure"', 'version = "0"',
              f'requires-python = ">={sel.python}"', "dependencies = ["]
     lines += [f"  {_toml_str(r)}," for r in reqs]

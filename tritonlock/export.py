@@ -12,6 +12,7 @@ from packaging.utils import parse_wheel_filename
 
 from tritonlock import __version__
 from tritonlock.errors import TritonlockError
+from tritonlock.lockfile import toml_value, wheel_table
 from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Selection, Wheel
 
 FORMATS = ("pylock", "requirements", "dockerfile", "devcontainer")
@@ -139,25 +140,6 @@ def _files(t: LockedTarget, tags: list[ptags.Tag], why: str) -> list[tuple[Locke
 # ---------------------------------------------------------------- pylock.toml (PEP 751)
 
 
-def _s(v: str) -> str:
-    return json.dumps(v, ensure_ascii=False)  # a JSON string is a valid TOML basic string
-
-
-def _inline(d: dict[str, Any]) -> str:
-    parts = []
-    for k, v in d.items():
-        parts.append(f"{k} = " + (_inline(v) if isinstance(v, dict) else str(v) if isinstance(v, int) else _s(v)))
-    return "{ " + ", ".join(parts) + " }"
-
-
-def _file_table(w: Wheel) -> dict[str, Any]:
-    d: dict[str, Any] = {"name": w.name, "url": w.url}
-    if w.size is not None:
-        d["size"] = w.size
-    d["hashes"] = {"sha256": w.sha256}
-    return d
-
-
 def environment_marker(sel: Selection) -> str:
     sys_platform, machine = _MARKERS.get(sel.target.os, (sel.target.os, None))
     machine = machine or sel.target.arch
@@ -177,20 +159,20 @@ def pylock(lock: Lock, t: LockedTarget) -> str:
     sel = t.selection
     lines = _header("pylock", t)
     lines += ["# Install: pip install -r pylock.toml (pip >= 26)  |  uv pip install -r pylock.toml",
-              'lock-version = "1.0"', f"created-by = {_s('tritonlock')}",
-              f"environments = [{_s(environment_marker(sel))}]"]
+              'lock-version = "1.0"', f"created-by = {toml_value('tritonlock')}",
+              f"environments = [{toml_value(environment_marker(sel))}]"]
     if sel.python:
-        lines.append(f"requires-python = {_s(f'=={sel.python}.*')}")
+        lines.append(f"requires-python = {toml_value(f'=={sel.python}.*')}")
     for p in sorted(t.packages, key=lambda p: p.name):
-        lines += ["", "[[packages]]", f"name = {_s(p.name)}", f"version = {_s(p.version)}", f"index = {_s(p.index)}"]
+        lines += ["", "[[packages]]", f"name = {toml_value(p.name)}", f"version = {toml_value(p.version)}", f"index = {toml_value(p.index)}"]
         if p.wheels:
             lines.append("wheels = [")
-            lines += [f"  {_inline(_file_table(w))}," for w in sorted(p.wheels, key=lambda w: w.name)]
+            lines += [f"  {toml_value(wheel_table(w))}," for w in sorted(p.wheels, key=lambda w: w.name)]
             lines.append("]")
         if p.sdist:
-            lines.append(f"sdist = {_inline(_file_table(p.sdist))}")
-    lines += ["", "[tool.tritonlock]", f"target = {_s(t.name)}", f"backend = {_s(sel.backend or '')}",
-              f"lock-intent-hash = {_s(lock.intent_hash)}", f"matrix-version = {_s(lock.matrix_version)}"]
+            lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
+    lines += ["", "[tool.tritonlock]", f"target = {toml_value(t.name)}", f"backend = {toml_value(sel.backend or '')}",
+              f"lock-intent-hash = {toml_value(lock.intent_hash)}", f"matrix-version = {toml_value(lock.matrix_version)}"]
     return "\n".join(lines) + "\n"
 
 

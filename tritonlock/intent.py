@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from tritonlock import _toml
 from tritonlock.errors import IntentError
@@ -295,9 +294,9 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         raw_targets = []
     names: set[str] = set()
     for i, raw in enumerate(raw_targets):
-        t = _target(p, i, raw, names)
-        if t is not None:
-            targets.append(t)
+        spec = _target(p, i, raw, names)
+        if spec is not None:
+            targets.append(spec)
     p.raise_if_any()
     canonical = {
         "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,

@@ -30,7 +30,8 @@ def _s(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def _v(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """One TOML value (string, int, bool, list, inline table) written the same way every time."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -38,9 +39,9 @@ def _v(value: Any) -> str:
     if isinstance(value, str):
         return _s(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_v(x) for x in value) + "]"
+        return "[" + ", ".join(toml_value(x) for x in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_v(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
     raise TypeError(type(value))
 
 
@@ -48,12 +49,12 @@ def _table(lines: list[str], items: dict[str, Any]) -> None:
     for k, v in items.items():
         if v is None or v == [] or v == ():
             continue
-        if isinstance(v, (list, tuple)) and v and isinstance(v[0], str) and len(_v(v)) > 100:
+        if isinstance(v, (list, tuple)) and v and isinstance(v[0], str) and len(toml_value(v)) > 100:
             lines.append(f"{k} = [")
-            lines.extend(f"  {_v(x)}," for x in v)
+            lines.extend(f"  {toml_value(x)}," for x in v)
             lines.append("]")
         else:
-            lines.append(f"{k} = {_v(v)}")
+            lines.append(f"{k} = {toml_value(v)}")
 
 
 def packages_digest(packages: tuple[LockedPackage, ...]) -> str:
@@ -66,7 +67,8 @@ def packages_digest(packages: tuple[LockedPackage, ...]) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def _wheel_dict(w: Wheel) -> dict[str, Any]:
+def wheel_table(w: Wheel) -> dict[str, Any]:
+    """A file as PEP 751 writes it: name, url, size, hashes."""
     d: dict[str, Any] = {"name": w.name, "url": w.url}
     if w.size is not None:
         d["size"] = w.size
@@ -103,10 +105,10 @@ def dumps(lock: Lock) -> str:
             _table(lines, {"name": p.name, "version": p.version, "index": p.index})
             if p.wheels:
                 lines.append("wheels = [")
-                lines.extend(f"  {_v(_wheel_dict(w))}," for w in sorted(p.wheels, key=lambda w: w.name))
+                lines.extend(f"  {toml_value(wheel_table(w))}," for w in sorted(p.wheels, key=lambda w: w.name))
                 lines.append("]")
             if p.sdist:
-                lines.append(f"sdist = {_v(_wheel_dict(p.sdist))}")
+                lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
     return "\n".join(lines) + "\n"
 
 

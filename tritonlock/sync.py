@@ -277,7 +277,7 @@ def venv_lock(venv: Path) -> Iterator[None]:
 
 def _pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Path | None) -> str:
     """A PEP 751 document holding only the packages to install (uv verifies every hash in it)."""
-    from tritonlock.lockfile import _v as toml_value
+    from tritonlock.lockfile import toml_value, wheel_table
 
     lines = ['lock-version = "1.0"', f'created-by = {toml_value(lock.created_by)}', ""]
     for p in target.packages:
@@ -294,17 +294,13 @@ def _pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: P
                 if not local.exists():
                     continue
                 url = local.resolve().as_uri()
-            d: dict[str, object] = {"name": w.name, "url": url}
-            if w.size is not None:
-                d["size"] = w.size
-            d["hashes"] = {"sha256": w.sha256}
-            wheels.append(d)
+            wheels.append({**wheel_table(w), "url": url})
         if wheelhouse is not None and not wheels:
             raise SyncError(f"--offline: {p.name} {p.version} is not in the wheelhouse {wheelhouse} — add one of "
                             f"{', '.join(w.name for w in p.wheels)} (`pip download --no-deps` on a networked machine)")
         lines.append("wheels = [" + ", ".join(toml_value(w) for w in wheels) + "]")
         if p.sdist and wheelhouse is None:
-            lines.append(f"sdist = {toml_value({'name': p.sdist.name, 'url': p.sdist.url, 'hashes': {'sha256': p.sdist.sha256}})}")
+            lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
         lines.append("")
     return "\n".join(lines) + "\n"
 
