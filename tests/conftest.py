@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +63,35 @@ def populate(idx: LocalIndex) -> None:
     idx.add("simple", "torch", "2.6.0", tag=LINUX_TAG)  # decoy: the default index's torch must lose
     for t in tritons:
         idx.add("simple", "triton", t, tag=LINUX_TAG)
+
+
+# Real torch for verify and doctor: the CPU build pip takes from this machine's disk, and a triton
+# whose interpreter runs the kernels on the CPU.
+TORCH = "2.13.0"
+TRITON = "3.6.0"
+
+
+@pytest.fixture(scope="session")
+def real_torch_python(request: pytest.FixtureRequest) -> str:
+    """A venv with torch and triton installed, kept in pytest's cache keyed by the versions."""
+    root = Path(request.config.cache.mkdir(f"verify-venv-py{sys.version_info[0]}{sys.version_info[1]}"
+                                           f"-torch{TORCH}-triton{TRITON}"))
+    python = root / "venv" / "bin" / "python"
+    done = root / "complete"
+    if done.exists() and python.exists():
+        return str(python)
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         f"torch=={TORCH}", f"triton=={TRITON}", "numpy"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"cannot install torch=={TORCH} triton=={TRITON} here: {proc.stderr[-800:]}")
+    done.write_text(f"installed in {time.monotonic() - started:.0f} s\n")
+    return str(python)
 
 
 @pytest.fixture(scope="session")
