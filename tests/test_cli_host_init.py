@@ -67,3 +67,11 @@ def test_bad_override_is_a_clean_error() -> None:
 def test_missing_intent_says_what_to_do(tmp_path: Path) -> None:
     code, out = _run("resolve", "-p", str(tmp_path))
     assert code == 2 and out.strip() == f"error: {tmp_path / 'triton-env.toml'}: no such file — run `tritonlock init` to write one"
+
+
+def test_intent_python_beats_the_running_interpreter_for_the_host(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\ntorch = "==2.6.0"\n')
+    code, out = _run("resolve", "-p", str(tmp_path), "--dry-run", "--json")
+    assert code == 0, out
+    (t,) = json.loads(out)["targets"]
+    assert (t["name"], t["python"]) == ("host", "3.12")  # this interpreter is 3.11

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -17,13 +14,9 @@ pytestmark = pytest.mark.network
 
 @pytest.fixture(scope="module")
 def check() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "tools" / "compat_check.py"
-    spec = importlib.util.spec_from_file_location("compat_check", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["compat_check"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from tritonlock import _compat_check
+
+    return _compat_check
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,3 +35,35 @@ def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
         full_env.update(env)
     return subprocess.run(list(args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           check=False)
+
+
+def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, capture: bool = True,
+                 on_interrupt: Callable[[str], None] = lambda s: None) -> tuple[int, str]:
+    """Run a step that must not stop half-way (an install): Ctrl-C reaches only us, the child finishes.
+
+    The child gets its own session, so the terminal's SIGINT is not delivered to it. A first Ctrl-C
+    says so and keeps waiting; a second one stops the child and re-raises KeyboardInterrupt.
+    """
+    import tempfile
+
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
+        proc = subprocess.Popen(list(args), env=full_env, stdout=subprocess.DEVNULL if capture else None,
+                                stderr=err if capture else None, start_new_session=True, text=True)
+        interrupted = False
+        while True:
+            try:
+                rc = proc.wait()
+                break
+            except KeyboardInterrupt:
+                if interrupted:
+                    proc.terminate()
+                    proc.wait()
+                    raise
+                interrupted = True
+                on_interrupt("interrupted: letting the install finish so the environment is not left half-done "
+                             "(press Ctrl-C again to stop now)")
+        err.seek(0)
+        return rc, err.read() if capture else ""

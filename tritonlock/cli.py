@@ -387,5 +387,21 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None) 
     click.echo(f"wrote {output} (target {target.name})", err=True)
 
 
+@main.group()
+def compat() -> None:
+    """The curated compatibility matrix shipped in compat/."""
+
+
+@compat.command("check")
+@click.option("--index", "index_url", metavar="URL", help="Index to compare with (default: your pip configuration).")
+@click.option("--versions", metavar="V,V", help="Only these torch/triton versions (default: all).")
+def compat_check(index_url: str | None, versions: str | None) -> None:
+    """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc) and pinned triton."""
+    from tritonlock._compat_check import main as check
+
+    args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])
+    sys.exit(check(args))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

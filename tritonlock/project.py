@@ -39,7 +39,14 @@ def host_target(target_file: str | None = None) -> TargetSpec:
 def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetSpec, ...]:
     if intent.targets and not target_file:
         return intent.targets
-    return (host_target(target_file),)
+    target = host_target(target_file)
+    if intent.python and not target_file:
+        # [environment].python beats the interpreter tritonlock happens to run on; a saved machine's
+        # own Python (--target-file) is a per-target fact and stays.
+        import dataclasses
+
+        target = dataclasses.replace(target, python=None)
+    return (target,)
 
 
 def _default_index(intent: Intent) -> str:

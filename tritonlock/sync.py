@@ -340,7 +340,8 @@ def ensure_venv(venv: Path, python: str, *, system_site_packages: bool, interpre
     proc = _subprocess.run(args, timeout=300)
     if proc.returncode != 0:
         raise SyncError(f"could not create {venv} with Python {python}: {proc.stderr.strip()}\n"
-                        f"  fix: install Python {python} (uv cannot download one here), or pass --python PATH")
+                        f"  fix: install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), "
+                        "or pass --python PATH")
     if base_sites:
         # The interpreter with the preinstalled stack is itself a venv (NGC images, /opt/*/.venv): a new
         # venv's "system" site is that venv's *base*, so chain its site-packages in explicitly.
@@ -367,15 +368,12 @@ def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: boo
                 args.append("--offline")
             tty = sys.stderr.isatty()
             say(f"installing {len(todo)} package(s) into {venv}")
-            if tty:  # let uv draw its progress bars
-                import subprocess
-
-                env = dict(os.environ, UV_PYTHON_DOWNLOADS="never")
-                rc = subprocess.run(args, env=env, check=False).returncode
-                err = ""
-            else:
-                proc = _subprocess.run(args, env={"UV_NO_PROGRESS": "1"})
-                rc, err = proc.returncode, proc.stderr
+            try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
+                rc, err = _subprocess.run_shielded(args, env=None if tty else {"UV_NO_PROGRESS": "1"},
+                                                   capture=not tty, on_interrupt=say)
+            except KeyboardInterrupt:
+                raise SyncError(f"interrupted while installing into {venv}: some packages may be half-updated "
+                                "— run `tritonlock sync` again to finish") from None
             if rc != 0:
                 raise SyncError(f"installing into {venv} failed; the environment is as it was before:\n"
                                 f"{_uv_failure(err)}" + ("\n  fix: add the missing wheels to the wheelhouse, or "

@@ -1,0 +1,91 @@
+"""sync's pure parts (plan, target choice) and its Ctrl-C shield, without an index."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tritonlock.errors import SyncError
+from tritonlock.models import Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
+from tritonlock.sync import pick_target, plan
+
+
+def _pkg(name: str, version: str) -> LockedPackage:
+    f = f"{name}-{version}-py3-none-any.whl"
+    return LockedPackage(name=name, version=version, index="http://i/simple",
+                         wheels=(Wheel(name=f, url=f"http://i/{f}", sha256="0" * 64),))
+
+
+def _target(name: str, backend: str, *, driver: str | None, floor: str | None = None,
+            archs: tuple[str, ...] = (), gpus: tuple[str, ...] = ()) -> LockedTarget:
+    spec = TargetSpec(name=name, os="linux", arch="x86_64", glibc="2.31", python="3.12", driver=driver, gpus=gpus)
+    sel = Selection(target=spec, ok=True, python="3.12", torch="2.6.0", backend=backend, driver_floor=floor,
+                    archs=archs)
+    return LockedTarget(selection=sel, packages=(_pkg("torch", f"2.6.0+{backend}"), _pkg("filelock", "3.16.1")))
+
+
+def _host(driver: str | None = None, ccs: tuple[str, ...] = ()) -> HostProfile:
+    return HostProfile(os="linux", arch="x86_64", python="3.12.3", glibc="2.35", driver=driver,
+                       gpus=tuple(Gpu(index=i, name="GPU", cc=c) for i, c in enumerate(ccs)))
+
+
+LOCK = Lock(lock_version="1.0", created_by="t", intent_hash="h", matrix_version="m", default_index="d", targets=(
+    _target("cpu", "cpu", driver=None),
+    _target("a100", "cu126", driver="550.54.15", floor="525.60.13", archs=("sm_80", "sm_90"), gpus=("8.0",)),
+    _target("h100", "cu126", driver="550.54.15", floor="525.60.13", archs=("sm_80", "sm_90"), gpus=("9.0",)),
+))
+
+
+def test_plan_installs_upgrades_removes_and_keeps() -> None:
+    t = LOCK.targets[0]
+    p = plan(t, {"filelock": "3.0.0", "stray": "1.0", "pip": "24.0"})
+    assert [(s.name, s.action) for s in p.steps] == [("filelock", "upgrade"), ("torch", "install"),
+                                                      ("stray", "remove")]  # pip is left alone
+    assert plan(t, {"filelock": "3.16.1", "torch": "2.6.0+cpu"}).noop
+
+
+def test_plan_accepts_the_default_index_build_of_the_locked_variant() -> None:
+    t = LOCK.targets[1]
+    same = plan(t, {}, {"torch": "2.6.0", "filelock": "3.16.1"}, equivalent_backend="cu126")
+    assert same.noop and "the default index's 2.6.0 is the cu126 build" in same.steps[1].note
+    other = plan(t, {}, {"torch": "2.6.0", "filelock": "3.16.1"}, equivalent_backend="cu124")
+    assert [s.action for s in other.steps] == ["keep", "install"]
+
+
+def test_pick_target_prefers_the_exact_gpus_and_explains_misses() -> None:
+    assert pick_target(LOCK, _host("560.35.03", ("9.0",))).name == "h100"
+    assert pick_target(LOCK, _host("560.35.03", ("8.6",))).name == "a100"  # sm_80 runs on 8.6
+    assert pick_target(LOCK, _host()).name == "cpu"
+    only_gpu = Lock(**{**{f: getattr(LOCK, f) for f in LOCK.__slots__}, "targets": LOCK.targets[1:]})  # type: ignore[arg-type]
+    with pytest.raises(SyncError) as ei:
+        pick_target(only_gpu, _host("470.82.01", ("8.0",)))
+    msg = str(ei.value)
+    assert "a100: cu126 needs driver >= 525.60.13; this host has 470.82.01" in msg
+    assert "add a target for this machine" in msg
+
+
+def test_ctrl_c_during_the_install_lets_it_finish(tmp_path: Path) -> None:
+    """A terminal Ctrl-C reaches the whole foreground group; the installer must still finish."""
+    marker = tmp_path / "installed"
+    script = tmp_path / "drive.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from tritonlock._subprocess import run_shielded
+        child = [sys.executable, "-c", "import time; time.sleep(1.5); open({str(marker)!r}, 'w').write('ok')"]
+        rc, _ = run_shielded(child, on_interrupt=lambda m: print(m, flush=True))
+        print("rc", rc, flush=True)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])))
+    time.sleep(0.8)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    out, _ = proc.communicate(timeout=30)
+    assert "letting the install finish" in out and "rc 0" in out
+    assert marker.read_text() == "ok"
