@@ -212,6 +212,19 @@ gpus = ["8.0"]
     code, out = _run("sync", "-p", str(proj), "--target", "gpu-box", "--no-verify", "--system-site-packages",
                      "--python", str(venv_python(base)))
     assert code == 0 and "already matches target gpu-box" in out
+    # doctor judges drift by the same plan: the preinstalled torch and triton count, nothing is missing
+    import json
+
+    r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"],
+                           env={"TRITONLOCK_DRIVER": "550.54.15", "TRITONLOCK_GPUS": "8.0"})
+    ids = [f["id"] for f in json.loads(r.output)["findings"]]
+    assert "venv-drift" not in ids and "lock-no-target" not in ids, r.output
+    # …and a real difference still shows
+    subprocess.run(["uv", "pip", "uninstall", "-q", "--python", str(venv_python(venv)), "einops"], check=True)
+    r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"],
+                           env={"TRITONLOCK_DRIVER": "550.54.15", "TRITONLOCK_GPUS": "8.0"})
+    drift = [f for f in json.loads(r.output)["findings"] if f["id"] == "venv-drift"]
+    assert drift and drift[0]["evidence"] == ["missing: einops 0.8.0"]
 
 
 def test_pypi_cuda_build_syncs_onto_a_machine_without_a_driver(tmp_path: Path, local_index: LocalIndex) -> None:

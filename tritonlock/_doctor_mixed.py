@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from tritonlock._doctor_checks import _Ctx, _glibc_needed, _lt, _plural, _sync_fix, _v
-from tritonlock.doctor import Dist, Finding, VenvFacts
+from tritonlock.doctor import Finding, VenvFacts
 from tritonlock.models import LockedTarget
 
 _TRITONS = ("triton", "pytorch-triton", "triton-windows")
@@ -313,25 +313,37 @@ def check_lock(c: _Ctx) -> list[Finding]:
 
 
 def _drift(c: _Ctx, t: LockedTarget) -> list[Finding]:
+    """The venv against the lock, judged by sync's own plan (so doctor and sync never disagree)."""
+    from pathlib import Path
+
+    from tritonlock.sync import plan, venv_config
+
     assert c.venv
-    have: dict[str, Dist] = {}
-    for d in c.venv.dists:  # the venv's own site-packages only: outside copies are duplicate-* findings
+    prefix = Path(c.venv.prefix)
+    # A venv built on a preinstalled stack (sync --system-site-packages) counts what it sees there.
+    shared = (venv_config(prefix).get("include-system-site-packages", "false").lower() == "true"
+              or any(prefix.glob("lib/python3*/site-packages/_tritonlock_base.pth")))
+    own: dict[str, str] = {}
+    system: dict[str, str] = {}
+    for d in c.venv.dists:  # in sys.path order: the first copy of a name is the one imported
+        name = canonicalize_name(d.name)
         if d.location.startswith(c.venv.prefix):
-            have.setdefault(canonicalize_name(d.name), d)
-    locked = {canonicalize_name(p.name): p for p in t.packages}
-    ev, errors = [], False
-    for name, p in sorted(locked.items()):
-        got = have.get(name)
-        if got is None:
-            ev.append(f"missing: {name} {p.version}")
-            errors = True
-        elif _v(got.version) != _v(p.version) or _v(got.version) is None and got.version != p.version:
-            ev.append(f"{name}: {got.version} installed, {p.version} locked")
-            errors = True
-    extra = sorted(n for n in have if n not in locked and n not in ("pip", "setuptools", "wheel"))
-    ev += [f"not in the lock: {n} {have[n].version}" for n in extra]
+            own.setdefault(name, d.version)
+        elif shared:
+            system.setdefault(name, d.version)
+    rel = c.matrix.torch_release(t.selection.torch) if c.matrix and t.selection.torch else None
+    steps = plan(t, own, {k: v for k, v in system.items() if k not in own}, rel.pypi_backend if rel else None).steps
+    ev: list[str] = []
+    for st in steps:
+        if st.action == "install":
+            ev.append(f"missing: {st.name} {st.want}" + (f" ({st.note})" if st.note else ""))
+        elif st.action == "upgrade":
+            ev.append(f"{st.name}: {st.have} installed, {st.want} locked")
+        elif st.action == "remove" and st.name not in ("setuptools", "wheel"):
+            ev.append(f"not in the lock: {st.name} {st.have}")
     if not ev:
         return []
+    errors = any(not e.startswith("not in the lock") for e in ev)
     return [Finding(id="venv-drift", severity="error" if errors else "warning",
                     title=f"{c.where} differs from {c.lock.path if c.lock else 'the lock'} (target {t.name!r})",
                     evidence=tuple(ev), fix=_sync_fix(c))]
