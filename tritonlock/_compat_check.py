@@ -5,50 +5,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-import requests
 from packaging.requirements import Requirement
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from tritonlock.errors import IndexError_
-from tritonlock.index import default_index
+from tritonlock.index import IndexClient, IndexFile, default_index
 from tritonlock.matrix import Matrix, TorchRelease, TritonRelease, load_matrix
 
-PEP691 = "application/vnd.pypi.simple.v1+json"
-
-
-class Index:
-    """The one small client: PEP 691 project pages and PEP 658 .metadata files, with retries."""
-
-    def __init__(self, url: str, session: requests.Session | None = None) -> None:
-        self.url, self.session = url.rstrip("/"), session or requests.Session()
-
-    def _get(self, url: str, accept: str) -> requests.Response | None:
-        for attempt in range(3):
-            try:
-                resp = self.session.get(url, headers={"Accept": accept}, timeout=60)
-            except requests.RequestException:
-                resp = None
-            if resp is not None and resp.status_code in (200, 404):
-                return resp if resp.status_code == 200 else None
-            time.sleep(1 + 2 * attempt)  # 429/5xx: the index is busy, not wrong
-        return None
-
-    def files(self, project: str) -> list[dict[str, Any]]:
-        resp = self._get(f"{self.url}/{project}/", PEP691)
-        if resp is None or not resp.headers.get("Content-Type", "").startswith(PEP691):
-            raise IndexError_(f"{self.url}/{project}/ did not answer PEP 691 JSON — point --index at an index that does")
-        files: list[dict[str, Any]] = resp.json()["files"]
-        return files
-
-    def metadata(self, file: dict[str, Any]) -> str | None:
-        resp = self._get(str(file["url"]) + ".metadata", "*/*")
-        return resp.text if resp is not None else None
+Index = IndexClient  # the check reads the index through the project's one client
 
 
 @dataclass(frozen=True)
@@ -57,7 +24,7 @@ class Wheel:
     python: str  # "3.12" or "3.13t"
     platform: str | None  # tritonlock platform name, None for ones the matrix does not track
     glibc: str | None
-    file: dict[str, Any]
+    file: IndexFile
 
 
 def _platform(tag: str) -> tuple[str | None, str | None]:
@@ -75,12 +42,12 @@ def _platform(tag: str) -> tuple[str | None, str | None]:
     return f"linux_{m.group(6)}", glibc
 
 
-def wheels(files: Iterable[dict[str, Any]]) -> list[Wheel]:
+def wheels(files: Iterable[IndexFile]) -> list[Wheel]:
     out = []
     for f in files:
-        if not f["filename"].endswith(".whl") or f.get("yanked"):
+        if not f.filename.endswith(".whl") or f.yanked:
             continue
-        _, version, _, tags = parse_wheel_filename(f["filename"])
+        _, version, _, tags = parse_wheel_filename(f.filename)
         for tag in tags:
             plat, glibc = _platform(tag.platform)
             ft = tag.abi.endswith("t") and tag.abi.startswith("cp")

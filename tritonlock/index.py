@@ -7,9 +7,11 @@ import functools
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin
 
 from tritonlock.errors import IndexError_
@@ -67,21 +69,23 @@ class IndexFile:
     url: str
     sha256: str | None
     size: int | None
+    yanked: bool = False
 
 
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str]] = []
-        self._href: str | None = None
+        self.links: list[tuple[str, str, bool]] = []
+        self._href: tuple[str, bool] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            self._href = dict(attrs).get("href")
+            a = dict(attrs)
+            self._href = (a.get("href") or "", "data-yanked" in a)
 
     def handle_data(self, data: str) -> None:
         if self._href is not None:
-            self.links.append((self._href, data.strip()))
+            self.links.append((self._href[0], data.strip(), self._href[1]))
             self._href = None
 
 
@@ -89,35 +93,67 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+PEP691 = "application/vnd.pypi.simple.v1+json"
+
+
+class IndexClient:
+    """One index: project pages (PEP 691 JSON, else PEP 503 HTML) and PEP 658 metadata, with retries.
+
+    requests reads ~/.netrc for credentials on its own, so private indexes work as they do for pip.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 60, retries: int = 3) -> None:
+        import requests
+
+        self.url, self.timeout, self.retries = url.rstrip("/"), timeout, retries
+        self.session = requests.Session()
+
+    def _get(self, url: str, accept: str) -> Any:
+        import requests
+
+        last = "no answer"
+        for attempt in range(self.retries):
+            try:
+                resp = self.session.get(url, headers={"Accept": accept}, timeout=self.timeout)
+            except requests.RequestException as err:
+                last = str(err)
+            else:
+                if resp.status_code in (200, 404):
+                    return resp if resp.status_code == 200 else None
+                if resp.status_code in (401, 403):
+                    raise IndexError_(f"{url} answered HTTP {resp.status_code} — add credentials for it to ~/.netrc "
+                                      "or the index URL")
+                last = f"HTTP {resp.status_code}"
+            if attempt + 1 < self.retries:
+                time.sleep(0.5 * 2 ** attempt)  # 429/5xx/timeouts: the index is busy, not wrong
+        raise IndexError_(f"cannot reach {url} ({last}) — check the address and your network")
+
+    def files(self, project: str) -> tuple[IndexFile, ...]:
+        """Files of a project; () when the index does not have it."""
+        url = f"{self.url}/{_norm(project)}/"
+        resp = self._get(url, f"{PEP691}, text/html;q=0.1")
+        if resp is None:
+            return ()
+        if resp.headers.get("Content-Type", "").startswith(PEP691):
+            return tuple(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
+                                   sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
+                                   yanked=bool(f.get("yanked"))) for f in resp.json().get("files", []))
+        parser = _Links()
+        parser.feed(resp.text)
+        out: list[IndexFile] = []
+        for href, text, yanked in parser.links:
+            full, _, frag = urljoin(url, href).partition("#")
+            sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
+            out.append(IndexFile(filename=text or full.rsplit("/", 1)[-1], url=full, sha256=sha, size=None,
+                                 yanked=yanked))
+        return tuple(out)
+
+    def metadata(self, file: IndexFile) -> str | None:
+        """The file's core metadata (PEP 658 `.metadata` beside it), or None when the index has none."""
+        resp = self._get(file.url + ".metadata", "*/*")
+        return resp.text if resp is not None else None
+
+
 def project_files(index: str, name: str, *, timeout: float = 30) -> tuple[IndexFile, ...]:
     """Files of a project on an index (JSON when offered, else HTML); IndexError_ when unreachable."""
-    import requests
-
-    url = f"{index.rstrip('/')}/{_norm(name)}/"
-    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
-    last: Exception | None = None
-    for _ in range(3):
-        try:
-            resp = requests.get(url, headers=headers, timeout=timeout)
-            break
-        except requests.RequestException as err:
-            last = err
-    else:
-        raise IndexError_(f"cannot reach {url} ({last}) — check the address and your network")
-    if resp.status_code == 404:
-        return ()
-    if resp.status_code >= 400:
-        raise IndexError_(f"{url} answered HTTP {resp.status_code} — check the address and credentials")
-    out: list[IndexFile] = []
-    if "json" in resp.headers.get("Content-Type", ""):
-        for f in resp.json().get("files", []):
-            out.append(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
-                                 sha256=f.get("hashes", {}).get("sha256"), size=f.get("size")))
-        return tuple(out)
-    parser = _Links()
-    parser.feed(resp.text)
-    for href, text in parser.links:
-        full, _, frag = urljoin(url, href).partition("#")
-        sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
-        out.append(IndexFile(filename=text or full.rsplit("/", 1)[-1], url=full, sha256=sha, size=None))
-    return tuple(out)
+    return IndexClient(index, timeout=timeout).files(name)

@@ -1,0 +1,67 @@
+"""The index client against the real local test index, and where the default index comes from."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from pkgindex import LocalIndex
+from tritonlock import index as idx_mod
+from tritonlock.errors import IndexError_
+from tritonlock.index import IndexClient, default_index, project_files
+
+
+def test_files_over_json_with_hashes(local_index: LocalIndex) -> None:
+    files = project_files(local_index.index_url("simple"), "Filelock")  # names are normalized
+    assert sorted(f.filename for f in files) == ["filelock-3.12.0-py3-none-any.whl", "filelock-3.16.1-py3-none-any.whl"]
+    f = next(f for f in files if "3.16.1" in f.filename)
+    data = (local_index.root / "simple" / "_files" / f.filename).read_bytes()
+    assert (f.sha256, f.size) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert f.url.startswith(local_index.url + "/simple/_files/")
+
+
+def test_files_over_html_when_json_is_not_offered(local_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(idx_mod, "PEP691", "application/x-nothing")  # ask for what the server never sends
+    files = IndexClient(local_index.index_url("whl/cu126")).files("torch")
+    assert [f.filename for f in files] == ["torch-2.6.0+cu126-py3-none-manylinux_2_17_x86_64.whl",
+                                           "torch-2.7.1+cu126-py3-none-manylinux_2_17_x86_64.whl"]
+    assert all(f.sha256 and len(f.sha256) == 64 and f.size is None for f in files)
+
+
+def test_missing_project_and_metadata(local_index: LocalIndex) -> None:
+    client = IndexClient(local_index.index_url("simple"))
+    assert client.files("no-such-project") == ()
+    (f,) = [f for f in client.files("einops")]
+    assert client.metadata(f) is None  # the test index serves no PEP 658 files
+
+
+def test_unreachable_index_is_a_clean_error() -> None:
+    with pytest.raises(IndexError_, match=r"cannot reach http://127.0.0.1:9/simple/torch/ .* check the address"):
+        IndexClient("http://127.0.0.1:9/simple", retries=1, timeout=2).files("torch")
+
+
+def test_default_index_follows_pip_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "none"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    conf = tmp_path / "cfg" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple/\n")
+    default_index.cache_clear()
+    try:
+        monkeypatch.setattr(idx_mod, "_pip_config_files", lambda: [conf])
+        assert default_index() == "https://mirror.example/simple"
+        default_index.cache_clear()
+        monkeypatch.setenv("PIP_INDEX_URL", "https://env.example/simple")
+        assert default_index() == "https://env.example/simple"  # the environment beats pip.conf
+        default_index.cache_clear()
+        monkeypatch.delenv("PIP_INDEX_URL")
+        monkeypatch.setattr(idx_mod, "_pip_config_files", lambda: [])
+        from pip._internal.models.index import PyPI
+
+        assert default_index() == PyPI.simple_url.rstrip("/")  # pip's own default, never a literal of ours
+    finally:
+        default_index.cache_clear()
