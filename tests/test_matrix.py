@@ -88,8 +88,9 @@ def test_max_cuda_for_driver_windows(m: Matrix) -> None:
     assert m.max_cuda_for_driver("551.61", "windows") == "12.4"
     assert m.max_cuda_for_driver("537.13", "windows") == "12.2"
     assert m.max_cuda_for_driver("572.16", "windows") == "12.8"
-    # Table 3 has no Windows rows for 13.x ("N/A"), so a Windows driver never claims 13.x natively.
-    assert m.max_cuda_for_driver("581.57", "windows") == "12.9"
+    # the 13.0 GA notes give 580.88 for Windows (later notes print N/A); 13.1+ stay unknown on Windows
+    assert m.max_cuda_for_driver("581.57", "windows") == "13.0"
+    assert m.max_cuda_for_driver("580.70", "windows") == "12.9"
     assert m.max_cuda_for_driver("not-a-driver") is None
 
 
@@ -105,7 +106,8 @@ def test_driver_floor_strict_and_compatible(m: Matrix) -> None:
     assert m.driver_floor("13.2", "linux", "compatible") == "580.65.06"
     assert m.driver_floor("12.4", "windows", "strict") == "551.61"
     assert m.driver_floor("12.4", "windows", "compatible") == "527.41"
-    assert m.driver_floor("13.0", "windows") is None  # not published by NVIDIA
+    assert m.driver_floor("13.0", "windows") == "580.88"
+    assert m.driver_floor("13.2", "windows", "strict") is None  # not published by NVIDIA
     assert m.driver_floor("10.2") is None and m.driver_floor("12.7", policy="strict") is None
     with pytest.raises(ValueError):
         m.driver_floor("12.6", policy="lenient")
@@ -302,3 +304,17 @@ def test_unparsable_and_missing_files(tmp_path: Path) -> None:
     assert msg[0].startswith("compat/cuda.toml:2: not valid TOML (") and msg[0].endswith("— fix the file")
     assert msg[1] == ("compat/gpus.toml: missing — the compat data set needs meta.toml, cuda.toml, torch.toml, "
                       "triton.toml, gpus.toml")
+
+
+def test_no_build_claims_an_arch_its_cuda_cannot_target(m: Matrix) -> None:
+    """sm_90 needs CUDA 11.8; sm_100/sm_120 need 12.8; CUDA 12 dropped sm_3x, CUDA 13 dropped sm_5x–sm_70."""
+    from packaging.version import Version
+
+    first = {"sm_89": "11.8", "sm_90": "11.8", "sm_100": "12.8", "sm_101": "12.8", "sm_120": "12.8",
+             "sm_103": "12.9", "sm_121": "12.9"}
+    last = {"sm_35": "11.8", "sm_37": "11.8", "sm_50": "12.9", "sm_52": "12.9", "sm_60": "12.9", "sm_61": "12.9",
+            "sm_70": "12.9"}
+    bad = [(r.version, v.backend, v.platforms, a) for r in m.torch for v in r.variants if v.cuda
+           for a in v.archs + v.ptx
+           if (a in first and Version(v.cuda) < Version(first[a])) or (a in last and Version(v.cuda) > Version(last[a]))]
+    assert bad == []
