@@ -159,3 +159,16 @@ def test_torch_from_the_default_index_takes_the_build_pypi_ships() -> None:
     assert not old.ok and "only for CUDA 12.4 on linux_x86_64, which need driver >= 525.60.13" in old.conflict.message  # type: ignore[union-attr]
     mac = pick(env, os="macos", arch="arm64", python="3.11")
     assert mac.ok and mac.backend == "cpu"
+
+
+def test_jetson_is_told_to_use_jetpack_wheels() -> None:
+    sel = pick("", arch="aarch64", driver="540.4.0", gpus=["Jetson AGX Orin"], python="3.10")
+    assert not sel.ok and sel.conflict is not None
+    assert sel.conflict.facts == ("compute capability 8.7 is an integrated Jetson Orin GPU: no torch release on "
+                                  "PyTorch's wheel index is built for it (its aarch64 CUDA wheels are for server Arm, "
+                                  "SBSA)",)
+    assert "JetPack" in sel.conflict.message
+    assert pick('cuda = "cpu"', arch="aarch64", driver="540.4.0", gpus=["8.7"], python="3.10").ok
+    # a GH200 is server Arm: the aarch64 CUDA wheels are for it
+    gh = pick("", arch="aarch64", driver="560.35.03", gpus=["GH200"], python="3.12")
+    assert gh.ok and gh.backend is not None and gh.backend.startswith("cu")

@@ -121,6 +121,7 @@ class GpuModel:
     cc: str  # "8.0"
     source: str
     family: str = ""
+    wheels: str = ""  # "jetpack": integrated (Tegra) GPUs that PyTorch's wheel index does not build for
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -184,6 +185,10 @@ class Matrix:
             if known and _contains(words, known) and (best is None or len(" ".join(known)) > len(" ".join(_words(best.name)))):
                 best = gpu
         return best.cc if best else None
+
+    def jetpack_only(self, cc: str) -> GpuModel | None:
+        """The integrated (Jetson) GPU with this compute capability, when only JetPack wheels serve it."""
+        return next((g for g in self.gpus if g.cc == cc and g.wheels == "jetpack"), None)
 
     def index_url(self, backend: str) -> str:
         return self.torch_index_template.format(backend=backend)
@@ -417,9 +422,10 @@ def _load(root: Path) -> Matrix:
     gpus: list[GpuModel] = []
     for row in gpus_f.rows("gpu"):
         cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
+        wheels = row.get("wheels", re.compile(r"^jetpack$"), "jetpack", required=False) or ""
         names, src = row.strings("names", lambda s: bool(_words(s)), "A100"), row.source()
         row.done()
-        gpus += [GpuModel(name=n, cc=cc, source=src, family=family_name) for n in names if cc]
+        gpus += [GpuModel(name=n, cc=cc, source=src, family=family_name, wheels=wheels) for n in names if cc]
     gpus_f.done()
 
     # Cross-file facts: a pin or a CUDA a row names must exist where it is defined.

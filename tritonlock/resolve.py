@@ -253,6 +253,15 @@ class _Resolver:
         return "triton", pin, reasons, warns, None
 
     def run(self) -> Selection:
+        if self.gpu and self.intent.cuda != "cpu":
+            for cc in sorted(set(self.t.gpus), key=_cc_num):
+                jetson = self.m.jetpack_only(cc)
+                if jetson is not None:
+                    return self.conflict(
+                        [f"compute capability {cc} is an integrated {jetson.family} GPU: no torch release on "
+                         "PyTorch's wheel index is built for it (its aarch64 CUDA wheels are for server Arm, SBSA)"],
+                        "install NVIDIA's PyTorch wheels for JetPack on that machine, or set cuda = \"cpu\" to lock "
+                        "the CPU build")
         spec = SpecifierSet(self.intent.torch) if self.intent.torch else SpecifierSet()
         releases = [r for r in self.m.torch if Version(r.version) in spec]
         if not releases:
