@@ -367,7 +367,7 @@ def _cuda_unavailable(c: _Ctx, driver_too_old: bool) -> Finding:
 
 
 def _arch_findings(c: _Ctx) -> list[Finding]:
-    from tritonlock.resolve import gpu_runs
+    from tritonlock.matrix import gpu_runs
 
     assert c.venv and c.venv.torch
     t = c.venv.torch

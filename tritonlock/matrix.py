@@ -53,12 +53,7 @@ class Variant:
 
     def runs_on(self, cc: str) -> bool:
         """Whether this build has code for a GPU of compute capability `cc` ("8.9")."""
-        major, minor = _cc(cc)
-        # SASS runs on the same major with an equal or higher minor (sm_80 code runs on 8.6/8.9);
-        # PTX is JIT-compiled for any equal-or-newer GPU.
-        if any(m == major and n <= minor for m, n in map(_cc_of_arch, self.archs)):
-            return True
-        return any((m, n) <= (major, minor) for m, n in map(_cc_of_arch, self.ptx))
+        return gpu_runs(cc, self.archs, self.ptx) is not None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -502,14 +497,37 @@ def _driver(tk: CudaToolkit, os: str) -> str | None:
     return tk.linux_driver if os == "linux" else tk.windows_driver if os == "windows" else None
 
 
-def _cc(cc: str) -> tuple[int, int]:
+def cc_tuple(cc: str) -> tuple[int, int]:
+    """"8.6" -> (8, 6)."""
     major, _, minor = cc.partition(".")
     return int(major), int(minor or 0)
 
 
-def _cc_of_arch(arch: str) -> tuple[int, int]:
-    digits = arch.removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    return int(digits[:-1]), int(digits[-1])  # "sm_120" -> (12, 0), "sm_86" -> (8, 6)
+def arch_tuple(arch: str) -> tuple[int, int, bool] | None:
+    """'sm_86' -> (8, 6, False); 'sm_90a' -> (9, 0, True); 'compute_120' -> (12, 0, False)."""
+    digits = arch.split("_", 1)[-1]
+    special = digits.endswith(("a", "f"))
+    digits = digits.rstrip("af")
+    if not digits.isdigit() or len(digits) < 2:
+        return None
+    return int(digits[:-1]), int(digits[-1]), special
+
+
+def gpu_runs(cc: str, archs: tuple[str, ...], ptx: tuple[str, ...]) -> str | None:
+    """How a build runs on a GPU: 'sass' (exact or same-major older minor), 'ptx' (JIT), or None."""
+    major, minor = cc_tuple(cc)
+    # CUDA binary compatibility: SASS for X.y runs on X.z with z >= y, never across majors; the
+    # arch-specific "a"/"f" targets (sm_90a) run only on exactly that GPU.
+    for a in archs:
+        n = arch_tuple(a)
+        if n and ((n[0] == major and n[1] <= minor and not n[2]) or (n[2] and (n[0], n[1]) == (major, minor))):
+            return "sass"
+    # PTX is JIT-compiled by the driver for any GPU at or above its virtual arch.
+    for a in ptx:
+        n = arch_tuple(a)
+        if n and (n[0], n[1]) <= (major, minor):
+            return "ptx"
+    return None
 
 
 # Brand words NVIDIA prefixes to product names; dropping them lets "NVIDIA GeForce RTX 4090" meet "RTX 4090".

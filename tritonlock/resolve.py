@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock.matrix import Matrix, TorchRelease, Variant
+from tritonlock.matrix import Matrix, TorchRelease, Variant, arch_tuple, cc_tuple, gpu_runs
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
@@ -23,48 +23,8 @@ def _v(s: str) -> Version:
     return Version(s)
 
 
-def _cuda_of(backend: str) -> str | None:
-    """'cu126' → '12.6', 'cu118' → '11.8', 'cu130' → '13.0'."""
-    if not backend.startswith("cu"):
-        return None
-    digits = backend[2:]
-    return f"{digits[:-1]}.{digits[-1]}"
-
-
-def _cc_num(cc: str) -> tuple[int, int]:
-    major, minor = cc.split(".")
-    return int(major), int(minor)
-
-
-def _arch_num(arch: str) -> tuple[int, int, bool] | None:
-    """'sm_86' → (8, 6, False); 'sm_90a' → (9, 0, True); 'compute_90' likewise."""
-    digits = arch.split("_", 1)[-1]
-    special = digits.endswith(("a", "f"))
-    digits = digits.rstrip("af")
-    if not digits.isdigit() or len(digits) < 2:
-        return None
-    return int(digits[:-1]), int(digits[-1]), special
-
-
-def gpu_runs(cc: str, archs: tuple[str, ...], ptx: tuple[str, ...]) -> str | None:
-    """How a build runs on a GPU: 'sass' (exact or same-major older minor), 'ptx' (JIT), or None."""
-    major, minor = _cc_num(cc)
-    # CUDA binary compatibility: SASS for X.y runs on X.z with z >= y, never across majors; the
-    # arch-specific "a"/"f" targets (sm_90a) run only on exactly that GPU.
-    for a in archs:
-        n = _arch_num(a)
-        if n and ((n[0] == major and n[1] <= minor and not n[2]) or (n[2] and (n[0], n[1]) == (major, minor))):
-            return "sass"
-    # PTX is JIT-compiled by the driver for any GPU at or above its virtual arch.
-    for a in ptx:
-        n = _arch_num(a)
-        if n and (n[0], n[1]) <= (major, minor):
-            return "ptx"
-    return None
-
-
 def _arch_range(archs: tuple[str, ...]) -> str:
-    plain = sorted({a for a in archs if _arch_num(a)}, key=lambda a: _arch_num(a) or (0, 0, False))
+    plain = sorted({a for a in archs if arch_tuple(a)}, key=lambda a: arch_tuple(a) or (0, 0, False))
     if not plain:
         return "no GPU archs"
     return plain[0] if len(plain) == 1 else f"{plain[0]}…{plain[-1]}"
@@ -143,7 +103,7 @@ class _Resolver:
             return None, []
         warns: list[str] = []
         missing: list[str] = []
-        for cc in sorted(set(self.t.gpus), key=_cc_num):
+        for cc in sorted(set(self.t.gpus), key=cc_tuple):
             how = gpu_runs(cc, v.archs, v.ptx)
             if how is None:
                 missing.append(cc)
@@ -206,7 +166,7 @@ class _Resolver:
                                f"({self.intent.cuda_policy} policy)")
             if v.cuda and self.t.gpus:
                 reasons.append(f"build carries {_arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
-                               + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=_cc_num))}")
+                               + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=cc_tuple))}")
             return _Fit(variant=v, python=pythons[0], reasons=tuple(reasons),
                         warnings=tuple(([warn] if warn else []) + arch_warns), driver_floor=dfloor), ""
         cudas = "/".join(v.cuda or "cpu" for v in sorted(wanted, key=lambda v: _v(v.cuda or "0")))
@@ -243,18 +203,18 @@ class _Resolver:
                                         "triton"], None
             if self.platform not in tr.platforms:
                 return None, None, [], [f"triton {pin} publishes no wheels for {self.platform}; the lock has no triton"], None
-            for cc in sorted(set(self.t.gpus), key=_cc_num):
-                if _cc_num(cc) < _cc_num(tr.min_cc):
+            for cc in sorted(set(self.t.gpus), key=cc_tuple):
+                if cc_tuple(cc) < cc_tuple(tr.min_cc):
                     warns.append(f"Triton {pin} cannot run on compute capability {cc} (it needs >= {tr.min_cc}): "
                                  "torch works, Triton kernels and torch.compile's GPU backend do not")
-                elif _cc_num(cc) < _cc_num(tr.supported_cc):
+                elif cc_tuple(cc) < cc_tuple(tr.supported_cc):
                     warns.append(f"Triton {pin} runs on compute capability {cc} but supports >= {tr.supported_cc} "
                                  "officially; some kernels (tl.dot with bf16/fp8) may fail")
         return "triton", pin, reasons, warns, None
 
     def run(self) -> Selection:
         if self.gpu and self.intent.cuda != "cpu":
-            for cc in sorted(set(self.t.gpus), key=_cc_num):
+            for cc in sorted(set(self.t.gpus), key=cc_tuple):
                 jetson = self.m.jetpack_only(cc)
                 if jetson is not None:
                     return self.conflict(

@@ -33,7 +33,7 @@ def _v(s: str) -> Version:
 
 def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) -> str | None:
     """Why target t does not fit this host, or None when it does."""
-    from tritonlock.resolve import gpu_runs
+    from tritonlock.matrix import gpu_runs
 
     sel, spec = t.selection, t.selection.target
     if not sel.ok:
