@@ -6,6 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from tritonlock.errors import TritonlockError
+
 
 def compat_root() -> Path | None:
     """The shipped compat/ data: tritonlock/_compat_data in a wheel, ../compat in a checkout."""
@@ -121,6 +123,6 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
         return False
     try:
         key = machine_key(inputs_from, target_file)
-    except Exception:  # any doubt means "not fresh": the full path re-checks and explains
+    except (OSError, ValueError, TritonlockError):  # any doubt means "not fresh": the full path re-checks
         return False
     return input_digest(intent_bytes, version, key) == want

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from tritonlock import _subprocess
-from tritonlock.errors import SyncError
+from tritonlock.errors import SyncError, TritonlockError
 from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget
 
 # Installer tooling a venv may carry that the lock does not manage (removing pip surprises people).
@@ -445,7 +445,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
 
             rel = load_matrix().torch_release(sel.torch)
             equivalent = rel.pypi_backend if rel else None
-        except Exception:  # the matrix is advisory here; the lock alone is enough to sync
+        except TritonlockError:  # the matrix is advisory here; the lock alone is enough to sync
             equivalent = None
     usable = have_py == sel.python and (venv_config(venv).get("include-system-site-packages", "false").lower()
                                          == "true") == system_site_packages
