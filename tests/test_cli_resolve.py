@@ -142,3 +142,13 @@ gpus = ["8.0"]
     pk = {p.name: p for p in t.packages}
     assert pk["torch"].version == "2.6.0" and pk["torch"].index == local_index.index_url("simple")
     assert all(p.index == local_index.index_url("simple") for p in t.packages)
+
+
+def test_every_example_resolves_without_network() -> None:
+    examples = sorted((Path(__file__).parents[1] / "examples").glob("*/triton-env.toml"))
+    assert {p.parent.name for p in examples} >= {"clusters", "pypi", "quickstart"}
+    for intent in examples:
+        code, out = _run("resolve", "-p", str(intent.parent), "--dry-run", "--json")
+        assert code == 0, (intent, out)
+        targets = json.loads(out)["targets"]
+        assert targets and all(t["ok"] and t["torch"] and t["backend"] for t in targets), (intent, out)
