@@ -119,3 +119,12 @@ def write_intent(root: Path, idx: LocalIndex, body: str) -> Path:
     text = body + f'\n[indexes]\ntorch = "{idx.url}/whl/{{backend}}"\ndefault = "{idx.index_url("simple")}"\n'
     (root / "triton-env.toml").write_text(text, encoding="utf-8")
     return root / "triton-env.toml"
+
+
+def write_default_index_intent(root: Path, idx: LocalIndex, extra: str = "") -> Path:
+    """torch 2.6.0 taken from the default index (the local "simple" one): [indexes].torch = "default"."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\ntorch = "==2.6.0"\n[indexes]\ntorch = "default"\n'
+        f'default = "{idx.index_url("simple")}"\n{extra}', encoding="utf-8")
+    return root / "triton-env.toml"

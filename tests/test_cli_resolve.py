@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import write_intent
+from conftest import write_default_index_intent, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lockfile import read_lock
@@ -123,18 +123,7 @@ def test_show_prints_every_package(tmp_path: Path, local_index: LocalIndex) -> N
 
 
 def test_torch_from_the_default_index(tmp_path: Path, local_index: LocalIndex) -> None:
-    (tmp_path / "triton-env.toml").write_text(f"""
-[environment]
-python = "3.11"
-torch = "==2.6.0"
-[indexes]
-torch = "default"
-default = "{local_index.index_url('simple')}"
-[[targets]]
-name = "gpu"
-driver = "550.54.15"
-gpus = ["8.0"]
-""")
+    write_default_index_intent(tmp_path, local_index, '[[targets]]\nname = "gpu"\ndriver = "550.54.15"\ngpus = ["8.0"]\n')
     code, out = _run("resolve", "-p", str(tmp_path))
     assert code == 0, out
     (t,) = read_lock(tmp_path / "triton-env.lock").targets

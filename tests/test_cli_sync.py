@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import write_intent
+from conftest import write_default_index_intent, write_intent
 from pkgindex import LocalIndex, build_wheel
 from tritonlock.cli import main
 from tritonlock.sync import _read_dists, _site_dirs, venv_python
@@ -229,14 +229,7 @@ gpus = ["8.0"]
 
 def test_pypi_cuda_build_syncs_onto_a_machine_without_a_driver(tmp_path: Path, local_index: LocalIndex) -> None:
     """[indexes].torch = "default" on a laptop: PyPI's CUDA build is the one there is, and it runs on the CPU."""
-    (tmp_path / "triton-env.toml").write_text(f"""
-[environment]
-python = "3.11"
-torch = "==2.6.0"
-[indexes]
-torch = "default"
-default = "{local_index.index_url('simple')}"
-""")
+    write_default_index_intent(tmp_path, local_index)
     code, out = _run("resolve", "-p", str(tmp_path))
     assert code == 0 and "runs on the CPU and its CUDA libraries go unused" in out
     code, out = _run("sync", "-p", str(tmp_path), "--no-verify")

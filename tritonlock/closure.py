@@ -10,6 +10,7 @@ from packaging.utils import canonicalize_name
 
 from tritonlock import _subprocess, _toml
 from tritonlock.errors import ClosureError
+from tritonlock.lockfile import toml_value
 from tritonlock.matrix import Matrix
 from tritonlock.models import LockedPackage, Selection, Wheel
 
@@ -39,17 +40,11 @@ def requirements(sel: Selection) -> list[str]:
 def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> str:
     lines = ["[project]", 'name = "tritonlock-closure"', 'version = "0"',
              f'requires-python = ">={sel.python}"', "dependencies = ["]
-    lines += [f"  {_toml_str(r)}," for r in reqs]
-    lines += ["]", "", "[[tool.uv.index]]", 'name = "torch"', f"url = {_toml_str(sel.index or '')}",
+    lines += [f"  {toml_value(r)}," for r in reqs]
+    lines += ["]", "", "[[tool.uv.index]]", 'name = "torch"', f"url = {toml_value(sel.index or '')}",
               "explicit = true", "", "[tool.uv.sources]"]
     lines += [f'{p} = {{ index = "torch" }}' for p in torch_pkgs]
     return "\n".join(lines) + "\n"
-
-
-def _toml_str(s: str) -> str:
-    import json
-
-    return json.dumps(s)
 
 
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900) -> tuple[LockedPackage, ...]:
