@@ -6,16 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from tritonlock._data import compat_root
 from tritonlock.errors import TritonlockError
-
-
-def compat_root() -> Path | None:
-    """The shipped compat/ data: tritonlock/_compat_data in a wheel, ../compat in a checkout."""
-    here = Path(__file__).parent
-    for candidate in (here / "_compat_data", here.parent / "compat"):
-        if (candidate / "meta.toml").is_file():
-            return candidate
-    return None
 
 
 def matrix_version() -> str | None:

@@ -195,7 +195,7 @@ def load_matrix(path: str | None = None) -> Matrix:
 
 
 def _default_root() -> Path:
-    from tritonlock._fast import compat_root
+    from tritonlock._data import compat_root
 
     root = compat_root()
     if root is None:
