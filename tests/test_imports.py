@@ -1,22 +1,89 @@
-"""Each module imports on its own (no cycles), and `tritonlock --help` stays light."""
+"""Each module imports on its own, no import circles (lazy imports count), and `tritonlock --help` stays light."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import tritonlock
 
+# Scripts run by another interpreter (a venv's), never imported: the verify runner and doctor's probe.
 MODULES = sorted(m.name for m in pkgutil.walk_packages(tritonlock.__path__, "tritonlock.")
-                 if not m.name.endswith(("__main__", "_runner", "_doctor_probe")))
+                 if not m.name.endswith(("__main__", "._runner", "._probe")))
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_module_imports_alone(module: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """module -> the package's modules it imports anywhere (top level or inside a function), except under
+    `if TYPE_CHECKING:`, which never runs. `from pkg import mod` counts as an import of pkg.mod."""
+    top = package.name
+    files = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        edges: set[str] = set()
+        todo: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
+        while todo:
+            node = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    todo += child.orelse
+                elif isinstance(child, ast.Import):
+                    edges |= {a.name for a in child.names}
+                elif isinstance(child, ast.ImportFrom):
+                    mod = ".".join(base[:len(base) - child.level + 1] + [child.module or ""]).strip(".") \
+                        if child.level else child.module or ""
+                    edges |= {f"{mod}.{a.name}" if f"{mod}.{a.name}" in files else mod for a in child.names}
+                else:
+                    todo.append(child)
+        graph[name] = {e for e in edges if e in files and e not in (name, top)}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest circle through each module that is on one (breadth-first from each module back to itself)."""
+    found: dict[frozenset[str], list[str]] = {}
+    for start in sorted(graph):
+        paths = {start: [start]}
+        queue = [start]
+        while queue:
+            here = queue.pop(0)
+            for nxt in sorted(graph[here]):
+                if nxt == start:
+                    found.setdefault(frozenset(paths[here]), paths[here] + [start])
+                    queue = []
+                    break
+                if nxt not in paths:
+                    paths[nxt] = paths[here] + [nxt]
+                    queue.append(nxt)
+    return sorted(found.values())
+
+
+def test_no_import_circles() -> None:
+    assert [" → ".join(c) for c in circles(import_graph(Path(tritonlock.__file__).parent))] == []
+
+
+def test_import_circle_detector_sees_lazy_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .sub import c\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.d\n"
+                                      "def g():\n    from .. import a\n")
+    (pkg / "d.py").write_text("import pkg.sub.c\n")
+    assert circles(import_graph(pkg)) == [["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]]
 
 
 def test_help_does_not_import_heavy_modules() -> None:
@@ -37,3 +104,21 @@ def test_every_command_has_help() -> None:
     for name in ("init", "host", "resolve", "show", "sync", "verify"):
         r = CliRunner().invoke(main, [name, "--help"])
         assert r.exit_code == 0 and "Usage:" in r.output, name
+
+
+def test_no_private_names_imported_across_modules() -> None:
+    """`from tritonlock.x import _name` couples two files through a private helper; private *modules* are fine."""
+    package = Path(tritonlock.__file__).parent
+    modules = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in package.rglob("*.py")}
+    bad = []
+    for name, path in modules.items():
+        base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            mod = ".".join(base[:len(base) - node.level + 1] + [node.module or ""]).strip(".") if node.level \
+                else node.module or ""
+            bad += [f"{name}: {a.name} from {mod}" for a in node.names if mod.startswith("tritonlock")
+                    and a.name.startswith("_") and not a.name.startswith("__") and f"{mod}.{a.name}" not in modules]
+    assert bad == []

@@ -1,4 +1,4 @@
-"""doctor's checks for mixed installs and the lock: triton pins, second copies, conda, shadowing libraries, glibc."""
+"""doctor's checks for mixed installs: triton pins, second copies, conda, shadowing libraries, glibc, symbols."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tritonlock._doctor_checks import _Ctx, _glibc_needed, _lt, _plural, _sync_fix, _v
-from tritonlock.doctor import Finding, VenvFacts
-from tritonlock.models import LockedTarget
+from tritonlock.doctor.context import Context, Finding, parse_version, plural, sync_fix
+from tritonlock.doctor.facts import VenvFacts
 
 _TRITONS = ("triton", "pytorch-triton", "triton-windows")
+
+
 # Distributions whose package shares a name with another's: both write the same files.
 _SAME_FILES = (("triton", "pytorch-triton"),)
+
+
 # A shared library's family: "libcudnn.so.9" and "libcudnn.so" are both libcudnn.
 _LIB_FAMILY = re.compile(r"^(lib[A-Za-z_]+?)(\d*)\.so")
 
@@ -25,7 +28,10 @@ _CONDA_TORCH = ("pytorch", "pytorch-cuda", "pytorch-gpu", "torchvision", "torcha
                 "cuda-toolkit", "cuda-runtime", "cudnn", "nccl", "libcublas", "cuda-cudart")
 
 
-def _torch_pin(c: _Ctx) -> tuple[str, SpecifierSet, str] | None:
+# ---------------------------------------------------------------- triton pins
+
+
+def _torch_pin(c: Context) -> tuple[str, SpecifierSet, str] | None:
     """The triton-family requirement torch's METADATA pins for this interpreter: (name, spec, line)."""
     d = c.dist("torch")
     if d is None or c.venv is None:
@@ -46,7 +52,7 @@ def _torch_pin(c: _Ctx) -> tuple[str, SpecifierSet, str] | None:
     return None
 
 
-def check_triton(c: _Ctx) -> list[Finding]:
+def check_triton(c: Context) -> list[Finding]:
     v = c.venv
     if v is None:
         return []
@@ -63,7 +69,7 @@ def check_triton(c: _Ctx) -> list[Finding]:
                                evidence=tuple(ev),
                                fix=f"`pip uninstall -y {db.name} {da.name}` "
                                    f"(uv: `uv pip uninstall {db.name} {da.name}`), "
-                                   f"then {_sync_fix(c)}; {db.name} belongs to nightly torch builds only"))
+                                   f"then {sync_fix(c)}; {db.name} belongs to nightly torch builds only"))
     pin = _torch_pin(c)
     tv = c.torch_version()
     if pin is not None:
@@ -75,7 +81,7 @@ def check_triton(c: _Ctx) -> list[Finding]:
             ev += [f"{o} {d.version} is installed instead" for o in _TRITONS if o != name and (d := c.dist(o))]
             out.append(Finding(id="triton-missing", severity="error",
                                title=f"torch {tv} requires {name}{spec}, which is not installed in {c.where}",
-                               evidence=tuple(ev), fix=_sync_fix(c)))
+                               evidence=tuple(ev), fix=sync_fix(c)))
         elif not spec.contains(have.version, prereleases=True):
             out.append(Finding(id="triton-version-mismatch", severity="error",
                                title=f"{name} {have.version} is installed, but torch {tv} pins {name}{spec}",
@@ -83,17 +89,20 @@ def check_triton(c: _Ctx) -> list[Finding]:
                                          f"{have.name} {have.version} in {have.location}",
                                          "a triton torch was not built with breaks torch.compile / inductor "
                                          "(import errors or wrong kernels)"),
-                               fix=f"{_sync_fix(c)}; by hand: `pip install '{name}{spec}'`"))
+                               fix=f"{sync_fix(c)}; by hand: `pip install '{name}{spec}'`"))
     if v.triton_error and "No module named 'triton'" not in v.triton_error:
         if "undefined symbol" in v.triton_error:
-            out.append(_undefined_symbol(c, "triton", v.triton_error))
+            out.append(undefined_symbol(c, "triton", v.triton_error))
         else:
             out.append(Finding(id="triton-import-error", severity="error", title=f"`import triton` fails in {c.where}",
-                               evidence=(v.triton_error,), fix=_symbol_fix(c, _causes(c, v.triton_error), c.where)))
+                               evidence=(v.triton_error,), fix=symbol_fix(c, mixed_causes(c, v.triton_error), c.where)))
     return out
 
 
-def _foreign(c: _Ctx, location: str) -> str:
+# ---------------------------------------------------------------- second copies, conda, shadowing libraries
+
+
+def _foreign(c: Context, location: str) -> str:
     """How a copy outside the venv's own site-packages gets on sys.path."""
     assert c.venv
     pp = c.venv.env.get("PYTHONPATH", "")
@@ -106,7 +115,7 @@ def _foreign(c: _Ctx, location: str) -> str:
     return "this venv"
 
 
-def check_duplicates(c: _Ctx) -> list[Finding]:
+def check_duplicates(c: Context) -> list[Finding]:
     v = c.venv
     if v is None:
         return []
@@ -126,11 +135,11 @@ def check_duplicates(c: _Ctx) -> list[Finding]:
         out.append(Finding(id=f"duplicate-{name}", severity="error",
                            title=f"{len(copies)} copies of {name} are importable in {c.where}: their compiled "
                                  "libraries and Python files get mixed", evidence=tuple(ev),
-                           fix=f"remove the copies outside the venv ({how}), then {_sync_fix(c)}"))
+                           fix=f"remove the copies outside the venv ({how}), then {sync_fix(c)}"))
     return out
 
 
-def check_conda(c: _Ctx) -> list[Finding]:
+def check_conda(c: Context) -> list[Finding]:
     v = c.venv
     if v is None or v.conda_packages is None:
         return []
@@ -156,7 +165,7 @@ def _family(path: str) -> str | None:
     return m[1] if m else None
 
 
-def check_shadowing(c: _Ctx) -> list[Finding]:
+def check_shadowing(c: Context) -> list[Finding]:
     v = c.venv
     if v is None:
         return []
@@ -191,7 +200,7 @@ def check_shadowing(c: _Ctx) -> list[Finding]:
                         "find their own libraries, and ld.so searches LD_LIBRARY_PATH before a library's RUNPATH")]
 
 
-def check_wsl_libcuda(c: _Ctx) -> list[Finding]:
+def check_wsl_libcuda(c: Context) -> list[Finding]:
     v = c.venv
     if not c.host.wsl or v is None or not v.libcuda or v.libcuda.startswith("/usr/lib/wsl/"):
         return []
@@ -205,10 +214,27 @@ def check_wsl_libcuda(c: _Ctx) -> list[Finding]:
                         "/usr/lib/wsl/lib in /etc/ld.so.conf.d/ld.wsl.conf and run `sudo ldconfig`")]
 
 
-def check_glibc(c: _Ctx) -> list[Finding]:
+# ---------------------------------------------------------------- glibc
+
+
+def _glibc_needed(tags: tuple[str, ...]) -> str | None:
+    """The least glibc any of a wheel's tags runs on; None when a tag needs none (pure or non-manylinux)."""
+    need: list[tuple[int, int]] = []
+    for tag in tags:
+        for plat in tag.split("-")[-1].split("."):
+            m = re.match(r"manylinux_(\d+)_(\d+)_", plat)
+            legacy = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manylinux1": (2, 5)}
+            found = (int(m[1]), int(m[2])) if m else legacy.get(plat.split("_")[0])
+            if found is None:
+                return None
+            need.append(found)
+    return f"{min(need)[0]}.{min(need)[1]}" if need else None
+
+
+def check_glibc(c: Context) -> list[Finding]:
     v = c.venv
     glibc = c.host.glibc or (v.glibc if v else None)
-    if v is None or not glibc or _v(glibc) is None:
+    if v is None or not glibc or parse_version(glibc) is None:
         return []
     bad = []
     for d in v.dists:
@@ -224,7 +250,7 @@ def check_glibc(c: _Ctx) -> list[Finding]:
     if v.torch and v.torch.error and "GLIBC_" in v.torch.error:
         ev.append(v.torch.error)
     return [Finding(id="glibc-too-old", severity="error",
-                    title=f"{_plural(len(bad), 'installed wheel')} in {c.where} need glibc >= {bad[0][0]}; this host "
+                    title=f"{plural(len(bad), 'installed wheel')} in {c.where} need glibc >= {bad[0][0]}; this host "
                           f"has {glibc}",
                     evidence=tuple(ev),
                     fix="the venv was built for a newer system: lock for this host (`tritonlock host --save "
@@ -232,14 +258,17 @@ def check_glibc(c: _Ctx) -> list[Finding]:
                         "`tritonlock sync` — or run in a newer OS image (`tritonlock export --format dockerfile`)")]
 
 
-def _causes(c: _Ctx, error: str) -> list[tuple[str, str]]:
+# ---------------------------------------------------------------- undefined symbols: which mixed install caused them
+
+
+def mixed_causes(c: Context, error: str) -> list[tuple[str, str]]:
     """Mixed-install causes visible in the venv, each (evidence, fix)."""
     out: list[tuple[str, str]] = []
     for f in check_duplicates(c) + check_conda(c) + check_shadowing(c):
         out.append((f.title, f.fix))
     if "triton" in error or not error:
-        for f in check_triton(_Ctx(host=c.host, venv=_no_import_errors(c.venv), lock=c.lock, matrix=c.matrix,
-                                   where=c.where)):
+        for f in check_triton(Context(host=c.host, venv=_no_import_errors(c.venv), lock=c.lock, matrix=c.matrix,
+                                      where=c.where)):
             out.append((f.title, f.fix))
     m = re.search(r"(\S+/(torchvision|torchaudio)/\S+\.so)", error)
     if m:
@@ -247,7 +276,7 @@ def _causes(c: _Ctx, error: str) -> list[tuple[str, str]]:
         d = c.dist(pkg)
         pins = [r for r in (d.requires if d else ()) if canonicalize_name(Requirement(r).name) == "torch"]
         out.append((f"{pkg} {d.version if d else '?'} was built for {', '.join(pins) or 'another torch'}; torch is "
-                    f"{tv}", f"install the {pkg} that matches torch {tv}: {_sync_fix(c)}"))
+                    f"{tv}", f"install the {pkg} that matches torch {tv}: {sync_fix(c)}"))
     return out
 
 
@@ -259,91 +288,21 @@ def _no_import_errors(v: VenvFacts | None) -> VenvFacts | None:
     return replace(v, triton_error=None)
 
 
-def _symbol_fix(c: _Ctx, causes: list[tuple[str, str]], where: str) -> str:
+def symbol_fix(c: Context, causes: list[tuple[str, str]], where: str) -> str:
     if causes:
         return "; ".join(dict.fromkeys(f for _, f in causes))
     return (f"a partial upgrade left files of two builds: rebuild the venv from the lock — remove {where} and run "
             "`tritonlock sync`")
 
 
-def _undefined_symbol(c: _Ctx, module: str, error: str) -> Finding:
+def undefined_symbol(c: Context, module: str, error: str) -> Finding:
     m = re.search(r"(\S+\.so[.\d]*): undefined symbol: (\S+)", error)
     lib, sym = (m[1], m[2]) if m else ("?", error.rsplit(":", 1)[-1].strip())
-    causes = _causes(c, error)
+    causes = mixed_causes(c, error)
     ev = [error] + [f"likely cause: {cause}" for cause, _ in causes]
     if not causes:
         ev.append("no second copy, conda mix, leftover package or shadowing library found: the files of one "
                   "package are from two different builds")
     return Finding(id="undefined-symbol", severity="error",
                    title=f"`import {module}` fails: {os.path.basename(lib)} needs symbol {sym}, which the loaded "
-                         "libraries lack — a mixed install", evidence=tuple(ev), fix=_symbol_fix(c, causes, c.where))
-
-
-def check_lock(c: _Ctx) -> list[Finding]:
-    lk = c.lock
-    if lk is None:
-        return [Finding(id="no-lock", severity="info", title="no triton-env.lock in the project: the venv was not "
-                        "compared with a lock", fix="`tritonlock resolve` writes one")]
-    if lk.error:
-        return [Finding(id="lock-unreadable", severity="error", title=lk.error.split("\n")[0],
-                        evidence=tuple(lk.error.split("\n")[1:]), fix="`tritonlock resolve`")]
-    out = []
-    if lk.stale:
-        out.append(Finding(id="lock-stale", severity="warning", title=f"{lk.path} is stale: {lk.stale}",
-                           fix="`tritonlock resolve`, then `tritonlock sync`"))
-    if lk.target is None:
-        lines = [x.strip().removeprefix("- ") for x in (lk.target_error or "").split("\n")]
-        out.append(Finding(id="lock-no-target", severity="warning", title=lines[0].rstrip(":"),
-                           evidence=tuple(x for x in lines[1:] if x and not x.startswith("fix:")),
-                           fix="add a target for this machine to triton-env.toml (`tritonlock host --save host.toml`)"
-                               " and run `tritonlock resolve`"))
-        return out
-    sel, h = lk.target.selection, c.host
-    if sel.driver_floor and h.driver and _lt(h.driver, sel.driver_floor):
-        out.append(Finding(id="driver-below-lock-floor", severity="error",
-                           title=f"the lock's target {lk.target.name!r} ({sel.backend}) needs driver >= "
-                                 f"{sel.driver_floor}; this host has {h.driver}",
-                           evidence=(f"{lk.path}: target {lk.target.name}: driver-floor = {sel.driver_floor}",
-                                     f"nvidia-smi/NVML: {c.driver_line()}"),
-                           fix="update the NVIDIA driver, or lock for this machine: `tritonlock host --save host.toml`,"
-                               " add it to triton-env.toml, `tritonlock resolve`"))
-    if c.venv is not None:
-        out += _drift(c, lk.target)
-    return out
-
-
-def _drift(c: _Ctx, t: LockedTarget) -> list[Finding]:
-    """The venv against the lock, judged by sync's own plan (so doctor and sync never disagree)."""
-    from pathlib import Path
-
-    from tritonlock.sync import plan, venv_config
-
-    assert c.venv
-    prefix = Path(c.venv.prefix)
-    # A venv built on a preinstalled stack (sync --system-site-packages) counts what it sees there.
-    shared = (venv_config(prefix).get("include-system-site-packages", "false").lower() == "true"
-              or any(prefix.glob("lib/python3*/site-packages/_tritonlock_base.pth")))
-    own: dict[str, str] = {}
-    system: dict[str, str] = {}
-    for d in c.venv.dists:  # in sys.path order: the first copy of a name is the one imported
-        name = canonicalize_name(d.name)
-        if d.location.startswith(c.venv.prefix):
-            own.setdefault(name, d.version)
-        elif shared:
-            system.setdefault(name, d.version)
-    rel = c.matrix.torch_release(t.selection.torch) if c.matrix and t.selection.torch else None
-    steps = plan(t, own, {k: v for k, v in system.items() if k not in own}, rel.pypi_backend if rel else None).steps
-    ev: list[str] = []
-    for st in steps:
-        if st.action == "install":
-            ev.append(f"missing: {st.name} {st.want}" + (f" ({st.note})" if st.note else ""))
-        elif st.action == "upgrade":
-            ev.append(f"{st.name}: {st.have} installed, {st.want} locked")
-        elif st.action == "remove" and st.name not in ("setuptools", "wheel"):
-            ev.append(f"not in the lock: {st.name} {st.have}")
-    if not ev:
-        return []
-    errors = any(not e.startswith("not in the lock") for e in ev)
-    return [Finding(id="venv-drift", severity="error" if errors else "warning",
-                    title=f"{c.where} differs from {c.lock.path if c.lock else 'the lock'} (target {t.name!r})",
-                    evidence=tuple(ev), fix=_sync_fix(c))]
+                         "libraries lack — a mixed install", evidence=tuple(ev), fix=symbol_fix(c, causes, c.where))

@@ -1,4 +1,4 @@
-"""`tritonlock doctor`: look at the host and a venv, report findings with evidence and a fix; change nothing."""
+"""doctor's facts: probe a venv's interpreter, read the project's lock, load the matrix — no judgement yet."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tritonlock import _subprocess
 from tritonlock.errors import TritonlockError
@@ -16,26 +16,14 @@ from tritonlock.models import HostProfile, Lock, LockedTarget
 if TYPE_CHECKING:  # matrix is imported lazily: its data may be missing, and doctor must still run
     from tritonlock.matrix import Matrix
 
-SEVERITIES = ("error", "warning", "info")
 _MARK = "@@tritonlock-doctor@@"
-_PROBE = Path(__file__).with_name("_doctor_probe.py")
+_PROBE = Path(__file__).with_name("_probe.py")
 
 
 class DoctorError(TritonlockError):
     """doctor could not look at the environment it was pointed at (no interpreter, a probe that answers garbage)."""
 
     exit_code = 2
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Finding:
-    """One problem: what (title), the facts that show it (evidence), and what to do (fix)."""
-
-    id: str
-    severity: str  # "error" | "warning" | "info"
-    title: str
-    evidence: tuple[str, ...] = ()
-    fix: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,20 +97,6 @@ class LockFacts:
     target: LockedTarget | None = None
     target_error: str | None = None  # no target fits this host
     stale: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Report:
-    summary: tuple[str, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def errors(self) -> int:
-        return sum(f.severity == "error" for f in self.findings)
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.errors else 0
 
 
 # ---------------------------------------------------------------- probing a venv
@@ -221,7 +195,7 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
     )
 
 
-# ---------------------------------------------------------------- the lock
+# ---------------------------------------------------------------- the lock and the matrix
 
 
 def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: str | None = None) -> LockFacts | None:
@@ -265,7 +239,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
     return LockFacts(path=str(path), lock=lock, target=target, target_error=target_error, stale=stale)
 
 
-def _load_matrix() -> tuple[Matrix | None, str | None]:
+def load_matrix_or_error() -> tuple[Matrix | None, str | None]:
     try:
         from tritonlock.matrix import load_matrix
 
@@ -276,66 +250,3 @@ def _load_matrix() -> tuple[Matrix | None, str | None]:
 
 def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-# ---------------------------------------------------------------- running and reporting
-
-
-def examine(project: Path, python: str | None = None, *, host: HostProfile | None = None,
-            matrix: Matrix | None | Literal["load"] = "load") -> Report:
-    """Look at the host and the venv (the project's .venv, or `python`), and the project's lock if any."""
-    from tritonlock import _doctor_checks
-
-    if host is None:
-        from tritonlock import host as host_mod
-
-        host = host_mod.detect()
-    matrix_error = None
-    if matrix == "load":
-        matrix, matrix_error = _load_matrix()
-    interpreter = python or str(venv_python(project / ".venv"))
-    venv, broken = None, None
-    if python is not None or Path(interpreter).exists():
-        try:
-            venv = probe(interpreter)
-        except DoctorError as err:
-            if python is not None:
-                raise  # the interpreter the user named: a bad option, not a finding
-            broken = str(err)
-    elif os.path.islink(interpreter):
-        # A venv's python is a symlink to the interpreter it was made with; upgrading or removing that one
-        # (pyenv, Homebrew, apt) leaves the venv dead.
-        broken = f"{interpreter} points to {os.readlink(interpreter)}, which no longer exists"
-    lock = lock_facts(project, host, matrix, venv.minor if venv else None)
-    findings = _doctor_checks.diagnose(host, venv, lock, matrix, venv_path=interpreter, broken=broken)
-    if matrix_error is not None:
-        findings += (Finding(id="matrix-unavailable", severity="info",
-                             title="the compatibility data (compat/) could not be loaded: checks that need it were "
-                                   "skipped (Python range, Triton's minimum GPU, driver floors)",
-                             evidence=(matrix_error,), fix="reinstall tritonlock (its compat/ data ships with it)"),)
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    findings = tuple(sorted(findings, key=lambda f: order[f.severity]))
-    return Report(summary=_doctor_checks.summary(host, venv, lock, interpreter), findings=findings)
-
-
-def report_json(report: Report) -> dict[str, Any]:
-    """`tritonlock doctor --json`: {summary: [str], errors: int, findings: [{id, severity, title, evidence, fix}]}."""
-    return {"summary": list(report.summary), "errors": report.errors, "findings": [
-        {"id": f.id, "severity": f.severity, "title": f.title, "evidence": list(f.evidence), "fix": f.fix}
-        for f in report.findings]}
-
-
-def format_report(report: Report) -> str:
-    lines = list(report.summary) + [""]
-    for f in report.findings:
-        lines.append(f"{f.severity.upper()} [{f.id}] {f.title}")
-        lines += [f"    evidence: {e}" for e in f.evidence]
-        if f.fix:
-            lines.append(f"    fix: {f.fix}")
-        lines.append("")
-    counts = {s: sum(f.severity == s for f in report.findings) for s in SEVERITIES}
-    if report.findings:
-        lines.append(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items()))
-    else:
-        lines.append("no problems found")
-    return "\n".join(lines)
