@@ -204,41 +204,40 @@ def _default_root() -> Path:
     return root
 
 
-@functools.lru_cache(maxsize=1)
-def _load_default() -> Matrix:
-    root = _default_root()
-    # Parsing ~100 KB of TOML costs more than the rest of a resolve; keep the validated Matrix in the
-    # user's cache, keyed by the bytes of every data file, so any edit to compat/ invalidates it.
+def cache_path(root: Path) -> Path | None:
+    """Where the parsed matrix is cached: keyed by the bytes of every data file and of the code that
+    builds the objects, so any edit to either invalidates it (None when a file cannot be read)."""
     import hashlib
     import os
-    import pickle
+
+    from tritonlock import _matrix_cache
 
     digest = hashlib.sha256()
-    try:  # the code that builds the objects is part of the key, so an upgrade never reads old pickles
-        digest.update(Path(__file__).read_bytes())
-    except OSError:
-        return _load(root)
-    for name in FILES:
+    for path in (Path(__file__), Path(_matrix_cache.__file__), *(root / name for name in FILES)):
         try:
-            digest.update((root / name).read_bytes())
+            digest.update(path.read_bytes())
         except OSError:
-            return _load(root)
+            return None
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    cache = Path(cache_home) / "tritonlock" / f"matrix-{digest.hexdigest()[:32]}.pickle"
-    try:
-        cached = pickle.loads(cache.read_bytes())
-        if isinstance(cached, Matrix):
-            return cached
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
-        pass
+    return Path(cache_home) / "tritonlock" / f"matrix-{digest.hexdigest()[:32]}.json"
+
+
+@functools.lru_cache(maxsize=1)
+def _load_default() -> Matrix:
+    # Parsing ~100 KB of TOML costs more than the rest of a resolve: keep the validated Matrix in the
+    # user's cache as plain JSON — data only, so a planted file can never run code; one we did not
+    # write (another owner, writable by others, or not exactly a Matrix) is ignored and rebuilt.
+    from tritonlock import _matrix_cache
+
+    root = _default_root()
+    cache = cache_path(root)
+    if cache is None:
+        return _load(root)
+    cached = _matrix_cache.read(cache, Matrix)
+    if cached is not None:
+        return cached
     matrix = _load(root)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(matrix, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, cache)
-    except OSError:
-        pass  # a read-only home only costs speed
+    _matrix_cache.write(cache, matrix)
     return matrix
 
 
