@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tritonlock import lockfile
-from tritonlock.errors import LockfileError
+from tritonlock.errors import LockfileError, LockfileWarning
 from tritonlock.intent import parse_intent
 from tritonlock.models import Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
 
@@ -48,14 +48,124 @@ def test_matches_reference_bytes_and_round_trips() -> None:
     assert [p.name for p in back.targets[0].packages] == ["filelock", "torch"]
 
 
-def test_unknown_major_refused_newer_minor_warns() -> None:
+def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_warns() -> None:
     text = lockfile.dumps(sample())
-    with pytest.raises(LockfileError, match=r"lock-version 2.0 is not supported by this tritonlock \(reads 1.x\)"):
-        lockfile.loads(text.replace('lock-version = "1.0"', 'lock-version = "2.0"'), "x.lock")
+    assert 'lock-version = "2.0"' in text
+
+    def with_version(v: str) -> str:
+        return text.replace('lock-version = "2.0"', f'lock-version = "{v}"')
+
+    with pytest.raises(LockfileError) as ei:
+        lockfile.loads(with_version("1.0"), "x.lock")
+    assert str(ei.value) == ("x.lock: lock-version 1.0 was written by an older tritonlock in a format this one no "
+                             "longer reads (it reads 2.x) — regenerate it with `tritonlock resolve`")
+    with pytest.raises(LockfileError, match=r"lock-version 3.0 is not supported by this tritonlock \(reads 2.x\) — "
+                                            r"upgrade tritonlock, or regenerate"):
+        lockfile.loads(with_version("3.0"), "x.lock")
+    for bad in ("2", "2.x", "٢.٠", "2.0.1", ""):
+        with pytest.raises(LockfileError, match=r"x.lock: lock-version: .* is not a lock version"):
+            lockfile.loads(with_version(bad), "x.lock")
+    # a newer minor: the header digest still holds (it covers lock-version), so re-stamp it as a newer writer would
+    newer = _restamp(with_version("2.3"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lockfile.loads(text.replace('lock-version = "1.0"', 'lock-version = "1.3"'), "x.lock")
-    assert "newer than 1.0" in str(caught[0].message)
+        lockfile.loads(newer, "x.lock")
+    (w,) = caught
+    assert w.category is LockfileWarning
+    assert str(w.message) == ("x.lock: lock-version 2.3 is newer than this tritonlock's 2.0; reading only the fields "
+                              "it knows — upgrade tritonlock")
+
+
+def _restamp(text: str) -> str:
+    """Recompute every digest, as a later tritonlock (or someone deliberately rewriting the file) would."""
+    from tritonlock import _toml
+
+    data = _toml.loads(text)
+    digests = [lockfile.target_digest(t) for t in data["targets"]]
+    lines = text.splitlines()
+    out, t = [], -1
+    for line in lines:
+        if line == "[[targets]]":
+            t += 1
+        if line.startswith("digest = "):
+            line = f'digest = "{digests[t]}"' if t >= 0 else line
+        out.append(line)
+    text = "\n".join(out) + "\n"
+    head = lockfile.header_digest(_toml.loads(text), digests)
+    return text.replace(next(x for x in out if x.startswith("digest = ")), f'digest = "{head}"', 1)
+
+
+EDITED = "x.lock: target 'h200' was edited after the lock was generated"
+
+
+@pytest.mark.parametrize("edit", [
+    # constraints: which target a host gets
+    ('os = "linux"', 'os = "windows"'), ('arch = "x86_64"', 'arch = "aarch64"'), ('glibc = "2.39"', 'glibc = "2.17"'),
+    ('python = "3.12"\ndriver', 'python = "3.11"\ndriver'), ('driver = "580.159.04"\n', ''),
+    ('gpus = ["9.0"]\n', ''), ('gpus = ["9.0"]', 'gpus = ["8.0"]'), ('cuda = "13.0"', 'cuda = "12.0"'),
+    ('origin = "host"', 'origin = "intent"'),
+    # decision: what is installed and where from
+    ('ok = true', 'ok = false'), ('python = "3.12"\ntorch', 'python = "3.11"\ntorch'),
+    ('torch = "2.11.0"', 'torch = "2.10.0"'), ('backend = "cu130"', 'backend = "cpu"'),
+    ('index = "https://torch-mirror.example/whl/cu130"\ntriton', 'index = "https://evil.example/whl/cu130"\ntriton'),
+    ('triton-package = "triton"', 'triton-package = "triton-windows"'), ('triton = "3.6.0"', 'triton = "3.5.0"'),
+    ('driver-floor = "580.65.06"', 'driver-floor = "450.80.02"'), ('archs = ["sm_75", "sm_80", "sm_90"]', 'archs = ["sm_90"]'),
+    ('ptx = ["sm_120"]\n', ''), ('packages = ["numpy>=1.26"]', 'packages = []'),
+    ('reasons = ["torch 2.11.0: newest", "cu130: newest"]', 'reasons = []'),
+    # packages: versions, indexes, files, hashes, sizes
+    ('index = "https://mirror.example/simple"\nwheels', 'index = "https://evil.example/simple"\nwheels'),
+    ("b" * 64, "d" * 64), ("size = 16163", "size = 16164"),
+    ('[[targets.packages]]\nname = "filelock"', '[[targets.packages]]\nname = "filelock"\nextra = 1'),
+    ('name = "h200"', 'name = "h100"'),
+])
+def test_every_field_class_is_covered_by_the_digest(edit: tuple[str, str]) -> None:
+    text = lockfile.dumps(sample())
+    assert edit[0] in text
+    edited = text.replace(*edit, 1)
+    with pytest.raises(LockfileError) as ei:
+        lockfile.loads(edited, "x.lock")
+    assert str(ei.value).startswith(EDITED.replace("'h200'", "'h100'") if "h100" in edit[1] else EDITED), str(ei.value)
+    assert str(ei.value).endswith("regenerate it with `tritonlock resolve`")
+
+
+@pytest.mark.parametrize("edit", [
+    ('matrix-version = "2026.11.30"', 'matrix-version = "2027.01.01"'),
+    ('intent-hash = "sha256:' + "c" * 64, 'intent-hash = "sha256:' + "e" * 64),
+    ('default-index = "https://mirror.example/simple"', 'default-index = "https://evil.example/simple"'),
+    ('created-by = "tritonlock 0.1.0"', 'created-by = "me"'),
+])
+def test_header_edits_are_refused(edit: tuple[str, str]) -> None:
+    with pytest.raises(LockfileError, match=r"^x.lock: the lock's header or its list of targets was edited"):
+        lockfile.loads(lockfile.dumps(sample()).replace(*edit, 1), "x.lock")
+
+
+def test_removing_or_duplicating_a_target_is_refused() -> None:
+    two = lockfile.dumps(_two_targets())
+    first, second = two.split("\n[[targets]]\n")[1:]
+    with pytest.raises(LockfileError, match="header or its list of targets was edited"):
+        lockfile.loads(two.replace("\n[[targets]]\n" + second, ""), "x.lock")
+    swapped = two.split("\n[[targets]]\n")[0] + "\n[[targets]]\n" + second.rstrip("\n") + "\n\n[[targets]]\n" + first
+    with pytest.raises(LockfileError, match="header or its list of targets was edited"):
+        lockfile.loads(swapped, "x.lock")  # the order of targets decides ties when a host fits several
+
+
+def _two_targets() -> Lock:
+    import dataclasses
+
+    lock = sample()
+    t = lock.targets[0]
+    other = dataclasses.replace(t, selection=dataclasses.replace(
+        t.selection, target=dataclasses.replace(t.selection.target, name="other")))
+    return dataclasses.replace(lock, targets=(t, other))
+
+
+def test_reordering_packages_or_their_files_is_not_an_edit() -> None:
+    text = lockfile.dumps(sample())
+    head, filelock, torch = text.split("\n[[targets.packages]]\n")
+    swapped = head + "\n[[targets.packages]]\n" + torch.rstrip("\n") + "\n\n[[targets.packages]]\n" + filelock
+    assert swapped != text
+    back = lockfile.loads(swapped, "x.lock")
+    assert lockfile.dumps(back) == text
 
 
 @pytest.mark.parametrize("edit, expected", [
@@ -64,15 +174,29 @@ def test_unknown_major_refused_newer_minor_warns() -> None:
     (("f/filelock-3.16.1-py3-none-any.whl", "f/filelock-3.16.2-py3-none-any.whl"),
      "x.lock: targets[0].packages[0] (filelock): url 'https://files.example/f/filelock-3.16.2-py3-none-any.whl' does "
      "not end in its file name"),
-    (("b" * 64, "d" * 64), "x.lock: target 'h200': its packages were edited after the lock was generated"),
     (("b" * 64, "xyz"), "x.lock: targets[0].packages[0].wheels[0].hashes.sha256: not a sha256 hex digest: 'xyz'"),
+    (('glibc = "2.39"', 'glibc = "2.x"'), "x.lock: targets[0].constraints.glibc: '2.x' is not valid here"),
+    (('glibc = "2.39"', 'glibc = "2"'), "x.lock: targets[0].constraints.glibc: '2' is not valid here"),
+    (('glibc = "2.39"', 'glibc = "2.٣١"'), "x.lock: targets[0].constraints.glibc: '2.٣١' is not valid here"),
+    (('driver = "580.159.04"', 'driver = "٥٣٥.104.05"'), "x.lock: targets[0].constraints.driver: '٥٣٥.104.05' is not"),
+    (('python = "3.12"\ntorch', 'python = "3"\ntorch'), "x.lock: targets[0].decision.python: '3' is not valid here"),
+    (('https://files.example/f/', 'http://[::1/f/'), "x.lock: targets[0].packages[0].wheels[0].url: "),
+    (('https://files.example/f/', 'https://u:secret@files.example/f/'), "x.lock: targets[0].packages[0].wheels[0].url"),
+    (('name = "filelock"', 'name = "-rfoo"'), "x.lock: targets[0].packages[0].name: '-rfoo' is not valid here"),
+    (('name = "filelock"', 'name = "--index-url=http://evil"'), "x.lock: targets[0].packages[0].name: "),
+    (('triton-package = "triton"', 'triton-package = "--no-deps"'), "x.lock: targets[0].decision.triton-package: "),
     (('intent-hash = ', 'intent-hsh = '), "x.lock: intent-hash: missing"),
 ])
-def test_tampering_is_refused_with_the_package_named(edit: tuple[str, str], expected: str) -> None:
-    text = lockfile.dumps(sample()).replace(*edit)
+def test_malformed_values_are_refused_even_when_the_digests_are_recomputed(edit: tuple[str, str],
+                                                                          expected: str) -> None:
+    """The digest defends against hand edits; a value check stands behind it, so even a file rewritten with
+    fresh digests (the digest does not defend against that) cannot reach the installer as garbage."""
+    text = lockfile.dumps(sample())
+    assert edit[0] in text
     with pytest.raises(LockfileError) as ei:
-        lockfile.loads(text, "x.lock")
+        lockfile.loads(_restamp(text.replace(*edit, 1)), "x.lock")
     assert str(ei.value).startswith(expected), str(ei.value)
+    assert "Traceback" not in str(ei.value) and "secret" not in str(ei.value)
 
 
 def test_bad_toml_names_the_line() -> None:

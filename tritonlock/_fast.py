@@ -107,6 +107,10 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
     except (OSError, UnicodeDecodeError):
         return False
     want = head.get("input-digest")
+    from tritonlock import LOCK_VERSION
+
+    if head.get("lock-version", "").split(".")[0] != LOCK_VERSION.split(".")[0]:
+        return False  # another format: the full path reads it and says what to do
     inputs_from = head.get("inputs-from", "")
     if not want or (inputs_from == "file") != bool(target_file):
         return False

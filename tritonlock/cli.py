@@ -36,12 +36,24 @@ def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
 class _Group(click.Group):
-    """Turns TritonlockError into one clean message and its exit code (never a traceback)."""
+    """Turns TritonlockError into one clean message and its exit code (never a traceback), and our
+    warnings (a newer lock format) into one `warning:` line each."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        import warnings
+
+        from tritonlock.errors import LockfileWarning
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("once", LockfileWarning)
+                warnings.showwarning = _show_warning
+                return super().invoke(ctx)
         except TritonlockError as err:
             _fail(err)
         except KeyboardInterrupt:

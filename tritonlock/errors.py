@@ -27,6 +27,10 @@ class LockfileError(ValueError, TritonlockError):
     exit_code = 2
 
 
+class LockfileWarning(UserWarning):
+    """A lock that can be read but deserves a word (a newer minor format); the CLI prints it as one line."""
+
+
 class HostError(TritonlockError):
     """Host detection was asked for something it cannot give (bad override value)."""
 
