@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tritonlock import _matrix_cache, matrix
-from tritonlock._fast import compat_root
+from tritonlock._data import compat_root
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "clusters"
 

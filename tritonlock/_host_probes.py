@@ -37,12 +37,12 @@ TIMEOUT_S = 30.0
 # Asked by name so the answer can be parsed by its header whatever order or subset comes back.
 SMI_FIELDS = ("index", "name", "driver_version", "compute_cap", "memory.total", "pci.bus_id", "uuid")
 
-_VERSION = re.compile(r"^\d+(\.\d+)+$")
-_CC = re.compile(r"^\d+\.\d+$")
-_PROC_DRIVER = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
-_BANNER_DRIVER = re.compile(r"Driver Version:\s*(\d+(?:\.\d+)+)")
-_BANNER_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
-_NVCC = re.compile(r"release (\d+\.\d+)")
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)+\Z")
+_CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
+_PROC_DRIVER = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+([0-9]+(?:\.[0-9]+)+)")
+_BANNER_DRIVER = re.compile(r"Driver Version:\s*([0-9]+(?:\.[0-9]+)+)")
+_BANNER_CUDA = re.compile(r"CUDA Version:\s*([0-9]+\.[0-9]+)")
+_NVCC = re.compile(r"release ([0-9]+\.[0-9]+)")
 
 # The one indirection tests replace: NVML's shared library cannot be loaded on a machine without it.
 _load_library: Callable[[str], object] = ctypes.CDLL

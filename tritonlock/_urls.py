@@ -7,9 +7,9 @@ from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 _SCHEMES = ("http", "https", "file")
 # A host name as urlsplit gives it (lower case, an IPv6 literal without its brackets): ASCII only.
-_HOST = re.compile(r"^([0-9a-f:.]*:[0-9a-f:.]*|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?)$", re.ASCII)
+_HOST = re.compile(r"^([0-9a-f:.]*:[0-9a-f:.]*|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?)\Z", re.ASCII)
 # PEP 508 / core metadata name grammar (ASCII letters and digits, with . _ - inside).
-NAME = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$", re.ASCII)
+NAME = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])\Z", re.ASCII)
 
 
 def _split(url: str) -> SplitResult | None:
@@ -22,18 +22,18 @@ def _split(url: str) -> SplitResult | None:
 
 
 def problem(url: str, *, schemes: tuple[str, ...] = _SCHEMES) -> str | None:
-    """Why `url` is not a usable http(s):// or file:// address, or None when it is."""
-    if url != url.strip() or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        return "it contains spaces, newlines or control characters"
+    """Why `url` is not a usable http(s):// or file:// address ("is not …", to follow the URL), or None."""
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "has spaces, newlines or control characters in it"
     parts = _split(url)
     if parts is None:
-        return "it is not a valid URL (bad host, port or brackets)"
+        return "is not a valid URL (bad host, port or brackets)"
     if parts.scheme not in schemes:
-        return f"it is not an {' or '.join(s + '://' for s in schemes)} URL"
+        return "is not an http(s):// or file:// URL" if schemes == _SCHEMES else f"is not a {'/'.join(schemes)} URL"
     if parts.scheme == "file":
-        return None if parts.path else "it names no path"
+        return None if parts.path else "names no path"
     if not parts.hostname or not _HOST.match(parts.hostname):
-        return "it names no valid host (an international name goes in its xn-- form)"
+        return "names no valid host (an international name goes in its xn-- form)"
     return None
 
 

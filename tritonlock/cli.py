@@ -56,6 +56,11 @@ class _Group(click.Group):
                 return super().invoke(ctx)
         except TritonlockError as err:
             _fail(err)
+        except OSError as err:  # a file we were asked to write or read: say which, never a traceback
+            name = err.filename if isinstance(err.filename, str) else ""
+            click.echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
+                       "permissions", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)

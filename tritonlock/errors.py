@@ -27,6 +27,12 @@ class LockfileError(ValueError, TritonlockError):
     exit_code = 2
 
 
+class ConfigError(ValueError, TritonlockError):
+    """The user's pip configuration (PIP_INDEX_URL, pip.conf) holds something tritonlock cannot use."""
+
+    exit_code = 2
+
+
 class LockfileWarning(UserWarning):
     """A lock that can be read but deserves a word (a newer minor format); the CLI prints it as one line."""
 

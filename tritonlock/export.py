@@ -206,7 +206,7 @@ def requirements(lock: Lock, t: LockedTarget, *, glibc: str | None = None, heade
 
 def _cuda_of(backend: str | None) -> str | None:
     """'cu126' -> '12.6', 'cu130' -> '13.0'; None for cpu."""
-    if not backend or not re.fullmatch(r"cu\d{3,}", backend):
+    if not backend or not re.fullmatch(r"cu[0-9]{3,}", backend):
         return None
     return f"{backend[2:-1]}.{backend[-1]}"
 

@@ -40,12 +40,12 @@ _EXPECTED = {
     "python": 'a Python version like "3.12"',
 }
 _FORMS = {
-    "driver": re.compile(r"^\d+(\.\d+){1,2}$"),
-    "cuda": re.compile(r"^\d+\.\d+$"),
-    "glibc": re.compile(r"^\d+\.\d+$"),
-    "python": re.compile(r"^3\.\d+(\.\d+)?$"),
+    "driver": re.compile(r"^[0-9]+(\.[0-9]+){1,2}\Z"),
+    "cuda": re.compile(r"^[0-9]+\.[0-9]+\Z"),
+    "glibc": re.compile(r"^[0-9]+\.[0-9]+\Z"),
+    "python": re.compile(r"^3\.[0-9]+(\.[0-9]+)?\Z"),
 }
-_CC = re.compile(r"^\d+\.\d+$")
+_CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
 _NONE = "none"  # the value that says "this machine has none": no driver, no GPU, no glibc
 
 NO_DRIVER = "no NVIDIA driver found (NVML, nvidia-smi, /proc/driver/nvidia/version): this is a CPU target"
@@ -108,7 +108,7 @@ def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
         os_is, glibc_is = (f'{raw[key][1]}="{raw[key][0]}"' for key in ("os", "glibc"))
         problems.append(f"host overrides {os_is} and {glibc_is} contradict: glibc is for linux only")
     if problems:
-        raise HostError("\n".join(problems))
+        raise HostError("\n".join(_toml.capped(problems)))
     return _Overrides(where={key: where for key, (_, where) in raw.items()}, values=values, gpus=gpus)
 
 
@@ -372,35 +372,40 @@ def load_saved_target(path: str) -> TargetSpec:
     if not isinstance(targets, list) or len(targets) != 1 or not isinstance(targets[0], dict):
         raise HostError(f"{path}:1: expected exactly one [[targets]] table, as `tritonlock host --save` writes")
     table: dict[str, object] = targets[0]
-    header = _toml.line_of(text, ("targets", 0)) or 1
+    lines = _toml.Lines(text)
+    header = lines.of(("targets", 0)) or 1
 
     def line_of(key: str) -> int:
-        return _toml.line_of(text, ("targets", 0, key)) or header
+        return lines.of(("targets", 0, key)) or header
 
     problems: list[str] = []
     values: dict[str, str | None] = {}
     gpus: tuple[str, ...] = ()
     for key, value in table.items():
-        where = f"{path}:{line_of(key)}: targets[0].{key}"
+        where = f"{path}:{line_of(key)}: targets[0].{_toml.shown(key, 40).strip(chr(39))}"
         if key not in _TARGET_KEYS:
             problems.append(f"{where}: unknown key, expected one of {', '.join(_TARGET_KEYS)}")
         elif key == "gpus":
             if isinstance(value, list) and all(isinstance(v, str) and _CC.match(v) for v in value):
                 gpus = tuple(str(v) for v in value)
             else:
-                problems.append(f'{where} = {value!r}: expected a list of compute capabilities like ["8.0"]')
+                problems.append(f'{where} = {_toml.shown(value)}: expected a list of compute capabilities like ["8.0"]')
         elif not isinstance(value, str) or not value:
-            problems.append(f"{where} = {value!r}: expected a string")
+            problems.append(f"{where} = {_toml.shown(value)}: expected a string")
         elif key == "name":
-            values[key] = value
+            if value.isprintable() and value.strip() and len(value) <= 100:
+                values[key] = value
+            else:
+                problems.append(f"{where} = {_toml.shown(value)}: expected a short name without control characters")
         else:
             try:
                 values[key] = _parse_scalar(key, value, str(table.get("os", "")))
             except ValueError:
-                problems.append(f'{where} = "{value}": expected {_EXPECTED[key]}')
+                problems.append(f'{where} = "{value if len(value) <= 60 else value[:57] + "..."}": '
+                                f'expected {_EXPECTED[key]}')
     problems += [f"{path}:{header}: targets[0].{key} is missing" for key in _REQUIRED if key not in table]
     if problems:
-        raise HostError("\n".join(problems))
+        raise HostError("\n".join(_toml.capped(problems)))
     return TargetSpec(
         name=str(values["name"]),
         os=str(values["os"]),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from tritonlock.errors import IndexError_
+from tritonlock.errors import ConfigError, IndexError_
 
 
 def _pip_config_files() -> list[Path]:
@@ -36,24 +36,35 @@ def _pip_config_files() -> list[Path]:
     return files
 
 
+def _checked(url: str, where: str) -> str:
+    from tritonlock import _urls
+
+    why = _urls.problem(url)
+    if why is not None:
+        raise ConfigError(f"{where}: {_urls.redact(repr(url[:120]))} {why} — set it to the index's full address "
+                          "(or set [indexes].default in triton-env.toml)")
+    return url.rstrip("/")
+
+
 @functools.lru_cache(maxsize=1)
 def default_index() -> str:
-    """The user's default index: PIP_INDEX_URL, then pip.conf (mirrors included), then pip's own default."""
+    """The user's default index as configured (credentials included): PIP_INDEX_URL, then pip.conf (mirrors
+    included), then pip's own default. Store and print it only through `_urls.strip_credentials`."""
     env = os.environ.get("PIP_INDEX_URL")
-    if env:
-        return env.split()[0].rstrip("/")
-    found: str | None = None
+    if env and env.strip():
+        return _checked(env.strip(), "PIP_INDEX_URL")
+    found: tuple[str, str] | None = None
     for path in _pip_config_files():
         cp = configparser.ConfigParser(interpolation=None)
         try:
             cp.read(path, encoding="utf-8")
-        except (OSError, configparser.Error):
+        except (OSError, configparser.Error, UnicodeDecodeError):
             continue
         for section in ("global", "install", "download"):
             if cp.has_option(section, "index-url"):
-                found = cp.get(section, "index-url").split()[0]
+                found = (cp.get(section, "index-url").strip(), f"{path} [{section}] index-url")
     if found:
-        return found.rstrip("/")
+        return _checked(*found)
     try:  # pip's own default, read from pip itself so no address is written here
         from pip._internal.models.index import PyPI
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from tritonlock import _toml
+from tritonlock import _toml, _urls
 from tritonlock.errors import IntentError
 from tritonlock.models import Intent, TargetSpec
 
@@ -19,10 +19,10 @@ _INDEX_KEYS = ("torch", "default")
 _TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus")
 _OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-_BACKEND = re.compile(r"^(cpu|cu\d{3,})$")
-_CC = re.compile(r"^\d+\.\d+$")
-_DRIVER = re.compile(r"^\d{3,4}(\.\d+){0,2}$")
-_MINOR = re.compile(r"^3\.\d+$")
+_BACKEND = re.compile(r"^(cpu|cu[0-9]{3,})\Z")
+_CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
+_DRIVER = re.compile(r"^[0-9]{3,4}(\.[0-9]+){0,2}\Z")
+_MINOR = re.compile(r"^3\.[0-9]+\Z")
 
 
 class _Problems:
@@ -31,18 +31,23 @@ class _Problems:
     def __init__(self, path: str, text: str) -> None:
         self.path, self.text = path, text
         self.items: list[str] = []
+        self._lines: _toml.Lines | None = None
 
     def add(self, key: tuple[str | int, ...], what: str, fix: str) -> None:
-        line = _toml.line_of(self.text, key)
+        if self._lines is None:  # one pass over the file, however many problems it has
+            self._lines = _toml.Lines(self.text)
+        line = self._lines.of(key)
         where = f"{self.path}:{line}" if line else self.path
-        shown = "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k) for i, k in enumerate(key))
+        shown = "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else _toml.shown(k, 40).strip("'\""))
+                        for i, k in enumerate(key))
         self.items.append(f"{where}: {shown}: {what} — {fix}")
 
     def raise_if_any(self) -> None:
         if len(self.items) == 1:
             raise IntentError(self.items[0])
         if self.items:
-            raise IntentError(f"{len(self.items)} problems in {self.path}:\n  " + "\n  ".join(self.items))
+            raise IntentError(f"{len(self.items)} problems in {self.path}:\n  "
+                              + "\n  ".join(_toml.capped(self.items)))
 
 
 _SIMPLE_REQ = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[A-Za-z0-9._,\s-]*\])?\s*"
@@ -73,14 +78,34 @@ def _requirement(req: str) -> tuple[str, str] | str:
     return r.name, str(r)
 
 
+def _requirement_url_problem(text: str) -> str | None:
+    """Why a direct-URL requirement ("name @ URL") cannot be locked, or None."""
+    if "://" not in text:
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        url = Requirement(text).url
+    except InvalidRequirement:
+        return None
+    if not url:
+        return None
+    why = _urls.problem(url)
+    if why:
+        return f"its URL {why}"
+    if _urls.has_credentials(url):
+        return "its URL carries credentials, which would be written into the lock"
+    return None
+
+
 def normalize_torch_spec(value: str) -> str:
     """'*' or '' → any; a bare '2.6' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
     v = value.strip()
     if v in ("", "*"):
         return ""
-    if re.fullmatch(r"\d+\.\d+", v):
+    if re.fullmatch(r"[0-9]+\.[0-9]+", v):
         return f"=={v}.*"
-    if re.fullmatch(r"\d+\.\d+\.\d+", v):
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
         return f"=={v}"
     return v
 
@@ -89,14 +114,14 @@ def _check_spec(p: _Problems, key: tuple[str | int, ...], value: str, example: s
     try:
         SpecifierSet(value)
     except InvalidSpecifier:
-        p.add(key, f"{value!r} is not a valid PEP 440 version specifier", f"write e.g. {example}")
+        p.add(key, f"{_toml.shown(value)} is not a valid PEP 440 version specifier", f"write e.g. {example}")
         return False
     return True
 
 
 def _string(p: _Problems, key: tuple[str | int, ...], raw: Any, example: str) -> str | None:
     if not isinstance(raw, str):
-        p.add(key, f"expected a string, got {type(raw).__name__} {raw!r}", f"write e.g. {example}")
+        p.add(key, f"expected a string, got {type(raw).__name__} {_toml.shown(raw)}", f"write e.g. {example}")
         return None
     return raw
 
@@ -114,7 +139,7 @@ def _python(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
     s = s.strip()
     if _MINOR.match(s):
         return s
-    if re.fullmatch(r"3\.\d+\.\d+", s):
+    if re.fullmatch(r"3\.[0-9]+\.[0-9]+", s):
         return ".".join(s.split(".")[:2])
     if _check_spec(p, key, s, '"3.12" or ">=3.10,<3.14"'):
         return s
@@ -128,7 +153,7 @@ def _cuda(p: _Problems, raw: Any) -> str:
     s = s.strip().lower()
     if s in ("auto",) or _BACKEND.match(s):
         return s
-    if re.fullmatch(r"\d+\.\d+", s):
+    if re.fullmatch(r"[0-9]+\.[0-9]+", s):
         return f"=={s}"
     if _check_spec(p, ("environment", "cuda"), s, '"auto", "cpu", "cu126" or ">=12.4"'):
         return s
@@ -139,18 +164,28 @@ def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
     s = _string(p, key, raw, '"https://mirror.example/whl/{backend}"')
     if s is None:
         return None
-    if s == "default" and key == ("indexes", "torch"):
+    torch = key == ("indexes", "torch")
+    if s == "default" and torch:
         return s  # the torch family from the default index: PyPI's (or your mirror's) builds
-    if not re.match(r"^(https?|file)://", s):
-        p.add(key, f"{s!r} is not an http(s):// or file:// URL", "give the index's full address"
-              + (', or "default" to take torch from the default index' if key == ("indexes", "torch") else ""))
+    fix = "give the index's full address" + (', or "default" to take torch from the default index' if torch else "")
+    # {backend} is the one placeholder a torch index may carry; any other brace is a typo.
+    rest = s.replace("{backend}", "cu126") if torch else s
+    if "{" in rest or "}" in rest:
+        p.add(key, f"{_urls.redact(_toml.shown(s, 120))} has a brace that is not {{backend}}" if torch else
+              f"{_urls.redact(_toml.shown(s, 120))} has a {{ or }} (a placeholder only [indexes].torch may use, as "
+              "{backend})", "write the address with {backend} where the backend goes, and no other braces"
+              if torch else fix)
+        return None
+    why = _urls.problem(rest)
+    if why is not None:
+        p.add(key, f"{_urls.redact(_toml.shown(s, 120))} {why}", fix)
         return None
     return s.rstrip("/")
 
 
 def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
-        p.add(key, f"expected a list of strings, got {raw!r}", 'write e.g. ["8.0", "8.0"] or ["A100"]')
+        p.add(key, f"expected a list of strings, got {_toml.shown(raw)}", 'write e.g. ["8.0", "8.0"] or ["A100"]')
         return ()
     out: list[str] = []
     for i, g in enumerate(raw):
@@ -161,7 +196,7 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
-            p.add((*key, i), f"unknown GPU {g!r}", 'give its compute capability instead, e.g. "8.6"')
+            p.add((*key, i), f"unknown GPU {_toml.shown(g)}", 'give its compute capability instead, e.g. "8.6"')
         else:
             out.append(cc)
     return tuple(out)
@@ -178,36 +213,39 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
         if "name" not in raw:
             p.add(key, "missing required key 'name'", 'add name = "my-cluster"')
         return None
-    if name in names or name == "host":
-        p.add((*key, "name"), f"duplicate target name {name!r}" if name in names else "the name 'host' is reserved",
-              "give each target its own name")
+    if not name.strip() or not name.isprintable() or len(name) > 100:
+        p.add((*key, "name"), f"{_toml.shown(name)} is not a usable target name (empty, too long, or with control "
+              "characters)", 'write a short name, e.g. "a100-cluster"')
+    elif name in names or name == "host":
+        p.add((*key, "name"), f"duplicate target name {_toml.shown(name)}" if name in names
+              else "the name 'host' is reserved", "give each target its own name")
     names.add(name)
     os_raw = _string(p, (*key, "os"), raw.get("os", "linux"), '"linux" or "windows"')
     os_ = _OS.get((os_raw or "linux").lower())
     if os_raw is not None and os_ is None:
-        p.add((*key, "os"), f"unknown os {os_raw!r}", "use linux, windows or macos")
+        p.add((*key, "os"), f"unknown os {_toml.shown(os_raw)}", "use linux, windows or macos")
     arch_raw = _string(p, (*key, "arch"), raw.get("arch", "x86_64"), '"x86_64" or "aarch64"')
     arch = _ARCH.get((arch_raw or "x86_64").lower())
     if arch_raw is not None and arch is None:
-        p.add((*key, "arch"), f"unknown arch {arch_raw!r}", "use x86_64 or aarch64")
+        p.add((*key, "arch"), f"unknown arch {_toml.shown(arch_raw)}", "use x86_64 or aarch64")
     glibc = None
     if "glibc" in raw:
         glibc = _string(p, (*key, "glibc"), raw["glibc"], '"2.31"')
-        if glibc is not None and not re.fullmatch(r"\d+\.\d+", glibc):
-            p.add((*key, "glibc"), f"{glibc!r} is not a glibc version", 'write e.g. "2.31" (ldd --version)')
+        if glibc is not None and not re.fullmatch(r"[0-9]+\.[0-9]+", glibc):
+            p.add((*key, "glibc"), f"{_toml.shown(glibc)} is not a glibc version", 'write e.g. "2.31" (ldd --version)')
     python = _python(p, (*key, "python"), raw["python"]) if "python" in raw else None
     driver = None
     if "driver" in raw:
         driver = _string(p, (*key, "driver"), raw["driver"], '"535.104.05"')
         if driver is not None and not _DRIVER.match(driver):
-            p.add((*key, "driver"), f"{driver!r} is not an NVIDIA driver version",
+            p.add((*key, "driver"), f"{_toml.shown(driver)} is not an NVIDIA driver version",
                   'write e.g. "535.104.05" (nvidia-smi), or leave it out for a CPU target')
             driver = None
     cuda = None
     if "cuda" in raw:
         cuda = _string(p, (*key, "cuda"), raw["cuda"], '"12.2"')
-        if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
-            p.add((*key, "cuda"), f"{cuda!r} is not a CUDA version", 'write e.g. "12.2" (nvidia-smi\'s "CUDA Version")')
+        if cuda is not None and not re.fullmatch(r"[0-9]+\.[0-9]+", cuda):
+            p.add((*key, "cuda"), f"{_toml.shown(cuda)} is not a CUDA version", 'write e.g. "12.2" (nvidia-smi\'s "CUDA Version")')
     gpus = _gpus(p, (*key, "gpus"), raw["gpus"]) if "gpus" in raw else ()
     if gpus and driver is None and "driver" not in raw:
         p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
@@ -254,19 +292,24 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
     packages: list[str] = []
     raw_pk = env.get("packages", [])
     if not isinstance(raw_pk, list):
-        p.add(("environment", "packages"), f"expected a list of requirement strings, got {raw_pk!r}",
+        p.add(("environment", "packages"), f"expected a list of requirement strings, got {_toml.shown(raw_pk)}",
               'write e.g. packages = ["numpy>=1.26"]')
         raw_pk = []
     for i, req in enumerate(raw_pk):
         if not isinstance(req, str):
-            p.add(("environment", "packages", i), f"expected a string, got {req!r}", 'write e.g. "numpy>=1.26"')
+            p.add(("environment", "packages", i), f"expected a string, got {_toml.shown(req)}", 'write e.g. "numpy>=1.26"')
             continue
         parsed = _requirement(req)
         if isinstance(parsed, str):
-            p.add(("environment", "packages", i), f"{req!r} is not a valid requirement ({parsed})",
+            p.add(("environment", "packages", i), f"{_toml.shown(req)} is not a valid requirement ({parsed})",
                   'write e.g. "numpy>=1.26"')
             continue
         name, text = parsed
+        url_problem = _requirement_url_problem(text)
+        if url_problem:
+            p.add(("environment", "packages", i), f"{_urls.redact(_toml.shown(req, 120))}: {url_problem}",
+                  "give a plain https:// or file:// URL; keep credentials in ~/.netrc or your keyring")
+            continue
         if name.lower() in ("torch", "triton"):
             p.add(("environment", "packages", i), f"{name} is set by [environment].{name.lower()}",
                   f"remove it here and use {name.lower()} = \"...\" instead")
@@ -277,7 +320,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
     if "cuda-policy" in env:
         pol = _string(p, ("environment", "cuda-policy"), env["cuda-policy"], '"compatible" or "strict"')
         if pol is not None and pol not in ("compatible", "strict"):
-            p.add(("environment", "cuda-policy"), f"unknown policy {pol!r}", 'use "compatible" or "strict"')
+            p.add(("environment", "cuda-policy"), f"unknown policy {_toml.shown(pol)}", 'use "compatible" or "strict"')
         elif pol is not None:
             policy = pol
     idx = data.get("indexes", {})
@@ -313,7 +356,7 @@ def read_intent(path: str | Path) -> Intent:
     """Read triton-env.toml from disk."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not TOML, but is no error either
     except FileNotFoundError:
         raise IntentError(f"{p}: no such file — run `tritonlock init` to write one") from None
     except (OSError, UnicodeDecodeError) as err:

@@ -177,14 +177,14 @@ def write_lock(lock: Lock, path: str | Path) -> None:
 # ---------------------------------------------------------------- reading
 
 
-_GLIBC = re.compile(r"^[0-9]+\.[0-9]+$", re.ASCII)
-_PY_MINOR = re.compile(r"^3\.[0-9]+$", re.ASCII)
-_DRIVER = re.compile(r"^[0-9]{3,4}(\.[0-9]+){0,2}$", re.ASCII)
-_CUDA = re.compile(r"^[0-9]+\.[0-9]+$", re.ASCII)
-_CC = re.compile(r"^[0-9]+\.[0-9]+$", re.ASCII)
-_ARCH_SM = re.compile(r"^(sm|compute)_[0-9]+[af]?$", re.ASCII)
-_BACKEND = re.compile(r"^[a-z][a-z0-9.]*$", re.ASCII)
-_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$", re.ASCII)
+_GLIBC = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
+_PY_MINOR = re.compile(r"^3\.[0-9]+\Z", re.ASCII)
+_DRIVER = re.compile(r"^[0-9]{3,4}(\.[0-9]+){0,2}\Z", re.ASCII)
+_CUDA = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
+_CC = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
+_ARCH_SM = re.compile(r"^(sm|compute)_[0-9]+[af]?\Z", re.ASCII)
+_BACKEND = re.compile(r"^[a-z][a-z0-9.]*\Z", re.ASCII)
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*\Z", re.ASCII)
 _OS = ("linux", "windows", "macos")
 _ARCHES = ("x86_64", "aarch64", "arm64")
 

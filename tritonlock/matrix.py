@@ -174,12 +174,12 @@ class Matrix:
     def gpu_cc(self, name: str) -> str | None:
         """Compute capability for a GPU name like "A100" or "NVIDIA GeForce RTX 4090"."""
         words = _words(name)
-        best: GpuModel | None = None
-        for gpu in self.gpus:
-            known = _words(gpu.name)
-            if known and _contains(words, known) and (best is None or len(" ".join(known)) > len(" ".join(_words(best.name)))):
-                best = gpu
-        return best.cc if best else None
+        best: tuple[int, GpuModel] | None = None
+        present = set(words)
+        for known, size, gpu in _gpu_words(self.gpus):
+            if known[0] in present and _contains(words, known) and (best is None or size > best[0]):
+                best = (size, gpu)
+        return best[1].cc if best else None
 
     def jetpack_only(self, cc: str) -> GpuModel | None:
         """The integrated (Jetson) GPU with this compute capability, when only JetPack wheels serve it."""
@@ -243,14 +243,14 @@ def _load_default() -> Matrix:
 
 # --- parsing -----------------------------------------------------------------------------------------------
 
-_BACKEND = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")
-_CUDA = re.compile(r"^\d+\.\d+$")
-_DRIVER = re.compile(r"^\d+\.\d+(\.\d+)?$")
-_PY = re.compile(r"^3\.\d+$")
-_PYT = re.compile(r"^3\.\d+t$")
-_ARCH = re.compile(r"^sm_\d+$")
-_CC = re.compile(r"^\d+\.\d$")
-_GLIBC = re.compile(r"^2\.\d+$")
+_BACKEND = re.compile(r"^(cpu|cu[0-9]{3}|rocm[0-9]+(\.[0-9]+)*|xpu)\Z")
+_CUDA = re.compile(r"^[0-9]+\.[0-9]+\Z")
+_DRIVER = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?\Z")
+_PY = re.compile(r"^3\.[0-9]+\Z")
+_PYT = re.compile(r"^3\.[0-9]+t\Z")
+_ARCH = re.compile(r"^sm_[0-9]+\Z")
+_CC = re.compile(r"^[0-9]+\.[0-9]\Z")
+_GLIBC = re.compile(r"^2\.[0-9]+\Z")
 
 
 class _Row:
@@ -342,6 +342,14 @@ def _is_version(s: str) -> bool:
     return _public(s) is not None
 
 
+def _index_template_ok(s: str) -> bool:
+    """An http(s) URL with {backend} and no other placeholder (str.format would choke on one)."""
+    from tritonlock._urls import problem
+
+    rest = s.replace("{backend}", "cu126")
+    return "{backend}" in s and "{" not in rest and "}" not in rest and problem(rest) is None
+
+
 def _read(root: Path, name: str, problems: list[str]) -> _Row:
     label = f"{root.name}/{name}"
     try:
@@ -364,9 +372,9 @@ def _load(root: Path) -> Matrix:
 
     meta_f.seen.add("meta")
     meta = _Row(meta_f.data.get("meta") or {}, "meta", meta_f.file, problems)
-    version = meta.get("version", re.compile(r"^\d{4}\.\d{1,2}\.\d{1,2}$"), "2026.11.30") or ""
-    template = meta.get("torch_index_template", lambda s: "{backend}" in s, "https://.../whl/{backend}") or ""
-    family = frozenset(meta.strings("torch_family", re.compile(r"^[a-z0-9][a-z0-9._-]*$"), "torch"))
+    version = meta.get("version", re.compile(r"^[0-9]{4}\.[0-9]{1,2}\.[0-9]{1,2}\Z"), "2026.11.30") or ""
+    template = meta.get("torch_index_template", _index_template_ok, "https://.../whl/{backend}") or ""
+    family = frozenset(meta.strings("torch_family", re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"), "torch"))
     meta.source()
     meta.done()
     meta_f.done()
@@ -406,7 +414,7 @@ def _load(root: Path) -> Matrix:
     windows: list[TritonWindowsRelease] = []
     for row in triton_f.rows("triton_windows"):
         tw = TritonWindowsRelease(
-            torch=row.get("torch", re.compile(r"^\d+\.\d+$"), "2.6") or "",
+            torch=row.get("torch", re.compile(r"^[0-9]+\.[0-9]+\Z"), "2.6") or "",
             version=row.get("version", None, ">=3.2,<3.3") or "",
             python=row.strings("python", _PY, "3.12"), source=row.source())
         row.done()
@@ -416,7 +424,7 @@ def _load(root: Path) -> Matrix:
     gpus: list[GpuModel] = []
     for row in gpus_f.rows("gpu"):
         cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
-        wheels = row.get("wheels", re.compile(r"^jetpack$"), "jetpack", required=False) or ""
+        wheels = row.get("wheels", re.compile(r"^jetpack\Z"), "jetpack", required=False) or ""
         names, src = row.strings("names", lambda s: bool(_words(s)), "A100"), row.source()
         row.done()
         gpus += [GpuModel(name=n, cc=cc, source=src, family=family_name, wheels=wheels) for n in names if cc]
@@ -470,7 +478,7 @@ def _torch_row(row: _Row, known_cuda: set[str]) -> TorchRelease:
     rel = TorchRelease(
         version=row.get("version", _is_version, "2.6.0") or "", python=row.strings("python", _PY, "3.12"),
         free_threaded=row.strings("free_threaded", _PYT, "3.13t", required=False), triton=triton,
-        triton_requirement=row.get("triton_requirement", re.compile(r"^(==|~=)\S+$"), "==3.2.0",
+        triton_requirement=row.get("triton_requirement", re.compile(r"^(==|~=)\S+\Z"), "==3.2.0",
                                    required=False) or (f"=={triton}" if triton else ""),
         triton_platforms=row.strings("triton_platforms", lambda s: s in PLATFORMS, "linux_x86_64", required=False),
         triton_python_below=row.get("triton_python_below", _PY, "3.13", required=False),
@@ -535,6 +543,12 @@ _BRAND = {"NVIDIA", "GEFORCE", "TESLA", "QUADRO"}
 
 def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w and w not in _BRAND]
+
+
+@functools.lru_cache(maxsize=4)
+def _gpu_words(gpus: tuple[GpuModel, ...]) -> tuple[tuple[list[str], int, GpuModel], ...]:
+    """Each model's name words, split once (a file naming thousands of GPUs must not split them every time)."""
+    return tuple((w, len(" ".join(w)), g) for g in gpus if (w := _words(g.name)))
 
 
 def _contains(words: list[str], known: list[str]) -> bool:
