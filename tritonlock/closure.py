@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -43,46 +45,85 @@ def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> st
     lines += [f"  {toml_value(r)}," for r in reqs]
     lines += ["]", "", "[[tool.uv.index]]", 'name = "torch"', f"url = {toml_value(sel.index or '')}",
               "explicit = true", "", "[tool.uv.sources]"]
-    lines += [f'{p} = {{ index = "torch" }}' for p in torch_pkgs]
+    lines += [f'{toml_value(p)} = {{ index = "torch" }}' for p in torch_pkgs]
     return "\n".join(lines) + "\n"
 
 
+def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
+    """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml)."""
+    return canonicalize_name(name) in matrix.torch_family
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+# How many times a newly found torch-family package may bring another one (torchvision → torch → triton).
+_PASSES = 5
+
+
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900) -> tuple[LockedPackage, ...]:
-    """The full transitive set for one ok selection, each package bound to exactly one index."""
+    """The full transitive set for one ok selection, each package bound to exactly one index.
+
+    uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
+    through another package (a library needing torchvision; the triton torch pins) would come from the default
+    index — where a same-named decoy may wait (PyTorch's Dec 2022 torchtriton incident). Each family member found
+    that way is added as a bare direct requirement bound to the torch index and the closure is computed again,
+    until no family member is left unbound; if the torch index cannot serve it, the lock is refused.
+    """
     assert sel.ok and sel.torch and sel.index and sel.python
     reqs = requirements(sel)
-    # The torch family comes only from the torch index (explicit: nothing else is looked up there).
-    import re
-
-    names = {canonicalize_name(m.group(0)) for r in reqs if (m := re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r))}
-    torch_pkgs = sorted(names & set(matrix.torch_family))
+    names = {canonicalize_name(m.group(0)) for r in reqs if (m := _NAME.match(r))}
+    bound = {n for n in names if bound_to_torch_index(matrix, sel, n)}
     release = matrix.torch_release(sel.torch)
     from tritonlock.resolve import platform_of
 
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
+    pulled: list[str] = []  # family members that came in through other packages
+    for _ in range(_PASSES):
+        raw = _compile(sel, reqs + pulled, sorted(bound), default_index, floor, timeout, pulled)
+        found = {canonicalize_name(str(r["name"])) for r in raw}
+        unbound = sorted(n for n in found - bound if bound_to_torch_index(matrix, sel, n))
+        if not unbound:
+            break
+        bound.update(unbound)
+        pulled += unbound
+    else:
+        raise ClosureError(f"target {sel.target.name!r}: the torch family kept growing after {_PASSES} passes "
+                           f"({', '.join(pulled)}) — report this with your triton-env.toml")
+    pkgs: list[LockedPackage] = []
+    for r in raw:
+        name = canonicalize_name(str(r["name"]))
+        index = sel.index if name in bound else default_index
+        wheels = tuple(_file(w) for w in r.get("wheels", []))
+        sdist = _file(r["sdist"]) if "sdist" in r else None
+        pkgs.append(LockedPackage(name=name, version=str(r["version"]), index=index, wheels=wheels, sdist=sdist))
+    return tuple(sorted(pkgs, key=lambda p: p.name))
+
+
+def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
+             timeout: float, pulled: list[str]) -> list[dict[str, Any]]:
+    """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output."""
+    assert sel.python
     with tempfile.TemporaryDirectory(prefix="tritonlock-closure-") as tmp:
         pyproject = Path(tmp) / "pyproject.toml"
         pyproject.write_text(_pyproject(sel, reqs, torch_pkgs), encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
         args = [_subprocess.uv_bin(), "pip", "compile", str(pyproject), "--no-config", "--no-header", "--quiet",
-                "--default-index", default_index, "--python-version", sel.python,
-                "--python-platform", python_platform(sel, floor), "--generate-hashes", "-o", str(out)]
+                f"--default-index={default_index}", f"--python-version={sel.python}",
+                f"--python-platform={python_platform(sel, floor)}", "--generate-hashes", "-o", str(out)]
         proc = _subprocess.run(args, cwd=tmp, timeout=timeout)
         if proc.returncode != 0:
             msg = (proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements")
+            shown = [r for r in reqs if r not in pulled]
+            why = (f"\n  note: {', '.join(pulled)} {'is' if len(pulled) == 1 else 'are'} needed by other packages and, "
+                   f"being in the torch family, {'is' if len(pulled) == 1 else 'are'} taken only from the torch index "
+                   f"{sel.index} (never from the default index, where a same-named package may be a decoy)"
+                   if pulled else "")
             raise ClosureError(f"uv could not resolve target {sel.target.name!r} "
-                               f"({', '.join(reqs)}; torch index {sel.index}; default index {default_index}):\n"
-                               f"{msg}\n  fix: check that both indexes are reachable and serve these versions for "
-                               f"Python {sel.python} on {python_platform(sel, floor)}")
+                               f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
+                               f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
+                               f"for Python {sel.python} on {python_platform(sel, floor)}")
         data = _toml.loads(out.read_text(encoding="utf-8"))
-    pkgs: list[LockedPackage] = []
-    for raw in data.get("packages", []):
-        name = canonicalize_name(raw["name"])
-        index = sel.index if name in torch_pkgs else default_index
-        wheels = tuple(_file(w) for w in raw.get("wheels", []))
-        sdist = _file(raw["sdist"]) if "sdist" in raw else None
-        pkgs.append(LockedPackage(name=name, version=str(raw["version"]), index=index, wheels=wheels, sdist=sdist))
-    return tuple(sorted(pkgs, key=lambda p: p.name))
+    packages = data.get("packages", [])
+    return [p for p in packages if isinstance(p, dict)]
 
 
 def _file(raw: dict[str, object]) -> Wheel:
