@@ -95,6 +95,21 @@ def real_torch_python(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
+def no_numpy_python(real_torch_python: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The real torch + triton venv without numpy (what a lock without numpy gave before): a new venv whose
+    site-packages links to everything in the cached one except numpy."""
+    venv = tmp_path_factory.mktemp("no-numpy") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    src = Path(subprocess.run([real_torch_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip())
+    dst = next((venv / "lib").glob("python3*/site-packages"))
+    for entry in src.iterdir():
+        if not entry.name.lower().startswith("numpy"):
+            (dst / entry.name).symlink_to(entry)
+    return str(venv / "bin" / "python")
+
+
+@pytest.fixture(scope="session")
 def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx = LocalIndex(tmp_path_factory.mktemp("index"))
     populate(idx)

@@ -56,6 +56,28 @@ def test_resolve_writes_a_complete_lock(tmp_path: Path, local_index: LocalIndex)
     assert {p.name: p.version for p in laptop.packages}["torch"] == "2.6.0+cpu"
 
 
+def test_a_target_without_a_driver_locks_numpy_for_tritons_interpreter(tmp_path: Path, local_index: LocalIndex) -> None:
+    """`verify` runs Triton kernels in the interpreter where there is no driver; the interpreter imports numpy."""
+    from tritonlock.project import INTERPRETER_REASON
+
+    write_intent(tmp_path, local_index, INTENT)
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    a100, laptop = read_lock(tmp_path / "triton-env.lock").targets
+    assert laptop.selection.triton_package == "triton"
+    assert laptop.selection.packages == ("einops", "numpy")
+    assert laptop.selection.reasons[-1] == INTERPRETER_REASON and f"why: {INTERPRETER_REASON}" in out
+    assert {p.name: p.version for p in laptop.packages}["numpy"] == "1.26.4"
+    assert a100.selection.packages == ("einops",) and "numpy" not in {p.name for p in a100.packages}
+    # the dry run says the same; a numpy the intent asks for is not added twice
+    code, out = _run("resolve", "-p", str(tmp_path), "--dry-run", "--json")
+    assert code == 0 and INTERPRETER_REASON in json.loads(out)["targets"][1]["reasons"]
+    write_intent(tmp_path, local_index, INTENT.replace('["einops"]', '["NumPy>=1.20"]'))
+    code, out = _run("resolve", "-p", str(tmp_path), "--dry-run", "--json")
+    laptop_json = json.loads(out)["targets"][1]
+    assert code == 0 and INTERPRETER_REASON not in laptop_json["reasons"]
+
+
 def test_resolve_is_deterministic_and_skips_when_nothing_changed(tmp_path: Path, local_index: LocalIndex) -> None:
     write_intent(tmp_path, local_index, INTENT)
     assert _run("resolve", "-p", str(tmp_path))[0] == 0

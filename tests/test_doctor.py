@@ -282,7 +282,8 @@ def test_cuda_unavailable_with_error_804_names_forward_compat(tmp_path: Path) ->
 
 
 def test_no_driver_with_cuda_torch_is_info_on_a_cpu_machine_but_error_for_a_gpu_lock(tmp_path: Path) -> None:
-    make_venv(tmp_path, triton_pkg("3.2.0"), torch_pkg("2.6.0+cpu", None, pin=False))
+    make_venv(tmp_path, triton_pkg("3.2.0"), torch_pkg("2.6.0+cpu", None, pin=False),
+              pkg("numpy", "1.26.4", {"numpy/__init__.py": ""}))  # Triton's interpreter needs it on this host
     cpu_host = host(driver=None, cuda_driver=None, gpus=(), nvcc=None)
     r = doctor(tmp_path, cpu_host)
     assert ids(r) == [("no-driver", "info"), ("no-lock", "info")]
@@ -725,3 +726,27 @@ def test_real_cpu_torch_on_a_gpu_host(tmp_path: Path, real_torch_python: str) ->
     f = only(r, "torch-cpu-only")
     assert f.severity == "error"
     assert f.title.startswith("CPU-only torch 2.13.0+cpu is installed in ")
+
+
+CPU_HOST = dict(driver=None, cuda_driver=None, gpus=(), nvcc=None, probes=())
+
+
+@pytest.mark.slow
+def test_real_venv_without_numpy_on_a_cpu_host_is_not_healthy(tmp_path: Path, no_numpy_python: str,
+                                                               real_torch_python: str) -> None:
+    """What `verify` fails on (Triton's interpreter needs numpy), doctor reports too — and not when numpy is there."""
+    r = examine(tmp_path, no_numpy_python, host=host(**CPU_HOST), matrix=None)
+    f = only(r, "triton-interpreter-no-numpy")
+    venv = Path(no_numpy_python).parent.parent
+    assert f.severity == "error" and r.exit_code == 1
+    assert f.title == (f"Triton kernels cannot run in {venv}: this host has no NVIDIA GPU, so they run only in "
+                       "Triton's interpreter, which needs numpy, and numpy is not installed")
+    assert f.evidence[0].startswith("triton 3.6.0 in ")
+    assert f.fix.startswith("lock numpy: `tritonlock resolve --upgrade`")
+    healthy = examine(tmp_path, real_torch_python, host=host(**CPU_HOST), matrix=None)
+    assert "triton-interpreter-no-numpy" not in [x.id for x in healthy.findings]
+    # with a GPU, Triton compiles for it; the CPU build of torch is its own finding, and numpy still matters
+    on_gpu = examine(tmp_path, no_numpy_python, host=host(), matrix=None)
+    assert only(on_gpu, "triton-interpreter-no-numpy").title.endswith(
+        "torch 2.13.0+cpu is a CPU build, so they run only in Triton's interpreter, which needs numpy, and numpy is "
+        "not installed")

@@ -89,10 +89,36 @@ def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult) -> 
 def test_interpreter_mode_checks(interpreter_run: VerifyResult) -> None:
     r = interpreter_run
     assert [c.name for c in r.checks] == ["torch imports", "torch CUDA build", "CUDA available",
-                                          "triton imports", "triton version", "numpy (Triton interpreter)"]
+                                          "numpy (Triton interpreter)", "triton imports", "triton version"]
     assert _check(r, "torch CUDA build").detail.endswith("is built for CPU only, as backend cpu expects")
     assert _check(r, "triton version").detail == f"triton {TRITON}, as the lock pins"
     assert all(c.fix is None for c in r.checks)
+
+
+@pytest.mark.slow
+def test_missing_numpy_is_named_as_the_cause(no_numpy_python: str) -> None:
+    """Triton's interpreter imports numpy: without it, verify names numpy (not "triton is not installed"), gives a
+    fix that locks it, and claims no kernel ran."""
+    r = run_verify(no_numpy_python, backend="cpu", triton=TRITON)
+    assert not r.ok and r.kernels == ()
+    assert [c.name for c in r.checks if not c.ok] == ["numpy (Triton interpreter)"]
+    c = _check(r, "numpy (Triton interpreter)")
+    assert c.detail == ("no GPU to run Triton kernels on, so they run in Triton's interpreter on the CPU, which "
+                        "needs numpy — this environment lacks it, so no kernel ran")
+    assert c.fix is not None and c.fix.startswith("lock numpy and install it: `tritonlock resolve --upgrade`")
+    assert not any("ran the kernels" in n for n in r.notes)
+    text = format_report(r)
+    assert text.splitlines()[0].startswith("verify: no kernel ran;") and "not installed" not in text
+
+
+def test_import_error_names_the_missing_dependency_not_the_package() -> None:
+    runner = _runner_module()
+    detail, fix = runner._explain_import_error("triton", "No module named 'numpy'", "numpy")
+    assert detail == ("triton is installed, but importing it needs the module 'numpy', which this environment "
+                      "lacks (No module named 'numpy')")
+    assert "'numpy'" in fix
+    detail, _ = runner._explain_import_error("triton", "No module named 'triton'", "triton")
+    assert detail == "triton is not installed in this environment (No module named 'triton')"
 
 
 @pytest.mark.slow

@@ -67,12 +67,48 @@ def _bind_default(selections: tuple[Selection, ...], intent: Intent) -> tuple[Se
     return tuple(dataclasses.replace(s, index=url) if s.index == "default" else s for s in selections)
 
 
+# Without an NVIDIA driver, Triton kernels run only in Triton's interpreter (TRITON_INTERPRET=1, which
+# `tritonlock verify` uses there), and the interpreter imports numpy (triton/runtime/interpreter.py:
+# `import numpy as np`) although neither torch nor triton requires it.
+INTERPRETER_NEEDS = "numpy"
+INTERPRETER_REASON = ("numpy: added because this target has no NVIDIA driver, so Triton kernels run here only in "
+                      "Triton's interpreter (TRITON_INTERPRET=1, what `tritonlock verify` uses), which needs numpy")
+
+
+def _requirement_name(req: str) -> str:
+    import re
+
+    from packaging.utils import canonicalize_name
+
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return canonicalize_name(m[1]) if m else ""
+
+
+def _interpreter_deps(selections: tuple[Selection, ...]) -> tuple[Selection, ...]:
+    """A target without a driver that carries Triton also locks what Triton's interpreter imports."""
+    import dataclasses
+
+    out = []
+    for s in selections:
+        if (s.ok and s.triton_package and s.target.driver is None
+                and INTERPRETER_NEEDS not in {_requirement_name(r) for r in s.packages}):
+            s = dataclasses.replace(s, packages=s.packages + (INTERPRETER_NEEDS,),
+                                    reasons=s.reasons + (INTERPRETER_REASON,))
+        out.append(s)
+    return tuple(out)
+
+
+def _complete(selections: tuple[Selection, ...], intent: Intent) -> tuple[Selection, ...]:
+    """What the lock needs beyond the resolver's decision: the default index's address, the interpreter's deps."""
+    return _interpreter_deps(_bind_default(selections, intent))
+
+
 def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, ...]:
     from tritonlock.matrix import load_matrix
     from tritonlock.resolve import resolve
 
     targets = targets_for(intent, target_file)
-    return _bind_default(resolve(intent, load_matrix(), targets, running_python()), intent)
+    return _complete(resolve(intent, load_matrix(), targets, running_python()), intent)
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
@@ -118,7 +154,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
     from tritonlock.resolve import resolve
 
-    selections = _bind_default(resolve(intent, matrix, targets, running_python()), intent)
+    selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
     from tritonlock.closure import compile_target

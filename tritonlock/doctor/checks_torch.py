@@ -254,3 +254,25 @@ def check_triton_gpu(c: Context) -> list[Finding]:
                 fix="expect some Triton kernels (bf16, fp8, tensor-core dots) to fail to compile or run slowly here; "
                     "`tritonlock verify` shows which"))
     return out
+
+
+def check_triton_interpreter(c: Context) -> list[Finding]:
+    """No GPU Triton can use here: its kernels run only in Triton's interpreter, which imports numpy."""
+    v = c.venv
+    d = c.dist("triton") or c.dist("triton-windows")
+    if v is None or d is None or c.dist("numpy") is not None:
+        return []
+    known, cuda = c.torch_cuda()
+    if c.host.gpus and not (known and cuda is None):
+        return []  # a GPU and a CUDA torch (or one not known to be CPU-only): Triton compiles for the GPU
+    why = ("this host has no NVIDIA GPU" if not c.host.gpus else f"torch {c.torch_version()} is a CPU build")
+    locked = any(p.name == "numpy" for p in (c.target.packages if c.target else ()))
+    fix = (sync_fix(c) if locked else "lock numpy: `tritonlock resolve --upgrade` (a lock for a target without an "
+           "NVIDIA driver includes it; or add \"numpy\" to packages in triton-env.toml), then `tritonlock sync`")
+    return [Finding(id="triton-interpreter-no-numpy", severity="error",
+                    title=f"Triton kernels cannot run in {c.where}: {why}, so they run only in Triton's interpreter, "
+                          "which needs numpy, and numpy is not installed",
+                    evidence=(f"{d.name} {d.version} in {d.location}; no numpy distribution in {c.where}",
+                              "TRITON_INTERPRET=1 (what `tritonlock verify` uses without a GPU) imports "
+                              "triton/runtime/interpreter.py, which does `import numpy`"),
+                    fix=fix)]

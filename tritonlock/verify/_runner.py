@@ -141,8 +141,12 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
 # Environment checks
 
 
-def _explain_import_error(pkg: str, text: str) -> tuple[str, str]:
-    """Plain words and a fix for an ImportError text."""
+def _explain_import_error(pkg: str, text: str, missing: str | None = None) -> tuple[str, str]:
+    """Plain words and a fix for an ImportError text; `missing` is ModuleNotFoundError.name."""
+    if missing and missing.split(".")[0] != pkg:
+        return (f"{pkg} is installed, but importing it needs the module {missing!r}, which this environment "
+                f"lacks ({text})", f"install what provides {missing!r}: lock it (add it to packages in "
+                "triton-env.toml, `tritonlock resolve`) and `tritonlock sync`")
     if "undefined symbol" in text:
         return (f"{pkg} failed to import: {text}. An 'undefined symbol' means a torch/triton/CUDA "
                 "library mix: a library built against a different version of another was loaded",
@@ -161,7 +165,7 @@ def import_torch(r: Report) -> Any:
         import torch
     except Exception as e:  # ImportError, OSError from the dynamic loader, anything from torch init
         text = str(e) if isinstance(e, ModuleNotFoundError) else f"{type(e).__name__}: {e}"
-        detail, fix = _explain_import_error("torch", text)
+        detail, fix = _explain_import_error("torch", text, e.name if isinstance(e, ModuleNotFoundError) else None)
         r.check("torch imports", False, detail, fix)
         return None
     r.torch = torch.__version__
@@ -322,7 +326,7 @@ def _load_triton(r: Report, interpret: bool) -> bool:
         import triton.language as _tl
     except Exception as e:
         text = str(e) if isinstance(e, ModuleNotFoundError) else f"{type(e).__name__}: {e}"
-        detail, fix = _explain_import_error("triton", text)
+        detail, fix = _explain_import_error("triton", text, e.name if isinstance(e, ModuleNotFoundError) else None)
         r.check("triton imports", False, detail, fix)
         return False
     triton, tl = _triton, _tl
@@ -360,12 +364,16 @@ def check_triton_version(r: Report, pin: str | None) -> None:
             f"install triton=={pin} from the lock: `tritonlock sync`")
 
 
-def check_interpreter_deps(r: Report) -> bool:
-    # Looked up, not imported: triton's interpreter imports numpy itself when it needs it.
+def check_interpreter_deps(r: Report, asked: bool) -> bool:
+    # Looked up, not imported, and before triton: with TRITON_INTERPRET=1, importing triton itself
+    # imports its interpreter (triton/runtime/interpreter.py: `import numpy as np`).
     if importlib.util.find_spec("numpy") is None:
         r.check("numpy (Triton interpreter)", False,
-                "the Triton interpreter needs numpy, which this environment lacks, so the kernels "
-                "cannot run on the CPU", "install numpy into the environment (add it to the intent)")
+                ("the Triton interpreter was asked for (--interpret)" if asked else "no GPU to run Triton "
+                 "kernels on, so they run in Triton's interpreter on the CPU") + ", which needs numpy — this "
+                "environment lacks it, so no kernel ran",
+                "lock numpy and install it: `tritonlock resolve --upgrade` (a lock for a target without an NVIDIA "
+                "driver includes numpy), then `tritonlock sync`; or `pip install numpy` into this environment")
         return False
     try:
         version = importlib.metadata.version("numpy")
@@ -956,14 +964,12 @@ def verify(opts: argparse.Namespace, r: Report) -> None:
     r.mode = "interpreter" if interpret else "gpu"
     if cuda_ok:
         check_archs(r, torch)
-    if interpret:
-        r.notes.append(INTERPRETER_NOTE)
+    if interpret and not check_interpreter_deps(r, asked=opts.interpret is True):
+        return
     with r.phase("import triton"):
         if not _load_triton(r, interpret):
             return
     check_triton_version(r, opts.triton)
-    if interpret and not check_interpreter_deps(r):
-        return
     seed = int.from_bytes(os.urandom(4), "little")
     torch.manual_seed(seed)
     r.notes.append(f"inputs are fresh random numbers (torch seed {seed})")
@@ -972,6 +978,8 @@ def verify(opts: argparse.Namespace, r: Report) -> None:
     n = 0 if interpret else torch.cuda.device_count()
     devices = ["cpu"] if interpret else [f"cuda:{i}" for i in range(n)]
     run_kernels(r, torch, kernels, plan, devices, opts.inject_fault, interpret)
+    if interpret:  # said only once the kernels really ran
+        r.notes.append(INTERPRETER_NOTE)
     if opts.allreduce_cpu:
         with r.phase("gloo all-reduce"):
             run_allreduce(r, int(opts.allreduce_cpu), backend="gloo")
