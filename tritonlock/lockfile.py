@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+import stat
 import warnings
 from pathlib import Path
 from typing import Any, cast
@@ -155,15 +155,36 @@ def dumps(lock: Lock) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _create_beside(target: Path) -> tuple[int, Path]:
+    """A new, empty temp file next to target, created with mode 0o666 so that the kernel applies the user's umask
+    (tempfile.mkstemp would make it 0600, and the rename would hand that mode to a file others must read)."""
+    import secrets
+
+    for _ in range(100):
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot create a temporary file next to {target}")
+
+
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see half a file."""
+    """Write via a temp file in the same directory and rename, so readers never see half a file. A new file gets
+    the mode the user's umask gives; a replaced one keeps its mode."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mode = None
+    fd, tmp = _create_beside(target)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
