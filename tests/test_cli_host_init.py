@@ -31,7 +31,7 @@ def test_init_writes_a_valid_commented_intent_and_refuses_to_overwrite(tmp_path:
     it = read_intent(tmp_path / "triton-env.toml")
     assert it.torch == ">=2.6" and it.python is not None
     code, out = _run("init", "-p", str(tmp_path))
-    assert code == 1 and "already exists — edit it, or pass --force" in out
+    assert code == 2 and "already exists — edit it, or pass --force" in out
 
 
 def test_host_json_and_overrides_beat_detection() -> None:

@@ -141,7 +141,7 @@ def test_show_prints_every_package(tmp_path: Path, local_index: LocalIndex) -> N
     assert code == 0
     assert "torch 2.6.0 (cu126)" in out and "2.6.0+cu126" in out and "einops" in out
     code, out = _run("show", "-p", str(tmp_path), "--target", "nope")
-    assert code == 1 and "has no target 'nope'" in out
+    assert code == 2 and "has no target 'nope'" in out
 
 
 def test_torch_from_the_default_index(tmp_path: Path, local_index: LocalIndex) -> None:

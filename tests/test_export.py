@@ -21,6 +21,7 @@ from pkgindex import LocalIndex  # noqa: E402
 from tritonlock import export as ex  # noqa: E402
 from tritonlock import lockfile  # noqa: E402
 from tritonlock.cli import main  # noqa: E402
+from tritonlock.errors import UnknownTargetError  # noqa: E402
 from tritonlock.models import Conflict, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel  # noqa: E402
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -455,10 +456,10 @@ def test_choose_target(index: LocalIndex) -> None:
     assert ex.choose_target(one).name == "host"
     assert ex.choose_target(two, "a100").name == "a100"
     assert ex.choose_target(two).name == "host"  # no host profile: the target named "host"
-    with pytest.raises(ex.ExportError) as err:
+    with pytest.raises(UnknownTargetError) as err:
         ex.choose_target(two, "h100")
     assert str(err.value) == ("triton-env.lock has no target 'h100' (it has: host, a100, old) — pass one of those to "
-                              "--target")
+                              "--target, or leave --target out to use the one that fits this machine")
     with pytest.raises(ex.ExportError) as err:
         ex.choose_target(replace(two, targets=(a100, bad)))
     assert str(err.value) == ("triton-env.lock has several targets (a100, old) and none fits this host — pick one with "

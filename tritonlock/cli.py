@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from tritonlock import __version__
-from tritonlock.errors import TritonlockError
+from tritonlock.errors import TritonlockError, UsageError
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -18,12 +18,15 @@ LOCK_FILE = "triton-env.lock"
 EXIT_CODES = """\b
 Exit codes:
   0  success
-  1  a check failed (verify) or doctor found an error
-  2  bad input: triton-env.toml, triton-env.lock, compat/ data or an option
-  3  conflict: nothing in the matrix fits a target
-  4  a package index or uv failed
-  5  sync failed (the previous environment is left as it was)
-  6  the verify runner could not run
+  1  a check failed: verify found a problem, or doctor found an error
+  2  bad input: triton-env.toml, triton-env.lock (missing, unknown version, edited by hand,
+     stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), or a
+     command-line value (an unknown --target, an override, a path that is not there, a file
+     init would overwrite)
+  3  conflict: nothing in the matrix fits a target (the message names the blocking facts and a fix)
+  4  a package index or uv failed while resolving
+  5  sync failed (the message says what state the venv is in)
+  6  the verify runner could not run at all
 """
 
 
@@ -84,8 +87,17 @@ def _project_paths(project: str) -> tuple[Path, Path]:
     return root / INTENT_FILE, root / LOCK_FILE
 
 
-_project_opt = click.option("--project", "-p", default=".", show_default=True, metavar="DIR",
-                            help="Directory holding triton-env.toml and triton-env.lock.")
+def _discover(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if value is not None:
+        return value
+    from tritonlock._discover import find_project
+
+    return find_project()
+
+
+_project_opt = click.option("--project", "-p", default=None, callback=_discover, metavar="DIR",
+                            help="Directory holding triton-env.toml and triton-env.lock (default: the nearest one "
+                                 "from here up that holds either, else this directory).")
 _json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
@@ -111,7 +123,8 @@ def _with_overrides(f: Any) -> Any:
 
 
 @main.command()
-@_project_opt
+@click.option("--project", "-p", default=".", show_default=True, metavar="DIR",
+              help="Directory to write triton-env.toml in.")
 @click.option("--force", is_flag=True, help="Overwrite an existing triton-env.toml.")
 def init(project: str, force: bool) -> None:
     """Write a commented triton-env.toml for this machine."""
@@ -121,7 +134,7 @@ def init(project: str, force: bool) -> None:
 
     intent_path, _ = _project_paths(project)
     if intent_path.exists() and not force:
-        raise TritonlockError(f"{intent_path} already exists — edit it, or pass --force to overwrite it")
+        raise UsageError(f"{intent_path} already exists — edit it, or pass --force to overwrite it")
     prof = host.detect()
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in prof.gpus) or "no NVIDIA GPU"
     comment = (f"# Written by `tritonlock init` on a {prof.os}/{prof.arch} host: {gpus}"
@@ -206,6 +219,14 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     click.echo(f"wrote {lock_path} ({len(out.selections)} target(s), {n} packages; {out.reason})")
 
 
+def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
+    from tritonlock.project import stale_warning
+
+    line = stale_warning(Path(project), lock, doing)
+    if line:
+        click.echo(line, err=True)
+
+
 def _selection_text(s: Any) -> str:
     lines = [f"target {s.target.name}: torch {s.torch} ({s.backend}) + "
              f"{s.triton_package or 'no triton'} {s.triton or ''} on Python {s.python}".rstrip(),
@@ -226,10 +247,14 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "showing")
     targets = [t for t in lock.targets if target_name in (None, t.name)]
     if target_name and not targets:
-        raise TritonlockError(f"{lock_path} has no target {target_name!r} (it has: "
-                              f"{', '.join(t.name for t in lock.targets)})")
+        from tritonlock.errors import UnknownTargetError
+
+        raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: "
+                                 f"{', '.join(t.name for t in lock.targets) or 'none'}) — pass one of those to "
+                                 "--target, or leave --target out to show them all")
     if as_json:
         _echo_json({"lock-version": lock.lock_version, "matrix-version": lock.matrix_version, "targets": [
             {**selection_json(t.selection), "packages": [
@@ -319,7 +344,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     env_dir = Path(venv) if venv else root / ".venv"
     interp = python_ or str(venv_python(env_dir))
     if not Path(interp).exists():
-        raise TritonlockError(f"{interp}: no such interpreter — run `tritonlock sync` first, or pass --python PATH")
+        raise UsageError(f"{interp}: no such interpreter — " + ("pass --python PATH to an existing interpreter"
+                         if python_ else "create the venv with `tritonlock sync` first, or pass --venv DIR or "
+                                         "--python PATH"))
     backend = triton = driver = None
     expect_gpu = None
     lock_path = root / LOCK_FILE
@@ -331,7 +358,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         host = detect()
         driver = host.driver
         try:
-            sel = pick_target(read_lock(lock_path), host, lock_path=str(lock_path)).selection
+            lock = read_lock(lock_path)
+            _warn_if_stale(project, lock, "checking against")
+            sel = pick_target(lock, host, lock_path=str(lock_path)).selection
         except TritonlockError as err:
             click.echo(f"warning: not checking against the lock: {err}".splitlines()[0], err=True)
         else:
@@ -382,6 +411,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None) 
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
     host_profile = None
     if target_name is None and len(lock.targets) > 1:
         from tritonlock.host import detect

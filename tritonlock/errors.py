@@ -37,6 +37,18 @@ class LockfileWarning(UserWarning):
     """A lock that can be read but deserves a word (a newer minor format); the CLI prints it as one line."""
 
 
+class UsageError(ValueError, TritonlockError):
+    """An option or argument asks for what cannot be done as given: a path that is not there, a file that is."""
+
+    exit_code = 2
+
+
+class WriteError(OSError, TritonlockError):
+    """A file could not be written where it was asked for (no such directory, no permission): a bad path."""
+
+    exit_code = 2
+
+
 class HostError(TritonlockError):
     """Host detection was asked for something it cannot give (bad override value)."""
 
@@ -59,6 +71,12 @@ class ClosureError(TritonlockError):
     """uv could not compute the transitive closure (message carries uv's own words)."""
 
     exit_code = 4
+
+
+class UnknownTargetError(ValueError, TritonlockError):
+    """An option names a lock target the lock does not have (bad input: the same code in every command)."""
+
+    exit_code = 2
 
 
 class SyncError(TritonlockError):

@@ -11,7 +11,7 @@ from packaging import tags as ptags
 from packaging.utils import parse_wheel_filename
 
 from tritonlock import __version__
-from tritonlock.errors import TritonlockError
+from tritonlock.errors import TritonlockError, UnknownTargetError
 from tritonlock.lockfile import toml_value, wheel_table
 from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Selection, Wheel
 
@@ -57,7 +57,8 @@ def choose_target(lock: Lock, name: str | None = None, host: HostProfile | None 
     if name is not None:
         found = [t for t in lock.targets if t.name == name]
         if not found:
-            raise ExportError(f"{lock_path} has no target {name!r} (it has: {names}) — pass one of those to --target")
+            raise UnknownTargetError(f"{lock_path} has no target {name!r} (it has: {names}) — pass one of those to "
+                                     "--target, or leave --target out to use the one that fits this machine")
         return _ok(found[0], lock_path)
     if len(lock.targets) == 1:
         return _ok(lock.targets[0], lock_path)

@@ -13,7 +13,7 @@ from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 from tritonlock import LOCK_VERSION as LOCK_VERSION, _toml
-from tritonlock.errors import LockfileError, LockfileWarning
+from tritonlock.errors import LockfileError, LockfileWarning, WriteError
 from tritonlock.models import Conflict, Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
 
 # LOCK_VERSION (in __init__, so the no-change check reads it cheaply): the major changes when an older tritonlock
@@ -177,7 +177,10 @@ def write_atomic(path: str | Path, text: str) -> None:
         mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
         mode = None
-    fd, tmp = _create_beside(target)
+    try:
+        fd, tmp = _create_beside(target)
+    except OSError as err:
+        raise _write_error(target, err) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -186,9 +189,17 @@ def write_atomic(path: str | Path, text: str) -> None:
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, WriteError):
+            raise _write_error(target, err) from None
         raise
+
+
+def _write_error(target: Path, err: OSError) -> WriteError:
+    why = err.strerror or str(err)
+    return WriteError(f"{target}: cannot write it ({why}) — check that its directory exists and that you may write "
+                      "there")
 
 
 def write_lock(lock: Lock, path: str | Path) -> None:
