@@ -58,7 +58,7 @@ def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index
     assert code == 0, out
     venv = proj / ".venv"
     assert _dists(venv) == {"torch": "2.6.0+cpu", "triton": "3.2.0", "filelock": "3.16.1", "einops": "0.8.0",
-                            "typing-extensions": "4.12.2"}
+                            "typing-extensions": "4.12.2", "numpy": "1.26.4"}  # numpy: Triton's interpreter
     r = subprocess.run([str(venv_python(venv)), "-c", "import torch; print(torch.version.cuda)"],
                        capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "None"

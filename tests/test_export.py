@@ -74,8 +74,14 @@ def make_lock(idx: LocalIndex, *, backend: str = "cu126", name: str = "host", py
 
 @pytest.fixture
 def project(tmp_path: Path, index: LocalIndex) -> Path:
-    lockfile.write_lock(make_lock(index), tmp_path / "triton-env.lock")
+    """A lock that is fresh against the intent beside it (a stale one would make export warn)."""
+    from tritonlock.intent import read_intent
+    from tritonlock.matrix import load_matrix
+
     (tmp_path / "triton-env.toml").write_text('[environment]\ntorch = "==2.6.0"\n')
+    lock = replace(make_lock(index), intent_hash=read_intent(tmp_path / "triton-env.toml").content_hash,
+                   matrix_version=load_matrix().version)
+    lockfile.write_lock(lock, tmp_path / "triton-env.lock")
     return tmp_path
 
 
