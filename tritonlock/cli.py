@@ -63,7 +63,7 @@ class _Group(click.Group):
             name = err.filename if isinstance(err.filename, str) else ""
             click.echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
                        "permissions", err=True)
-            sys.exit(1)
+            sys.exit(2)  # a path that is not there or not ours: bad input, as WriteError says
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
