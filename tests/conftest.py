@@ -44,14 +44,16 @@ def populate(idx: LocalIndex) -> None:
         for var in rel.variants:
             if "linux_x86_64" not in var.platforms or var.backend not in CUDA_RUNTIME | {"cpu": None}:
                 continue
-            reqs = ["filelock>=3.0", f"triton=={rel.triton}; platform_system == 'Linux'"]
+            # As on PyTorch's index: CUDA builds require their triton and the backend's index serves it; the CPU
+            # builds require no triton and the cpu index has none (compat/meta.toml triton_from_default).
+            reqs = ["filelock>=3.0"]
             if var.backend in CUDA_RUNTIME:
                 rt, rtv = CUDA_RUNTIME[var.backend]
-                reqs.append(f"{rt}=={rtv}")
+                reqs += [f"{rt}=={rtv}", f"triton=={rel.triton}; platform_system == 'Linux'"]
+                idx.add(f"whl/{var.backend}", "triton", rel.triton, tag=LINUX_TAG)
             version = f"{tv}+{var.backend}"
             idx.add(f"whl/{var.backend}", "torch", version, requires=tuple(reqs), tag=LINUX_TAG,
                     modules=_torch_module(version, var.backend))
-            idx.add(f"whl/{var.backend}", "triton", rel.triton, tag=LINUX_TAG)
             idx.add(f"whl/{var.backend}", "filelock", "99.0")  # decoy: must never be taken from here
     for backend, (rt, rtv) in CUDA_RUNTIME.items():
         idx.add("simple", rt, rtv, tag=LINUX_TAG)

@@ -40,14 +40,19 @@ def test_resolve_writes_a_complete_lock(tmp_path: Path, local_index: LocalIndex)
     assert code == 0, out
     lock = read_lock(tmp_path / "triton-env.lock")
     a100, laptop = lock.targets
-    assert (a100.selection.torch, a100.selection.backend, a100.selection.triton) == ("2.6.0", "cu126", "3.2.0")
+    # cu124 and cu118 are 2.6's stable CUDA (RELEASE.md); cu126 is experimental, so cu124 is preferred
+    assert (a100.selection.torch, a100.selection.backend, a100.selection.triton) == ("2.6.0", "cu124", "3.2.0")
     assert laptop.selection.backend == "cpu"
     pk = {p.name: p for p in a100.packages}
     assert set(pk) == {"torch", "triton", "filelock", "nvidia-cuda-runtime-cu12", "einops", "typing-extensions"}
-    assert pk["torch"].version == "2.6.0+cu126"
-    torch_index = f"{local_index.url}/whl/cu126"
+    assert pk["torch"].version == "2.6.0+cu124"
+    torch_index = f"{local_index.url}/whl/cu124"
     # each package bound to exactly one index: the torch family to the torch index, the rest to the default
     assert pk["torch"].index == pk["triton"].index == torch_index
+    # triton for the CPU build comes from the default index: PyTorch's cpu index does not publish it
+    lk = {p.name: p for p in laptop.packages}
+    assert lk["torch"].index == f"{local_index.url}/whl/cpu"
+    assert lk["triton"].index == local_index.index_url("simple") and lk["triton"].version == "3.2.0"
     assert pk["filelock"].index == local_index.index_url("simple")
     assert pk["filelock"].version == "3.16.1"  # not the decoy 99.0 on the torch index
     assert all(w.url.startswith(p.index.rsplit("/", 1)[0]) for p in a100.packages for w in p.wheels)
@@ -107,8 +112,8 @@ def test_dry_run_json_contract_needs_no_network(tmp_path: Path) -> None:
     assert set(a100) == {"name", "ok", "python", "torch", "backend", "index", "triton_package", "triton",
                          "warnings", "reasons"}
     assert (a100["name"], a100["ok"], a100["torch"], a100["backend"], a100["triton"], a100["triton_package"]) == (
-        "a100", True, "2.6.0", "cu126", "3.2.0", "triton")
-    assert a100["index"] == "http://127.0.0.1:9/whl/cu126"
+        "a100", True, "2.6.0", "cu124", "3.2.0", "triton")
+    assert a100["index"] == "http://127.0.0.1:9/whl/cu124"
     assert not (tmp_path / "triton-env.lock").exists()
 
 
@@ -139,7 +144,7 @@ def test_show_prints_every_package(tmp_path: Path, local_index: LocalIndex) -> N
     assert _run("resolve", "-p", str(tmp_path))[0] == 0
     code, out = _run("show", "-p", str(tmp_path), "--target", "a100")
     assert code == 0
-    assert "torch 2.6.0 (cu126)" in out and "2.6.0+cu126" in out and "einops" in out
+    assert "torch 2.6.0 (cu124)" in out and "2.6.0+cu124" in out and "einops" in out
     code, out = _run("show", "-p", str(tmp_path), "--target", "nope")
     assert code == 2 and "has no target 'nope'" in out
 

@@ -171,7 +171,7 @@ gpus = ["8.0"]
     assert _run("resolve", "-p", str(tmp_path))[0] == 0
     code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
     assert code == 5
-    assert "no target in" in out and "a100: it is a CUDA target (cu126) and this host has no NVIDIA driver" in out
+    assert "no target in" in out and "a100: it is a CUDA target (cu124) and this host has no NVIDIA driver" in out
     assert "tritonlock host --save" in out
 
 

@@ -59,11 +59,17 @@ def test_blackwell_rtx5090_gets_a_build_with_sm_120() -> None:
     assert pick('cuda = "cu126"', driver="570.133.07", gpus=["12.0"], python="3.12").ok is False
 
 
-def test_pascal_gtx1080_on_470_gets_an_old_build_and_a_triton_warning() -> None:
+def test_pascal_gtx1080_on_470_is_a_conflict_for_triton_and_fits_without_it() -> None:
     sel = pick("", driver="470.256.02", gpus=["GTX 1080"], python="3.10", glibc="2.31")
-    assert sel.ok and sel.backend == "cu118"
-    assert gpu_runs("6.1", sel.archs, sel.ptx) is not None
-    assert any("cannot run on compute capability 6.1" in w for w in sel.warnings)
+    assert not sel.ok and sel.conflict is not None
+    msg = sel.conflict.message
+    assert "torch 2.7.1: its triton 3.3.1 cannot compile for compute capability 6.1 (Triton needs >= 7.0)" in msg
+    assert ('fix: set triton = "none" to lock torch 2.7.1 (cu118) with the triton it pins: torch runs on this GPU, '
+            "Triton does not") in msg
+    # the claim in the fix: with triton = "none" this target gets exactly that
+    alone = pick('triton = "none"', driver="470.256.02", gpus=["GTX 1080"], python="3.10", glibc="2.31")
+    assert alone.ok and (alone.torch, alone.backend) == ("2.7.1", "cu118")
+    assert gpu_runs("6.1", alone.archs, alone.ptx) is not None
 
 
 def test_centos7_glibc_217_is_held_to_manylinux2014_wheels() -> None:
@@ -99,7 +105,9 @@ def test_conflict_names_the_driver_and_the_way_out() -> None:
     msg = sel.conflict.message
     assert msg.startswith("nothing fits target 't' (linux/x86_64, Python 3.10, driver 470.82.01, GPUs 8.0):")
     assert "which need driver >= 525.60.13; this driver is 470.82.01" in msg
-    assert "fix: upgrade the NVIDIA driver to >= 525.60.13" in msg and 'torch = "<=' in msg
+    assert "fix: upgrade the NVIDIA driver to >= 525.60.13" in msg
+    # older torch runs on 470 (cu118), but every Triton's bundled ptxas is CUDA 12.x: only without the Triton rule
+    assert 'allow torch <= 2.7.1 and set triton = "none" (torch 2.7.1 runs here, its Triton does not)' in msg
     d = selection_json(sel)
     assert d["ok"] is False and d["conflict"] == msg and d["torch"] is None
 

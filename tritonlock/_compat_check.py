@@ -1,10 +1,13 @@
-"""Check compat/ against the default package index: file tags (Python, platform, glibc) and wheel METADATA pins."""
+"""Check compat/ against the default package index: file tags (Python, platform, glibc), wheel METADATA pins, and
+what is inside the wheels (torch/version.py; Triton's bundled ptxas and which GPUs use it), read with HTTP Range."""
 
 from __future__ import annotations
 
 import argparse
 import re
+import struct
 import sys
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -13,7 +16,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from tritonlock.index import IndexClient, IndexFile, default_index
-from tritonlock.matrix import Matrix, TorchRelease, TritonRelease, load_matrix
+from tritonlock.matrix import Matrix, Ptxas, TorchRelease, TritonRelease, load_matrix
 
 Index = IndexClient  # the check reads the index through the project's one client
 
@@ -70,7 +73,17 @@ def _cuda_of(reqs: list[Requirement]) -> str | None:
     return None
 
 
-def check_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index) -> list[str]:
+def wheel_metadata(index: Index, file: IndexFile, deep: bool) -> str | None:
+    """A wheel's METADATA: the PEP 658 file beside it, else (deep) read from inside the wheel with Range requests."""
+    meta = index.metadata(file)
+    if meta is None and deep:
+        z = RemoteZip(index.session, file.url, file.size)
+        name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
+        meta = z.read(name).decode("utf-8", "replace") if name else None
+    return meta
+
+
+def check_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index, deep: bool = False) -> list[str]:
     found: list[str] = []
     say = found.append
     mine = [w for w in all_wheels if w.version == Version(rel.version)]
@@ -83,6 +96,10 @@ def check_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index) -> lis
     if fts != list(rel.free_threaded):
         say(f"torch {rel.version}: free_threaded: index has {fts}, compat has {list(rel.free_threaded)}")
     plats = {w.platform for w in mine if w.platform}
+    for plat in sorted(plats):  # a platform's own Pythons: python_by_platform where they differ from `python`
+        on = sorted({w.python for w in mine if w.platform == plat and not w.python.endswith("t")}, key=Version)
+        if on != list(rel.pythons(plat)):
+            say(f"torch {rel.version}: python_by_platform[{plat}]: index has {on}, compat has {list(rel.pythons(plat))}")
     if plats != set(rel.pypi_backends or {}):
         say(f"torch {rel.version}: platforms: index has {sorted(plats)}, compat pypi_backends has {sorted(rel.pypi_backends)}")
     for plat in sorted(p for p in plats if p.startswith("linux")):
@@ -92,7 +109,10 @@ def check_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index) -> lis
         if have is None or Version(have) < Version(tag_floor) or (Version(tag_floor) >= Version("2.17") and have != tag_floor):
             say(f"torch {rel.version}: glibc[{plat}]: wheel tags say {tag_floor}, compat has {have}")
     for plat in ("linux_x86_64", "linux_aarch64"):
+        first = min((w.file for w in mine if w.platform == plat), key=lambda f: f.filename, default=None)
         meta = next((m for w in mine if w.platform == plat and (m := index.metadata(w.file))), None)
+        if meta is None and deep and first is not None:
+            meta = wheel_metadata(index, first, deep)
         if meta is None:
             say(f"note: torch {rel.version}: no readable METADATA for {plat}; pins not checked")
             continue
@@ -140,16 +160,66 @@ def check_triton(t: TritonRelease, all_wheels: list[Wheel]) -> list[str]:
     return found
 
 
-def run(matrix: Matrix, index: Index, versions: set[str] | None = None) -> list[str]:
-    """Every disagreement between compat/ and the index; lines starting "note:" are not failures."""
+def check_inside_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index) -> list[str]:
+    """The backend of PyPI's build per Linux platform, from the wheel's own torch/version.py."""
+    found = []
+    for plat in ("linux_x86_64", "linux_aarch64"):
+        file = min((w.file for w in all_wheels if w.version == Version(rel.version) and w.platform == plat),
+                   key=lambda f: f.filename, default=None)
+        if file is None:
+            continue
+        built = read_torch_build(index.session, file)
+        if rel.pypi_backends.get(plat) != built:
+            found.append(f"torch {rel.version}: pypi_backends[{plat}]: torch/version.py of {file.filename} says "
+                         f"{built}, compat has {rel.pypi_backends.get(plat)}")
+    return found
+
+
+def check_inside_ptxas(rows: Iterable[Ptxas], index: Index) -> list[str]:
+    found: list[str] = []
+    files: dict[str, tuple[IndexFile, ...]] = {}
+    for row in rows:
+        if row.package not in files:
+            files[row.package] = index.files(row.package)
+        file = ptxas_wheel(files[row.package], row.package, row.version, row.platform)
+        if file is None:
+            found.append(f"ptxas {row.package} {row.version} {row.platform}: no such wheel on the index")
+            continue
+        found += check_ptxas(row, read_wheel_ptxas(index.session, file))
+    return found
+
+
+def run(matrix: Matrix, index: Index, versions: set[str] | None = None, inside: str = "newest") -> list[str]:
+    """Every disagreement between compat/ and the index; lines starting "note:" are not failures.
+
+    `inside` says which releases are also checked from inside their wheels (HTTP Range reads: torch/version.py,
+    Triton's bundled ptxas): "newest" (the newest torch, triton and triton-windows), "all", or "none".
+    """
     torch_files, triton_files = wheels(index.files("torch")), wheels(index.files("triton"))
     found: list[str] = []
+    newest = {matrix.torch[0].version} if matrix.torch else set()
+    for pkg in ("triton", "triton-windows"):
+        mine = [p for p in matrix.ptxas if p.package == pkg and p.platform in ("linux_x86_64", "win_amd64")]
+        if mine:
+            newest.add(max(mine, key=lambda p: Version(p.version)).version)
+
+    def picked(v: str) -> bool:
+        if inside == "none":
+            return False
+        return v in versions if versions is not None else (inside == "all" or v in newest)
+
     for rel in matrix.torch:
         if versions is None or rel.version in versions:
-            found += check_torch(rel, torch_files, index)
+            found += check_torch(rel, torch_files, index, deep=picked(rel.version))
     for t in matrix.triton:
         if versions is None or t.version in versions:
             found += check_triton(t, triton_files)
+    for rel in matrix.torch:
+        if picked(rel.version):
+            found += check_inside_torch(rel, torch_files, index)
+    rows = [p for p in matrix.ptxas if picked(p.version)
+            and (inside == "all" or versions is not None or p.platform in ("linux_x86_64", "win_amd64"))]
+    found += check_inside_ptxas(rows, index)
     return found
 
 
@@ -158,10 +228,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compat", help="compat directory (default: the shipped one)")
     ap.add_argument("--index", help="default index (default: PIP_INDEX_URL / pip config / pip's default)")
     ap.add_argument("--versions", help="comma-separated torch/triton versions to check (default: all)")
+    ap.add_argument("--wheels", choices=("newest", "all", "none"), default="newest",
+                    help="which releases to also check from inside their wheels (torch/version.py, Triton's bundled "
+                         "ptxas; HTTP Range reads of a few MB each): the newest torch/triton/triton-windows "
+                         "(default), all, or none")
     args = ap.parse_args(argv)
     matrix = load_matrix(args.compat)
     index = Index(args.index or default_index())
-    found = run(matrix, index, set(args.versions.split(",")) if args.versions else None)
+    found = run(matrix, index, set(args.versions.split(",")) if args.versions else None, inside=args.wheels)
     for line in found:
         print(line)
     bad = [f for f in found if not f.startswith("note:")]
@@ -171,3 +245,187 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- inside the wheels: HTTP Range reads of the zip central directory and single members -------------------
+
+class RemoteZip:
+    """A wheel on an index, read without downloading it: the central directory, then only the members asked for."""
+
+    def __init__(self, session: object, url: str, size: int | None) -> None:
+        self.session, self.url = session, url
+        self.size = size if size is not None else self._length()
+        self.bytes_read = 0
+        self._members: dict[str, tuple[int, int, int, int]] | None = None  # name -> (method, csize, usize, offset)
+
+    def _length(self) -> int:
+        resp = self.session.head(self.url, allow_redirects=True, timeout=60)  # type: ignore[attr-defined]
+        return int(resp.headers["Content-Length"])
+
+    def _get(self, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive)."""
+        from tritonlock.errors import IndexError_
+
+        last = ""
+        for _ in range(3):
+            try:
+                resp = self.session.get(self.url, headers={"Range": f"bytes={start}-{end}"},  # type: ignore[attr-defined]
+                                        timeout=120)
+            except OSError as err:  # requests' errors derive from IOError
+                last = str(err)
+                continue
+            if resp.status_code == 206:
+                self.bytes_read += len(resp.content)
+                return bytes(resp.content)
+            last = f"HTTP {resp.status_code}"
+        raise IndexError_(f"cannot read bytes {start}-{end} of {self.url} ({last}) — the index must answer HTTP "
+                          "Range requests for the inside-the-wheel checks (--wheels none skips them)")
+
+    def members(self) -> dict[str, tuple[int, int, int, int]]:
+        if self._members is not None:
+            return self._members
+        tail = self._get(max(0, self.size - 65536), self.size - 1)
+        end = tail.rfind(b"PK\x05\x06")
+        if end < 0:
+            raise ValueError(f"{self.url}: no zip end-of-central-directory record")
+        cd_size, cd_off = struct.unpack("<II", tail[end + 12:end + 20])
+        if cd_off == 0xFFFFFFFF:  # zip64: the real values are in the zip64 end record
+            z64 = tail.rfind(b"PK\x06\x06")
+            cd_size, cd_off = struct.unpack("<QQ", tail[z64 + 40:z64 + 56])
+        cd = self._get(cd_off, cd_off + cd_size - 1)
+        out: dict[str, tuple[int, int, int, int]] = {}
+        pos = 0
+        while cd[pos:pos + 4] == b"PK\x01\x02":
+            method, = struct.unpack("<H", cd[pos + 10:pos + 12])
+            csize, usize = struct.unpack("<II", cd[pos + 20:pos + 28])
+            nlen, elen, clen = struct.unpack("<HHH", cd[pos + 28:pos + 34])
+            offset, = struct.unpack("<I", cd[pos + 42:pos + 46])
+            name = cd[pos + 46:pos + 46 + nlen].decode("utf-8", "replace")
+            extra, q = cd[pos + 46 + nlen:pos + 46 + nlen + elen], 0
+            while q + 4 <= len(extra):  # zip64 extended information: the 0xFFFFFFFF fields, in this order
+                hid, hlen = struct.unpack("<HH", extra[q:q + 4])
+                if hid == 1:
+                    vals, k = extra[q + 4:q + 4 + hlen], 0
+                    if usize == 0xFFFFFFFF:
+                        usize, = struct.unpack("<Q", vals[k:k + 8])
+                        k += 8
+                    if csize == 0xFFFFFFFF:
+                        csize, = struct.unpack("<Q", vals[k:k + 8])
+                        k += 8
+                    if offset == 0xFFFFFFFF:
+                        offset, = struct.unpack("<Q", vals[k:k + 8])
+                q += 4 + hlen
+            out[name] = (method, csize, usize, offset)
+            pos += 46 + nlen + elen + clen
+        self._members = out
+        return out
+
+    def read(self, name: str, until: re.Pattern[bytes] | None = None, chunk: int = 1 << 20) -> bytes:
+        """A member's bytes; with `until`, stream it and stop at the first match (returning that match only)."""
+        method, csize, _, offset = self.members()[name]
+        head = self._get(offset, offset + 29)
+        nlen, elen = struct.unpack("<HH", head[26:30])
+        pos, end = offset + 30 + nlen + elen, offset + 30 + nlen + elen + csize
+        inflate = zlib.decompressobj(-15) if method == 8 else None
+        data = b""
+        while pos < end:
+            raw = self._get(pos, min(end, pos + chunk) - 1)
+            pos += len(raw)
+            data += inflate.decompress(raw) if inflate else raw
+            if until is not None:
+                m = until.search(data)
+                if m:
+                    return m.group(0)
+                data = data[-256:]  # a match may straddle two chunks
+        return b"" if until is not None else data
+
+
+_RELEASE = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+
+
+@dataclass(frozen=True)
+class WheelPtxas:
+    """What one Triton wheel really ships: its ptxas binaries' CUDA versions and which GPUs use which."""
+
+    url: str
+    sha256: str | None
+    ptxas: str | None  # "12.9.86"
+    blackwell: str | None
+    blackwell_from: str | None  # compute capability, from compiler.py's get_ptxas
+    blackwell_env: str | None
+    read_bytes: int
+
+
+def _blackwell_from(compiler: str, windows: bool) -> str | None:
+    """From which compute capability get_ptxas picks ptxas-blackwell ("10.0" for `arch >= 100`), or None."""
+    m = re.search(r"^def get_ptxas\(.*?(?=^\S)", compiler, re.M | re.S)
+    if not m:
+        return None  # triton <= 3.2: one ptxas, found by _path_to_binary / path_to_ptxas
+    body = "\n".join(line.split("#", 1)[0] for line in m.group(0).splitlines())
+    if "blackwell" not in body or (windows and 'os.name == "nt"' in body):
+        return None
+    ge, lt = re.search(r"arch\s*>=\s*(\d+)", body), re.search(r"arch\s*<\s*(\d+)", body)
+    found = ge or lt
+    if not found:
+        return None
+    n = int(found.group(1))
+    return f"{n // 10}.{n % 10}"
+
+
+def read_wheel_ptxas(session: object, file: IndexFile) -> WheelPtxas:
+    """Read a triton / triton-windows wheel's bundled ptxas versions and its ptxas selection rule."""
+    z = RemoteZip(session, file.url, file.size)
+    names = z.members()
+    windows = "win_amd64" in file.filename
+    exe = ".exe" if windows else ""
+    bin_dir = next((d for d in ("triton/backends/nvidia/bin/", "triton/third_party/cuda/bin/")
+                    if d + "ptxas" + exe in names), None)
+
+    def version(member: str) -> str | None:
+        if bin_dir is None or bin_dir + member not in names:
+            return None
+        m = _RELEASE.search(z.read(bin_dir + member, until=_RELEASE))
+        return m.group(2).decode() if m else None
+
+    ptxas, blackwell = version("ptxas" + exe), version("ptxas-blackwell" + exe)
+    rule = env = None
+    if "triton/backends/nvidia/compiler.py" in names:
+        compiler = z.read("triton/backends/nvidia/compiler.py").decode("utf-8", "replace")
+        rule = _blackwell_from(compiler, windows)
+        if rule is not None:
+            knobs = z.read("triton/knobs.py").decode("utf-8", "replace") if "triton/knobs.py" in names else ""
+            # knobs.env_nvidia_tool: f"TRITON_{binary.upper().replace('-', '_')}_PATH"; before knobs (3.3),
+            # _path_to_binary read f"TRITON_{binary.upper()}_PATH", i.e. TRITON_PTXAS-BLACKWELL_PATH.
+            env = ("TRITON_PTXAS_BLACKWELL_PATH" if "replace('-', '_')" in knobs or 'replace("-", "_")' in knobs
+                   else "TRITON_PTXAS-BLACKWELL_PATH")
+    return WheelPtxas(url=file.url, sha256=file.sha256, ptxas=ptxas, blackwell=blackwell if rule else None,
+                      blackwell_from=rule if blackwell else None, blackwell_env=env if blackwell else None,
+                      read_bytes=z.bytes_read)
+
+
+def ptxas_wheel(files: Iterable[IndexFile], package: str, version: str, platform: str) -> IndexFile | None:
+    """The wheel a [[ptxas]] row is read from: the first (by name) for that release and platform."""
+    mine = [w for w in wheels(files) if str(w.version) == str(Version(version)) and w.platform == platform]
+    return min((w.file for w in mine), key=lambda f: f.filename, default=None)
+
+
+def check_ptxas(row: Ptxas, got: WheelPtxas) -> list[str]:
+    found = []
+    where = f"ptxas {row.package} {row.version} {row.platform}"
+    for key, want, have in (("ptxas", row.ptxas, got.ptxas), ("blackwell", row.blackwell, got.blackwell),
+                            ("blackwell_from", row.blackwell_from, got.blackwell_from),
+                            ("blackwell_env", row.blackwell_env, got.blackwell_env)):
+        if want != have:
+            found.append(f"{where}: {key}: the wheel says {have}, compat has {want}")
+    if got.sha256 and got.sha256 not in row.source:
+        found.append(f"{where}: source: names another file than {got.url} (sha256 {got.sha256})")
+    return found
+
+
+def read_torch_build(session: object, file: IndexFile) -> str:
+    """The backend a torch wheel is built for, from its own torch/version.py ("cu132", "cpu")."""
+    z = RemoteZip(session, file.url, file.size)
+    text = z.read("torch/version.py").decode("utf-8", "replace")
+    m = re.search(r"^cuda\b[^=\n]*=\s*(?:'([\d.]+)'|\"([\d.]+)\"|None)", text, re.M)
+    cuda = (m.group(1) or m.group(2)) if m else None
+    return "cu" + "".join(cuda.split(".")[:2]) if cuda else "cpu"

@@ -442,11 +442,16 @@ def compat() -> None:
 @compat.command("check")
 @click.option("--index", "index_url", metavar="URL", help="Index to compare with (default: your pip configuration).")
 @click.option("--versions", metavar="V,V", help="Only these torch/triton versions (default: all).")
-def compat_check(index_url: str | None, versions: str | None) -> None:
-    """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc) and pinned triton."""
+@click.option("--wheels", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
+              help="Which releases to also read from inside their wheels (HTTP Range reads): torch/version.py and "
+                   "Triton's bundled ptxas versions and selection rule.")
+def compat_check(index_url: str | None, versions: str | None, wheels: str) -> None:
+    """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
+    build, and the ptxas each Triton wheel bundles."""
     from tritonlock._compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])
+    args += ["--wheels", wheels]
     sys.exit(check(args))
 
 

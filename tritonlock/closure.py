@@ -50,8 +50,9 @@ def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> st
 
 
 def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
-    """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml)."""
-    return canonicalize_name(name) in matrix.torch_family
+    """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml) — triton
+    only where that backend's index publishes it (meta.toml triton_from_default: not for cpu)."""
+    return matrix.bound_to_torch_index(canonicalize_name(name), sel.backend)
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)

@@ -73,6 +73,22 @@ class TorchRelease:
     triton_python_below: str | None = None  # 'python_version < "3.12"' on that Requires-Dist -> "3.12"
     pypi_backends: dict[str, str] = field(default_factory=dict)  # platform -> what PyPI's wheel is
     note: str = ""
+    # Where a platform's wheels cover other Pythons than `python` (torch 2.5: no cp313 for aarch64/Windows).
+    python_by_platform: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # RELEASE.md "Release Compatibility Matrix": the Stable / Experimental CUDA columns ("12.6"); both empty
+    # when the release has no row there.
+    stable_cuda: tuple[str, ...] = ()
+    experimental_cuda: tuple[str, ...] = ()
+
+    def pythons(self, platform: str) -> tuple[str, ...]:
+        """CPython minors with a wheel for this platform."""
+        return self.python_by_platform.get(platform, self.python)
+
+    def cuda_support(self, cuda: str | None) -> str | None:
+        """'stable' or 'experimental' per RELEASE.md; None for CPU builds or releases without a row."""
+        if cuda is None or not (self.stable_cuda or self.experimental_cuda):
+            return None
+        return "stable" if cuda in self.stable_cuda else "experimental"
 
     def variant(self, backend: str, platform: str) -> Variant | None:
         return next((v for v in self.variants if v.backend == backend and platform in v.platforms), None)
@@ -111,6 +127,30 @@ class TritonWindowsRelease:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Ptxas:
+    """The ptxas a Triton wheel bundles (and, from triton 3.3, its second `ptxas-blackwell`), read from the wheel.
+
+    Triton compiles PTX to a cubin with it and the driver loads that cubin: a CUDA 12.x ptxas needs a driver at
+    or above the 12.x minor-version-compatibility floor, a 13.x ptxas the 13.x floor.
+    """
+
+    package: str  # "triton" | "triton-windows"
+    version: str  # "3.9.0", "3.8.0.post29"
+    platform: str  # "linux_x86_64"
+    ptxas: str  # "12.9.86": `ptxas --version` says "Cuda compilation tools, release 12.9, V12.9.86"
+    blackwell: str | None = None  # the same for bin/ptxas-blackwell; None when the wheel has none
+    blackwell_from: str | None = None  # compute capability from which Triton compiles with ptxas-blackwell
+    blackwell_env: str | None = None  # the variable that overrides ptxas-blackwell (TRITON_PTXAS_PATH: ptxas)
+    source: str = ""
+
+    def for_cc(self, cc: str) -> tuple[str, str, str]:
+        """(binary, CUDA version, override variable) Triton uses to compile for a GPU of compute capability `cc`."""
+        if self.blackwell and self.blackwell_from and cc_tuple(cc) >= cc_tuple(self.blackwell_from):
+            return "ptxas-blackwell", self.blackwell, self.blackwell_env or "TRITON_PTXAS_BLACKWELL_PATH"
+        return "ptxas", self.ptxas, "TRITON_PTXAS_PATH"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class GpuModel:
     name: str  # "A100"
     cc: str  # "8.0"
@@ -130,6 +170,40 @@ class Matrix:
     gpus: tuple[GpuModel, ...]
     torch_index_template: str  # "https://download.pytorch.org/whl/{backend}"
     torch_family: frozenset[str]  # package names bound to the torch index
+    ptxas: tuple[Ptxas, ...] = ()
+    # Backends whose PyTorch index does not publish triton (their torch wheels do not require it): triton is
+    # bound to the default index, where triton-lang publishes it, for these.
+    triton_from_default: frozenset[str] = frozenset()
+
+    def bound_to_torch_index(self, name: str, backend: str | None) -> bool:
+        """Whether package `name` comes from the torch index (else the default index) for `backend`."""
+        if name == "triton" and backend in self.triton_from_default:
+            return False
+        return name in self.torch_family
+
+    def ptxas_build(self, package: str, version: str, platform: str) -> Ptxas | None:
+        """The bundled-compiler facts of one wheel; for a specifier (triton-windows series) the newest in it."""
+        rows = [p for p in self.ptxas if p.package == package and p.platform == platform]
+        exact = _public(version) if not version[:1] in "<>=!~" else None
+        if exact is not None:
+            return next((p for p in rows if _public(p.version) == exact), None)
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            spec = SpecifierSet(version)
+        except InvalidSpecifier:
+            return None
+        inside = [p for p in rows if (v := _public(p.version)) is not None and spec.contains(v, prereleases=False)]
+        return max(inside, key=lambda p: Version(p.version), default=None)
+
+    def ptxas_floor(self, cuda: str, os: str = "linux") -> tuple[str, MinorCompat] | None:
+        """Least driver that loads code from a ptxas of CUDA `cuda` ("13.1.80"): its major's minor-version floor."""
+        major = int(cuda.split(".")[0])
+        mc = next((m for m in self.minor_compat if m.major == major), None)
+        if mc is None:
+            return None
+        floor = mc.linux_driver if os == "linux" else mc.windows_driver
+        return (floor, mc) if floor else None
 
     def torch_release(self, version: str) -> TorchRelease | None:
         want = _public(version)
@@ -251,6 +325,7 @@ _PYT = re.compile(r"^3\.[0-9]+t\Z")
 _ARCH = re.compile(r"^sm_[0-9]+\Z")
 _CC = re.compile(r"^[0-9]+\.[0-9]\Z")
 _GLIBC = re.compile(r"^2\.[0-9]+\Z")
+_TOOLKIT = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")
 
 
 class _Row:
@@ -317,6 +392,25 @@ class _Row:
                 out[k] = v
         return out
 
+    def lists(self, key: str, check: re.Pattern[str], like: str) -> dict[str, tuple[str, ...]]:
+        """An optional table of platform -> list of strings: { linux_aarch64 = ["3.12"] }."""
+        self.seen.add(key)
+        val = self.data.get(key)
+        if val is None:
+            return {}
+        if not isinstance(val, dict):
+            self.bad(key, f"expected a table like {{ linux_aarch64 = [{like!r}] }}, got {val!r}")
+            return {}
+        out: dict[str, tuple[str, ...]] = {}
+        for k, v in val.items():
+            if k not in PLATFORMS:
+                self.bad(f"{key}.{k}", f"unknown platform (known: {', '.join(PLATFORMS)})")
+            elif not isinstance(v, list) or not v or not all(isinstance(x, str) and check.match(x) for x in v):
+                self.bad(f"{key}.{k}", f"expected a list of strings like [{like!r}], got {v!r}")
+            else:
+                out[k] = tuple(v)
+        return out
+
     def rows(self, key: str, required: bool = True) -> list[_Row]:
         self.seen.add(key)
         val = self.data.get(key, [] if not required else None)
@@ -375,6 +469,9 @@ def _load(root: Path) -> Matrix:
     version = meta.get("version", re.compile(r"^[0-9]{4}\.[0-9]{1,2}\.[0-9]{1,2}\Z"), "2026.11.30") or ""
     template = meta.get("torch_index_template", _index_template_ok, "https://.../whl/{backend}") or ""
     family = frozenset(meta.strings("torch_family", re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"), "torch"))
+    triton_default = frozenset(meta.strings("triton_from_default", _BACKEND, "cpu", required=False))
+    if triton_default:
+        meta.get("triton_from_default_source", None, "https://...")
     meta.source()
     meta.done()
     meta_f.done()
@@ -419,6 +516,23 @@ def _load(root: Path) -> Matrix:
             python=row.strings("python", _PY, "3.12"), source=row.source())
         row.done()
         windows.append(tw)
+    ptxas: list[Ptxas] = []
+    for row in triton_f.rows("ptxas", required=False):
+        px = Ptxas(
+            package=row.get("package", re.compile(r"^triton(-windows)?$"), "triton") or "",
+            version=row.get("version", _is_version, "3.9.0") or "",
+            platform=row.get("platform", lambda s: s in PLATFORMS, "linux_x86_64") or "",
+            ptxas=row.get("ptxas", _TOOLKIT, "12.9.86") or "",
+            blackwell=row.get("blackwell", _TOOLKIT, "13.4.59", required=False),
+            blackwell_from=row.get("blackwell_from", _CC, "10.0", required=False),
+            blackwell_env=row.get("blackwell_env", re.compile(r"^TRITON_PTXAS[-_]BLACKWELL_PATH$"),
+                                  "TRITON_PTXAS_BLACKWELL_PATH", required=False),
+            source=row.source())
+        if px.blackwell and not (px.blackwell_from and px.blackwell_env):
+            row.bad("blackwell_from", "a wheel with ptxas-blackwell must say from which compute capability "
+                    "Triton uses it (blackwell_from) and its variable (blackwell_env)")
+        row.done()
+        ptxas.append(px)
     triton_f.done()
 
     gpus: list[GpuModel] = []
@@ -444,13 +558,19 @@ def _load(root: Path) -> Matrix:
         other = by_name.setdefault(tuple(_words(g.name)), g)
         if other.cc != g.cc:
             problems.append(f"{gpus_f.file}: gpu name {g.name!r} is listed with cc {other.cc} and {g.cc} — keep one")
+    seen_px: set[tuple[str, str, str]] = set()
+    for px in ptxas:
+        if (px.package, px.version, px.platform) in seen_px:
+            problems.append(f"{triton_f.file}: ptxas {px.package} {px.version} {px.platform} is listed twice — keep one")
+        seen_px.add((px.package, px.version, px.platform))
     if problems:
         raise MatrixError("\n".join(problems))
     return Matrix(
         version=version, cuda=tuple(sorted(cuda, key=lambda t: Version(t.version))), minor_compat=tuple(compat),
         torch=tuple(sorted(releases, key=lambda r: Version(r.version), reverse=True)),
         triton=tuple(sorted(tritons, key=lambda t: Version(t.version), reverse=True)),
-        triton_windows=tuple(windows), gpus=tuple(gpus), torch_index_template=template, torch_family=family)
+        triton_windows=tuple(windows), gpus=tuple(gpus), torch_index_template=template, torch_family=family,
+        ptxas=tuple(ptxas), triton_from_default=triton_default)
 
 
 def _torch_row(row: _Row, known_cuda: set[str]) -> TorchRelease:
@@ -485,7 +605,12 @@ def _torch_row(row: _Row, known_cuda: set[str]) -> TorchRelease:
         pypi_backend=row.get("pypi_backend", _BACKEND, "cu126", required=False),
         pypi_backends=row.mapping("pypi_backends", _BACKEND, "cu126", required=False),
         glibc=row.mapping("glibc", _GLIBC, "2.28"), variants=tuple(variants), source=src,
-        note=row.get("note", None, "inferred: ...", required=False) or "")
+        note=row.get("note", None, "inferred: ...", required=False) or "",
+        python_by_platform=row.lists("python_by_platform", _PY, "3.12"),
+        stable_cuda=row.strings("stable_cuda", _CUDA, "12.6", required=False),
+        experimental_cuda=row.strings("experimental_cuda", _CUDA, "12.8", required=False))
+    if rel.stable_cuda or rel.experimental_cuda:
+        row.get("cuda_support_source", None, "https://github.com/pytorch/pytorch/blob/main/RELEASE.md")
     row.done()
     return rel
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock.matrix import Matrix, TorchRelease, Variant, arch_tuple, cc_tuple, gpu_runs
+from tritonlock.matrix import Matrix, Ptxas, TorchRelease, Variant, arch_tuple, cc_tuple, gpu_runs
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
@@ -41,27 +41,69 @@ class _Fit:
     driver_floor: str | None
 
 
-def _pythons(spec: str, release: TorchRelease) -> list[str]:
-    """Candidate Python minors for a release, best first."""
+def _pythons(spec: str, release: TorchRelease, platform: str) -> list[str]:
+    """Candidate Python minors for a release on a platform, best first."""
+    have = release.pythons(platform)
     if spec and spec[0].isdigit():
-        return [spec] if spec in release.python else []
+        return [spec] if spec in have else []
     s = SpecifierSet(spec) if spec else SpecifierSet()
-    return sorted((p for p in release.python if Version(p) in s), key=Version, reverse=True)
+    return sorted((p for p in have if Version(p) in s), key=Version, reverse=True)
+
+
+def driver_branch(driver: str) -> str:
+    """'580.65.06' -> 'the R580 branch' (NVIDIA names driver branches by their first number)."""
+    return f"the R{driver.split('.')[0]} branch"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Triton:
+    """The Triton that goes with one torch release on this target, or why it cannot work here."""
+
+    package: str | None = None
+    version: str | None = None
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    problem: str | None = None  # this torch is passed over: its Triton does not work on this target
+    kind: str = ""  # the problem's kind: "ptxas" (driver), "gpu" (compute capability), "wheel", "spec"
+    need_driver: str | None = None  # kind "ptxas": the least driver that loads its kernels
+    env: str | None = None  # kind "ptxas": the variable that points Triton at another ptxas
+    ptxas_major: str | None = None  # kind "ptxas": the CUDA major of the bundled ptxas ("13")
 
 
 class _Resolver:
     def __init__(self, intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> None:
         self.intent, self.m, self.t = intent, matrix, target
+        self.default_python = default_python
         self.python = target.python or intent.python or default_python
         self.platform = platform_of(target)
         self.gpu = target.driver is not None
         self.from_default = intent.torch_index == "default"
+        # PyPI ships one build per platform; with cuda = "cpu" on a machine without a driver a CUDA build of it
+        # runs on the CPU just the same (its CUDA libraries go unused), so it is taken with a warning.
+        self.cpu_from_default = self.from_default and intent.cuda == "cpu" and not self.gpu
+
+    def python_reason(self, chosen: str, release: str) -> str:
+        """Where the target's Python came from, in words that match what really happened."""
+        if self.t.python:
+            if self.t.origin == "host":
+                origin = "the interpreter tritonlock runs on (set python in [environment] to choose another)"
+            elif self.t.origin.startswith("file"):
+                origin = f"the Python of the saved machine {self.t.name!r}"
+            else:
+                origin = f"target {self.t.name!r} asks for {self.t.python!r}"
+        elif self.intent.python:
+            origin = f"[environment].python is {self.intent.python!r}"
+        else:
+            origin = "the interpreter tritonlock runs on (no python in triton-env.toml)"
+        if self.python[0].isdigit():
+            return f"Python {chosen}: {origin}"
+        return f"Python {chosen}: the newest that torch {release} supports within {self.python!r} ({origin})"
 
     # -- which variants the intent asks for at all
     def wanted(self, variants: tuple[Variant, ...]) -> list[Variant]:
         cuda = self.intent.cuda
         out = [v for v in variants if v.backend == "cpu" or v.backend.startswith("cu")]
-        if cuda == "auto" and not self.gpu and self.from_default:
+        if (cuda == "auto" and not self.gpu and self.from_default) or self.cpu_from_default:
             pass  # PyPI's one build runs on the CPU too, whatever CUDA it carries
         elif cuda == "cpu" or (cuda == "auto" and not self.gpu):
             out = [v for v in out if v.backend == "cpu"]
@@ -79,6 +121,11 @@ class _Resolver:
         if v.cuda is None:
             return None, None, None
         if self.t.driver is None:
+            if self.cpu_from_default:
+                return None, (f"cuda = 'cpu' with [indexes] torch = 'default': the default index ships only the "
+                              f"{v.backend} build for {self.platform}, so that is what is locked; it runs on the CPU "
+                              "and its CUDA libraries (several GB) go unused. For a CPU-only build, take torch from "
+                              "PyTorch's cpu index instead (leave [indexes].torch unset)"), None
             if self.from_default and self.intent.cuda == "auto":
                 return None, (f"the default index's torch is the {v.backend} build: on this target without an "
                               "NVIDIA driver it runs on the CPU and its CUDA libraries go unused"), None
@@ -117,10 +164,12 @@ class _Resolver:
 
     def fit(self, release: TorchRelease) -> tuple[_Fit | None, str]:
         """The best variant of a release for this target, or why none fits."""
-        pythons = _pythons(self.python, release)
+        pythons = _pythons(self.python, release, self.platform)
         if not pythons:
-            lo, hi = release.python[0], release.python[-1]
-            return None, f"supports Python {lo}–{hi}, not {self.python}"
+            on = release.pythons(self.platform)
+            lo, hi = on[0], on[-1]
+            where = f" on {self.platform}" if on != release.python else ""
+            return None, f"supports Python {lo}–{hi}{where}, not {self.python}"
         variants = [v for v in release.variants if self.platform in v.platforms]
         if not variants:
             return None, f"no wheels for {self.platform}"
@@ -137,6 +186,9 @@ class _Resolver:
         wanted = self.wanted(tuple(variants))
         if not wanted:
             have = "/".join(v.backend for v in sorted(variants, key=lambda v: _v(v.cuda or "0")))
+            if self.from_default and self.intent.cuda == "cpu":
+                return None, (f"the default index ships only the {have} build of it for {self.platform}, no "
+                              "CPU-only build")
             return None, f"published for {self.platform} only as {have}, not as cuda = {self.intent.cuda!r}"
         problems: list[str] = []
         runnable: list[tuple[Variant, str | None, str | None, list[str]]] = []
@@ -154,13 +206,37 @@ class _Resolver:
                 problems.append(arch)
                 continue
             runnable.append((v, warn, dfloor, arch_warns))
-        # The newest variant that runs under the policy ("compatible" counts CUDA minor-version
-        # compatibility; such a pick carries a warning, and cuda-policy = "strict" avoids it).
-        for v, warn, dfloor, arch_warns in runnable[:1]:
-            reasons = [(f"{v.backend}: the build the default index ships for {self.platform}" if self.from_default
-                        else f"{v.backend}: the newest published variant of torch {release.version} for "
-                        f"{self.platform} that runs here") if v.cuda else f"{v.backend}: " + ("no NVIDIA driver on this target"
-                                                                          if not self.gpu else "cuda = 'cpu' asked for")]
+        # The newest variant that runs under the policy ("compatible" counts CUDA minor-version compatibility;
+        # such a pick carries a warning, and cuda-policy = "strict" avoids it) — a stable one (RELEASE.md) before
+        # an experimental one.
+        if runnable:
+            stable = [x for x in runnable if release.cuda_support(x[0].cuda) != "experimental"]
+            v, warn, dfloor, arch_warns = (stable or runnable)[0]
+            support = release.cuda_support(v.cuda)
+            if self.from_default:
+                first = f"{v.backend}: the build the default index ships for {self.platform}"
+            elif not v.cuda:
+                first = f"{v.backend}: " + ("cuda = 'cpu' asked for" if self.intent.cuda == "cpu"
+                                            else "no NVIDIA driver on this target")
+            elif support == "stable":
+                first = (f"{v.backend}: the newest stable CUDA variant (RELEASE.md) of torch {release.version} "
+                         f"for {self.platform} that runs here")
+            elif support == "experimental":
+                first = (f"{v.backend}: the newest variant of torch {release.version} for {self.platform} that runs "
+                         "here; it is experimental in RELEASE.md, and no stable one runs here")
+            else:
+                first = f"{v.backend}: the newest published variant of torch {release.version} for {self.platform} that runs here"
+            reasons = [first]
+            passed = [x[0].backend for x in runnable if x[0] is not v and _v(x[0].cuda or "0") > _v(v.cuda or "0")]
+            if passed and support == "stable":
+                reasons.append(f"{', '.join(passed)} also {'run' if len(passed) > 1 else 'runs'} here but "
+                               f"{'are' if len(passed) > 1 else 'is'} experimental for torch {release.version} "
+                               f"(RELEASE.md): the stable {v.backend} is preferred")
+            elif support == "experimental" and problems:
+                stable_no = [p for p in problems if any(p.startswith(b.backend + " ") or f"CUDA {b.cuda} " in p
+                                                        for b in wanted if release.cuda_support(b.cuda) == "stable")]
+                if stable_no:
+                    reasons.append("stable variants do not run here: " + "; ".join(dict.fromkeys(stable_no)))
             if v.cuda and dfloor:
                 reasons.append(f"driver {self.t.driver} >= {dfloor}, the floor for CUDA {v.cuda} "
                                f"({self.intent.cuda_policy} policy)")
@@ -177,42 +253,100 @@ class _Resolver:
                           f"this driver is {self.t.driver}")
         return None, "; ".join(dict.fromkeys(problems))
 
-    def triton(self, release: TorchRelease) -> tuple[str | None, str | None, list[str], list[str], str | None]:
-        """(package, version, reasons, warnings, problem) for triton alongside this torch."""
+    def triton(self, release: TorchRelease, variant: Variant) -> _Triton:
+        """The Triton that goes with this torch build here, or why it cannot work on this target."""
         want = self.intent.triton
         if want == "none":
-            return None, None, ["triton = 'none' in the intent"], [], None
+            return _Triton(reasons=("triton = 'none' in the intent: no Triton of its own in the decision and no "
+                                    "check that Triton works here",))
         if self.t.os == "windows":
-            tw = self.m.triton_windows_for(release.version)
-            if tw is None:
-                return None, None, [], [f"no triton-windows release is known for torch {release.version}"], None
-            return "triton-windows", tw.version, [f"triton-windows {tw.version}: the series for torch {tw.torch}"], [], None
+            return self._triton_windows(release, variant)
         if self.t.os != "linux":
-            return None, None, [], [f"Triton publishes no wheels for {self.platform}; the lock has no triton"], None
+            return _Triton(warnings=(f"Triton publishes no wheels for {self.platform}; the lock has no triton",))
         pin = release.triton
         if pin is None:
-            return None, None, [], [f"torch {release.version} pins no triton"], None
+            return _Triton(warnings=(f"torch {release.version} pins no triton",))
         if want != "auto" and Version(pin) not in SpecifierSet(want):
-            return None, None, [], [], f"pins triton {pin}, outside triton = {want!r}"
+            return _Triton(problem=f"pins triton {pin}, outside triton = {want!r}", kind="spec")
         reasons = [f"triton {pin}: the exact version torch {release.version} requires"]
         warns: list[str] = []
         tr = self.m.triton_release(pin)
         if tr is not None:
             if self.python[0].isdigit() and tr.python and self.python not in tr.python:
-                return None, None, [], [f"triton {pin} publishes no wheels for Python {self.python}; the lock has no "
-                                        "triton"], None
+                return _Triton(problem=f"its triton {pin} publishes no wheel for Python {self.python}", kind="wheel")
             if self.platform not in tr.platforms:
-                return None, None, [], [f"triton {pin} publishes no wheels for {self.platform}; the lock has no triton"], None
-            for cc in sorted(set(self.t.gpus), key=cc_tuple):
-                if cc_tuple(cc) < cc_tuple(tr.min_cc):
-                    warns.append(f"Triton {pin} cannot run on compute capability {cc} (it needs >= {tr.min_cc}): "
-                                 "torch works, Triton kernels and torch.compile's GPU backend do not")
-                elif cc_tuple(cc) < cc_tuple(tr.supported_cc):
-                    warns.append(f"Triton {pin} runs on compute capability {cc} but supports >= {tr.supported_cc} "
-                                 "officially; some kernels (tl.dot with bf16/fp8) may fail")
-        return "triton", pin, reasons, warns, None
+                return _Triton(problem=f"its triton {pin} publishes no wheels for {self.platform}", kind="wheel")
+            if variant.cuda and self.gpu:
+                low = [cc for cc in sorted(set(self.t.gpus), key=cc_tuple) if cc_tuple(cc) < cc_tuple(tr.min_cc)]
+                if low:
+                    return _Triton(problem=(f"its triton {pin} cannot compile for compute capability {', '.join(low)} "
+                                            f"(Triton needs >= {tr.min_cc})"),
+                                   kind="gpu")
+                for cc in sorted(set(self.t.gpus), key=cc_tuple):
+                    if cc_tuple(cc) < cc_tuple(tr.supported_cc):
+                        warns.append(f"Triton {pin} runs on compute capability {cc} but supports >= "
+                                     f"{tr.supported_cc} officially; some kernels (tl.dot with bf16/fp8) may fail")
+        return self._ptxas("triton", pin, self.m.ptxas_build("triton", pin, self.platform), variant,
+                           _Triton(package="triton", version=pin, reasons=tuple(reasons), warnings=tuple(warns)))
 
-    def run(self) -> Selection:
+    def _triton_windows(self, release: TorchRelease, variant: Variant) -> _Triton:
+        tw = self.m.triton_windows_for(release.version)
+        if tw is None:
+            return _Triton(problem=f"no triton-windows release is known for torch {release.version}", kind="wheel")
+        if self.python[0].isdigit() and self.python not in tw.python:
+            return _Triton(problem=(f"triton-windows {tw.version} (the series for torch {tw.torch}) publishes no "
+                                    f"wheel for Python {self.python}"), kind="wheel")
+        row = self.m.ptxas_build("triton-windows", tw.version, "win_amd64")
+        want = self.intent.triton
+        if want != "auto" and row is not None and not SpecifierSet(want).contains(Version(row.version), prereleases=True):
+            return _Triton(problem=f"goes with triton-windows {tw.version}, outside triton = {want!r}", kind="spec")
+        base = _Triton(package="triton-windows", version=tw.version,
+                       reasons=(f"triton-windows {tw.version}: the series for torch {tw.torch}",))
+        return self._ptxas("triton-windows", row.version if row else tw.version, row, variant, base)
+
+    def _ptxas(self, package: str, version: str, row: Ptxas | None, variant: Variant, base: _Triton) -> _Triton:
+        """The rule: for every GPU, the ptxas Triton uses for it must make code this driver loads."""
+        import dataclasses
+
+        if variant.cuda is None or self.t.driver is None:
+            return base  # no NVIDIA driver, or a CPU build: Triton's GPU compiler is never used here
+        if row is None:
+            return dataclasses.replace(base, warnings=base.warnings + (
+                f"the ptxas bundled with {package} {version} for {self.platform} is not in the matrix: not checked "
+                "against driver " + self.t.driver,))
+        ccs = sorted(set(self.t.gpus), key=cc_tuple)
+        uses: dict[tuple[str, str, str], list[str]] = {}
+        for cc in ccs or ["?"]:
+            key = row.for_cc(cc) if cc != "?" else ("ptxas", row.ptxas, "TRITON_PTXAS_PATH")
+            uses.setdefault(key, []).append(cc)
+        reasons, warns = list(base.reasons), list(base.warnings)
+        for (binary, cuda, env), on in uses.items():
+            floor = self.m.ptxas_floor(cuda, self.t.os)
+            cuda_xy = ".".join(cuda.split(".")[:2])
+            major = cuda.split(".")[0]
+            gpus = f"compute capability {', '.join(on)}" if on != ["?"] else "its GPUs"
+            if floor is None:
+                warns.append(f"{package} {version} compiles with a CUDA {cuda_xy} {binary} whose driver floor is not "
+                             "in the matrix: not checked")
+                continue
+            need = floor[0]
+            if _v(self.t.driver) < _v(need):
+                return _Triton(
+                    package=package, version=version, kind="ptxas", need_driver=need, env=env, ptxas_major=major,
+                    problem=(f"its Triton ({package} {version}) compiles for {gpus} with its bundled {binary} "
+                             f"(CUDA {cuda_xy}), whose kernels need driver >= {need} (CUDA {major}.x minor-version "
+                             f"compatibility); driver {self.t.driver} cannot load them"))
+            reasons.append(f"{package} {version} compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}): "
+                           f"driver {self.t.driver} >= {need} loads its kernels")
+        if not ccs and row.blackwell and row.blackwell_from:
+            floor = self.m.ptxas_floor(row.blackwell, self.t.os)
+            if floor and _v(self.t.driver) < _v(floor[0]):
+                warns.append(f"this target lists no GPUs: on GPUs of compute capability >= {row.blackwell_from} "
+                             f"{package} {version} compiles with ptxas-blackwell (CUDA "
+                             f"{'.'.join(row.blackwell.split('.')[:2])}), which needs driver >= {floor[0]}")
+        return dataclasses.replace(base, reasons=tuple(reasons), warnings=tuple(warns))
+
+    def run(self, advise: bool = True) -> Selection:
         if self.gpu and self.intent.cuda != "cpu":
             for cc in sorted(set(self.t.gpus), key=cc_tuple):
                 jetson = self.m.jetpack_only(cc)
@@ -229,27 +363,144 @@ class _Resolver:
             return self.conflict([f"no torch release in the matrix matches torch = {self.intent.torch!r} "
                                   f"(the matrix knows {known})"], "loosen torch in triton-env.toml")
         skipped: list[tuple[str, str]] = []
+        passed: list[tuple[TorchRelease, _Triton]] = []  # torch itself runs here, its Triton does not
         for r in releases:
             fit, why = self.fit(r)
             if fit is None:
                 skipped.append((r.version, why))
                 continue
-            pkg, tver, treasons, twarns, tproblem = self.triton(r)
-            if tproblem:
-                skipped.append((r.version, tproblem))
+            tri = self.triton(r, fit.variant)
+            if tri.problem:
+                skipped.append((r.version, tri.problem))
+                passed.append((r, tri))
                 continue
             index = self.index(fit.variant.backend)
             reasons = [f"torch {r.version}: the newest release matching torch = {self.intent.torch or '*'!r} "
-                       "that fits this target"]
-            reasons += [f"skipped {line}" for line in _grouped(skipped)]
-            reasons += [f"Python {fit.python}: " + ("as asked" if self.python[0].isdigit() else
-                                                    f"newest of {self.python!r} that torch {r.version} supports")]
-            reasons += list(fit.reasons) + treasons
+                       "that fits this target" + (" with a Triton that works here" if passed else "")]
+            reasons += [f"passed over {line}" for line in _grouped(skipped)]
+            reasons += [self.python_reason(fit.python, r.version)]
+            reasons += list(fit.reasons) + list(tri.reasons)
+            warnings = list(fit.warnings) + list(tri.warnings)
+            if passed:
+                warnings.append(self.passed_over_warning(passed, advise))
             return Selection(target=self.t, ok=True, python=fit.python, torch=r.version, backend=fit.variant.backend,
-                             index=index, triton_package=pkg, triton=tver, packages=self.intent.packages,
+                             index=index, triton_package=tri.package, triton=tri.version, packages=self.intent.packages,
                              driver_floor=fit.driver_floor, archs=fit.variant.archs, ptx=fit.variant.ptx,
-                             warnings=tuple(fit.warnings) + tuple(twarns), reasons=tuple(reasons))
-        return self.conflict(_grouped(skipped), self.suggest(releases))
+                             warnings=tuple(warnings), reasons=tuple(reasons))
+        return self.conflict(_grouped(skipped), self.suggest(releases, passed) if advise else "")
+
+    def passed_over_warning(self, passed: list[tuple[TorchRelease, _Triton]], advise: bool) -> str:
+        """Newer torch runs here but its Triton does not: say so, and what would unlock it."""
+        versions = [r.version for r, _ in passed]
+        span = versions[0] if len(versions) == 1 else f"{versions[-1]}–{versions[0]}"
+        first = passed[0][1]
+        msg = (f"newer torch {span} runs on this target but its Triton does not ({first.problem}); the lock holds "
+               "the newest torch whose Triton works here")
+        if advise and first.kind == "ptxas" and first.need_driver:
+            msg += f" — a driver >= {first.need_driver} ({driver_branch(first.need_driver)}) would allow torch {versions[0]}"
+        return msg
+
+    def least_driver(self) -> tuple[str, Selection] | None:
+        """The least driver (a floor from the matrix) on which this intent resolves for this target, and the result."""
+        import dataclasses
+
+        if self.t.driver is None:
+            return None
+        floors: set[str] = set()
+        for tk in self.m.cuda:
+            floors.update(d for d in (tk.linux_driver if self.t.os == "linux" else tk.windows_driver,) if d)
+        for mc in self.m.minor_compat:
+            floors.update(d for d in (mc.linux_driver if self.t.os == "linux" else mc.windows_driver,) if d)
+        for d in sorted((f for f in floors if _v(f) > _v(self.t.driver)), key=_v):
+            t = dataclasses.replace(self.t, driver=d, cuda=None)
+            sel = _Resolver(self.intent, self.m, t, self.default_python).run(advise=False)
+            if sel.ok:
+                return d, sel
+        return None
+
+    def without_triton(self) -> Selection:
+        """What this target would get with triton = "none" (no Triton rule)."""
+        import dataclasses
+
+        return _Resolver(dataclasses.replace(self.intent, triton="none"), self.m, self.t, self.default_python).run(advise=False)
+
+    def suggest(self, tried: list[TorchRelease], passed: list[tuple[TorchRelease, _Triton]] | None = None) -> str:
+        """The cheapest ways out: a driver that would do, the Triton escape hatches, or a torch range that fits."""
+        hints: list[str] = []
+        if passed:
+            hints += self.triton_hints(passed)
+        if self.t.driver is not None and self.intent.cuda != "cpu" and not hints:
+            need: list[str] = []
+            for r in tried:
+                for v in self.wanted(tuple(x for x in r.variants if self.platform in x.platforms)):
+                    if v.cuda and self.arch_problem(v)[0] is None and _pythons(self.python, r, self.platform):
+                        f = self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy)
+                        if f and _v(f) > _v(self.t.driver):
+                            need.append(f)
+                if need:
+                    hints.append(f"upgrade the NVIDIA driver to >= {min(need, key=_v)} (for torch {r.version})")
+                    break
+        if self.intent.torch:
+            # the nearest releases outside the range first: the smallest change to the intent
+            pos = {r.version: i for i, r in enumerate(self.m.torch)}
+            lo, hi = min(pos[r.version] for r in tried), max(pos[r.version] for r in tried)
+            outside = sorted((r for r in self.m.torch if r not in tried),
+                             key=lambda r: min(abs(pos[r.version] - lo), abs(pos[r.version] - hi)))
+            torch_only: TorchRelease | None = None
+            for r in outside:
+                fit, _ = self.fit(r)
+                if fit is None:
+                    continue
+                if self.triton(r, fit.variant).problem is None:
+                    op = "<=" if _v(r.version) < _v(tried[0].version) else ">="
+                    hints.append(f"allow torch {op} {r.version} (torch = \"{op}{r.version}\" in triton-env.toml)")
+                    torch_only = None
+                    break
+                torch_only = torch_only or r
+            if torch_only is not None and self.intent.triton != "none":
+                op = "<=" if _v(torch_only.version) < _v(tried[0].version) else ">="
+                hints.append(f"allow torch {op} {torch_only.version} and set triton = \"none\" (torch "
+                             f"{torch_only.version} runs here, its Triton does not)")
+        if self.from_default and self.intent.cuda == "cpu":
+            hints.append("for a CPU-only torch take it from PyTorch's cpu index (remove [indexes] torch = \"default\"), "
+                         "or set cuda = \"auto\" to lock the build the default index ships")
+        elif self.intent.cuda not in ("auto", "cpu") and self.gpu:
+            hints.append('let cuda = "auto" choose the CUDA variant')
+        if not hints:
+            hints.append("add or change this target's python, driver or gpus, or set cuda = \"cpu\"")
+        return " or ".join(hints)
+
+    def triton_hints(self, passed: list[tuple[TorchRelease, _Triton]]) -> list[str]:
+        """Torch runs here but no Triton does: the driver that fixes it, and the escape hatches."""
+        hints: list[str] = []
+        kinds = {t.kind for _, t in passed}
+        alone = self.without_triton()
+        if self.t.os == "windows":  # torch's Windows wheels pin no triton: "none" means no triton-windows
+            keep = f"torch {alone.torch} ({alone.backend}) without triton-windows" if alone.ok else "torch alone"
+        else:  # torch's Linux CUDA wheels require their triton, so the lock still holds it
+            keep = (f"torch {alone.torch} ({alone.backend}) with the triton it pins" if alone.ok and alone.torch
+                    else "torch as it pins triton")
+        if "ptxas" in kinds:
+            found = self.least_driver()
+            if found is not None:
+                d, sel = found
+                hints.append(f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}), which loads the kernels "
+                             f"of {sel.triton_package or 'triton'} {sel.triton} (torch {sel.torch})")
+            tri = next(t for _, t in passed if t.kind == "ptxas")
+            have_major = (self.t.cuda or self.m.max_cuda_for_driver(self.t.driver or "0", self.t.os) or "?").split(".")[0]
+            if self.t.os == "windows":
+                hints.append(f"keep this driver: set triton = \"none\" (locks {keep})")
+            else:
+                hints.append(f"keep this driver: set triton = \"none\" (locks {keep}, without the Triton check) "
+                             f"and point {tri.env} at the ptxas of a CUDA {have_major}.x toolkit, which driver "
+                             f"{self.t.driver} loads (e.g. {tri.env}=/usr/local/cuda-{have_major}.x/bin/ptxas)")
+        if "gpu" in kinds:
+            hints.append(f"set triton = \"none\" to lock {keep}: torch runs on this GPU, Triton does not")
+        if "wheel" in kinds and not hints:
+            hints.append(f"pick a Python that Triton publishes wheels for, or set triton = \"none\" to lock {keep}")
+        if "spec" in kinds and not hints:
+            hints.append("loosen triton in triton-env.toml (or set it to \"auto\")")
+        return hints
 
     def index(self, backend: str) -> str:
         tmpl = self.intent.torch_index
@@ -259,38 +510,10 @@ class _Resolver:
             return tmpl.format(backend=backend) if "{backend}" in tmpl else tmpl
         return self.m.index_url(backend)
 
-    def suggest(self, tried: list[TorchRelease]) -> str:
-        """The cheapest way out: a driver that would do, or a torch range outside the intent that fits."""
-        hints: list[str] = []
-        if self.t.driver is not None and self.intent.cuda != "cpu":
-            need: list[str] = []
-            for r in tried:
-                for v in self.wanted(tuple(x for x in r.variants if self.platform in x.platforms)):
-                    if v.cuda and self.arch_problem(v)[0] is None and _pythons(self.python, r):
-                        f = self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy)
-                        if f and _v(f) > _v(self.t.driver):
-                            need.append(f)
-                if need:
-                    hints.append(f"upgrade the NVIDIA driver to >= {min(need, key=_v)} (for torch {r.version})")
-                    break
-        if self.intent.torch:
-            outside = [r for r in self.m.torch if r not in tried]
-            for r in outside:
-                fit, _ = self.fit(r)
-                if fit is not None and self.triton(r)[4] is None:
-                    op = "<=" if _v(r.version) < _v(tried[0].version) else ">="
-                    hints.append(f"allow torch {op} {r.version} (torch = \"{op}{r.version}\" in triton-env.toml)")
-                    break
-        if self.intent.cuda not in ("auto", "cpu") and self.gpu:
-            hints.append('let cuda = "auto" choose the CUDA variant')
-        if not hints:
-            hints.append("add or change this target's python, driver or gpus, or set cuda = \"cpu\"")
-        return " or ".join(hints)
-
     def conflict(self, lines: list[str], hint: str) -> Selection:
         desc = _describe(self.t, self.python)
         msg = (f"nothing fits target {self.t.name!r} ({desc}):\n" + "\n".join(f"  - {x}" for x in lines)
-               + f"\n  fix: {hint}")
+               + (f"\n  fix: {hint}" if hint else ""))
         return Selection(target=self.t, ok=False, python=None, packages=self.intent.packages,
                          conflict=Conflict(target=self.t.name, message=msg, facts=tuple(lines)), reasons=tuple(lines))
 
