@@ -54,7 +54,7 @@ def _a100(text: str, old: str, new: str) -> str:
     ('driver = "550.54.15"\n', ""),            # a CUDA target with no driver would fit a CPU-only host
     ('gpus = ["8.0"]\n', ""),
     ('python = "3.11"\ntorch', 'python = "3.12"\ntorch'),  # a venv with another Python
-    ('backend = "cu126"', 'backend = "cpu"'),
+    ('backend = "cu124"', 'backend = "cpu"'),  # cu124: 2.6's stable CUDA (RELEASE.md)
     ('driver-floor = "525.60.13"', 'driver-floor = "400.00"'),
 ])
 @pytest.mark.parametrize("locked_flag", [True, False])
@@ -83,7 +83,7 @@ def test_reordered_packages_are_accepted(tmp_path: Path, locked: str) -> None:
     (tmp_path / "triton-env.lock").write_text(shuffled, encoding="utf-8")
     code, out, err = _run("show", "-p", str(tmp_path), "--target", "a100")
     assert code == 0, err
-    assert "torch" in out and "2.6.0+cu126" in out
+    assert "torch" in out and "2.6.0+cu124" in out
 
 
 def test_a_newer_minor_lock_gives_one_warning_line(tmp_path: Path, locked: str) -> None:

@@ -80,6 +80,11 @@ def test_triton_pinned_by_torch_comes_from_the_torch_index_even_with_triton_none
     pk = _lock(tmp_path, index, f'[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "{cuda}"\n'
                                 'triton = "none"\n' + ('[[targets]]\nname = "gpu"\ndriver = "550.54.15"\n'
                                                        'gpus = ["8.0"]\n' if cuda != "cpu" else ""))
+    if cuda == "cpu":
+        # torch's CPU builds require no triton (compat/meta.toml triton_from_default): none is locked, and so no
+        # decoy of it either
+        assert "triton" not in pk
+        return
     torch_index = index.index_url(f"whl/{cuda}")
     version, where, url, sha = pk["triton"]
     assert (where, sha) == (torch_index, _sha(index, f"whl/{cuda}", "triton", version))
@@ -99,11 +104,12 @@ def test_a_family_member_the_torch_index_lacks_is_refused_clearly(tmp_path: Path
 def test_sync_installs_and_imports_the_real_ones(tmp_path: Path, index: LocalIndex) -> None:
     pk = _lock(tmp_path, index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\ntriton = "none"\n'
                                 'packages = ["visionuser"]\n')
-    assert {pk[n][1] for n in ("torch", "torchvision", "triton")} == {index.index_url("whl/cpu")}
+    assert {pk[n][1] for n in ("torch", "torchvision")} == {index.index_url("whl/cpu")}
+    assert "triton" not in pk  # torch's CPU build requires none
     code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
     assert code == 0, out
     py = str(venv_python(tmp_path / ".venv"))
-    r = subprocess.run([py, "-c", "import torchvision, triton; print(torchvision.__version__, triton.__version__)"],
+    r = subprocess.run([py, "-c", "import torchvision; print(torchvision.__version__)"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "DECOY" not in r.stdout + r.stderr, r.stderr
-    assert r.stdout.split() == ["0.21.0+cpu", pk["triton"][0]]
+    assert r.stdout.split() == ["0.21.0+cpu"]
