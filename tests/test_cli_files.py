@@ -50,7 +50,7 @@ def test_write_atomic_follows_the_umask(tmp_path: Path, umask: None, mask: int) 
 
 def test_every_written_file_is_readable_by_others(tmp_path: Path, local_index: LocalIndex, umask: None) -> None:
     project = tmp_path / "p"
-    _ok("init", "-p", str(project))
+    _ok("init", "-p", str(project), "--no-index-check")
     assert _mode(project / "triton-env.toml") == 0o644
     _ok("host", "--save", str(tmp_path / "host.toml"))
     assert _mode(tmp_path / "host.toml") == 0o644

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.host import clear_cache
 from tritonlock.intent import read_intent
@@ -24,13 +26,13 @@ def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 
 def test_init_writes_a_valid_commented_intent_and_refuses_to_overwrite(tmp_path: Path) -> None:
-    code, out = _run("init", "-p", str(tmp_path))
+    code, out = _run("init", "-p", str(tmp_path), "--no-index-check")
     assert code == 0 and "next: `tritonlock resolve`" in out
     text = (tmp_path / "triton-env.toml").read_text()
     assert text.startswith("# triton-env.toml") and "no NVIDIA GPU" in text
     it = read_intent(tmp_path / "triton-env.toml")
     assert it.torch == ">=2.6" and it.python is not None
-    code, out = _run("init", "-p", str(tmp_path))
+    code, out = _run("init", "-p", str(tmp_path), "--no-index-check")
     assert code == 2 and "already exists — edit it, or pass --force" in out
 
 
@@ -75,3 +77,83 @@ def test_intent_python_beats_the_running_interpreter_for_the_host(tmp_path: Path
     assert code == 0, out
     (t,) = json.loads(out)["targets"]
     assert (t["name"], t["python"]) == ("host", "3.12")  # this interpreter is 3.11
+
+
+def test_init_shows_this_machine_as_host_save_writes_it(tmp_path: Path) -> None:
+    """The commented [[targets]] table in the starter is, uncommented, exactly what `host --save` writes."""
+    from tritonlock import _toml
+
+    code, out = _run("init", "-p", str(tmp_path), "--no-index-check")
+    assert code == 0, out
+    text = (tmp_path / "triton-env.toml").read_text()
+    block = text.split("This machine, as it writes it:\n", 1)[1]
+    uncommented = "\n".join(line.removeprefix("# ") for line in block.splitlines())
+    code, out = _run("host", "--save", str(tmp_path / "host.toml"))
+    assert code == 0, out
+    saved = _toml.loads((tmp_path / "host.toml").read_text())
+    assert _toml.loads(uncommented) == saved and saved["targets"][0]["name"] == "cpu"
+    assert "[indexes]" not in text.replace("# [indexes]", "")  # no index question was asked
+    lines = text.splitlines()
+    columns = {line.index(" # ") for line in lines if line[:1].isalpha() and " # " in line}
+    assert len(columns) == 1, lines  # the [environment] comments line up
+
+
+@pytest.fixture
+def torch_index(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """Point PyTorch's index (compat/'s template) somewhere else for this test."""
+    from tritonlock.matrix import Matrix
+
+    def point(template: str) -> None:
+        monkeypatch.setattr(Matrix, "index_url", lambda self, backend: template.format(backend=backend))
+    return point
+
+
+def test_init_where_only_the_default_index_answers(tmp_path: Path, local_index: LocalIndex,
+                                                    torch_index: Callable[[str], None],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The only-PyPI machine: init takes torch from the default index, and the first resolve works (not exit 4)."""
+    from tritonlock.index import default_index
+
+    default_index.cache_clear()
+    monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
+    torch_index("http://127.0.0.1:9/whl/{backend}")  # a closed port: nothing answers
+    code, out = _run("init", "-p", str(tmp_path))
+    assert code == 0, out
+    assert ("note: PyTorch's index (http://127.0.0.1:9/whl) did not answer when `tritonlock init` ran "
+            "(ConnectionError); your default index") in out
+    assert read_intent(tmp_path / "triton-env.toml").torch_index == "default"
+    intent = tmp_path / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('torch = ">=2.6"', 'torch = "==2.6.0"'))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    assert f"index: {local_index.index_url('simple')}" in out
+    # where PyTorch's index answers, the [indexes] table stays a comment
+    torch_index(local_index.url + "/whl/{backend}")
+    code, out = _run("init", "-p", str(tmp_path), "--force")
+    assert code == 0 and "note:" not in out and read_intent(intent).torch_index is None
+    # where nothing answers, init says so and leaves the choice to the user
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    default_index.cache_clear()
+    torch_index("http://127.0.0.1:9/whl/{backend}")
+    code, out = _run("init", "-p", str(tmp_path), "--force")
+    assert code == 0 and "warning: neither PyTorch's index" in out and read_intent(intent).torch_index is None
+    default_index.cache_clear()
+
+
+def test_resolve_names_an_unreachable_torch_index_and_the_way_out(tmp_path: Path, local_index: LocalIndex,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 4 still (an index failed), but the message says which one and how to do without it."""
+    from tritonlock.index import default_index
+
+    default_index.cache_clear()
+    monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # the closed port will not open: fail fast
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\ntorch = "==2.6.0"\n'
+                                              '[indexes]\ntorch = "http://127.0.0.1:9/whl/{backend}"\n')
+    code, out = _run("resolve", "-p", str(tmp_path))
+    default_index.cache_clear()
+    assert code == 4
+    assert ("cause: the torch index does not answer from here: http://127.0.0.1:9/whl/cpu (ConnectionError); your "
+            f"default index ({local_index.index_url('simple')}) does") in out
+    assert "  fix: take torch from the default index — add to " in out and '    torch = "default"' in out
+    assert out.count("fix:") == 1

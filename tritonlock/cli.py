@@ -126,8 +126,14 @@ def _with_overrides(f: Any) -> Any:
 @click.option("--project", "-p", default=".", show_default=True, metavar="DIR",
               help="Directory to write triton-env.toml in.")
 @click.option("--force", is_flag=True, help="Overwrite an existing triton-env.toml.")
-def init(project: str, force: bool) -> None:
-    """Write a commented triton-env.toml for this machine."""
+@click.option("--no-index-check", "check_index", is_flag=True, flag_value=False, default=True,
+              help="Do not ask the package indexes whether they answer (no network).")
+def init(project: str, force: bool, check_index: bool) -> None:
+    """Write a commented triton-env.toml for this machine.
+
+    It asks PyTorch's wheel index and your default index (pip's configuration) whether they answer: when only the
+    default index does (PyPI or a mirror), it sets [indexes] torch = "default", so `tritonlock resolve` works here.
+    """
     from tritonlock import host
     from tritonlock.intent import starter
     from tritonlock.lockfile import write_atomic
@@ -140,8 +146,16 @@ def init(project: str, force: bool) -> None:
     comment = (f"# Written by `tritonlock init` on a {prof.os}/{prof.arch} host: {gpus}"
                + (f", driver {prof.driver} (CUDA {prof.cuda_driver})" if prof.driver else "") + ".")
     py = ".".join(prof.python.split(".")[:2])
+    torch_default, note = "", ""
+    if check_index:
+        from tritonlock.project import index_reachability
+
+        torch_default, note = index_reachability()
     Path(project).mkdir(parents=True, exist_ok=True)
-    write_atomic(intent_path, starter(py, comment))
+    write_atomic(intent_path, starter(py, comment, this_machine=host.target_toml(prof, host.default_target_name(prof)),
+                                      torch_default=torch_default))
+    if note:
+        click.echo(note, err=True)
     click.echo(f"wrote {intent_path} — next: `tritonlock resolve`")
 
 

@@ -168,3 +168,18 @@ class IndexClient:
 def project_files(index: str, name: str, *, timeout: float = 30) -> tuple[IndexFile, ...]:
     """Files of a project on an index (JSON when offered, else HTML); IndexError_ when unreachable."""
     return IndexClient(index, timeout=timeout).files(name)
+
+
+def unreachable(index: str, project: str, *, timeout: float = 5) -> str | None:
+    """Why `index` does not answer for `project` (one quick try, headers only), or None when it answers — an HTTP
+    error status is an answer too: the index is there."""
+    import requests
+
+    client = IndexClient(index, timeout=timeout, retries=1)
+    try:
+        with client.session.get(f"{client.url}/{_norm(project)}/", headers={"Accept": f"{PEP691}, text/html;q=0.1"},
+                                timeout=timeout, stream=True):
+            return None
+    except requests.RequestException as err:
+        return type(err).__name__ + (": DNS lookup failed" if "resolve" in str(err).lower() or "name or service"
+                                     in str(err).lower() else "")

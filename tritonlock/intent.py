@@ -364,28 +364,40 @@ def read_intent(path: str | Path) -> Intent:
     return parse_intent(text, str(p))
 
 
-def starter(python: str, target_comment: str = "") -> str:
-    """The commented starter file `tritonlock init` writes."""
-    return f'''# triton-env.toml — what this project needs; `tritonlock resolve` turns it into triton-env.lock.
-{target_comment}
-[environment]
-python = "{python}"              # a version ("3.12") or a specifier (">=3.10"); default: this interpreter
-torch = ">=2.6"               # PEP 440 specifier; "*" = newest that fits
-triton = "auto"               # "auto" (the version torch pins) | a specifier | "none"
-packages = []                 # extra requirements, locked with the rest, e.g. ["numpy>=1.26"]
-cuda = "auto"                 # "auto" | "cpu" | a backend like "cu126" | a specifier like ">=12.4"
-cuda-policy = "compatible"    # "compatible" (CUDA minor-version compatibility) | "strict"
+def starter(python: str, target_comment: str = "", *, this_machine: str = "", torch_default: str = "") -> str:
+    """The commented starter file `tritonlock init` writes. `this_machine`: the [[targets]] table `tritonlock host
+    --save` writes for this machine, shown commented out; `torch_default`: why [indexes].torch = "default" is set
+    (PyTorch's index did not answer, the default index did), else the [indexes] table stays commented out."""
+    def row(line: str, comment: str) -> str:
+        return f"{line.ljust(29)} # {comment}"
 
-# [indexes]                   # optional: mirrors and private indexes
-# torch = "https://mirror.example/whl/{{backend}}"   # where torch, triton, torchvision… come from
-# default = "https://mirror.example/simple"        # everything else (default: your pip configuration)
+    lines = ["# triton-env.toml — what this project needs; `tritonlock resolve` turns it into triton-env.lock."]
+    lines += [target_comment] if target_comment else []
+    lines += ["[environment]",
+              row(f'python = "{python}"', 'a version ("3.12") or a specifier (">=3.10"); default: this interpreter'),
+              row('torch = ">=2.6"', 'PEP 440 specifier; "*" = newest that fits'),
+              row('triton = "auto"', '"auto" (the version torch pins) | a specifier | "none"'),
+              row("packages = []", 'extra requirements, locked with the rest, e.g. ["numpy>=1.26"]'),
+              row('cuda = "auto"', '"auto" | "cpu" | a backend like "cu126" | a specifier like ">=12.4"'),
+              row('cuda-policy = "compatible"', '"compatible" (CUDA minor-version compatibility) | "strict"'),
+              ""]
+    if torch_default:
+        import textwrap
 
-# [[targets]]                 # optional: other machines to lock for (`tritonlock host --save` prints one)
-# name = "a100-cluster"
-# os = "linux"
-# arch = "x86_64"
-# glibc = "2.31"
-# python = "3.10"
-# driver = "535.104.05"
-# gpus = ["8.0", "8.0"]
-'''
+        lines += ["[indexes]"] + ["# " + line for line in textwrap.wrap(torch_default, 110)]
+        lines += [row('torch = "default"', "the torch family from your default index (PyPI ships one build per "
+                                           "platform)"),
+                  '# default = "https://mirror.example/simple"        # everything else (default: your pip '
+                  "configuration)"]
+    else:
+        lines += [row("# [indexes]", "optional: mirrors and private indexes"),
+                  '# torch = "https://mirror.example/whl/{backend}"   # where torch, triton, torchvision… come from; '
+                  '"default" = your default index',
+                  '# default = "https://mirror.example/simple"        # everything else (default: your pip '
+                  "configuration)"]
+    lines += ["",
+              "# With no [[targets]], the one target is the machine `tritonlock resolve` runs on. To lock for other",
+              "# machines too, add their [[targets]] tables: `tritonlock host --save FILE` writes one on each machine",
+              "# (or add `--driver`, `--gpus`, … to describe it). This machine, as it writes it:"]
+    lines += [f"# {line}".rstrip() for line in this_machine.strip().splitlines() if not line.startswith("#")]
+    return "\n".join(lines) + "\n"

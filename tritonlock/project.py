@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlock import __version__
-from tritonlock.errors import ResolveError, TritonlockError
+from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec
 
 INTENT_FILE = "triton-env.toml"
@@ -163,8 +163,11 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock._subprocess import uv_bin
 
     uv_bin()  # locate uv before the worker threads do
-    with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
-        closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
+    try:
+        with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
+            closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
+    except ClosureError as err:
+        raise _unreachable_torch_index(err, intent, selections, dindex) from None
     selections = tuple(_pin_triton(s, p) for s, p in zip(selections, closures))
     from tritonlock import _fast
 
@@ -205,3 +208,52 @@ def stale_warning(project_dir: Path, lock: Lock, doing: str) -> str | None:
         return None
     return (f"warning: {project_dir / LOCK_FILE} is stale ({why}); {doing} it as it is — run `tritonlock resolve` to "
             "update it")
+
+
+def index_reachability() -> tuple[str, str]:
+    """For `init`: (why [indexes].torch should be "default", or ""; a note for the user, or "").
+
+    PyTorch's own index is the default source of the torch family; where it does not answer but the default index
+    (PyPI or the mirror pip is configured with) does, the starter intent takes torch from the default index instead,
+    so that the first `tritonlock resolve` works."""
+    from tritonlock.index import default_index, unreachable
+    from tritonlock.matrix import load_matrix
+
+    torch_url = load_matrix().index_url("cpu")
+    torch_problem = unreachable(torch_url, "torch")
+    if torch_problem is None:
+        return "", ""
+    try:
+        dindex = default_index()
+    except TritonlockError as err:
+        return "", f"warning: PyTorch's index ({torch_url}) did not answer ({torch_problem}), and {err}"
+    default_problem = unreachable(dindex, "torch")
+    if default_problem is not None:
+        return "", (f"warning: neither PyTorch's index ({torch_url}: {torch_problem}) nor your default index ({dindex}: "
+                    f"{default_problem}) answered — `tritonlock resolve` needs one of them (or a mirror in [indexes])")
+    why = (f"PyTorch's index ({torch_url.rsplit('/', 1)[0]}) did not answer when `tritonlock init` ran "
+           f"({torch_problem}); your default index ({dindex}) did.")
+    return why, (f"note: {why} torch will come from the default index ([indexes] torch = \"default\"); on Linux that "
+                 "is a CUDA build of several GB, also on a machine without a GPU")
+
+
+def _unreachable_torch_index(err: ClosureError, intent: Intent, selections: tuple[Selection, ...],
+                             dindex: str) -> ClosureError:
+    """uv failed: when the reason is a torch index that does not answer while the default index does, say so and
+    name the way out ([indexes].torch = "default"); otherwise uv's own words stand."""
+    if intent.torch_index == "default":
+        return err
+    from tritonlock.index import unreachable
+
+    urls = sorted({s.index for s in selections if s.index and s.index != dindex})
+    down = [(u, why) for u in urls if (why := unreachable(u, "torch")) is not None]
+    if not down or unreachable(dindex, "torch") is not None:
+        return err
+    where = ", ".join(f"{u} ({why})" for u, why in down)
+    text = str(err)
+    text = text.rpartition("\n  fix: ")[0] or text  # uv's generic fix gives way to the real one
+    return ClosureError(f"{text}\n  cause: the torch index does not answer from here: {where}; your default index "
+                        f"({dindex}) does\n  fix: take torch from the default index — add to {intent.path}:\n"
+                        "    [indexes]\n    torch = \"default\"\n  (PyPI ships one torch build per platform: CUDA on "
+                        "Linux, a GPU-less build elsewhere), or name a mirror of PyTorch's index: torch = "
+                        "\"https://mirror.example/whl/{backend}\"")
