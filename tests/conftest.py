@@ -130,6 +130,24 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UV_NO_PROGRESS", "1")
 
 
+def tree(root: Path) -> dict[str, str]:
+    """Every file and link under root (byte-code caches aside) → its sha256 or link target: "the same files"."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    for p in sorted(root.rglob("*")):
+        if "__pycache__" in p.parts:
+            continue
+        rel = str(p.relative_to(root))
+        if p.is_symlink():
+            out[rel] = "-> " + os.readlink(p)
+        elif p.is_file():
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+        elif p.is_dir():
+            out[rel] = "dir"
+    return out
+
+
 def write_intent(root: Path, idx: LocalIndex, body: str) -> Path:
     """An intent whose indexes point at the local test index."""
     root.mkdir(parents=True, exist_ok=True)

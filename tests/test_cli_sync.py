@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import write_default_index_intent, write_intent
+from conftest import tree, write_default_index_intent, write_intent
 from pkgindex import LocalIndex, build_wheel
 from tritonlock.cli import main
-from tritonlock.sync import _read_dists, _site_dirs, venv_python
+from tritonlock._venv import read_dists as _read_dists, site_dirs as _site_dirs, venv_python
 
 INTENT = """
 [environment]
@@ -56,6 +57,10 @@ def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index
     assert not (proj / ".venv").exists()  # a dry run changes nothing
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code == 0, out
+    # the plan comes once, with what it will download, then one line saying what was done
+    assert out.count("plan for target host") == 1 and out.count("+ torch 2.6.0+cpu") == 1
+    assert "5 to install, 0 to remove, 0 unchanged; download 5.7 KB" in out
+    assert ".venv now matches target host: 5 installed" in out
     venv = proj / ".venv"
     assert _dists(venv) == {"torch": "2.6.0+cpu", "triton": "3.2.0", "filelock": "3.16.1", "einops": "0.8.0",
                             "typing-extensions": "4.12.2", "numpy": "1.26.4"}  # numpy: Triton's interpreter
@@ -74,6 +79,7 @@ def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code == 0, out
     assert "- stray 1.0" in out and "~ filelock 3.0.0 -> 3.16.1" in out
+    assert "1 upgraded, 1 removed" in out
     assert "stray" not in _dists(venv) and _dists(venv)["filelock"] == "3.16.1"
 
 
@@ -84,8 +90,6 @@ def test_tampered_lock_is_refused_naming_the_package(tmp_path: Path, local_index
     lock.write_text(text.replace('version = "3.16.1"', 'version = "3.16.2"'))
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code == 2 and "(filelock): version 3.16.2 does not match its file filelock-3.16.1" in out
-    import re
-
     h = re.search(r'sha256 = "([0-9a-f]{64})"', text).group(1)  # type: ignore[union-attr]
     lock.write_text(text.replace(h, "0" * 64, 1))
     code, out = _run("sync", "-p", str(proj), "--no-verify")
@@ -107,6 +111,7 @@ def test_failed_install_leaves_the_old_venv_working(tmp_path: Path, local_index:
     assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
     venv = proj / ".venv"
     before = _dists(venv)
+    files_before = tree(venv)
     assert before["filelock"] == "3.12.0"
     intent = proj / "triton-env.toml"
     intent.write_text(intent.read_text().replace('"filelock==3.12.0"', '"filelock==3.16.1", "einops"'))
@@ -119,18 +124,25 @@ def test_failed_install_leaves_the_old_venv_working(tmp_path: Path, local_index:
         code, out = _run("sync", "-p", str(proj), "--no-verify")
         assert code == 5, out
         assert "mismatch for einops: the file the index served is not the one the lock pinned" in out
-        assert "the environment is as it was before" in out
+        # the plan was shown before the install was tried; the claim about the venv is checked below
+        assert out.index("plan for target host") < out.index("mismatch for einops")
+        assert re.search(f"sync failed; {re.escape(str(venv))} is unchanged \\(checked: the same \\d+ files, sizes and "
+                         "times\\)", out), out
     finally:
         (files / "einops-0.8.0-py3-none-any.whl").write_bytes(good)
-    assert _dists(venv) == before
+    assert _dists(venv) == before and tree(venv) == files_before  # byte for byte
     subprocess.run([str(venv_python(venv)), "-c", "import filelock, torch"], check=True)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")  # the index is fixed: the same sync now works
+    assert code == 0 and "2 installed, 1 upgraded" in out, out
 
 
 def test_offline_wheelhouse_and_missing_wheel(tmp_path: Path, local_index: LocalIndex) -> None:
     proj = _project(tmp_path, local_index)
     house = tmp_path / "house"
     code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
-    assert code == 5 and "is not in the wheelhouse" in out
+    assert code == 5 and f"5 package(s) to install are not in the wheelhouse {house}: einops 0.8.0, filelock" in out
+    assert f"nothing was created ({proj / '.venv'} does not exist)" in out and not (proj / ".venv").exists()
+    assert [p.name for p in proj.iterdir() if "tritonlock-new" in p.name or "tritonlock-old" in p.name] == []
     house.mkdir()
     for sub in ("simple", "whl/cpu"):
         for f in (local_index.root / sub / "_files").glob("*.whl"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -287,30 +288,54 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 @_project_opt
 @click.option("--venv", metavar="DIR", help="The environment to sync (default: PROJECT/.venv).")
 @click.option("--dry-run", is_flag=True, help="Print the plan (install / upgrade / remove / keep) and change nothing.")
-@click.option("--locked", is_flag=True, help="Refuse when the lock is stale against triton-env.toml (for CI).")
+@click.option("--locked", is_flag=True,
+              help="Refuse a lock that is stale against triton-env.toml (exit 2; for CI). Without it a stale lock "
+                   "is synced as it is, after a warning that names the fix (`tritonlock resolve`).")
 @click.option("--offline", is_flag=True, help="Use only uv's cache (or --find-links); never the network.")
 @click.option("--find-links", metavar="DIR", help="A wheelhouse to install from instead of the indexes (implies --offline).")
-@click.option("--system-site-packages", is_flag=True,
-              help="Build the venv on an interpreter that already has torch/triton; install only what is missing.")
+@click.option("--system-site-packages/--no-system-site-packages", default=None,
+              help="Build the venv on an interpreter that already has torch/triton (--python, else the locked "
+                   "Python on PATH) and install only what is missing. Remembered: a later sync keeps it unless "
+                   "--no-system-site-packages is given.")
 @click.option("--python", "python_", metavar="VERSION|PATH", help="Interpreter for the venv (default: the locked Python).")
 @click.option("--target", "target_name", help="Use this lock target instead of the one that fits this host.")
 @click.option("--no-verify", is_flag=True, help="Skip running the Triton reference kernels afterwards.")
 @_json_opt
 def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: bool, find_links: str | None,
-         system_site_packages: bool, python_: str | None, target_name: str | None, no_verify: bool,
+         system_site_packages: bool | None, python_: str | None, target_name: str | None, no_verify: bool,
          as_json: bool) -> None:
-    """Make the venv match the lock for this machine, then verify it with Triton kernels."""
+    """Make the venv match the lock for this machine, then verify it with Triton kernels.
+
+    The plan (with the download size) is printed before anything is installed. A venv that must be rebuilt (another
+    Python, --system-site-packages changed) is built beside the old one and replaces it only when complete.
+    """
+    root = Path(project)
+    venv_dir = Path(venv) if venv else root / ".venv"
+    if no_verify and not dry_run and not as_json:
+        # No-op fast path: the venv's completed-sync stamp vs the lock, intent, matrix and machine (file stats only).
+        from tritonlock._venv import already_synced
+
+        line = already_synced(root, venv_dir, target=target_name, python=python_,
+                              system_site_packages=system_site_packages)
+        if line is not None:
+            click.echo(line)
+            return
     from tritonlock.sync import format_plan, sync_project
 
     tty = sys.stderr.isatty()
+    style = click.style if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else None
 
     def say(msg: str) -> None:
         click.echo(msg, err=True)
 
-    out = sync_project(Path(project), venv=Path(venv) if venv else None, dry_run=dry_run, locked=locked,
+    def show_plan(p: Any) -> None:
+        if not as_json:
+            click.echo(format_plan(p, style=style))
+
+    out = sync_project(root, venv=venv_dir, dry_run=dry_run, locked=locked,
                        offline=offline, find_links=Path(find_links) if find_links else None,
                        system_site_packages=system_site_packages, python=python_, target_name=target_name,
-                       say=say if (tty or not as_json) else (lambda m: None))
+                       say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan)
     result = None
     if not dry_run and not no_verify:
         result = _run_verify(out.venv, out.target.selection, out.host)
@@ -320,8 +345,16 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                              for s in out.plan.steps],
                     "verify": result.to_json() if result is not None else None})
     else:
-        click.echo(format_plan(out.plan) if (dry_run or not out.plan.noop) else
-                   f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+        if dry_run:
+            show_plan(out.plan)
+        elif not out.applied:
+            click.echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+        else:
+            done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
+                                                              ("reinstall", "repaired"), ("remove", "removed"))
+                    if out.plan.of(a)]
+            click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
+                       + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:
             from tritonlock.verify import format_report
 

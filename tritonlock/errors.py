@@ -80,7 +80,7 @@ class UnknownTargetError(ValueError, TritonlockError):
 
 
 class SyncError(TritonlockError):
-    """Installing the lock into the venv failed; the previous environment is left as it was."""
+    """Installing the lock into the venv failed; the message says, as checked, what state the venv is in."""
 
     exit_code = 5
 

@@ -1,33 +1,38 @@
-"""Make a venv match the lock's target for the running host: pick, plan, apply through uv, atomically."""
+"""Make a venv match the lock's target for the running host: pick, plan, apply through uv — and never destroy
+a venv before its replacement is complete (a new venv is built beside the old one and swapped in)."""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from tritonlock import _apply, _interp, _venv
+from tritonlock._apply import venv_lock
+from tritonlock._interp import find_base_python, python_minor_of
+from tritonlock._plan import Plan, Step, format_plan, plan, with_download
+from tritonlock._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
+from tritonlock.errors import SyncError, TritonlockError, UnknownTargetError, UsageError
 
-from tritonlock import _subprocess
-from tritonlock.errors import SyncError, TritonlockError
-from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget
+if TYPE_CHECKING:
+    from packaging.version import Version
 
-# Installer tooling a venv may carry that the lock does not manage (removing pip surprises people).
-_TOOLING = frozenset({"pip"})
-# Distributions whose default-index build equals a local-tagged build on the torch index.
-_LOCAL_TAGGED = frozenset({"torch", "torchvision", "torchaudio"})
+    from tritonlock.models import HostProfile, Lock, LockedTarget
+
+__all__ = ["Damage", "Plan", "Step", "SyncOutcome", "check_venv", "find_base_python", "format_plan", "pick_target",
+           "plan", "python_minor_of", "siblings", "sync_project", "target_fit", "venv_config", "venv_damage",
+           "venv_lock", "venv_python", "venv_python_minor"]
 
 
 # ---------------------------------------------------------------- choosing the target
 
 
 def _v(s: str) -> Version:
+    from packaging.version import Version
+
     return Version(s)
 
 
@@ -63,7 +68,9 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
         for t in lock.targets:
             if t.name == name:
                 return t
-        raise SyncError(f"{lock_path} has no target {name!r} (it has: {', '.join(t.name for t in lock.targets)})")
+        raise UnknownTargetError(f"{lock_path} has no target {name!r} (it has: "
+                                 f"{', '.join(t.name for t in lock.targets) or 'none'}) — pass one of those to "
+                                 "--target, or leave --target out to use the one that fits this machine")
     fits: list[LockedTarget] = []
     misses: list[str] = []
     for t in lock.targets:
@@ -91,299 +98,81 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
 
     return max(fits, key=score)
 
-
-# ---------------------------------------------------------------- looking at a venv
-
-
-def venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-def _site_dirs(venv: Path) -> list[Path]:
-    if os.name == "nt":
-        return [venv / "Lib" / "site-packages"]
-    return sorted((venv / "lib").glob("python3*/site-packages"))
-
-
-def _read_dists(site: Path) -> dict[str, str]:
-    """name → version from *.dist-info directories (cheap: no interpreter is started)."""
-    out: dict[str, str] = {}
-    for d in site.glob("*.dist-info"):
-        meta = d / "METADATA"
-        name = version = None
-        try:
-            with meta.open(encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if line.startswith("Name:"):
-                        name = line[5:].strip()
-                    elif line.startswith("Version:"):
-                        version = line[8:].strip()
-                    if (name and version) or line in ("\n", "\r\n"):
-                        break
-        except OSError:
-            continue
-        if name and version:
-            out[canonicalize_name(name)] = version
-    return out
-
-
-def venv_config(venv: Path) -> dict[str, str]:
-    cfg: dict[str, str] = {}
-    try:
-        for line in (venv / "pyvenv.cfg").read_text(encoding="utf-8").splitlines():
-            k, sep, v = line.partition("=")
-            if sep:
-                cfg[k.strip().lower()] = v.strip()
-    except OSError:
-        pass
-    return cfg
-
-
-def venv_python_minor(venv: Path) -> str | None:
-    cfg = venv_config(venv)
-    ver = cfg.get("version_info") or cfg.get("version")
-    if ver:
-        return ".".join(ver.split(".")[:2])
-    sites = _site_dirs(venv)
-    m = re.search(r"python(3\.\d+)", str(sites[0])) if sites else None
-    return m.group(1) if m else None
-
-
-def _venv_sites(python: str) -> list[str]:
-    """site-packages of `python` when it is itself a venv (empty for a plain interpreter)."""
-    code = ("import json, site, sys; print(json.dumps(site.getsitepackages() "
-            "if sys.prefix != sys.base_prefix else []))")
-    proc = _subprocess.run([python, "-I", "-c", code], timeout=60)
-    if proc.returncode != 0:
-        return []
-    return [p for p in json.loads(proc.stdout or "[]") if Path(p).is_dir()]
-
-
-def _system_dists(python: Path) -> dict[str, str]:
-    """Distributions visible from the base interpreter's site-packages (for --system-site-packages)."""
-    code = "import json, site, sys; print(json.dumps([p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))]))"
-    proc = _subprocess.run([str(python), "-I", "-c", code], timeout=60)
-    if proc.returncode != 0:
-        return {}
-    out: dict[str, str] = {}
-    for p in json.loads(proc.stdout or "[]"):
-        for k, v in _read_dists(Path(p)).items():
-            out.setdefault(k, v)
-    return out
-
-
-# ---------------------------------------------------------------- plan
+# ---------------------------------------------------------------- looking before acting
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Step:
-    name: str
-    action: str  # "install" | "upgrade" | "remove" | "keep"
-    have: str | None = None
-    want: str | None = None
-    note: str = ""
+class _State:
+    exists: bool
+    rebuild: str | None  # why the venv must be rebuilt beside the old one (None: update it in place)
+    ssp: bool  # --system-site-packages, asked for or as the venv was made
+    inherited: bool  # ssp comes from how the venv was made, not from the command line
+    base: str | None  # the interpreter with the preinstalled stack (ssp), or the one --python names
+    base_sites: list[str] | None  # where the preinstalled stack lives (None: unknown without asking)
+    dists: dict[str, str]
+    system: dict[str, str] | None
+    damage: tuple[Damage, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Plan:
-    target: str
-    steps: tuple[Step, ...]
-
-    def of(self, action: str) -> tuple[Step, ...]:
-        return tuple(s for s in self.steps if s.action == action)
-
-    @property
-    def noop(self) -> bool:
-        return all(s.action == "keep" for s in self.steps)
-
-
-def _same(locked: LockedPackage, have: str, equivalent_backend: str | None) -> str | None:
-    """'' when identical, a note when equivalent (PyPI's build of the locked torch variant), None otherwise."""
-    try:
-        hv, lv = Version(have), Version(locked.version)
-    except InvalidVersion:
-        return "" if have == locked.version else None
-    if hv == lv:
-        return ""
-    if (locked.name in _LOCAL_TAGGED and not hv.local and lv.local and hv.public == lv.public
-            and equivalent_backend == lv.local):
-        return f"the default index's {have} is the {lv.local} build"
-    return None
-
-
-def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[str, str] | None = None,
-         equivalent_backend: str | None = None) -> Plan:
-    """Pure: what to install, upgrade, remove and keep so the venv matches the target."""
-    steps: list[Step] = []
-    system = system_dists or {}
-    locked = {p.name: p for p in target.packages}
-    for name, pkg in sorted(locked.items()):
-        have = venv_dists.get(name)
-        if have is not None:
-            note = _same(pkg, have, equivalent_backend)
-            steps.append(Step(name=name, action="keep" if note is not None else "upgrade", have=have,
-                              want=pkg.version, note=note or ""))
-            continue
-        sys_have = system.get(name)
-        if sys_have is not None:
-            note = _same(pkg, sys_have, equivalent_backend)
-            if note is not None:
-                steps.append(Step(name=name, action="keep", have=sys_have, want=pkg.version,
-                                  note=("preinstalled" + (f"; {note}" if note else ""))))
-                continue
-            steps.append(Step(name=name, action="install", have=None, want=pkg.version,
-                              note=f"preinstalled {sys_have} differs; installing the locked one into the venv"))
-            continue
-        steps.append(Step(name=name, action="install", want=pkg.version))
-    for name, have in sorted(venv_dists.items()):
-        if name not in locked and name not in _TOOLING:
-            steps.append(Step(name=name, action="remove", have=have))
-    return Plan(target=target.name, steps=tuple(steps))
+def _look(venv: Path, python: str, flag: bool | None, base_given: str | None) -> _State:
+    exists = venv_python(venv).exists()
+    if not exists and venv.exists() and any(venv.iterdir()) and not (venv / "pyvenv.cfg").exists():
+        raise SyncError(f"{venv} exists and is not a virtual environment (no pyvenv.cfg); tritonlock replaces only "
+                        "venvs — pass another --venv, or move it away")
+    cfg_ssp = exists and _venv.venv_ssp(venv)
+    made = _venv.read_made(venv) if exists else None
+    ssp = flag if flag is not None else cfg_ssp
+    made_base = made.get("base-python") if made and made.get("system-site-packages") else None
+    base = base_given or ((made_base if made_base and Path(made_base).exists() else None) if ssp else None)
+    have = venv_python_minor(venv) if exists else None
+    reason = None
+    if not exists:
+        reason = "it does not exist"
+    elif have != python:
+        reason = f"it has Python {have}; the lock wants Python {python}"
+    elif cfg_ssp != ssp:
+        reason = ("it was made without --system-site-packages" if ssp else
+                  "it was made with --system-site-packages and --no-system-site-packages asks for one without")
+    elif ssp and base_given and made_base and os.path.realpath(made_base) != os.path.realpath(base_given):
+        reason = f"it is built on {made_base}; --python asks for {base_given}"
+    if reason is not None:
+        if ssp and base is None:
+            base = find_base_python(python, _own_prefixes(venv))
+            if base is None:
+                raise SyncError(f"--system-site-packages: no Python {python} interpreter found to build {venv} on "
+                                f"(tritonlock's own environment, {sys.prefix}, does not count)\n"
+                                "  fix: pass --python PATH, the interpreter that has the preinstalled packages")
+        system = _interp.system_dists(Path(base)) if ssp and base else None
+        return _State(exists=exists, rebuild=reason, ssp=ssp, inherited=flag is None and ssp, base=base,
+                      base_sites=None, dists={}, system=system, damage=())
+    dists = _venv.venv_dists(venv)
+    base_sites: list[str] | None = None
+    system = None
+    if ssp:
+        if made and isinstance(made.get("base-sites"), list):
+            base_sites = [str(s) for s in made["base-sites"]]
+            system = _interp.dists_in(base_sites)
+        else:  # a venv made by an older tritonlock or by hand: ask its interpreter what it sees
+            system = _interp.system_dists(venv_python(venv))
+        system = {k: v for k, v in system.items() if k not in dists}
+    stamp = _venv.read_synced(venv)
+    fp = _venv.fingerprint(venv)
+    only = None if stamp is None else {d for d, v in fp.items() if (stamp.get("dists") or {}).get(d) != v}
+    damage = tuple(venv_damage(venv, only)) if only is None or only else ()
+    return _State(exists=True, rebuild=None, ssp=ssp, inherited=flag is None and ssp, base=base,
+                  base_sites=base_sites, dists=dists, system=system, damage=damage)
 
 
-def format_plan(p: Plan) -> str:
-    sign = {"install": "+", "upgrade": "~", "remove": "-", "keep": "="}
-    lines = [f"plan for target {p.target}: {len(p.of('install'))} to install, {len(p.of('upgrade'))} to upgrade, "
-             f"{len(p.of('remove'))} to remove, {len(p.of('keep'))} unchanged"]
-    for s in p.steps:
-        if s.action == "keep" and not s.note:
-            continue
-        ver = {"install": s.want, "upgrade": f"{s.have} -> {s.want}", "remove": s.have, "keep": s.have}[s.action]
-        lines.append(f"  {sign[s.action]} {s.name} {ver}" + (f"  ({s.note})" if s.note else ""))
-    return "\n".join(lines)
+def _own_prefixes(venv: Path) -> tuple[Path, ...]:
+    """Environments that are never the base of a --system-site-packages venv: tritonlock's own, the venv itself."""
+    own = (Path(sys.prefix),) if sys.prefix != sys.base_prefix else ()
+    return (*own, venv, *siblings(venv))
 
 
-# ---------------------------------------------------------------- apply
-
-
-@contextmanager
-def venv_lock(venv: Path) -> Iterator[None]:
-    """One sync at a time per venv (a second waits, then sees the first one's result)."""
-    path = venv.parent / f".{venv.name}.tritonlock-lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as fh:
-        if os.name != "nt":
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if os.name != "nt":
-                import fcntl
-
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
-def _pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Path | None) -> str:
-    """A PEP 751 document holding only the packages to install (uv verifies every hash in it)."""
-    from tritonlock.lockfile import toml_value, wheel_table
-
-    lines = ['lock-version = "1.0"', f'created-by = {toml_value(lock.created_by)}', ""]
-    for p in target.packages:
-        if p.name not in names:
-            continue
-        lines += ["[[packages]]", f"name = {toml_value(p.name)}", f"version = {toml_value(p.version)}"]
-        if p.index:
-            lines.append(f"index = {toml_value(p.index)}")
-        wheels = []
-        for w in p.wheels:
-            url = w.url
-            if wheelhouse is not None:
-                local = wheelhouse / w.name
-                if not local.exists():
-                    continue
-                url = local.resolve().as_uri()
-            wheels.append({**wheel_table(w), "url": url})
-        if wheelhouse is not None and not wheels:
-            raise SyncError(f"--offline: {p.name} {p.version} is not in the wheelhouse {wheelhouse} — add one of "
-                            f"{', '.join(w.name for w in p.wheels)} (`pip download --no-deps` on a networked machine)")
-        lines.append("wheels = [" + ", ".join(toml_value(w) for w in wheels) + "]")
-        if p.sdist and wheelhouse is None:
-            lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
-        lines.append("")
-    return "\n".join(lines) + "\n"
-
-
-def _uv_failure(stderr: str) -> str:
-    """uv's own words, trimmed, with a hash mismatch called out by package."""
-    text = stderr.strip()
-    m = re.search(r"(?i)(hash|size) mismatch for `([^`=]+)(==[^`]*)?`", text)
-    if m:
-        return (f"{m.group(1).lower()} mismatch for {m.group(2)}: the file the index served is not the one the lock "
-                f"pinned (it was replaced on the index, or the lock was edited); nothing was installed\n{text}")
-    return text
-
-
-def ensure_venv(venv: Path, python: str, *, system_site_packages: bool, interpreter: str | None = None,
-                say: Callable[[str], None] = lambda s: None) -> None:
-    """Create the venv with the locked Python (uv finds it) when it is missing or has another Python."""
-    have = venv_python_minor(venv) if venv_python(venv).exists() else None
-    cfg_ssp = venv_config(venv).get("include-system-site-packages", "false").lower() == "true"
-    if have == python and cfg_ssp == system_site_packages:
-        return
-    if have is not None:
-        say(f"recreating {venv}: it has Python {have}" + ("" if have != python else
-            f" and include-system-site-packages={str(cfg_ssp).lower()}") + f"; the lock wants Python {python}")
-    else:
-        say(f"creating {venv} with Python {python}")
-    base_sites: list[str] = []
-    if system_site_packages:
-        import shutil
-
-        interpreter = interpreter or shutil.which(f"python{python}") or shutil.which("python3")
-        base_sites = _venv_sites(interpreter) if interpreter else []
-    args = [_subprocess.uv_bin(), "venv", "--no-config", "--quiet", "--allow-existing" if have is None else "--clear",
-            "--python", interpreter or python, str(venv)]
-    if system_site_packages:
-        args.append("--system-site-packages")
-    proc = _subprocess.run(args, timeout=300)
-    if proc.returncode != 0:
-        raise SyncError(f"could not create {venv} with Python {python}: {proc.stderr.strip()}\n"
-                        f"  fix: install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), "
-                        "or pass --python PATH")
-    if base_sites:
-        # The interpreter with the preinstalled stack is itself a venv (NGC images, /opt/*/.venv): a new
-        # venv's "system" site is that venv's *base*, so chain its site-packages in explicitly.
-        for site in _site_dirs(venv):
-            (site / "_tritonlock_base.pth").write_text("\n".join(base_sites) + "\n", encoding="utf-8")
-        say(f"{venv} also sees the preinstalled packages in {', '.join(base_sites)}")
-
-
-def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool = False,
-          wheelhouse: Path | None = None, say: Callable[[str], None] = lambda s: None) -> None:
-    """Install and upgrade through uv with every hash required, then remove extras; uv fetches and
-    checks all files before it changes the venv, so a failed download or hash leaves it as it was."""
-    import tempfile
-
-    todo = {s.name for s in p.steps if s.action in ("install", "upgrade")}
-    py = str(venv_python(venv))
-    if todo:
-        with tempfile.TemporaryDirectory(prefix="tritonlock-sync-") as tmp:
-            doc = Path(tmp) / "pylock.toml"
-            doc.write_text(_pylock_for(lock, target, todo, wheelhouse), encoding="utf-8")
-            args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
-                    "--python", py, "--no-deps", "-r", str(doc)]
-            if offline:
-                args.append("--offline")
-            tty = sys.stderr.isatty()
-            say(f"installing {len(todo)} package(s) into {venv}")
-            try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
-                rc, err = _subprocess.run_shielded(args, env=None if tty else {"UV_NO_PROGRESS": "1"},
-                                                   capture=not tty, on_interrupt=say)
-            except KeyboardInterrupt:
-                raise SyncError(f"interrupted while installing into {venv}: some packages may be half-updated "
-                                "— run `tritonlock sync` again to finish") from None
-            if rc != 0:
-                raise SyncError(f"installing into {venv} failed; the environment is as it was before:\n"
-                                f"{_uv_failure(err)}" + ("\n  fix: add the missing wheels to the wheelhouse, or "
-                                                         "drop --offline" if offline else ""))
-    removes = [s.name for s in p.of("remove")]
-    if removes:
-        say(f"removing {len(removes)} package(s) the lock does not list: {', '.join(removes)}")
-        proc = _subprocess.run([_subprocess.uv_bin(), "pip", "uninstall", "--no-config", "--python", py, *removes])
-        if proc.returncode != 0:
-            raise SyncError(f"removing {', '.join(removes)} from {venv} failed: {proc.stderr.strip()}")
+def check_venv(venv: Path) -> list[Damage]:
+    """Every distribution in the venv whose files do not match its RECORD, or that is installed twice (what the
+    next `sync` repairs); for doctor."""
+    return venv_damage(venv)
 
 
 # ---------------------------------------------------------------- the whole command
@@ -396,31 +185,52 @@ class SyncOutcome:
     applied: bool
     venv: Path
     host: HostProfile
+    rebuilt: bool = False
 
 
 def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = False, locked: bool = False,
-                 offline: bool = False, find_links: Path | None = None, system_site_packages: bool = False,
+                 offline: bool = False, find_links: Path | None = None, system_site_packages: bool | None = None,
                  python: str | None = None, target_name: str | None = None, host: HostProfile | None = None,
-                 say: Callable[[str], None] = lambda s: None) -> SyncOutcome:
-    """Read the lock, pick this host's target, plan, and (unless dry_run) apply."""
-    from tritonlock.lockfile import read_lock
+                 say: Callable[[str], None] = lambda s: None,
+                 show_plan: Callable[[Plan], None] = lambda p: None) -> SyncOutcome:
+    """Read the lock, pick this host's target, plan, and (unless dry_run) apply. `system_site_packages` None
+    means "as the venv was made"; `show_plan` sees the plan before anything is installed."""
+    import re
+
+    from tritonlock.lockfile import loads
 
     lock_path = project / "triton-env.lock"
-    lock = read_lock(lock_path)
+    try:
+        lock_bytes = lock_path.read_bytes()
+        lock = loads(lock_bytes.decode("utf-8"), str(lock_path))
+    except FileNotFoundError:
+        from tritonlock.errors import LockfileError
+
+        raise LockfileError(f"{lock_path}: no such file — run `tritonlock resolve` first") from None
+    except (OSError, UnicodeDecodeError) as err:
+        from tritonlock.errors import LockfileError
+
+        raise LockfileError(f"{lock_path}: cannot read ({err})") from None
     intent_path = project / "triton-env.toml"
+    intent_bytes = None
+    stale = None
+    from tritonlock._fast import matrix_version, raw_machine_key
+
     if intent_path.exists():
         from tritonlock.intent import read_intent
         from tritonlock.lockfile import staleness
         from tritonlock.matrix import load_matrix
 
-        why = staleness(lock, read_intent(intent_path), load_matrix().version)
-        if why and locked:
+        intent_bytes = intent_path.read_bytes()
+        stale = staleness(lock, read_intent(intent_path), load_matrix().version)
+        if stale and locked:
             from tritonlock.errors import LockfileError
 
-            raise LockfileError(f"{lock_path} is stale: {why} — run `tritonlock resolve` and commit the lock "
+            raise LockfileError(f"{lock_path} is stale: {stale} — run `tritonlock resolve` and commit the lock "
                                 "(--locked refuses to sync a stale lock)")
-        if why:
-            say(f"warning: {lock_path} is stale ({why}); syncing it as it is — run `tritonlock resolve` to update")
+        if stale:
+            say(f"warning: {lock_path} is stale ({stale}); syncing it as it is — run `tritonlock resolve` to update "
+                "it (`sync --locked` refuses a stale lock instead)")
     elif locked:
         from tritonlock.errors import LockfileError
 
@@ -430,14 +240,19 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
 
         host = detect()
     venv = venv or project / ".venv"
-    have_py = venv_python_minor(venv) if venv_python(venv).exists() else None
-    if python and re.fullmatch(r"3\.\d+", python):
-        want_py: str | None = python
-    else:
-        want_py = None
+    base_given = python if python and not re.fullmatch(r"3\.\d+", python) else None
+    want_py = python if python and base_given is None else None
+    if base_given:
+        if not Path(base_given).exists():
+            raise UsageError(f"--python {base_given}: no such interpreter — pass a path to a Python, or a "
+                                     "version like 3.12")
+        want_py = _interp.python_minor_of(base_given)
     target = pick_target(lock, host, name=target_name, python=want_py, lock_path=str(lock_path))
     sel = target.selection
     assert sel.python is not None
+    if want_py and want_py != sel.python:
+        raise UsageError(f"--python {python} is Python {want_py}; target {target.name!r} is locked for "
+                                 f"Python {sel.python} — pass a Python {sel.python} interpreter")
     equivalent = None
     if sel.torch:
         try:
@@ -447,28 +262,51 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             equivalent = rel.pypi_backend if rel else None
         except TritonlockError:  # the matrix is advisory here; the lock alone is enough to sync
             equivalent = None
-    usable = have_py == sel.python and (venv_config(venv).get("include-system-site-packages", "false").lower()
-                                         == "true") == system_site_packages
-    dists = {}
-    for site in _site_dirs(venv) if usable else []:
-        dists.update(_read_dists(site))
-    system = None
-    if system_site_packages:
-        base = python if python and not re.fullmatch(r"3\.\d+", python) else None
-        system = _system_dists(Path(base) if base else (venv_python(venv) if usable else Path(sys.executable)))
-        for k in list(system):
-            if k in dists:
-                del system[k]
-    p = plan(target, dists, system, equivalent)
-    if dry_run or (usable and p.noop):
-        return SyncOutcome(target=target, plan=p, applied=False, venv=venv, host=host)
-    with venv_lock(venv):
-        ensure_venv(venv, sel.python, system_site_packages=system_site_packages,
-                    interpreter=python if python and not re.fullmatch(r"3\.\d+", python) else None, say=say)
-        if not usable:  # a new venv: plan again against what it really holds
-            dists = {}
-            for site in _site_dirs(venv):
-                dists.update(_read_dists(site))
-            p = plan(target, dists, system, equivalent)
-        apply(p, lock, target, venv, offline=offline or find_links is not None, wheelhouse=find_links, say=say)
-    return SyncOutcome(target=target, plan=p, applied=True, venv=venv, host=host)
+    key = None if stale else _venv.sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes,
+                                            matrix_version=matrix_version(), machine=raw_machine_key(),
+                                            target=target_name, python=python)
+
+    def decide() -> tuple[_State, Plan]:
+        st = _look(venv, sel.python or "", system_site_packages, base_given)
+        p = plan(target, st.dists, st.system, equivalent, {d.name: d.problem for d in st.damage})
+        return st, p
+
+    if dry_run:
+        st, p = decide()
+        if st.rebuild and st.exists:
+            say(f"would rebuild {venv} beside the old one: {st.rebuild}")
+        return SyncOutcome(target=target, plan=with_download(p, target, sel.python), applied=False, venv=venv,
+                           host=host)
+    with _apply.venv_lock(venv):
+        _apply.recover(venv, say)
+        st, p = decide()
+        if st.inherited and not p.noop:
+            say(f"keeping --system-site-packages: {venv} was made with it"
+                + (f" on {st.base}" if st.base else "") + " (pass --no-system-site-packages to rebuild it without)")
+        if st.rebuild is None:
+            junk = p.of("leave")
+            if junk and not p.noop:
+                dirs = ", ".join(str(d) for d in _venv.invalid_dist_infos(venv))
+                raise SyncError(f"{venv} holds distributions whose names are not valid ({dirs}): installers refuse "
+                                "to work on such a venv, and tritonlock never hands such a name to one; nothing was "
+                                "changed\n  fix: remove those directories (no installer made them), then sync again")
+            for j in junk:
+                say(f"warning: {venv} holds a .dist-info named {j.name!r}, which is not a valid distribution name "
+                    "— remove it by hand")
+            if p.noop:
+                _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
+                return SyncOutcome(target=target, plan=p, applied=False, venv=venv, host=host)
+            if st.damage:
+                say(f"{venv}: {len(st.damage)} package(s) damaged (a sync or install was stopped half-way?); "
+                    "reinstalling them")
+            show_plan(with_download(p, target, sel.python))
+            _apply.apply(p, lock, target, venv, offline=offline or find_links is not None, wheelhouse=find_links, say=say,
+                  damage=st.damage)
+            _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
+            return SyncOutcome(target=target, plan=p, applied=True, venv=venv, host=host)
+        p = _apply.rebuild(venv, st.rebuild if st.exists else None, sel.python, lock, target, equivalent,
+                           system_site_packages=st.ssp, base=st.base, key=key,
+                           offline=offline or find_links is not None, wheelhouse=find_links, say=say,
+                           show_plan=show_plan)
+        return SyncOutcome(target=target, plan=p, applied=True, venv=venv, host=host, rebuilt=st.exists)
+

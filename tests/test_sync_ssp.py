@@ -1,0 +1,140 @@
+"""`sync --system-site-packages` the way users run it: tritonlock in its own venv (pipx style), the preinstalled
+stack in another interpreter that is itself a venv (as /opt/torch/.venv on the GPU machine), no index reachable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import tree, write_intent
+from pkgindex import LocalIndex
+from tritonlock import _venv
+from tritonlock.sync import find_base_python, venv_python
+
+INTENT = """
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+cuda = "cu124"
+packages = ["einops"]
+[[targets]]
+name = "gpu-box"
+driver = "550.54.15"
+gpus = ["8.0"]
+"""
+GPU = {"TRITONLOCK_DRIVER": "550.54.15", "TRITONLOCK_GPUS": "8.0"}
+
+
+def _uv() -> str:
+    from uv import find_uv_bin
+
+    return str(find_uv_bin())
+
+
+@pytest.fixture
+def world(tmp_path: Path, local_index: LocalIndex) -> dict[str, Path]:
+    """tritonlock's own venv, a base interpreter with torch and triton preinstalled, a project, a wheelhouse
+    holding only what the base lacks."""
+    uv = _uv()
+    own = tmp_path / "tritonlock-venv"  # tritonlock's own environment: it has click & co, never torch
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(own)], check=True)
+    repo = Path(__file__).resolve().parents[1]
+    (_venv.site_dirs(own)[0] / "_tritonlock_dev.pth").write_text(
+        f"{repo}\n{sysconfig.get_paths()['purelib']}\n", encoding="utf-8")
+    base = tmp_path / "opt-torch" / ".venv"  # the image's preinstalled stack
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(base)], check=True)
+    files = local_index.root / "simple" / "_files"
+    # the default index's plain torch 2.6.0 (PyPI's build of 2.6.0 is the cu124 one), triton, an old filelock
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(venv_python(base)), "--no-deps",
+                    str(next(files.glob("torch-2.6.0-*.whl"))), str(next(files.glob("triton-3.2.0-*.whl"))),
+                    str(next(files.glob("nvidia_cuda_runtime_cu12-12.4.127-*.whl"))),
+                    str(files / "filelock-3.12.0-py3-none-any.whl")], check=True)
+    proj = tmp_path / "work" / "proj"
+    write_intent(proj, local_index, INTENT)
+    r = subprocess.run([str(venv_python(own)), "-m", "tritonlock", "resolve", "-p", str(proj)],
+                       capture_output=True, text=True, env={**os.environ, **GPU})
+    assert r.returncode == 0, r.stderr
+    house = tmp_path / "house"  # no torch, no triton: those must come from the base
+    house.mkdir()
+    for name in ("filelock-3.16.1-py3-none-any.whl", "einops-0.8.0-py3-none-any.whl",
+                 "typing_extensions-4.12.2-py3-none-any.whl"):
+        shutil.copy(files / name, house / name)
+    return {"own": own, "base": base, "proj": proj, "house": house}
+
+
+def _tl(w: dict[str, Path], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run tritonlock from its own venv, with that venv first on PATH (activated) and the base after it."""
+    path = os.pathsep.join([str(w["own"] / "bin"), str(w["base"] / "bin"), str(Path(_uv()).parent),
+                            os.environ.get("PATH", "")])
+    env = {**os.environ, **GPU, "PATH": path, "UV_OFFLINE": "1"}
+    return subprocess.run([str(venv_python(w["own"])), "-m", "tritonlock", *args, "-p", str(w["proj"])],
+                          capture_output=True, text=True, env=env, cwd=w["proj"].parent)
+
+
+def _where(venv: Path, module: str) -> str:
+    r = subprocess.run([str(venv_python(venv)), "-c", f"import {module}; print({module}.__file__)"],
+                       capture_output=True, text=True, check=True)
+    return r.stdout.strip()
+
+
+def test_first_sync_judges_the_base_interpreter_not_tritonlocks_own(world: dict[str, Path]) -> None:
+    w = world
+    r = _tl(w, "sync", "--system-site-packages", "--find-links", str(w["house"]), "--no-verify")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout + r.stderr
+    venv = w["proj"] / ".venv"
+    assert f"creating {venv} with Python 3.11 on {w['base'] / 'bin' / 'python3.11'}" in out
+    assert "= torch 2.6.0  (preinstalled; the default index's 2.6.0 is the cu124 build)" in out
+    assert "= triton 3.2.0  (preinstalled)" in out and "= nvidia-cuda-runtime-cu12 12.4.127  (preinstalled)" in out
+    assert "+ filelock 3.16.1  (preinstalled 3.12.0 differs; installing the locked one into the venv)" in out
+    own = _venv.venv_dists(venv)
+    assert "torch" not in own and "triton" not in own and own["filelock"] == "3.16.1"
+    assert _where(venv, "torch").startswith(str(w["base"]))  # the preinstalled stack is what runs
+    assert _where(venv, "filelock").startswith(str(venv))
+
+
+def test_a_later_plain_sync_keeps_the_preinstalled_stack(world: dict[str, Path]) -> None:
+    w = world
+    assert _tl(w, "sync", "--system-site-packages", "--find-links", str(w["house"]), "--no-verify").returncode == 0
+    venv = w["proj"] / ".venv"
+    before = tree(venv)
+    ino = venv.stat().st_ino
+    # the flag forgotten: nothing to do, nothing rebuilt, nothing downloaded
+    r = _tl(w, "sync", "--no-verify")
+    assert r.returncode == 0 and "already matches target gpu-box" in r.stdout, r.stdout + r.stderr
+    assert tree(venv) == before and venv.stat().st_ino == ino
+    # something to do: done in place, on the same base, saying so
+    subprocess.run([_uv(), "pip", "uninstall", "-q", "--python", str(venv_python(venv)), "einops"], check=True)
+    r = _tl(w, "sync", "--find-links", str(w["house"]), "--no-verify")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert (f"keeping --system-site-packages: {venv} was made with it on {w['base'] / 'bin' / 'python3.11'} "
+            "(pass --no-system-site-packages to rebuild it without)") in out
+    assert "+ einops 0.8.0" in out and "1 installed" in out and "rebuilt" not in out
+    assert venv.stat().st_ino == ino and _where(venv, "torch").startswith(str(w["base"]))
+    # asked to drop the stack: rebuilt beside; without torch in the wheelhouse that fails, and the venv stays
+    before = tree(venv)
+    r = _tl(w, "sync", "--no-system-site-packages", "--find-links", str(w["house"]), "--no-verify")
+    out = r.stdout + r.stderr
+    assert r.returncode == 5, out
+    assert (f"rebuilding {venv}: it was made with --system-site-packages and --no-system-site-packages asks for one "
+            "without") in out
+    assert ("3 package(s) to install are not in the wheelhouse " f"{w['house']}: nvidia-cuda-runtime-cu12 12.4.127, "
+            "torch 2.6.0+cu124, triton 3.2.0") in out and f"{venv} is unchanged (checked:" in out
+    assert tree(venv) == before and venv.stat().st_ino == ino
+    assert _where(venv, "torch").startswith(str(w["base"]))
+    r = _tl(w, "sync", "--no-verify", "--dry-run")
+    assert r.returncode == 0 and "0 to install, 0 to remove, 6 unchanged" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_base_search_skips_tritonlocks_own_venv(world: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    w = world
+    monkeypatch.setenv("PATH", os.pathsep.join([str(w["own"] / "bin"), str(w["base"] / "bin")]))
+    assert find_base_python("3.11", (w["own"],)) == str(w["base"] / "bin" / "python3.11")
+    assert find_base_python("3.11", ()) == str(w["own"] / "bin" / "python3.11")

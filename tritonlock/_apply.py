@@ -1,0 +1,317 @@
+"""Changing a venv through uv: in place with a checked account of any failure, or built beside the old one
+and swapped in when complete; and undoing what a killed sync left beside a venv."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tritonlock import _interp, _subprocess, _venv
+from tritonlock._plan import Plan, plan, with_download
+from tritonlock._venv import Damage, siblings, venv_python, venv_python_minor
+from tritonlock.errors import SyncError
+
+if TYPE_CHECKING:
+    from tritonlock.models import Lock, LockedPackage, LockedTarget
+
+
+@contextmanager
+def venv_lock(venv: Path) -> Iterator[None]:
+    """One sync at a time per venv (a second waits, then sees the first one's result)."""
+    path = venv.parent / f".{venv.name}.tritonlock-lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as fh:
+        if os.name != "nt":
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if os.name != "nt":
+                import fcntl
+
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Path | None) -> str:
+    """A PEP 751 document holding only the packages to install (uv verifies every hash in it)."""
+    from tritonlock.lockfile import toml_value, wheel_table
+
+    lines = ['lock-version = "1.0"', f'created-by = {toml_value(lock.created_by)}', ""]
+    missing: list[LockedPackage] = []
+    for p in target.packages:
+        if p.name not in names:
+            continue
+        lines += ["[[packages]]", f"name = {toml_value(p.name)}", f"version = {toml_value(p.version)}"]
+        if p.index:
+            lines.append(f"index = {toml_value(p.index)}")
+        wheels = []
+        for w in p.wheels:
+            url = w.url
+            if wheelhouse is not None:
+                local = wheelhouse / w.name
+                if not local.exists():
+                    continue
+                url = local.resolve().as_uri()
+            wheels.append({**wheel_table(w), "url": url})
+        if wheelhouse is not None and not wheels:
+            missing.append(p)
+        lines.append("wheels = [" + ", ".join(toml_value(w) for w in wheels) + "]")
+        if p.sdist and wheelhouse is None:
+            lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
+        lines.append("")
+    if missing:
+        raise Failed(f"{len(missing)} package(s) to install are not in the wheelhouse {wheelhouse}: "
+                      + ", ".join(f"{p.name} {p.version}" for p in missing),
+                      fix="add these files (`pip download --no-deps URL` on a networked machine; the lock has "
+                          "the URLs): " + ", ".join(p.wheels[0].name if len(p.wheels) == 1 else
+                                                    f"one of {' / '.join(w.name for w in p.wheels)}"
+                                                    for p in missing))
+    return "\n".join(lines) + "\n"
+
+
+def uv_failure(stderr: str) -> str:
+    """uv's own words, trimmed, with a hash mismatch called out by package."""
+    import re
+
+    text = stderr.strip()
+    m = re.search(r"(?i)(hash|size) mismatch for `([^`=]+)(==[^`]*)?`", text)
+    if m:
+        return (f"{m.group(1).lower()} mismatch for {m.group(2)}: the file the index served is not the one the lock "
+                f"pinned (it was replaced on the index, or the lock was edited)\n{text}")
+    return text
+
+
+class Failed(Exception):
+    """A step failed; the caller checks the venv and says what state it is in."""
+
+    def __init__(self, detail: str, *, fix: str = "", interrupted: bool = False) -> None:
+        super().__init__(detail)
+        self.detail, self.fix, self.interrupted = detail, fix, interrupted
+
+
+def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool, wheelhouse: Path | None,
+             say: Callable[[str], None]) -> None:
+    """Install, upgrade and repair through uv with every hash required, then remove what the lock does not list."""
+    import tempfile
+
+    todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
+    py = str(venv_python(venv))
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="tritonlock-sync-") as tmp:
+            doc = Path(tmp) / "pylock.toml"
+            doc.write_text(pylock_for(lock, target, todo, wheelhouse), encoding="utf-8")
+            args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
+                    "--python", py, "--no-deps", "-r", str(doc)]
+            for s in p.of("reinstall"):
+                args += ["--reinstall-package", s.name]
+            if offline:
+                args.append("--offline")
+            tty = sys.stderr.isatty()
+            say(f"installing {len(todo)} package(s)")
+            try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
+                rc, err = _subprocess.run_shielded(args, env=None if tty else {"UV_NO_PROGRESS": "1"},
+                                                   capture=not tty, on_interrupt=say)
+            except KeyboardInterrupt:
+                raise Failed("interrupted (a second Ctrl-C stopped uv)", interrupted=True) from None
+            if rc != 0:
+                raise Failed(uv_failure(err) or f"uv exited with {rc}",
+                              fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
+    removes = [s.name for s in p.of("remove")]
+    if removes:
+        say(f"removing {len(removes)} package(s) the lock does not list: {', '.join(removes)}")
+        # "--": every name is a name, never an option (they come from the venv's own dist-info files).
+        proc = _subprocess.run([_subprocess.uv_bin(), "pip", "uninstall", "--no-config", "--python", py, "--",
+                                *removes])
+        if proc.returncode != 0:
+            raise Failed(f"removing {', '.join(removes)}: {proc.stderr.strip()}")
+
+
+def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:
+    """What differs between two snapshots, by distribution where a .dist-info changed, else by file count."""
+    changed = {f for f in set(before) | set(after) if before.get(f) != after.get(f)}
+
+    def dists(files: set[str]) -> set[str]:
+        return {part[: -len(".dist-info")] for f in files for part in Path(f).parts[-2:-1]
+                if part.endswith(".dist-info")}
+
+    added = dists({f for f in changed if f not in before}) - dists(set(before))
+    gone = dists({f for f in changed if f not in after}) - dists(set(after))
+    rewritten = dists(changed) - added - gone
+    parts = [f"{w} {', '.join(sorted(ds))}" for w, ds in (("added", added), ("removed", gone),
+                                                         ("changed", rewritten)) if ds]
+    return "; ".join(parts + [f"{len(changed)} file(s) differ"])
+
+
+def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool = False,
+          wheelhouse: Path | None = None, say: Callable[[str], None] = lambda s: None,
+          damage: tuple[Damage, ...] = ()) -> None:
+    """Update the venv in place. uv fetches and checks every file before it changes the venv; whatever happens,
+    the error says what state the venv is in, as checked afterwards against a snapshot of every file in it."""
+    before = _venv.snapshot(venv)
+    stamp = _venv.drop_synced(venv)  # from here until the end, a kill leaves "check everything" behind
+    if stamp is not None:
+        before.pop(_venv.SYNCED, None)
+    try:
+        clear_broken(p, venv, damage)
+        install(p, lock, target, venv, offline=offline, wheelhouse=wheelhouse, say=say)
+    except Failed as f:
+        after = _venv.snapshot(venv)
+        what = "interrupted" if f.interrupted else "sync failed"
+        fix = f"\n  fix: {f.fix}" if f.fix else ""
+        if after == before:
+            if stamp is not None:
+                _venv.restore_synced(venv, stamp)
+            raise SyncError(f"{what}; {venv} is unchanged (checked: the same {len(before)} files, sizes and "
+                            f"times):\n{f.detail}{fix}") from None
+        raise SyncError(f"{what} part-way; {venv} was partly changed ({changes(before, after)}) — run "
+                        f"`tritonlock sync` again: it checks every package's files and repairs what is damaged:\n"
+                        f"{f.detail}{fix}") from None
+
+
+def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
+    """Before the install that replaces them: remove the .dist-info directories an installer cannot uninstall
+    (no METADATA), and every copy of a package installed twice, so that exactly one copy results. The package's
+    files are written again by that install."""
+    todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
+    for d in damage:
+        if d.name in todo and d.kind in ("metadata", "twice"):
+            for site in _venv.site_dirs(venv):
+                for info in _venv.dist_infos(site):
+                    nv = _venv.read_dists_one(info)
+                    name = _venv.normalize(nv[0]) if nv else _venv.normalize(info.name[:-10].rsplit("-", 1)[0])
+                    if name == d.name:
+                        shutil.rmtree(info, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- building beside and swapping
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one step (Linux renameat2 RENAME_EXCHANGE): never a moment without a venv."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return int(fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)) == 0
+
+
+def swap(new: Path, venv: Path) -> None:
+    """Put the completed venv `new` in place of `venv`, then delete the old one."""
+    if not venv.exists():
+        os.rename(new, venv)
+        return
+    if exchange(new, venv):
+        shutil.rmtree(new, ignore_errors=True)  # it now holds the old venv
+        return
+    old = siblings(venv)[1]
+    shutil.rmtree(old, ignore_errors=True)
+    os.rename(venv, old)  # a kill between these two renames is undone by the next sync (recover)
+    os.rename(new, venv)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover(venv: Path, say: Callable[[str], None]) -> None:
+    """Undo what a killed sync left beside the venv: a half-built replacement, or an old venv mid-swap."""
+    new, old = siblings(venv)
+    if old.exists():
+        if not venv.exists():
+            os.rename(old, venv)
+            say(f"put {venv} back: a sync that was replacing it stopped between moving it aside and moving the new "
+                "one in")
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+    if new.exists():
+        shutil.rmtree(new, ignore_errors=True)
+        say(f"removed {new}, left by a sync that was stopped")
+
+
+def create(path: Path, python: str, *, system_site_packages: bool, base: str | None) -> list[str]:
+    """A relocatable venv at `path` (it is moved into place when complete); returns the preinstalled
+    site-packages it sees beyond its own (with --system-site-packages)."""
+    from tritonlock import __version__
+
+    args = [_subprocess.uv_bin(), "venv", "--no-config", "--quiet", "--relocatable", "--python", base or python,
+            str(path)]
+    if system_site_packages:
+        args.append("--system-site-packages")
+    proc = _subprocess.run(args, timeout=300)
+    if proc.returncode != 0:
+        raise Failed(f"could not create a venv with Python {python}: {proc.stderr.strip()}",
+                      fix=f"install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), "
+                          "or pass --python PATH")
+    base_sites: list[str] = []
+    if system_site_packages and base:
+        chained = _interp.venv_sites(base)
+        if chained:
+            # The interpreter with the preinstalled stack is itself a venv (NGC images, /opt/*/.venv): a new
+            # venv's "system" site is that venv's *base*, so chain its site-packages in explicitly.
+            for site in _venv.site_dirs(path):
+                (site / "_tritonlock_base.pth").write_text("\n".join(chained) + "\n", encoding="utf-8")
+    if system_site_packages:
+        own = {os.path.realpath(s) for s in _venv.site_dirs(path)}
+        base_sites = [s for s in _interp.path_sites(str(venv_python(path))) if os.path.realpath(s) not in own]
+    _venv.write_made(path, python=python, system_site_packages=system_site_packages, base_python=base,
+                     base_sites=base_sites, created_by=f"tritonlock {__version__}")
+    return base_sites
+
+
+def stamp(venv: Path, key: str | None, target: LockedTarget, p: Plan, ssp: bool, base_sites: list[str] | None) -> None:
+    """Mark the venv as completely synced (see _venv.SYNCED); `key` None keeps sync off the no-op fast path."""
+    if ssp and base_sites is None:
+        key = None  # where the preinstalled stack lives is not recorded: no fast path for this venv
+    _venv.write_synced(venv, key=key, target=target.name, packages=len(p.steps), system_site_packages=ssp,
+                       base_sites=base_sites or [])
+
+
+def rebuild(venv: Path, why: str | None, python: str, lock: Lock, target: LockedTarget, equivalent: str | None, *,
+            system_site_packages: bool, base: str | None, key: str | None, offline: bool, wheelhouse: Path | None,
+            say: Callable[[str], None], show_plan: Callable[[Plan], None]) -> Plan:
+    """Build the venv beside the old one (`why` says why the old one will not do; None: there is none), install
+    everything into it, and swap it in only when complete. On any failure the old venv is left as it was."""
+    new = siblings(venv)[0]
+    before = _venv.snapshot(venv) if why else None
+    if why:
+        say(f"rebuilding {venv}: {why}; the new one is built beside it ({new.name}) and replaces it only "
+            "when complete")
+    else:
+        say(f"creating {venv} with Python {python}" + (f" on {base}" if system_site_packages and base else ""))
+    try:
+        base_sites = create(new, python, system_site_packages=system_site_packages, base=base)
+        if base_sites:
+            say(f"{venv} also sees the preinstalled packages in {', '.join(base_sites)}")
+        system = _interp.dists_in(base_sites) if system_site_packages else None
+        own = _venv.venv_dists(new)
+        p = plan(target, own, {k: v for k, v in (system or {}).items() if k not in own}, equivalent)
+        show_plan(with_download(p, target, python))
+        install(p, lock, target, new, offline=offline, wheelhouse=wheelhouse, say=say)
+        stamp(new, key, target, p, system_site_packages, base_sites)
+        swap(new, venv)
+    except (Failed, OSError, KeyboardInterrupt) as err:
+        shutil.rmtree(new, ignore_errors=True)
+        f = (err if isinstance(err, Failed) else Failed("interrupted", interrupted=True)
+             if isinstance(err, KeyboardInterrupt) else Failed(str(err)))
+        what = "interrupted" if f.interrupted else "sync failed"
+        fix = f"\n  fix: {f.fix}" if f.fix else ""
+        if before is None:
+            state = (f"nothing was created ({venv} does not exist)" if not venv.exists()
+                     else f"{venv} exists but another program created it meanwhile")
+        elif _venv.snapshot(venv) == before:
+            state = (f"{venv} is unchanged (checked: still Python {venv_python_minor(venv)}, the same "
+                     f"{len(before)} files, sizes and times)")
+        else:
+            state = f"{venv} changed meanwhile, but not by this sync (another program is using it)"
+        raise SyncError(f"{what}; {state}:\n{f.detail}{fix}") from None
+    return p
