@@ -67,17 +67,13 @@ def _required(cmd: click.Command) -> list[str]:
 
 WITH_TARGET = [(path, cmd) for path, cmd in _commands(main)
                if any("--target" in p.opts for p in cmd.params if isinstance(p, click.Option))]
-# sync's side of the exit-code policy lands with the syncsafe branch (#9 item 2); strict, so that this marker must
-# be removed once it has.
-_PENDING = {("sync",): pytest.mark.xfail(reason="sync still exits 5 for an unknown --target", strict=True)}
 
 
 def test_the_commands_with_target_are_found() -> None:
     assert {" ".join(path) for path, _ in WITH_TARGET} >= {"export", "show", "sync"}
 
 
-@pytest.mark.parametrize("path,cmd", [pytest.param(path, cmd, id=" ".join(path), marks=_PENDING.get(path, ()))
-                                      for path, cmd in WITH_TARGET])
+@pytest.mark.parametrize("path,cmd", [pytest.param(path, cmd, id=" ".join(path)) for path, cmd in WITH_TARGET])
 def test_every_command_with_target_says_unknown_target_with_exit_2(project: Path, path: tuple[str, ...],
                                                                    cmd: click.Command) -> None:
     """An unknown --target is bad input (2) in every command that takes one, naming the targets there are."""
