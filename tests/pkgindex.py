@@ -74,6 +74,10 @@ class LocalIndex:
     url: str = ""
     _server: http.server.ThreadingHTTPServer | None = field(default=None, repr=False)
     requests: list[str] = field(default_factory=list)
+    auth: tuple[str, str] | None = None  # HTTP basic credentials every request must carry
+    tls: tuple[Path, Path] | None = None  # (certificate chain PEM, key PEM): serve HTTPS
+    client_ca: Path | None = None  # with tls: require a client certificate signed by this CA
+    seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
 
     def add(self, index: str, name: str, version: str, **kw: object) -> Path:
         return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
@@ -84,6 +88,8 @@ class LocalIndex:
     def start(self) -> "LocalIndex":
         root = self.root
         log = self.requests
+        want = ("Basic " + base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()) if self.auth else None
+        seen = self.seen_auth
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -91,6 +97,16 @@ class LocalIndex:
 
             def do_GET(self) -> None:  # noqa: N802
                 log.append(self.path)
+                if want is not None:
+                    got = self.headers.get("Authorization")
+                    if got:
+                        seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])
+                    if got != want:
+                        self.send_response(401)
+                        self.send_header("WWW-Authenticate", 'Basic realm="tritonlock-tests"')
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                 path = urllib.parse.unquote(self.path.split("?", 1)[0])
                 parts = [p for p in path.split("/") if p]
                 if "_files" in parts:
@@ -153,8 +169,24 @@ class LocalIndex:
                 if not getattr(self, "_head_only", False):
                     self.wfile.write(body)
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass  # a client that refused our certificate (tests do that on purpose) is not news
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if self.tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(self.tls[0]), str(self.tls[1]))
+            if self.client_ca is not None:
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                ctx.load_verify_locations(str(self.client_ca))
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
+            scheme = "https"
+        host = "localhost" if self.tls is not None else "127.0.0.1"
+        self.url = f"{scheme}://{host}:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

@@ -115,13 +115,21 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
                 args.append("--offline")
             tty = sys.stderr.isatty()
             say(f"installing {len(todo)} package(s)")
+            from tritonlock import index
+
             try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
-                rc, err = _subprocess.run_shielded(args, env=None if tty else {"UV_NO_PROGRESS": "1"},
-                                                   capture=not tty, on_interrupt=say)
+                for keyring in (False, True):  # as pip: keyring only once an index asked for credentials
+                    # credentials and pip's TLS settings reach uv through its environment, never its argv
+                    env = {**index.install_env((pk.index for pk in target.packages if pk.name in todo),
+                                               keyring=keyring), **({} if tty else {"UV_NO_PROGRESS": "1"})}
+                    rc, err = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
+                                                       unset=index.UV_UNSET)
+                    if rc == 0 or not index.asked_for_credentials(err) or not index.network().keyring:
+                        break
             except KeyboardInterrupt:
                 raise Failed("interrupted (a second Ctrl-C stopped uv)", interrupted=True) from None
             if rc != 0:
-                raise Failed(uv_failure(err) or f"uv exited with {rc}",
+                raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
                               fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
     removes = [s.name for s in p.of("remove")]
     if removes:

@@ -26,10 +26,23 @@ def uv_bin() -> str:
         return found
 
 
+@functools.lru_cache(maxsize=1)
+def uv_version() -> tuple[int, ...]:
+    """uv's version as numbers ((0, 13, 9)); (0,) when it cannot be told."""
+    import re
+
+    try:
+        out = subprocess.run([uv_bin(), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return (0,)
+    m = re.search(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", out)
+    return tuple(int(x) for x in m.groups(default="0")) if m else (0,)
+
+
 def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-        timeout: float | None = None) -> subprocess.CompletedProcess[str]:
-    """Run and capture; the caller decides what a non-zero exit means."""
-    full_env = dict(os.environ)
+        timeout: float | None = None, unset: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Run and capture; the caller decides what a non-zero exit means. `unset` drops inherited variables."""
+    full_env = {k: v for k, v in os.environ.items() if k not in unset}
     full_env.setdefault("UV_NO_PROGRESS", "1")
     if env:
         full_env.update(env)
@@ -38,7 +51,7 @@ def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
 
 
 def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, capture: bool = True,
-                 on_interrupt: Callable[[str], None] = lambda s: None) -> tuple[int, str]:
+                 on_interrupt: Callable[[str], None] = lambda s: None, unset: Sequence[str] = ()) -> tuple[int, str]:
     """Run a step that must not stop half-way (an install): Ctrl-C reaches only us, the child finishes.
 
     The child gets its own session, so the terminal's SIGINT is not delivered to it. A first Ctrl-C
@@ -46,7 +59,7 @@ def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, c
     """
     import tempfile
 
-    full_env = dict(os.environ)
+    full_env = {k: v for k, v in os.environ.items() if k not in unset}
     if env:
         full_env.update(env)
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:

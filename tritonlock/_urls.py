@@ -74,3 +74,30 @@ def with_credentials(url: str, user: str, password: str) -> str:
 def redact(text: str) -> str:
     """Any user:password@ inside free text (an error from uv or requests) replaced by ***@."""
     return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@", r"\1***@", text)
+
+
+def origin(url: str) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) — what credentials are matched on, as pip does by netloc."""
+    parts = _split(url)
+    if parts is None or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, parts.port
+
+
+# Credentials learned from URLs the user wrote (triton-env.toml, PIP_INDEX_URL, pip.conf) during this process:
+# kept in memory only, handed to uv and requests at request time, never stored or printed.
+_LEARNED: list[str] = []
+
+
+def learn(url: str) -> None:
+    if has_credentials(url) and url not in _LEARNED:
+        _LEARNED.append(url)
+
+
+def learned() -> tuple[str, ...]:
+    return tuple(_LEARNED)
+
+
+def forget() -> None:
+    """Drop every learned credential (tests)."""
+    _LEARNED.clear()

@@ -32,7 +32,9 @@ Exit codes:
 
 
 def _fail(err: TritonlockError) -> NoReturn:
-    click.echo(f"error: {err}", err=True)
+    from tritonlock._urls import redact
+
+    click.echo(f"error: {redact(str(err))}", err=True)  # a user:token@ in any message is shown as ***@
     sys.exit(err.exit_code)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from tritonlock import _subprocess, _toml
+from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError
 from tritonlock.lockfile import toml_value
 from tritonlock.matrix import Matrix
@@ -101,18 +101,28 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
 
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str]) -> list[dict[str, Any]]:
-    """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output."""
-    assert sel.python
+    """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
+
+    Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
+    never on its command line or in a file. As pip, keyring is asked only when an index wants credentials.
+    """
+    from tritonlock import index
+
+    assert sel.python and sel.index
     with tempfile.TemporaryDirectory(prefix="tritonlock-closure-") as tmp:
         pyproject = Path(tmp) / "pyproject.toml"
         pyproject.write_text(_pyproject(sel, reqs, torch_pkgs), encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
         args = [_subprocess.uv_bin(), "pip", "compile", str(pyproject), "--no-config", "--no-header", "--quiet",
-                f"--default-index={default_index}", f"--python-version={sel.python}",
-                f"--python-platform={python_platform(sel, floor)}", "--generate-hashes", "-o", str(out)]
-        proc = _subprocess.run(args, cwd=tmp, timeout=timeout)
+                f"--python-version={sel.python}", f"--python-platform={python_platform(sel, floor)}",
+                "--generate-hashes", "-o", str(out)]
+        for keyring in (False, True):
+            env = index.uv_env(named={"torch": sel.index}, default=default_index, keyring=keyring)
+            proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=index.UV_UNSET)
+            if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
+                break
         if proc.returncode != 0:
-            msg = (proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements")
+            msg = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
             shown = [r for r in reqs if r not in pulled]
             why = (f"\n  note: {', '.join(pulled)} {'is' if len(pulled) == 1 else 'are'} needed by other packages and, "
                    f"being in the torch family, {'is' if len(pulled) == 1 else 'are'} taken only from the torch index "
@@ -128,7 +138,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
 
 
 def _file(raw: dict[str, object]) -> Wheel:
-    url = str(raw["url"])
+    url = _urls.strip_credentials(str(raw["url"]))
     hashes = raw.get("hashes")
     sha = hashes.get("sha256") if isinstance(hashes, dict) else None
     if not isinstance(sha, str):

@@ -8,12 +8,14 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
+from tritonlock import _urls
 from tritonlock.errors import ConfigError, IndexError_
 
 
@@ -37,22 +39,20 @@ def _pip_config_files() -> list[Path]:
 
 
 def _checked(url: str, where: str) -> str:
-    from tritonlock import _urls
-
     why = _urls.problem(url)
     if why is not None:
         raise ConfigError(f"{where}: {_urls.redact(repr(url[:120]))} {why} — set it to the index's full address "
                           "(or set [indexes].default in triton-env.toml)")
-    return url.rstrip("/")
+    _urls.learn(url)  # credentials stay in memory for requests; the address goes on without them
+    return _urls.strip_credentials(url).rstrip("/")
 
 
-@functools.lru_cache(maxsize=1)
-def default_index() -> str:
-    """The user's default index as configured (credentials included): PIP_INDEX_URL, then pip.conf (mirrors
-    included), then pip's own default. Store and print it only through `_urls.strip_credentials`."""
-    env = os.environ.get("PIP_INDEX_URL")
+def pip_setting(name: str) -> tuple[str, str] | None:
+    """A pip option as pip resolves it — PIP_<NAME>, else the configuration files (later files, and [install] /
+    [download] over [global], win) — with where it came from; None when unset."""
+    env = os.environ.get("PIP_" + name.upper().replace("-", "_"))
     if env and env.strip():
-        return _checked(env.strip(), "PIP_INDEX_URL")
+        return env.strip(), "PIP_" + name.upper().replace("-", "_")
     found: tuple[str, str] | None = None
     for path in _pip_config_files():
         cp = configparser.ConfigParser(interpolation=None)
@@ -61,8 +61,16 @@ def default_index() -> str:
         except (OSError, configparser.Error, UnicodeDecodeError):
             continue
         for section in ("global", "install", "download"):
-            if cp.has_option(section, "index-url"):
-                found = (cp.get(section, "index-url").strip(), f"{path} [{section}] index-url")
+            if cp.has_option(section, name):
+                found = (cp.get(section, name).strip(), f"{path} [{section}] {name}")
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def default_index() -> str:
+    """The user's default index, without credentials: PIP_INDEX_URL, then pip.conf (mirrors included), then
+    pip's own default. Credentials written in it are kept for requests (see `uv_env`, `IndexClient`)."""
+    found = pip_setting("index-url")
     if found:
         return _checked(*found)
     try:  # pip's own default, read from pip itself so no address is written here
@@ -72,6 +80,166 @@ def default_index() -> str:
     except ImportError:
         raise IndexError_("no package index configured and pip is not importable to tell its default — set "
                           "PIP_INDEX_URL or [indexes].default in triton-env.toml") from None
+
+
+# ---------------------------------------------------------------- reaching an index as pip would
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Network:
+    """pip's TLS and credential settings: a CA bundle (`cert`, trusted instead of the system store), a client
+    certificate (`client-cert`, one PEM with the key), and whether keyring may be asked (`keyring-provider`)."""
+
+    cert: str | None = None
+    client_cert: str | None = None
+    keyring: bool = True
+
+
+def _path_setting(name: str) -> str | None:
+    found = pip_setting(name)
+    if found is None:
+        return None
+    value, where = found
+    path = os.path.expanduser(value)
+    if not os.path.isfile(path):
+        raise ConfigError(f"{where}: {value!r} is not a file — point it at a PEM file, or remove the setting")
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def network() -> Network:
+    """The user's pip settings for reaching indexes (read once per process)."""
+    provider = pip_setting("keyring-provider")
+    # Extra index URLs are never used by tritonlock (one index per package), but pip users keep their
+    # credentials there too: learn them so the same host works.
+    extra = pip_setting("extra-index-url")
+    for url in (extra[0].split() if extra else []):
+        if _urls.problem(url) is None:
+            _urls.learn(url)
+    return Network(cert=_path_setting("cert"), client_cert=_path_setting("client-cert"),
+                   keyring=provider is None or provider[0] != "disabled")
+
+
+def _netrc(host: str) -> tuple[str, str] | None:
+    import netrc
+
+    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    return (found[0] or "", found[2] or "") if found else None
+
+
+def _keyring(url: str) -> tuple[str, str] | None:
+    """Credentials from the `keyring` library, when it is installed — looked up as pip does (the index URL,
+    then its host), and only after an index asked for them (keyring may prompt to unlock a store)."""
+    try:
+        import keyring
+    except ImportError:
+        return None
+    host = _urls.origin(url)
+    for key in (url, host[1] if host else None):
+        if not key:
+            continue
+        try:
+            cred = keyring.get_credential(key, None)
+        except Exception:  # noqa: BLE001 - keyring backends raise their own kinds; none of them is ours to show
+            return None
+        if cred is not None and cred.password:
+            return cred.username or "", cred.password
+    return None
+
+
+def credentials(url: str, *, keyring: bool = False) -> tuple[str, str] | None:
+    """(user, password) for an index or file URL: written in a URL the user configured for the same scheme, host
+    and port (pip matches credentials by host), then ~/.netrc, then — when asked — keyring."""
+    if _urls.has_credentials(url):
+        return _urls.credentials(url)
+    here = _urls.origin(url)
+    if here is None:
+        return None
+    best: tuple[int, str] | None = None
+    for known in _urls.learned():
+        if _urls.origin(known) == here:
+            path = len(os.path.commonprefix([_urls.strip_credentials(known), url]))
+            if best is None or path > best[0]:
+                best = (path, known)
+    if best is not None:
+        return _urls.credentials(best[1])
+    found = _netrc(here[1])
+    if found is not None:
+        return found
+    if keyring and network().keyring:
+        return _keyring(_urls.strip_credentials(url))
+    return None
+
+
+# Settings of the user's own uv configuration that would add indexes or change how packages are found:
+# tritonlock binds every package to one index, so none of them may leak into its uv runs.
+UV_UNSET = ("UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX",
+            "UV_INDEX_STRATEGY", "UV_KEYRING_PROVIDER", "UV_CONFIG_FILE", "UV_OFFLINE")
+
+
+def _env_name(name: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def uv_env(*, named: dict[str, str], default: str | None = None, declare: bool = False,
+           keyring: bool = False) -> dict[str, str]:
+    """Environment for a uv run: credentials per index (never on the command line or in a file), the default
+    index, and TLS as pip would do it — pip's `cert` as the CA bundle, else the system trust store (pip uses
+    truststore); pip's `client-cert` as the client certificate. `named`: uv index name → URL (no credentials);
+    `declare` also defines those indexes (for runs whose indexes are not in a pyproject)."""
+    net = network()
+    env: dict[str, str] = {}
+    indexes = dict(named)
+    if default is not None:
+        env["UV_DEFAULT_INDEX"] = f"tldefault={_urls.strip_credentials(default)}"
+        indexes["tldefault"] = default
+    if declare and named:
+        env["UV_INDEX"] = " ".join(f"{n}={_urls.strip_credentials(u)}" for n, u in named.items())
+    for name, url in indexes.items():
+        cred = credentials(url, keyring=keyring)
+        if cred is not None:
+            env[f"UV_INDEX_{_env_name(name)}_USERNAME"] = cred[0]
+            env[f"UV_INDEX_{_env_name(name)}_PASSWORD"] = cred[1]
+    if net.cert:
+        env["SSL_CERT_FILE"] = net.cert
+    elif not any(k in os.environ for k in ("UV_SYSTEM_CERTS", "UV_NATIVE_TLS", "SSL_CERT_FILE")):
+        from tritonlock._subprocess import uv_version
+
+        env["UV_SYSTEM_CERTS" if uv_version() >= (0, 11) else "UV_NATIVE_TLS"] = "1"
+    if net.client_cert:
+        env["SSL_CLIENT_CERT"] = net.client_cert
+    return env
+
+
+def install_env(indexes: Iterable[str], *, keyring: bool = False) -> dict[str, str]:
+    """uv's environment for installing locked files from these indexes (`uv pip install -r pylock.toml`):
+    the credentials each index needs reach the files it serves on the same host."""
+    # Only indexes that need credentials are declared to uv: the others stay plain file URLs to it.
+    needed = [url for url in sorted(set(indexes)) if credentials(url, keyring=keyring) is not None]
+    return uv_env(named={f"tl{i}": url for i, url in enumerate(needed)}, declare=True, keyring=keyring)
+
+
+def asked_for_credentials(output: str) -> bool:
+    """Whether uv's (or an index's) answer was 401/403 — then keyring is worth asking, as pip would."""
+    return bool(re.search(r"\b40[13]\b|Unauthorized|Forbidden", output))
+
+
+def explain(output: str) -> str:
+    """uv's words, with its hints about uv flags (which tritonlock does not have) replaced by what to do here."""
+    # uv's own hints stay, except those that name a uv flag or setting (tritonlock has its own ways, below)
+    text = _urls.redact("\n".join(line for line in output.splitlines()
+                                   if not (line.lstrip().startswith("hint:") and re.search(r"`--?[a-z]|UV_", line))))
+    if re.search(r"(?i)certificate|UnknownIssuer|tls|ssl", text):
+        text += ("\n  hint: to trust a private CA, set `cert = /path/to/ca.pem` in pip.conf (or PIP_CERT), as for "
+                 "pip; tritonlock also honours pip's `client-cert` and otherwise trusts the system store")
+    elif asked_for_credentials(text):
+        text += ("\n  hint: give credentials as pip takes them: in the index URL ([indexes] in triton-env.toml, "
+                 "PIP_INDEX_URL or pip.conf), in ~/.netrc, or in your keyring")
+    return text
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -107,33 +275,79 @@ def _norm(name: str) -> str:
 PEP691 = "application/vnd.pypi.simple.v1+json"
 
 
+def session() -> Any:
+    """A requests session that reaches indexes as pip does: pip's `cert` as the CA bundle, else the system
+    trust store through truststore (pip's default since 24.2); pip's `client-cert`. ~/.netrc is read by
+    requests itself."""
+    import requests
+
+    net = network()
+    s = requests.Session()
+    if net.cert:
+        s.verify = net.cert
+    else:
+        import ssl
+
+        import truststore
+        from requests.adapters import HTTPAdapter
+
+        ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+        class _SystemTrust(HTTPAdapter):
+            def init_poolmanager(self, *args: Any, **kwargs: Any) -> Any:
+                kwargs["ssl_context"] = ctx
+                return super().init_poolmanager(*args, **kwargs)
+
+            def proxy_manager_for(self, *args: Any, **kwargs: Any) -> Any:
+                kwargs["ssl_context"] = ctx
+                return super().proxy_manager_for(*args, **kwargs)
+
+        s.mount("https://", _SystemTrust())
+    if net.client_cert:
+        s.cert = net.client_cert
+    return s
+
+
 class IndexClient:
     """One index: project pages (PEP 691 JSON, else PEP 503 HTML) and PEP 658 metadata, with retries.
 
-    requests reads ~/.netrc for credentials on its own, so private indexes work as they do for pip.
+    Credentials come as pip finds them (see `credentials`): sent only to the index's own host, keyring asked
+    only after the index answered 401.
     """
 
     def __init__(self, url: str, *, timeout: float = 60, retries: int = 3) -> None:
-        import requests
-
-        self.url, self.timeout, self.retries = url.rstrip("/"), timeout, retries
-        self.session = requests.Session()
+        self.url, self.timeout, self.retries = _urls.strip_credentials(url).rstrip("/"), timeout, retries
+        _urls.learn(url)
+        self.session = session()
+        self._keyring = False
 
     def _get(self, url: str, accept: str) -> Any:
         import requests
 
         last = "no answer"
         for attempt in range(self.retries):
+            auth = credentials(url, keyring=self._keyring)
             try:
-                resp = self.session.get(url, headers={"Accept": accept}, timeout=self.timeout)
+                # verify is passed on each request: requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE override a
+                # session's own, and pip's `cert` must win as it does for pip
+                resp = self.session.get(url, headers={"Accept": accept}, timeout=self.timeout, auth=auth,
+                                        verify=self.session.verify)
+            except requests.exceptions.SSLError as err:
+                raise IndexError_(f"{url}: TLS failed ({_urls.redact(str(err))[:300]}) — to trust a private CA, "
+                                  "set `cert = /path/to/ca.pem` in pip.conf (or PIP_CERT), as for pip") from None
             except requests.RequestException as err:
-                last = str(err)
+                last = _urls.redact(str(err))
             else:
                 if resp.status_code in (200, 404):
                     return resp if resp.status_code == 200 else None
                 if resp.status_code in (401, 403):
-                    raise IndexError_(f"{url} answered HTTP {resp.status_code} — add credentials for it to ~/.netrc "
-                                      "or the index URL")
+                    if not self._keyring and network().keyring:
+                        self._keyring = True  # as pip: ask keyring once the index wants credentials
+                        if credentials(url, keyring=True) is not None:
+                            continue
+                    raise IndexError_(f"{url} answered HTTP {resp.status_code} — give credentials as pip takes them: "
+                                      "in the index URL (triton-env.toml [indexes], PIP_INDEX_URL or pip.conf), in "
+                                      "~/.netrc, or in your keyring")
                 last = f"HTTP {resp.status_code}"
             if attempt + 1 < self.retries:
                 time.sleep(0.5 * 2 ** attempt)  # 429/5xx/timeouts: the index is busy, not wrong

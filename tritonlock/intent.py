@@ -180,7 +180,10 @@ def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
     if why is not None:
         p.add(key, f"{_urls.redact(_toml.shown(s, 120))} {why}", fix)
         return None
-    return s.rstrip("/")
+    # user:token@ stays in memory for requests (uv and the index client get it at request time); what the
+    # intent carries on — into the lock, the output and the intent's hash — is the address without it.
+    _urls.learn(s)
+    return _urls.strip_credentials(s).rstrip("/")
 
 
 def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]:

@@ -1,0 +1,190 @@
+"""Credentials: an index that wants HTTP basic auth works for resolve, sync and the index client, with the
+secret taken from where the user keeps it (the intent's URL, PIP_INDEX_URL, ~/.netrc, keyring) — and the secret
+appears in no file and no output: not in the lock, `show`, `resolve --dry-run --json`, an export, an error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import populate
+from pkgindex import LocalIndex
+from tritonlock import _urls, index
+from tritonlock.cli import main
+
+SECRET = "s3cr3t-t0ken-4a1b"
+USER = "alice"
+INTENT = '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\npackages = ["einops"]\n'
+
+
+@pytest.fixture(scope="module")
+def auth_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path_factory.mktemp("auth-index"), auth=(USER, SECRET))
+    populate(idx)
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No credential or pip setting from the machine or from another test; uv's cache is the test's own."""
+    for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CERT", "PIP_CLIENT_CERT", "PIP_KEYRING_PROVIDER"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setattr(index, "_pip_config_files", lambda: [])
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+
+    def clear() -> None:
+        _urls.forget()
+        index.default_index.cache_clear()
+        index.network.cache_clear()
+
+    clear()
+    yield
+    clear()
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args), env=env)
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    return r.exit_code, r.output
+
+
+def _no_secret_anywhere(*roots: Path, outputs: list[str]) -> None:
+    for out in outputs:
+        assert SECRET not in out, out
+    for root in roots:
+        for f in root.rglob("*"):
+            if f.is_file() and not f.is_symlink() and f.name != "triton-env.toml":  # (the user's own file)
+                assert SECRET.encode() not in f.read_bytes(), f
+
+
+def _lock_sync_export(proj: Path, env: dict[str, str] | None = None) -> list[str]:
+    outputs = []
+    for args in (("resolve",), ("resolve", "--dry-run", "--json"), ("show",), ("show", "--json"),
+                 ("sync", "--no-verify"), ("sync", "--no-verify", "--dry-run", "--json"),
+                 ("export", "--format", "pylock"), ("export", "--format", "requirements"),
+                 ("export", "--format", "dockerfile"), ("export", "--format", "devcontainer"),
+                 ("doctor", "--json")):
+        code, out = _run(*args, "-p", str(proj), env=env)
+        assert code in ((0, 1) if args[0] == "doctor" else (0,)), (args, out)
+        outputs.append(out)
+    return outputs
+
+
+def _installed(proj: Path) -> str:
+    py = proj / ".venv" / "bin" / "python"
+    return subprocess.run([str(py), "-c", "import torch, einops; print(torch.__version__)"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_credentials_in_the_intent_are_used_and_never_written(tmp_path: Path, auth_index: LocalIndex) -> None:
+    host = auth_index.url.split("//")[1]
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text(
+        INTENT + f'[indexes]\ntorch = "http://{USER}:{SECRET}@{host}/whl/{{backend}}"\n'
+                 f'default = "http://{USER}:{SECRET}@{host}/simple"\n')
+    before = len(auth_index.seen_auth)
+    outputs = _lock_sync_export(proj)
+    assert _installed(proj) == "2.6.0+cpu"
+    assert len(auth_index.seen_auth) > before and set(auth_index.seen_auth) == {USER}
+    lock = (proj / "triton-env.lock").read_text()
+    assert f'default-index = "http://{host}/simple"' in lock and f'index = "http://{host}/whl/cpu"' in lock
+    _no_secret_anywhere(proj, tmp_path / "uv-cache", outputs=outputs)
+
+
+def test_credentials_only_in_pip_index_url(tmp_path: Path, auth_index: LocalIndex,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    host = auth_index.url.split("//")[1]
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://{USER}:{SECRET}@{host}/simple")
+    proj = tmp_path / "p"
+    proj.mkdir()
+    # the torch index is on the same host: pip's rule (credentials by host) lets it use the same credentials
+    (proj / "triton-env.toml").write_text(INTENT + f'[indexes]\ntorch = "http://{host}/whl/{{backend}}"\n')
+    outputs = _lock_sync_export(proj)
+    assert _installed(proj) == "2.6.0+cpu"
+    _no_secret_anywhere(proj, tmp_path / "uv-cache", outputs=outputs)
+
+
+def test_credentials_from_netrc(tmp_path: Path, auth_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login {USER} password {SECRET}\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text(INTENT + f'[indexes]\ntorch = "{auth_index.url}/whl/{{backend}}"\n'
+                                                   f'default = "{auth_index.index_url("simple")}"\n')
+    outputs = _lock_sync_export(proj)
+    assert _installed(proj) == "2.6.0+cpu"
+    files = index.IndexClient(auth_index.index_url("simple")).files("einops")
+    assert [f.filename for f in files] == ["einops-0.8.0-py3-none-any.whl"]
+    _no_secret_anywhere(proj, outputs=outputs)
+
+
+def test_credentials_from_keyring_only_after_the_index_asks(tmp_path: Path, auth_index: LocalIndex,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import keyring_backend_for_tests as kb
+
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring_backend_for_tests.Backend")
+    monkeypatch.setenv("TL_TEST_KEYRING", f"127.0.0.1 {USER} {SECRET}")
+    import keyring.backends.null
+    import keyring.core
+
+    keyring.core.set_keyring(kb.Backend())
+    try:
+        kb.ASKED.clear()
+        files = index.IndexClient(auth_index.index_url("simple")).files("einops")
+        assert [f.filename for f in files] == ["einops-0.8.0-py3-none-any.whl"]
+        assert kb.ASKED  # asked after the 401
+        proj = tmp_path / "p"
+        proj.mkdir()
+        (proj / "triton-env.toml").write_text(INTENT + f'[indexes]\ntorch = "{auth_index.url}/whl/{{backend}}"\n'
+                                                       f'default = "{auth_index.index_url("simple")}"\n')
+        outputs = _lock_sync_export(proj)
+        assert _installed(proj) == "2.6.0+cpu"
+        _no_secret_anywhere(proj, tmp_path / "uv-cache", outputs=outputs)
+        # pip's keyring-provider = "disabled" is honoured
+        index.network.cache_clear()
+        monkeypatch.setenv("PIP_KEYRING_PROVIDER", "disabled")
+        kb.ASKED.clear()
+        with pytest.raises(Exception, match="answered HTTP 401 — give credentials as pip takes them"):
+            index.IndexClient(auth_index.index_url("simple"), retries=1).files("einops")
+        assert kb.ASKED == []
+    finally:
+        keyring.core.set_keyring(keyring.backends.null.Keyring())
+
+
+def test_without_credentials_a_clean_error_and_wrong_ones_are_not_shown(tmp_path: Path,
+                                                                       auth_index: LocalIndex) -> None:
+    host = auth_index.url.split("//")[1]
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text(INTENT + f'[indexes]\ntorch = "http://{host}/whl/{{backend}}"\n'
+                                                   f'default = "http://{USER}:wrong-{SECRET}@{host}/simple"\n')
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 4, out
+    assert "401" in out and "give credentials as pip takes them" in out and "Traceback" not in out
+    assert "--keyring-provider" not in out and "--native-tls" not in out and "--system-certs" not in out
+    _no_secret_anywhere(proj, outputs=[out])
+    # the intent's own errors never echo the secret either
+    (proj / "triton-env.toml").write_text(INTENT + f'[indexes]\ndefault = "http://{USER}:{SECRET}@exa mple/x"\n')
+    code, out = _run("resolve", "--dry-run", "-p", str(proj))
+    assert code == 2 and "has spaces" in out and SECRET not in out and "***@" in out
+
+
+def test_redact_and_strip() -> None:
+    assert _urls.strip_credentials("https://u:p@h.example:8443/simple") == "https://h.example:8443/simple"
+    assert _urls.strip_credentials("https://h.example/simple") == "https://h.example/simple"
+    assert _urls.credentials("https://us%40er:p%3Ass@h.example/") == ("us@er", "p:ss")
+    assert _urls.redact("failed: https://u:tok@h.example/x and http://a@b/c") == \
+        "failed: https://***@h.example/x and http://***@b/c"
