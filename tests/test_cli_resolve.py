@@ -168,3 +168,16 @@ def test_every_example_resolves_without_network() -> None:
         assert code == 0, (intent, out)
         targets = json.loads(out)["targets"]
         assert targets and all(t["ok"] and t["torch"] and t["backend"] for t in targets), (intent, out)
+
+
+def test_inputs_users_write_local_labels_and_unknown_backends(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\ntorch = "==2.13.0+cpu"\n'
+                                              '[[targets]]\nname = "box"\ndriver = "580.65.06"\ngpus = ["9.0"]\n')
+    code, out = _run("resolve", "--dry-run", "--json", "-p", str(tmp_path))
+    assert code == 0, out
+    (box,) = json.loads(out)["targets"]
+    assert (box["ok"], box["torch"], box["backend"]) == (True, "2.13.0", "cpu")
+    assert "cpu: cuda = 'cpu' asked for" in box["reasons"]
+    (tmp_path / "triton-env.toml").write_text('[environment]\ncuda = "cu999"\n')
+    code, out = _run("resolve", "--dry-run", "--json", "-p", str(tmp_path))
+    assert code == 2 and "unknown backend 'cu999' — use one of: auto, cpu, cu117" in out

@@ -119,3 +119,36 @@ def test_missing_file_and_starter(tmp_path: Path) -> None:
         read_intent(tmp_path / "triton-env.toml")
     it = parse_intent(starter("3.11", "# host"), "s.toml")
     assert it.python == "3.11" and it.torch == ">=2.6"
+
+
+def test_a_local_version_label_names_the_backend() -> None:
+    it = parse_intent('[environment]\ntorch = "==2.13.0+cpu"\n')
+    assert (it.torch, it.cuda) == ("==2.13.0", "cpu")
+    it = parse_intent('[environment]\ntorch = "2.13.0+cu126"\ncuda = "cu126"\n')  # as pip freeze prints it, minus ==
+    assert (it.torch, it.cuda) == ("==2.13.0", "cu126")
+    # the same intent as writing both keys: the lock does not go stale over the spelling
+    assert it.content_hash == parse_intent('[environment]\ntorch = "==2.13.0"\ncuda = "cu126"\n').content_hash
+    with pytest.raises(IntentError) as err:
+        parse_intent('[environment]\ntorch = "==2.13.0+cu126"\ncuda = "cpu"\n')
+    assert str(err.value) == ("triton-env.toml:3: environment.cuda: 'cpu' contradicts torch = '==2.13.0+cu126', whose "
+                              '+cu126 names the cu126 backend — remove one of them (e.g. cuda = "cu126")')
+
+
+def test_an_unknown_backend_is_bad_input_listing_the_known_ones() -> None:
+    with pytest.raises(IntentError) as err:
+        parse_intent('[environment]\ncuda = "cu999"\n')
+    msg = str(err.value)
+    assert msg.startswith("triton-env.toml:2: environment.cuda: unknown backend 'cu999' — use one of: auto, cpu, cu117, ")
+    assert "cu126" in msg and "cu132" in msg and msg.endswith('or a CUDA specifier like ">=12.4"')
+    with pytest.raises(IntentError, match=r"unknown backend 'cu999' in the local version label"):
+        parse_intent('[environment]\ntorch = "==2.13.0+cu999"\n')
+
+
+def test_latest_is_not_a_specifier_and_the_error_says_star() -> None:
+    with pytest.raises(IntentError) as err:
+        parse_intent('[environment]\ntorch = "latest"\n')
+    assert str(err.value) == ("triton-env.toml:2: environment.torch: 'latest' is not a version specifier — write \"*\" "
+                              'for the newest torch that fits (or e.g. ">=2.6")')
+    with pytest.raises(IntentError, match=r'write "auto" for the triton the chosen torch pins'):
+        parse_intent('[environment]\ntriton = "latest"\n')
+    assert parse_intent('[environment]\ntorch = "*"\ntriton = "*"\n').torch == ""

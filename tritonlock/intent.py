@@ -151,13 +151,53 @@ def _cuda(p: _Problems, raw: Any) -> str:
     if s is None:
         return "auto"
     s = s.strip().lower()
-    if s in ("auto",) or _BACKEND.match(s):
+    if s == "cpu" or (_BACKEND.match(s) and s in _known_backends()):
         return s
+    if s == "auto":
+        return s
+    if _BACKEND.match(s):
+        p.add(("environment", "cuda"), f"unknown backend {s!r}",
+              f"use one of: auto, {', '.join(_known_backends())}, or a CUDA specifier like \">=12.4\"")
+        return "auto"
     if re.fullmatch(r"[0-9]+\.[0-9]+", s):
         return f"=={s}"
     if _check_spec(p, ("environment", "cuda"), s, '"auto", "cpu", "cu126" or ">=12.4"'):
         return s
     return "auto"
+
+
+def _known_backends() -> list[str]:
+    """The CUDA/CPU backends of PyTorch's index the matrix knows (compat/ is local data), oldest CUDA first."""
+    from tritonlock.matrix import load_matrix
+
+    seen = {v.backend for r in load_matrix().torch for v in r.variants if v.backend == "cpu" or v.backend.startswith("cu")}
+    return sorted(seen, key=lambda b: (b != "cpu", int(b[2:]) if b[2:].isdigit() else 0))
+
+
+_LOCAL = re.compile(r"\s*(?:===?)?\s*([0-9]+(?:\.[0-9]+)*)\+([A-Za-z0-9.]+)\s*")
+
+
+def _torch(p: _Problems, raw: Any) -> tuple[str, str | None]:
+    """(specifier, backend from a local label): "==2.13.0+cpu", as pip freeze prints it, is 2.13.0 on cpu."""
+    t = _string(p, ("environment", "torch"), raw, '">=2.6"')
+    if t is None:
+        return "", None
+    if t.strip().lower() in ("latest", "newest", "any", "all"):
+        p.add(("environment", "torch"), f"{t.strip()!r} is not a version specifier",
+              'write "*" for the newest torch that fits (or e.g. ">=2.6")')
+        return "", None
+    m = _LOCAL.fullmatch(t)
+    if m:
+        label = m.group(2).lower()
+        if label not in _known_backends():
+            p.add(("environment", "torch"), f"{t.strip()!r}: unknown backend {label!r} in the local version label",
+                  f"use one of: {', '.join(_known_backends())} (or drop the +label and set cuda)")
+            return "", None
+        return f"=={m.group(1)}", label
+    torch = normalize_torch_spec(t)
+    if not _check_spec(p, ("environment", "torch"), torch, '">=2.6" or "==2.7.1"'):
+        return "", None
+    return torch, None
 
 
 def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
@@ -277,18 +317,19 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
     _unknown(p, env, _ENV_KEYS, ("environment",))
     python = _python(p, ("environment", "python"), env["python"]) if "python" in env else None
     torch = ""
+    label: str | None = None
     if "torch" in env:
-        t = _string(p, ("environment", "torch"), env["torch"], '">=2.6"')
-        if t is not None:
-            torch = normalize_torch_spec(t)
-            if not _check_spec(p, ("environment", "torch"), torch, '">=2.6" or "==2.7.1"'):
-                torch = ""
+        torch, label = _torch(p, env["torch"])
     triton = "auto"
     if "triton" in env:
         t = _string(p, ("environment", "triton"), env["triton"], '"auto", "none" or ">=3.2"')
         if t is not None:
             triton = t.strip()
-            if triton not in ("auto", "none"):
+            if triton.lower() in ("latest", "newest", "any"):
+                p.add(("environment", "triton"), f"{triton!r} is not a triton choice",
+                      'write "auto" for the triton the chosen torch pins (or a specifier like ">=3.2", or "none")')
+                triton = "auto"
+            elif triton not in ("auto", "none"):
                 triton = normalize_torch_spec(triton)
                 if not _check_spec(p, ("environment", "triton"), triton, '"auto", "none" or ">=3.2"'):
                     triton = "auto"
@@ -319,6 +360,12 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             continue
         packages.append(text)
     cuda = _cuda(p, env["cuda"]) if "cuda" in env else "auto"
+    if label is not None:  # torch = "==2.13.0+cu126" names the backend itself
+        if "cuda" in env and cuda not in ("auto", label):
+            p.add(("environment", "cuda"), f"{cuda!r} contradicts torch = {env['torch']!r}, whose +{label} names the "
+                  f"{label} backend", f'remove one of them (e.g. cuda = "{label}")')
+        else:
+            cuda = label
     policy = "compatible"
     if "cuda-policy" in env:
         pol = _string(p, ("environment", "cuda-policy"), env["cuda-policy"], '"compatible" or "strict"')
