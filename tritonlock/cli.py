@@ -483,6 +483,44 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None) 
     click.echo(f"wrote {output} (target {target.name})", err=True)
 
 
+@main.command()
+@_project_opt
+@click.option("--target", "target_name", help="Only this target of triton-env.toml.")
+@click.option("--torch", "torch_version", metavar="VERSION", help="Only this torch release or line (2.15 or 2.15.0).")
+@click.option("--target-file", metavar="FILE", help="Advise for a machine saved with `tritonlock host --save`.")
+@click.option("--no-sources", is_flag=True, help="Leave out the compat/ rows each line rests on.")
+@_json_opt
+def why(project: str, target_name: str | None, torch_version: str | None, target_file: str | None, no_sources: bool,
+        as_json: bool) -> None:
+    """What stands between each target and each newer torch/triton line, and the least change that unlocks it.
+
+    Each line names the change (driver >= X, Python, glibc, or the intent), what the target would then get, and
+    the compat/ rows it rests on. Resolves decisions only: no network, nothing written.
+    """
+    from tritonlock.errors import UnknownTargetError
+    from tritonlock.intent import read_intent
+    from tritonlock.matrix import load_matrix
+    from tritonlock.project import running_python, targets_for
+    from tritonlock.why import advice_json, advise, format_advice
+
+    intent_path, _ = _project_paths(project)
+    intent = read_intent(intent_path)
+    targets = [t for t in targets_for(intent, target_file) if target_name in (None, t.name)]
+    if not targets:
+        raise UnknownTargetError(f"{intent_path} has no target {target_name!r} (it has: "
+                                 f"{', '.join(t.name for t in targets_for(intent, target_file))}) — pass one of those to --target")
+    matrix = load_matrix()
+    if torch_version and not any(r.version == torch_version.lstrip("=") or r.version.startswith(
+            torch_version.lstrip("=") + ".") for r in matrix.torch):
+        raise UnknownTargetError(f"--torch {torch_version}: the matrix knows torch {matrix.torch[-1].version}–"
+                                 f"{matrix.torch[0].version} — give one of those (or a line like 2.15)")
+    advice = [advise(intent, matrix, t, running_python(), torch_version) for t in targets]
+    if as_json:
+        _echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
+        return
+    click.echo("\n\n".join(format_advice(a, sources=not no_sources) for a in advice))
+
+
 @main.group()
 def compat() -> None:
     """The curated compatibility matrix shipped in compat/."""

@@ -547,6 +547,28 @@ def resolve(intent: Intent, matrix: Matrix, targets: tuple[TargetSpec, ...], def
     return tuple(_Resolver(intent, matrix, t, default_python).run() for t in targets)
 
 
+def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, *,
+                advise: bool = True) -> Selection:
+    """One target's Selection; advise=False skips the search for ways out of a conflict (for what-if loops)."""
+    return _Resolver(intent, matrix, target, default_python).run(advise=advise)
+
+
+def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release: TorchRelease,
+                    default_python: str) -> str | None:
+    """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
+    when it fits."""
+    r = _Resolver(intent, matrix, target, default_python)
+    fit, why = r.fit(release)
+    if fit is None:
+        return why
+    return r.triton(release, fit.variant).problem
+
+
+def describe_target(target: TargetSpec, python: str) -> str:
+    """"linux/x86_64, Python 3.10, glibc 2.31, driver 535.104.05, GPUs 8.0, 8.0"."""
+    return _describe(target, python)
+
+
 def selection_json(sel: Selection) -> dict[str, object]:
     """The public `resolve --dry-run --json` shape of one target (a documented contract)."""
     d: dict[str, object] = {
