@@ -355,7 +355,8 @@ def format_advice(a: Advice, sources: bool = True) -> str:
             oldest = group[-1]
             span = f"torch {oldest.torch}–{ln.torch}"
             if ln.triton and oldest.triton:
-                span += f" + {ln.triton_package} {oldest.triton}–{ln.triton}"
+                span += f" + {ln.triton_package} " + (ln.triton if ln.triton == oldest.triton
+                                                      else f"{oldest.triton}–{ln.triton}")
             summary = span + summary[summary.index(":"):]
         out.append(f"  {summary}")
         if ln.blocker and ln.status == "blocked":
