@@ -3,6 +3,7 @@ and every message about a venv's state is checked here against the venv itself."
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -172,6 +173,14 @@ def test_the_stamp_limits_the_deep_check_to_what_changed(tmp_path: Path, index: 
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code == 0 and "already matches" in out
     assert [d.name for d in _venv.venv_damage(venv)] == ["einops"]
+    # …doctor checks every package's files, says so, and names the fix
+    r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"])
+    (f,) = [f for f in json.loads(r.output)["findings"] if f["id"] == "venv-damaged"]
+    assert r.exit_code == 1 and f["severity"] == "error"
+    assert f["title"] == (f"1 package in {venv} is damaged: files missing or not as their RECORD lists (an install "
+                          "that was stopped half-way?)")
+    assert re.fullmatch(r"einops 0\.8\.0: 1 of \d+ files are missing \(einops/__init__\.py\)", f["evidence"][0])
+    assert f["fix"].startswith("`tritonlock sync`") and "reinstalls the damaged ones" in f["fix"]
     # an install that rewrote a RECORD is checked in depth
     record = site / "einops-0.8.0.dist-info" / "RECORD"
     record.write_text(record.read_text())
@@ -179,6 +188,8 @@ def test_the_stamp_limits_the_deep_check_to_what_changed(tmp_path: Path, index: 
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code == 0 and "1 repaired" in out, out
     assert (site / "einops" / "__init__.py").exists()
+    r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"])
+    assert "venv-damaged" not in [f["id"] for f in json.loads(r.output)["findings"]]
 
 
 def test_a_partly_applied_failure_says_so(tmp_path: Path, index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -313,6 +313,23 @@ def restore_synced(venv: Path, data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- the no-op fast path
 
 
+def _code_stamp() -> list[object]:
+    """This tritonlock's version and the stats of its modules: a new release (or an edited checkout) reads locks
+    and venvs by other rules, so its first sync takes the full path."""
+    from tritonlock import __version__
+
+    here = Path(__file__).parent
+    stats: list[object] = [__version__]
+    try:
+        for e in sorted(os.scandir(here), key=lambda e: e.name):
+            if e.name.endswith(".py"):
+                st = e.stat()
+                stats.append([e.name, st.st_mtime_ns, st.st_size])
+    except OSError:
+        pass
+    return stats
+
+
 def sync_key(*, lock_bytes: bytes, intent_bytes: bytes | None, matrix_version: str | None, machine: str | None,
              target: str | None, python: str | None) -> str | None:
     """Everything besides the venv that a sync's answer depends on; None when it cannot be told cheaply."""
@@ -320,7 +337,7 @@ def sync_key(*, lock_bytes: bytes, intent_bytes: bytes | None, matrix_version: s
         return None
     h = hashlib.sha256()
     for part in (lock_bytes, intent_bytes if intent_bytes is not None else b"\0none",
-                 json.dumps([matrix_version, machine, target, python]).encode()):
+                 json.dumps([matrix_version, machine, target, python, _code_stamp()]).encode()):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 

@@ -306,3 +306,20 @@ def undefined_symbol(c: Context, module: str, error: str) -> Finding:
     return Finding(id="undefined-symbol", severity="error",
                    title=f"`import {module}` fails: {os.path.basename(lib)} needs symbol {sym}, which the loaded "
                          "libraries lack — a mixed install", evidence=tuple(ev), fix=symbol_fix(c, causes, c.where))
+
+
+# ---------------------------------------------------------------- files against RECORD
+
+
+def check_integrity(c: Context) -> list[Finding]:
+    """A killed install (or a deleted file) leaves packages whose files are not what their RECORD lists."""
+    v = c.venv
+    if v is None or not v.damaged:
+        return []
+    n = len(v.damaged)
+    fix = (f"{sync_fix(c)}: it checks every package's files and reinstalls the damaged ones" if c.lock and c.lock.lock
+           else "reinstall them (`uv pip install --reinstall-package NAME`), or lock the project and `tritonlock sync`")
+    return [Finding(id="venv-damaged", severity="error",
+                    title=f"{plural(n, 'package')} in {c.where} {'is' if n == 1 else 'are'} damaged: files missing or "
+                          "not as their RECORD lists (an install that was stopped half-way?)",
+                    evidence=v.damaged, fix=fix)]

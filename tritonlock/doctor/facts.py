@@ -81,6 +81,7 @@ class VenvFacts:
     triton_file: str | None = None
     triton_error: str | None = None
     loaded_libs: tuple[str, ...] = ()
+    damaged: tuple[str, ...] = ()  # "name version: problem" for packages whose files are not what RECORD lists
 
     @property
     def minor(self) -> str:
@@ -192,7 +193,19 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
         torch=_torch_facts(imported.get("torch")) if imported else None,
         triton_version=_opt(triton.get("version")), triton_file=_opt(triton.get("file")),
         triton_error=_opt(triton.get("error")), loaded_libs=_strs(got.get("loaded_libs")),
+        damaged=integrity(str(static.get("prefix"))),
     )
+
+
+def integrity(prefix: str) -> tuple[str, ...]:
+    """Packages of a venv whose files are not what their RECORD lists, or that are installed twice — sync's own
+    check (what the next `tritonlock sync` repairs); "name version: problem" each. Only for venvs."""
+    from tritonlock.sync import check_venv
+
+    p = Path(prefix)
+    if not (p / "pyvenv.cfg").is_file():
+        return ()
+    return tuple(f"{d.name} {d.version or '(unknown version)'}: {d.problem}" for d in check_venv(p))
 
 
 # ---------------------------------------------------------------- the lock and the matrix

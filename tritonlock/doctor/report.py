@@ -42,7 +42,7 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
         checks_host.check_driver, checks_host.check_toolkit, checks_torch.check_torch, checks_install.check_triton,
         checks_torch.check_triton_gpu, checks_torch.check_triton_interpreter, checks_install.check_duplicates,
         checks_install.check_conda, checks_install.check_shadowing, checks_install.check_wsl_libcuda,
-        checks_install.check_glibc, checks_lock.check_lock)
+        checks_install.check_glibc, checks_install.check_integrity, checks_lock.check_lock)
     c = Context(host=host, venv=venv, lock=lock, matrix=matrix, where=where)
     out: list[Finding] = []
     if venv is None and broken:
