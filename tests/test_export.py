@@ -22,6 +22,7 @@ from tritonlock import export as ex  # noqa: E402
 from tritonlock import lockfile  # noqa: E402
 from tritonlock.cli import main  # noqa: E402
 from tritonlock.errors import UnknownTargetError  # noqa: E402
+from tritonlock.verify import RUNNER  # noqa: E402
 from tritonlock.models import Conflict, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel  # noqa: E402
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -336,22 +337,25 @@ def parse_dockerfile(text: str) -> tuple[dict[str, str], list[tuple[str, str, li
 def check_dockerfile(text: str) -> dict[str, object]:
     """Every instruction valid and consistent; returns the facts the tests compare with the lock."""
     directives, instrs = parse_dockerfile(text)
-    assert directives == {"syntax": "docker/dockerfile:1"}  # heredocs need the BuildKit 1.4+ frontend
+    assert directives == {}  # no heredocs: plain instructions that every builder reads (docker, podman 4, buildah)
     stages: list[str] = []
     images: list[str] = []
-    args_global = set()
+    args_global: dict[str, str] = {}
     args_stage: set[str] = set()
-    facts: dict[str, object] = {"heredocs": []}
+    facts: dict[str, object] = {"heredocs": [], "context": []}
     for instr, args, body in instrs:
+        assert not body, "no heredocs"
         if instr == "ARG" and not stages:
-            args_global.add(args.split("=")[0])
+            name, _, default = args.partition("=")
+            args_global[name] = default
             continue
         if instr == "FROM":
             m = re.fullmatch(r"(?:--platform=(\S+) )?(\S+)(?: AS (\w+))?", args)
             assert m, args
             assert m[1] in (None, "linux/amd64", "linux/arm64")
-            assert re.fullmatch(r"[a-z0-9./-]+:[A-Za-z0-9._-]+", m[2]), f"image {m[2]} has no explicit tag"
-            images.append(m[2])
+            image = re.sub(r"\$\{(\w+)\}", lambda v: args_global[v[1]], m[2])  # ARGs before FROM: their defaults
+            assert re.fullmatch(r"[a-z0-9./-]+:[A-Za-z0-9._-]+", image), f"image {image} has no explicit tag"
+            images.append(image)
             stages.append(m[3] or f"#{len(stages)}")
             args_stage = set()
             continue
@@ -363,18 +367,16 @@ def check_dockerfile(text: str) -> dict[str, object]:
             m = re.match(r"--from=(\w+) ", args)
             if m:
                 assert m[1] in stages[:-1], f"COPY --from={m[1]}: no earlier stage of that name"
-            elif body:
-                facts["heredocs"].append("\n".join(body))  # type: ignore[attr-defined]
             else:
-                facts.setdefault("context", []).append(args.split()[:-1])  # type: ignore[attr-defined]
-        if instr == "ENV":
-            assert all(re.fullmatch(r"[A-Z_]+=\S+", kv) for kv in args.split()), args
-        if instr == "RUN":
+                facts["context"].append(args.split()[:-1])  # type: ignore[attr-defined]
+        if instr in ("ENV", "RUN"):
+            if instr == "ENV":
+                assert all(re.fullmatch(r"[A-Z_]+=\S+", kv) for kv in args.split()), args
             for var in re.findall(r"\$\{?([A-Z_]+)", args):
-                assert var in args_stage, f"RUN uses ${var}, not declared with ARG in this stage"
+                assert var in args_stage or var == "PATH", f"{instr} uses ${var}, not declared with ARG in this stage"
         if instr == "CMD":
             facts["cmd"] = json.loads(args)
-    facts["images"], facts["stages"] = images, stages
+    facts["images"], facts["stages"], facts["args"] = images, stages, args_global
     return facts
 
 
@@ -395,12 +397,60 @@ def test_dockerfile_parses_and_matches_the_lock(index: LocalIndex, backend: str,
     cuda = ex._cuda_of(backend)
     if cuda:  # the base image's CUDA is the lock's backend's
         assert re.match(rf"nvidia/cuda:{re.escape(cuda)}\.\d+-runtime-", final)
-    assert facts["heredocs"] == [ex.requirements(lock, t, glibc="2.35", header=False, wrap=False).rstrip("\n")]
-    assert facts["context"] == [["triton-env.toml", "triton-env.lock"]]
-    assert facts["cmd"] == ["tritonlock", "verify"]
-    assert (f"# Check: docker run --rm {'--gpus all ' if gpu else ''}IMAGE tritonlock verify\n") in text
-    assert f"RUN uv python install {PY}\n" in text
+    assert facts["context"] == [["tritonlock-image/requirements-host.txt"], ["tritonlock-image/verify.py"],
+                                ["triton-env.lock"]]
+    reqs, runner = ex.image_context(lock, t)
+    assert (reqs.path, reqs.in_context) == ("tritonlock-image/requirements-host.txt", True)
+    assert reqs.text == ex.requirements(lock, t, glibc="2.35")
+    assert runner.text == RUNNER.read_text()  # tritonlock's own runner: nothing in the image imports tritonlock
+    assert facts["cmd"] == ["python", "/opt/tritonlock/verify.py", "--backend", backend, "--expect-gpu",
+                            "yes" if gpu else "no", "--triton", "3.2.0"]
+    assert (f"# Check: docker run --rm {'--gpus all ' if gpu else ''}IMAGE    — runs Triton's reference kernels") in text
+    assert f"uv venv /app/.venv --python {PY}" in text and "tritonlock==" not in text
     assert "--require-hashes -r /tmp/requirements.txt" in text
+
+
+@pytest.mark.parametrize(("backend", "ubuntus"), [
+    ("cu118", ("22.04",)), ("cu121", ("22.04",)), ("cu124", ("22.04",)), ("cu126", ("22.04", "24.04")),
+    ("cu128", ("22.04", "24.04")), ("cu129", ("22.04", "24.04")), ("cu130", ("22.04", "24.04")),
+])
+def test_nvidia_cuda_tags_are_the_published_ones(index: LocalIndex, backend: str, ubuntus: tuple[str, ...]) -> None:
+    """The tags as NVIDIA's image sources list them (dist/<patch>/ubuntu<release>/, see export.CUDA_IMAGES); a
+    CUDA 12.4 lock whose wheels need Ubuntu 24.04 has no nvidia/cuda image: refused, naming the way out."""
+    cuda = ex._cuda_of(backend)
+    assert cuda is not None and ex.CUDA_IMAGES[cuda][1] == ubuntus
+    lock = make_lock(index, backend=backend)
+    build, final, ubuntu = ex.base_images(lock.targets[0])
+    assert (build, final, ubuntu) == (f"nvidia/cuda:{ex.CUDA_IMAGES[cuda][0]}-base-ubuntu22.04",
+                                      f"nvidia/cuda:{ex.CUDA_IMAGES[cuda][0]}-runtime-ubuntu22.04", "22.04")
+
+
+def test_a_cpu_target_with_pypis_cuda_build_gets_a_plain_image(index: LocalIndex) -> None:
+    """No driver on the target: PyPI's CUDA torch runs on the CPU there, so no nvidia/cuda base and no --gpus."""
+    lock = make_lock(index, backend="cu126")
+    t = lock.targets[0]
+    cpu = replace(t, selection=replace(t.selection, target=replace(t.selection.target, driver=None, cuda=None,
+                                                                   gpus=())))
+    facts = check_dockerfile(ex.dockerfile(lock, cpu))
+    assert facts["images"][1:] == ["ubuntu:22.04", "ubuntu:22.04"] and "no" in facts["cmd"]  # type: ignore[index]
+
+
+def test_a_lock_of_files_on_this_disk_gives_no_dockerfile(index: LocalIndex, tmp_path: Path) -> None:
+    lock = make_lock(index)
+    t = lock.targets[0]
+    p = t.packages[0]
+    local = replace(p, wheels=tuple(replace(w, url=f"file://{tmp_path}/{w.name}") for w in p.wheels))
+    t_local = replace(t, packages=(local, *t.packages[1:]))
+    with pytest.raises(ex.ExportError) as err:
+        ex.dockerfile(lock, t_local)
+    assert str(err.value).startswith(f"target 'host': {len(local.wheels)} locked file(s) are on this machine's disk "
+                                     f"(file://{tmp_path}/")
+    assert "an image build cannot fetch them — lock from an index the build can reach" in str(err.value)
+    assert ex.image_warnings(lock, t) == [
+        "warning: target 'host' has files on an index on this machine (127.0.0.1): the image builds only here, "
+        "with the host's network"]
+    newer = replace(t, selection=replace(t.selection, backend="cu139"))
+    assert "does not know nvidia/cuda's image for CUDA 13.9" in ex.image_warnings(lock, newer)[-1]
 
 
 def test_dockerfile_picks_ubuntu_by_the_wheels_glibc(index: LocalIndex) -> None:
@@ -414,6 +464,9 @@ def test_dockerfile_picks_ubuntu_by_the_wheels_glibc(index: LocalIndex) -> None:
         return replace(t, packages=(replace(p, wheels=(w,)), *(q for q in t.packages if q is not p)))
 
     assert ex.base_images(with_tag("manylinux_2_39_x86_64"))[1:] == ("nvidia/cuda:12.6.3-runtime-ubuntu24.04", "24.04")
+    cu124 = replace(with_tag("manylinux_2_39_x86_64"), selection=replace(t.selection, backend="cu124"))
+    with pytest.raises(ex.ExportError, match="nvidia/cuda publishes CUDA 12.4 images only for Ubuntu 22.04"):
+        ex.base_images(cu124)
     with pytest.raises(ex.ExportError) as err:
         ex.base_images(with_tag("manylinux_2_41_x86_64"))
     assert str(err.value) == ("target 'host': some wheels need a glibc newer than Ubuntu 24.04's 2.39 — no nvidia/cuda "
@@ -428,7 +481,12 @@ def test_devcontainer(project: Path) -> None:
     code, out = cli("export", "-p", str(project), "--format", "devcontainer")
     assert code == 0, out
     d = project / ".devcontainer"
-    assert out == f"wrote {d / 'devcontainer.json'}\nwrote {d / 'Dockerfile'}\n"
+    ctx = project / "tritonlock-image"
+    assert out == ("warning: target 'host' has files on an index on this machine (127.0.0.1): the image builds only "
+                   "here, with the host's network\n"
+                   f"wrote {ctx / 'requirements-host.txt'} (the Dockerfile copies it from the build context)\n"
+                   f"wrote {ctx / 'verify.py'} (the Dockerfile copies it from the build context)\n"
+                   f"wrote {d / 'devcontainer.json'}\nwrote {d / 'Dockerfile'}\n")
     doc = json.loads((d / "devcontainer.json").read_text())
     assert doc == {
         "name": "tritonlock host", "build": {"dockerfile": "Dockerfile", "context": ".."},
@@ -440,7 +498,8 @@ def test_devcontainer(project: Path) -> None:
     assert (d / "Dockerfile").read_text() == ex.dockerfile(lock, t)
     check_dockerfile((d / "Dockerfile").read_text())
     # the build context ("..") is the project: the files the Dockerfile copies from it are there
-    assert all((project / f).exists() for f in ("triton-env.toml", "triton-env.lock"))
+    facts = check_dockerfile((d / "Dockerfile").read_text())
+    assert all((project / f).exists() for args in facts["context"] for f in args)  # type: ignore[attr-defined]
 
 
 def test_devcontainer_for_a_cpu_target_asks_for_no_gpu(index: LocalIndex) -> None:
@@ -479,8 +538,8 @@ def test_choose_target(index: LocalIndex) -> None:
 def test_cli_export_stdout_matches_the_function(project: Path) -> None:
     lock, t = _lock_and_target(project)
     for fmt, fn in (("pylock", ex.pylock), ("requirements", ex.requirements), ("dockerfile", ex.dockerfile)):
-        code, out = cli("export", "-p", str(project), "--format", fmt, "--target", "host")
-        assert (code, out) == (0, fn(lock, t))
+        r = CliRunner().invoke(main, ["export", "-p", str(project), "--format", fmt, "--target", "host"])
+        assert (r.exit_code, r.stdout) == (0, fn(lock, t))  # notes go to stderr
     code, out = cli("export", "-p", str(project), "--format", "wheelhouse")
     assert code == 2 and "Invalid value for '--format'" in out
     code, out = cli("export", "-p", str(project / "nowhere"), "--format", "pylock")

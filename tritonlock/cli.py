@@ -467,19 +467,31 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None) 
 
         host_profile = detect()
     target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
-    files = ex.export(lock, target, fmt)
+    out_dir = Path(output) if fmt == "devcontainer" and output else Path(project) / ".devcontainer"
+    context = os.path.relpath(Path(project).resolve(), out_dir.resolve()) if fmt == "devcontainer" else ".."
+    files = ex.export(lock, target, fmt, context=context)
+    if fmt in ("dockerfile", "devcontainer"):
+        for line in ex.image_warnings(lock, target):
+            click.echo(line, err=True)
+    if fmt != "devcontainer" and output is not None:
+        ex.check_output_name(fmt, output)
+    for f in files:  # what the image build copies: into the project, its build context
+        if f.in_context:
+            (Path(project) / f.path).parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(Path(project) / f.path, f.text)
+            click.echo(f"wrote {Path(project) / f.path} (the Dockerfile copies it from the build context)",
+                       err=True)
+    main_files = [f for f in files if not f.in_context]
     if fmt == "devcontainer":
-        out_dir = Path(output) if output else Path(project) / ".devcontainer"
         out_dir.mkdir(parents=True, exist_ok=True)
-        for f in files:
+        for f in main_files:
             write_atomic(out_dir / f.path, f.text)
             click.echo(f"wrote {out_dir / f.path}", err=True)
         return
     if output is None:
-        click.echo(files[0].text, nl=False)
+        click.echo(main_files[0].text, nl=False)
         return
-    ex.check_output_name(fmt, output)
-    write_atomic(output, files[0].text)
+    write_atomic(output, main_files[0].text)
     click.echo(f"wrote {output} (target {target.name})", err=True)
 
 

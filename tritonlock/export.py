@@ -6,11 +6,11 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from packaging import tags as ptags
 from packaging.utils import parse_wheel_filename
 
-from tritonlock import __version__
 from tritonlock.errors import TritonlockError, UnknownTargetError
 from tritonlock.lockfile import toml_value, wheel_table
 from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Selection, Wheel
@@ -18,15 +18,23 @@ from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Se
 FORMATS = ("pylock", "requirements", "dockerfile", "devcontainer")
 LOCK_FILE = "triton-env.lock"
 VENV = "/app/.venv"  # where the image keeps the project's venv (venvs are not relocatable: same path in both stages)
+# The files the Dockerfile copies from its build context (the project): the hashed requirements and the verify runner.
+IMAGE_DIR = "tritonlock-image"
+RUNNER_IN_IMAGE = "/opt/tritonlock/verify.py"
 
-# nvidia/cuda publishes one image per toolkit *patch* release ("12.6.3-runtime-ubuntu22.04"); these are the
-# last patch of each minor as published on Docker Hub (hub.docker.com/r/nvidia/cuda/tags, checked by hand —
-# NVIDIA removes end-of-life tags over time, so an old one may disappear). A minor not listed falls back to
-# "<minor>.0", which NVIDIA publishes for every release it supports.
-CUDA_IMAGE_PATCH = {
-    "11.8": "11.8.0", "12.1": "12.1.1", "12.4": "12.4.1", "12.6": "12.6.3",
-    "12.8": "12.8.1", "12.9": "12.9.1", "13.0": "13.0.2",
+# nvidia/cuda publishes one image set per toolkit *patch* release ("12.6.3-runtime-ubuntu22.04"). These are the
+# releases and Ubuntu versions in NVIDIA's image sources, gitlab.com/nvidia/container-images/cuda, dist/<version>/
+# ubuntu<release>/{base,runtime,devel} — read from its GitHub mirror github.com/pdtgct/cuda at commit e3c1b68
+# ("CUDA 13.1.0", 2025-12-15). NVIDIA moves end-of-life releases to dist/end-of-life and later deletes their tags,
+# so an old entry may disappear. A CUDA minor not listed (newer than that commit) gets "<minor>.0" and a warning:
+# that tag is a guess.
+CUDA_IMAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "11.8": ("11.8.0", ("22.04",)), "12.1": ("12.1.1", ("22.04",)), "12.4": ("12.4.1", ("22.04",)),
+    "12.6": ("12.6.3", ("22.04", "24.04")), "12.8": ("12.8.1", ("22.04", "24.04")),
+    "12.9": ("12.9.1", ("22.04", "24.04")), "13.0": ("13.0.2", ("22.04", "24.04")),
+    "13.1": ("13.1.0", ("22.04", "24.04")),
 }
+CUDA_IMAGE_PATCH = {minor: patch for minor, (patch, _) in CUDA_IMAGES.items()}
 # glibc of the Ubuntu releases nvidia/cuda is built on; the wheels' manylinux tags decide which one fits.
 UBUNTU_GLIBC = (("22.04", "2.35"), ("24.04", "2.39"))
 _DOCKER_PLATFORM = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
@@ -41,10 +49,12 @@ class ExportError(ValueError, TritonlockError):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExportFile:
-    """One file an export writes: a path relative to where it goes, and its text."""
+    """One file an export writes: a path relative to where it goes, and its text. `in_context`: the file belongs in
+    the image's build context — the project directory — at `path` (the Dockerfile copies it from there)."""
 
     path: str
     text: str
+    in_context: bool = False
 
 
 # ---------------------------------------------------------------- choosing the target
@@ -205,6 +215,12 @@ def requirements(lock: Lock, t: LockedTarget, *, glibc: str | None = None, heade
 # ---------------------------------------------------------------- Dockerfile
 
 
+def _image_cuda(sel: Selection) -> str | None:
+    """The CUDA an image for this target is built on: the backend's, when the target has an NVIDIA driver to use it
+    (a target without one may carry a CUDA build — PyPI's torch — that runs on the CPU: a plain Ubuntu image)."""
+    return _cuda_of(sel.backend) if sel.target.driver is not None else None
+
+
 def _cuda_of(backend: str | None) -> str | None:
     """'cu126' -> '12.6', 'cu130' -> '13.0'; None for cpu."""
     if not backend or not re.fullmatch(r"cu[0-9]{3,}", backend):
@@ -218,7 +234,9 @@ def base_images(t: LockedTarget) -> tuple[str, str, str]:
     if sel.target.os != "linux" or sel.target.arch not in _DOCKER_PLATFORM:
         raise ExportError(f"target {t.name!r} is {sel.target.os}/{sel.target.arch}: a Dockerfile needs a linux "
                           "x86_64 or aarch64 target — pick one with --target")
-    ubuntu = None
+    cuda = _image_cuda(sel)
+    published = CUDA_IMAGES[cuda][1] if cuda in CUDA_IMAGES else tuple(r for r, _ in UBUNTU_GLIBC)
+    ubuntu, files = None, []
     for release, glibc in UBUNTU_GLIBC:  # the oldest Ubuntu on which every locked file installs
         try:
             files = _files(t, target_tags(sel, glibc), f"Ubuntu {release}")
@@ -230,10 +248,18 @@ def base_images(t: LockedTarget) -> tuple[str, str, str]:
         newest = UBUNTU_GLIBC[-1]
         raise ExportError(f"target {t.name!r}: some wheels need a glibc newer than Ubuntu {newest[0]}'s "
                           f"{newest[1]} — no nvidia/cuda image can run them")
-    devel = any(not f.name.endswith(".whl") for _, f in files)  # an sdist may need nvcc to build
-    cuda = _cuda_of(sel.backend)
     if cuda is None:
         return f"ubuntu:{ubuntu}", f"ubuntu:{ubuntu}", ubuntu
+    if ubuntu not in published:
+        later = [r for r in published if r >= ubuntu]
+        if not later:
+            raise ExportError(f"target {t.name!r}: its wheels need Ubuntu {ubuntu} or newer, but nvidia/cuda "
+                              f"publishes CUDA {cuda} images only for Ubuntu {', '.join(published)} — lock a newer "
+                              "CUDA backend "
+                              "(cuda = \">=12.6\" in triton-env.toml), or pass your own image: docker build "
+                              "--build-arg BASE_IMAGE=… --build-arg RUNTIME_IMAGE=…")
+        ubuntu = later[0]
+    devel = any(not f.name.endswith(".whl") for _, f in files)  # an sdist may need nvcc to build
     tag = CUDA_IMAGE_PATCH.get(cuda, f"{cuda}.0")
     build = f"nvidia/cuda:{tag}-{'devel' if devel else 'base'}-ubuntu{ubuntu}"
     return build, f"nvidia/cuda:{tag}-runtime-ubuntu{ubuntu}", ubuntu
@@ -248,60 +274,102 @@ def _uv_version() -> str:
         return "latest"
 
 
+def image_warnings(lock: Lock, t: LockedTarget) -> list[str]:
+    """What makes an image from this target build only here, or rest on a guess (printed by the CLI)."""
+    out = []
+    hosts = sorted({urlsplit(w.url).hostname or "" for p in t.packages for w in (*p.wheels, p.sdist) if w}
+                   & {"127.0.0.1", "localhost", "::1"})
+    if hosts:
+        out.append(f"warning: target {t.name!r} has files on an index on this machine ({', '.join(hosts)}): the image "
+                   "builds only here, with the host's network")
+    cuda = _image_cuda(t.selection)
+    if cuda and cuda not in CUDA_IMAGES:
+        out.append(f"warning: tritonlock does not know nvidia/cuda's image for CUDA {cuda}; the Dockerfile names "
+                   f"{cuda}.0 — if it does not exist, pass --build-arg BASE_IMAGE=… --build-arg RUNTIME_IMAGE=…")
+    return out
+
+
+def _refuse_local_files(t: LockedTarget) -> None:
+    local = sorted(w.url for p in t.packages for w in (*p.wheels, p.sdist) if w and urlsplit(w.url).scheme == "file")
+    if local:
+        raise ExportError(f"target {t.name!r}: {len(local)} locked file(s) are on this machine's disk ({local[0]}"
+                          + (", …" if len(local) > 1 else "") + "): an image build cannot fetch them — lock from an "
+                          "index the build can reach (an HTTP(S) index or mirror), or install here with "
+                          "`tritonlock sync` or `--format requirements`")
+
+
+def image_context(lock: Lock, t: LockedTarget) -> tuple[ExportFile, ...]:
+    """The files the Dockerfile copies from the build context: the requirements it installs and the verify runner."""
+    from tritonlock.verify import RUNNER
+
+    _, _, ubuntu = base_images(t)
+    reqs = requirements(lock, t, glibc=dict(UBUNTU_GLIBC)[ubuntu])
+    return (ExportFile(path=f"{IMAGE_DIR}/requirements-{t.name}.txt", text=reqs, in_context=True),
+            ExportFile(path=f"{IMAGE_DIR}/verify.py", text=RUNNER.read_text(encoding="utf-8"), in_context=True))
+
+
 def dockerfile(lock: Lock, t: LockedTarget) -> str:
-    """A multi-stage Dockerfile: build the venv from the lock (hashes required), run `tritonlock verify`."""
+    """A multi-stage Dockerfile: build the venv from the lock (hashes required), run the verify runner. It needs
+    no tritonlock in the image: the requirements and the runner come from the build context (`image_context`)."""
+    _refuse_local_files(t)
     sel = t.selection
-    build, final, ubuntu = base_images(t)
+    build, final, _ = base_images(t)
     platform = _DOCKER_PLATFORM[sel.target.arch]
-    # One line per package: a heredoc is copied as written, so no backslash continuations in it.
-    reqs = requirements(lock, t, glibc=dict(UBUNTU_GLIBC)[ubuntu], header=False, wrap=False)
-    gpu = _cuda_of(sel.backend) is not None
-    lines = ["# syntax=docker/dockerfile:1", *_header("dockerfile", t)]
-    lines += ["# Build: docker build -t IMAGE .    (the build context is the project: it holds triton-env.lock)",
-              "# Check: docker run --rm " + ("--gpus all " if gpu else "") + "IMAGE tritonlock verify"]
+    gpu = _image_cuda(sel) is not None
+    run = ["python", RUNNER_IN_IMAGE, "--backend", sel.backend or "cpu", "--expect-gpu", "yes" if gpu else "no"]
+    run += ["--triton", sel.triton] if sel.triton_package and sel.triton else []
+    lines = _header("dockerfile", t)
+    lines += ["# Build with the project as the build context: export wrote the files it copies into "
+              f"{IMAGE_DIR}/ there.",
+              "#   docker build -t IMAGE .        (or: podman build -t IMAGE .)",
+              "# Check: docker run --rm " + ("--gpus all " if gpu else "") + "IMAGE    — runs Triton's reference "
+              "kernels " + ("on every GPU" if gpu else "in Triton's interpreter") + ", prints a JSON report, exits "
+              "0 when all pass.",
+              "# Images are build arguments (--build-arg BASE_IMAGE=… for a registry mirror). nvidia/cuda tags: "
+              "NVIDIA's", "# gitlab.com/nvidia/container-images/cuda dist/ (as of 2025-12-15)."]
     if gpu:
         lines += ["# The torch wheels bring their own CUDA libraries; the image's CUDA matches the lock's so the",
                   "# NVIDIA Container Toolkit refuses a host driver too old for it (NVIDIA_REQUIRE_CUDA), clearly.",
                   "# No system cuDNN: the runtime image leaves the wheels' cuDNN unshadowed."]
     lines += [
-        f"ARG TRITONLOCK=tritonlock=={__version__}",
+        f"ARG UV_IMAGE=ghcr.io/astral-sh/uv:{_uv_version()}",
+        f"ARG BASE_IMAGE={build}",
+        f"ARG RUNTIME_IMAGE={final}",
+        "# only-managed: uv installs the locked Python; only-system: use the base image's own (it must be that one)",
+        "ARG PYTHON_PREFERENCE=only-managed",
         "",
-        f"FROM ghcr.io/astral-sh/uv:{_uv_version()} AS uv",
+        "FROM ${UV_IMAGE} AS uv",
         "",
-        f"FROM --platform={platform} {build} AS build",
-        "ARG TRITONLOCK",
+        f"FROM --platform={platform} ${{BASE_IMAGE}} AS build",
+        "ARG PYTHON_PREFERENCE",
         "COPY --from=uv /uv /usr/local/bin/uv",
-        "ENV UV_PYTHON_INSTALL_DIR=/opt/python UV_PYTHON_PREFERENCE=only-managed UV_LINK_MODE=copy UV_NO_CACHE=1",
-        f"RUN uv python install {sel.python}",
+        "ENV UV_PYTHON_INSTALL_DIR=/opt/python UV_PYTHON_PREFERENCE=${PYTHON_PREFERENCE} UV_LINK_MODE=copy "
+        "UV_NO_CACHE=1",
         "# The venv, from the lock: one direct URL and sha256 per package (tritonlock export --format requirements).",
-        "COPY <<'EOF' /tmp/requirements.txt",
-        *reqs.rstrip("\n").splitlines(),
-        "EOF",
-        f"RUN uv venv {VENV} --python {sel.python} \\",
+        f"COPY {IMAGE_DIR}/requirements-{t.name}.txt /tmp/requirements.txt",
+        f"RUN mkdir -p /opt/python && uv venv {VENV} --python {sel.python} \\",
         f" && uv pip install --python {VENV}/bin/python --require-hashes -r /tmp/requirements.txt",
-        "# tritonlock itself lives in its own venv, outside the locked one, so the lock stays exactly what runs.",
-        f"RUN uv venv /opt/tritonlock --python {sel.python} \\",
-        ' && uv pip install --python /opt/tritonlock/bin/python "$TRITONLOCK"',
         "",
-        f"FROM --platform={platform} {final}",
+        f"FROM --platform={platform} ${{RUNTIME_IMAGE}}",
         "COPY --from=build /opt/python /opt/python",
-        "COPY --from=build /opt/tritonlock /opt/tritonlock",
         f"COPY --from=build {VENV} {VENV}",
-        "RUN ln -s /opt/tritonlock/bin/tritonlock /usr/local/bin/tritonlock",
+        "# tritonlock's verify runner: it imports only torch, triton and the standard library.",
+        f"COPY {IMAGE_DIR}/verify.py {RUNNER_IN_IMAGE}",
+        f"COPY {LOCK_FILE} /app/",
         "WORKDIR /app",
-        f"COPY triton-env.toml {LOCK_FILE} /app/",
         f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH",
-        'CMD ["tritonlock", "verify"]',
+        f"CMD {json.dumps(run)}",
     ]
     return "\n".join(lines) + "\n"
 
 
-def devcontainer(lock: Lock, t: LockedTarget) -> tuple[ExportFile, ExportFile]:
-    """.devcontainer/devcontainer.json + its Dockerfile (the same image as --format dockerfile)."""
-    gpu = _cuda_of(t.selection.backend) is not None
+def devcontainer(lock: Lock, t: LockedTarget, context: str = "..") -> tuple[ExportFile, ...]:
+    """.devcontainer/devcontainer.json + its Dockerfile (the same image as --format dockerfile) + the build context's
+    files; `context` is the project seen from the devcontainer directory."""
+    gpu = _image_cuda(t.selection) is not None
     doc: dict[str, Any] = {
         "name": f"tritonlock {t.name}",
-        "build": {"dockerfile": "Dockerfile", "context": ".."},
+        "build": {"dockerfile": "Dockerfile", "context": context},
     }
     if gpu:
         doc["runArgs"] = ["--gpus", "all"]
@@ -311,19 +379,20 @@ def devcontainer(lock: Lock, t: LockedTarget) -> tuple[ExportFile, ExportFile]:
     doc["customizations"] = {"vscode": {"extensions": ["ms-python.python"],
                                         "settings": {"python.defaultInterpreterPath": f"{VENV}/bin/python"}}}
     return (ExportFile(path="devcontainer.json", text=json.dumps(doc, indent=2) + "\n"),
-            ExportFile(path="Dockerfile", text=dockerfile(lock, t)))
+            ExportFile(path="Dockerfile", text=dockerfile(lock, t)), *image_context(lock, t))
 
 
-def export(lock: Lock, t: LockedTarget, fmt: str) -> tuple[ExportFile, ...]:
-    """The files of one format; single-file formats give one ExportFile named as the format's convention."""
+def export(lock: Lock, t: LockedTarget, fmt: str, *, context: str = "..") -> tuple[ExportFile, ...]:
+    """The files of one format: the main file(s) named as the format's convention, then the files that belong in the
+    image's build context (`in_context`); `context`: the project as seen from a devcontainer directory."""
     if fmt == "pylock":
         return (ExportFile(path="pylock.toml", text=pylock(lock, t)),)
     if fmt == "requirements":
         return (ExportFile(path="requirements.txt", text=requirements(lock, t)),)
     if fmt == "dockerfile":
-        return (ExportFile(path="Dockerfile", text=dockerfile(lock, t)),)
+        return (ExportFile(path="Dockerfile", text=dockerfile(lock, t)), *image_context(lock, t))
     if fmt == "devcontainer":
-        return devcontainer(lock, t)
+        return devcontainer(lock, t, context)
     raise ExportError(f"unknown export format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
 
