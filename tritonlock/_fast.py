@@ -80,6 +80,29 @@ def machine_key(inputs_from: str, target_file: str | None) -> str:
     return ""
 
 
+def target_files_key(intent_path: Path, intent_bytes: bytes) -> str:
+    """The bytes of the files the intent's target-files globs match ("" without target-files), so that
+    editing hosts/NAME.toml makes the no-change check fail and the full path re-resolve."""
+    if b"target-files" not in intent_bytes:
+        return ""
+    from tritonlock import _toml
+
+    try:
+        raw = _toml.loads(intent_bytes.decode("utf-8")).get("target-files")
+    except (UnicodeDecodeError, _toml.TOMLDecodeError):
+        return "unreadable"
+    globs = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    base = intent_path.parent
+    h = hashlib.sha256()
+    for pattern in globs:
+        if not isinstance(pattern, str) or not pattern.strip() or Path(pattern).is_absolute():
+            return "bad-pattern"
+        for f in sorted(base.glob(pattern)):
+            if f.is_file():
+                h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def input_digest(intent_bytes: bytes, matrix_version: str, key: str) -> str:
     h = hashlib.sha256(intent_bytes)
     h.update(b"\0" + matrix_version.encode() + b"\0" + key.encode())
@@ -118,7 +141,7 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
     if version is None or version != head.get("matrix-version"):
         return False
     try:
-        key = machine_key(inputs_from, target_file)
+        key = machine_key(inputs_from, target_file) + target_files_key(intent_path, intent_bytes)
     except (OSError, ValueError, TritonlockError):  # any doubt means "not fresh": the full path re-checks
         return False
     return input_digest(intent_bytes, version, key) == want

@@ -201,7 +201,10 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         from tritonlock.project import conflicts_error, select
         from tritonlock.resolve import selection_json
 
-        sels = select(read_intent(intent_path), target_file)
+        intent = read_intent(intent_path)
+        for w in intent.warnings:
+            click.echo(f"warning: {w}", err=True)
+        sels = select(intent, target_file)
         if as_json:
             _echo_json({"targets": [selection_json(s) for s in sels]})
             if not all(s.ok for s in sels):
@@ -221,6 +224,8 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     from tritonlock.project import lock_project
 
     out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file)
+    for w in out.warnings:
+        click.echo(f"warning: {w}", err=True)
     if as_json:
         from tritonlock.resolve import selection_json
 
@@ -272,11 +277,16 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: "
                                  f"{', '.join(t.name for t in lock.targets) or 'none'}) — pass one of those to "
                                  "--target, or leave --target out to show them all")
+    from tritonlock import records
+
+    judged = records.judge(records.read_records(lock_path.parent / records.RECORDS_FILE), lock)
     if as_json:
         _echo_json({"lock-version": lock.lock_version, "matrix-version": lock.matrix_version, "targets": [
             {**selection_json(t.selection), "packages": [
                 {"name": p.name, "version": p.version, "index": p.index, "files": len(p.wheels) + bool(p.sdist)}
-                for p in t.packages]} for t in targets]})
+                for p in t.packages],
+             "verified": [{**records.record_json(j.record), "stale": j.stale} for j in judged
+                          if j.record.target == t.name]} for t in targets]})
         return
     for t in targets:
         click.echo(_selection_text(t.selection))
@@ -285,6 +295,8 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         click.echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
         for p in t.packages:
             click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}")
+        for line in records.verified_lines(judged, t):
+            click.echo(f"  {line}")
         click.echo("")
 @main.command()
 @_project_opt
@@ -382,9 +394,12 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 @click.option("--cold", is_flag=True, help="Measure JIT compile time with an empty Triton cache.")
 @click.option("--profile", metavar="FILE", help="Write a torch.profiler trace of the kernels (chrome JSON).")
 @click.option("--interpret", is_flag=True, help="Force the Triton interpreter (CPU), even with a GPU.")
+@click.option("--record", is_flag=True,
+              help="Record the result in triton-env.verified.toml beside the lock (the lock is not changed).")
+@click.option("--target", "target_name", help="Check against this lock target instead of the one that fits this host.")
 @_json_opt
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, profile: str | None,
-           interpret: bool, as_json: bool) -> None:
+           interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
     from tritonlock.sync import venv_python
     from tritonlock.verify import format_report, run_verify
@@ -409,18 +424,33 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         try:
             lock = read_lock(lock_path)
             _warn_if_stale(project, lock, "checking against")
-            sel = pick_target(lock, host, lock_path=str(lock_path)).selection
+            locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
+            sel = locked.selection
         except TritonlockError as err:
+            if record or target_name:
+                raise
             click.echo(f"warning: not checking against the lock: {err}".splitlines()[0], err=True)
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
+    elif record:
+        raise TritonlockError(f"{lock_path}: no such file — --record names the lock target it verified; run "
+                              "`tritonlock resolve` first")
     result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                         interpret=True if interpret else None, quick=quick, profile=profile, cold=cold)
+    rec = None
+    if record:
+        from tritonlock import records
+
+        rec = records.make_record(locked, host, result)
+        records.add_records(root / records.RECORDS_FILE, [rec])
     if as_json:
-        _echo_json(result.to_json())
+        _echo_json({**result.to_json(), **({"record": records.record_json(rec)} if rec else {})})
     else:
         click.echo(format_report(result))
+        if rec:
+            click.echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
+                       f"{root / records.RECORDS_FILE}")
     sys.exit(0 if result.ok else 1)
 
 
@@ -444,17 +474,52 @@ def doctor(project: str, venv: str | None, python_: str | None, as_json: bool) -
     sys.exit(report.exit_code)
 
 
+def _fleet_export_opts(f: Any) -> Any:
+    opts = [
+        click.option("--nodes", type=click.IntRange(1), default=1, show_default=True,
+                     help="[slurm, k8s] Nodes to verify on (one task or pod per node)."),
+        click.option("--array", is_flag=True, help="[slurm] A job array, one node per task, instead of one job."),
+        click.option("--gpus-per-node", type=click.IntRange(0), default=None,
+                     help="[slurm] GPUs to request as GRES (default: the target's GPU count; 0 for CPU targets)."),
+        click.option("--partition", help="[slurm] Partition."),
+        click.option("--account", help="[slurm] Account."),
+        click.option("--time", "time_", default="00:30:00", show_default=True, help="[slurm, k8s] Time limit."),
+        click.option("--reports", metavar="DIR", help="[slurm] Shared reports directory "
+                                                      "(default: PROJECT/tritonlock-reports/JOBID)."),
+        click.option("--tritonlock", "tritonlock_cmd", default="tritonlock", show_default=True,
+                     help="[slurm] The command that runs tritonlock on the nodes."),
+        click.option("--sync-args", default="", help="[slurm, k8s] Extra `tritonlock sync` options for the nodes."),
+        click.option("--verify-args", default="", help="[slurm, k8s] Extra `tritonlock verify` options."),
+        click.option("--image", help="[k8s] Container image with Python, uv and tritonlock."),
+        click.option("--namespace", help="[k8s] Namespace of the objects."),
+        click.option("--reports-claim", default="tritonlock-reports", show_default=True,
+                     help="[k8s] ReadWriteMany PersistentVolumeClaim the pods write reports to."),
+        click.option("--node-selector", multiple=True, metavar="KEY=VALUE", help="[k8s] Extra node selector."),
+        click.option("--toleration", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="[k8s] Extra toleration."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
 @main.command()
 @_project_opt
 @click.option("--format", "fmt", required=True,
-              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer"]),
+              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s"]),
               help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
                    "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
 @click.option("-o", "--output", metavar="PATH",
               help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
-def export(project: str, fmt: str, target_name: str | None, output: str | None) -> None:
-    """Write the lock for one target as pylock.toml, requirements.txt, a Dockerfile or a devcontainer."""
+@_fleet_export_opts
+def export(project: str, fmt: str, target_name: str | None, output: str | None, **fleet: Any) -> None:
+    """Write the lock for one target as pylock.toml, requirements.txt, a Dockerfile or a devcontainer.
+
+    slurm and k8s write a job that syncs and verifies the lock on every node (see `tritonlock report merge`).
+    """
+    if fmt in ("slurm", "k8s"):
+        _export_fleet(project, fmt, target_name, output, **fleet)
+        return
     from tritonlock import export as ex
     from tritonlock.lockfile import read_lock, write_atomic
 
@@ -531,6 +596,200 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
         _echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
         return
     click.echo("\n\n".join(format_advice(a, sources=not no_sources) for a in advice))
+
+
+# ---------------------------------------------------------------- fleets: check, records, Slurm, Kubernetes
+
+
+def _seconds(time_: str) -> int:
+    from tritonlock.fleet.slurm import check_time
+
+    check_time(time_)
+    days, _, rest = time_.rpartition("-")
+    parts = [int(x) for x in rest.split(":")]
+    if len(parts) == 1:
+        secs = parts[0] * 60  # Slurm: a bare number is minutes
+    else:
+        while len(parts) < 3:
+            parts.insert(0, 0)
+        secs = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    return secs + int(days or 0) * 86400
+
+
+def _export_fleet(project: str, fmt: str, target_name: str | None, output: str | None, *, nodes: int, array: bool,
+                  gpus_per_node: int | None, partition: str | None, account: str | None, time_: str,
+                  reports: str | None, tritonlock_cmd: str, sync_args: str, verify_args: str, image: str | None,
+                  namespace: str | None, reports_claim: str, node_selector: tuple[str, ...],
+                  toleration: tuple[str, ...]) -> None:
+    from tritonlock.fleet.steps import Steps
+    from tritonlock.lockfile import read_lock, write_atomic
+
+    root = Path(project)
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    chosen = None
+    if target_name is not None:
+        chosen = next((t for t in lock.targets if t.name == target_name), None)
+        if chosen is None:
+            raise TritonlockError(f"{lock_path} has no target {target_name!r} (it has: "
+                                  f"{', '.join(t.name for t in lock.targets)})")
+    if fmt == "slurm":
+        from tritonlock.fleet.slurm import SlurmJob, gpus_of, sbatch_script
+
+        text = sbatch_script(SlurmJob(
+            project=str(root.resolve()), nodes=nodes, array=array,
+            gpus_per_node=gpus_of(chosen) if gpus_per_node is None else gpus_per_node, partition=partition,
+            account=account, time=time_, reports=reports, tritonlock=tritonlock_cmd, sync_args=sync_args,
+            verify_args=verify_args, target=target_name))
+    else:
+        from tritonlock.fleet.k8s import K8sJob, manifests, project_files, to_yaml
+
+        if not image:
+            raise TritonlockError("--format k8s needs --image: a container image with Python, uv and tritonlock "
+                                  "(the pods run `tritonlock sync --locked` and `tritonlock verify` in it)")
+        selectors = []
+        for item in node_selector:
+            key, eq, value = item.partition("=")
+            if not eq or not key:
+                raise TritonlockError(f"--node-selector {item!r}: expected KEY=VALUE")
+            selectors.append((key, value))
+        job = K8sJob(image=image, namespace=namespace, nodes=nodes, reports_claim=reports_claim,
+                     node_selector=tuple(selectors), tolerations=toleration, deadline_seconds=_seconds(time_),
+                     steps=Steps(sync_args=sync_args, verify_args=verify_args))
+        targets = [chosen] if chosen else list(lock.targets)
+        text = to_yaml(manifests(lock, targets, project_files(root, lock), job))
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_atomic(output, text)
+    click.echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
+                                    f" — apply it with `kubectl apply -f {output}`")
+, err=True)
+
+
+@main.command()
+@_project_opt
+@_json_opt
+@click.option("--host", "check_host", is_flag=True, help="Also fail when this machine matches no lock target.")
+@click.option("--require-verified", is_flag=True,
+              help="Also fail for targets never verified with the current lock (triton-env.verified.toml).")
+def check(project: str, as_json: bool, check_host: bool, require_verified: bool) -> None:
+    """For CI: is the lock still right? One line per problem; exit 1 when there is any.
+
+    Fails when the lock is stale against triton-env.toml (or its target files), when a target's decision would
+    change under this tritonlock's matrix, when a package file has no sha256 hash, and with --host when this
+    machine matches no target. Changes nothing and needs no network.
+    """
+    from tritonlock.check import format_report, report_json, run_check
+
+    host = None
+    if check_host:
+        from tritonlock.host import detect
+
+        host = detect()
+    report = run_check(Path(project), host=host, require_verified=require_verified)
+    if as_json:
+        _echo_json(report_json(report))
+    else:
+        click.echo(format_report(report, str(_project_paths(project)[1])))
+    sys.exit(0 if report.ok else 1)
+
+
+@main.group()
+def fleet() -> None:
+    """Fleets through the schedulers you already run (Slurm, Kubernetes)."""
+
+
+@fleet.command("hosts")
+@click.option("--slurm", "use_slurm", is_flag=True, required=True, help="Ask the nodes through Slurm's srun.")
+@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="Nodes to probe (one task each).")
+@click.option("--nodelist", "-w", help="Exactly these nodes (Slurm's --nodelist).")
+@click.option("--partition", help="Partition.")
+@click.option("--account", help="Account.")
+@click.option("--time", "time_", default="00:05:00", show_default=True, help="Time limit of the probe step.")
+@click.option("--tritonlock", "tritonlock_cmd", default="tritonlock", show_default=True,
+              help="The command that runs tritonlock on the nodes.")
+@click.option("--timeout", type=float, default=600, show_default=True, help="Seconds to wait for srun.")
+@click.option("--out", "out_dir", default="hosts", show_default=True, metavar="DIR",
+              help="Where to write one NAME.toml per distinct machine (for target-files).")
+@_json_opt
+def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: str | None, account: str | None,
+                time_: str, tritonlock_cmd: str, timeout: float, out_dir: str, as_json: bool) -> None:
+    """Probe every node with `tritonlock host` and write hosts/NAME.toml, one per distinct machine.
+
+    Identical nodes share one file (its comment names them). Point triton-env.toml at them with
+    target-files = ["hosts/*.toml"], then `tritonlock resolve`.
+    """
+    del use_slurm
+    from tritonlock.fleet.nodes import write_host_files
+    from tritonlock.fleet.slurm import GatherJob, gather_probes
+
+    probes = gather_probes(GatherJob(nodes=nodes, nodelist=nodelist, partition=partition, account=account,
+                                     time=time_, tritonlock=tritonlock_cmd, timeout=timeout))
+    written = write_host_files(probes, Path(out_dir))
+    if as_json:
+        _echo_json({"files": [{"path": str(p), "nodes": [m.node for m in members]} for p, members in written]})
+        return
+    for path, members in written:
+        click.echo(f"wrote {path} ({len(members)} node(s): {', '.join(m.node for m in members)})")
+    click.echo(f'next: target-files = ["{Path(out_dir).as_posix()}/*.toml"] in triton-env.toml, then '
+               "`tritonlock resolve`")
+
+
+@fleet.command("probe", hidden=True)
+def fleet_probe() -> None:
+    """One line of JSON about this node (what `fleet hosts` runs on each node)."""
+    from tritonlock.fleet.nodes import probe_json
+    from tritonlock.host import detect
+    from tritonlock.records import node_name
+
+    click.echo(json.dumps(probe_json(node_name(), detect()), sort_keys=True))
+
+
+@main.group()
+def report() -> None:
+    """Reports that nodes leave behind."""
+
+
+@report.command("merge")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@_json_opt
+@click.option("--html", "html_out", metavar="FILE", help="Also write a self-contained HTML page.")
+@click.option("--out", "text_out", metavar="FILE", help="Write the table to FILE instead of stdout.")
+@click.option("--expect", type=click.IntRange(0), help="Nodes that should have reported; the missing ones fail.")
+@click.option("--outlier", type=click.FloatRange(0, 1), default=0.8, show_default=True,
+              help="Mark a node below this fraction of the median of its peers (same GPU model).")
+@click.option("--update-records", is_flag=True,
+              help="Also add the nodes' records to PROJECT/triton-env.verified.toml (e.g. after a Kubernetes run).")
+@_project_opt
+def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out: str | None, expect: int | None,
+                 outlier: float, update_records: bool, project: str) -> None:
+    """One table across the nodes of a Slurm or Kubernetes run: node, GPU, driver, target, pass/fail, vector add
+    GB/s, matmul TFLOP/s and the ratios to torch, with nodes far below their peers marked. Exit 1 when a node
+    failed or is missing."""
+    from tritonlock.fleet.nodes import read_report_dir
+    from tritonlock.fleet.report import rows, table_html, table_json, table_text
+    from tritonlock.lockfile import write_atomic
+
+    reports = read_report_dir(directory)
+    if not reports and not expect:
+        raise TritonlockError(f"{directory}: no node reports in it (TAG.json, TAG.sync.rc, … as the job scripts "
+                              "write them) — is this the reports directory of the job?")
+    table = rows(reports, expect=expect, threshold=outlier)
+    if html_out:
+        write_atomic(html_out, table_html(table, subtitle=f"{len(table)} node(s) from {directory}"))
+    if update_records:
+        from tritonlock import records
+
+        recs = [r.record for r in reports if r.record is not None]
+        records.add_records(Path(project) / records.RECORDS_FILE, recs)
+        click.echo(f"recorded {len(recs)} run(s) in {Path(project) / records.RECORDS_FILE}", err=True)
+    text = json.dumps(table_json(table), indent=2, sort_keys=True) if as_json else table_text(table)
+    if text_out:
+        write_atomic(text_out, text + "\n")
+    else:
+        click.echo(text)
+    sys.exit(0 if all(r.ok for r in table) else 1)
 
 
 @main.group()

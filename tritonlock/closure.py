@@ -60,6 +60,15 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
 _PASSES = 5
 
 
+def compile_key(sel: Selection, matrix: Matrix, default_index: str) -> tuple[str, ...]:
+    """Everything compile_target's answer depends on: targets with equal keys can share one compile."""
+    from tritonlock.resolve import platform_of
+
+    release = matrix.torch_release(sel.torch or "")
+    floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
+    return (*requirements(sel), sel.index or "", sel.python or "", python_platform(sel, floor), default_index)
+
+
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900) -> tuple[LockedPackage, ...]:
     """The full transitive set for one ok selection, each package bound to exactly one index.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -309,7 +310,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         line, msg = _toml.decode_error_line(err, text)
         where = f"{path}:{line}" if line else path
         raise IntentError(f"{where}: TOML syntax error: {msg} — fix the syntax (https://toml.io)") from None
-    _unknown(p, data, ("environment", "indexes", "targets"), ())
+    _unknown(p, data, ("environment", "indexes", "targets", "target-files"), ())
     env = data.get("environment", {})
     if not isinstance(env, dict):
         p.add(("environment",), "expected a table", "write it as [environment]")
@@ -390,16 +391,98 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         spec = _target(p, i, raw, names)
         if spec is not None:
             targets.append(spec)
+    globs, files = _target_files(p, data, Path(path).parent, names, targets)
     p.raise_if_any()
     canonical = {
         "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,
         "cuda-policy": policy, "indexes": {"torch": torch_index, "default": default_index},
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)] for t in targets],
     }
+    if globs:  # only then, so that the hash of an intent without target-files stays what it was
+        canonical["target-files"] = {"globs": list(globs), "files": list(files)}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
     return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
                   cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
-                  targets=tuple(targets), content_hash=f"sha256:{digest}")
+                  targets=tuple(targets), content_hash=f"sha256:{digest}", target_files=globs,
+                  warnings=_same_machines(targets))
+
+
+def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str],
+                  targets: list[TargetSpec]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """target-files = ["hosts/*.toml"]: each file holds [[targets]] tables, as `tritonlock host --save` writes.
+
+    Globs are relative to the intent's directory; files come in sorted order after the inline targets, and each
+    problem in a file names that file and line. Returns the globs and the matched files (relative, POSIX)."""
+    if "target-files" not in data:
+        return (), ()
+    raw = data["target-files"]
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
+        p.add(("target-files",), f"expected a list of glob strings, got {raw!r}", 'write e.g. ["hosts/*.toml"]')
+        return (), ()
+    seen: list[Path] = []
+    for i, pattern in enumerate(raw):
+        key: tuple[str | int, ...] = ("target-files", i)
+        if not pattern.strip() or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            p.add(key, f"{pattern!r} must be a relative path or glob inside the project",
+                  'write e.g. "hosts/*.toml" (relative to triton-env.toml)')
+            continue
+        matched = sorted(f for f in base.glob(pattern) if f.is_file())
+        if not matched:
+            p.add(key, f"{pattern!r} matches no file in {base.resolve()}",
+                  "save one with `tritonlock host --save " + (pattern if "*" not in pattern else "hosts/NAME.toml")
+                  + "`, or fix the pattern")
+        seen += [f for f in matched if f not in seen]
+    rels: list[str] = []
+    for f in seen:
+        rel = f.relative_to(base).as_posix() if f.is_relative_to(base) else f.as_posix()
+        rels.append(rel)
+        shown = (base / rel).as_posix() if str(base) not in ("", ".") else rel
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            p.items.append(f"{shown}: cannot read ({err}) — fix the file or the target-files pattern")
+            continue
+        fp = _Problems(shown, text)
+        try:
+            doc = _toml.loads(text)
+        except _toml.TOMLDecodeError as err:
+            line, msg = _toml.decode_error_line(err, text)
+            p.items.append(f"{shown}:{line or 1}: TOML syntax error: {msg} — fix the syntax, or save it again "
+                           "with `tritonlock host --save`")
+            continue
+        _unknown(fp, doc, ("targets",), ())
+        tables = doc.get("targets")
+        if not isinstance(tables, list) or not tables:
+            fp.add(("targets",), "expected one or more [[targets]] tables",
+                   "save the machine with `tritonlock host --save " + rel + "`")
+            tables = []
+        for j, t in enumerate(tables):
+            spec = _target(fp, j, t, names)
+            if spec is not None:
+                targets.append(dataclasses.replace(spec, origin=f"file:{rel}"))
+        p.items += fp.items
+    return tuple(raw), tuple(rels)
+
+
+def _same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
+    """Targets that describe the same machine under two names: harmless (one lock each), but worth a word."""
+    first: dict[tuple[object, ...], TargetSpec] = {}
+    out: list[str] = []
+    for t in targets:
+        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)))
+        if key in first:
+            a = first[key]
+            out.append(f"targets {a.name!r} ({_where(a)}) and {t.name!r} ({_where(t)}) describe the same machine; "
+                       "both get the same lock — keep one of them")
+        else:
+            first[key] = t
+    return tuple(out)
+
+
+def _where(t: TargetSpec) -> str:
+    return t.origin[5:] if t.origin.startswith("file:") else "inline [[targets]]"
 
 
 def read_intent(path: str | Path) -> Intent:

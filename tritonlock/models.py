@@ -65,6 +65,8 @@ class Intent:
     default_index: str | None = None  # None = pip's configuration
     targets: tuple[TargetSpec, ...] = ()
     content_hash: str = ""  # "sha256:<hex>" of the canonical intent
+    target_files: tuple[str, ...] = ()  # target-files globs (relative to the intent); their targets are in targets
+    warnings: tuple[str, ...] = ()  # worth saying, not wrong (two targets describing the same machine)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

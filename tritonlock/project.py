@@ -21,6 +21,7 @@ class LockOutcome:
     selections: tuple[Selection, ...]
     written: bool
     reason: str  # why it was (or was not) re-resolved
+    warnings: tuple[str, ...] = ()  # the intent's (two targets describing one machine)
 
 
 def running_python() -> str:
@@ -148,7 +149,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
             why = lockfile.staleness(old, intent, matrix.version)
             if why is None and _same_targets(old, targets):
                 return LockOutcome(lock=old, selections=tuple(t.selection for t in old.targets), written=False,
-                                   reason=f"{lock_path} is up to date")
+                                   reason=f"{lock_path} is up to date", warnings=intent.warnings)
             reason = why or "the target machines changed"
     else:
         reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
@@ -163,23 +164,31 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock._subprocess import uv_bin
 
     uv_bin()  # locate uv before the worker threads do
+    # Targets with the same resolution inputs (requirements, indexes, Python, platform) share one compile:
+    # a fleet of 32 machines is a handful of distinct closures, so lock time grows with those, not the machines.
+    from tritonlock.closure import compile_key
+
+    keys = [compile_key(s, matrix, dindex) for s in selections]
+    firsts = {k: s for k, s in reversed(list(zip(keys, selections)))}
     try:
-        with ThreadPoolExecutor(max_workers=min(4, len(selections))) as pool:
-            closures = list(pool.map(lambda s: compile_target(s, matrix, dindex), selections))
+        with ThreadPoolExecutor(max_workers=min(4, len(firsts))) as pool:
+            done = dict(zip(firsts, pool.map(lambda s: compile_target(s, matrix, dindex), firsts.values())))
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None
+    closures = [done[k] for k in keys]
     selections = tuple(_pin_triton(s, p) for s, p in zip(selections, closures))
     from tritonlock import _fast
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
-    key = _fast.machine_key(inputs_from, target_file)
-    digest = _fast.input_digest(intent_path.read_bytes(), matrix.version, key)
+    intent_bytes = intent_path.read_bytes()
+    key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)
+    digest = _fast.input_digest(intent_bytes, matrix.version, key)
     lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
                 intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                 input_digest=digest, inputs_from=inputs_from)
     lockfile.write_lock(lock, lock_path)
-    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason)
+    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings)
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:

@@ -1,0 +1,272 @@
+"""CI's question "is this lock still right?": staleness, decision drift, hashes, host match, verified-on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlock import _toml
+from tritonlock.errors import TritonlockError
+from tritonlock.models import HostProfile, Intent, Lock, Selection
+
+INTENT_FILE = "triton-env.toml"
+LOCK_FILE = "triton-env.lock"
+FIX_RESOLVE = "run `tritonlock resolve` and commit triton-env.lock"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Problem:
+    """One reason the lock is not right; `kind` is stale | drift | hash | lock | host | unverified."""
+
+    kind: str
+    message: str
+    target: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckReport:
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+    targets: int
+    packages: int
+    matrix_version: str
+    verified: tuple[str, ...] = ()  # targets proven with the current lock (--require-verified)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+# ---------------------------------------------------------------- hashes, read from the raw TOML
+
+
+def missing_hashes(text: str, path: str) -> list[Problem]:
+    """Every package file in the lock without a sha256 (read raw: the strict reader stops at the first)."""
+    try:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError:
+        return []  # the strict reader words it
+    out: list[Problem] = []
+    targets = data.get("targets")
+    for t in targets if isinstance(targets, list) else []:
+        if not isinstance(t, dict):
+            continue
+        tname = str(t.get("name", "?"))
+        pkgs = t.get("packages")
+        for p in pkgs if isinstance(pkgs, list) else []:
+            if not isinstance(p, dict):
+                continue
+            who = f"{p.get('name', '?')} {p.get('version', '?')}"
+            wheels = p.get("wheels") if isinstance(p.get("wheels"), list) else []
+            files = [*wheels, *([p["sdist"]] if isinstance(p.get("sdist"), dict) else [])]
+            if not files:
+                out.append(Problem(kind="hash", target=tname,
+                                   message=f"target {tname!r}: package {who} has no files, so nothing to check its "
+                                           f"hash against — {FIX_RESOLVE}"))
+            for f in files:
+                hashes = f.get("hashes") if isinstance(f, dict) else None
+                sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+                if not isinstance(sha, str) or len(sha) != 64:
+                    name = f.get("name", "?") if isinstance(f, dict) else "?"
+                    out.append(Problem(kind="hash", target=tname,
+                                       message=f"target {tname!r}: package {who} file {name} has no sha256 hash — "
+                                               f"{FIX_RESOLVE} (never install it without one)"))
+    return out
+
+
+# ---------------------------------------------------------------- staleness and drift
+
+
+def _spec_change(old: Any, new: Any) -> str:
+    parts = []
+    for key in ("os", "arch", "glibc", "python", "driver", "cuda", "gpus"):
+        a, b = getattr(old, key), getattr(new, key)
+        if a != b:
+            fmt = (lambda v: ",".join(v) or "none") if key == "gpus" else (lambda v: v or "none")
+            parts.append(f"{key} {fmt(a)} → {fmt(b)}")
+    return ", ".join(parts)
+
+
+def stale_problems(lock: Lock, intent: Intent, matrix_version: str, lock_path: str) -> list[Problem]:
+    """The lock against the intent it was written for: one line for the intent, one per target that differs."""
+    out: list[Problem] = []
+    if lock.intent_hash != intent.content_hash:
+        what = f"{intent.path} (or a file its target-files name)" if intent.target_files else intent.path
+        out.append(Problem(kind="stale", message=f"{lock_path} is stale: {what} changed since the lock was written — "
+                                                 f"{FIX_RESOLVE}"))
+        if lock.inputs_from != "host" and intent.targets:
+            locked = {t.name: t.selection.target for t in lock.targets}
+            wanted = {t.name: t for t in intent.targets}
+            for name, spec in wanted.items():
+                if name not in locked:
+                    where = f" ({spec.origin[5:]})" if spec.origin.startswith("file:") else ""
+                    out.append(Problem(kind="stale", target=name,
+                                       message=f"target {name!r}{where} is not in the lock yet — {FIX_RESOLVE}"))
+                elif (change := _spec_change(locked[name], spec)):
+                    out.append(Problem(kind="stale", target=name,
+                                       message=f"target {name!r}: the machine changed ({change}) — {FIX_RESOLVE}"))
+            for name in locked:
+                if name not in wanted:
+                    out.append(Problem(kind="stale", target=name,
+                                       message=f"target {name!r} is in the lock but no longer in {intent.path} — "
+                                               f"{FIX_RESOLVE}"))
+    if lock.matrix_version != matrix_version:
+        out.append(Problem(kind="stale", message=f"{lock_path} was written with compatibility matrix "
+                                                 f"{lock.matrix_version}; this tritonlock has {matrix_version} "
+                                                 f"(`sync --locked` refuses it) — {FIX_RESOLVE}"))
+    return out
+
+
+def _same_triton(old: Selection, new: Selection) -> bool:
+    if old.triton_package != new.triton_package:
+        return False
+    if old.triton == new.triton or not new.triton:
+        return True
+    if new.triton[0] in "<>=!~" and old.triton:  # a series (triton-windows): the lock holds one version of it
+        from packaging.specifiers import SpecifierSet
+
+        return SpecifierSet(new.triton).contains(old.triton, prereleases=True)
+    return False
+
+
+def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) -> list[Problem]:
+    """Re-decide every locked target under the matrix this tritonlock ships: any change is a problem.
+
+    Each target is decided for the machine recorded in the lock, with the Python the lock chose as the default
+    (the interpreter CI happens to run does not matter)."""
+    from tritonlock.matrix import load_matrix
+    from tritonlock.resolve import resolve
+
+    matrix = load_matrix()
+    under = (f"with the current {Path(intent.path).name} and matrix {matrix.version}" if intent_changed
+             else f"under matrix {matrix.version}")
+    out: list[Problem] = []
+    for t in lock.targets:
+        old = t.selection
+        if not old.ok:
+            continue
+        (new,) = resolve(intent, matrix, (old.target,), old.python or "3.12")
+        if not new.ok:
+            first = (new.conflict.message if new.conflict else "nothing fits").splitlines()
+            out.append(Problem(kind="drift", target=t.name,
+                               message=f"target {t.name!r}: nothing fits it any more {under} "
+                                       f"({' '.join(x.strip() for x in first[:2])}) — {FIX_RESOLVE}"))
+            continue
+        changes = [f"{k} {old_v} → {new_v}" for k, old_v, new_v in
+                   (("python", old.python, new.python), ("torch", old.torch, new.torch),
+                    ("backend", old.backend, new.backend)) if old_v != new_v]
+        if not _same_triton(old, new):
+            changes.append(f"triton {old.triton_package or 'none'} {old.triton or ''} → "
+                           f"{new.triton_package or 'none'} {new.triton or ''}".replace("  ", " "))
+        if changes:
+            out.append(Problem(kind="drift", target=t.name,
+                               message=f"target {t.name!r}: the decision would change {under}: "
+                                       f"{', '.join(changes)} — {FIX_RESOLVE}"))
+    return out
+
+
+# ---------------------------------------------------------------- host and verified-on
+
+
+def host_problems(lock: Lock, host: HostProfile, lock_path: str) -> list[Problem]:
+    from tritonlock.sync import pick_target
+
+    try:
+        pick_target(lock, host, lock_path=lock_path)
+    except TritonlockError as err:
+        lines = str(err).splitlines()
+        detail = "; ".join(x.strip(" -") for x in lines[1:] if not x.strip().startswith("fix:"))
+        return [Problem(kind="host", message=f"this machine matches no target in {lock_path}"
+                                             + (f" ({detail})" if detail else "")
+                                             + " — save it with `tritonlock host --save hosts/NAME.toml`, add it "
+                                               "to triton-env.toml, and run `tritonlock resolve`")]
+    return []
+
+
+def verified_problems(lock: Lock, records_path: Path) -> tuple[list[Problem], list[str]]:
+    from tritonlock.records import proves, read_records, target_digest
+
+    recs = read_records(records_path)
+    out: list[Problem] = []
+    proven: list[str] = []
+    for t in lock.targets:
+        if not t.selection.ok:
+            continue
+        mine = [r for r in recs if r.target == t.name]
+        if any(proves(r, t) for r in mine):
+            proven.append(t.name)
+            continue
+        digest = target_digest(t)
+        current = [r for r in mine if r.packages_digest == digest]
+        if current:
+            r = max(current, key=lambda r: r.when)
+            why = (f"its last verify failed on {r.host} ({r.when}: {r.failures[0] if r.failures else 'failed'})"
+                   if not r.ok else f"it ran only in Triton's interpreter on {r.host}, not on a GPU")
+        elif mine:
+            why = f"{len(mine)} record(s) are stale (the target's packages changed since)"
+        else:
+            why = "no record"
+        out.append(Problem(kind="unverified", target=t.name,
+                           message=f"target {t.name!r} was never verified with the current lock ({why}) — run "
+                                   f"`tritonlock sync && tritonlock verify --record` on such a machine and commit "
+                                   f"{records_path.name}"))
+    return out, proven
+
+
+# ---------------------------------------------------------------- the whole check
+
+
+def run_check(project: Path, *, host: HostProfile | None = None, require_verified: bool = False) -> CheckReport:
+    """Every problem with the project's lock; `host` given = also check that it matches a target."""
+    from tritonlock.intent import read_intent
+    from tritonlock.lockfile import read_lock
+    from tritonlock.matrix import load_matrix
+    from tritonlock.records import RECORDS_FILE
+
+    intent_path, lock_path = project / INTENT_FILE, project / LOCK_FILE
+    intent = read_intent(intent_path)
+    matrix_version = load_matrix().version
+    try:
+        text = lock_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: no such file — run `tritonlock "
+                                                                  "resolve` and commit it"),),
+                           warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version)
+    hashes = missing_hashes(text, str(lock_path))
+    try:
+        lock = read_lock(lock_path)
+    except TritonlockError as err:
+        problems = hashes or [Problem(kind="lock", message=str(err).splitlines()[0])]
+        return CheckReport(problems=tuple(problems), warnings=intent.warnings, targets=0, packages=0,
+                           matrix_version=matrix_version)
+    problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)),
+                *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
+    if host is not None:
+        problems += host_problems(lock, host, str(lock_path))
+    proven: list[str] = []
+    if require_verified:
+        more, proven = verified_problems(lock, project / RECORDS_FILE)
+        problems += more
+    return CheckReport(problems=tuple(problems), warnings=intent.warnings, targets=len(lock.targets),
+                       packages=sum(len(t.packages) for t in lock.targets), matrix_version=matrix_version,
+                       verified=tuple(proven))
+
+
+def report_json(r: CheckReport) -> dict[str, Any]:
+    """`tritonlock check --json`: ok, problems [{kind, target, message}], warnings, counts."""
+    return {"ok": r.ok, "problems": [{"kind": p.kind, "target": p.target, "message": p.message} for p in r.problems],
+            "warnings": list(r.warnings), "targets": r.targets, "packages": r.packages,
+            "matrix_version": r.matrix_version, "verified": list(r.verified)}
+
+
+def format_report(r: CheckReport, lock_path: str) -> str:
+    lines = [f"warning: {w}" for w in r.warnings]
+    if r.ok:
+        extra = f"; verified: {', '.join(r.verified)}" if r.verified else ""
+        lines.append(f"ok: {lock_path} is fresh — {r.targets} target(s), {r.packages} packages, every file hashed, "
+                     f"decisions unchanged under matrix {r.matrix_version}{extra}")
+    else:
+        lines += [p.message for p in r.problems]
+    return "\n".join(lines)
+

@@ -1,0 +1,218 @@
+"""Facts about the nodes of a fleet: host probes turned into target files, and the reports nodes leave behind."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlock.errors import TritonlockError
+from tritonlock.records import Record, record_from_json
+
+
+class FleetError(TritonlockError):
+    """A scheduler could not run the job, or a node's answer could not be read."""
+
+    exit_code = 1
+
+
+# ---------------------------------------------------------------- host probes → hosts/*.toml
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Probe:
+    """What one node said about itself (`tritonlock fleet probe`)."""
+
+    node: str
+    name: str  # the target name `host --save` would pick ("h200", "cpu")
+    os: str
+    arch: str
+    glibc: str | None
+    python: str | None
+    driver: str | None
+    cuda: str | None
+    gpus: tuple[str, ...]  # compute capabilities
+    gpu_names: tuple[str, ...]
+
+    @property
+    def machine(self) -> tuple[object, ...]:
+        return (self.os, self.arch, self.glibc, self.python, self.driver, self.cuda, self.gpus)
+
+
+def probe_json(node: str, profile: Any) -> dict[str, Any]:
+    """One node's probe, one JSON line: its name and the target `tritonlock host --save` would write."""
+    from tritonlock.host import default_target_name, to_target
+
+    t = to_target(profile, default_target_name(profile))
+    return {"node": node, "name": t.name, "os": t.os, "arch": t.arch, "glibc": t.glibc, "python": t.python,
+            "driver": t.driver, "cuda": t.cuda, "gpus": list(t.gpus), "gpu_names": [g.name for g in profile.gpus]}
+
+
+def parse_probes(output: str, where: str) -> list[Probe]:
+    """Probes from a scheduler's output: one JSON object per line, maybe behind srun's "N: " label."""
+    out: list[Probe] = []
+    for no, line in enumerate(output.splitlines(), 1):
+        text = re.sub(r"^\s*\d+:\s*", "", line).strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            d = json.loads(text)
+            gpus = tuple(str(g) for g in d["gpus"])
+            out.append(Probe(node=str(d["node"]), name=str(d["name"]), os=str(d["os"]), arch=str(d["arch"]),
+                             glibc=d.get("glibc"), python=d.get("python"), driver=d.get("driver"),
+                             cuda=d.get("cuda"), gpus=gpus, gpu_names=tuple(str(g) for g in d.get("gpu_names", []))))
+        except (ValueError, KeyError, TypeError) as err:
+            raise FleetError(f"{where}: line {no}: not a node probe ({err}): {text[:120]}") from None
+    return out
+
+
+def _toml_str(v: str) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+def group_probes(probes: list[Probe]) -> list[tuple[str, list[Probe]]]:
+    """One target per distinct machine (identical nodes share one file), with unique names."""
+    groups: dict[tuple[object, ...], list[Probe]] = {}
+    for p in sorted(probes, key=lambda p: p.node):
+        groups.setdefault(p.machine, []).append(p)
+    used: set[str] = set()
+    out: list[tuple[str, list[Probe]]] = []
+    for members in sorted(groups.values(), key=lambda m: (m[0].name, m[0].node)):
+        base = members[0].name
+        name = base
+        if name in used and members[0].driver:
+            name = f"{base}-{members[0].driver.split('.')[0]}"
+        n = 2
+        while name in used:
+            name, n = f"{base}-{n}", n + 1
+        used.add(name)
+        out.append((name, members))
+    return out
+
+
+def host_file_text(name: str, members: list[Probe], *, today: datetime.date | None = None) -> str:
+    """A target file as `tritonlock host --save` writes it, naming the nodes it stands for."""
+    p = members[0]
+    when = (today or datetime.date.today()).isoformat()
+    models = ", ".join(sorted(set(p.gpu_names))) or "no NVIDIA GPU"
+    nodes = ", ".join(m.node for m in members)
+    lines = [f"# {models}; gathered by `tritonlock fleet hosts` on {when} from {len(members)} node(s): {nodes}",
+             "[[targets]]", f"name = {_toml_str(name)}", f"os = {_toml_str(p.os)}", f"arch = {_toml_str(p.arch)}"]
+    for key in ("glibc", "python", "driver", "cuda"):
+        value = getattr(p, key)
+        if value is not None:
+            lines.append(f"{key} = {_toml_str(value)}")
+    lines.append("gpus = [" + ", ".join(_toml_str(g) for g in p.gpus) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def write_host_files(probes: list[Probe], out_dir: Path) -> list[tuple[Path, list[Probe]]]:
+    from tritonlock.lockfile import write_atomic
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, members in group_probes(probes):
+        path = out_dir / f"{name}.toml"
+        write_atomic(path, host_file_text(name, members))
+        written.append((path, members))
+    return written
+
+
+# ---------------------------------------------------------------- what nodes leave in a report directory
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeReport:
+    """One node's outcome: its record when verify ran, else the stage that failed and its words."""
+
+    tag: str  # the report's file stem: node name (and array task)
+    node: str
+    record: Record | None  # None when verify did not answer
+    ok: bool
+    stage: str  # "verify" | "sync" | "start" (nothing after the job started) | "report" (unreadable)
+    error: str = ""
+    exit_code: int | None = None
+
+
+_STEP = re.compile(r"^(?P<tag>.+?)\.(?P<kind>json|started|sync\.log|sync\.rc|verify\.log|verify\.rc)$")
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _rc(p: Path) -> int | None:
+    text = _read(p).strip()
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+def _last_error(log: str) -> str:
+    """The line of a log that says what went wrong (tritonlock's "error: ..." first, else the last line)."""
+    lines = [x.rstrip() for x in log.splitlines() if x.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("error:"):
+            more = [x.strip() for x in lines[i + 1:i + 3] if x.startswith("  ")]
+            return " ".join([line[6:].strip(), *more])
+    return lines[-1].strip() if lines else ""
+
+
+def _timed_out(rc: int | None) -> bool:
+    return rc in (124, 137)  # coreutils timeout: 124, or 128+9 after its -k
+
+
+def read_report_dir(directory: Path) -> list[NodeReport]:
+    """Every node that left a trace in `directory` (the job scripts' files: TAG.started, TAG.sync.rc,
+    TAG.sync.log, TAG.json from `verify --json --record`, TAG.verify.rc, TAG.verify.log)."""
+    if not directory.is_dir():
+        raise FleetError(f"{directory}: no such directory — pass the reports directory the job wrote into")
+    tags: dict[str, set[str]] = {}
+    for f in directory.iterdir():
+        m = _STEP.match(f.name)
+        if m and f.is_file():
+            tags.setdefault(m.group("tag"), set()).add(m.group("kind"))
+    out = [_node(directory, tag, kinds) for tag, kinds in sorted(tags.items())]
+    return [r for r in out if r is not None]
+
+
+def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
+    if kinds == {"json"} and tag in ("report", "summary"):
+        return None  # report merge's own output
+    sync_rc = _rc(d / f"{tag}.sync.rc") if "sync.rc" in kinds else None
+    verify_rc = _rc(d / f"{tag}.verify.rc") if "verify.rc" in kinds else None
+    node = tag
+    if "json" in kinds:
+        text = _read(d / f"{tag}.json")
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and "ok" in doc:
+            rec = None
+            if "record" in doc:
+                try:
+                    rec = record_from_json(doc["record"], str(d / f"{tag}.json"))
+                except TritonlockError as err:
+                    return NodeReport(tag=tag, node=node, record=None, ok=False, stage="report", error=str(err))
+                node = rec.host
+            failures = [str(x) for x in doc.get("failures", [])] or [
+                f"{c.get('name')}: {c.get('detail')}" for c in doc.get("checks", [])
+                if isinstance(c, dict) and not c.get("ok")]
+            return NodeReport(tag=tag, node=node, record=rec, ok=bool(doc["ok"]), stage="verify",
+                              error="; ".join(failures[:2]) if not doc["ok"] else "", exit_code=verify_rc)
+    if sync_rc not in (None, 0):
+        why = ("timed out" if _timed_out(sync_rc) else f"exit {sync_rc}") + ": "
+        return NodeReport(tag=tag, node=node, record=None, ok=False, stage="sync", exit_code=sync_rc,
+                          error=why + (_last_error(_read(d / f"{tag}.sync.log")) or "no output"))
+    if sync_rc == 0 or "verify.rc" in kinds or "verify.log" in kinds:
+        why = ("timed out" if _timed_out(verify_rc) else f"exit {verify_rc}" if verify_rc is not None
+               else "no answer") + ": "
+        return NodeReport(tag=tag, node=node, record=None, ok=False, stage="verify", exit_code=verify_rc,
+                          error=why + (_last_error(_read(d / f"{tag}.verify.log")) or "verify wrote no report"))
+    return NodeReport(tag=tag, node=node, record=None, ok=False, stage="start",
+                      error="started but left no result (killed, out of time, or still running)")

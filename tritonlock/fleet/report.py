@@ -1,0 +1,215 @@
+"""`tritonlock report merge`: one table across nodes, as text, JSON and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from tritonlock.fleet.nodes import NodeReport
+from tritonlock.records import summary
+
+OUTLIER = 0.8  # a node below 80% of the median of its peers (same GPU model) is marked
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Row:
+    """One node in the merged table."""
+
+    node: str
+    tag: str
+    gpu: str  # "NVIDIA H200 ×2", "CPU"
+    model: str  # the peer group: the first GPU's model, or "CPU"
+    driver: str | None
+    target: str | None
+    status: str  # "pass" | "fail" | "sync failed" | "verify failed" | "no result" | "missing"
+    ok: bool
+    mode: str | None
+    vector_add_gbs: float | None
+    matmul_tflops: float | None
+    add_ratio: float | None
+    matmul_ratio: float | None
+    error: str = ""
+    outlier: str = ""  # why the node is far below its peers ("" when it is not)
+
+
+def _models(gpus: tuple[str, ...]) -> tuple[str, str]:
+    names = [g.rsplit(" (", 1)[0] for g in gpus]
+    if not names:
+        return "CPU", "CPU"
+    uniq = sorted(set(names), key=names.index)
+    text = ", ".join(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in uniq)
+    return text, names[0]
+
+
+def _ratio(rep: NodeReport, kernel: str, dtype: str | None = None) -> float | None:
+    if rep.record is None:
+        return None
+    vals = [k.ratio for k in rep.record.kernels if k.kernel == kernel and (dtype is None or k.dtype == dtype)
+            and k.ratio is not None]
+    return min(vals) if vals else None
+
+
+def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: float = OUTLIER) -> list[Row]:
+    """The table: one row per node, outliers marked; with `expect`, missing nodes are rows too."""
+    out: list[Row] = []
+    for rep in reports:
+        r = rep.record
+        gpu, model = _models(r.gpus) if r else ("?", "?")
+        s = summary(r) if r else {"vector_add_gbs": None, "matmul_tflops": None}
+        status = ("pass" if rep.ok else "fail") if rep.stage == "verify" and r else (
+            "sync failed" if rep.stage == "sync" else "verify failed" if rep.stage == "verify" else
+            "unreadable" if rep.stage == "report" else "no result")
+        out.append(Row(node=rep.node, tag=rep.tag, gpu=gpu, model=model, driver=r.driver if r else None,
+                       target=r.target if r else None, status=status, ok=rep.ok, mode=r.mode if r else None,
+                       vector_add_gbs=s["vector_add_gbs"], matmul_tflops=s["matmul_tflops"],
+                       add_ratio=_ratio(rep, "vector_add"),
+                       matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error))
+    if expect is not None and len(out) < expect:
+        for i in range(expect - len(out)):
+            out.append(Row(node=f"(missing {i + 1})", tag="", gpu="?", model="?", driver=None, target=None,
+                           status="missing", ok=False, mode=None, vector_add_gbs=None, matmul_tflops=None,
+                           add_ratio=None, matmul_ratio=None,
+                           error=f"expected {expect} node(s), {len(reports)} left a trace — a node never started "
+                                 "(check the scheduler's output)"))
+    return _mark_outliers(out, threshold)
+
+
+def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
+    import dataclasses
+
+    peers: dict[str, list[Row]] = {}
+    for r in table:
+        if r.mode == "gpu":
+            peers.setdefault(r.model, []).append(r)
+    marked: dict[str, str] = {}
+    for group in peers.values():
+        if len(group) < 2:
+            continue
+        for attr, unit, label in (("vector_add_gbs", "GB/s", "vector add"), ("matmul_tflops", "TFLOP/s", "matmul")):
+            vals = [getattr(r, attr) for r in group if getattr(r, attr) is not None]
+            if len(vals) < 2:
+                continue
+            med = statistics.median(vals)
+            for r in group:
+                v = getattr(r, attr)
+                if v is not None and med > 0 and v < threshold * med:
+                    why = f"{label} {v:,.0f} {unit} is {v / med:.0%} of its peers' median {med:,.0f}"
+                    marked[r.tag or r.node] = "; ".join(x for x in (marked.get(r.tag or r.node), why) if x)
+    return [dataclasses.replace(r, outlier=marked.get(r.tag or r.node, "")) for r in table]
+
+
+def _n(v: float | None, digits: int = 0) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def table_text(table: list[Row]) -> str:
+    head = ["node", "GPU", "driver", "target", "result", "add GB/s", "add ×torch", "matmul TFLOP/s", "mm ×torch"]
+    body = [[r.node + (" !" if r.outlier else ""), r.gpu, r.driver or "—", r.target or "—",
+             r.status + (" (interp.)" if r.mode == "interpreter" else ""),
+             _n(r.vector_add_gbs), _x(r.add_ratio), _n(r.matmul_tflops, 1), _x(r.matmul_ratio)] for r in table]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    right = {5, 6, 7, 8}
+    fmt = lambda cells: "  ".join(c.rjust(w) if i in right else c.ljust(w)  # noqa: E731
+                                  for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    lines = [fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body]
+    passed = sum(r.ok for r in table)
+    lines.append("")
+    lines.append(f"{passed} of {len(table)} node(s) passed" + (
+        "; interpreter runs prove the packages, not a GPU" if any(r.mode == "interpreter" for r in table) else ""))
+    for r in table:
+        if r.outlier:
+            lines.append(f"! {r.node}: far below its peers ({r.model}): {r.outlier}")
+        if not r.ok and r.error:
+            lines.append(f"x {r.node}: {r.status}: {r.error}")
+    return "\n".join(lines)
+
+
+def table_json(table: list[Row]) -> dict[str, Any]:
+    """`report merge --json`: {"nodes": [...], "passed": n, "total": n}."""
+    return {"passed": sum(r.ok for r in table), "total": len(table), "nodes": [
+        {"node": r.node, "tag": r.tag, "gpu": r.gpu, "driver": r.driver, "target": r.target, "status": r.status,
+         "ok": r.ok, "mode": r.mode, "vector_add_gbs": r.vector_add_gbs, "matmul_tflops": r.matmul_tflops,
+         "vector_add_ratio": r.add_ratio, "matmul_ratio": r.matmul_ratio, "outlier": r.outlier or None,
+         "error": r.error or None} for r in table]}
+
+
+# ---------------------------------------------------------------- HTML
+
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1200px;color:#1d2330;
+padding:0 1rem;background:#fbfbfd}
+h1{font-size:1.5rem;margin:0 0 .2rem}.sub{color:#5b6475;margin:0 0 1.5rem}
+.cards{display:flex;gap:1rem;margin-bottom:1.5rem;flex-wrap:wrap}
+.card{background:#fff;border:1px solid #e3e6ee;border-radius:10px;padding:.8rem 1.1rem;min-width:9rem}
+.card b{display:block;font-size:1.6rem}.card span{color:#5b6475;font-size:.85rem}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #e3e6ee;border-radius:10px;overflow:hidden}
+th,td{padding:.5rem .7rem;text-align:left;border-bottom:1px solid #eef0f5;vertical-align:middle}
+th{background:#f3f5f9;font-weight:600;font-size:.85rem;color:#3b4252}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.pill{display:inline-block;border-radius:99px;padding:.05rem .6rem;font-size:.8rem;font-weight:600}
+.pass{background:#dcf5e3;color:#146c2e}.fail{background:#fde2e1;color:#a4161a}.warn{background:#fff1d6;color:#8a5300}
+.out td{background:#fff8ec}.err{color:#a4161a;font-size:.85rem}.muted{color:#8a92a3}
+svg{vertical-align:middle}ul{padding-left:1.2rem}footer{color:#8a92a3;font-size:.8rem;margin-top:1.5rem}
+"""
+
+
+def _bar(v: float | None, top: float, color: str, label: str) -> str:
+    if v is None or top <= 0:
+        return '<span class="muted">—</span>'
+    w = max(2.0, 160 * v / top)
+    return (f'<svg width="170" height="16" role="img" aria-label="{html.escape(label)}">'
+            f'<rect x="0" y="2" width="160" height="12" rx="3" fill="#eef0f5"/>'
+            f'<rect x="0" y="2" width="{w:.1f}" height="12" rx="3" fill="{color}"/></svg> {html.escape(label)}')
+
+
+def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subtitle: str = "") -> str:
+    """One page, no scripts, no external files: cards, a table with inline SVG bars, then what failed."""
+    e = html.escape
+    passed = sum(r.ok for r in table)
+    failed = len(table) - passed
+    outliers = sum(bool(r.outlier) for r in table)
+    top_add = max((r.vector_add_gbs or 0 for r in table), default=0)
+    top_mm = max((r.matmul_tflops or 0 for r in table), default=0)
+    cards = [(str(len(table)), "nodes"), (str(passed), "passed"), (str(failed), "failed"),
+             (str(outliers), "far below their peers"), (str(len({r.target for r in table if r.target})), "lock targets")]
+    out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width,initial-scale=1">',
+           f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
+           f"<h1>{e(title)}</h1>", f'<p class="sub">{e(subtitle)}</p>' if subtitle else "",
+           '<div class="cards">' + "".join(f"<div class=\"card\"><b>{v}</b><span>{e(k)}</span></div>"
+                                          for v, k in cards) + "</div>",
+           "<table><thead><tr><th>node</th><th>GPU</th><th>driver</th><th>target</th><th>result</th>"
+           "<th>vector add (GB/s)</th><th>×torch</th><th>matmul fp16 (TFLOP/s)</th><th>×torch</th></tr></thead><tbody>"]
+    for r in table:
+        pill = ("pass", "pass") if r.ok else ("fail", r.status)
+        if r.ok and r.outlier:
+            pill = ("warn", "slow")
+        color = "#a4161a" if not r.ok else "#d98a00" if r.outlier else "#2f6fde"
+        mode = ' <span class="muted">(interpreter)</span>' if r.mode == "interpreter" else ""
+        out.append(
+            f'<tr class="{"out" if r.outlier else ""}"><td><b>{e(r.node)}</b></td><td>{e(r.gpu)}</td>'
+            f"<td>{e(r.driver or '—')}</td><td>{e(r.target or '—')}</td>"
+            f'<td><span class="pill {pill[0]}">{e(pill[1])}</span>{mode}</td>'
+            f"<td>{_bar(r.vector_add_gbs, top_add, color, _n(r.vector_add_gbs))}</td>"
+            f'<td class="num">{_x(r.add_ratio)}</td>'
+            f"<td>{_bar(r.matmul_tflops, top_mm, color, _n(r.matmul_tflops, 1))}</td>"
+            f'<td class="num">{_x(r.matmul_ratio)}</td></tr>')
+    out.append("</tbody></table>")
+    notes = [f"<li><b>{e(r.node)}</b> — far below its peers ({e(r.model)}): {e(r.outlier)}</li>"
+             for r in table if r.outlier]
+    notes += [f'<li><b>{e(r.node)}</b> — <span class="err">{e(r.status)}: {e(r.error)}</span></li>'
+              for r in table if not r.ok and r.error]
+    if notes:
+        out += ["<h2>What needs a look</h2>", "<ul>", *notes, "</ul>"]
+    out.append("<footer>×torch: Triton's speed over torch's own operation on the same GPU (above 1 is faster); "
+               f"the slowest GPU of a node is shown. A node is marked when it is below {OUTLIER:.0%} of the median "
+               "of the nodes with the same GPU model. Interpreter runs (no GPU) prove the packages, not the GPU."
+               "</footer></body></html>")
+    return "\n".join(x for x in out if x) + "\n"
