@@ -92,7 +92,7 @@ def node_name() -> str:
 
 
 def target_digest(t: LockedTarget) -> str:
-    """The lock's own packages digest of a target (what `packages-digest` in the lock holds)."""
+    """A target's packages digest (lockfile.packages_digest: everything installable), what records are keyed by."""
     from tritonlock.lockfile import packages_digest
 
     return packages_digest(tuple(sorted(t.packages, key=lambda p: p.name)))

@@ -157,8 +157,8 @@ def _last_error(log: str) -> str:
     lines = [x.rstrip() for x in log.splitlines() if x.strip()]
     for i, line in enumerate(lines):
         if line.startswith("error:"):
-            more = [x.strip() for x in lines[i + 1:i + 3] if x.startswith("  ")]
-            return " ".join([line[6:].strip(), *more])
+            more = [x.strip().lstrip("- ") for x in lines[i + 1:i + 4] if x.startswith("  ")]
+            return "; ".join([line[6:].strip().rstrip(":"), *more])
     return lines[-1].strip() if lines else ""
 
 

@@ -1,0 +1,217 @@
+"""target-files in the intent, and `tritonlock check`: fresh, then stale, drifted, unhashed, off-host, unverified."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import write_intent
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.errors import IntentError
+from tritonlock.intent import read_intent
+
+A100 = '[[targets]]\nname = "a100"\nos = "linux"\narch = "x86_64"\nglibc = "2.31"\ndriver = "550.54.15"\ngpus = ["8.0", "8.0"]\n'
+LAPTOP = '# no NVIDIA GPU; detected by tritonlock host\n[[targets]]\nname = "laptop"\nos = "linux"\narch = "x86_64"\nglibc = "2.35"\n'
+BODY = '''target-files = ["hosts/*.toml"]
+[environment]
+python = "3.11"
+torch = "==2.6.0"
+'''
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args), env=env)
+    return r.exit_code, r.output
+
+
+def _project(root: Path, idx: LocalIndex) -> Path:
+    (root / "hosts").mkdir(parents=True)
+    (root / "hosts" / "a100.toml").write_text(A100)
+    (root / "hosts" / "laptop.toml").write_text(LAPTOP)
+    write_intent(root, idx, BODY)
+    return root
+
+
+# ---------------------------------------------------------------- target-files
+
+
+def test_target_files_are_read_in_order_and_hashed(tmp_path: Path) -> None:
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "b.toml").write_text(LAPTOP)
+    (tmp_path / "hosts" / "a.toml").write_text(A100)
+    (tmp_path / "triton-env.toml").write_text(BODY + '[[targets]]\nname = "inline"\n')
+    it = read_intent(tmp_path / "triton-env.toml")
+    assert [t.name for t in it.targets] == ["inline", "a100", "laptop"]  # inline first, then files sorted
+    assert [t.origin for t in it.targets] == ["intent", "file:hosts/a.toml", "file:hosts/b.toml"]
+    assert it.targets[1].gpus == ("8.0", "8.0") and it.target_files == ("hosts/*.toml",)
+    before = it.content_hash
+    (tmp_path / "hosts" / "a.toml").write_text(A100.replace("550.54.15", "560.35.03"))
+    assert read_intent(tmp_path / "triton-env.toml").content_hash != before  # a host file edit makes the lock stale
+
+
+def test_target_file_errors_name_the_file_line_and_key(tmp_path: Path) -> None:
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "bad.toml").write_text('[[targets]]\nname = "x"\ndriver = "five"\nflavor = "y"\n')
+    (tmp_path / "hosts" / "broken.toml").write_text("[[targets]\n")
+    (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml", "nope/*.toml"]\n')
+    with pytest.raises(IntentError) as ei:
+        read_intent(tmp_path / "triton-env.toml")
+    msg = str(ei.value)
+    assert f"{tmp_path}/hosts/bad.toml:3: targets[0].driver: 'five' is not an NVIDIA driver version" in msg
+    assert f"{tmp_path}/hosts/bad.toml:4: targets[0].flavor: unknown key" in msg
+    assert f"{tmp_path}/hosts/broken.toml:1: TOML syntax error" in msg
+    assert "target-files[1]: 'nope/*.toml' matches no file" in msg and "triton-env.toml:1" in msg
+
+
+def test_duplicate_names_are_errors_and_same_machines_are_reported(tmp_path: Path) -> None:
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "a.toml").write_text(A100)
+    (tmp_path / "hosts" / "b.toml").write_text(A100)
+    (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
+    with pytest.raises(IntentError, match=r"hosts/b.toml:2: targets\[0\].name: duplicate target name 'a100'"):
+        read_intent(tmp_path / "triton-env.toml")
+    (tmp_path / "hosts" / "b.toml").write_text(A100.replace('"a100"', '"a100-b"'))
+    it = read_intent(tmp_path / "triton-env.toml")
+    assert it.warnings == ("targets 'a100' (hosts/a.toml) and 'a100-b' (hosts/b.toml) describe the same machine; "
+                           "both get the same lock — keep one of them",)
+    code, out = _run("resolve", "--dry-run", "-p", str(tmp_path))
+    assert code == 0 and "warning: targets 'a100' (hosts/a.toml) and 'a100-b'" in out
+
+
+def test_absolute_or_escaping_globs_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text('target-files = ["/etc/*.toml", "../x.toml", 3]\n')
+    with pytest.raises(IntentError) as ei:
+        read_intent(tmp_path / "triton-env.toml")
+    assert "expected a list of glob strings" in str(ei.value)
+    (tmp_path / "triton-env.toml").write_text('target-files = ["/etc/*.toml", "../x.toml"]\n')
+    with pytest.raises(IntentError) as ei:
+        read_intent(tmp_path / "triton-env.toml")
+    assert str(ei.value).count("must be a relative path or glob inside the project") == 2
+
+
+# ---------------------------------------------------------------- check
+
+
+@pytest.fixture
+def locked(tmp_path: Path, local_index: LocalIndex) -> Iterator[Path]:
+    proj = _project(tmp_path / "proj", local_index)
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 0, out
+    yield proj
+
+
+def test_check_passes_on_a_fresh_lock(locked: Path) -> None:
+    code, out = _run("check", "-p", str(locked))
+    assert code == 0, out
+    assert out.startswith(f"ok: {locked}/triton-env.lock is fresh — 2 target(s)")
+    code, out = _run("check", "-p", str(locked), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"] and doc["problems"] == [] and doc["targets"] == 2
+
+
+def test_check_fails_after_an_intent_edit(locked: Path) -> None:
+    p = locked / "triton-env.toml"
+    p.write_text(p.read_text().replace('torch = "==2.6.0"', 'torch = "==2.7.1"'))
+    code, out = _run("check", "-p", str(locked))
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert lines[0] == (f"{locked}/triton-env.lock is stale: {p} (or a file its target-files name) changed since "
+                        "the lock was written — run `tritonlock resolve` and commit triton-env.lock")
+    assert ("target 'a100': the decision would change with the current triton-env.toml and matrix "
+            in out and "torch 2.6.0 → 2.7.1" in out)
+    # the lock is then made fresh again: check passes
+    assert _run("resolve", "-p", str(locked))[0] == 0
+    assert _run("check", "-p", str(locked))[0] == 0
+
+
+def test_check_fails_after_a_host_file_edit_naming_the_target(locked: Path) -> None:
+    h = locked / "hosts" / "a100.toml"
+    h.write_text(h.read_text().replace("550.54.15", "560.35.03"))
+    code, out = _run("check", "-p", str(locked), "--json")
+    doc = json.loads(out)
+    assert code == 1 and [p["kind"] for p in doc["problems"]] == ["stale", "stale"]
+    assert doc["problems"][1] == {"kind": "stale", "target": "a100", "message":
+                                  "target 'a100': the machine changed (driver 550.54.15 → 560.35.03) — run "
+                                  "`tritonlock resolve` and commit triton-env.lock"}
+    # and `resolve` sees it too, without --upgrade (the no-change check reads the host files)
+    code, out = _run("resolve", "-p", str(locked))
+    assert code == 0 and "wrote" in out
+
+
+def test_check_fails_for_a_missing_hash(locked: Path) -> None:
+    lock = locked / "triton-env.lock"
+    text = lock.read_text()
+    i = text.index("hashes = { sha256 = ")
+    lock.write_text(text[:i - 2] + text[text.index("}", i) + 1:])
+    code, out = _run("check", "-p", str(locked))
+    assert code == 1
+    (line,) = out.strip().splitlines()
+    assert line.startswith("target 'a100': package ") and " has no sha256 hash — run `tritonlock resolve`" in line
+
+
+def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """A newer compat/ where torch 2.6.0 lost its cu126 build: a100's decision moves to another backend."""
+    from tritonlock import _data, _fast, matrix
+
+    compat = tmp_path / "compat"
+    shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]
+    torch_toml = compat / "torch.toml"
+    text = torch_toml.read_text()
+    start = text.index('version = "2.6.0"')
+    cu126 = text.index('backend = "cu126"', start)
+    block_start = text.rindex("[[torch.variant]]", start, cu126)
+    block_end = text.index("[[torch", cu126)
+    torch_toml.write_text(text[:block_start] + text[block_end:])
+    meta = compat / "meta.toml"
+    meta.write_text(re.sub(r'^version = "[^"]+"', 'version = "2099.1.1"', meta.read_text(), count=1, flags=re.M))
+    monkeypatch.setattr(_data, "compat_root", lambda: compat)
+    monkeypatch.setattr(_fast, "compat_root", lambda: compat)
+    matrix._load_default.cache_clear()
+    try:
+        code, out = _run("check", "-p", str(locked))
+    finally:
+        matrix._load_default.cache_clear()
+    assert code == 1, out
+    assert "was written with compatibility matrix" in out and "`sync --locked` refuses it" in out
+    assert "target 'a100': the decision would change under matrix 2099.1.1" in out and "backend cu126 → cu124" in out
+    assert "laptop" not in out  # its CPU build did not change
+
+
+def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -> None:
+    code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_ARCH": "aarch64"})
+    assert code == 1 and out.startswith(f"this machine matches no target in {locked}/triton-env.lock (")
+    assert "save it with `tritonlock host --save hosts/NAME.toml`" in out
+    assert _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_DRIVER": "none", "TRITONLOCK_GLIBC": "2.36"})[0] == 0
+    code, out = _run("check", "-p", str(locked), "--require-verified")
+    assert code == 1
+    assert "target 'a100' was never verified with the current lock (no record)" in out
+    assert "target 'laptop' was never verified with the current lock (no record)" in out
+    # verify --record on the laptop target, with torch 2.13 + triton 3.6 where the lock pins 2.6 + 3.2: the run
+    # is recorded as failed, and a failed run proves nothing (the passing path: test_fleet_slurm)
+    env = {"TRITONLOCK_DRIVER": "none", "TRITONLOCK_NODE": "ci-runner-1", "TRITONLOCK_GLIBC": "2.36"}
+    code, out = _run("verify", "-p", str(locked), "--python", real_torch_python, "--quick", "--record",
+                     "--target", "laptop", env=env)
+    assert code == 1 and "recorded: target laptop on ci-runner-1 (FAILED)" in out, out
+    code, out = _run("check", "-p", str(locked), "--require-verified", "--json")
+    doc = json.loads(out)
+    assert [p["target"] for p in doc["problems"]] == ["a100", "laptop"] and doc["verified"] == [], doc
+    assert ("its last verify failed on ci-runner-1" in doc["problems"][1]["message"]
+            and "triton version: triton is 3.6.0 but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
+    code, out = _run("show", "-p", str(locked), "--target", "laptop")
+    assert "verified 20" in out and "on ci-runner-1: no GPU (interpreter), driver none, linux/x86_64 — FAILED" in out
+    # a new lock for the laptop (another numpy, say) makes the record stale
+    p = locked / "triton-env.toml"
+    p.write_text(p.read_text().replace('python = "3.11"', 'python = "3.11"\npackages = ["einops"]'))
+    assert _run("resolve", "-p", str(locked))[0] == 0
+    code, out = _run("check", "-p", str(locked), "--require-verified")
+    assert code == 1 and "target 'laptop' was never verified with the current lock (1 record(s) are stale" in out
+    code, out = _run("show", "-p", str(locked), "--target", "laptop")
+    assert "STALE: the target's packages changed since" in out

@@ -1,0 +1,133 @@
+"""Verified-on records (file format, merging, concurrency) and `report merge` (table, outliers, JSON, HTML)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tritonlock.cli import main
+from tritonlock.records import KernelSummary, Record, add_records, dumps, loads, read_records, record_json
+
+H200 = json.loads((Path(__file__).parents[1] / "bench" / "h200" / "verify.json").read_text())
+
+
+def _record(host: str, *, target: str = "h200", fp: str = "sha256:aa", when: str = "2026-11-30T10:00:00Z",
+            scale: float = 1.0, ok: bool = True, gpus: tuple[str, ...] = ("NVIDIA H200 (9.0)",)) -> Record:
+    ks = tuple(KernelSummary(kernel=k["kernel"], dtype=k["dtype"], device=k["device"], ok=k["ok"], metric=k["metric"],
+                             value=k["value"] * scale, torch_value=k["torch_value"], ratio=k["ratio"] * scale)
+               for k in H200["kernels"])
+    return Record(target=target, fingerprint=fp, packages_digest="sha256:d1", when=when, host=host, ok=ok, mode="gpu",
+                  os="linux", arch="x86_64", glibc="2.39", python="3.12", driver="580.159.04", cuda="13.0", gpus=gpus,
+                  torch="2.11.0+cu130", triton="3.6.0", tritonlock="0.1.0",
+                  failures=() if ok else ("matmul fp16 on cuda:0: wrong result",), kernels=ks)
+
+
+def test_records_round_trip_sorted_and_deterministic() -> None:
+    a, b = _record("n2", fp="sha256:bb"), _record("n1", fp="sha256:aa", target="a100")
+    text = dumps([a, b])
+    assert text == dumps([b, a])  # same records, same bytes, whatever the order
+    assert text.index('target = "a100"') < text.index('target = "h200"')
+    back = loads(text)
+    assert [r.host for r in back] == ["n1", "n2"] and dumps(back) == text  # measurements keep 4 digits
+    assert back[1].kernels[0].value == 4240.0 and back[1].kernels[0].ratio == 0.9998
+
+
+def test_a_merge_that_kept_both_sides_reads_as_the_newer_entry() -> None:
+    old, new = _record("n1", when="2026-11-01T00:00:00Z"), _record("n1", when="2026-11-30T00:00:00Z", scale=0.5)
+    both = dumps([old]) + "\n" + dumps([new]).split("\n", 3)[3]  # a git merge keeping both tables
+    (rec,) = loads(both)
+    assert rec.when == new.when
+
+
+def _add(args: tuple[str, int]) -> None:
+    path, i = args
+    add_records(path, [_record(f"node{i}", fp=f"sha256:{i:02d}")])
+
+
+def test_many_nodes_record_into_one_file_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "triton-env.verified.toml"
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        pool.map(_add, [(str(path), i) for i in range(16)])
+    assert sorted(r.host for r in read_records(path)) == sorted(f"node{i}" for i in range(16))
+
+
+def test_a_broken_records_file_is_named() -> None:
+    from tritonlock.errors import LockfileError
+    import pytest
+
+    with pytest.raises(LockfileError, match=r"x.toml: verified\[0\].ok: unexpected value 'yes'"):
+        loads('[[verified]]\ntarget = "t"\nfingerprint = "f"\npackages-digest = "d"\nwhen = "w"\nhost = "h"\n'
+              'ok = "yes"\nmode = "gpu"\nos = "linux"\narch = "x86_64"\n', "x.toml")
+    with pytest.raises(LockfileError, match="x.toml:2: not valid TOML"):
+        loads("[[verified]]\n<<<<<<< HEAD\n", "x.toml")
+
+
+def _node_dir(tmp: Path) -> Path:
+    d = tmp / "reports"
+    d.mkdir()
+    for host, scale in (("gpu-01", 1.0), ("gpu-02", 0.98), ("gpu-03", 0.55)):
+        rec = _record(host, scale=scale)
+        doc = {**H200, "ok": True, "record": record_json(rec)}
+        (d / f"{host}.json").write_text(json.dumps(doc))
+        (d / f"{host}.started").write_text("x")
+        (d / f"{host}.sync.rc").write_text("0")
+        (d / f"{host}.verify.rc").write_text("0")
+    (d / "gpu-04.started").write_text("x")
+    (d / "gpu-04.sync.rc").write_text("5\n")
+    (d / "gpu-04.sync.log").write_text("resolving…\nerror: no target in triton-env.lock fits this host (linux/x86_64)\n"
+                                       "  - h200: driver 535.104.05 is older than 580.65.06\n  fix: add a target\n")
+    (d / "gpu-05.started").write_text("x")
+    (d / "gpu-05.sync.rc").write_text("0")
+    (d / "gpu-05.verify.rc").write_text("124")
+    (d / "gpu-06.started").write_text("x")  # killed before it wrote anything else
+    return d
+
+
+def test_report_merge_marks_failures_and_outliers(tmp_path: Path) -> None:
+    d = _node_dir(tmp_path)
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--json", "--expect", "7", "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 1
+    doc = json.loads(r.output)
+    by = {n["node"]: n for n in doc["nodes"]}
+    assert doc["passed"] == 3 and doc["total"] == 7
+    assert by["gpu-01"]["status"] == "pass" and round(by["gpu-01"]["vector_add_gbs"]) == 4240
+    assert round(by["gpu-01"]["matmul_tflops"]) == 678 and by["gpu-01"]["outlier"] is None
+    assert by["gpu-03"]["outlier"].startswith("vector add 2,332 GB/s is 56% of its peers' median 4,155")
+    assert by["gpu-04"]["status"] == "sync failed" and by["gpu-04"]["error"] == (
+        "exit 5: no target in triton-env.lock fits this host (linux/x86_64); h200: driver 535.104.05 is older than "
+        "580.65.06; fix: add a target")
+    assert by["gpu-05"]["status"] == "verify failed" and by["gpu-05"]["error"].startswith("timed out: ")
+    assert by["gpu-06"]["status"] == "no result" and "killed, out of time" in by["gpu-06"]["error"]
+    assert by["(missing 1)"]["status"] == "missing"
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<svg") == 6 and "<script" not in page and "http" not in page.replace("http-equiv", "")
+    assert "far below its peers (NVIDIA H200)" in page
+
+
+def test_report_merge_text_table(tmp_path: Path) -> None:
+    d = _node_dir(tmp_path)
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    lines = r.output.splitlines()
+    assert lines[0].split() == ["node", "GPU", "driver", "target", "result", "add", "GB/s", "add", "×torch",
+                                "matmul", "TFLOP/s", "mm", "×torch"]
+    row = next(x for x in lines if x.startswith("gpu-03 !"))
+    assert "NVIDIA H200" in row and "580.159.04" in row and "pass" in row and "2,332" in row
+    assert "3 of 6 node(s) passed" in r.output
+    assert "! gpu-03: far below its peers (NVIDIA H200): vector add" in r.output
+    assert "x gpu-04: sync failed: exit 5: no target in triton-env.lock fits this host" in r.output
+
+
+def test_report_merge_updates_records_and_needs_reports(tmp_path: Path) -> None:
+    d = _node_dir(tmp_path)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--update-records", "-p", str(proj)])
+    assert "recorded 3 run(s)" in r.output
+    assert {x.host for x in read_records(proj / "triton-env.verified.toml")} <= {"gpu-01", "gpu-02", "gpu-03"}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = CliRunner().invoke(main, ["report", "merge", str(empty)])
+    assert r.exit_code == 1 and "no node reports in it" in r.output
