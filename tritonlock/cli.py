@@ -405,6 +405,16 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     from tritonlock.verify import format_report, run_verify
 
     root = Path(project)
+    lock_path = root / LOCK_FILE
+    if target_name is not None:  # an unknown --target is bad input before anything else is looked at
+        from tritonlock.errors import UnknownTargetError
+        from tritonlock.lockfile import read_lock
+
+        names = [t.name for t in read_lock(lock_path).targets]
+        if target_name not in names:
+            raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: {', '.join(names) or 'none'})"
+                                     " — pass one of those to --target, or leave --target out to use the one that "
+                                     "fits this machine")
     env_dir = Path(venv) if venv else root / ".venv"
     interp = python_ or str(venv_python(env_dir))
     if not Path(interp).exists():
@@ -413,7 +423,6 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                                          "--python PATH"))
     backend = triton = driver = None
     expect_gpu = None
-    lock_path = root / LOCK_FILE
     if lock_path.exists():
         from tritonlock.host import detect
         from tritonlock.lockfile import read_lock
