@@ -19,7 +19,7 @@ LOCK_FILE = "triton-env.lock"
 EXIT_CODES = """\b
 Exit codes:
   0  success
-  1  a check failed: verify found a problem, or doctor found an error
+  1  a check failed: verify found a problem, doctor found an error, check found a problem, or a node in report merge failed
   2  bad input: triton-env.toml, triton-env.lock (missing, unknown version, edited by hand,
      stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), or a
      command-line value (an unknown --target, an override, a path that is not there, a file
