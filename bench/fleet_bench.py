@@ -59,7 +59,7 @@ def main() -> None:
                 (proj / "hosts").mkdir(parents=True)
                 for i in range(n):
                     (proj / "hosts" / f"node-{i:02d}.toml").write_text(host_file(i))
-                write_intent(proj, idx, 'target-files = ["hosts/*.toml"]\n[environment]\ntorch = ">=2.6"\n')
+                write_intent(proj, idx, 'target-files = ["hosts/*.toml"]\n[environment]\ntorch = ">=2.6,<2.8"\n')
                 result = {}
                 for mode in ("shared", "one per target"):
                     closure.compile_key = (shared_key if mode == "shared" else  # type: ignore[assignment]
