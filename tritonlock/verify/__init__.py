@@ -117,6 +117,7 @@ def run_verify(
     inject_fault: str | None = None,
     timeout: float = 600,
     driver: str | None = None,
+    ptxas_floors: dict[str, str] | None = None,
 ) -> VerifyResult:
     """Run the verify runner under `python` (the venv's interpreter) and parse its report.
 
@@ -136,6 +137,9 @@ def run_verify(
         "backend": backend, "triton": triton, "expect_gpu": expect_gpu, "interpret": interpret,
         "quick": quick, "profile": str(Path(profile).resolve()) if profile else None, "cold": cold,
         "inject_fault": inject_fault, "driver": driver,
+        # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
+        # so the runner can tell whether Triton's ptxas makes kernels this driver loads
+        "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
     }
     env = dict(os.environ)
     # TRITON_INTERPRET is read when triton is imported: the interpreter choice must be in the
@@ -157,6 +161,18 @@ def run_verify(
             f"{_stderr_words(stderr)}"
         ) from None
     return _parse(doc, elapsed)
+
+
+def _ptxas_floors() -> dict[str, str] | None:
+    from tritonlock.errors import TritonlockError
+    from tritonlock.matrix import load_matrix
+
+    try:
+        m = load_matrix()
+    except TritonlockError:
+        return None  # verify still runs; the ptxas check then only reports what Triton uses
+    windows = os.name == "nt"
+    return {str(mc.major): d for mc in m.minor_compat if (d := mc.windows_driver if windows else mc.linux_driver)}
 
 
 def _run(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[str, str, int]:

@@ -116,6 +116,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--triton", help="expected triton version (the lock's pin)")
     p.add_argument("--expect-gpu", choices=("yes", "no", "auto"), default="auto")
     p.add_argument("--driver", help="the host's NVIDIA driver version, when the caller knows it")
+    p.add_argument("--ptxas-floors", type=json.loads, default=None,
+                   help='least driver that loads code from a ptxas of each CUDA major, as JSON: {"12": "525.60.13"}')
     p.add_argument("--interpret", choices=("yes", "no", "auto"), default="auto")
     p.add_argument("--quick", action="store_true", help="correctness only, small sizes, no timing")
     p.add_argument("--profile", help="write a torch.profiler chrome trace of the kernels here")
@@ -333,6 +335,119 @@ def _load_triton(r: Report, interpret: bool) -> bool:
     r.triton = triton.__version__
     r.check("triton imports", True, f"triton {triton.__version__} from {os.path.dirname(triton.__file__)}")
     return True
+
+
+_PTXAS_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+# An override a Triton release reads for a binary: knobs (3.4+) TRITON_PTXAS_BLACKWELL_PATH; 3.3 read
+# f"TRITON_{binary.upper()}_PATH", i.e. TRITON_PTXAS-BLACKWELL_PATH.
+_PTXAS_ENV = {"ptxas": ("TRITON_PTXAS_PATH",),
+              "ptxas-blackwell": ("TRITON_PTXAS_BLACKWELL_PATH", "TRITON_PTXAS-BLACKWELL_PATH")}
+
+
+def triton_ptxas(arch: int) -> dict[str, Any]:
+    """The ptxas this Triton compiles with for a GPU of capability `arch` (90 = sm_90), found the way Triton
+    itself finds it in each release: get_ptxas(arch) (3.3, 3.6+), get_ptxas() (3.4-3.5), _path_to_binary
+    ("ptxas") (3.0-3.2), path_to_ptxas() (2.x). Keys: path, binary, release ("12.8"), version ("12.8.93"),
+    override (the variable that chose it, or None); or error."""
+    import inspect
+
+    tool: Any = None
+    try:
+        try:
+            from triton.backends.nvidia import compiler as nv
+        except ImportError:
+            nv = None
+        if nv is not None and hasattr(nv, "get_ptxas"):
+            takes_arch = bool(inspect.signature(nv.get_ptxas).parameters)
+            tool = nv.get_ptxas(arch) if takes_arch else nv.get_ptxas()
+        elif nv is not None and hasattr(nv, "_path_to_binary"):
+            tool = nv._path_to_binary("ptxas")
+        else:
+            try:
+                from triton.common.backend import path_to_ptxas  # 2.1-2.3
+            except ImportError:
+                from triton.compiler import path_to_ptxas  # 2.0
+            tool = path_to_ptxas()
+    except Exception as e:  # Triton raises RuntimeError("Cannot find ptxas") and friends
+        return {"error": f"{type(e).__name__}: {_tail(str(e), 300)}"}
+    path = getattr(tool, "path", None) or (tool[0] if isinstance(tool, (tuple, list)) and tool else None)
+    if not path:
+        return {"error": f"this triton answered {tool!r} for its ptxas"}
+    path = str(path)
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"path": path, "error": f"{path} --version failed: {e}"}
+    m = _PTXAS_RELEASE.search(out)
+    binary = "ptxas-blackwell" if os.path.basename(path).startswith("ptxas-blackwell") else "ptxas"
+    bundled = os.path.join(os.path.dirname(os.path.abspath(triton.__file__)), "")
+    override = None
+    if not os.path.abspath(path).startswith(bundled):
+        override = next((v for names in _PTXAS_ENV.values() for v in names
+                         if os.environ.get(v) and os.path.abspath(os.environ[v]) == os.path.abspath(path)), "PATH")
+    return {"path": path, "binary": binary, "release": m.group(1) if m else None,
+            "version": m.group(2) if m else None, "override": override}
+
+
+def ptxas_floor(info: dict[str, Any], floors: dict[str, str] | None) -> str | None:
+    """Least driver that loads code from this ptxas (its CUDA major's minor-version-compatibility floor)."""
+    if not floors or not info.get("release"):
+        return None
+    return floors.get(str(info["release"]).split(".")[0])
+
+
+def _ver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def check_ptxas(r: Report, torch: Any, driver: str | None, floors: dict[str, str] | None) -> dict[int, dict[str, Any]]:
+    """Which ptxas Triton compiles with for each GPU, and whether this driver loads what it makes."""
+    found: dict[int, dict[str, Any]] = {}
+    for i in range(torch.cuda.device_count()):
+        major, minor = torch.cuda.get_device_capability(i)
+        info = triton_ptxas(major * 10 + minor)
+        found[i] = info
+        name = f"Triton ptxas cuda:{i}"
+        if "error" in info:
+            r.check(name, False, f"could not tell which ptxas triton {r.triton} uses for sm_{major}{minor}: "
+                    f"{info['error']}", "reinstall triton from the lock (`tritonlock sync`)")
+            continue
+        where = "bundled with triton" if info["override"] is None else (
+            f"from {info['override']}" if info["override"] != "PATH" else "not the bundled one")
+        what = (f"triton {r.triton} compiles for sm_{major}{minor} with {info['path']} ({where}; CUDA "
+                f"{info['release']}, V{info['version']})")
+        floor = ptxas_floor(info, floors)
+        if driver is None or floor is None:
+            r.check(name, True, what + ("" if driver else "; no driver version to compare with"))
+        elif _ver(driver) >= _ver(floor):
+            r.check(name, True, f"{what}: driver {driver} >= {floor} loads its kernels")
+        else:
+            env = _PTXAS_ENV[info["binary"]][0]
+            r.check(name, False,
+                    f"{what}: its kernels need driver >= {floor} (CUDA {info['release'].split('.')[0]}.x "
+                    f"minor-version compatibility) and this driver is {driver}, so every Triton kernel on this GPU "
+                    "fails to load (\"device kernel image is invalid\")",
+                    f"upgrade the NVIDIA driver to >= {floor}, or point {env} at the ptxas of a CUDA toolkit this "
+                    f"driver supports (e.g. {env}=/usr/local/cuda/bin/ptxas)")
+    return found
+
+
+_LOAD_FAILURE = re.compile(r"device kernel image is invalid|CUDA_ERROR_INVALID_IMAGE|UNSUPPORTED_PTX_VERSION|"
+                           r"unsupported toolchain|no kernel image is available", re.I)
+
+
+def explain_load_failure(text: str, info: dict[str, Any] | None, driver: str | None,
+                         floors: dict[str, str] | None) -> str:
+    """A kernel that failed to load: name Triton's ptxas vs the driver as the cause when it applies."""
+    if not _LOAD_FAILURE.search(text) or not info or "error" in info:
+        return ""
+    floor = ptxas_floor(info, floors)
+    if driver and floor and _ver(driver) < _ver(floor):
+        return (f" — cause: Triton compiled it with {info['path']} (CUDA {info['release']}), whose code needs driver "
+                f">= {floor}; this driver is {driver}. Upgrade the driver, or point "
+                f"{_PTXAS_ENV[info['binary']][0]} at a ptxas this driver loads")
+    return (f" — Triton compiled it with {info['path']} (CUDA {info['release']}): if the driver ({driver or 'unknown'})"
+            " is older than that ptxas needs, the driver cannot load its kernels")
 
 
 def _torch_triton_pin() -> str | None:
@@ -815,7 +930,7 @@ def _cfg_words(cfg: Any, interpret: bool = False) -> str:
 
 
 def run_kernels(r: Report, torch: Any, k: Kernels, plan: Plan, devices: list[str], fault: str | None,
-                interpret: bool) -> None:
+                interpret: bool, explain: Callable[[int, str], str] | None = None) -> None:
     for i, device in enumerate(devices):
         ctx = contextlib.nullcontext() if interpret else torch.cuda.device(i)
         with ctx:
@@ -832,8 +947,9 @@ def run_kernels(r: Report, torch: Any, k: Kernels, plan: Plan, devices: list[str
                     with r.phase(name if len(devices) == 1 else f"{name} {device}"):
                         step()
                 except Exception as e:  # a compile error or a crash in one kernel must not hide the others
+                    why = explain(i, str(e)) if explain is not None else ""
                     r.kernel("error", ck.label, "-", False, None,
-                             f"a kernel raised {type(e).__name__}: {_tail(str(e))}")
+                             f"a kernel raised {type(e).__name__}: {_tail(str(e))}{why}")
                     traceback.print_exc()
 
 
@@ -970,6 +1086,10 @@ def verify(opts: argparse.Namespace, r: Report) -> None:
         if not _load_triton(r, interpret):
             return
     check_triton_version(r, opts.triton)
+    driver = opts.driver or (driver_version() if not interpret else None)
+    ptxas: dict[int, dict[str, Any]] = {}
+    if not interpret:
+        ptxas = check_ptxas(r, torch, driver, opts.ptxas_floors)
     seed = int.from_bytes(os.urandom(4), "little")
     torch.manual_seed(seed)
     r.notes.append(f"inputs are fresh random numbers (torch seed {seed})")
@@ -977,7 +1097,8 @@ def verify(opts: argparse.Namespace, r: Report) -> None:
     plan = Plan(gpu=not interpret, quick=opts.quick)
     n = 0 if interpret else torch.cuda.device_count()
     devices = ["cpu"] if interpret else [f"cuda:{i}" for i in range(n)]
-    run_kernels(r, torch, kernels, plan, devices, opts.inject_fault, interpret)
+    run_kernels(r, torch, kernels, plan, devices, opts.inject_fault, interpret,
+                explain=lambda i, text: explain_load_failure(text, ptxas.get(i), driver, opts.ptxas_floors))
     if interpret:  # said only once the kernels really ran
         r.notes.append(INTERPRETER_NOTE)
     if opts.allreduce_cpu:
