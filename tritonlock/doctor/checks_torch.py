@@ -10,6 +10,8 @@ from packaging.version import Version
 from tritonlock.doctor.checks_install import mixed_causes, symbol_fix, undefined_symbol
 from tritonlock.doctor.context import (Context, Finding, cuda_major, older, parse_version, plural, sync_fix,
                                        toolkit_floor)
+from tritonlock.doctor.facts import TritonPtxas
+from tritonlock.models import Gpu
 
 _HIDDEN = ("", "-1", "none", "NoDevFiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 # Error texts of cudaGetDeviceCount / cuInit that name their cause (CUDA runtime API, cudaError_t).
@@ -254,6 +256,73 @@ def check_triton_gpu(c: Context) -> list[Finding]:
                 fix="expect some Triton kernels (bf16, fp8, tensor-core dots) to fail to compile or run slowly here; "
                     "`tritonlock verify` shows which"))
     return out
+
+
+def check_triton_ptxas(c: Context) -> list[Finding]:
+    """The ptxas the installed Triton compiles with is newer than the driver loads (compat/ [[minor_compat]]):
+    torch runs, every Triton kernel and torch.compile fail with "device kernel image is invalid"."""
+    v, h = c.venv, c.host
+    if v is None or c.matrix is None or not h.driver or not v.ptxas:
+        return []
+    out: list[Finding] = []
+    seen: set[tuple[str | None, str | None]] = set()
+    for px in v.ptxas:
+        if px.error or not px.release or not px.path or (px.path, px.release) in seen:
+            continue
+        floor = c.matrix.ptxas_floor(px.release, h.os)
+        if floor is None or not older(h.driver, floor[0]):
+            continue
+        seen.add((px.path, px.release))
+        need, mc = floor
+        gpus = [g for g in h.gpus if any(q.cc == g.cc and q.path == px.path for q in v.ptxas)]
+        env = "TRITON_PTXAS_BLACKWELL_PATH" if px.binary == "ptxas-blackwell" else "TRITON_PTXAS_PATH"
+        # a toolkit on this machine whose ptxas this driver loads: its CUDA major's floor is met
+        usable = [t for t in v.toolkit_ptxas
+                  if (f := c.matrix.ptxas_floor(t.release, h.os)) is not None and not older(h.driver, f[0])]
+        usable.sort(key=lambda t: parse_version(t.version) or Version("0"), reverse=True)
+        where = "bundled with triton" if px.override is None else f"chosen by {px.override}"
+        ev = [f"{px.path} --version: release {px.release}, V{px.version} ({where}; triton {v.triton_version} "
+              f"compiles with it for compute capability {', '.join(sorted({g.cc for g in gpus}))})",
+              f"{c.driver_line()}; code from a CUDA {cuda_major(px.release)}.x ptxas needs driver >= {need} (CUDA "
+              f"minor-version compatibility: {mc.source})"]
+        bundled = _bundled_ok(c, px, gpus)
+        if px.override and px.override != "PATH" and bundled:
+            alt = f"or unset {px.override}: the {bundled} bundled with triton {v.triton_version} is one this driver loads"
+        elif usable:
+            t = usable[0]
+            alt = (f"or keep this driver and run with {env}={t.path} (CUDA {t.release}, V{t.version} — this driver "
+                   "loads its code)")
+        else:
+            sm = ", ".join(sorted({"sm_" + g.cc.replace(".", "") for g in gpus}))
+            alt = (f"or keep this driver: install a CUDA toolkit this driver supports (CUDA {h.cuda_driver or '?'} or "
+                   f"older, new enough for {sm}) and point {env} at its bin/ptxas (none usable was found on PATH, "
+                   "next to nvcc, in $CUDA_HOME or /usr/local/cuda*)")
+        if v.toolkit_ptxas and not usable:
+            ev.append("toolkit ptxas found but too new for this driver too: " + ", ".join(
+                f"{t.path} (CUDA {t.release})" for t in v.toolkit_ptxas))
+        out.append(Finding(
+            id="triton-ptxas-too-new", severity="error",
+            title=(f"Triton {v.triton_version} compiles with a CUDA {px.release} {px.binary or 'ptxas'} whose kernels "
+                   f"driver {h.driver} cannot load: Triton kernels and torch.compile fail on "
+                   + ", ".join(f"GPU {g.index} ({g.name or g.cc})" for g in gpus)),
+            evidence=tuple(ev),
+            fix=f"upgrade the NVIDIA driver to >= {need} ({'the R' + need.split('.')[0] + ' branch'}), {alt}"))
+    return out
+
+
+def _bundled_ok(c: Context, px: TritonPtxas, gpus: list[Gpu]) -> str | None:
+    """When an override chose this ptxas: the bundled one (compat/ [[ptxas]]) in words, if the driver loads its code."""
+    assert c.matrix is not None and c.venv is not None and c.host.driver
+    platform = {"windows": "win_amd64"}.get(c.host.os, f"{c.host.os}_{c.host.arch}")
+    pkg = "triton-windows" if c.host.os == "windows" else "triton"
+    row = c.matrix.ptxas_build(pkg, c.venv.triton_version or "", platform)
+    if row is None or not gpus:
+        return None
+    binary, cuda, _ = row.for_cc(gpus[0].cc)
+    floor = c.matrix.ptxas_floor(cuda, c.host.os)
+    if floor is None or older(c.host.driver, floor[0]):
+        return None
+    return f"{binary} (CUDA {'.'.join(cuda.split('.')[:2])})"
 
 
 def check_triton_interpreter(c: Context) -> list[Finding]:

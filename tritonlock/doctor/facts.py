@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,28 @@ class TorchFacts:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class TritonPtxas:
+    """The ptxas the venv's Triton compiles with for one GPU, found as that Triton finds it (verify's runner)."""
+
+    cc: str  # "9.0"
+    path: str | None = None
+    binary: str | None = None  # "ptxas" | "ptxas-blackwell"
+    release: str | None = None  # "12.8"
+    version: str | None = None  # "12.8.93"
+    override: str | None = None  # the variable that chose it (TRITON_PTXAS_PATH, ...), "PATH" for another, None
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolkitPtxas:
+    """A CUDA toolkit's ptxas on this machine (PATH, nvcc's directory, $CUDA_HOME, /usr/local/cuda*)."""
+
+    path: str
+    release: str  # "12.2"
+    version: str  # "12.2.140"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class VenvFacts:
     """Everything the probe learned about one interpreter's environment."""
 
@@ -82,6 +105,8 @@ class VenvFacts:
     triton_error: str | None = None
     loaded_libs: tuple[str, ...] = ()
     damaged: tuple[str, ...] = ()  # "name version: problem" for packages whose files are not what RECORD lists
+    ptxas: tuple[TritonPtxas, ...] = ()  # per GPU of the host (probe_ptxas), when triton imports
+    toolkit_ptxas: tuple[ToolkitPtxas, ...] = ()  # the machine's own ptxas binaries, a TRITON_PTXAS_PATH can use
 
     @property
     def minor(self) -> str:
@@ -206,6 +231,67 @@ def integrity(prefix: str) -> tuple[str, ...]:
     if not (p / "pyvenv.cfg").is_file():
         return ()
     return tuple(f"{d.name} {d.version or '(unknown version)'}: {d.problem}" for d in check_venv(p))
+
+
+# ---------------------------------------------------------------- Triton's ptxas
+
+_PTXAS_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+
+
+def probe_ptxas(python: str, ccs: tuple[str, ...], *, timeout: float = 120) -> tuple[TritonPtxas, ...]:
+    """Which ptxas the venv's Triton uses for each compute capability: verify's runner function, run by the venv."""
+    if not ccs:
+        return ()
+    from tritonlock.verify import RUNNER
+
+    archs = {cc: int(cc.split(".")[0]) * 10 + int(cc.split(".")[1]) for cc in ccs}
+    code = ("import importlib.util, json\n"
+            f"spec = importlib.util.spec_from_file_location('tritonlock_runner', {str(RUNNER)!r})\n"
+            "R = importlib.util.module_from_spec(spec); spec.loader.exec_module(R)\n"
+            "import triton\nR.triton = triton\n"
+            f"print({_MARK!r} + json.dumps({{cc: R.triton_ptxas(a) for cc, a in {archs!r}.items()}}))\n")
+    try:
+        proc = _subprocess.run([python, "-I", "-c", code], timeout=timeout)
+    except Exception as err:  # noqa: BLE001 - a hang or a missing interpreter: the check says it could not tell
+        return tuple(TritonPtxas(cc=cc, error=f"{type(err).__name__}: {err}") for cc in ccs)
+    got = _answer(proc.stdout)
+    if got is None:
+        return tuple(TritonPtxas(cc=cc, error=_died(proc.returncode, proc.stderr)) for cc in ccs)
+    out = []
+    for cc in ccs:
+        raw = got.get(cc)
+        d: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        out.append(TritonPtxas(cc=cc, path=_opt(d.get("path")), binary=_opt(d.get("binary")),
+                               release=_opt(d.get("release")), version=_opt(d.get("version")),
+                               override=_opt(d.get("override")), error=_opt(d.get("error"))))
+    return tuple(out)
+
+
+def toolkit_ptxas() -> tuple[ToolkitPtxas, ...]:
+    """The ptxas of each CUDA toolkit on this machine: PATH, next to nvcc, $CUDA_HOME/$CUDA_PATH, /usr/local/cuda*."""
+    import glob
+    import shutil
+
+    exe = "ptxas.exe" if os.name == "nt" else "ptxas"
+    cands = [shutil.which(exe)]
+    nvcc = shutil.which("nvcc")
+    cands.append(os.path.join(os.path.dirname(nvcc), exe) if nvcc else None)
+    cands += [os.path.join(os.environ[v], "bin", exe) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    cands += sorted(glob.glob(f"/usr/local/cuda*/bin/{exe}")) + [f"/opt/cuda/bin/{exe}"]
+    out: list[ToolkitPtxas] = []
+    seen: set[str] = set()
+    for c in cands:
+        if not c or not os.path.isfile(c) or os.path.realpath(c) in seen:
+            continue
+        seen.add(os.path.realpath(c))
+        try:
+            text = _subprocess.run([c, "--version"], timeout=30).stdout
+        except Exception:  # noqa: BLE001 - a broken binary is simply not offered
+            continue
+        m = _PTXAS_RELEASE.search(text)
+        if m:
+            out.append(ToolkitPtxas(path=c, release=m.group(1), version=m.group(2)))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- the lock and the matrix

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tritonlock.doctor import checks_host, checks_install, checks_lock, checks_torch
 from tritonlock.doctor.context import Context, Finding
 from tritonlock.doctor.facts import (DoctorError, LockFacts, VenvFacts, load_matrix_or_error, lock_facts, probe,
-                                     venv_python)
+                                     probe_ptxas, toolkit_ptxas, venv_python)
 from tritonlock.models import HostProfile
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
     where = venv.prefix if venv else os.path.dirname(os.path.dirname(venv_path)) or venv_path
     checks: tuple[Callable[[Context], list[Finding]], ...] = (
         checks_host.check_driver, checks_host.check_toolkit, checks_torch.check_torch, checks_install.check_triton,
-        checks_torch.check_triton_gpu, checks_torch.check_triton_interpreter, checks_install.check_duplicates,
+        checks_torch.check_triton_gpu, checks_torch.check_triton_ptxas, checks_torch.check_triton_interpreter,
+        checks_install.check_duplicates,
         checks_install.check_conda, checks_install.check_shadowing, checks_install.check_wsl_libcuda,
         checks_install.check_glibc, checks_install.check_integrity, checks_lock.check_lock)
     c = Context(host=host, venv=venv, lock=lock, matrix=matrix, where=where)
@@ -109,6 +111,10 @@ def examine(project: Path, python: str | None = None, *, host: HostProfile | Non
             if python is not None:
                 raise  # the interpreter the user named: a bad option, not a finding
             broken = str(err)
+        if venv is not None and venv.triton_version and host.gpus and host.driver:
+            # the ptxas this Triton compiles with for each GPU, and the toolkits' own a TRITON_PTXAS_PATH could use
+            ccs = tuple(dict.fromkeys(g.cc for g in host.gpus))
+            venv = dataclasses.replace(venv, ptxas=probe_ptxas(interpreter, ccs), toolkit_ptxas=toolkit_ptxas())
     elif os.path.islink(interpreter):
         # A venv's python is a symlink to the interpreter it was made with; upgrading or removing that one
         # (pyenv, Homebrew, apt) leaves the venv dead.
