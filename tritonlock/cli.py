@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -39,6 +38,8 @@ def _fail(err: TritonlockError) -> NoReturn:
 
 
 def _echo_json(data: Any) -> None:
+    import json
+
     click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
@@ -265,7 +266,6 @@ def _selection_text(s: Any) -> str:
 def show(project: str, as_json: bool, target_name: str | None) -> None:
     """Show the lock as a table: per target, the decision and every pinned package."""
     from tritonlock.lockfile import read_lock
-    from tritonlock.resolve import selection_json
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
@@ -281,6 +281,8 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 
     judged = records.judge(records.read_records(lock_path.parent / records.RECORDS_FILE), lock)
     if as_json:
+        from tritonlock.resolve import selection_json
+
         _echo_json({"lock-version": lock.lock_version, "matrix-version": lock.matrix_version, "targets": [
             {**selection_json(t.selection), "packages": [
                 {"name": p.name, "version": p.version, "index": p.index, "files": len(p.wheels) + bool(p.sdist)}
@@ -298,6 +300,8 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         for line in records.verified_lines(judged, t):
             click.echo(f"  {line}")
         click.echo("")
+
+
 @main.command()
 @_project_opt
 @click.option("--venv", metavar="DIR", help="The environment to sync (default: PROJECT/.venv).")
@@ -428,7 +432,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         from tritonlock.lockfile import read_lock
         from tritonlock.sync import pick_target
 
-        host = detect()
+        host = detect(toolkit=False)
         driver = host.driver
         try:
             lock = read_lock(lock_path)
@@ -539,7 +543,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     if target_name is None and len(lock.targets) > 1:
         from tritonlock.host import detect
 
-        host_profile = detect()
+        host_profile = detect(toolkit=False)
     target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
     out_dir = Path(output) if fmt == "devcontainer" and output else Path(project) / ".devcontainer"
     context = os.path.relpath(Path(project).resolve(), out_dir.resolve()) if fmt == "devcontainer" else ".."

@@ -162,8 +162,9 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-def detect(overrides: Mapping[str, str] | None = None) -> HostProfile:
-    """Probe this machine; `overrides` (flags) beat TRITONLOCK_* variables, which beat probing."""
+def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True) -> HostProfile:
+    """Probe this machine; `overrides` (flags) beat TRITONLOCK_* variables, which beat probing. `toolkit=False`
+    skips the CUDA toolkit (`nvcc --version`, a process start): nothing that picks a lock target needs it."""
     ov = _overrides(overrides)
     given, values = ov.where, ov.values
     probes = [f"{key}: override ({where})" for key, where in given.items()]
@@ -199,7 +200,7 @@ def detect(overrides: Mapping[str, str] | None = None) -> HostProfile:
     probes += [f"container: {found_container[1]}"] if found_container else []
     wsl = p.wsl()
     probes += [f"wsl: /{p.PROC_VERSION}"] if wsl else []
-    found_nvcc = p.nvcc()
+    found_nvcc = p.nvcc() if toolkit else None
     nvcc = found_nvcc[0] if found_nvcc else None
     probes += [f"nvcc: {found_nvcc[1]}"] if found_nvcc else []
 

@@ -270,6 +270,8 @@ def _valid(check: Any, v: str) -> bool:
 
 
 def _is_version(s: str) -> bool:
+    if re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,9}){0,5}", s, re.ASCII):
+        return True  # a plain release number: valid without importing packaging
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -280,10 +282,10 @@ def _is_version(s: str) -> bool:
 
 
 def _is_spec_or_version(s: str) -> bool:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     if _is_version(s):
         return True
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         SpecifierSet(s)
     except InvalidSpecifier:
@@ -328,14 +330,28 @@ def _wheel(r: _Reader, raw: Any, where: str) -> Wheel:
                  sha256=sha, size=size)
 
 
+def _canon(name: str) -> str:
+    """packaging.utils.canonicalize_name (PEP 503), without importing packaging.tags for it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# A wheel or sdist file name whose name and version read plainly (PEP 427 / sdist); anything else is parsed by
+# packaging, which `show` and `sync` need not import when every name reads plainly.
+_PLAIN_FILE = re.compile(r"([A-Za-z0-9._]+)-([A-Za-z0-9.!+_]+)(?:-[0-9][^-]*)?(?:-[^-]+-[^-]+-[^-]+\.whl|"
+                         r"\.tar\.gz|\.zip)", re.ASCII)
+
+
 def _check_package(r: _Reader, p: LockedPackage, where: str) -> None:
     """Each file must belong to the package it is listed under: an edited version or url shows here."""
-    from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
-
     for w in (*p.wheels, *((p.sdist,) if p.sdist else ())):
         if unquote(urlsplit(w.url).path).rsplit("/", 1)[-1] != w.name:
             raise LockfileError(f"{r.path}: {where} ({p.name}): url {w.url!r} does not end in its file name "
                                 f"{w.name!r} — the lock was edited by hand; regenerate it with `tritonlock resolve`")
+        plain = _PLAIN_FILE.fullmatch(w.name)
+        if plain and _canon(plain[1]) == _canon(p.name) and plain[2] == p.version:
+            continue  # the same answer packaging gives for a name and version spelled as the lock spells them
+        from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+
         try:
             name, version = (parse_wheel_filename(w.name)[:2] if w.name.endswith(".whl")
                              else parse_sdist_filename(w.name))
@@ -457,11 +473,9 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
                                 wheels=wheels, sdist=_wheel(r, sd, f"{pw}.sdist") if sd else None)
             if not pkg.wheels and not pkg.sdist:
                 raise r.fail(pw, f"{pkg.name} has no files")
-            from packaging.utils import canonicalize_name
-
-            if canonicalize_name(pkg.name) in seen:
+            if _canon(pkg.name) in seen:
                 raise r.fail(f"{pw}.name", f"{pkg.name} appears twice in target {name!r}")
-            seen.add(canonicalize_name(pkg.name))
+            seen.add(_canon(pkg.name))
             _check_package(r, pkg, pw)
             pkgs.append(pkg)
         if ok and not pkgs:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,7 @@ def host_target(target_file: str | None = None) -> TargetSpec:
 
     if target_file:
         return host.load_saved_target(target_file)
-    return host.to_target(host.detect(), name="host")
+    return host.to_target(host.detect(toolkit=False), name="host")
 
 
 def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetSpec, ...]:
@@ -170,6 +169,8 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
 
     keys = [compile_key(s, matrix, dindex) for s in selections]
     firsts = {k: s for k, s in reversed(list(zip(keys, selections)))}
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         with ThreadPoolExecutor(max_workers=min(4, len(firsts))) as pool:
             done = dict(zip(firsts, pool.map(lambda s: compile_target(s, matrix, dindex), firsts.values())))
