@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -33,18 +34,20 @@ Exit codes:
 def _fail(err: TritonlockError) -> NoReturn:
     from tritonlock._urls import redact
 
-    click.echo(f"error: {redact(str(err))}", err=True)  # a user:token@ in any message is shown as ***@
+    from tritonlock._term import styled
+
+    click.echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
     sys.exit(err.exit_code)
 
 
 def _echo_json(data: Any) -> None:
-    import json
-
     click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-    click.echo(f"warning: {message}", err=True)
+    from tritonlock._term import styled
+
+    click.echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
 
 
 class _Group(click.Group):
@@ -222,11 +225,15 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         if lock_is_fresh(intent_path, lock_path, target_file):
             click.echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
             return
+    from tritonlock._term import Quiet, TargetProgress
     from tritonlock.project import lock_project
 
-    out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file)
+    with (Quiet() if as_json else TargetProgress()) as progress:
+        out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file, progress=progress)
     for w in out.warnings:
-        click.echo(f"warning: {w}", err=True)
+        from tritonlock._term import styled
+
+        click.echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
     if as_json:
         from tritonlock.resolve import selection_json
 
@@ -247,15 +254,19 @@ def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
 
     line = stale_warning(Path(project), lock, doing)
     if line:
-        click.echo(line, err=True)
+        from tritonlock._term import styled
+
+        click.echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
 
 
 def _selection_text(s: Any) -> str:
-    lines = [f"target {s.target.name}: torch {s.torch} ({s.backend}) + "
+    from tritonlock._term import styled
+
+    lines = [styled(f"target {s.target.name}:", bold=True) + f" torch {s.torch} ({s.backend}) + "
              f"{s.triton_package or 'no triton'} {s.triton or ''} on Python {s.python}".rstrip(),
              f"  index: {s.index}"]
-    lines += [f"  why: {r}" for r in s.reasons]
-    lines += [f"  warning: {w}" for w in s.warnings]
+    lines += ["  " + styled("why:", dim=True) + f" {r}" for r in s.reasons]
+    lines += ["  " + styled("warning:", fg="yellow") + f" {w}" for w in s.warnings]
     return "\n".join(lines)
 
 
@@ -374,9 +385,10 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
             click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
                        + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:
+            from tritonlock._term import highlight
             from tritonlock.verify import format_report
 
-            click.echo(format_report(result))
+            click.echo(highlight(format_report(result)))
     if result is not None and not result.ok:
         sys.exit(1)
 
@@ -460,7 +472,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     if as_json:
         _echo_json({**result.to_json(), **({"record": records.record_json(rec)} if rec else {})})
     else:
-        click.echo(format_report(result))
+        from tritonlock._term import highlight
+
+        click.echo(highlight(format_report(result)))
         if rec:
             click.echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
                        f"{root / records.RECORDS_FILE}")
@@ -483,7 +497,9 @@ def doctor(project: str, venv: str | None, python_: str | None, as_json: bool) -
     if as_json:
         _echo_json(report_json(report))
     else:
-        click.echo(format_report(report))
+        from tritonlock._term import highlight
+
+        click.echo(highlight(format_report(report)))
     sys.exit(report.exit_code)
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonlock import __version__
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec
+
+if TYPE_CHECKING:
+    from tritonlock._term import TargetProgress
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -130,8 +134,9 @@ def _pin_triton(sel: Selection, packages: tuple[LockedPackage, ...]) -> Selectio
 
 
 def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
-                 target_file: str | None = None) -> LockOutcome:
-    """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically."""
+                 target_file: str | None = None, progress: TargetProgress | None = None) -> LockOutcome:
+    """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
+    `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes)."""
     from tritonlock import lockfile
     from tritonlock.intent import read_intent
     from tritonlock.matrix import load_matrix
@@ -171,9 +176,24 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     firsts = {k: s for k, s in reversed(list(zip(keys, selections)))}
     from concurrent.futures import ThreadPoolExecutor
 
+    # What the user sees per compile: the targets that share it, by name ("a100, a100-b").
+    names = {k: ", ".join(dict.fromkeys(t.target.name for kk, t in zip(keys, selections) if kk == k)) for k in firsts}
+
+    def closure(k: tuple[str, ...], s: Selection) -> tuple[LockedPackage, ...]:
+        if progress is None:
+            return compile_target(s, matrix, dindex)
+        progress.start(names[k], f"locking torch {s.torch} ({s.backend}) with uv")
+        try:
+            packages = compile_target(s, matrix, dindex)
+        except BaseException:
+            progress.failed(names[k])
+            raise
+        progress.done(names[k], f"{len(packages)} packages locked")
+        return packages
+
     try:
         with ThreadPoolExecutor(max_workers=min(4, len(firsts))) as pool:
-            done = dict(zip(firsts, pool.map(lambda s: compile_target(s, matrix, dindex), firsts.values())))
+            done = dict(zip(firsts, pool.map(closure, firsts, firsts.values())))
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None
     closures = [done[k] for k in keys]

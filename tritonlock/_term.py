@@ -1,0 +1,117 @@
+"""Terminal feedback: colour and per-target progress on a TTY (rich, imported only then), plain lines otherwise.
+
+Colour follows the NO_COLOR convention (no-color.org: a non-empty NO_COLOR turns it off) and is used only when the
+stream is a terminal; CI logs and pipes get plain text.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from types import TracebackType
+from typing import IO, Any
+
+
+def colour(stream: IO[str] | None = None) -> bool:
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
+
+
+def styled(text: str, *, err: bool = False, **style: Any) -> str:
+    """click.style when the stream is a colour terminal, else the text itself."""
+    if not colour(sys.stderr if err else sys.stdout):
+        return text
+    import click
+
+    return click.style(text, **style)
+
+
+# Report words that carry the verdict, coloured where they start a line (verify's checks, doctor's findings).
+_MARKS = (("  FAIL ", "red"), ("  ok ", "green"), ("RESULT: FAILED", "red"), ("RESULT: OK", "green"),
+          ("ERROR [", "red"), ("WARNING [", "yellow"), ("INFO [", "cyan"))
+
+
+def highlight(report: str) -> str:
+    """A plain report with its verdict words coloured when stdout is a colour terminal."""
+    if not colour(sys.stdout):
+        return report
+    import click
+
+    out = []
+    for line in report.split("\n"):
+        for mark, fg in _MARKS:
+            if line.startswith(mark):
+                word = mark.strip(" [")
+                line = line.replace(word, click.style(word, fg=fg, bold=fg == "red"), 1)
+                break
+        out.append(line)
+    return "\n".join(out)
+
+
+class TargetProgress:
+    """What a long step reports per target: `start(name, doing)`, then `done(name, result)` or `failed(name)`.
+    On a terminal, one spinner line per target (rich); elsewhere one plain line when each starts and ends."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self._rich: Any = None
+        self._tasks: dict[str, Any] = {}
+        self._began: dict[str, float] = {}
+
+    def __enter__(self) -> TargetProgress:
+        if getattr(self.stream, "isatty", lambda: False)():
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            console = Console(file=self.stream, no_color=bool(os.environ.get("NO_COLOR")))
+            self._rich = Progress(SpinnerColumn(finished_text="[green]✓[/]"), TextColumn("{task.description}"),
+                                  TimeElapsedColumn(), console=console, transient=False)
+            self._rich.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        if self._rich is not None:
+            self._rich.stop()
+
+    def start(self, name: str, doing: str) -> None:
+        self._began[name] = time.monotonic()
+        if self._rich is not None:
+            self._tasks[name] = self._rich.add_task(f"target {name}: {doing}", total=1)  # rich markup: names are
+            # [A-Za-z0-9._-], versions and backends too
+        else:
+            self.stream.write(f"target {name}: {doing}…\n")
+            self.stream.flush()
+
+    def done(self, name: str, result: str) -> None:
+        if self._rich is not None:
+            self._rich.update(self._tasks[name], description=f"target {name}: {result}", completed=1)
+        else:
+            took = time.monotonic() - self._began.get(name, time.monotonic())
+            self.stream.write(f"target {name}: {result} ({took:.1f} s)\n")
+            self.stream.flush()
+
+    def failed(self, name: str) -> None:
+        if self._rich is not None:
+            from rich.markup import escape
+
+            self._rich.update(self._tasks[name], description=escape(f"target {name}: failed"), completed=1)
+        else:
+            self.stream.write(f"target {name}: failed\n")
+            self.stream.flush()
+
+
+class Quiet(TargetProgress):
+    """No feedback (--json: stdout carries the document, and nothing else is said)."""
+
+    def __enter__(self) -> TargetProgress:
+        return self
+
+    def start(self, name: str, doing: str) -> None:
+        pass
+
+    def done(self, name: str, result: str) -> None:
+        pass
+
+    def failed(self, name: str) -> None:
+        pass
