@@ -259,8 +259,9 @@ def index_reachability() -> tuple[str, str]:
         return "", f"warning: PyTorch's index ({torch_url}) did not answer ({torch_problem}), and {err}"
     default_problem = unreachable(dindex, "torch")
     if default_problem is not None:
-        return "", (f"warning: neither PyTorch's index ({torch_url}: {torch_problem}) nor your default index ({dindex}: "
-                    f"{default_problem}) answered — `tritonlock resolve` needs one of them (or a mirror in [indexes])")
+        return "", (f"warning: neither PyTorch's index ({torch_url}: {torch_problem}) nor your default index "
+                    f"({dindex}: {default_problem}) answered — `tritonlock resolve` needs one of them (or a mirror "
+                    "in [indexes])")
     why = (f"PyTorch's index ({torch_url.rsplit('/', 1)[0]}) did not answer when `tritonlock init` ran "
            f"({torch_problem}); your default index ({dindex}) did.")
     return why, (f"note: {why} torch will come from the default index ([indexes] torch = \"default\"); on Linux that "
