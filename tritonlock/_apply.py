@@ -108,9 +108,9 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
             doc = Path(tmp) / "pylock.toml"
             doc.write_text(pylock_for(lock, target, todo, wheelhouse), encoding="utf-8")
             args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
-                    "--python", py, "--no-deps", "-r", str(doc)]
+                    f"--python={py}", "--no-deps", "-r", str(doc)]
             for s in p.of("reinstall"):
-                args += ["--reinstall-package", s.name]
+                args.append(f"--reinstall-package={s.name}")
             if offline:
                 args.append("--offline")
             tty = sys.stderr.isatty()
@@ -135,7 +135,7 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
     if removes:
         say(f"removing {len(removes)} package(s) the lock does not list: {', '.join(removes)}")
         # "--": every name is a name, never an option (they come from the venv's own dist-info files).
-        proc = _subprocess.run([_subprocess.uv_bin(), "pip", "uninstall", "--no-config", "--python", py, "--",
+        proc = _subprocess.run([_subprocess.uv_bin(), "pip", "uninstall", "--no-config", f"--python={py}", "--",
                                 *removes])
         if proc.returncode != 0:
             raise Failed(f"removing {', '.join(removes)}: {proc.stderr.strip()}")
@@ -251,8 +251,9 @@ def create(path: Path, python: str, *, system_site_packages: bool, base: str | N
     site-packages it sees beyond its own (with --system-site-packages)."""
     from tritonlock import __version__
 
-    args = [_subprocess.uv_bin(), "venv", "--no-config", "--quiet", "--relocatable", "--python", base or python,
-            str(path)]
+    # `--opt=value` and an absolute path: a user's --venv or --python that begins with "-" is never an option to uv
+    args = [_subprocess.uv_bin(), "venv", "--no-config", "--quiet", "--relocatable", f"--python={base or python}",
+            str(path.absolute())]
     if system_site_packages:
         args.append("--system-site-packages")
     proc = _subprocess.run(args, timeout=300)
