@@ -100,6 +100,11 @@ def test_credentials_in_the_intent_are_used_and_never_written(tmp_path: Path, au
     lock = (proj / "triton-env.lock").read_text()
     assert f'default-index = "http://{host}/simple"' in lock and f'index = "http://{host}/whl/cpu"' in lock
     _no_secret_anywhere(proj, tmp_path / "uv-cache", outputs=outputs)
+    # not even a hash of the secret is kept: a new token leaves the lock fresh
+    intent = proj / "triton-env.toml"
+    intent.write_text(intent.read_text().replace(SECRET, "another-token"))
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 0 and "is up to date" in out, out
 
 
 def test_credentials_only_in_pip_index_url(tmp_path: Path, auth_index: LocalIndex,

@@ -104,7 +104,11 @@ def target_files_key(intent_path: Path, intent_bytes: bytes) -> str:
 
 
 def input_digest(intent_bytes: bytes, matrix_version: str, key: str) -> str:
-    h = hashlib.sha256(intent_bytes)
+    import re
+
+    # user:token@ in an index URL is left out: the lock must not carry even a hash of a secret (a short one
+    # could be guessed back from it), and a new token does not change what is locked.
+    h = hashlib.sha256(re.sub(rb"(://)[^/\s@\"']+@", rb"\1", intent_bytes))
     h.update(b"\0" + matrix_version.encode() + b"\0" + key.encode())
     return "sha256:" + h.hexdigest()
 

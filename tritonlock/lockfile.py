@@ -142,7 +142,7 @@ def dumps(lock: Lock) -> str:
     blocks = [_target_lines(t) for t in lock.targets]
     header: dict[str, Any] = {
         "lock-version": LOCK_VERSION, "created-by": lock.created_by, "intent-hash": lock.intent_hash,
-        "matrix-version": lock.matrix_version, "default-index": lock.default_index,
+        "matrix-version": lock.matrix_version, "default-index": lock.default_index or None,
         "inputs-from": lock.inputs_from or None, "input-digest": lock.input_digest or None,
     }
     head: list[str] = []

@@ -1,0 +1,242 @@
+"""Property-based fuzzing of what users and files hand tritonlock: intents and locks, generated and mutated by
+hypothesis. Every input gets either a valid result or one clean error with the documented exit code (README:
+2 bad input, 3 conflict) — never a traceback. CI runs ~1,300 cases; `-m long` runs many more."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tritonlock import export, lockfile
+from tritonlock.cli import main
+from tritonlock.errors import TritonlockError
+from tritonlock.models import Gpu, HostProfile
+from tritonlock.sync import pick_target, target_fit
+
+CI = settings(max_examples=int(os.environ.get("TRITONLOCK_FUZZ_EXAMPLES", "650")), deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+LONG = settings(CI, max_examples=20_000, derandomize=False)
+
+# Values users (and attackers) write: near-misses of valid ones, non-ASCII digits, braces, bad URLs, names that
+# look like options, huge and deep things.
+TRICKY = [
+    "", " ", "3.12", "3.11", "3.١٢", "3", "3.12.1", ">=3.10", "3.12\n", "2.6", "2.6.0", "==2.6.0", ">=2.6", "*",
+    "latest", "==2.13.0+cpu", "2.٣", "auto", "none", "cpu", "cu126", "cu130", "cu999", "cu١٢٦", ">=12.4", "12.4",
+    "12.x", "compatible", "strict", "{backend}", "{nope}", "{0}", "}", "{", "https://", "https://exa mple.com",
+    "https://x.example/simple\n", "http://[::1/x", "https://u:tok@x.example/whl/{backend}",
+    "https://x.example/whl/{backend}", "https://x.example:99999/simple", "default", "file:///tmp/wheels", "ftp://x",
+    "A100", "RTX 4090", "H200", "Jetson Orin", "8.0", "9.0", "12.0", "7.5", "٨.٠", "\x00", "\x7f", "-rfoo",
+    "--index-url=http://evil", "numpy>=1.26", "einops", "a @ http://[::1/a.whl", "torch", "triton>=3",
+    "535.104.05", "٥٣٥.104.05", "470.82.01", "580.65.06", "999.99", "2.17", "2.31", "2.٣١", "2.x", "linux",
+    "windows", "macos", "darwin", "x86_64", "aarch64", "arm64", "riscv", "host", "a\nb", "x" * 300, "é", "💥",
+]
+KEYS = ["python", "torch", "triton", "packages", "cuda", "cuda-policy", "name", "os", "arch", "glibc", "driver",
+        "gpus", "default", "nope", "x" * 50, "é"]
+
+
+def _toml(value: Any) -> str:
+    """A TOML literal (strings JSON-quoted: a JSON string is a TOML basic string)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k, ensure_ascii=False)} = {_toml(v)}" for k, v in value.items()) + " }"
+    raise TypeError(type(value))
+
+
+scalars = st.one_of(st.sampled_from(TRICKY), st.text(max_size=30), st.integers(-2**70, 2**70), st.booleans(),
+                    st.floats(allow_nan=False, allow_infinity=False))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.sampled_from(KEYS), inner, max_size=3), max_leaves=8)
+deep = st.integers(1, 1500).map(lambda n: "[" * n + "]" * n)
+
+
+@st.composite
+def intents(draw: st.DrawFn) -> str:
+    lines: list[str] = []
+    if draw(st.booleans()):
+        lines.append("[environment]")
+        for key in draw(st.lists(st.sampled_from(KEYS[:6] + ["nope"]), max_size=7, unique=True)):
+            value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
+            lines.append(f"{json.dumps(key)} = {_toml(value)}")
+    if draw(st.booleans()):
+        lines.append("[indexes]")
+        for key in draw(st.lists(st.sampled_from(["torch", "default", "extra"]), max_size=3, unique=True)):
+            lines.append(f"{key} = {_toml(draw(values))}")
+    for _ in range(draw(st.integers(0, 3))):
+        lines.append("[[targets]]")
+        for key in draw(st.lists(st.sampled_from(KEYS[6:12] + ["python", "cuda", "nope"]), max_size=8, unique=True)):
+            value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
+            lines.append(f"{json.dumps(key)} = {_toml(value)}")
+    if draw(st.integers(0, 9)) == 0:  # something that is not TOML at all, or too deep to read
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, draw(st.one_of(deep.map(lambda d: f"deep = {d}"), st.text(max_size=40))))
+    return "\n".join(lines) + "\n"
+
+
+_DIR = Path(tempfile.mkdtemp(prefix="tritonlock-fuzz-"))
+
+
+def _check_resolve(text: str) -> None:
+    (_DIR / "triton-env.toml").write_text(text, encoding="utf-8")
+    r = CliRunner().invoke(main, ["resolve", "--dry-run", "--json", "-p", str(_DIR)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), (text, repr(r.exception))
+    out = r.stdout
+    err = r.stderr if r.stderr_bytes is not None else ""
+    assert r.exit_code in (0, 2, 3), (text, r.exit_code, out, err)
+    assert "Traceback" not in out + err
+    if r.exit_code == 2:
+        assert err.startswith("error: ") and out == "", (text, out, err)
+        assert len(err) < 20_000, len(err)
+    else:
+        doc = json.loads(out)
+        assert doc["targets"] and all(t["ok"] for t in doc["targets"]) == (r.exit_code == 0), (text, out)
+        for t in doc["targets"]:
+            if t["ok"]:
+                assert re.fullmatch(r"3\.[0-9]+", t["python"]) and t["torch"] and t["backend"], (text, t)
+                assert "@" not in (t["index"] or "").split("//", 1)[-1].split("/", 1)[0], t  # no credentials
+
+
+@CI
+@given(intents())
+def test_fuzz_intents(text: str) -> None:
+    _check_resolve(text)
+
+
+@pytest.mark.long
+@LONG
+@given(intents())
+def test_fuzz_intents_long(text: str) -> None:
+    _check_resolve(text)
+
+
+# ---------------------------------------------------------------- locks
+
+
+def _bases() -> list[str]:
+    import dataclasses
+
+    from test_lockfile import sample
+
+    one = sample()
+    t = one.targets[0]
+    cpu = dataclasses.replace(t, selection=dataclasses.replace(
+        t.selection, backend="cpu", driver_floor=None, archs=(), ptx=(),
+        target=dataclasses.replace(t.selection.target, name="laptop", driver=None, cuda=None, gpus=())))
+    return [lockfile.dumps(one), lockfile.dumps(dataclasses.replace(one, targets=(t, cpu)))]
+
+
+BASES = _bases()
+HOSTS = [HostProfile(os="linux", arch="x86_64", python="3.12.3", glibc="2.39"),
+         HostProfile(os="linux", arch="x86_64", python="3.12.3", glibc="2.35", driver="580.159.04", cuda_driver="13.0",
+                     gpus=(Gpu(index=0, name="NVIDIA H200", cc="9.0"),))]
+
+
+@st.composite
+def locks(draw: st.DrawFn) -> str:
+    lines = draw(st.sampled_from(BASES)).splitlines()
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["value", "delete", "duplicate", "insert", "swap", "digit"]))
+        i = draw(st.integers(0, len(lines) - 1))
+        if op == "value" and " = " in lines[i]:
+            key = lines[i].split(" = ", 1)[0]
+            lines[i] = f"{key} = {_toml(draw(values))}" if draw(st.integers(0, 9)) else f"{key} = {draw(deep)}"
+        elif op == "delete":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "insert":
+            lines.insert(i, f"{json.dumps(draw(st.sampled_from(KEYS)))} = {_toml(draw(values))}")
+        elif op == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "digit" and re.search(r"[0-9]", lines[i]):
+            lines[i] = re.sub(r"[0-9]", lambda m: chr(0x0660 + int(m.group(0))), lines[i], count=1)
+        if not lines:
+            lines = [""]
+    text = "\n".join(lines) + "\n"
+    if draw(st.booleans()):
+        text = _restamp(text)  # past the digests, so the value checks behind them are exercised too
+    return text
+
+
+def _restamp(text: str) -> str:
+    from test_lockfile import _restamp as restamp
+
+    try:
+        return restamp(text)
+    except Exception:  # noqa: BLE001 - a mutation the helper cannot re-stamp is still a fine hostile input
+        return text
+
+
+def _check_lock(text: str) -> None:
+    try:
+        lock = lockfile.loads(text, "fuzz.lock")
+    except TritonlockError as err:
+        assert err.exit_code == 2 and str(err).startswith("fuzz.lock"), str(err)
+        assert len(str(err)) < 5_000
+        return
+    for host in HOSTS:
+        for t in lock.targets:
+            target_fit(t, host)
+        try:
+            pick_target(lock, host)
+        except TritonlockError:
+            pass
+    for t in lock.targets:
+        for fmt in export.FORMATS:
+            try:
+                export.export(lock, t, fmt)
+            except TritonlockError:
+                pass
+    lockfile.loads(lockfile.dumps(lock), "fuzz.lock")  # what was read writes back readable
+
+
+@CI
+@given(locks())
+def test_fuzz_locks(text: str) -> None:
+    _check_lock(text)
+
+
+@pytest.mark.long
+@LONG
+@given(locks())
+def test_fuzz_locks_long(text: str) -> None:
+    _check_lock(text)
+
+
+def test_fuzz_reaches_both_sides() -> None:
+    """The generators are worth their time: they produce valid inputs as well as broken ones."""
+    from hypothesis import find
+
+    find(intents(), lambda t: CliRunner().invoke(main, ["resolve", "--dry-run", "--json", "-p", str(_write(t))])
+         .exit_code == 0, settings=settings(max_examples=500, deadline=None, database=None))
+    find(locks(), lambda t: _loads_ok(t), settings=settings(max_examples=500, deadline=None, database=None))
+
+
+def _write(text: str) -> Path:
+    d = Path(tempfile.mkdtemp(prefix="tritonlock-fuzz-", dir=_DIR))
+    (d / "triton-env.toml").write_text(text, encoding="utf-8")
+    return d
+
+
+def _loads_ok(text: str) -> bool:
+    try:
+        lockfile.loads(text)
+    except TritonlockError:
+        return False
+    return True
