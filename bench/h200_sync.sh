@@ -58,7 +58,7 @@ step() {  # step NAME CMD...: run, keep output and exit code, time it
 # 1. first sync: the venv is built on the interpreter with the preinstalled stack, found on PATH
 read rc dt < <(step first-sync "$TL" sync --system-site-packages --find-links "$C/house")
 summary "first sync --system-site-packages (then verify): exit $rc, $dt s"
-if [ "$rc" != 0 ]; then  # record, then try once with the interpreter named, to learn which part failed
+if [ "$rc" != 0 ] && [ "$rc" != 1 ]; then  # sync itself failed (1 is a failed verify): try with the interpreter named
   read rc dt < <(step first-sync-python "$TL" sync --system-site-packages --python "$(command -v python3)" \
                  --find-links "$C/house")
   summary "first sync with --python $(command -v python3): exit $rc, $dt s"

@@ -3,6 +3,7 @@ stack in another interpreter that is itself a venv (as /opt/torch/.venv on the G
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -103,12 +104,15 @@ def test_a_later_plain_sync_keeps_the_preinstalled_stack(world: dict[str, Path])
     w = world
     assert _tl(w, "sync", "--system-site-packages", "--find-links", str(w["house"]), "--no-verify").returncode == 0
     venv = w["proj"] / ".venv"
-    before = tree(venv)
+    before, stats = tree(venv), _venv.snapshot(venv)
     ino = venv.stat().st_ino
     # the flag forgotten: nothing to do, nothing rebuilt, nothing downloaded
     r = _tl(w, "sync", "--no-verify")
     assert r.returncode == 0 and "already matches target gpu-box" in r.stdout, r.stdout + r.stderr
     assert tree(venv) == before and venv.stat().st_ino == ino
+    r = _tl(w, "sync", "--no-verify", "--json")  # the full path (no stamp shortcut): it too leaves the venv alone
+    assert r.returncode == 0 and json.loads(r.stdout)["applied"] is False, r.stdout + r.stderr
+    assert tree(venv) == before and _venv.snapshot(venv) == stats  # not a byte, not an mtime
     # something to do: done in place, on the same base, saying so
     subprocess.run([_uv(), "pip", "uninstall", "-q", "--python", str(venv_python(venv)), "einops"], check=True)
     r = _tl(w, "sync", "--find-links", str(w["house"]), "--no-verify")

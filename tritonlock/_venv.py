@@ -262,8 +262,14 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
+    text = json.dumps({"format": STATE_FORMAT, **data}, indent=1, sort_keys=True) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return  # a no-op sync leaves the venv untouched, its markers included
+    except (OSError, UnicodeDecodeError):
+        pass
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"format": STATE_FORMAT, **data}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
