@@ -336,3 +336,46 @@ def test_the_plan_is_coloured_only_on_a_terminal_without_no_color(tmp_path: Path
     assert "+ torch 2.6.0+cpu" in plain and "\x1b[" not in plain
     code, out = _run("sync", "-p", str(proj), "--dry-run")
     assert "+ torch 2.6.0+cpu" in out and "\x1b[" not in out
+
+
+def test_a_directory_that_is_not_a_venv_is_never_replaced(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _project(tmp_path / "p", index)
+    mine = tmp_path / "my-files"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--venv", str(mine))
+    assert code == 2 and f"{mine} exists and is not a virtual environment (no pyvenv.cfg)" in out
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"] and _leftovers(mine) == []
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--python", str(tmp_path / "nope" / "python"))
+    assert code == 2 and "no such interpreter" in out and not (proj / ".venv").exists()
+
+
+def test_a_swap_that_fails_half_way_puts_the_old_venv_back(tmp_path: Path, index: LocalIndex,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where one atomic exchange is not available, the swap is two renames; the second one failing must not lose
+    the old venv (nor leave the path empty)."""
+    import tritonlock._apply as apply_mod
+
+    proj = _project(tmp_path, index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    before = tree(venv)
+    _project(proj, index, python="3.12")
+    calls = []
+    real_rename = os.rename
+
+    def rename(a: object, b: object) -> None:
+        calls.append((a, b))
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real_rename(a, b)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(apply_mod, "exchange", lambda a, b: False)
+    monkeypatch.setattr(apply_mod.os, "rename", rename)
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--python", python312())
+    monkeypatch.undo()
+    assert code == 5, out
+    assert calls[:2] == [(venv, siblings(venv)[1]), (siblings(venv)[0], venv)]
+    assert re.search(f"sync failed; {re.escape(str(venv))} is unchanged \\(checked: still Python 3.11", out), out
+    assert "No space left on device" in out
+    assert tree(venv) == before and _imports(venv).returncode == 0 and _leftovers(venv) == []

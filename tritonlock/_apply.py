@@ -309,7 +309,7 @@ def rebuild(venv: Path, why: str | None, python: str, lock: Lock, target: Locked
         stamp(new, key, target, p, system_site_packages, base_sites)
         swap(new, venv)
     except (Failed, OSError, KeyboardInterrupt) as err:
-        shutil.rmtree(new, ignore_errors=True)
+        recover(venv, lambda s: None)  # the half-built venv goes; an old one moved aside comes back
         f = (err if isinstance(err, Failed) else Failed("interrupted", interrupted=True)
              if isinstance(err, KeyboardInterrupt) else Failed(str(err)))
         what = "interrupted" if f.interrupted else "sync failed"

@@ -98,6 +98,7 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
 
     return max(fits, key=score)
 
+
 # ---------------------------------------------------------------- looking before acting
 
 
@@ -117,8 +118,8 @@ class _State:
 def _look(venv: Path, python: str, flag: bool | None, base_given: str | None) -> _State:
     exists = venv_python(venv).exists()
     if not exists and venv.exists() and any(venv.iterdir()) and not (venv / "pyvenv.cfg").exists():
-        raise SyncError(f"{venv} exists and is not a virtual environment (no pyvenv.cfg); tritonlock replaces only "
-                        "venvs — pass another --venv, or move it away")
+        raise UsageError(f"{venv} exists and is not a virtual environment (no pyvenv.cfg); tritonlock replaces only "
+                         "venvs — pass another --venv, or move it away")
     cfg_ssp = exists and _venv.venv_ssp(venv)
     made = _venv.read_made(venv) if exists else None
     ssp = flag if flag is not None else cfg_ssp
@@ -197,20 +198,14 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     means "as the venv was made"; `show_plan` sees the plan before anything is installed."""
     import re
 
-    from tritonlock.lockfile import loads
+    from tritonlock.lockfile import read_lock
 
     lock_path = project / "triton-env.lock"
+    lock = read_lock(lock_path)
     try:
-        lock_bytes = lock_path.read_bytes()
-        lock = loads(lock_bytes.decode("utf-8"), str(lock_path))
-    except FileNotFoundError:
-        from tritonlock.errors import LockfileError
-
-        raise LockfileError(f"{lock_path}: no such file — run `tritonlock resolve` first") from None
-    except (OSError, UnicodeDecodeError) as err:
-        from tritonlock.errors import LockfileError
-
-        raise LockfileError(f"{lock_path}: cannot read ({err})") from None
+        lock_bytes = lock_path.read_bytes()  # for the no-op stamp (a lock changed in between fails its key: safe)
+    except OSError:
+        lock_bytes = b""
     intent_path = project / "triton-env.toml"
     intent_bytes = None
     stale = None
@@ -244,15 +239,15 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     want_py = python if python and base_given is None else None
     if base_given:
         if not Path(base_given).exists():
-            raise UsageError(f"--python {base_given}: no such interpreter — pass a path to a Python, or a "
-                                     "version like 3.12")
+            raise UsageError(f"--python {base_given}: no such interpreter — pass a path to a Python, or a version "
+                             "like 3.12")
         want_py = _interp.python_minor_of(base_given)
     target = pick_target(lock, host, name=target_name, python=want_py, lock_path=str(lock_path))
     sel = target.selection
     assert sel.python is not None
     if want_py and want_py != sel.python:
-        raise UsageError(f"--python {python} is Python {want_py}; target {target.name!r} is locked for "
-                                 f"Python {sel.python} — pass a Python {sel.python} interpreter")
+        raise UsageError(f"--python {python} is Python {want_py}; target {target.name!r} is locked for Python "
+                         f"{sel.python} — pass a Python {sel.python} interpreter")
     equivalent = None
     if sel.torch:
         try:
@@ -300,8 +295,8 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
                 say(f"{venv}: {len(st.damage)} package(s) damaged (a sync or install was stopped half-way?); "
                     "reinstalling them")
             show_plan(with_download(p, target, sel.python))
-            _apply.apply(p, lock, target, venv, offline=offline or find_links is not None, wheelhouse=find_links, say=say,
-                  damage=st.damage)
+            _apply.apply(p, lock, target, venv, offline=offline or find_links is not None, wheelhouse=find_links,
+                         say=say, damage=st.damage)
             _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
             return SyncOutcome(target=target, plan=p, applied=True, venv=venv, host=host)
         p = _apply.rebuild(venv, st.rebuild if st.exists else None, sel.python, lock, target, equivalent,
