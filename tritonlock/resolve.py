@@ -67,7 +67,6 @@ class _Triton:
     kind: str = ""  # the problem's kind: "ptxas" (driver), "gpu" (compute capability), "wheel", "spec"
     need_driver: str | None = None  # kind "ptxas": the least driver that loads its kernels
     env: str | None = None  # kind "ptxas": the variable that points Triton at another ptxas
-    ptxas_major: str | None = None  # kind "ptxas": the CUDA major of the bundled ptxas ("13")
 
 
 class _Resolver:
@@ -320,6 +319,7 @@ class _Resolver:
             key = row.for_cc(cc) if cc != "?" else ("ptxas", row.ptxas, "TRITON_PTXAS_PATH")
             uses.setdefault(key, []).append(cc)
         reasons, warns = list(base.reasons), list(base.warnings)
+        fails: list[tuple[str, str, str]] = []  # (problem words, the driver it needs, the variable that overrides)
         for (binary, cuda, env), on in uses.items():
             floor = self.m.ptxas_floor(cuda, self.t.os)
             cuda_xy = ".".join(cuda.split(".")[:2])
@@ -331,13 +331,17 @@ class _Resolver:
                 continue
             need = floor[0]
             if _v(self.t.driver) < _v(need):
-                return _Triton(
-                    package=package, version=version, kind="ptxas", need_driver=need, env=env, ptxas_major=major,
-                    problem=(f"its Triton ({package} {version}) compiles for {gpus} with its bundled {binary} "
-                             f"(CUDA {cuda_xy}), whose kernels need driver >= {need} (CUDA {major}.x minor-version "
-                             f"compatibility); driver {self.t.driver} cannot load them"))
+                fails.append((f"compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}), whose kernels need "
+                              f"driver >= {need} (CUDA {major}.x minor-version compatibility)", need, env))
+                continue
             reasons.append(f"{package} {version} compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}): "
                            f"driver {self.t.driver} >= {need} loads its kernels")
+        if fails:  # every GPU's ptxas named; the driver that unlocks it is the highest of their floors
+            need = max((f[1] for f in fails), key=_v)
+            return _Triton(package=package, version=version, kind="ptxas", need_driver=need,
+                           env=next(f[2] for f in fails if f[1] == need),
+                           problem=(f"its Triton ({package} {version}) " + "; and ".join(f[0] for f in fails)
+                                    + f"; driver {self.t.driver} cannot load them"))
         if not ccs and row.blackwell and row.blackwell_from:
             floor = self.m.ptxas_floor(row.blackwell, self.t.os)
             if floor and _v(self.t.driver) < _v(floor[0]):
@@ -429,6 +433,12 @@ class _Resolver:
         hints: list[str] = []
         if passed:
             hints += self.triton_hints(passed)
+        if self.t.driver is not None and self.intent.cuda != "cpu" and not hints:
+            found = self.least_driver()  # checked by resolving again with it
+            if found is not None:
+                d, sel = found
+                hints.append(f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
+                             f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
         if self.t.driver is not None and self.intent.cuda != "cpu" and not hints:
             need: list[str] = []
             for r in tried:
