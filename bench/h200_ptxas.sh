@@ -4,12 +4,13 @@
 # ptxas, which must report triton-ptxas-too-new. No network: tritonlock runs from this checkout with the examined
 # interpreter's own click/packaging/requests (the H200 image has them), from an empty directory (no project).
 #   PYTHON  the environment to examine (default /opt/torch/.venv/bin/python3: torch 2.11.0+cu130, triton 3.6.0)
-#   OUT     where the outputs go (default bench/h200/ptxas)
+#   OUT     where the outputs go: an absolute path as is (the GPU tool's $OUT), else relative to the repository
+#           (default bench/h200/ptxas)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
-OUT=$REPO/${OUT:-bench/h200/ptxas}
+case "${OUT:-}" in /*) ;; "") OUT=$REPO/bench/h200/ptxas ;; *) OUT=$REPO/$OUT ;; esac
 W=${WORK:-/tmp/h200-ptxas}
 mkdir -p "$OUT" "$W/empty"
 cd "$W/empty"
