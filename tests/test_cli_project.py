@@ -159,3 +159,16 @@ def test_a_path_that_is_not_there_is_bad_input_everywhere(project: Path, tmp_pat
     for args, words in cases:
         code, out = _run(*args)
         assert code == 2 and out.startswith(f"error: {words}") and "Traceback" not in out, (args, out)
+
+
+def test_a_reader_that_stops_early_is_not_an_error(project: Path) -> None:
+    """`tritonlock show | head -1`: the pipe closes under show; it stops quietly (no 'error:' line, no traceback)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "tritonlock", "show", "-p", str(project)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # what `head -1` does after its line: here before the first one, so the pipe surely breaks
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) in (0, 141) and "error" not in err.lower() and "Traceback" not in err, err

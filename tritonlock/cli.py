@@ -50,6 +50,15 @@ def _show_warning(message: Warning | str, category: type[Warning], *args: Any, *
     click.echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 class _Group(click.Group):
     """Turns TritonlockError into one clean message and its exit code (never a traceback), and our
     warnings (a newer lock format) into one `warning:` line each."""
@@ -66,6 +75,9 @@ class _Group(click.Group):
                 return super().invoke(ctx)
         except TritonlockError as err:
             _fail(err)
+        except BrokenPipeError:  # `tritonlock show | head`: the reader has all it wanted; nothing went wrong here
+            _quiet_stdout()
+            sys.exit(141)  # 128 + SIGPIPE, as a shell reports a pipeline member that the pipe closed on
         except OSError as err:  # a file we were asked to write or read: say which, never a traceback
             name = err.filename if isinstance(err.filename, str) else ""
             click.echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
