@@ -64,7 +64,7 @@ check "init without network says neither index answered" $?
 "$W/tl/bin/python" - "$W/new/triton-env.toml" "$W/host.toml" <<'PYEOF' >> "$OUT/init.txt" 2>&1
 import sys, tomllib
 text = open(sys.argv[1]).read()
-block = text.split("This machine, as it writes it:\n", 1)[1]
+block = text.split("This machine, as `tritonlock host --save` writes it:\n", 1)[1]
 mine = tomllib.loads("\n".join(l.removeprefix("# ") for l in block.splitlines()))
 saved = tomllib.loads(open(sys.argv[2]).read())
 print("init's table:", mine, "\nhost --save:", saved)

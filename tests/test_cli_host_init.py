@@ -86,7 +86,7 @@ def test_init_shows_this_machine_as_host_save_writes_it(tmp_path: Path) -> None:
     code, out = _run("init", "-p", str(tmp_path), "--no-index-check")
     assert code == 0, out
     text = (tmp_path / "triton-env.toml").read_text()
-    block = text.split("This machine, as it writes it:\n", 1)[1]
+    block = text.split("This machine, as `tritonlock host --save` writes it:\n", 1)[1]
     uncommented = "\n".join(line.removeprefix("# ") for line in block.splitlines())
     code, out = _run("host", "--save", str(tmp_path / "host.toml"))
     assert code == 0, out

@@ -195,8 +195,9 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
 
         tname = name or host.default_target_name(prof)
         write_atomic(save, host.target_toml(prof, tname))
-        click.echo(f"wrote target {tname!r} to {save} — paste it into triton-env.toml, or pass "
-                   f"`tritonlock resolve --target-file {save}`", err=True)
+        click.echo(f"wrote target {tname!r} to {save} — include it from triton-env.toml (target-files = "
+                   f"[\"hosts/*.toml\"] for files in hosts/), paste it there, or pass `tritonlock resolve "
+                   f"--target-file {save}`", err=True)
     if as_json:
         _echo_json(host.profile_json(prof))
     elif not save:

@@ -506,7 +506,8 @@ def starter(python: str, target_comment: str = "", *, this_machine: str = "", to
 
     lines = ["# triton-env.toml — what this project needs; `tritonlock resolve` turns it into triton-env.lock."]
     lines += [target_comment] if target_comment else []
-    lines += ["[environment]",
+    lines += [row('# target-files = ["hosts/*.toml"]', "other machines, a file each (see the end of this file)"),
+              "[environment]",
               row(f'python = "{python}"', 'a version ("3.12") or a specifier (">=3.10"); default: this interpreter'),
               row('torch = ">=2.6"', 'PEP 440 specifier; "*" = newest that fits'),
               row('triton = "auto"', '"auto" (the version torch pins) | a specifier | "none"'),
@@ -529,8 +530,9 @@ def starter(python: str, target_comment: str = "", *, this_machine: str = "", to
                   '# default = "https://mirror.example/simple"        # everything else (default: your pip '
                   "configuration)"]
     lines += ["",
-              "# With no [[targets]], the one target is the machine `tritonlock resolve` runs on. To lock for other",
-              "# machines too, add their [[targets]] tables: `tritonlock host --save FILE` writes one on each machine",
-              "# (or add `--driver`, `--gpus`, … to describe it). This machine, as it writes it:"]
+              "# With no targets, the one target is the machine `tritonlock resolve` runs on. To lock for several",
+              "# machines, save each one — this one too — with `tritonlock host --save hosts/NAME.toml` (or describe",
+              "# it: --driver, --gpus, …) and uncomment target-files at the top, or paste [[targets]] tables here.",
+              "# This machine, as `tritonlock host --save` writes it:"]
     lines += [f"# {line}".rstrip() for line in this_machine.strip().splitlines() if not line.startswith("#")]
     return "\n".join(lines) + "\n"
