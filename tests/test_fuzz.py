@@ -82,6 +82,10 @@ def intents(draw: st.DrawFn) -> str:
         for key in draw(st.lists(st.sampled_from(KEYS[6:12] + ["python", "cuda", "nope"]), max_size=8, unique=True)):
             value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
             lines.append(f"{json.dumps(key)} = {_toml(value)}")
+    if draw(st.integers(0, 5)) == 0:  # target-files globs (relative to the fuzz directory)
+        globs = st.sampled_from(["hosts/*.toml", "*.toml", "**/*", "**", ".", "..", "/etc/*", "a**", "[", "~",
+                                 "hosts/../..", "*" * 70, "", " "])
+        lines.insert(0, f"target-files = {_toml(draw(st.one_of(st.lists(globs, max_size=3), globs, values)))}")
     if draw(st.integers(0, 9)) == 0:  # something that is not TOML at all, or too deep to read
         at = draw(st.integers(0, len(lines)))
         lines.insert(at, draw(st.one_of(deep.map(lambda d: f"deep = {d}"), st.text(max_size=40))))
@@ -240,3 +244,30 @@ def _loads_ok(text: str) -> bool:
     except TritonlockError:
         return False
     return True
+
+
+# ---------------------------------------------------------------- verified-on records (triton-env.verified.toml)
+
+RECORD_KEYS = ["target", "fingerprint", "packages-digest", "when", "host", "ok", "mode", "os", "arch", "glibc",
+               "python", "driver", "cuda", "gpus", "torch", "triton", "tritonlock", "failures", "kernels"]
+
+
+@st.composite
+def records(draw: st.DrawFn) -> str:
+    lines = [f"records-version = {_toml(draw(st.sampled_from(['1.0', '1.9', '2.0', 'x', 1])))}"]
+    for _ in range(draw(st.integers(0, 3))):
+        lines.append("[[verified]]")
+        for key in draw(st.lists(st.sampled_from(RECORD_KEYS + ["nope"]), max_size=12, unique=True)):
+            lines.append(f"{json.dumps(key)} = {_toml(draw(values))}")
+    return "\n".join(lines) + "\n"
+
+
+@settings(CI, max_examples=300)
+@given(records())
+def test_fuzz_records(text: str) -> None:
+    from tritonlock.records import loads
+
+    try:
+        loads(text, "fuzz.verified.toml")
+    except TritonlockError as err:
+        assert err.exit_code == 2 and str(err).startswith("fuzz.verified.toml"), str(err)

@@ -139,3 +139,42 @@ def test_bad_saved_target_is_exit_2(tmp_path: Path, body: str, expected: str) ->
 def test_an_unwritable_path_is_a_clean_error(tmp_path: Path) -> None:
     code, out = _run("host", "--save", str(tmp_path / "no" / "such" / "dir.toml"))
     assert code == 2 and out.startswith("error: ") and "No such file or directory" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("pattern, expected", [
+    ("a" + "*" * 70 + "/*", "is not a usable glob"),
+    (".", "is not a usable glob"),
+    ("../*", "must be a relative path or glob inside the project"),
+    ("/etc/*", "must be a relative path or glob inside the project"),
+])
+def test_bad_target_files_globs_are_exit_2(tmp_path: Path, pattern: str, expected: str) -> None:
+    (tmp_path / "triton-env.toml").write_text(f'target-files = ["{pattern}"]\n[environment]\npython = "3.11"\n')
+    code, out = _run("resolve", "--dry-run", "-p", str(tmp_path))
+    assert code == 2 and expected in out and "Traceback" not in out, out
+
+
+def test_a_glob_sweeping_the_project_skips_the_intent_and_is_bounded(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text('target-files = ["**/*"]\n[environment]\npython = "3.11"\n')
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "a.toml").write_text('[[targets]]\nname = "a"\nos = "linux"\narch = "x86_64"\n')
+    code, out = _run("resolve", "--dry-run", "--json", "-p", str(tmp_path))
+    assert code == 0, out  # triton-env.toml itself is not read as a host file
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(1001):
+        (many / f"{i}.toml").write_text("")
+    started = time.perf_counter()
+    code, out = _run("resolve", "--dry-run", "-p", str(tmp_path))
+    assert code == 2 and "matches 1002 files" in out, out
+    assert time.perf_counter() - started < 2.0
+
+
+def test_report_merge_survives_hostile_json(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "node1.json").write_text("[" * 100_000 + "]" * 100_000)
+    (runs / "node2.json").write_text('{"ok": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    code, out = _run("report", "merge", str(runs), "-p", str(tmp_path / "p"))
+    assert code in (0, 1) and "Traceback" not in out and "RecursionError" not in out, out

@@ -256,7 +256,7 @@ def site_listing(sites: list[str]) -> list[list[str]]:
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and data.get("format") == STATE_FORMAT else None
 

@@ -407,6 +407,9 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
                   warnings=_same_machines(targets))
 
 
+_MAX_TARGET_FILES = 1000  # a fleet's saved hosts; more means a pattern that sweeps up the project
+
+
 def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str],
                   targets: list[TargetSpec]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """target-files = ["hosts/*.toml"]: each file holds [[targets]] tables, as `tritonlock host --save` writes.
@@ -419,18 +422,28 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
-        p.add(("target-files",), f"expected a list of glob strings, got {raw!r}", 'write e.g. ["hosts/*.toml"]')
+        p.add(("target-files",), f"expected a list of glob strings, got {_toml.shown(raw)}",
+              'write e.g. ["hosts/*.toml"]')
         return (), ()
     seen: list[Path] = []
     for i, pattern in enumerate(raw):
         key: tuple[str | int, ...] = ("target-files", i)
         if not pattern.strip() or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-            p.add(key, f"{pattern!r} must be a relative path or glob inside the project",
+            p.add(key, f"{_toml.shown(pattern)} must be a relative path or glob inside the project",
                   'write e.g. "hosts/*.toml" (relative to triton-env.toml)')
             continue
-        matched = sorted(f for f in base.glob(pattern) if f.is_file())
+        try:  # pathlib refuses some patterns ("a**", ".") with ValueError or IndexError, and may meet bad dirs
+            matched = sorted(f for f in base.glob(pattern) if f.is_file() and f.name != Path(p.path).name)
+        except (ValueError, IndexError, OSError) as err:
+            p.add(key, f"{_toml.shown(pattern)} is not a usable glob ({_toml.shown(str(err), 80)})",
+                  'write e.g. "hosts/*.toml" (relative to triton-env.toml)')
+            continue
+        if len(matched) > _MAX_TARGET_FILES:
+            p.add(key, f"{_toml.shown(pattern)} matches {len(matched)} files", "narrow it to the saved host files, "
+                  'e.g. "hosts/*.toml"')
+            continue
         if not matched:
-            p.add(key, f"{pattern!r} matches no file in {base.resolve()}",
+            p.add(key, f"{_toml.shown(pattern)} matches no file in {base.resolve()}",
                   "save one with `tritonlock host --save " + (pattern if "*" not in pattern else "hosts/NAME.toml")
                   + "`, or fix the pattern")
         seen += [f for f in matched if f not in seen]

@@ -64,7 +64,7 @@ def parse_probes(output: str, where: str) -> list[Probe]:
             out.append(Probe(node=str(d["node"]), name=str(d["name"]), os=str(d["os"]), arch=str(d["arch"]),
                              glibc=d.get("glibc"), python=d.get("python"), driver=d.get("driver"),
                              cuda=d.get("cuda"), gpus=gpus, gpu_names=tuple(str(g) for g in d.get("gpu_names", []))))
-        except (ValueError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError, RecursionError) as err:
             raise FleetError(f"{where}: line {no}: not a node probe ({err}): {text[:120]}") from None
     return out
 
@@ -190,7 +190,7 @@ def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
         text = _read(d / f"{tag}.json")
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python reads
             doc = None
         if isinstance(doc, dict) and "ok" in doc:
             rec = None
