@@ -130,7 +130,7 @@ def test_init_where_only_the_default_index_answers(tmp_path: Path, local_index: 
     # where PyTorch's index answers, the [indexes] table stays a comment
     torch_index(local_index.url + "/whl/{backend}")
     code, out = _run("init", "-p", str(tmp_path), "--force")
-    assert code == 0 and "note:" not in out and read_intent(intent).torch_index is None
+    assert code == 0 and "did not answer" not in out and read_intent(intent).torch_index is None
     # where nothing answers, init says so and leaves the choice to the user
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
     default_index.cache_clear()

@@ -175,6 +175,12 @@ def init(project: str, force: bool, check_index: bool) -> None:
                                       torch_default=torch_default))
     if note:
         click.echo(note, err=True)
+    from tritonlock._discover import find_project
+
+    outer = find_project(str(Path(project).resolve().parent))
+    if (Path(outer) / "triton-env.toml").is_file() or (Path(outer) / "triton-env.lock").is_file():
+        click.echo(f"note: {outer} holds another project; commands run below {project} now use this new one",
+                   err=True)
     click.echo(f"wrote {intent_path} — next: `tritonlock resolve`")
 
 
