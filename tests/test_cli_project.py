@@ -156,6 +156,13 @@ def test_a_path_that_is_not_there_is_bad_input_everywhere(project: Path, tmp_pat
         (("init", "-p", str(project)), f"{project / 'triton-env.toml'} already exists — edit it, or pass --force"),
         (("show", "-p", str(nowhere)), f"{nowhere / 'triton-env.lock'}: no such file"),
         (("resolve", "-p", str(nowhere)), f"{nowhere / 'triton-env.toml'}: no such file"),
+        (("report", "merge", str(nowhere)), f"{nowhere}: no such directory"),
+        (("export", "-p", str(project), "--format", "slurm", "--time", "soon"), "--time 'soon': expected Slurm's"),
+        (("export", "-p", str(project), "--format", "k8s", "--image", "i", "--toleration", "gpu"),
+         "--toleration 'gpu': expected"),
+        (("export", "-p", str(project), "--format", "k8s"), "--format k8s needs --image"),
+        (("export", "-p", str(project), "--format", "slurm", "--target", "nope"), f"{project / 'triton-env.lock'} has "
+         "no target 'nope' (it has: a100, laptop) — pass one of those to --target"),
     ]
     for args, words in cases:
         code, out = _run(*args)

@@ -130,4 +130,4 @@ def test_report_merge_updates_records_and_needs_reports(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     r = CliRunner().invoke(main, ["report", "merge", str(empty)])
-    assert r.exit_code == 1 and "no node reports in it" in r.output
+    assert r.exit_code == 2 and "no node reports in it" in r.output  # bad input: the wrong directory

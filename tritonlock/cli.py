@@ -478,8 +478,8 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
     elif record:
-        raise TritonlockError(f"{lock_path}: no such file — --record names the lock target it verified; run "
-                              "`tritonlock resolve` first")
+        raise UsageError(f"{lock_path}: no such file — --record names the lock target it verified; run "
+                         "`tritonlock resolve` first")
     result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                         interpret=True if interpret else None, quick=quick, profile=profile, cold=cold)
     rec = None
@@ -679,8 +679,11 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
     if target_name is not None:
         chosen = next((t for t in lock.targets if t.name == target_name), None)
         if chosen is None:
-            raise TritonlockError(f"{lock_path} has no target {target_name!r} (it has: "
-                                  f"{', '.join(t.name for t in lock.targets)})")
+            from tritonlock.errors import UnknownTargetError
+
+            raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: "
+                                     f"{', '.join(t.name for t in lock.targets)}) — pass one of those to --target, "
+                                     "or leave --target out to run them all")
     if fmt == "slurm":
         from tritonlock.fleet.slurm import SlurmJob, gpus_of, sbatch_script
 
@@ -693,13 +696,13 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
         from tritonlock.fleet.k8s import K8sJob, manifests, project_files, to_yaml
 
         if not image:
-            raise TritonlockError("--format k8s needs --image: a container image with Python, uv and tritonlock "
-                                  "(the pods run `tritonlock sync --locked` and `tritonlock verify` in it)")
+            raise UsageError("--format k8s needs --image: a container image with Python, uv and tritonlock "
+                             "(the pods run `tritonlock sync --locked` and `tritonlock verify` in it)")
         selectors = []
         for item in node_selector:
             key, eq, value = item.partition("=")
             if not eq or not key:
-                raise TritonlockError(f"--node-selector {item!r}: expected KEY=VALUE")
+                raise UsageError(f"--node-selector {item!r}: expected KEY=VALUE")
             selectors.append((key, value))
         job = K8sJob(image=image, namespace=namespace, nodes=nodes, reports_claim=reports_claim,
                      node_selector=tuple(selectors), tolerations=toleration, deadline_seconds=_seconds(time_),
@@ -821,8 +824,8 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
 
     reports = read_report_dir(directory)
     if not reports and not expect:
-        raise TritonlockError(f"{directory}: no node reports in it (TAG.json, TAG.sync.rc, … as the job scripts "
-                              "write them) — is this the reports directory of the job?")
+        raise UsageError(f"{directory}: no node reports in it (TAG.json, TAG.sync.rc, … as the job scripts "
+                         "write them) — is this the reports directory of the job?")
     table = rows(reports, expect=expect, threshold=outlier)
     if html_out:
         write_atomic(html_out, table_html(table, subtitle=f"{len(table)} node(s) from {directory}"))

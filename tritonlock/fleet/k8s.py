@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonlock.errors import UsageError
 from tritonlock.fleet.nodes import FleetError
 from tritonlock.fleet.steps import Steps, node_step
 from tritonlock.models import Lock, LockedTarget
@@ -45,7 +46,7 @@ def parse_toleration(text: str) -> dict[str, Any]:
     """"key[=value]:Effect" (kubectl taint's syntax) → a Toleration."""
     m = re.fullmatch(r"([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?:(NoSchedule|PreferNoSchedule|NoExecute)", text)
     if not m:
-        raise FleetError(f"--toleration {text!r}: expected key[=value]:Effect, e.g. nvidia.com/gpu:NoSchedule")
+        raise UsageError(f"--toleration {text!r}: expected key[=value]:Effect, e.g. nvidia.com/gpu:NoSchedule")
     key, value, effect = m.groups()
     t: dict[str, Any] = {"key": key, "effect": effect}
     if value is None:
@@ -112,7 +113,7 @@ def _key(path: str) -> str:
 def manifests(lock: Lock, targets: list[LockedTarget], files: dict[str, str], job: K8sJob) -> list[dict[str, Any]]:
     """A ConfigMap with the project, and one Indexed Job per Linux target."""
     if job.nodes < 1:
-        raise FleetError("--nodes must be at least 1")
+        raise UsageError("--nodes must be at least 1")
     meta_ns = {"namespace": job.namespace} if job.namespace else {}
     cm_name = f"{job.name}-project"
     docs: list[dict[str, Any]] = [{

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonlock.errors import TritonlockError
+from tritonlock.errors import TritonlockError, UsageError
 from tritonlock.records import Record, record_from_json
 
 
@@ -170,7 +170,7 @@ def read_report_dir(directory: Path) -> list[NodeReport]:
     """Every node that left a trace in `directory` (the job scripts' files: TAG.started, TAG.sync.rc,
     TAG.sync.log, TAG.json from `verify --json --record`, TAG.verify.rc, TAG.verify.log)."""
     if not directory.is_dir():
-        raise FleetError(f"{directory}: no such directory — pass the reports directory the job wrote into")
+        raise UsageError(f"{directory}: no such directory — pass the reports directory the job wrote into")
     tags: dict[str, set[str]] = {}
     for f in directory.iterdir():
         m = _STEP.match(f.name)
