@@ -109,6 +109,7 @@ def test_missing_numpy_is_named_as_the_cause(no_numpy_python: str) -> None:
     assert not any("ran the kernels" in n for n in r.notes)
     text = format_report(r)
     assert text.splitlines()[0].startswith("verify: no kernel ran;") and "not installed" not in text
+    assert text.splitlines()[0].endswith(f"triton {TRITON}")  # installed, even though not imported
 
 
 def test_import_error_names_the_missing_dependency_not_the_package() -> None:

@@ -489,6 +489,10 @@ def check_interpreter_deps(r: Report, asked: bool) -> bool:
                 "environment lacks it, so no kernel ran",
                 "lock numpy and install it: `tritonlock resolve --upgrade` (a lock for a target without an NVIDIA "
                 "driver includes numpy), then `tritonlock sync`; or `pip install numpy` into this environment")
+        try:  # not imported (it would fail), but installed: the report names the version that is there
+            r.triton = importlib.metadata.version("triton")
+        except importlib.metadata.PackageNotFoundError:
+            pass
         return False
     try:
         version = importlib.metadata.version("numpy")
