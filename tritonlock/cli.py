@@ -370,10 +370,15 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
             return
     from tritonlock.sync import format_plan, sync_project
 
+    from tritonlock._term import colour, styled
+
     tty = sys.stderr.isatty()
-    style = click.style if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else None
+    style = click.style if colour(sys.stdout) else None
 
     def say(msg: str) -> None:
+        head, sep, rest = msg.partition(": ")
+        if head == "warning" and sep:
+            msg = styled("warning:", err=True, fg="yellow") + " " + rest
         click.echo(msg, err=True)
 
     def show_plan(p: Any) -> None:
