@@ -299,6 +299,20 @@ def test_a_noop_sync_reads_only_file_stats(tmp_path: Path, index: LocalIndex) ->
     assert "already matches" in line and "tritonlock.sync" in mods
     assert "tritonlock.sync" in _noop_imports(proj)[1]  # and back
     assert _noop_imports(proj)[1] == []
+    # the console script answers before the CLI is imported at all (click included)…
+    code = ("import sys\nfrom tritonlock._entry import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('click', 'tritonlock.cli', 'tritonlock.sync', 'tritonlock.lockfile', 'packaging')"
+            " if m in sys.modules))")
+    for argv in (["sync", "-p", str(proj), "--no-verify"], ["sync", "--no-verify", f"--project={proj}"],
+                 ["sync", "--venv", str(venv), "--no-verify", "-p", str(proj)]):
+        r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+        assert r.stdout.splitlines() == [f"{venv} already matches target host (7 packages)", "[]"], (argv, r.stdout)
+    # …and hands every other command line to it
+    for argv in (["sync", "-p", str(proj), "--no-verify", "--target", "host"],
+                 ["sync", "-p", str(proj), "--no-verify", "--json"],
+                 ["sync", "-p", str(proj), "--no-verify", "--dry-run"], ["--help"]):
+        r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+        assert "'click'" in r.stdout.splitlines()[-1], (argv, r.stdout, r.stderr)
     subprocess.run([sys.executable, "-m", "uv", "pip", "uninstall", "-q", "--python", str(venv_python(venv)),
                     "einops"], check=True)
     r = subprocess.run([sys.executable, "-m", "tritonlock", "sync", "-p", str(proj), "--no-verify"],
@@ -379,3 +393,26 @@ def test_a_swap_that_fails_half_way_puts_the_old_venv_back(tmp_path: Path, index
     assert re.search(f"sync failed; {re.escape(str(venv))} is unchanged \\(checked: still Python 3.11", out), out
     assert "No space left on device" in out
     assert tree(venv) == before and _imports(venv).returncode == 0 and _leftovers(venv) == []
+
+
+@pytest.mark.parametrize("made,synced", [
+    ('{"format": 1, "python": "3.11", "system-site-packages": true, "base-python": 5, "base-sites": 7}',
+     '{"format": 1, "key": "x", "target": "host", "packages": 1, "system-site-packages": true, "dists": [], '
+     '"base": 3, "cfg": ""}'),
+    ("[" * 100000, "{" * 100000),
+    ('{"format": 1, "python": "3.11", "system-site-packages": false, "base-python": null, "base-sites": [1]}',
+     '{"format": 1, "key": null, "target": "host", "packages": 1, "system-site-packages": false, '
+     '"dists": {"a": "b"}, "base": [[2]], "cfg": ""}'),
+])
+def test_markers_edited_by_hand_are_ignored_not_trusted(tmp_path: Path, index: LocalIndex, made: str,
+                                                        synced: str) -> None:
+    proj = _project(tmp_path, index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    (venv / _venv.MADE).write_text(made)
+    (venv / _venv.SYNCED).write_text(synced)
+    (_site(venv) / "einops" / "__init__.py").unlink()  # an untrusted stamp means: check every package
+    r = subprocess.run([sys.executable, "-m", "tritonlock", "sync", "-p", str(proj), "--no-verify"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "1 repaired" in r.stdout and _imports(venv).returncode == 0

@@ -1,5 +1,5 @@
 """`python -m tritonlock`."""
 
-from tritonlock.cli import main
+from tritonlock._entry import main
 
 main()

@@ -209,7 +209,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     intent_path = project / "triton-env.toml"
     intent_bytes = None
     stale = None
-    from tritonlock._fast import matrix_version, raw_machine_key
+    from tritonlock._fast import raw_machine_key
 
     if intent_path.exists():
         from tritonlock.intent import read_intent
@@ -258,8 +258,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         except TritonlockError:  # the matrix is advisory here; the lock alone is enough to sync
             equivalent = None
     key = None if stale else _venv.sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes,
-                                            matrix_version=matrix_version(), machine=raw_machine_key(),
-                                            target=target_name, python=python)
+                                            machine=raw_machine_key(), target=target_name, python=python)
 
     def decide() -> tuple[_State, Plan]:
         st = _look(venv, sel.python or "", system_site_packages, base_given)

@@ -1,0 +1,204 @@
+"""The no-op fast path of `sync` and the two marker files it reads: standard library only (os, json, hashlib,
+pathlib), so that `tritonlock sync --no-verify` on a venv that already matches costs little more than Python's
+start-up."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+# How tritonlock made this venv (Python, --system-site-packages, the base interpreter): kept for its life.
+MADE = ".tritonlock-made.json"
+# Written only after a sync completed, removed before an install starts: its absence after a kill means
+# "check every distribution's files", its presence lets a no-op sync answer from file stats alone.
+SYNCED = ".tritonlock-synced.json"
+STATE_FORMAT = 1
+
+
+def site_dirs(venv: Path) -> list[Path]:
+    if os.name == "nt":
+        return [venv / "Lib" / "site-packages"]
+    return sorted((venv / "lib").glob("python3*/site-packages"))
+
+
+def dist_infos(site: Path) -> list[Path]:
+    try:
+        return sorted(p for p in site.iterdir() if p.name.endswith(".dist-info") and p.is_dir())
+    except OSError:
+        return []
+
+
+def siblings(venv: Path) -> tuple[Path, Path]:
+    """Where a rebuild is made (…-new) and where the old venv waits during a two-step swap (…-old)."""
+    return (venv.parent / f".{venv.name}.tritonlock-new", venv.parent / f".{venv.name}.tritonlock-old")
+
+
+def fingerprint(venv: Path) -> dict[str, list[int]]:
+    """.dist-info name → [mtime_ns, size] of its RECORD ([] when it has none): what changes when anything
+    installs, upgrades or removes a distribution."""
+    out: dict[str, list[int]] = {}
+    for site in site_dirs(venv):
+        for d in dist_infos(site):
+            try:
+                st = os.stat(d / "RECORD")
+            except OSError:
+                out[d.name] = []
+                continue
+            out[d.name] = [st.st_mtime_ns, st.st_size]
+    return out
+
+
+def site_listing(sites: list[str]) -> list[list[str]]:
+    """The .dist-info names in each of these directories (the preinstalled stack a venv sees)."""
+    return [sorted(p.name for p in dist_infos(Path(s))) for s in sites]
+
+
+def _read_json(path: Path, valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    """A marker file, or None when it is missing, not ours, or not of the shape tritonlock writes (a marker edited by
+    hand, or by something else, is ignored — never trusted, never a traceback)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT or not valid(data):
+        return None
+    return data
+
+
+def _strs(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _made_ok(d: dict[str, Any]) -> bool:
+    return (isinstance(d.get("python"), str) and isinstance(d.get("system-site-packages"), bool)
+            and isinstance(d.get("base-python"), (str, type(None))) and _strs(d.get("base-sites")))
+
+
+def _synced_ok(d: dict[str, Any]) -> bool:
+    dists, base = d.get("dists"), d.get("base")
+    return (isinstance(d.get("key"), (str, type(None))) and isinstance(d.get("target"), str)
+            and isinstance(d.get("packages"), int) and isinstance(d.get("system-site-packages"), bool)
+            and isinstance(d.get("cfg"), str) and isinstance(dists, dict)
+            and all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in dists.values())
+            and isinstance(base, list) and all(_strs(x) for x in base))
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    text = json.dumps({"format": STATE_FORMAT, **data}, indent=1, sort_keys=True) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return  # a no-op sync leaves the venv untouched, its markers included
+    except (OSError, UnicodeDecodeError):
+        pass
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_made(venv: Path) -> dict[str, Any] | None:
+    return _read_json(venv / MADE, _made_ok)
+
+
+def write_made(venv: Path, *, python: str, system_site_packages: bool, base_python: str | None,
+               base_sites: list[str], created_by: str) -> None:
+    _write_json(venv / MADE, {"python": python, "system-site-packages": system_site_packages,
+                              "base-python": base_python, "base-sites": base_sites, "created-by": created_by})
+
+
+def read_synced(venv: Path) -> dict[str, Any] | None:
+    return _read_json(venv / SYNCED, _synced_ok)
+
+
+def drop_synced(venv: Path) -> dict[str, Any] | None:
+    """Remove the completed-sync stamp before changing the venv; returns what it said."""
+    data = read_synced(venv)
+    try:
+        os.unlink(venv / SYNCED)
+    except FileNotFoundError:
+        pass
+    return data
+
+
+def write_synced(venv: Path, *, key: str | None, target: str, packages: int, system_site_packages: bool,
+                 base_sites: list[str]) -> None:
+    _write_json(venv / SYNCED, {"key": key, "target": target, "packages": packages,
+                                "system-site-packages": system_site_packages, "dists": fingerprint(venv),
+                                "base": site_listing(base_sites), "cfg": cfg_digest(venv)})
+
+
+def cfg_digest(venv: Path) -> str:
+    try:
+        return hashlib.sha256((venv / "pyvenv.cfg").read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def restore_synced(venv: Path, data: dict[str, Any]) -> None:
+    data = {k: v for k, v in data.items() if k != "format"}
+    _write_json(venv / SYNCED, data)
+
+
+def _code_stamp() -> list[object]:
+    """This tritonlock's version and the stats of its modules and of its compat/ data: a new release, an edited
+    checkout or new compatibility data may judge locks and venvs otherwise, so the first sync after takes the full
+    path."""
+    from tritonlock import __version__
+    from tritonlock._data import compat_root
+
+    stats: list[object] = [__version__]
+    for d in (Path(__file__).parent, compat_root()):
+        try:
+            for e in sorted(os.scandir(d), key=lambda e: e.name) if d is not None else ():
+                if e.name.endswith((".py", ".toml")):
+                    st = e.stat()
+                    stats.append([e.name, st.st_mtime_ns, st.st_size])
+        except OSError:
+            stats.append(None)
+    return stats
+
+
+def sync_key(*, lock_bytes: bytes, intent_bytes: bytes | None, machine: str | None, target: str | None,
+             python: str | None) -> str | None:
+    """Everything besides the venv that a sync's answer depends on; None when it cannot be told cheaply."""
+    if machine is None:
+        return None
+    h = hashlib.sha256()
+    for part in (lock_bytes, intent_bytes if intent_bytes is not None else b"\0none",
+                 json.dumps([machine, target, python, _code_stamp()]).encode()):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def already_synced(project: Path, venv: Path, *, target: str | None, python: str | None,
+                   system_site_packages: bool | None) -> str | None:
+    """The "already matches" line when the last completed sync of this venv had exactly these inputs and no
+    distribution (nor the preinstalled stack it sees) changed since; None means "take the full path"."""
+    stamp = read_synced(venv)
+    if stamp is None or not stamp.get("key") or any(s.exists() for s in siblings(venv)):
+        return None  # (a killed sync left something beside the venv: the full path cleans it up)
+    if system_site_packages is not None and system_site_packages != stamp.get("system-site-packages"):
+        return None
+    try:
+        lock_bytes = (project / "triton-env.lock").read_bytes()
+        intent_path = project / "triton-env.toml"
+        intent_bytes = intent_path.read_bytes() if intent_path.exists() else None
+    except OSError:
+        return None
+    from tritonlock._fast import raw_machine_key
+
+    key = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=raw_machine_key(), target=target,
+                   python=python)
+    if (key is None or key != stamp["key"] or cfg_digest(venv) != stamp.get("cfg")
+            or fingerprint(venv) != stamp.get("dists")):
+        return None
+    made = read_made(venv) or {}
+    if stamp.get("system-site-packages") and site_listing(made.get("base-sites") or []) != stamp.get("base"):
+        return None
+    return f"{venv} already matches target {stamp.get('target')} ({stamp.get('packages')} packages)"
