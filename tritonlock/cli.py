@@ -393,7 +393,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
     if not dry_run and not no_verify:
         result = _run_verify(out.venv, out.target.selection, out.host)
     if as_json:
-        _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied,
+        _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
                     "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note}
                              for s in out.plan.steps],
                     "verify": result.to_json() if result is not None else None})
