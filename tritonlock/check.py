@@ -58,7 +58,8 @@ def missing_hashes(text: str, path: str) -> list[Problem]:
             if not isinstance(p, dict):
                 continue
             who = f"{p.get('name', '?')} {p.get('version', '?')}"
-            wheels = p.get("wheels") if isinstance(p.get("wheels"), list) else []
+            raw_wheels = p.get("wheels")
+            wheels: list[Any] = raw_wheels if isinstance(raw_wheels, list) else []
             files = [*wheels, *([p["sdist"]] if isinstance(p.get("sdist"), dict) else [])]
             if not files:
                 out.append(Problem(kind="hash", target=tname,
@@ -78,13 +79,18 @@ def missing_hashes(text: str, path: str) -> list[Problem]:
 # ---------------------------------------------------------------- staleness and drift
 
 
+def _fmt(key: str, value: Any) -> str:
+    if key == "gpus":
+        return ",".join(value) or "none"
+    return str(value or "none")
+
+
 def _spec_change(old: Any, new: Any) -> str:
     parts = []
     for key in ("os", "arch", "glibc", "python", "driver", "cuda", "gpus"):
         a, b = getattr(old, key), getattr(new, key)
         if a != b:
-            fmt = (lambda v: ",".join(v) or "none") if key == "gpus" else (lambda v: v or "none")
-            parts.append(f"{key} {fmt(a)} → {fmt(b)}")
+            parts.append(f"{key} {_fmt(key, a)} → {_fmt(key, b)}")
     return ", ".join(parts)
 
 

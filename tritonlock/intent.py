@@ -393,7 +393,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             targets.append(spec)
     globs, files = _target_files(p, data, Path(path).parent, names, targets)
     p.raise_if_any()
-    canonical = {
+    canonical: dict[str, object] = {
         "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,
         "cuda-policy": policy, "indexes": {"torch": torch_index, "default": default_index},
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)] for t in targets],

@@ -115,8 +115,10 @@ def table_text(table: list[Row]) -> str:
              _n(r.vector_add_gbs), _x(r.add_ratio), _n(r.matmul_tflops, 1), _x(r.matmul_ratio)] for r in table]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     right = {5, 6, 7, 8}
-    fmt = lambda cells: "  ".join(c.rjust(w) if i in right else c.ljust(w)  # noqa: E731
-                                  for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
     lines = [fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body]
     passed = sum(r.ok for r in table)
     lines.append("")
