@@ -27,7 +27,7 @@ def m() -> Matrix:
 
 
 def test_loads_the_shipped_data_once(m: Matrix) -> None:
-    assert m.version == "2026.12.4"
+    assert m.version == "2026.12.5"
     assert load_matrix() is m  # the default load is cached
     assert m.index_url("cu126") == "https://download.pytorch.org/whl/cu126"
     assert {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton"} <= m.torch_family
@@ -318,3 +318,37 @@ def test_no_build_claims_an_arch_its_cuda_cannot_target(m: Matrix) -> None:
            for a in v.archs + v.ptx
            if (a in first and Version(v.cuda) < Version(first[a])) or (a in last and Version(v.cuda) > Version(last[a]))]
     assert bad == []
+
+
+def test_what_each_gpu_asks_of_the_driver(m: Matrix) -> None:
+    """gpus.toml first_cuda / last_branch / integrated: the driver branch a GPU needs, from NVIDIA's notes."""
+    def floor(cc: str, os: str = "linux") -> str | None:
+        found = m.gpu_driver_floor(cc, os)
+        return found[0] if found else None
+
+    # the release driver (Table 3) of the first toolkit with the architecture
+    assert floor("12.0") == floor("10.0") == "570.26" and floor("12.0", "windows") == "570.65"  # CUDA 12.8
+    assert floor("10.3") == floor("12.1") == "575.51.03"  # CUDA 12.9: sm_103, sm_121
+    assert floor("9.0") == floor("8.9") == "520.61.05"  # CUDA 11.8: Hopper and Ada
+    assert floor("8.6") == "455.23" and floor("8.0") == "450.51.05"  # CUDA 11.1 / 11.0
+    assert floor("11.0") == "580.65.06"  # Jetson Thor: sm_101 renumbered sm_110 in CUDA 13.0
+    assert floor("7.5") is None and floor("6.1") is None  # older than every toolkit in cuda.toml
+    lasts = {g.family: g.last_branch for g in m.gpus if g.last_branch}
+    assert lasts["Kepler GK210"] == 470 and lasts["Pascal GP10x"] == lasts["Volta GV100"] == 580
+    assert "Turing" not in lasts and "Ampere GA100" not in lasts
+    assert {g.family for g in m.gpus if g.integrated} == {"Jetson Nano / TX1", "Jetson TX2", "Jetson Xavier",
+                                                          "Jetson Orin", "Jetson Thor"}
+    for g in m.gpus:
+        assert not g.first_cuda or g.first_cuda_source.startswith("https://docs.nvidia.com/cuda/")
+        assert not g.last_branch or g.last_branch_source.startswith("https://")
+    assert m.max_cuda_for_driver("580.00", by_branch=True) == "13.0" and m.max_cuda_for_driver("580.00") == "12.9"
+
+
+def test_a_first_cuda_outside_the_toolkit_table_is_refused(tmp_path: Path) -> None:
+    root = _bad_compat(tmp_path, "gpus.toml", lambda d: d["gpu"][-1].update(first_cuda="10.0"))
+    assert "first_cuda: CUDA 10.0 is not in cuda.toml — add the toolkit there (its driver is the floor) — fix the row" \
+        in _error(root)
+    root = _bad_compat(tmp_path / "b", "gpus.toml", lambda d: d["gpu"][0].pop("last_branch_source"))
+    assert "gpu[0].last_branch_source: missing" in _error(root)
+    root = _bad_compat(tmp_path / "c", "gpus.toml", lambda d: d["gpu"][0].update(integrated="yes"))
+    assert "gpu[0].integrated: expected true or false, got 'yes'" in _error(root)

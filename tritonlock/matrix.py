@@ -157,6 +157,11 @@ class GpuModel:
     source: str
     family: str = ""
     wheels: str = ""  # "jetpack": integrated (Tegra) GPUs that PyTorch's wheel index does not build for
+    first_cuda: str | None = None  # the first CUDA toolkit that supports the architecture ("12.8" for sm_120)
+    first_cuda_source: str = ""
+    last_branch: int | None = None  # the last driver branch that drives it (470 for Kepler)
+    last_branch_source: str = ""
+    integrated: bool = False  # a Tegra GPU: its driver (JetPack's) is versioned by branch, "580.00"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -213,12 +218,14 @@ class Matrix:
         minor = ".".join(cuda.split(".")[:2])  # "12.6.3" is a 12.6 toolkit
         return next((t for t in self.cuda if t.version == minor), None)
 
-    def max_cuda_for_driver(self, driver: str, os: str = "linux") -> str | None:
-        """Newest toolkit whose release driver is <= driver (what the driver supports natively)."""
-        have = _public(driver)
+    def max_cuda_for_driver(self, driver: str, os: str = "linux", by_branch: bool = False) -> str | None:
+        """Newest toolkit whose release driver is <= driver (what the driver supports natively); by_branch for a
+        Tegra driver, numbered by branch ("580.00" is the R580 driver that CUDA 13.0 ships with)."""
+        have = _public(branch_floor(driver) if by_branch else driver)
         if have is None:
             return None
-        fits = [t for t in self.cuda if (d := _driver(t, os)) is not None and Version(d) <= have]
+        fits = [t for t in self.cuda if (d := _driver(t, os)) is not None
+                and Version(branch_floor(d) if by_branch else d) <= have]
         return max(fits, key=lambda t: Version(t.version)).version if fits else None
 
     def driver_floor(self, cuda: str, os: str = "linux", policy: str = "compatible") -> str | None:
@@ -254,6 +261,18 @@ class Matrix:
             if known[0] in present and _contains(words, known) and (best is None or size > best[0]):
                 best = (size, gpu)
         return best[1].cc if best else None
+
+    def gpu_family(self, cc: str) -> GpuModel | None:
+        """The gpus.toml row of a compute capability (every name in a row shares its facts); None when unknown."""
+        return next((g for g in self.gpus if g.cc == cc), None)
+
+    def gpu_driver_floor(self, cc: str, os: str = "linux") -> tuple[str, GpuModel] | None:
+        """The least driver that knows a GPU of compute capability `cc`: the release driver (Table 3) of the first
+        toolkit that supports its architecture (gpus.toml first_cuda); None when the matrix sets no floor."""
+        g = self.gpu_family(cc)
+        tk = self.toolkit(g.first_cuda) if g is not None and g.first_cuda else None
+        d = _driver(tk, os) if tk is not None else None
+        return (d, g) if d is not None and g is not None else None
 
     def jetpack_only(self, cc: str) -> GpuModel | None:
         """The integrated (Jetson) GPU with this compute capability, when only JetPack wheels serve it."""
@@ -358,6 +377,15 @@ class _Row:
         if not isinstance(val, int) or isinstance(val, bool):
             self.bad(key, f"expected an integer like {like}, got {val!r}")
             return None
+        return val
+
+    def boolean(self, key: str) -> bool:
+        """An optional true/false (absent: false)."""
+        self.seen.add(key)
+        val = self.data.get(key, False)
+        if not isinstance(val, bool):
+            self.bad(key, f"expected true or false, got {val!r}")
+            return False
         return val
 
     def strings(self, key: str, check: re.Pattern[str] | Callable[[str], bool], like: str,
@@ -540,8 +568,17 @@ def _load(root: Path) -> Matrix:
         cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
         wheels = row.get("wheels", re.compile(r"^jetpack\Z"), "jetpack", required=False) or ""
         names, src = row.strings("names", lambda s: bool(_words(s)), "A100"), row.source()
+        first = row.get("first_cuda", _CUDA, "12.8", required=False)
+        if first is not None and first not in known_cuda:
+            row.bad("first_cuda", f"CUDA {first} is not in cuda.toml — add the toolkit there (its driver is the floor)")
+        first_src = row.get("first_cuda_source", None, "https://docs.nvidia.com/cuda/...", required=first is not None) or ""
+        last = row.integer("last_branch", 470) if "last_branch" in row.data else None
+        last_src = row.get("last_branch_source", None, "https://...", required=last is not None) or ""
+        integrated = row.boolean("integrated")
         row.done()
-        gpus += [GpuModel(name=n, cc=cc, source=src, family=family_name, wheels=wheels) for n in names if cc]
+        gpus += [GpuModel(name=n, cc=cc, source=src, family=family_name, wheels=wheels, first_cuda=first,
+                          first_cuda_source=first_src, last_branch=last, last_branch_source=last_src,
+                          integrated=integrated) for n in names if cc]
     gpus_f.done()
 
     # Cross-file facts: a pin or a CUDA a row names must exist where it is defined.
@@ -627,6 +664,16 @@ def _public(version: str) -> Version | None:
 
 def _driver(tk: CudaToolkit, os: str) -> str | None:
     return tk.linux_driver if os == "linux" else tk.windows_driver if os == "windows" else None
+
+
+def driver_branch_number(driver: str) -> int:
+    """'580.65.06' -> 580: NVIDIA numbers a driver branch by the first part of its version."""
+    return int(driver.split(".")[0])
+
+
+def branch_floor(driver: str) -> str:
+    """'580.65.06' -> '580.00': the floor as a driver numbered by branch (Jetson's) reads it."""
+    return f"{driver_branch_number(driver)}.00"
 
 
 def cc_tuple(cc: str) -> tuple[int, int]:

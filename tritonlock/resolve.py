@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock.matrix import Matrix, Ptxas, TorchRelease, Variant, arch_tuple, cc_tuple, gpu_runs
+from tritonlock.matrix import (Matrix, Ptxas, TorchRelease, Variant, arch_tuple, branch_floor, cc_tuple,
+                               driver_branch_number, gpu_runs)
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
@@ -80,6 +81,58 @@ class _Resolver:
         # PyPI ships one build per platform; with cuda = "cpu" on a machine without a driver a CUDA build of it
         # runs on the CPU just the same (its CUDA libraries go unused), so it is taken with a warning.
         self.cpu_from_default = self.from_default and intent.cuda == "cpu" and not self.gpu
+        # A Jetson's driver comes with JetPack and is numbered by branch ("580.00" on JetPack 7.0/7.1, CUDA 13.0):
+        # it is held to the branch of each floor, not to a dGPU driver number (gpus.toml `integrated`).
+        self.tegra = self.gpu and any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus)
+
+    def floor(self, driver: str | None) -> str | None:
+        """A driver floor as this target's driver is numbered: by branch on a Jetson ('580.65.06' -> '580.00')."""
+        return branch_floor(driver) if driver and self.tegra else driver
+
+    def max_cuda(self) -> str | None:
+        """The CUDA version the target's driver supports natively: as reported, else from the driver table."""
+        if self.t.cuda:
+            return self.t.cuda
+        return self.m.max_cuda_for_driver(self.t.driver, self.t.os, by_branch=self.tegra) if self.t.driver else None
+
+    def candidates(self) -> list[str]:
+        """Newer drivers worth trying, least first: every floor the matrix knows (toolkit release drivers and
+        minor-version floors), as this target's driver is numbered."""
+        return driver_candidates(self.m, self.t)
+
+    def gpu_driver_problem(self) -> tuple[list[str], str | None] | None:
+        """Lines for GPUs this driver cannot drive at all, and the legacy branch to go back to when the driver is
+        too new for one (None: the way out is a newer driver); None when it drives them all.
+
+        The rule (gpus.toml first_cuda / last_branch): a GPU needs a driver of at least the branch that shipped
+        with the first CUDA toolkit supporting its architecture ("CUDA 12.8 adds compiler support for SM_100,
+        SM_101, SM_120"; Table 3: 12.8 GA >= 570.26, so R570 for an RTX 5090 or a B200), and no newer branch
+        than the last that drives it ("The Release 580 series will be the last to support GPUs based on the
+        Maxwell, Pascal, and Volta architectures"; Kepler ends with R470). Outside that range the driver does not
+        know the GPU: no CUDA build runs on it, torch's own kernels no more than Triton's. That is a conflict, not a
+        warning — a lock for it would install a GPU stack that cannot see its GPU.
+        """
+        if self.t.driver is None or self.intent.cuda == "cpu":
+            return None
+        have = driver_branch_number(self.t.driver)
+        lines: list[str] = []
+        legacy: str | None = None
+        for cc in sorted(set(self.t.gpus), key=cc_tuple):
+            g = self.m.gpu_family(cc)
+            if g is None:
+                continue
+            arch = "sm_" + cc.replace(".", "")
+            found = self.m.gpu_driver_floor(cc, self.t.os)
+            if found is not None and have < driver_branch_number(found[0]):
+                need = driver_branch_number(found[0])
+                lines.append(f"GPU {arch} ({g.family}) needs a driver of the R{need} branch or newer: CUDA "
+                             f"{g.first_cuda} is the first toolkit that supports it, and its driver is >= {found[0]}; "
+                             f"driver {self.t.driver} does not know this GPU, so no CUDA build runs on it")
+            if g.last_branch is not None and have > g.last_branch:
+                legacy = f"R{g.last_branch} ({g.family})" if legacy is None else legacy
+                lines.append(f"GPU {arch} ({g.family}) is driven only up to the R{g.last_branch} branch (NVIDIA's "
+                             f"legacy GPU list); driver {self.t.driver} (R{have}) does not drive it")
+        return (lines, legacy) if lines else None
 
     def python_reason(self, chosen: str, release: str) -> str:
         """Where the target's Python came from, in words that match what really happened."""
@@ -130,12 +183,12 @@ class _Resolver:
                               "NVIDIA driver it runs on the CPU and its CUDA libraries go unused"), None
             return f"{v.backend} needs an NVIDIA driver; this target has none", None, None
         policy = self.intent.cuda_policy
-        floor = self.m.driver_floor(v.cuda, self.t.os, policy)
+        floor = self.floor(self.m.driver_floor(v.cuda, self.t.os, policy))
         if floor is None:
             return f"CUDA {v.cuda} is not in the matrix's driver table", None, None
         if _v(self.t.driver) < _v(floor):
             return f"CUDA {v.cuda} needs driver >= {floor} ({policy} policy)", None, floor
-        max_cuda = self.t.cuda or self.m.max_cuda_for_driver(self.t.driver, self.t.os)
+        max_cuda = self.max_cuda()
         if max_cuda and _v(v.cuda) > _v(max_cuda):
             if policy == "strict":
                 return f"CUDA {v.cuda} is newer than the CUDA {max_cuda} driver {self.t.driver} supports (strict policy)", None, floor
@@ -238,7 +291,9 @@ class _Resolver:
                     reasons.append("stable variants do not run here: " + "; ".join(dict.fromkeys(stable_no)))
             if v.cuda and dfloor:
                 reasons.append(f"driver {self.t.driver} >= {dfloor}, the floor for CUDA {v.cuda} "
-                               f"({self.intent.cuda_policy} policy)")
+                               f"({self.intent.cuda_policy} policy)"
+                               + (f"; a Jetson's driver is numbered by its branch, R{driver_branch_number(dfloor)}"
+                                  if self.tegra else ""))
             if v.cuda and self.t.gpus:
                 reasons.append(f"build carries {_arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
                                + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=cc_tuple))}")
@@ -246,7 +301,7 @@ class _Resolver:
                         warnings=tuple(([warn] if warn else []) + arch_warns), driver_floor=dfloor), ""
         cudas = "/".join(v.cuda or "cpu" for v in sorted(wanted, key=lambda v: _v(v.cuda or "0")))
         if all("needs driver" in p for p in problems):
-            floors = [self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy) for v in wanted if v.cuda]
+            floors = [self.floor(self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy)) for v in wanted if v.cuda]
             least = min((f for f in floors if f), key=_v, default="?")
             return None, (f"published only for CUDA {cudas} on {self.platform}, which need driver >= {least}; "
                           f"this driver is {self.t.driver}")
@@ -329,7 +384,7 @@ class _Resolver:
                 warns.append(f"{package} {version} compiles with a CUDA {cuda_xy} {binary} whose driver floor is not "
                              "in the matrix: not checked")
                 continue
-            need = floor[0]
+            need = self.floor(floor[0]) or floor[0]
             if _v(self.t.driver) < _v(need):
                 fails.append((f"compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}), whose kernels need "
                               f"driver >= {need} (CUDA {major}.x minor-version compatibility)", need, env))
@@ -360,6 +415,24 @@ class _Resolver:
                          "PyTorch's wheel index is built for it (its aarch64 CUDA wheels are for server Arm, SBSA)"],
                         "install NVIDIA's PyTorch wheels for JetPack on that machine, or set cuda = \"cpu\" to lock "
                         "the CPU build")
+        unknown = self.gpu_driver_problem()
+        if unknown is not None:
+            lines, legacy = unknown
+            hint = ""
+            if advise and legacy is None:
+                found = self.least_driver()  # checked by resolving again with it
+                if found is not None:
+                    d, sel = found
+                    hint = (f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
+                            f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
+                else:
+                    hint = "upgrade the NVIDIA driver"
+            elif advise and legacy is not None:
+                branch, family = legacy.split(" ", 1)
+                hint = f"run a driver of the {branch} branch, the last that drives {family.strip('()')} GPUs (NVIDIA's legacy driver)"
+            if advise:
+                hint += " or set cuda = \"cpu\" to lock the CPU build"
+            return self.conflict(lines, hint)
         spec = SpecifierSet(self.intent.torch) if self.intent.torch else SpecifierSet()
         releases = [r for r in self.m.torch if Version(r.version) in spec]
         if not releases:
@@ -380,13 +453,18 @@ class _Resolver:
                 continue
             index = self.index(fit.variant.backend)
             reasons = [f"torch {r.version}: the newest release matching torch = {self.intent.torch or '*'!r} "
-                       "that fits this target" + (" with a Triton that works here" if passed else "")]
+                       "that fits this target" + (" with a Triton that works here" if any(pt.kind != "spec" for _, pt in passed)
+                                                  else f" with a triton inside triton = {self.intent.triton!r}" if passed
+                                                  else "")]
             reasons += [f"passed over {line}" for line in _grouped(skipped)]
             reasons += [self.python_reason(fit.python, r.version)]
             reasons += list(fit.reasons) + list(tri.reasons)
             warnings = list(fit.warnings) + list(tri.warnings)
-            if passed:
-                warnings.append(self.passed_over_warning(passed, advise))
+            # a newer torch whose Triton the intent's own triton specifier rules out is a reason (above), not a
+            # warning: only a Triton that cannot work here is worth one
+            broken = [(pr, pt) for pr, pt in passed if pt.kind != "spec"]
+            if broken:
+                warnings.append(self.passed_over_warning(broken, advise))
             return Selection(target=self.t, ok=True, python=fit.python, torch=r.version, backend=fit.variant.backend,
                              index=index, triton_package=tri.package, triton=tri.version, packages=self.intent.packages,
                              driver_floor=fit.driver_floor, archs=fit.variant.archs, ptx=fit.variant.ptx,
@@ -410,12 +488,7 @@ class _Resolver:
 
         if self.t.driver is None:
             return None
-        floors: set[str] = set()
-        for tk in self.m.cuda:
-            floors.update(d for d in (tk.linux_driver if self.t.os == "linux" else tk.windows_driver,) if d)
-        for mc in self.m.minor_compat:
-            floors.update(d for d in (mc.linux_driver if self.t.os == "linux" else mc.windows_driver,) if d)
-        for d in sorted((f for f in floors if _v(f) > _v(self.t.driver)), key=_v):
+        for d in self.candidates():
             t = dataclasses.replace(self.t, driver=d, cuda=None)
             sel = _Resolver(self.intent, self.m, t, self.default_python).run(advise=False)
             if sel.ok:
@@ -439,17 +512,20 @@ class _Resolver:
                 d, sel = found
                 hints.append(f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
                              f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
-        if self.t.driver is not None and self.intent.cuda != "cpu" and not hints:
-            need: list[str] = []
-            for r in tried:
-                for v in self.wanted(tuple(x for x in r.variants if self.platform in x.platforms)):
-                    if v.cuda and self.arch_problem(v)[0] is None and _pythons(self.python, r, self.platform):
-                        f = self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy)
-                        if f and _v(f) > _v(self.t.driver):
-                            need.append(f)
-                if need:
-                    hints.append(f"upgrade the NVIDIA driver to >= {min(need, key=_v)} (for torch {r.version})")
-                    break
+        if self.from_default and self.gpu and self.intent.cuda != "cpu" and not hints:
+            # PyPI ships one build per platform (CPU-only on Windows and macOS, on aarch64 before 2.11): a newer
+            # driver does not bring a CUDA build there; PyTorch's own index does (checked by resolving again)
+            import dataclasses
+
+            own = _Resolver(dataclasses.replace(self.intent, torch_index=None), self.m, self.t,
+                            self.default_python).run(advise=False)
+            if own.ok:
+                hints.append(f"take torch from PyTorch's index (remove [indexes] torch = \"default\"): then torch "
+                             f"{own.torch} ({own.backend})" + (f" + {own.triton_package} {own.triton}" if own.triton else ""))
+            cpu = _Resolver(dataclasses.replace(self.intent, cuda="cpu"), self.m, self.t,
+                            self.default_python).run(advise=False)
+            if cpu.ok and cpu.backend == "cpu":
+                hints.append(f"set cuda = \"cpu\" to lock the default index's CPU build (torch {cpu.torch})")
         if self.intent.torch:
             # the nearest releases outside the range first: the smallest change to the intent
             pos = {r.version: i for i, r in enumerate(self.m.torch)}
@@ -497,7 +573,7 @@ class _Resolver:
                 hints.append(f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}), which loads the kernels "
                              f"of {sel.triton_package or 'triton'} {sel.triton} (torch {sel.torch})")
             tri = next(t for _, t in passed if t.kind == "ptxas")
-            have_major = (self.t.cuda or self.m.max_cuda_for_driver(self.t.driver or "0", self.t.os) or "?").split(".")[0]
+            have_major = (self.max_cuda() or "?").split(".")[0]
             if self.t.os == "windows":
                 hints.append(f"keep this driver: set triton = \"none\" (locks {keep})")
             else:
@@ -509,6 +585,13 @@ class _Resolver:
         if "wheel" in kinds and not hints:
             hints.append(f"pick a Python that Triton publishes wheels for, or set triton = \"none\" to lock {keep}")
         if "spec" in kinds and not hints:
+            # the Triton asked for may come with a torch that this driver cannot run: a newer driver is then a way
+            # out that keeps the intent as written (checked by resolving again with it)
+            found = self.least_driver() if self.t.driver is not None and self.intent.cuda != "cpu" else None
+            if found is not None:
+                d, sel = found
+                hints.append(f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
+                             f"({sel.backend}) + {sel.triton_package or 'triton'} {sel.triton}")
             hints.append("loosen triton in triton-env.toml (or set it to \"auto\")")
         return hints
 
@@ -526,6 +609,20 @@ class _Resolver:
                + (f"\n  fix: {hint}" if hint else ""))
         return Selection(target=self.t, ok=False, python=None, packages=self.intent.packages,
                          conflict=Conflict(target=self.t.name, message=msg, facts=tuple(lines)), reasons=tuple(lines))
+
+
+def driver_candidates(matrix: Matrix, target: TargetSpec) -> list[str]:
+    """Drivers newer than the target's worth trying, least first: every floor the matrix knows (toolkit release
+    drivers, minor-version floors) for its OS — numbered by branch on a Jetson ("580.00"), as its driver is."""
+    if target.driver is None:
+        return []
+    tegra = any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus)
+    floors: set[str] = set()
+    for d in [tk.linux_driver if target.os == "linux" else tk.windows_driver for tk in matrix.cuda] + \
+             [mc.linux_driver if target.os == "linux" else mc.windows_driver for mc in matrix.minor_compat]:
+        if d:
+            floors.add(branch_floor(d) if tegra else d)
+    return sorted((f for f in floors if _v(f) > _v(target.driver)), key=_v)
 
 
 def _grouped(skipped: list[tuple[str, str]]) -> list[str]:
@@ -568,6 +665,9 @@ def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release:
     """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
     when it fits."""
     r = _Resolver(intent, matrix, target, default_python)
+    unknown = r.gpu_driver_problem()
+    if unknown is not None:  # the driver does not drive a GPU: no release fits until that changes
+        return "; ".join(unknown[0])
     fit, why = r.fit(release)
     if fit is None:
         return why

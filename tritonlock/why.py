@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from tritonlock.matrix import Matrix, Ptxas, TorchRelease, cc_tuple, gpu_runs
+from tritonlock.matrix import Matrix, Ptxas, TorchRelease, cc_tuple, driver_branch_number, gpu_runs
 from tritonlock.models import Intent, Selection, TargetSpec
-from tritonlock.resolve import (describe_target, driver_branch, platform_of, release_problem, resolve_one,
-                                selection_json)
+from tritonlock.resolve import (describe_target, driver_branch, driver_candidates, platform_of, release_problem,
+                                resolve_one, selection_json)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -151,11 +151,7 @@ def _least_change(intent: Intent, matrix: Matrix, target: TargetSpec, default_py
     platform = platform_of(target)
     dims: list[list[tuple[str, str]]] = []
     if target.driver is not None:
-        floors = {d for tk in matrix.cuda for d in (tk.linux_driver if target.os == "linux" else tk.windows_driver,) if d}
-        floors |= {d for mc in matrix.minor_compat
-                   for d in (mc.linux_driver if target.os == "linux" else mc.windows_driver,) if d}
-        dims.append([("driver", d) for d in sorted((f for f in floors if Version(f) > Version(target.driver)),
-                                                   key=Version)])
+        dims.append([("driver", d) for d in driver_candidates(matrix, target)])
     py = target.python or intent.python or default_python
     if py[:1].isdigit():
         here = Version(py)
@@ -171,6 +167,8 @@ def _least_change(intent: Intent, matrix: Matrix, target: TargetSpec, default_py
         intent_dims.append(("cuda-policy", "compatible"))
     if intent.cuda not in ("auto", "cpu"):
         intent_dims.append(("cuda", "auto"))
+    if intent.triton not in ("auto", "none"):
+        intent_dims.append(("triton", "auto"))  # a specifier that rules out the line's triton: drop it, keep Triton
     if intent.triton not in ("none",):
         intent_dims.append(("triton", "none"))
     dims = [d for d in dims if d]
@@ -232,6 +230,12 @@ def _change(matrix: Matrix, target: TargetSpec, intent: Intent, python: str, rel
         return Change(kind=kind, have=target.glibc, need=value,
                       words=f"glibc >= {value} (you have {target.glibc}: a newer OS image)",
                       sources=(_row("torch", rel.version, rel.source),))
+    if kind == "triton" and value == "auto":
+        tri = then.triton_package or "triton"
+        return Change(kind=kind, have=intent.triton, need=value,
+                      words=f"triton = \"auto\" ({tri} {then.triton}, the one torch {rel.version} goes with, is "
+                            f"outside triton = {intent.triton!r})",
+                      sources=(_row("torch", rel.version, rel.source),))
     if kind == "triton":
         row = _ptxas_row(matrix, target, rel)
         tr = matrix.triton_release(rel.triton or "")
@@ -254,6 +258,11 @@ def _change(matrix: Matrix, target: TargetSpec, intent: Intent, python: str, rel
 def _driver_sources(matrix: Matrix, target: TargetSpec, then: Selection) -> tuple[str, ...]:
     """The rows that set the driver floor: the build's CUDA and its floors, and Triton's bundled ptxas."""
     out: list[str] = []
+    for cc in sorted(set(target.gpus), key=cc_tuple):  # the GPU itself: a driver older than its first toolkit's branch
+        found = matrix.gpu_driver_floor(cc, target.os)
+        if found is not None and target.driver is not None \
+                and driver_branch_number(target.driver) < driver_branch_number(found[0]):
+            out.append(_row("gpu", f"{found[1].family} first_cuda {found[1].first_cuda}", found[1].first_cuda_source))
     rel = matrix.torch_release(then.torch or "")
     var = rel.variant(then.backend or "", platform_of(target)) if rel else None
     if rel is not None and var is not None and var.cuda:
