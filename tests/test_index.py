@@ -65,3 +65,20 @@ def test_default_index_follows_pip_configuration(tmp_path: Path, monkeypatch: py
         assert default_index() == PyPI.simple_url.rstrip("/")  # pip's own default, never a literal of ours
     finally:
         default_index.cache_clear()
+
+
+def test_default_index_without_pip_is_uvs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`uv tool install tritonlock` gives a venv with no pip: the default index is then uv's own default (the same
+    address pip has), never "no package index configured" (found by a new user: resolve failed with exit 4)."""
+    import sys
+
+    from pip._internal.models.index import PyPI
+
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setattr(idx_mod, "_pip_config_files", lambda: [])
+    monkeypatch.setitem(sys.modules, "pip._internal.models.index", None)  # `import` of it now raises ImportError
+    default_index.cache_clear()
+    try:
+        assert default_index() == PyPI.simple_url.rstrip("/")
+    finally:
+        default_index.cache_clear()

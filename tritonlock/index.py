@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from tritonlock import _urls
-from tritonlock.errors import ConfigError, IndexError_
+from tritonlock.errors import ConfigError, IndexError_, TritonlockError
 
 
 def _pip_config_files() -> list[Path]:
@@ -77,9 +77,29 @@ def default_index() -> str:
         from pip._internal.models.index import PyPI
 
         return str(PyPI.simple_url).rstrip("/")
-    except ImportError:
-        raise IndexError_("no package index configured and pip is not importable to tell its default — set "
+    except ImportError:  # `uv tool install` / pipx-style venvs hold no pip: uv, which installs the lock, tells it
+        found_uv = _uv_default_index()
+        if found_uv is not None:
+            return found_uv
+        raise IndexError_("no package index configured, and neither pip nor uv could tell their default — set "
                           "PIP_INDEX_URL or [indexes].default in triton-env.toml") from None
+
+
+def _uv_default_index() -> str | None:
+    """uv's own default index, as its help states it ("--default-index … (by default: <URL>)")."""
+    import subprocess
+
+    from tritonlock._subprocess import uv_bin
+
+    try:
+        out = subprocess.run([uv_bin(), "pip", "compile", "--help"], capture_output=True, text=True, timeout=30,
+                             env={**os.environ, "NO_COLOR": "1"}).stdout
+    except (OSError, subprocess.SubprocessError, TritonlockError):
+        return None
+    m = re.search(r"--default-index\b.*?by\s+default:\s+<([^>\s]+)>", out, re.S)
+    if m is None or _urls.problem(m.group(1)) is not None:
+        return None
+    return m.group(1).rstrip("/")
 
 
 # ---------------------------------------------------------------- reaching an index as pip would
