@@ -354,6 +354,17 @@ def test_no_driver_is_a_cpu_target(world: World) -> None:
     assert not any(probe.startswith(("driver", "cuda", "gpus")) for probe in profile.probes)
 
 
+def test_a_machine_without_a_driver_never_imports_nvml(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither a loaded driver (/proc, /dev) nor WSL's library: NVML cannot answer, so pynvml (tens of ms of
+    import on every command) is not even imported — WSL's probe imported it before looking for its library."""
+    world.install(fixture("no_driver"))
+    imported: list[int] = []
+    real = p._nvml_module
+    monkeypatch.setattr(p, "_nvml_module", lambda: imported.append(1) or real())
+    assert host.detect().driver is None
+    assert imported == []
+
+
 # ---- overrides -----------------------------------------------------------------------------
 
 

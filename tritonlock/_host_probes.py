@@ -166,8 +166,10 @@ def nvml() -> DriverReading | None:
 @functools.lru_cache(maxsize=None)
 def wsl_nvml() -> DriverReading | None:
     path = at(WSL_LIB, "libnvidia-ml.so.1")
+    if not os.path.exists(path):  # not WSL: skip importing pynvml (tens of ms on every command)
+        return None
     module = _nvml_module()
-    if module is None or not os.path.exists(path):
+    if module is None:
         return None
     try:
         # pynvml only asks the loader for libnvidia-ml.so.1; handing it the WSL copy makes
