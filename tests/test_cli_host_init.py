@@ -61,6 +61,29 @@ def test_host_save_round_trips_into_resolve(tmp_path: Path) -> None:
     assert t["name"] == "a100" and t["python"] == "3.10" and t["backend"].startswith("cu12")
 
 
+def test_host_save_in_a_new_project_makes_hosts_and_names_the_pattern_from_the_intent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README and init's template say `tritonlock host --save hosts/NAME.toml`: in a new project hosts/ does not
+    exist yet (it failed: "cannot write it (No such file or directory)"), and run from a subdirectory the advice
+    named a target-files pattern relative to that subdirectory, not to triton-env.toml as target-files are read."""
+    (tmp_path / "triton-env.toml").write_text('[environment]\ntorch = ">=2.4"\n')
+    (tmp_path / "src" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "src" / "deep")
+    code, out = _run("host", "--save", "hosts/me.toml", "--name", "me")
+    assert code == 0, out
+    assert (tmp_path / "src" / "deep" / "hosts" / "me.toml").is_file()
+    assert out.strip() == ("wrote target 'me' to hosts/me.toml — include it from ../../triton-env.toml: add "
+                           'target-files = ["src/deep/hosts/*.toml"] at its top (before any [table]), paste it there, '
+                           "or pass `tritonlock resolve --target-file hosts/me.toml`")
+    # the advice, followed, works: the intent now includes the saved machine
+    intent = tmp_path / "triton-env.toml"
+    intent.write_text('target-files = ["src/deep/hosts/*.toml"]\n' + intent.read_text())
+    assert [t.name for t in read_intent(intent).targets] == ["me"]
+    code, out = _run("host", "--save", "hosts/me.toml", "--name", "me")
+    assert code == 0 and out.strip().endswith('includes it (target-files = ["src/deep/hosts/*.toml"]): '
+                                              "`tritonlock resolve` locks for it")
+
+
 def test_bad_override_is_a_clean_error() -> None:
     code, out = _run("host", "--driver", "banana")
     assert code == 2 and "Traceback" not in out and "driver" in out

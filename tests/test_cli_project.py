@@ -149,8 +149,8 @@ def test_a_path_that_is_not_there_is_bad_input_everywhere(project: Path, tmp_pat
          "first, or pass --venv DIR or --python PATH"),
         (("doctor", "-p", str(project), "--python", str(nowhere / "python")), f"{nowhere / 'python'}: no such "
          "interpreter"),
-        (("host", "--save", str(nowhere / "host.toml")), f"{nowhere / 'host.toml'}: cannot write it (No such file or "
-         "directory) — check that its directory exists and that you may write there"),
+        (("host", "--save", str(project / "triton-env.toml" / "host.toml")), f"{project / 'triton-env.toml' / 'host.toml'}"
+         ": cannot write it (Not a directory) — check that its directory exists and that you may write there"),
         (("export", "-p", str(project), "--format", "pylock", "--target", "a100", "-o", str(nowhere / "pylock.toml")),
          f"{nowhere / 'pylock.toml'}: cannot write it (No such file or directory)"),
         (("init", "-p", str(project)), f"{project / 'triton-env.toml'} already exists — edit it, or pass --force"),

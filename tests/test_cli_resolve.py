@@ -40,6 +40,8 @@ def test_resolve_writes_a_complete_lock(tmp_path: Path, local_index: LocalIndex)
     assert code == 0, out
     lock = read_lock(tmp_path / "triton-env.lock")
     a100, laptop = lock.targets
+    n = len(a100.packages) + len(laptop.packages)
+    assert f"wrote {tmp_path}/triton-env.lock (2 targets, {n} packages; no triton-env.lock yet)" in out  # not "2 target(s)"
     # cu124 and cu118 are 2.6's stable CUDA (RELEASE.md); cu126 is experimental, so cu124 is preferred
     assert (a100.selection.torch, a100.selection.backend, a100.selection.triton) == ("2.6.0", "cu124", "3.2.0")
     assert laptop.selection.backend == "cpu"

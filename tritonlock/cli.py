@@ -199,11 +199,17 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
     if save:
         from tritonlock.lockfile import write_atomic
 
+        from tritonlock._discover import find_project
+        from tritonlock.project import saved_host_advice
+
         tname = name or host.default_target_name(prof)
+        try:  # `host --save hosts/NAME.toml` in a new project; write_atomic says what is wrong if this fails
+            Path(save).parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
         write_atomic(save, host.target_toml(prof, tname))
-        click.echo(f"wrote target {tname!r} to {save} — include it from triton-env.toml (target-files = "
-                   f"[\"hosts/*.toml\"] for files in hosts/), paste it there, or pass `tritonlock resolve "
-                   f"--target-file {save}`", err=True)
+        click.echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
+                   err=True)
     if as_json:
         _echo_json(host.profile_json(prof))
     elif not save:
@@ -265,7 +271,8 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     for s in out.selections:
         click.echo(_selection_text(s))
     n = sum(len(t.packages) for t in out.lock.targets) if out.lock else 0
-    click.echo(f"wrote {lock_path} ({len(out.selections)} target(s), {n} packages; {out.reason})")
+    k = len(out.selections)
+    click.echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}, {n} packages; {out.reason})")
 
 
 def _warn_if_stale(project: str, lock: Any, doing: str) -> None:

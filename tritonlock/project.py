@@ -53,6 +53,36 @@ def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetS
     return (target,)
 
 
+def saved_host_advice(saved: Path, project: Path) -> str:
+    """What to do with a file `tritonlock host --save` just wrote: target-files globs are relative to
+    triton-env.toml, not to where the command ran, so the advice names the pattern from the project's directory
+    (or says that the intent already includes the file)."""
+    intent_path = project / INTENT_FILE
+    try:
+        rel = saved.resolve().relative_to(project.resolve())
+    except (OSError, ValueError):
+        rel = None
+    if rel is None or not intent_path.is_file():
+        return (f"include it from a triton-env.toml (target-files = [\"{saved.parent.as_posix()}/*.toml\"] beside "
+                f"it), paste it there, or pass `tritonlock resolve --target-file {saved}`")
+    from tritonlock import _toml
+
+    try:
+        globs = _toml.loads(intent_path.read_text(encoding="utf-8")).get("target-files", [])
+    except (OSError, UnicodeDecodeError, ValueError):
+        globs = []
+    globs = [globs] if isinstance(globs, str) else globs
+    for pattern in globs if isinstance(globs, list) else []:
+        try:
+            if isinstance(pattern, str) and saved.resolve() in {f.resolve() for f in project.glob(pattern)}:
+                return f"{intent_path} includes it (target-files = [\"{pattern}\"]): `tritonlock resolve` locks for it"
+        except (ValueError, IndexError, OSError):
+            continue
+    pattern = (rel.parent / "*.toml").as_posix() if rel.parent != Path(".") else rel.as_posix()
+    return (f"include it from {intent_path}: add target-files = [\"{pattern}\"] at its top (before any [table]), "
+            f"paste it there, or pass `tritonlock resolve --target-file {saved}`")
+
+
 def _default_index(intent: Intent) -> str:
     if intent.default_index:
         return intent.default_index
