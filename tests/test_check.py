@@ -110,7 +110,7 @@ def locked(tmp_path: Path, local_index: LocalIndex) -> Iterator[Path]:
 def test_check_passes_on_a_fresh_lock(locked: Path) -> None:
     code, out = _run("check", "-p", str(locked))
     assert code == 0, out
-    assert out.startswith(f"ok: {locked}/triton-env.lock is fresh — 2 target(s)")
+    assert out.startswith(f"ok: {locked}/triton-env.lock is fresh — 2 targets, ")
     code, out = _run("check", "-p", str(locked), "--json")
     doc = json.loads(out)
     assert code == 0 and doc["ok"] and doc["problems"] == [] and doc["targets"] == 2
@@ -192,7 +192,13 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -
     code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_ARCH": "aarch64"})
     assert code == 1 and out.startswith(f"this machine matches no target in {locked}/triton-env.lock (")
     assert "save it with `tritonlock host --save hosts/NAME.toml`" in out
-    assert _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_DRIVER": "none", "TRITONLOCK_GLIBC": "2.36"})[0] == 0
+    # passing, `--host` says which target this machine fits (the ok line read the same with and without --host)
+    code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_DRIVER": "none", "TRITONLOCK_GLIBC": "2.36"})
+    assert code == 0 and out.rstrip().endswith("; this machine fits target 'laptop'"), out
+    code, out = _run("check", "-p", str(locked), "--host", "--json",
+                     env={"TRITONLOCK_DRIVER": "none", "TRITONLOCK_GLIBC": "2.36"})
+    assert code == 0 and json.loads(out)["host_target"] == "laptop"
+    assert json.loads(_run("check", "-p", str(locked), "--json")[1])["host_target"] is None
     code, out = _run("check", "-p", str(locked), "--require-verified")
     assert code == 1
     assert "target 'a100' was never verified with the current lock (no record)" in out

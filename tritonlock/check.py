@@ -32,6 +32,7 @@ class CheckReport:
     packages: int
     matrix_version: str
     verified: tuple[str, ...] = ()  # targets proven with the current lock (--require-verified)
+    host_target: str | None = None  # with --host: the lock target this machine fits
 
     @property
     def ok(self) -> bool:
@@ -175,19 +176,20 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
 # ---------------------------------------------------------------- host and verified-on
 
 
-def host_problems(lock: Lock, host: HostProfile, lock_path: str) -> list[Problem]:
+def host_problems(lock: Lock, host: HostProfile, lock_path: str) -> tuple[list[Problem], str | None]:
+    """Whether this machine fits a lock target: the problem when none does, else the target's name."""
     from tritonlock.sync import pick_target
 
     try:
-        pick_target(lock, host, lock_path=lock_path)
+        fits = pick_target(lock, host, lock_path=lock_path)
     except TritonlockError as err:
         lines = str(err).splitlines()
         detail = "; ".join(x.strip(" -") for x in lines[1:] if not x.strip().startswith("fix:"))
         return [Problem(kind="host", message=f"this machine matches no target in {lock_path}"
                                              + (f" ({detail})" if detail else "")
                                              + " — save it with `tritonlock host --save hosts/NAME.toml`, add it "
-                                               "to triton-env.toml, and run `tritonlock resolve`")]
-    return []
+                                               "to triton-env.toml, and run `tritonlock resolve`")], None
+    return [], fits.name
 
 
 def verified_problems(lock: Lock, records_path: Path) -> tuple[list[Problem], list[str]]:
@@ -248,30 +250,33 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
                            matrix_version=matrix_version)
     problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)),
                 *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
+    host_target = None
     if host is not None:
-        problems += host_problems(lock, host, str(lock_path))
+        more_host, host_target = host_problems(lock, host, str(lock_path))
+        problems += more_host
     proven: list[str] = []
     if require_verified:
         more, proven = verified_problems(lock, project / RECORDS_FILE)
         problems += more
     return CheckReport(problems=tuple(problems), warnings=intent.warnings, targets=len(lock.targets),
                        packages=sum(len(t.packages) for t in lock.targets), matrix_version=matrix_version,
-                       verified=tuple(proven))
+                       verified=tuple(proven), host_target=host_target)
 
 
 def report_json(r: CheckReport) -> dict[str, Any]:
     """`tritonlock check --json`: ok, problems [{kind, target, message}], warnings, counts."""
     return {"ok": r.ok, "problems": [{"kind": p.kind, "target": p.target, "message": p.message} for p in r.problems],
             "warnings": list(r.warnings), "targets": r.targets, "packages": r.packages,
-            "matrix_version": r.matrix_version, "verified": list(r.verified)}
+            "matrix_version": r.matrix_version, "verified": list(r.verified), "host_target": r.host_target}
 
 
 def format_report(r: CheckReport, lock_path: str) -> str:
     lines = [f"warning: {w}" for w in r.warnings]
     if r.ok:
         extra = f"; verified: {', '.join(r.verified)}" if r.verified else ""
-        lines.append(f"ok: {lock_path} is fresh — {r.targets} target(s), {r.packages} packages, every file hashed, "
-                     f"decisions unchanged under matrix {r.matrix_version}{extra}")
+        extra += f"; this machine fits target {r.host_target!r}" if r.host_target else ""
+        lines.append(f"ok: {lock_path} is fresh — {r.targets} target{'' if r.targets == 1 else 's'}, {r.packages} "
+                     f"packages, every file hashed, decisions unchanged under matrix {r.matrix_version}{extra}")
     else:
         lines += [p.message for p in r.problems]
     return "\n".join(lines)
