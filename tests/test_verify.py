@@ -122,6 +122,19 @@ def test_import_error_names_the_missing_dependency_not_the_package() -> None:
     assert detail == "triton is not installed in this environment (No module named 'triton')"
 
 
+def test_the_report_names_the_interpreter_without_dot_dots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a subdirectory of the project, the venv is `../../.venv`: the report said
+    "python 3.11.7 (/p/src/deep/../../.venv/bin/python)" — now the plain path."""
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    rel = os.path.relpath(sys.executable)  # "../../…/bin/python": every ".." leads
+    assert rel.startswith("..")
+    result = run_verify(rel, quick=True)  # this interpreter has no torch: the report still names it
+    assert result.python.endswith(f"({os.path.normpath(os.path.join(os.getcwd(), rel))})")
+    assert ".." not in result.python
+
+
 @pytest.mark.slow
 def test_report_reads_plainly(interpreter_run: VerifyResult) -> None:
     text = format_report(interpreter_run)

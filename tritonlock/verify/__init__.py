@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -133,6 +134,11 @@ def run_verify(
     if found is None or not exe.exists():
         raise VerifyError(f"verify: the environment's interpreter {python} does not exist; "
                           "create the environment first (`tritonlock sync`)")
+    if not exe.is_absolute() and ".." not in exe.parts[sum(1 for _ in itertools.takewhile("..".__eq__, exe.parts)):]:
+        # The runner reports its sys.executable: from a subdirectory that read "/p/src/../.venv/bin/python".
+        # ".."s that lead a relative path are exact against the (physical) working directory; nothing is resolved
+        # past them, so a symlinked venv interpreter stays the venv's.
+        exe = Path(os.path.normpath(os.path.join(os.getcwd(), exe)))
     args = {
         "backend": backend, "triton": triton, "expect_gpu": expect_gpu, "interpret": interpret,
         "quick": quick, "profile": str(Path(profile).resolve()) if profile else None, "cold": cold,
