@@ -112,6 +112,17 @@ def test_conflict_names_the_driver_and_the_way_out() -> None:
     assert d["ok"] is False and d["conflict"] == msg and d["torch"] is None
 
 
+def test_a_gpu_too_old_for_triton_gets_one_way_out_not_two_run_together() -> None:
+    """A GTX 1080 (6.1) on driver 470: torch 2.7.1 (cu118) runs, no Triton does. The fix read "set triton = "none"
+    to lock torch 2.7.1 (cu118) …: torch runs on this GPU, Triton does not or allow torch <= 2.3.1 and set triton =
+    "none" …" — the second way is the first one with an older torch."""
+    sel = pick('torch = ">=2.4"', driver="470.82.01", gpus=["6.1"], python="3.12")
+    assert not sel.ok and sel.conflict is not None
+    fix = sel.conflict.message.splitlines()[-1]
+    assert fix == ('  fix: set triton = "none" to lock torch 2.7.1 (cu118) with the triton it pins: torch runs on this '
+                   'GPU, Triton does not')
+
+
 def test_no_release_matches_the_torch_specifier() -> None:
     sel = pick('torch = ">=9"', python="3.12")
     assert not sel.ok and "no torch release in the matrix matches torch = '>=9'" in sel.conflict.message  # type: ignore[union-attr]

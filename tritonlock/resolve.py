@@ -543,7 +543,9 @@ class _Resolver:
                     torch_only = None
                     break
                 torch_only = torch_only or r
-            if torch_only is not None and self.intent.triton != "none":
+            # ... unless a hint above already sets triton = "none": that locks a torch inside the range
+            if torch_only is not None and self.intent.triton != "none" and not any(
+                    'set triton = "none"' in h for h in hints):
                 op = "<=" if _v(torch_only.version) < _v(tried[0].version) else ">="
                 hints.append(f"allow torch {op} {torch_only.version} and set triton = \"none\" (torch "
                              f"{torch_only.version} runs here, its Triton does not)")
