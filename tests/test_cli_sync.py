@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
@@ -64,6 +65,8 @@ def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index
     size = sum(p.wheels[0].size or 0 for p in read_lock(proj / "triton-env.lock").targets[0].packages)
     assert f"6 to install, 0 to remove, 0 unchanged; download {size / 1000:.1f} KB" in out, out
     assert ".venv now matches target host: 6 installed" in out
+    # nothing else lands in the project: the sync lock was a stray `..venv.tritonlock-lock` beside the venv
+    assert sorted(os.listdir(proj)) == [".venv", "triton-env.lock", "triton-env.toml"]
     venv = proj / ".venv"
     assert _dists(venv) == {"torch": "2.6.0+cpu", "triton": "3.2.0", "filelock": "3.16.1", "einops": "0.8.0",
                             "typing-extensions": "4.12.2", "numpy": "1.26.4"}  # numpy: Triton's interpreter

@@ -22,8 +22,14 @@ if TYPE_CHECKING:
 
 @contextmanager
 def venv_lock(venv: Path) -> Iterator[None]:
-    """One sync at a time per venv (a second waits, then sees the first one's result)."""
-    path = venv.parent / f".{venv.name}.tritonlock-lock"
+    """One sync at a time per venv (a second waits, then sees the first one's result). The lock file lives in
+    tritonlock's cache, keyed by the venv's path: beside the venv it was a stray `..venv.tritonlock-lock` in every
+    project (`git status` showed it), and inside it would go away with a venv that is rebuilt and swapped."""
+    import hashlib
+
+    where = (venv.parent.resolve() / venv.name).as_posix()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonlock" / "venv-locks"
+    path = cache / (hashlib.sha256(where.encode()).hexdigest()[:32] + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+") as fh:
         if os.name != "nt":
