@@ -750,3 +750,40 @@ def test_real_venv_without_numpy_on_a_cpu_host_is_not_healthy(tmp_path: Path, no
     assert only(on_gpu, "triton-interpreter-no-numpy").title.endswith(
         "torch 2.13.0+cpu is a CPU build, so they run only in Triton's interpreter, which needs numpy, and numpy is "
         "not installed")
+
+
+def test_an_image_interpreter_named_with_python_is_compared_without_false_errors(tmp_path: Path) -> None:
+    """The H200 image's /opt/torch/.venv, examined with --python in a project: its 170 extra packages and the CA
+    bundle it swapped into certifi are what its owner installed, not damage or an error (seen on the GPU machine)."""
+    from tritonlock.doctor import format_report
+
+    image = tmp_path / "image"
+    venv = healthy_h200_venv(image)
+    extras = [pkg(f"extra{i}", "1.0") for i in range(15)]
+    for i, (name, version, kw) in enumerate([pkg("certifi", "2026.7.22", {"certifi/cacert.pem": "bundle\n"}),
+                                             *extras]):
+        whl = build_wheel(image / "more" / str(i), name, version, **kw)  # type: ignore[arg-type]
+        uv("pip", "install", "-q", "--python", str(venv / "bin" / "python"), "--no-deps", "--no-index", str(whl))
+    (site_packages(venv) / "certifi" / "cacert.pem").write_text("the system's CA bundle, longer\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    write_lock(project, [("torch", "2.11.0+cu130"), ("triton", "3.6.0")])
+    r = examine(project, str(venv / "bin" / "python"), host=host())
+    assert r.exit_code == 0, format_report(r)
+    modified = only(r, "venv-modified")
+    assert modified.severity == "warning"
+    assert modified.evidence == ("certifi 2026.7.22: 1 files have another size than RECORD says (certifi/cacert.pem)",)
+    drift = only(r, "venv-drift")
+    assert drift.severity == "info" and "not made by `tritonlock sync`" in drift.title
+    assert drift.evidence == ("and 16 installed package(s) the lock does not list",)
+    # the same venv as the project's own .venv is sync's to manage: extras are listed (capped in the text report),
+    # and a missing file is damage
+    (site_packages(venv) / "extra3" / "__init__.py").unlink()
+    (project / ".venv").symlink_to(venv)
+    r = examine(project, host=host())
+    assert ("venv-damaged", "error") in ids(r)
+    drift = only(r, "venv-drift")
+    assert drift.severity == "warning" and len(drift.evidence) == 16
+    text = format_report(r)
+    assert "    evidence: … and 4 more (`tritonlock doctor --json` lists all)" in text
+    assert text.count("evidence: not in the lock:") == 12

@@ -626,3 +626,39 @@ def test_this_machine_reports_its_gpus(clean_env: None) -> None:
     profile = host.detect()
     assert profile.driver is not None and profile.gpus
     assert all(gpu.cc.count(".") == 1 for gpu in profile.gpus)
+
+
+def test_cached_detection_reuses_the_driver_probes_until_the_machine_changes(
+        world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`resolve`/`export` ask with cached=True: NVML's answer is kept (as JSON) for the next run on the same
+    machine; `host` and `doctor` (cached=False) always probe; another machine key means probing again."""
+    import tritonlock._fast
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(tritonlock._fast, "raw_machine_key", lambda: "machine-a")
+    nvml = world.install(fixture("h200"))
+    first = host.detect(cached=True)
+    assert (first.driver, first.gpus) == ("580.159.04", (H200_GPU,)) and nvml.calls[0] == "nvmlInit"
+    (cached,) = (tmp_path / "cache" / "tritonlock").glob("host-*.json")
+    assert json.loads(cached.read_text())["driver"] == "580.159.04"
+    # NVML gone: a cached ask still knows the machine; a fresh one finds what is really there
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    host.clear_cache()
+    again = host.detect(cached=True)
+    assert (again.driver, again.cuda_driver, again.gpus, again.probes[:3]) == (
+        "580.159.04", "13.0", (H200_GPU,), ("driver: nvml", "cuda: nvml", "gpus: nvml"))
+    host.clear_cache()
+    assert host.detect().gpus != (H200_GPU,)
+    # another machine (driver files, GPU nodes, steering variables): the cache does not apply
+    monkeypatch.setattr(tritonlock._fast, "raw_machine_key", lambda: "machine-b")
+    host.clear_cache()
+    assert host.detect(cached=True).gpus != (H200_GPU,)
+    # overrides always win and never read the cache
+    monkeypatch.setattr(tritonlock._fast, "raw_machine_key", lambda: "machine-a")
+    monkeypatch.setenv("TRITONLOCK_DRIVER", "none")
+    assert host.detect(cached=True).driver is None
+    monkeypatch.delenv("TRITONLOCK_DRIVER")
+    # a planted or mangled file is only data: ignored, and the probes answer
+    cached.write_text('{"driver": "1.0", "cuda": null, "gpus": [{"index": "0"}], "probes": []}')
+    host.clear_cache()
+    assert host.detect(cached=True).driver != "1.0"

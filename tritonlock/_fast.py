@@ -75,7 +75,7 @@ def machine_key(inputs_from: str, target_file: str | None) -> str:
             return raw
         from tritonlock import host
 
-        t = host.to_target(host.detect(toolkit=False), name="host")
+        t = host.to_target(host.detect(toolkit=False, cached=True), name="host")
         return machine_json(t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, t.gpus)
     return ""
 

@@ -118,7 +118,7 @@ class Damage:
     version: str | None
     dist_info: str  # path of the .dist-info directory
     problem: str  # plain words: "RECORD is missing", "3 of 812 files are missing (…)", …
-    kind: str = "files"  # "files" | "record" | "metadata" | "twice"
+    kind: str = "files"  # "files" | "modified" (sizes only) | "record" | "metadata" | "twice"
 
 
 def _record_problem(site: Path, dist_info: Path) -> str | None:
@@ -177,7 +177,10 @@ def venv_damage(venv: Path, only: set[str] | None = None) -> list[Damage]:
                 continue
             problem = "its METADATA is missing or unreadable" if nv is None else _record_problem(site, d)
             if problem:
-                kind = "metadata" if nv is None else "record" if "RECORD" in problem else "files"
+                # sizes that differ with every file present: modified after install (an image that swaps in the
+                # system CA bundle does this on purpose) or truncated by a kill; sync repairs both alike
+                kind = ("metadata" if nv is None else "record" if problem.startswith("its RECORD")
+                        else "files" if "missing" in problem else "modified")
                 out.append(Damage(name=name, version=nv[1] if nv else None, dist_info=str(d), problem=problem,
                                   kind=kind))
         for name, copies in seen.items():

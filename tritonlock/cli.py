@@ -590,7 +590,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     if target_name is None and len(lock.targets) > 1:
         from tritonlock.host import detect
 
-        host_profile = detect(toolkit=False)
+        host_profile = detect(toolkit=False, cached=True)
     target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
     out_dir = Path(output) if fmt == "devcontainer" and output else Path(project) / ".devcontainer"
     context = os.path.relpath(Path(project).resolve(), out_dir.resolve()) if fmt == "devcontainer" else ".."

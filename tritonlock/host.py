@@ -162,9 +162,74 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True) -> HostProfile:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DriverFacts:
+    """What the driver probes (NVML, nvidia-smi, /proc) told: cached between runs by `detect(cached=True)`."""
+
+    driver: str | None
+    cuda: str | None
+    gpus: tuple[Gpu, ...] | None
+    probes: tuple[str, ...]
+
+
+def _driver_cache_path() -> str | None:
+    """Keyed by what detection reads (the driver's /proc files, GPU nodes, steering variables: `_fast`) and by
+    the probing code itself; None off Linux, where no such cheap fingerprint exists."""
+    import hashlib
+
+    from tritonlock._fast import raw_machine_key
+
+    key = raw_machine_key()
+    if key is None:
+        return None
+    h = hashlib.sha256(f"{key}\0{p.ROOT}".encode())
+    for path in (__file__, p.__file__):
+        try:
+            h.update(open(path, "rb").read())
+        except OSError:
+            return None
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "tritonlock", f"host-{h.hexdigest()[:32]}.json")
+
+
+_DRIVER_CACHE_SECONDS = 24 * 3600  # the key covers what changes; the age bound covers what a key cannot see
+
+
+def _probe_driver(cached: bool) -> DriverFacts:
+    """Driver, its CUDA and the GPUs from the probes — or, with `cached`, from the last run on this same machine
+    (NVML's start-up is most of a `resolve --dry-run` on a GPU machine)."""
+    from pathlib import Path
+
+    path = _driver_cache_path() if cached else None
+    if path is not None:
+        import time
+
+        from tritonlock import _matrix_cache
+
+        try:
+            fresh = time.time() - os.stat(path).st_mtime < _DRIVER_CACHE_SECONDS
+        except OSError:
+            fresh = False
+        found = _matrix_cache.read(Path(path), DriverFacts) if fresh else None
+        if found is not None:
+            return found
+    probes: list[str] = []
+    driver = _first("driver", lambda r: r.driver, probes)
+    cuda = _first("cuda", lambda r: r.cuda, probes)
+    gpus = _first("gpus", lambda r: r.gpus, probes)
+    facts = DriverFacts(driver=driver, cuda=cuda, gpus=gpus, probes=tuple(probes))
+    if path is not None and facts.driver is not None and facts.gpus:
+        from tritonlock import _matrix_cache
+
+        _matrix_cache.write(Path(path), facts)
+    return facts
+
+
+def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, cached: bool = False) -> HostProfile:
     """Probe this machine; `overrides` (flags) beat TRITONLOCK_* variables, which beat probing. `toolkit=False`
-    skips the CUDA toolkit (`nvcc --version`, a process start): nothing that picks a lock target needs it."""
+    skips the CUDA toolkit (`nvcc --version`, a process start): nothing that picks a lock target needs it.
+    `cached=True` may answer the driver and GPUs from the last run on this machine (same driver files, GPU nodes
+    and variables, within a day): for commands that pick a target, never for `host` or `doctor`."""
     ov = _overrides(overrides)
     given, values = ov.where, ov.values
     probes = [f"{key}: override ({where})" for key, where in given.items()]
@@ -173,18 +238,24 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True) 
     os_name = values.get("os") or p.os_name()
     arch = values.get("arch") or p.arch(os_name)
     python = values.get("python") or p.python()
-    driver = values["driver"] if "driver" in given else _first("driver", lambda r: r.driver, probes)
-    # A driver named by hand says nothing about this machine's CUDA: leave it to the matrix.
-    if "cuda" in given or "driver" in given:
-        cuda = values.get("cuda")
+    if not ({"driver", "cuda"} & given.keys()) and ov.gpus is None:
+        found = _probe_driver(cached)
+        driver, cuda, gpus = found.driver, found.cuda, found.gpus
+        probes += found.probes
     else:
-        cuda = _first("cuda", lambda r: r.cuda, probes)
-    if ov.gpus is not None:
-        gpus: tuple[Gpu, ...] | None = ov.gpus
-    elif "driver" in given and driver is None:
-        gpus = ()
-    else:
-        gpus = _first("gpus", lambda r: r.gpus, probes)
+        driver = values["driver"] if "driver" in given else _first("driver", lambda r: r.driver, probes)
+        # A driver named by hand says nothing about this machine's CUDA: leave it to the matrix.
+        if "cuda" in given or "driver" in given:
+            cuda = values.get("cuda")
+        else:
+            cuda = _first("cuda", lambda r: r.cuda, probes)
+        gpus: tuple[Gpu, ...] | None
+        if ov.gpus is not None:
+            gpus = ov.gpus
+        elif "driver" in given and driver is None:
+            gpus = ()
+        else:
+            gpus = _first("gpus", lambda r: r.gpus, probes)
 
     if "glibc" in given:
         glibc = values["glibc"]

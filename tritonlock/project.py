@@ -37,7 +37,7 @@ def host_target(target_file: str | None = None) -> TargetSpec:
 
     if target_file:
         return host.load_saved_target(target_file)
-    return host.to_target(host.detect(toolkit=False), name="host")
+    return host.to_target(host.detect(toolkit=False, cached=True), name="host")
 
 
 def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetSpec, ...]:

@@ -314,12 +314,23 @@ def undefined_symbol(c: Context, module: str, error: str) -> Finding:
 def check_integrity(c: Context) -> list[Finding]:
     """A killed install (or a deleted file) leaves packages whose files are not what their RECORD lists."""
     v = c.venv
-    if v is None or not v.damaged:
+    if v is None or not (v.damaged or v.modified):
         return []
-    n = len(v.damaged)
     fix = (f"{sync_fix(c)}: it checks every package's files and reinstalls the damaged ones" if c.lock and c.lock.lock
            else "reinstall them (`uv pip install --reinstall-package NAME`), or lock the project and `tritonlock sync`")
-    return [Finding(id="venv-damaged", severity="error",
-                    title=f"{plural(n, 'package')} in {c.where} {'is' if n == 1 else 'are'} damaged: files missing or "
-                          "not as their RECORD lists (an install that was stopped half-way?)",
-                    evidence=v.damaged, fix=fix)]
+    out = []
+    if v.damaged:
+        n = len(v.damaged)
+        out.append(Finding(id="venv-damaged", severity="error",
+                           title=f"{plural(n, 'package')} in {c.where} {'is' if n == 1 else 'are'} damaged: files "
+                                 "missing or not as their RECORD lists (an install that was stopped half-way?)",
+                           evidence=v.damaged, fix=fix))
+    if v.modified:
+        # Every file is there, some with other sizes: edited after install (images that swap certifi's bundle
+        # for the system's do this on purpose) or cut short by a kill; only the owner knows which.
+        n = len(v.modified)
+        out.append(Finding(id="venv-modified", severity="warning",
+                           title=f"{plural(n, 'package')} in {c.where} {'has' if n == 1 else 'have'} files of another "
+                                 "size than their RECORD lists: changed after install, or cut short by a killed install",
+                           evidence=v.modified, fix="if the change was not deliberate: " + fix))
+    return out

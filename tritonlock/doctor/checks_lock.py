@@ -63,16 +63,29 @@ def _drift(c: Context, t: LockedTarget) -> list[Finding]:
     rel = c.matrix.torch_release(t.selection.torch) if c.matrix and t.selection.torch else None
     steps = plan(t, own, {k: v for k, v in system.items() if k not in own}, rel.pypi_backend if rel else None).steps
     ev: list[str] = []
+    extras: list[str] = []
     for st in steps:
         if st.action == "install":
             ev.append(f"missing: {st.name} {st.want}" + (f" ({st.note})" if st.note else ""))
         elif st.action == "upgrade":
             ev.append(f"{st.name}: {st.have} installed, {st.want} locked")
         elif st.action == "remove" and st.name not in ("setuptools", "wheel"):
-            ev.append(f"not in the lock: {st.name} {st.have}")
-    if not ev:
+            extras.append(f"{st.name} {st.have}")
+    if not ev and not extras:
         return []
+    lock_path = c.lock.path if c.lock else "the lock"
+    if not c.venv.managed:
+        # An environment tritonlock did not make (`--python` at a system or image interpreter): it holds what its
+        # owner installed, so differences are worth knowing, not errors, and its extras are only counted.
+        if extras:
+            ev.append(f"and {len(extras)} installed package(s) the lock does not list")
+        return [Finding(id="venv-drift", severity="warning" if ev[:-1] or not extras else "info",
+                        title=f"{c.where} (not made by `tritonlock sync`) differs from {lock_path} (target {t.name!r})",
+                        evidence=tuple(ev),
+                        fix="`tritonlock sync` builds a venv that matches the lock (with --system-site-packages it "
+                            "reuses this interpreter's packages where they match)")]
+    ev += [f"not in the lock: {x}" for x in extras]
     errors = any(not e.startswith("not in the lock") for e in ev)
     return [Finding(id="venv-drift", severity="error" if errors else "warning",
-                    title=f"{c.where} differs from {c.lock.path if c.lock else 'the lock'} (target {t.name!r})",
+                    title=f"{c.where} differs from {lock_path} (target {t.name!r})",
                     evidence=tuple(ev), fix=sync_fix(c))]

@@ -104,7 +104,9 @@ class VenvFacts:
     triton_file: str | None = None
     triton_error: str | None = None
     loaded_libs: tuple[str, ...] = ()
-    damaged: tuple[str, ...] = ()  # "name version: problem" for packages whose files are not what RECORD lists
+    damaged: tuple[str, ...] = ()  # "name version: problem" for packages whose files are missing or half-installed
+    modified: tuple[str, ...] = ()  # likewise, for packages whose files are all there but of other sizes
+    managed: bool = False  # made by `tritonlock sync` (its marker file), or the project's own .venv
     ptxas: tuple[TritonPtxas, ...] = ()  # per GPU of the host (probe_ptxas), when triton imports
     toolkit_ptxas: tuple[ToolkitPtxas, ...] = ()  # the machine's own ptxas binaries, a TRITON_PTXAS_PATH can use
 
@@ -203,6 +205,9 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
     libcuda = got["libcuda"] if isinstance(got.get("libcuda"), dict) else {}
     triton = got["triton"] if isinstance(got.get("triton"), dict) else {}
     ld = static.get("ld_library_path_libs") or {}
+    from tritonlock._noop import MADE
+
+    damage = integrity(str(static.get("prefix")))
     return VenvFacts(
         interpreter=python, python=str(static.get("python")), prefix=str(static.get("prefix")),
         glibc=_opt(static.get("glibc")),
@@ -218,19 +223,24 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
         torch=_torch_facts(imported.get("torch")) if imported else None,
         triton_version=_opt(triton.get("version")), triton_file=_opt(triton.get("file")),
         triton_error=_opt(triton.get("error")), loaded_libs=_strs(got.get("loaded_libs")),
-        damaged=integrity(str(static.get("prefix"))),
+        damaged=damage[0], modified=damage[1], managed=(Path(str(static.get("prefix"))) / MADE).is_file(),
     )
 
 
-def integrity(prefix: str) -> tuple[str, ...]:
+def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Packages of a venv whose files are not what their RECORD lists, or that are installed twice — sync's own
-    check (what the next `tritonlock sync` repairs); "name version: problem" each. Only for venvs."""
+    check (what the next `tritonlock sync` repairs); "name version: problem" each, as (damaged, modified): files
+    missing, RECORD/METADATA gone or two copies, apart from files that are all there with other sizes. Only for
+    venvs."""
     from tritonlock.sync import check_venv
 
     p = Path(prefix)
     if not (p / "pyvenv.cfg").is_file():
-        return ()
-    return tuple(f"{d.name} {d.version or '(unknown version)'}: {d.problem}" for d in check_venv(p))
+        return (), ()
+    found = check_venv(p)
+    line = lambda d: f"{d.name} {d.version or '(unknown version)'}: {d.problem}"  # noqa: E731
+    return (tuple(line(d) for d in found if d.kind != "modified"),
+            tuple(line(d) for d in found if d.kind == "modified"))
 
 
 # ---------------------------------------------------------------- Triton's ptxas

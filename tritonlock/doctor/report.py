@@ -107,6 +107,8 @@ def examine(project: Path, python: str | None = None, *, host: HostProfile | Non
     if python is not None or Path(interpreter).exists():
         try:
             venv = probe(interpreter)
+            if python is None:  # the project's own .venv is the one sync manages, marker or not
+                venv = dataclasses.replace(venv, managed=True)
         except DoctorError as err:
             if python is not None:
                 raise  # the interpreter the user named: a bad option, not a finding
@@ -138,11 +140,17 @@ def report_json(report: Report) -> dict[str, Any]:
         for f in report.findings]}
 
 
+EVIDENCE_SHOWN = 12  # a finding's evidence lines in the text report; --json carries them all
+
+
 def format_report(report: Report) -> str:
     lines = list(report.summary) + [""]
     for f in report.findings:
         lines.append(f"{f.severity.upper()} [{f.id}] {f.title}")
-        lines += [f"    evidence: {e}" for e in f.evidence]
+        shown = f.evidence if len(f.evidence) <= EVIDENCE_SHOWN + 1 else f.evidence[:EVIDENCE_SHOWN]
+        lines += [f"    evidence: {e}" for e in shown]
+        if len(shown) < len(f.evidence):
+            lines.append(f"    evidence: … and {len(f.evidence) - len(shown)} more (`tritonlock doctor --json` lists all)")
         if f.fix:
             lines.append(f"    fix: {f.fix}")
         lines.append("")
