@@ -131,3 +131,25 @@ def test_report_merge_updates_records_and_needs_reports(tmp_path: Path) -> None:
     empty.mkdir()
     r = CliRunner().invoke(main, ["report", "merge", str(empty)])
     assert r.exit_code == 2 and "no node reports in it" in r.output  # bad input: the wrong directory
+
+
+def test_node_step_keeps_one_venv_per_project_on_a_node(tmp_path: Path) -> None:
+    """Two projects synced on one node (or a re-run from another checkout) never share a node-local venv: a venv
+    left by one project answered "already matches" for another one (seen: a stale stub torch, verify crashed)."""
+    import subprocess
+
+    from tritonlock.fleet.steps import Steps, node_step
+
+    venvs = []
+    for name in ("proj-a", "proj-b", "proj-a"):
+        project, reports = tmp_path / name, tmp_path / f"reports-{len(venvs)}"
+        project.mkdir(exist_ok=True)
+        reports.mkdir()
+        script = node_step(Steps(), index_var="SLURM_ARRAY_TASK_ID") + "node_step\n"
+        env = {"PATH": "/usr/bin:/bin", "TRITONLOCK_CMD": "echo", "TRITONLOCK_PROJECT": str(project),
+               "TRITONLOCK_REPORTS": str(reports), "TRITONLOCK_NODE": "node1", "TMPDIR": str(tmp_path)}
+        subprocess.run(["sh", "-c", script], env=env, check=True, timeout=30)
+        words = (reports / "node1.sync.log").read_text().split()
+        venvs.append(words[words.index("--venv") + 1])
+    assert venvs[0] == venvs[2] != venvs[1]
+    assert all(v.startswith(f"{tmp_path}/tritonlock-venv-") and v.endswith("-node1") for v in venvs)

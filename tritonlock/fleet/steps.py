@@ -26,7 +26,9 @@ def node_step(s: Steps, *, index_var: str) -> str:
   node="${{TRITONLOCK_NODE:-${{SLURMD_NODENAME:-$(hostname -s)}}}}"
   tag="$node${{{index_var}:+-${index_var}}}"
   export TRITONLOCK_NODE="$node"
-  venv="${{TRITONLOCK_VENV:-${{TMPDIR:-/tmp}}/tritonlock-venv-$tag}}"
+  # node-local, and one per project: two projects (or two checkouts) on a node never share a venv
+  pkey="$(cd "$TRITONLOCK_PROJECT" 2>/dev/null && pwd -P | cksum | cut -d' ' -f1)"
+  venv="${{TRITONLOCK_VENV:-${{TMPDIR:-/tmp}}/tritonlock-venv-${{pkey:-0}}-$tag}}"
   out="$TRITONLOCK_REPORTS/$tag"
   date -u +%Y-%m-%dT%H:%M:%SZ > "$out.started"
   timeout -k 30 {s.sync_timeout} $TRITONLOCK_CMD sync --locked --no-verify -p "$TRITONLOCK_PROJECT" --venv "$venv" \\
