@@ -632,10 +632,10 @@ def test_cached_detection_reuses_the_driver_probes_until_the_machine_changes(
         world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`resolve`/`export` ask with cached=True: NVML's answer is kept (as JSON) for the next run on the same
     machine; `host` and `doctor` (cached=False) always probe; another machine key means probing again."""
-    import tritonlock._fast
+    import tritonlock._machine
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(tritonlock._fast, "raw_machine_key", lambda: "machine-a")
+    monkeypatch.setattr(tritonlock._machine, "raw_machine_key", lambda: "machine-a")
     nvml = world.install(fixture("h200"))
     first = host.detect(cached=True)
     assert (first.driver, first.gpus) == ("580.159.04", (H200_GPU,)) and nvml.calls[0] == "nvmlInit"
@@ -650,11 +650,11 @@ def test_cached_detection_reuses_the_driver_probes_until_the_machine_changes(
     host.clear_cache()
     assert host.detect().gpus != (H200_GPU,)
     # another machine (driver files, GPU nodes, steering variables): the cache does not apply
-    monkeypatch.setattr(tritonlock._fast, "raw_machine_key", lambda: "machine-b")
+    monkeypatch.setattr(tritonlock._machine, "raw_machine_key", lambda: "machine-b")
     host.clear_cache()
     assert host.detect(cached=True).gpus != (H200_GPU,)
     # overrides always win and never read the cache
-    monkeypatch.setattr(tritonlock._fast, "raw_machine_key", lambda: "machine-a")
+    monkeypatch.setattr(tritonlock._machine, "raw_machine_key", lambda: "machine-a")
     monkeypatch.setenv("TRITONLOCK_DRIVER", "none")
     assert host.detect(cached=True).driver is None
     monkeypatch.delenv("TRITONLOCK_DRIVER")

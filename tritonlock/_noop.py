@@ -191,7 +191,7 @@ def already_synced(project: Path, venv: Path, *, target: str | None, python: str
         intent_bytes = intent_path.read_bytes() if intent_path.exists() else None
     except OSError:
         return None
-    from tritonlock._fast import raw_machine_key
+    from tritonlock._machine import raw_machine_key
 
     key = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=raw_machine_key(), target=target,
                    python=python)

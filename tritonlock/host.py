@@ -177,7 +177,7 @@ def _driver_cache_path() -> str | None:
     the probing code itself; None off Linux, where no such cheap fingerprint exists."""
     import hashlib
 
-    from tritonlock._fast import raw_machine_key
+    from tritonlock._machine import raw_machine_key
 
     key = raw_machine_key()
     if key is None:
@@ -239,9 +239,9 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
     arch = values.get("arch") or p.arch(os_name)
     python = values.get("python") or p.python()
     if not ({"driver", "cuda"} & given.keys()) and ov.gpus is None:
-        found = _probe_driver(cached)
-        driver, cuda, gpus = found.driver, found.cuda, found.gpus
-        probes += found.probes
+        facts = _probe_driver(cached)
+        driver, cuda, gpus = facts.driver, facts.cuda, facts.gpus
+        probes += facts.probes
     else:
         driver = values["driver"] if "driver" in given else _first("driver", lambda r: r.driver, probes)
         # A driver named by hand says nothing about this machine's CUDA: leave it to the matrix.

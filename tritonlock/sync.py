@@ -209,7 +209,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     intent_path = project / "triton-env.toml"
     intent_bytes = None
     stale = None
-    from tritonlock._fast import raw_machine_key
+    from tritonlock._machine import raw_machine_key
 
     if intent_path.exists():
         from tritonlock.intent import read_intent

@@ -237,10 +237,9 @@ def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     p = Path(prefix)
     if not (p / "pyvenv.cfg").is_file():
         return (), ()
-    found = check_venv(p)
-    line = lambda d: f"{d.name} {d.version or '(unknown version)'}: {d.problem}"  # noqa: E731
-    return (tuple(line(d) for d in found if d.kind != "modified"),
-            tuple(line(d) for d in found if d.kind == "modified"))
+    found = [(d.kind, f"{d.name} {d.version or '(unknown version)'}: {d.problem}") for d in check_venv(p)]
+    return (tuple(text for kind, text in found if kind != "modified"),
+            tuple(text for kind, text in found if kind == "modified"))
 
 
 # ---------------------------------------------------------------- Triton's ptxas
