@@ -238,6 +238,7 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
     os_name = values.get("os") or p.os_name()
     arch = values.get("arch") or p.arch(os_name)
     python = values.get("python") or p.python()
+    gpus: tuple[Gpu, ...] | None
     if not ({"driver", "cuda"} & given.keys()) and ov.gpus is None:
         facts = _probe_driver(cached)
         driver, cuda, gpus = facts.driver, facts.cuda, facts.gpus
@@ -249,7 +250,6 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
             cuda = values.get("cuda")
         else:
             cuda = _first("cuda", lambda r: r.cuda, probes)
-        gpus: tuple[Gpu, ...] | None
         if ov.gpus is not None:
             gpus = ov.gpus
         elif "driver" in given and driver is None:
