@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import write_intent
+from conftest import need_system_packages, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lockfile import read_lock
@@ -41,7 +41,8 @@ def _debian_mirror() -> str:
         m = re.search(r"^URIs:\s*(\S+)", text, re.M) or re.search(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+\S+", text, re.M)
         if m and "security" not in m[1]:
             return m[1]
-    pytest.fail("no Debian mirror in /etc/apt: the base image is made with debootstrap from it")
+    need_system_packages("no Debian mirror in /etc/apt: the base image is made with debootstrap from it")
+    raise AssertionError("unreachable")
 
 
 def _import_dir(root: Path, tag: str) -> None:
@@ -58,8 +59,8 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Build arguments naming local images: a Debian base with Python 3.11, and an image holding only /uv."""
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        pytest.fail(f"{', '.join(missing)} not installed: `apt-get install -y podman buildah debootstrap` "
-                    "(.ci/run does)")
+        need_system_packages(f"{', '.join(missing)} not installed: `apt-get install -y podman buildah "
+                             "debootstrap` (.ci/run does)")
     work = tmp_path_factory.mktemp("images")
     if subprocess.run(["podman", "image", "exists", BASE]).returncode != 0:  # made once, kept by podman
         rootfs = work / "rootfs"

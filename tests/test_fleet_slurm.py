@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need_system_packages
 from pkgindex import LocalIndex
 from slurmcluster import SlurmCluster, missing_binaries
 from tritonlock.records import read_records
@@ -27,8 +28,8 @@ TL = [sys.executable, "-m", "tritonlock"]
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     missing = missing_binaries()
     if missing:
-        pytest.fail(f"Slurm is not installed ({', '.join(missing)} missing): apt-get install slurm-wlm munge "
-                    "(bash .ci/run does)")
+        need_system_packages(f"Slurm is not installed ({', '.join(missing)} missing): apt-get install slurm-wlm "
+                             "munge (bash .ci/run does)")
     if os.geteuid() != 0:
         pytest.skip("slurmd runs as root")
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
