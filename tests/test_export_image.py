@@ -99,6 +99,8 @@ def built(tmp_path: Path, local_index: LocalIndex, images: dict[str, str]) -> It
     finally:
         subprocess.run(["podman", "image", "unmount", tag], capture_output=True)
         subprocess.run(["podman", "rmi", "-f", tag], capture_output=True)
+        # the multi-stage build leaves its builder stage behind untagged (~300 MB a run): drop dangling images
+        subprocess.run(["podman", "image", "prune", "-f"], capture_output=True)
 
 
 def test_exported_dockerfile_builds_the_locked_venv_and_the_runner_runs_in_it(built: tuple[Path, str, Path]) -> None:
