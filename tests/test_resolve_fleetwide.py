@@ -232,7 +232,20 @@ CASES: list[Case] = [
          conflict=("upgrade the NVIDIA driver to >= 580.65.06 (the R580 branch): then torch 2.15.0 (cu132) + triton "
                    "3.9.0",)),
     Case("macos-py39", {"os": "macos", "arch": "arm64", "python": "3.9"}, ("3.9", "2.8.0", "cpu", None, None),
-         "2.8.0 is the last release with cp39", warns=("Triton publishes no wheels for macos_arm64",)),
+         "2.8.0 is the last release with cp39 (macosx_11_0 wheels: no macOS word)",
+         warns=("Triton publishes no wheels for macos_arm64",), extra={"no_macos_warning": True}),
+    Case("macos-py312", {"os": "macos", "arch": "arm64", "python": "3.12"}, ("3.12", "2.15.0", "cpu", None, None),
+         "2.15.0's wheels are macosx_14_0_arm64: fine on a Mac of unknown macOS, with a word",
+         warns=("torch 2.15.0's wheels for Python 3.12 need macOS >= 14.0",
+                "Triton publishes no wheels for macos_arm64")),
+    Case("macos-13-py312", {"os": "macos", "arch": "arm64", "python": "3.12", "macos": "13.6"},
+         ("3.12", "2.11.0", "cpu", None, None), "2.12.0+ are macosx_14_0 only; 2.11.0 macosx_11_0",
+         warns=("Triton publishes no wheels for macos_arm64",), extra={"no_macos_warning": True}),
+    Case("macos-13-py314", {"os": "macos", "arch": "arm64", "python": "3.14", "macos": "13.6"},
+         ("3.14", "2.11.0", "cpu", None, None), "2.10.0's cp314 wheels alone are macosx_14_0; 2.11.0's are 11_0",
+         extra={"no_macos_warning": True}),
+    Case("macos-15-py313", {"os": "macos", "arch": "arm64", "python": "3.13", "macos": "15.1"},
+         ("3.13", "2.15.0", "cpu", None, None), "15.1 >= 14.0", extra={"no_macos_warning": True}),
     # ---------------------------------------------------------------- Windows (triton-windows)
     Case("win-rtx3090-r566", win(["RTX 3090"], "566.36"),
          ("3.12", "2.14.1", "cu126", "triton-windows", ">=3.8,<3.9"),
@@ -404,6 +417,8 @@ def test_resolve_dry_run_json(case: Case, tmp_path_factory: pytest.TempPathFacto
         assert any(words in w for w in warnings), (words, warnings)
     if case.no_warnings:
         assert warnings == [], warnings
+    if case.extra.get("no_macos_warning"):
+        assert not [w for w in warnings if "macOS >=" in w], warnings
     if case.expect[2].startswith("cu") and "default" not in case.env:
         assert got["index"] == f"https://download.pytorch.org/whl/{case.expect[2]}"
 

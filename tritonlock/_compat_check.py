@@ -28,6 +28,7 @@ class Wheel:
     platform: str | None  # tritonlock platform name, None for ones the matrix does not track
     glibc: str | None
     file: IndexFile
+    macos: str | None = None  # the macOS floor of a macosx_X_Y tag: "14.0"
 
 
 def _platform(tag: str) -> tuple[str | None, str | None]:
@@ -53,12 +54,14 @@ def wheels(files: Iterable[IndexFile]) -> list[Wheel]:
         _, version, _, tags = parse_wheel_filename(f.filename)
         for tag in tags:
             plat, glibc = _platform(tag.platform)
+            mac = re.match(r"macosx_(\d+)_(\d+)_", tag.platform)
+            macos = f"{mac.group(1)}.{mac.group(2)}" if mac else None
             ft = tag.abi.endswith("t") and tag.abi.startswith("cp")
             py = f"{tag.interpreter[2]}.{tag.interpreter[3:]}" + ("t" if ft else "")
             if tag.abi == "abi3":  # one wheel for this Python and every later 3.x
-                out += [Wheel(version, f"3.{m}", plat, glibc, f) for m in range(int(tag.interpreter[3:]), 16)]
+                out += [Wheel(version, f"3.{m}", plat, glibc, f, macos) for m in range(int(tag.interpreter[3:]), 16)]
             elif tag.interpreter.startswith("cp"):
-                out.append(Wheel(version, py, plat, glibc, f))
+                out.append(Wheel(version, py, plat, glibc, f, macos))
     return out
 
 
@@ -108,6 +111,16 @@ def check_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index, deep: 
         # A curated floor may be stricter than the tag (manylinux1-tagged wheels built on manylinux2014), never looser.
         if have is None or Version(have) < Version(tag_floor) or (Version(tag_floor) >= Version("2.17") and have != tag_floor):
             say(f"torch {rel.version}: glibc[{plat}]: wheel tags say {tag_floor}, compat has {have}")
+    for plat in sorted(p for p in plats if p.startswith("macos")):
+        # the floor of the regular-ABI wheels, per Python: `macos` for most, `macos_by_python` where one is higher
+        tags: dict[str, str] = {}
+        for w in mine:
+            if w.platform == plat and w.macos and not w.python.endswith("t"):
+                tags[w.python] = min(tags.get(w.python, w.macos), w.macos, key=Version)
+        for py, floor in sorted(tags.items(), key=lambda x: Version(x[0])):
+            have = rel.macos_floor(plat, py)
+            if have != floor:
+                say(f"torch {rel.version}: macos[{plat}] for Python {py}: wheel tags say {floor}, compat has {have}")
     for plat in ("linux_x86_64", "linux_aarch64"):
         first = min((w.file for w in mine if w.platform == plat), key=lambda f: f.filename, default=None)
         meta = next((m for w in mine if w.platform == plat and (m := index.metadata(w.file))), None)

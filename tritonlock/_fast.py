@@ -26,8 +26,9 @@ def matrix_version() -> str | None:
 
 
 def machine_json(os_: str, arch: str, glibc: str | None, python: str | None, driver: str | None,
-                 cuda: str | None, gpus: tuple[str, ...]) -> str:
-    return json.dumps([os_, arch, glibc, python, driver, cuda, list(gpus)])
+                 cuda: str | None, gpus: tuple[str, ...], macos: str | None = None) -> str:
+    # a Mac's version only when known, so that every other machine's key stays what it was
+    return json.dumps([os_, arch, glibc, python, driver, cuda, list(gpus)] + ([macos] if macos else []))
 
 
 def machine_key(inputs_from: str, target_file: str | None) -> str:
@@ -41,7 +42,7 @@ def machine_key(inputs_from: str, target_file: str | None) -> str:
         from tritonlock import host
 
         t = host.to_target(host.detect(toolkit=False, cached=True), name="host")
-        return machine_json(t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, t.gpus)
+        return machine_json(t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, t.gpus, t.macos)
     return ""
 
 

@@ -327,6 +327,8 @@ def normalize_arch(machine: str, os_name: str) -> str | None:
     return None
 
 
+_MACOS = re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII)
+
 def os_name() -> str:
     return normalize_os(sys.platform) or sys.platform
 
@@ -338,6 +340,12 @@ def arch(os_name: str) -> str:
 
 def python() -> str:
     return platform.python_version()
+
+
+def macos_version() -> str | None:
+    """The macOS version ("14.5") on a Mac, from the system (platform.mac_ver reads SystemVersion.plist)."""
+    found = platform.mac_ver()[0]
+    return found if _MACOS.match(found) else None
 
 
 def _glibc_confstr() -> str | None:

@@ -88,7 +88,7 @@ def _fmt(key: str, value: Any) -> str:
 
 def _spec_change(old: Any, new: Any) -> str:
     parts = []
-    for key in ("os", "arch", "glibc", "python", "driver", "cuda", "gpus"):
+    for key in ("os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos"):
         a, b = getattr(old, key), getattr(new, key)
         if a != b:
             parts.append(f"{key} {_fmt(key, a)} → {_fmt(key, b)}")

@@ -31,6 +31,28 @@ def python_platform(sel: Selection, glibc_floor: str | None) -> str:
     return f"{t.arch}-manylinux_2_{minor}"
 
 
+# uv resolves `aarch64-apple-darwin` for macOS 13.0 unless MACOSX_DEPLOYMENT_TARGET says otherwise (its
+# --python-platform help; checked: a macosx_14_0_arm64 wheel is skipped without it and taken with "14.0").
+_UV_MACOS_DEFAULT = "13.0"
+
+
+def macos_deployment_target(sel: Selection, matrix: Matrix) -> str | None:
+    """The macOS uv must resolve a macos target for: the version the target states, else the floor of the chosen
+    torch's wheels (torch.toml `macos`, e.g. 2.15.0's macosx_14_0_arm64) where it is above uv's own assumption."""
+    t = sel.target
+    if t.os != "macos":
+        return None
+    if t.macos:
+        return t.macos
+    from tritonlock.resolve import platform_of
+
+    release = matrix.torch_release(sel.torch or "")
+    floor = release.macos_floor(platform_of(t), sel.python) if release else None
+    from packaging.version import Version
+
+    return floor if floor and Version(floor) > Version(_UV_MACOS_DEFAULT) else None
+
+
 def requirements(sel: Selection) -> list[str]:
     reqs = [f"torch=={sel.torch}"]
     if sel.triton_package and sel.triton:
@@ -66,7 +88,8 @@ def compile_key(sel: Selection, matrix: Matrix, default_index: str) -> tuple[str
 
     release = matrix.torch_release(sel.torch or "")
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
-    return (*requirements(sel), sel.index or "", sel.python or "", python_platform(sel, floor), default_index)
+    return (*requirements(sel), sel.index or "", sel.python or "", python_platform(sel, floor), default_index,
+            macos_deployment_target(sel, matrix) or "")
 
 
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900) -> tuple[LockedPackage, ...]:
@@ -87,8 +110,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
 
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
     pulled: list[str] = []  # family members that came in through other packages
+    macos = macos_deployment_target(sel, matrix)
     for _ in range(_PASSES):
-        raw = _compile(sel, reqs + pulled, sorted(bound), default_index, floor, timeout, pulled)
+        raw = _compile(sel, reqs + pulled, sorted(bound), default_index, floor, timeout, pulled, macos)
         found = {canonicalize_name(str(r["name"])) for r in raw}
         unbound = sorted(n for n in found - bound if bound_to_torch_index(matrix, sel, n))
         if not unbound:
@@ -109,7 +133,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
 
 
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
-             timeout: float, pulled: list[str]) -> list[dict[str, Any]]:
+             timeout: float, pulled: list[str], macos: str | None = None) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -127,7 +151,10 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                 "--generate-hashes", "-o", str(out)]
         for keyring in (False, True):
             env = index.uv_env(named={"torch": sel.index}, default=default_index, keyring=keyring)
-            proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=index.UV_UNSET)
+            if macos:
+                env["MACOSX_DEPLOYMENT_TARGET"] = macos
+            unset = (*index.UV_UNSET, "MACOSX_DEPLOYMENT_TARGET")  # this machine's setting says nothing of the target
+            proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
         if proc.returncode != 0:
@@ -140,7 +167,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
             raise ClosureError(f"uv could not resolve target {sel.target.name!r} "
                                f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
-                               f"for Python {sel.python} on {python_platform(sel, floor)}")
+                               f"for Python {sel.python} on {python_platform(sel, floor)}"
+                               + (f" (macOS {macos})" if macos else ""))
         data = _toml.loads(out.read_text(encoding="utf-8"))
     packages = data.get("packages", [])
     return [p for p in packages if isinstance(p, dict)]

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 # flag > TRITONLOCK_<KEY> environment variable > detected (STYLE.md §12).
-OVERRIDE_KEYS = ("driver", "cuda", "gpus", "os", "arch", "glibc", "python")
+OVERRIDE_KEYS = ("driver", "cuda", "gpus", "os", "arch", "glibc", "python", "macos")
 ENV_PREFIX = "TRITONLOCK_"
 
 _EXPECTED = {
@@ -38,12 +38,14 @@ _EXPECTED = {
     "arch": '"x86_64", "aarch64" or "arm64"',
     "glibc": 'a glibc version like "2.35", or "none"',
     "python": 'a Python version like "3.12"',
+    "macos": 'a macOS version like "14.5"',
 }
 _FORMS = {
     "driver": re.compile(r"^[0-9]+(\.[0-9]+){1,2}\Z"),
     "cuda": re.compile(r"^[0-9]+\.[0-9]+\Z"),
     "glibc": re.compile(r"^[0-9]+\.[0-9]+\Z"),
     "python": re.compile(r"^3\.[0-9]+(\.[0-9]+)?\Z"),
+    "macos": re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII),
 }
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
 _NONE = "none"  # the value that says "this machine has none": no driver, no GPU, no glibc
@@ -84,7 +86,7 @@ def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
             raw[key] = (value.strip(), key)  # assigned after the environment: a flag wins
 
     values: dict[str, str | None] = {}
-    for key in ("os", "arch", "driver", "cuda", "glibc", "python"):  # os first: arch depends on it
+    for key in ("os", "arch", "driver", "cuda", "glibc", "python", "macos"):  # os first: arch depends on it
         if key in raw:
             value, where = raw[key]
             try:
@@ -107,6 +109,10 @@ def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
     if values.get("os", "linux") != "linux" and values.get("glibc"):
         os_is, glibc_is = (f'{raw[key][1]}="{raw[key][0]}"' for key in ("os", "glibc"))
         problems.append(f"host overrides {os_is} and {glibc_is} contradict: glibc is for linux only")
+    if values.get("macos") and values.get("os", p.os_name()) != "macos":
+        macos_is = f'{raw["macos"][1]}="{raw["macos"][0]}"'
+        problems.append(f"host override {macos_is} is for a macos machine; this one is {values.get('os', p.os_name())}"
+                        " (set TRITONLOCK_OS=macos too)")
     if problems:
         raise HostError("\n".join(_toml.capped(problems)))
     return _Overrides(where={key: where for key, (_, where) in raw.items()}, values=values, gpus=gpus)
@@ -266,6 +272,14 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
         glibc = found[0] if found else None
         probes += [f"glibc: {found[1]}"] if found else []
 
+    if "macos" in given:
+        macos = values["macos"]
+    elif os_name == "macos" and "os" not in given:
+        macos = p.macos_version()
+        probes += ["macos: platform.mac_ver"] if macos else []
+    else:
+        macos = None  # a macos machine named by hand: its version is not this one's
+
     found_container = p.container()
     container = found_container[0] if found_container else None
     probes += [f"container: {found_container[1]}"] if found_container else []
@@ -298,6 +312,7 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
         wsl=wsl,
         probes=tuple(probes),
         warnings=tuple(warnings),
+        macos=macos,
     )
 
 
@@ -329,6 +344,7 @@ def to_target(profile: HostProfile, name: str = "host") -> TargetSpec:
         cuda=profile.cuda_driver,
         gpus=tuple(gpu.cc for gpu in profile.gpus),
         origin="host",
+        macos=profile.macos,
     )
 
 
@@ -364,6 +380,8 @@ def target_toml(profile: HostProfile, name: str, *, today: datetime.date | None 
         if value is not None:
             table.add(key, value)
     table.add("gpus", list(target.gpus))
+    if target.macos is not None:
+        table.add("macos", target.macos)
     targets = tomlkit.aot()
     targets.append(table)
     doc = tomlkit.document()
@@ -375,7 +393,7 @@ def target_toml(profile: HostProfile, name: str, *, today: datetime.date | None 
 def profile_json(profile: HostProfile) -> dict[str, object]:
     """`tritonlock host --json`. Stable keys, always all present (null when unknown):
     os, arch, python, glibc, driver, cuda_driver, nvcc, container (str | null), wsl (bool),
-    gpus (list of {index, name, cc, memory_mib, uuid}), probes, warnings (lists of str)."""
+    gpus (list of {index, name, cc, memory_mib, uuid}), probes, warnings (lists of str), macos (str | null)."""
     return {
         "os": profile.os,
         "arch": profile.arch,
@@ -392,6 +410,7 @@ def profile_json(profile: HostProfile) -> dict[str, object]:
         ],
         "probes": list(profile.probes),
         "warnings": list(profile.warnings),
+        "macos": profile.macos,
     }
 
 
@@ -400,6 +419,7 @@ def format_profile(profile: HostProfile) -> str:
     lines = [
         f"os         {profile.os} {profile.arch}"
         + (f", glibc {profile.glibc}" if profile.glibc else "")
+        + (f", macOS {profile.macos}" if profile.macos else "")
         + (" (WSL)" if profile.wsl else "")
         + (f", in a {profile.container} container" if profile.container else ""),
         f"python     {profile.python}",
@@ -424,7 +444,7 @@ def format_profile(profile: HostProfile) -> str:
 
 # ---- saved targets -------------------------------------------------------------------------
 
-_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus")
+_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos")
 _REQUIRED = ("name", "os", "arch")
 
 
@@ -488,4 +508,5 @@ def load_saved_target(path: str) -> TargetSpec:
         cuda=values.get("cuda"),
         gpus=gpus,
         origin=f"file:{path}",
+        macos=values.get("macos"),
     )

@@ -17,11 +17,12 @@ from tritonlock.models import Intent, TargetSpec
 
 _ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy")
 _INDEX_KEYS = ("torch", "default")
-_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus")
+_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos")
 _OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 _BACKEND = re.compile(r"^(cpu|cu[0-9]{3,})\Z")
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
+_MACOS = re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII)  # "14", "14.5", "10.15.7", "26.0"
 _DRIVER = re.compile(r"^[0-9]{3,4}(\.[0-9]+){0,2}\Z")
 _MINOR = re.compile(r"^3\.[0-9]+\Z")
 
@@ -290,6 +291,17 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
         cuda = _string(p, (*key, "cuda"), raw["cuda"], '"12.2"')
         if cuda is not None and not re.fullmatch(r"[0-9]+\.[0-9]+", cuda):
             p.add((*key, "cuda"), f"{_toml.shown(cuda)} is not a CUDA version", 'write e.g. "12.2" (nvidia-smi\'s "CUDA Version")')
+    macos = None
+    if "macos" in raw:
+        macos = _string(p, (*key, "macos"), raw["macos"], '"14.5"')
+        if macos is not None and not _MACOS.match(macos):
+            p.add((*key, "macos"), f"{_toml.shown(macos)} is not a macOS version",
+                  'write e.g. "14.5" (sw_vers -productVersion)')
+            macos = None
+        elif macos is not None and os_ not in (None, "macos"):
+            p.add((*key, "macos"), f"macos is for os = \"macos\" targets, this one is {os_!r}",
+                  "remove it, or set os = \"macos\"")
+            macos = None
     gpus = _gpus(p, (*key, "gpus"), raw["gpus"]) if "gpus" in raw else ()
     if gpus and driver is None and "driver" not in raw:
         p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
@@ -298,7 +310,7 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
     if arch == "aarch64" and os_ != "linux":
         arch = "arm64"  # the wheel-tag spelling off Linux (macosx_11_0_arm64, win_arm64), as host reports it
     return TargetSpec(name=name, os=os_, arch=arch, glibc=glibc if os_ == "linux" else None, python=python,
-                      driver=driver, cuda=cuda, gpus=gpus, origin="intent")
+                      driver=driver, cuda=cuda, gpus=gpus, origin="intent", macos=macos)
 
 
 def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
@@ -396,7 +408,9 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
     canonical: dict[str, object] = {
         "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,
         "cuda-policy": policy, "indexes": {"torch": torch_index, "default": default_index},
-        "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)] for t in targets],
+        # a target's macOS only when stated, so the hash of every other intent stays what it was
+        "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
+                    + ([t.macos] if t.macos else []) for t in targets],
     }
     if globs:  # only then, so that the hash of an intent without target-files stays what it was
         canonical["target-files"] = {"globs": list(globs), "files": list(files)}
@@ -484,7 +498,7 @@ def _same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
     first: dict[tuple[object, ...], TargetSpec] = {}
     out: list[str] = []
     for t in targets:
-        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)))
+        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)), t.macos)
         if key in first:
             a = first[key]
             out.append(f"targets {a.name!r} ({_where(a)}) and {t.name!r} ({_where(t)}) describe the same machine; "

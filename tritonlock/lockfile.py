@@ -113,7 +113,8 @@ def _target_lines(t: LockedTarget) -> list[str]:
     _table(lines, {"name": spec.name})
     lines += ["", "[targets.constraints]"]
     _table(lines, {"os": spec.os, "arch": spec.arch, "glibc": spec.glibc, "python": spec.python,
-                   "driver": spec.driver, "cuda": spec.cuda, "gpus": list(spec.gpus), "origin": spec.origin})
+                   "driver": spec.driver, "cuda": spec.cuda, "gpus": list(spec.gpus), "origin": spec.origin,
+                   "macos": spec.macos})
     lines += ["", "[targets.decision]"]
     _table(lines, {
         "ok": sel.ok, "python": sel.python, "torch": sel.torch, "backend": sel.backend, "index": sel.index,
@@ -209,6 +210,7 @@ def write_lock(lock: Lock, path: str | Path) -> None:
 # ---------------------------------------------------------------- reading
 
 
+_MACOS = re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII)
 _GLIBC = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
 _PY_MINOR = re.compile(r"^3\.[0-9]+\Z", re.ASCII)
 _DRIVER = re.compile(r"^[0-9]{3,4}(\.[0-9]+){0,2}\Z", re.ASCII)
@@ -440,6 +442,7 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
             driver=r.get(c, "driver", str, cw, False, _DRIVER, "535.104.05"),
             cuda=r.get(c, "cuda", str, cw, False, _CUDA, "12.2"),
             gpus=r.strs(c, "gpus", cw, _CC, "8.0"), origin=r.get(c, "origin", str, cw, False) or "intent",
+            macos=r.get(c, "macos", str, cw, False, _MACOS, "14.5"),
         )
         d = r.get(rt, "decision", dict, where)
         dw = f"{where}.decision"

@@ -79,6 +79,17 @@ class TorchRelease:
     # when the release has no row there.
     stable_cuda: tuple[str, ...] = ()
     experimental_cuda: tuple[str, ...] = ()
+    # The macOS floor of the wheels per platform ({"macos_arm64": "14.0"}, from macosx_14_0_arm64 tags), and the
+    # Pythons whose macos_arm64 wheels are tagged higher than that (2.10.0: cp314 -> 14.0).
+    macos: dict[str, str] = field(default_factory=dict)
+    macos_by_python: dict[str, str] = field(default_factory=dict)
+
+    def macos_floor(self, platform: str, python: str | None) -> str | None:
+        """The least macOS the release's wheels for this platform (and Python) install on; None off macOS."""
+        floor = self.macos.get(platform)
+        if floor and python and platform == "macos_arm64":
+            return self.macos_by_python.get(python, floor)
+        return floor
 
     def pythons(self, platform: str) -> tuple[str, ...]:
         """CPython minors with a wheel for this platform."""
@@ -345,6 +356,7 @@ _ARCH = re.compile(r"^sm_[0-9]+\Z")
 _CC = re.compile(r"^[0-9]+\.[0-9]\Z")
 _GLIBC = re.compile(r"^2\.[0-9]+\Z")
 _TOOLKIT = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")
+_MACOS = re.compile(r"^[0-9]{2}\.[0-9]+\Z")
 
 
 class _Row:
@@ -414,6 +426,25 @@ class _Row:
         for k, v in val.items():
             if k not in PLATFORMS:
                 self.bad(f"{key}.{k}", f"unknown platform (known: {', '.join(PLATFORMS)})")
+            elif not isinstance(v, str) or not value.match(v):
+                self.bad(f"{key}.{k}", f"expected a string like {like!r}, got {v!r}")
+            else:
+                out[k] = v
+        return out
+
+    def keyed(self, key: str, keys: re.Pattern[str], value: re.Pattern[str], like: str) -> dict[str, str]:
+        """An optional table of string -> string whose keys are not platforms: { "3.14" = "14.0" }."""
+        self.seen.add(key)
+        val = self.data.get(key)
+        if val is None:
+            return {}
+        if not isinstance(val, dict):
+            self.bad(key, f"expected a table like {{ \"3.14\" = {like!r} }}, got {val!r}")
+            return {}
+        out: dict[str, str] = {}
+        for k, v in val.items():
+            if not keys.match(k):
+                self.bad(f"{key}.{k}", "expected a Python minor like \"3.14\" as the key")
             elif not isinstance(v, str) or not value.match(v):
                 self.bad(f"{key}.{k}", f"expected a string like {like!r}, got {v!r}")
             else:
@@ -644,6 +675,8 @@ def _torch_row(row: _Row, known_cuda: set[str]) -> TorchRelease:
         glibc=row.mapping("glibc", _GLIBC, "2.28"), variants=tuple(variants), source=src,
         note=row.get("note", None, "inferred: ...", required=False) or "",
         python_by_platform=row.lists("python_by_platform", _PY, "3.12"),
+        macos=row.mapping("macos", _MACOS, "14.0", required=False),
+        macos_by_python=row.keyed("macos_by_python", _PY, _MACOS, "14.0"),
         stable_cuda=row.strings("stable_cuda", _CUDA, "12.6", required=False),
         experimental_cuda=row.strings("experimental_cuda", _CUDA, "12.8", required=False))
     if rel.stable_cuda or rel.experimental_cuda:

@@ -30,6 +30,7 @@ class TargetSpec:
     cuda: str | None = None  # max CUDA the driver reports ("13.0"); derived from the driver when None
     gpus: tuple[str, ...] = ()  # compute capabilities, one per GPU
     origin: str = "intent"  # "intent" | "host" | "file:<path>"
+    macos: str | None = None  # macos targets: the macOS version ("14.5"); None = not stated (the wheels' floor)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,6 +49,7 @@ class HostProfile:
     wsl: bool = False
     probes: tuple[str, ...] = ()  # e.g. ("driver: nvml", "gpus: nvidia-smi")
     warnings: tuple[str, ...] = ()
+    macos: str | None = None  # the macOS version on a Mac, "14.5"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -16,6 +16,10 @@ _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_a
              ("macos", "arm64"): "macos_arm64"}
 
 
+# Every Apple-silicon Mac runs macOS 11 or newer: wheels tagged macosx_11_0 need no word, newer floors do.
+_MACOS_ANY = "11.0"
+
+
 def platform_of(target: TargetSpec) -> str:
     return _PLATFORM.get((target.os, target.arch), f"{target.os}_{target.arch}")
 
@@ -235,6 +239,24 @@ class _Resolver:
         floor = release.glibc.get(self.platform)
         if floor and self.t.glibc and _v(self.t.glibc) < _v(floor):
             return None, f"wheels need glibc >= {floor}; this target has {self.t.glibc}"
+        mac_notes: list[str] = []
+        if self.t.os == "macos" and release.macos.get(self.platform):
+            # The wheels' macosx_X_Y tag is the least macOS they install on (torch.toml `macos`, per Python where
+            # it differs): a stated macOS below it rules the release (or that Python) out.
+            if self.t.macos:
+                fits_mac = [p for p in pythons if _v(release.macos_floor(self.platform, p) or "0") <= _v(self.t.macos)]
+                if not fits_mac:
+                    need = min((release.macos_floor(self.platform, p) or "0" for p in pythons), key=_v)
+                    return None, f"its macOS wheels need macOS >= {need}; this target has {self.t.macos}"
+                pythons = fits_mac
+                mac_notes.append(f"macOS {self.t.macos} >= {release.macos_floor(self.platform, pythons[0])}, the "
+                                 f"floor of torch {release.version}'s wheels for Python {pythons[0]}")
+            elif _v(release.macos_floor(self.platform, pythons[0]) or "0") > _v(_MACOS_ANY):
+                tag = release.macos_floor(self.platform, pythons[0]) or ""
+                mac_notes.append(f"WARN:torch {release.version}'s wheels for Python {pythons[0]} need macOS >= {tag} "
+                                 f"(macosx_{tag.replace('.', '_')}_arm64): if this Mac runs an older macOS, say "
+                                 f"so on the target (macos = \"13.6\", as `tritonlock host --save` writes it) to lock "
+                                 "the newest torch it can install")
         wanted = self.wanted(tuple(variants))
         if not wanted:
             have = "/".join(v.backend for v in sorted(variants, key=lambda v: _v(v.cuda or "0")))
@@ -297,8 +319,10 @@ class _Resolver:
             if v.cuda and self.t.gpus:
                 reasons.append(f"build carries {_arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
                                + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=cc_tuple))}")
+            reasons += [n for n in mac_notes if not n.startswith("WARN:")]
+            mac_warns = [n[5:] for n in mac_notes if n.startswith("WARN:")]
             return _Fit(variant=v, python=pythons[0], reasons=tuple(reasons),
-                        warnings=tuple(([warn] if warn else []) + arch_warns), driver_floor=dfloor), ""
+                        warnings=tuple(([warn] if warn else []) + arch_warns + mac_warns), driver_floor=dfloor), ""
         cudas = "/".join(v.cuda or "cpu" for v in sorted(wanted, key=lambda v: _v(v.cuda or "0")))
         if all("needs driver" in p for p in problems):
             floors = [self.floor(self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy)) for v in wanted if v.cuda]
@@ -549,11 +573,26 @@ class _Resolver:
                 op = "<=" if _v(torch_only.version) < _v(tried[0].version) else ">="
                 hints.append(f"allow torch {op} {torch_only.version} and set triton = \"none\" (torch "
                              f"{torch_only.version} runs here, its Triton does not)")
+        if self.t.os == "macos" and self.t.macos:
+            # a newer macOS: the least wheel floor above this Mac's that resolves (checked by resolving again)
+            import dataclasses
+
+            floors = sorted({f for r in tried for f in [*r.macos.values(), *r.macos_by_python.values()]
+                             if _v(f) > _v(self.t.macos)}, key=_v)
+            for f in floors:
+                sel = _Resolver(self.intent, self.m, dataclasses.replace(self.t, macos=f), self.default_python).run(
+                    advise=False)
+                if sel.ok:
+                    hints.append(f"update macOS to >= {f} (set macos = \"{f}\" on the target once it runs it): "
+                                 f"then torch {sel.torch}")
+                    break
         if self.from_default and self.intent.cuda == "cpu":
             hints.append("for a CPU-only torch take it from PyTorch's cpu index (remove [indexes] torch = \"default\"), "
                          "or set cuda = \"auto\" to lock the build the default index ships")
         elif self.intent.cuda not in ("auto", "cpu") and self.gpu:
             hints.append('let cuda = "auto" choose the CUDA variant')
+        if not hints and self.t.os == "macos":
+            hints.append("change this target's python (or macos)")
         if not hints:
             hints.append("add or change this target's python, driver or gpus, or set cuda = \"cpu\"")
         return " or ".join(hints)
@@ -645,6 +684,8 @@ def _describe(t: TargetSpec, python: str) -> str:
     parts = [f"{t.os}/{t.arch}", f"Python {python}"]
     if t.glibc:
         parts.append(f"glibc {t.glibc}")
+    if t.macos:
+        parts.append(f"macOS {t.macos}")
     parts.append(f"driver {t.driver}" if t.driver else "no NVIDIA driver")
     if t.gpus:
         parts.append("GPUs " + ", ".join(t.gpus))

@@ -49,6 +49,8 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
         return f"it is for Python {sel.python}; this environment has {python}"
     if spec.glibc and host.glibc and _v(host.glibc) < _v(spec.glibc):
         return f"it needs glibc >= {spec.glibc}; this host has {host.glibc}"
+    if spec.macos and host.macos and _v(host.macos) < _v(spec.macos):
+        return f"it is for macOS {spec.macos} or newer; this Mac has {host.macos}"
     if sel.backend and sel.backend.startswith("cu") and spec.driver is not None:
         # (a target locked without a driver runs its build on the CPU: PyPI's CUDA wheel on a laptop)
         if host.driver is None:

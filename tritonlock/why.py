@@ -21,7 +21,7 @@ from tritonlock.resolve import (describe_target, driver_branch, driver_candidate
 class Change:
     """One change to the machine or the intent, with the matrix row that makes it necessary."""
 
-    kind: str  # "driver" | "python" | "glibc" | "triton" | "cuda" | "cuda-policy" | "torch"
+    kind: str  # "driver" | "python" | "glibc" | "macos" | "triton" | "cuda" | "cuda-policy" | "torch"
     have: str | None
     need: str
     words: str  # "driver >= 580.65.06 (you have 535.104.05; the R580 branch)"
@@ -162,6 +162,9 @@ def _least_change(intent: Intent, matrix: Matrix, target: TargetSpec, default_py
         floors = {f for v in rel.variants if platform in v.platforms
                   if (f := rel.glibc_for(platform, v.backend)) and Version(f) > Version(target.glibc)}
         dims.append([("glibc", f) for f in sorted(floors, key=Version)])
+    if target.os == "macos" and target.macos:
+        floors = {f for f in [*rel.macos.values(), *rel.macos_by_python.values()] if Version(f) > Version(target.macos)}
+        dims.append([("macos", f) for f in sorted(floors, key=Version)])
     intent_dims: list[tuple[str, str]] = []
     if intent.cuda_policy == "strict":
         intent_dims.append(("cuda-policy", "compatible"))
@@ -183,6 +186,8 @@ def _least_change(intent: Intent, matrix: Matrix, target: TargetSpec, default_py
                 t = dataclasses.replace(t, python=value)
             elif kind == "glibc":
                 t = dataclasses.replace(t, glibc=value)
+            elif kind == "macos":
+                t = dataclasses.replace(t, macos=value)
             elif kind == "cuda-policy":
                 it = dataclasses.replace(it, cuda_policy=value)
             elif kind == "cuda":
@@ -225,6 +230,11 @@ def _change(matrix: Matrix, target: TargetSpec, intent: Intent, python: str, rel
         lo, hi = rel.pythons(platform_of(target))[0], rel.pythons(platform_of(target))[-1]
         return Change(kind=kind, have=python, need=value,
                       words=f"Python {value} (you have {python}; torch {rel.version} supports {lo}–{hi}: {where})",
+                      sources=(_row("torch", rel.version, rel.source),))
+    if kind == "macos":
+        return Change(kind=kind, have=target.macos, need=value,
+                      words=f"macOS >= {value} (you have {target.macos}; torch {rel.version} ships "
+                            f"macosx_{value.replace('.', '_')} wheels)",
                       sources=(_row("torch", rel.version, rel.source),))
     if kind == "glibc":
         return Change(kind=kind, have=target.glibc, need=value,
