@@ -210,7 +210,8 @@ def test_staleness() -> None:
     assert lockfile.staleness(lock, it, "2026.11.30") == "triton-env.toml changed since the lock was written"
     fresh = Lock(**{**{f: getattr(lock, f) for f in lock.__slots__}, "intent_hash": it.content_hash})  # type: ignore[arg-type]
     assert lockfile.staleness(fresh, it, "2026.11.30") is None
-    assert lockfile.staleness(fresh, it, "2027.01.01") == "the compatibility matrix changed (2026.11.30 → 2027.01.01)"
+    # no parentheses: it is read inside "… is stale (…)" and "wrote … (1 target, 30 packages; …)"
+    assert lockfile.staleness(fresh, it, "2027.01.01") == "the compatibility matrix changed from 2026.11.30 to 2027.01.01"
 
 
 def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -510,5 +510,5 @@ def staleness(lock: Lock, intent: Intent, matrix_version: str) -> str | None:
     if lock.intent_hash != intent.content_hash:
         return f"{intent.path} changed since the lock was written"
     if lock.matrix_version != matrix_version:
-        return f"the compatibility matrix changed ({lock.matrix_version} → {matrix_version})"
+        return f"the compatibility matrix changed from {lock.matrix_version} to {matrix_version}"
     return None
