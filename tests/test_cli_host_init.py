@@ -79,6 +79,8 @@ def test_host_save_in_a_new_project_makes_hosts_and_names_the_pattern_from_the_i
     intent = tmp_path / "triton-env.toml"
     intent.write_text('target-files = ["src/deep/hosts/*.toml"]\n' + intent.read_text())
     assert [t.name for t in read_intent(intent).targets] == ["me"]
+    code, out = _run("host", "--help")  # it said "the hostname's first GPU model": no hostname is used
+    assert "(default: the first GPU's model, e.g. h200 or rtx-4090; cpu without one)" in " ".join(out.split())
     code, out = _run("host", "--save", "hosts/me.toml", "--name", "me")
     assert code == 0 and out.strip().endswith('includes it (target-files = ["src/deep/hosts/*.toml"]): '
                                               "`tritonlock resolve` locks for it")

@@ -187,7 +187,8 @@ def init(project: str, force: bool, check_index: bool) -> None:
 @main.command("host")
 @_json_opt
 @click.option("--save", metavar="FILE", help="Write this machine as a [[targets]] table to FILE.")
-@click.option("--name", default=None, help="Target name for --save (default: the hostname's first GPU model).")
+@click.option("--name", default=None, help="Target name for --save (default: the first GPU's model, e.g. "
+                                           "h200 or rtx-4090; cpu without one).")
 @_with_overrides
 def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | None, cuda_: str | None,
              gpus: str | None, os_: str | None, arch: str | None, glibc: str | None, python_: str | None) -> None:
