@@ -787,3 +787,23 @@ def test_an_image_interpreter_named_with_python_is_compared_without_false_errors
     text = format_report(r)
     assert "    evidence: … and 4 more (`tritonlock doctor --json` lists all)" in text
     assert text.count("evidence: not in the lock:") == 12
+
+
+def test_a_driver_that_does_not_know_the_gpu(tmp_path: Path) -> None:
+    """gpus.toml first_cuda / last_branch: an RTX 5090 named by TRITONLOCK_GPUS on R535 (NVML lists none there),
+    a Kepler card on a driver past R470; the recorded H200 on R580 and a Jetson Thor's 580.00 are fine."""
+    from tritonlock.matrix import load_matrix
+
+    m = load_matrix()
+    r = doctor(tmp_path, host(driver="535.104.05", cuda_driver="12.2", nvcc=None,
+                              gpus=gpu("RTX 5090", "12.0")), matrix=m)
+    f = only(r, "driver-too-old-for-gpu")
+    assert (f.severity, f.title) == ("error", "NVIDIA driver 535.104.05 (R535) does not know RTX 5090 (sm_120, Blackwell "
+                                              "consumer / workstation (GB20x)): it needs the R570 branch or newer")
+    assert f.fix.startswith("install an NVIDIA driver >= 570.26 (the R570 branch or newer)")
+    assert any("first_cuda = 12.8 (https://docs.nvidia.com/" in e for e in f.evidence)
+    k80 = only(doctor(tmp_path, host(driver="535.104.05", cuda_driver="12.2", nvcc=None, gpus=gpu("Tesla K80", "3.7")),
+                      matrix=m), "driver-too-new-for-gpu")
+    assert "the R470 branch is the last that does" in k80.title and "R470 legacy driver" in k80.fix
+    for ok in (host(), host(driver="580.00", cuda_driver="13.0", arch="aarch64", gpus=gpu("NVIDIA Thor", "11.0"))):
+        assert not [x for x in doctor(tmp_path, ok, matrix=m).findings if x.id.startswith("driver-too-")]

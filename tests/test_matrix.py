@@ -107,7 +107,9 @@ def test_driver_floor_strict_and_compatible(m: Matrix) -> None:
     assert m.driver_floor("12.4", "windows", "strict") == "551.61"
     assert m.driver_floor("12.4", "windows", "compatible") == "527.41"
     assert m.driver_floor("13.0", "windows") == "580.88"
-    assert m.driver_floor("13.2", "windows", "strict") is None  # not published by NVIDIA
+    # Table 3: "N/A" for Windows from 13.1 on (no bundled driver): strict falls back to the 13.x floor, and the
+    # build's CUDA <= the CUDA the driver reports decides (resolve)
+    assert m.driver_floor("13.2", "windows", "strict") == "580.88"
     assert m.driver_floor("10.2") is None and m.driver_floor("12.7", policy="strict") is None
     with pytest.raises(ValueError):
         m.driver_floor("12.6", policy="lenient")

@@ -245,11 +245,14 @@ class Matrix:
             raise ValueError(f"policy must be 'compatible' or 'strict', not {policy!r}")
         tk = self.toolkit(cuda)
         strict = _driver(tk, os) if tk else None
-        if policy == "strict":
-            return strict
         major = int(cuda.split(".")[0])
         mc = next((m for m in self.minor_compat if m.major == major), None)
         compat = (mc.linux_driver if os == "linux" else mc.windows_driver) if mc else None
+        if policy == "strict":
+            # Table 3 lists no Windows driver from CUDA 13.1 on ("N/A": the toolkit no longer bundles one): the
+            # floor is then the major's, and strict's other half — the build's CUDA <= the CUDA the driver reports
+            # (nvidia-smi) — decides.
+            return strict or (compat if tk is not None and os == "windows" else None)
         if compat is None or strict is None:
             return (strict or compat) if tk else None
         # Minor-version compatibility never asks for more than the toolkit's own driver.

@@ -519,6 +519,22 @@ class _Resolver:
                 return d, sel
         return None
 
+    def other_python(self) -> tuple[str, Selection] | None:
+        """The nearest other Python minor on which this intent resolves with a Triton, and what it gets."""
+        import dataclasses
+
+        if not self.python[:1].isdigit():
+            return None
+        here = Version(self.python)
+        known = sorted({p for r in self.m.torch for p in r.pythons(self.platform)} - {self.python},
+                       key=lambda p: (abs(Version(p).minor - here.minor), Version(p) < here))
+        for py in known:
+            sel = _Resolver(self.intent, self.m, dataclasses.replace(self.t, python=py), self.default_python).run(
+                advise=False)
+            if sel.ok and sel.triton_package:
+                return py, sel
+        return None
+
     def without_triton(self) -> Selection:
         """What this target would get with triton = "none" (no Triton rule)."""
         import dataclasses
@@ -604,9 +620,12 @@ class _Resolver:
         alone = self.without_triton()
         if self.t.os == "windows":  # torch's Windows wheels pin no triton: "none" means no triton-windows
             keep = f"torch {alone.torch} ({alone.backend}) without triton-windows" if alone.ok else "torch alone"
-        else:  # torch's Linux CUDA wheels require their triton, so the lock still holds it
-            keep = (f"torch {alone.torch} ({alone.backend}) with the triton it pins" if alone.ok and alone.torch
-                    else "torch as it pins triton")
+        else:  # torch's Linux CUDA wheels require their triton, so the lock still holds it; CPU wheels pin none
+            rel = self.m.torch_release(alone.torch or "") if alone.ok else None
+            pins = bool(rel and rel.triton and (alone.backend or "").startswith("cu")
+                        and self.platform in rel.triton_platforms)
+            keep = (f"torch {alone.torch} ({alone.backend})" + (" with the triton it pins" if pins else " without triton")
+                    if alone.ok and alone.torch else "torch without the Triton check")
         if "ptxas" in kinds:
             found = self.least_driver()
             if found is not None:
@@ -624,7 +643,13 @@ class _Resolver:
         if "gpu" in kinds:
             hints.append(f"set triton = \"none\" to lock {keep}: torch runs on this GPU, Triton does not")
         if "wheel" in kinds and not hints:
-            hints.append(f"pick a Python that Triton publishes wheels for, or set triton = \"none\" to lock {keep}")
+            # no Triton wheel for this Python (or platform): another Python may have one — checked by resolving
+            other = self.other_python()
+            if other is not None:
+                py, sel = other
+                hints.append(f"use Python {py} (python = \"{py}\"): then torch {sel.torch} ({sel.backend}) + "
+                             f"{sel.triton_package} {sel.triton}")
+            hints.append(f"set triton = \"none\" to lock {keep}")
         if "spec" in kinds and not hints:
             # the Triton asked for may come with a torch that this driver cannot run: a newer driver is then a way
             # out that keeps the intent as written (checked by resolving again with it)

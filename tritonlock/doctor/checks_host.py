@@ -55,6 +55,53 @@ def check_driver(c: Context) -> list[Finding]:
     return []
 
 
+def check_driver_knows_gpus(c: Context) -> list[Finding]:
+    """A GPU newer than the driver's branch (an RTX 50xx on R535), or older than it drives (Kepler after R470).
+
+    gpus.toml: a driver older than the branch of the first CUDA toolkit supporting an architecture does not know the
+    GPU (NVML then often lists none at all); Kepler stops at R470, Maxwell/Pascal/Volta at R580. The GPUs come from
+    detection or TRITONLOCK_GPUS (what nvml-unreadable asks for), else from the lock's target for this host.
+    """
+    h, m = c.host, c.matrix
+    if m is None or h.driver is None:
+        return []
+    from tritonlock.matrix import driver_branch_number
+
+    ccs = [(g.name or f"GPU {g.index}", g.cc) for g in h.gpus]
+    source = "detected"
+    if not ccs and c.target is not None:
+        ccs = [(f"the lock's GPU {cc}", cc) for cc in c.target.selection.target.gpus]
+        source = f"the lock's target {c.target.name!r}"
+    have = driver_branch_number(h.driver)
+    out: list[Finding] = []
+    for name, cc in dict.fromkeys(ccs):
+        g = m.gpu_family(cc)
+        if g is None or g.integrated:
+            continue
+        arch = "sm_" + cc.replace(".", "")
+        found = m.gpu_driver_floor(cc, h.os)
+        if found is not None and have < driver_branch_number(found[0]):
+            need = driver_branch_number(found[0])
+            out.append(Finding(
+                id="driver-too-old-for-gpu", severity="error",
+                title=f"NVIDIA driver {h.driver} (R{have}) does not know {name} ({arch}, {g.family}): it needs the "
+                      f"R{need} branch or newer",
+                evidence=(f"{source}: {name}, compute capability {cc}",
+                          f"compat/gpus.toml: {g.family} first_cuda = {g.first_cuda} ({g.first_cuda_source})",
+                          f"compat/cuda.toml: CUDA {g.first_cuda} release driver >= {found[0]}"),
+                fix=f"install an NVIDIA driver >= {found[0]} (the R{need} branch or newer) and reboot; until then no "
+                    "CUDA program sees this GPU, torch's or Triton's"))
+        if g.last_branch is not None and have > g.last_branch:
+            out.append(Finding(
+                id="driver-too-new-for-gpu", severity="error",
+                title=f"NVIDIA driver {h.driver} (R{have}) no longer drives {name} ({arch}, {g.family}): the "
+                      f"R{g.last_branch} branch is the last that does",
+                evidence=(f"{source}: {name}, compute capability {cc}",
+                          f"compat/gpus.toml: {g.family} last_branch = {g.last_branch} ({g.last_branch_source})"),
+                fix=f"install NVIDIA's R{g.last_branch} legacy driver for this GPU"))
+    return out
+
+
 def _why_gpu(c: Context) -> str:
     known, cuda = c.torch_cuda()
     if known and cuda:

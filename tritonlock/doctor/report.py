@@ -40,7 +40,8 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
     """All findings for these facts, in check order (pure: no probing, no I/O)."""
     where = venv.prefix if venv else os.path.dirname(os.path.dirname(venv_path)) or venv_path
     checks: tuple[Callable[[Context], list[Finding]], ...] = (
-        checks_host.check_driver, checks_host.check_toolkit, checks_torch.check_torch, checks_install.check_triton,
+        checks_host.check_driver, checks_host.check_driver_knows_gpus, checks_host.check_toolkit,
+        checks_torch.check_torch, checks_install.check_triton,
         checks_torch.check_triton_gpu, checks_torch.check_triton_ptxas, checks_torch.check_triton_interpreter,
         checks_install.check_duplicates,
         checks_install.check_conda, checks_install.check_shadowing, checks_install.check_wsl_libcuda,
