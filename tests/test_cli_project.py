@@ -103,7 +103,7 @@ def test_commands_find_the_project_from_a_subdirectory(project: Path, monkeypatc
     # init writes where it is asked to, never into a parent project — and says that one is there
     code, out = _run("init", "--no-index-check")
     assert code == 0 and (sub / "triton-env.toml").is_file()
-    assert f"note: {project} holds another project; commands run below . now use this new one" in out
+    assert f"note: {project} holds another project; commands run here and below now use this new one" in out
 
 
 def test_outside_any_project_the_error_names_this_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

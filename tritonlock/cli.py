@@ -179,7 +179,8 @@ def init(project: str, force: bool, check_index: bool) -> None:
 
     outer = find_project(str(Path(project).resolve().parent))
     if (Path(outer) / "triton-env.toml").is_file() or (Path(outer) / "triton-env.lock").is_file():
-        click.echo(f"note: {outer} holds another project; commands run below {project} now use this new one",
+        here = "here" if Path(project) == Path(".") else f"in {project}"
+        click.echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
                    err=True)
     click.echo(f"wrote {intent_path} — next: `tritonlock resolve`")
 
