@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from tritonlock._data import compat_root
+from tritonlock._files import read_bytes
 from tritonlock._machine import raw_machine_key
 from tritonlock.errors import TritonlockError
 
@@ -34,7 +35,7 @@ def machine_json(os_: str, arch: str, glibc: str | None, python: str | None, dri
 def machine_key(inputs_from: str, target_file: str | None) -> str:
     """What, besides the intent and the matrix, the lock's targets came from."""
     if inputs_from == "file" and target_file:
-        return hashlib.sha256(Path(target_file).read_bytes()).hexdigest()
+        return hashlib.sha256(read_bytes(target_file)).hexdigest()
     if inputs_from == "host":
         raw = raw_machine_key()
         if raw is not None:
@@ -65,7 +66,7 @@ def target_files_key(intent_path: Path, intent_bytes: bytes) -> str:
             return "bad-pattern"
         for f in sorted(base.glob(pattern)):
             if f.is_file():
-                h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+                h.update(f.relative_to(base).as_posix().encode() + b"\0" + read_bytes(f) + b"\0")
     return h.hexdigest()
 
 
@@ -81,7 +82,11 @@ def input_digest(intent_bytes: bytes, matrix_version: str, key: str) -> str:
 
 def _header(lock_path: Path) -> dict[str, str]:
     """Top-level string keys of a lock, read line by line up to the first table."""
+    import stat
+
     out: dict[str, str] = {}
+    if not stat.S_ISREG(lock_path.stat().st_mode):  # a FIFO or device would block or never end
+        raise OSError(f"{lock_path} is not a regular file")
     with lock_path.open(encoding="utf-8") as fh:
         for line in fh:
             if line.startswith("["):
@@ -96,7 +101,7 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
     """True when the lock was written from exactly these bytes, this matrix and this machine."""
     try:
         head = _header(lock_path)
-        intent_bytes = intent_path.read_bytes()
+        intent_bytes = read_bytes(intent_path)
     except (OSError, UnicodeDecodeError):
         return False
     want = head.get("input-digest")

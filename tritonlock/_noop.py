@@ -1,6 +1,6 @@
 """The no-op fast path of `sync` and the two marker files it reads: standard library only (os, json, hashlib,
-pathlib), so that `tritonlock sync --no-verify` on a venv that already matches costs little more than Python's
-start-up."""
+pathlib; tritonlock._files uses nothing more), so that `tritonlock sync --no-verify` on a venv that already
+matches costs little more than Python's start-up."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tritonlock._files import read_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -186,9 +188,9 @@ def already_synced(project: Path, venv: Path, *, target: str | None, python: str
     if system_site_packages is not None and system_site_packages != stamp.get("system-site-packages"):
         return None
     try:
-        lock_bytes = (project / "triton-env.lock").read_bytes()
+        lock_bytes = read_bytes(project / "triton-env.lock")
         intent_path = project / "triton-env.toml"
-        intent_bytes = intent_path.read_bytes() if intent_path.exists() else None
+        intent_bytes = read_bytes(intent_path) if intent_path.exists() else None
     except OSError:
         return None
     from tritonlock._machine import raw_machine_key

@@ -134,7 +134,11 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     missing: list[str] = []
     wrong: list[str] = []
     total = 0
-    for row in csv.reader(text.splitlines()):
+    try:
+        rows = list(csv.reader(text.replace("\0", "").splitlines()))
+    except csv.Error as err:  # a line past csv's field limit: not a RECORD an installer wrote
+        return f"its RECORD cannot be read ({err})"
+    for row in rows:
         if not row or not row[0]:
             continue
         rel, size = row[0], (row[2] if len(row) > 2 else "")
@@ -143,20 +147,23 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
         total += 1
         try:
             st = os.stat(site / rel)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a path too odd to stat (a NUL in it) is not there either
             missing.append(rel)
             continue
-        if size.isdigit() and st.st_size != int(size):
+        if re.fullmatch(r"[0-9]{1,20}", size) and st.st_size != int(size):  # ASCII digits ("²".isdigit() is True)
             wrong.append(rel)
     if not total:
         return "its RECORD lists no files (it was cut short)"
+    from tritonlock._term import printable
+
+    def some(paths: list[str]) -> str:  # paths from a file: shown printable
+        return ", ".join(printable(x, 120) for x in paths[:3]) + (", …" if len(paths) > 3 else "")
+
     parts = []
     if missing:
-        parts.append(f"{len(missing)} of {total} files are missing ({', '.join(missing[:3])}"
-                     f"{', …' if len(missing) > 3 else ''})")
+        parts.append(f"{len(missing)} of {total} files are missing ({some(missing)})")
     if wrong:
-        parts.append(f"{len(wrong)} files have another size than RECORD says ({', '.join(wrong[:3])}"
-                     f"{', …' if len(wrong) > 3 else ''})")
+        parts.append(f"{len(wrong)} files have another size than RECORD says ({some(wrong)})")
     return "; ".join(parts) or None
 
 

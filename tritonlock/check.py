@@ -235,11 +235,17 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     intent_path, lock_path = project / INTENT_FILE, project / LOCK_FILE
     intent = read_intent(intent_path)
     matrix_version = load_matrix().version
+    from tritonlock._files import read_text
+
     try:
-        text = lock_path.read_text(encoding="utf-8")
+        text = read_text(lock_path)
     except FileNotFoundError:
         return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: no such file — run `tritonlock "
                                                                   "resolve` and commit it"),),
+                           warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version)
+    except (OSError, UnicodeDecodeError) as err:
+        return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: cannot read ({err}) — regenerate "
+                                                                  "it with `tritonlock resolve`"),),
                            warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version)
     hashes = missing_hashes(text, str(lock_path))
     try:

@@ -451,10 +451,13 @@ _REQUIRED = ("name", "os", "arch")
 def load_saved_target(path: str) -> TargetSpec:
     """Read a file written by `tritonlock host --save` (one [[targets]] table, see target_toml)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        from tritonlock._files import read_text
+
+        text = read_text(path)
     except OSError as e:
         raise HostError(f"{path}: cannot read saved target: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise HostError(f"{path}: cannot read saved target: not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         doc = _toml.loads(text)
     except _toml.TOMLDecodeError as e:

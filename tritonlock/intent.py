@@ -12,6 +12,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from tritonlock import _toml, _urls
+from tritonlock._files import read_text
 from tritonlock.errors import IntentError
 from tritonlock.models import Intent, TargetSpec
 
@@ -467,7 +468,7 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
         rels.append(rel)
         shown = (base / rel).as_posix() if str(base) not in ("", ".") else rel
         try:
-            text = f.read_text(encoding="utf-8")
+            text = read_text(f)
         except (OSError, UnicodeDecodeError) as err:
             p.items.append(f"{shown}: cannot read ({err}) — fix the file or the target-files pattern")
             continue
@@ -516,7 +517,7 @@ def read_intent(path: str | Path) -> Intent:
     """Read triton-env.toml from disk."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not TOML, but is no error either
+        text = read_text(p, encoding="utf-8-sig")  # a BOM (Windows editors) is not TOML, but is no error either
     except FileNotFoundError:
         raise IntentError(f"{p}: no such file — run `tritonlock init` to write one") from None
     except (OSError, UnicodeDecodeError) as err:

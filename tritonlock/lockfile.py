@@ -29,7 +29,8 @@ HEADER = (
 
 
 def _s(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    # A JSON string is a TOML basic string, except that TOML also forbids a raw DEL (U+007F), which JSON leaves as is.
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def toml_value(value: Any) -> str:
@@ -495,9 +496,11 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
 
 
 def read_lock(path: str | Path) -> Lock:
+    from tritonlock._files import read_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p)
     except FileNotFoundError:
         raise LockfileError(f"{p}: no such file — run `tritonlock resolve` first") from None
     except (OSError, UnicodeDecodeError) as err:

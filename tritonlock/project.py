@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlock import __version__
+from tritonlock._files import read_bytes
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec
 
@@ -231,7 +232,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock import _fast
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
-    intent_bytes = intent_path.read_bytes()
+    intent_bytes = read_bytes(intent_path)
     key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)
     digest = _fast.input_digest(intent_bytes, matrix.version, key)
     lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlock import _apply, _interp, _venv
+from tritonlock._files import read_bytes
 from tritonlock._apply import venv_lock
 from tritonlock._interp import find_base_python, python_minor_of
 from tritonlock._plan import Plan, Step, format_plan, plan, with_download
@@ -205,7 +206,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     lock_path = project / "triton-env.lock"
     lock = read_lock(lock_path)
     try:
-        lock_bytes = lock_path.read_bytes()  # for the no-op stamp (a lock changed in between fails its key: safe)
+        lock_bytes = read_bytes(lock_path)  # for the no-op stamp (a lock changed in between fails its key: safe)
     except OSError:
         lock_bytes = b""
     intent_path = project / "triton-env.toml"
@@ -218,7 +219,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         from tritonlock.lockfile import staleness
         from tritonlock.matrix import load_matrix
 
-        intent_bytes = intent_path.read_bytes()
+        intent_bytes = read_bytes(intent_path)
         stale = staleness(lock, read_intent(intent_path), load_matrix().version)
         if stale and locked:
             from tritonlock.errors import LockfileError
