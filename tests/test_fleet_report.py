@@ -153,3 +153,98 @@ def test_node_step_keeps_one_venv_per_project_on_a_node(tmp_path: Path) -> None:
         venvs.append(words[words.index("--venv") + 1])
     assert venvs[0] == venvs[2] != venvs[1]
     assert all(v.startswith(f"{tmp_path}/tritonlock-venv-") and v.endswith("-node1") for v in venvs)
+
+
+# ---------------------------------------------------------------- what a record proves (and what an edit undoes)
+
+
+def _lock_and_record(**result_kw: object) -> tuple[object, Record]:
+    import dataclasses
+    from types import SimpleNamespace
+
+    from test_lockfile import sample
+    from tritonlock.models import Gpu, HostProfile
+    from tritonlock.records import make_record
+
+    lock = sample()
+    (t,) = lock.targets
+    host = HostProfile(os="linux", arch="x86_64", python="3.12.3", glibc="2.39", driver="580.159.04", cuda_driver="13.0",
+                       gpus=(Gpu(index=0, name="NVIDIA H200", cc="9.0"),))
+    kern = SimpleNamespace(kernel="vector_add", dtype="fp32", device="cuda:0", ok=True, metric="GB/s",
+                           value=4123.456789, torch_value=4000.0, ratio=1.0308641975)
+    result = SimpleNamespace(**{"ok": True, "mode": "gpu", "torch": "2.11.0+cu130", "triton": "3.6.0",
+                                "failures": (), "kernels": (kern,), **result_kw})
+    rec = make_record(t, host, result, node="gpu-01")
+    return dataclasses.replace(lock), rec
+
+
+def test_a_record_proves_only_what_it_was_made_for() -> None:
+    import dataclasses
+
+    from tritonlock.records import judge, proves
+
+    lock, rec = _lock_and_record()
+    (t,) = lock.targets
+    back = loads(dumps([rec]))[0]  # what the file holds reads back as it was made, digest and all
+    assert back == rec and rec.digest.startswith("sha256:") and proves(back, t)
+    # hand edits: a failure turned into a pass, another lock's packages, another target's name
+    for edit in ({"ok": False}, {"packages_digest": "sha256:" + "0" * 64}, {"host": "elsewhere"},
+                 {"gpus": ("NVIDIA H100 (9.0)",)}, {"when": "2099-01-01T00:00:00Z"}):
+        forged = dataclasses.replace(rec, **edit)  # (the digest is not recomputed, as a hand edit would not)
+        assert not proves(forged, t), edit
+        (j,) = judge((forged,), lock)
+        assert j.stale and "edited after it was recorded" in j.why, j
+    # a record without a digest (hand-written, or an older tritonlock) proves nothing either
+    assert not proves(dataclasses.replace(rec, digest=""), t)
+    text = dumps([rec]).replace("ok = true", "ok = false")
+    assert not proves(loads(text)[0], t)
+
+
+def test_a_record_from_a_machine_the_target_is_not_for_proves_nothing() -> None:
+    import dataclasses
+
+    from tritonlock.records import _signed, judge, proves
+
+    lock, rec = _lock_and_record()
+    (t,) = lock.targets
+    # `verify --record --target h200` run on a CPU laptop, or on a GPU the build has no code for, re-signed
+    for machine in ({"driver": None, "cuda": None, "gpus": ()}, {"gpus": ("Tesla K80 (3.7)",)},
+                    {"os": "windows"}, {"python": "3.10"}, {"driver": "535.104.05"}):
+        other = _signed(dataclasses.replace(rec, **machine))
+        assert not proves(other, t), machine
+        (j,) = judge((other,), lock)
+        assert j.stale and "ran on a machine this target is not for" in j.why, (machine, j.why)
+
+
+def test_a_failed_run_never_proves_even_if_its_verdict_says_so() -> None:
+    from types import SimpleNamespace
+
+    from tritonlock.records import proves
+
+    lock, rec = _lock_and_record(ok=True, failures=("matmul fp16 on cuda:0: wrong result",))
+    assert not proves(rec, lock.targets[0])
+    bad = SimpleNamespace(kernel="matmul", dtype="fp16", device="cuda:0", ok=False, metric=None, value=None,
+                          torch_value=None, ratio=None)
+    lock, rec = _lock_and_record(kernels=(bad,))
+    assert not proves(rec, lock.targets[0])
+
+
+def test_records_with_odd_characters_are_written_readable_and_read_strictly(tmp_path: Path) -> None:
+    import pytest
+
+    from tritonlock.errors import LockfileError
+
+    lock, rec = _lock_and_record(failures=("a \x7f DEL, a \x1b[2J escape\nand a newline",), torch="2.11.0\x7f")
+    path = tmp_path / "triton-env.verified.toml"
+    add_records(path, [rec])
+    (back,) = read_records(path)  # (a raw DEL made the whole file unreadable TOML)
+    assert back.failures == rec.failures and back.digest == rec.digest and "\x7f" not in back.torch
+    body = dumps([rec])
+    for key, value, expected in (("host", '"a\\u001b[2Jb"', "verified[0].host: 'a\\x1b[2Jb' is not one printable"),
+                                 ("target", '"t\\nu"', "verified[0].target: 't\\nu' is not one printable line"),
+                                 ("when", '"9999"', "verified[0].when: '9999' is not a UTC time"),
+                                 ("mode", '"gpu!"', "verified[0].mode: 'gpu!' is not")):
+        edited = "\n".join(f"{key} = {value}" if line.startswith(f"{key} = ") else line for line in body.splitlines())
+        with pytest.raises(LockfileError, match=None) as ei:
+            loads(edited, "x.toml")
+        assert str(ei.value).startswith(f"x.toml: {expected}"), str(ei.value)

@@ -13,6 +13,15 @@ from types import TracebackType
 from typing import IO, Any
 
 
+def printable(text: str, limit: int = 1000) -> str:
+    """Text from another machine or a file (a node's name, a log line) made safe to show: every character that is
+    not printable — a newline that would forge a table row, an escape sequence that would drive the terminal — as
+    its \\x/\\u escape; cut at `limit` characters."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def colour(stream: IO[str] | None = None) -> bool:
     stream = stream or sys.stdout
     return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")

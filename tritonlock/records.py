@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -24,7 +25,7 @@ from tritonlock.errors import LockfileError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 
 RECORDS_FILE = "triton-env.verified.toml"
-RECORDS_VERSION = "1.0"
+RECORDS_VERSION = "1.1"  # 1.1: each entry carries a digest of itself
 HEADER = (
     "# triton-env.verified.toml — where triton-env.lock was proven to work; written by `tritonlock verify --record`.\n"
     "# One [[verified]] entry per target × host fingerprint, sorted. When merging branches, keep both sides' entries.\n"
@@ -68,6 +69,7 @@ class Record:
     tritonlock: str = ""
     failures: tuple[str, ...] = ()
     kernels: tuple[KernelSummary, ...] = ()
+    digest: str = ""  # sha256 of every other field (entry_digest): a hand-edited entry no longer matches it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -79,7 +81,7 @@ class RecordStatus:
     """A record judged against the current lock."""
 
     record: Record
-    stale: bool  # the lock target's packages changed since (or the target is gone)
+    stale: bool  # it no longer speaks for the lock: packages changed, target gone, edited, or another machine
     why: str = ""
 
 
@@ -110,31 +112,88 @@ def _num(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
+def _4(v: float | None) -> float | None:
+    """A measurement kept to 4 significant digits (what the file holds, so the digest reads back the same)."""
+    return None if v is None else float(f"{v:.4g}")
+
+
+def entry_digest(r: Record) -> str:
+    """sha256 of a record's every field but the digest itself. Like the lock's digests it catches hand edits, bad
+    merges and copies that changed a field (a passing verdict, a packages digest, a target name); it does not stop
+    someone who rewrites the entry and computes the digest again (the algorithm is public)."""
+    doc = record_json(replace(r, digest=""))
+    doc.pop("digest", None)
+    return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+
+
+def _signed(r: Record) -> Record:
+    return replace(r, digest=entry_digest(r))
+
+
 def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: str | None = None,
                 now: datetime.datetime | None = None) -> Record:
     """A record of one verify result (a verify.VerifyResult) for a lock target on this host."""
     from tritonlock import __version__
 
     when = (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(datetime.timezone.utc)
-    kernels = tuple(KernelSummary(kernel=k.kernel, dtype=k.dtype, device=k.device, ok=k.ok, metric=k.metric,
-                                  value=_num(k.value), torch_value=_num(k.torch_value), ratio=_num(k.ratio))
+    from tritonlock._term import printable
+
+    def s(v: str | None) -> str | None:  # what the file holds is shown later: one printable line
+        return None if v is None else printable(str(v), 200)
+
+    kernels = tuple(KernelSummary(kernel=s(k.kernel) or "", dtype=s(k.dtype) or "", device=s(k.device) or "",
+                                  ok=bool(k.ok), metric=s(k.metric), value=_4(_num(k.value)),
+                                  torch_value=_4(_num(k.torch_value)), ratio=_4(_num(k.ratio)))
                     for k in result.kernels)
-    return Record(
+    return _signed(Record(
         target=target.name, fingerprint=fingerprint(host), packages_digest=target_digest(target),
-        when=when.strftime("%Y-%m-%dT%H:%M:%SZ"), host=node or node_name(), ok=bool(result.ok), mode=result.mode,
-        os=host.os, arch=host.arch, glibc=host.glibc, python=".".join(host.python.split(".")[:2]),
-        driver=host.driver, cuda=host.cuda_driver, gpus=tuple(f"{g.name} ({g.cc})" for g in host.gpus),
-        torch=result.torch, triton=result.triton, tritonlock=__version__, failures=tuple(result.failures),
-        kernels=kernels)
+        when=when.strftime("%Y-%m-%dT%H:%M:%SZ"), host=s(node or node_name()) or "?", ok=bool(result.ok),
+        mode=result.mode, os=host.os, arch=host.arch, glibc=s(host.glibc),
+        python=".".join(host.python.split(".")[:2]), driver=s(host.driver), cuda=s(host.cuda_driver),
+        gpus=tuple(f"{s(g.name)} ({s(g.cc)})" for g in host.gpus), torch=s(result.torch), triton=s(result.triton),
+        tritonlock=__version__, failures=tuple(str(f) for f in result.failures), kernels=kernels))
+
+
+def machine(record: Record) -> HostProfile | None:
+    """The machine a record ran on, as far as the record says (None when its GPU list does not read)."""
+    import re
+
+    from tritonlock.models import Gpu
+
+    gpus = []
+    for i, g in enumerate(record.gpus):
+        m = re.fullmatch(r"(.*) \(([0-9]{1,2}\.[0-9]{1,2})\)", g)
+        if m is None:
+            return None
+        gpus.append(Gpu(index=i, name=m[1], cc=m[2]))
+    return HostProfile(os=record.os, arch=record.arch, python=record.python or "", glibc=record.glibc,
+                       driver=record.driver, cuda_driver=record.cuda, gpus=tuple(gpus))
+
+
+def doubt(record: Record, target: LockedTarget) -> str | None:
+    """Why a record does not speak for this lock target, or None when it does."""
+    if record.digest != entry_digest(record):
+        return ("it was edited after it was recorded (its digest does not match)" if record.digest else
+                "it carries no digest (recorded by an older tritonlock)") + " — run `tritonlock verify --record` again"
+    if record.packages_digest != target_digest(target):
+        return "the target's packages changed since"
+    from tritonlock.sync import target_fit
+
+    host = machine(record)
+    why = "its GPU list does not read" if host is None else target_fit(target, host, record.python)
+    if why is not None:
+        return f"it ran on a machine this target is not for ({why})"
+    return None
 
 
 def proves(record: Record, target: LockedTarget) -> bool:
-    """Whether a record shows this target working with the current lock: same packages, passed, and on a GPU
-    when the target is a GPU target (an interpreter run proves the packages import and compute, not the GPU)."""
+    """Whether a record shows this target working with the current lock: an unedited entry for these packages, made
+    on a machine this target is for, that passed every check and kernel — on a GPU when the target is a GPU target
+    (an interpreter run proves the packages import and compute, not the GPU)."""
     sel = target.selection
     gpu_target = bool(sel.backend and sel.backend.startswith("cu") and sel.target.driver)
-    return (record.target == target.name and record.packages_digest == target_digest(target) and record.ok
-            and (record.mode == "gpu" or not gpu_target))
+    return (record.target == target.name and doubt(record, target) is None and record.ok and not record.failures
+            and all(k.ok for k in record.kernels) and (record.mode == "gpu" or not gpu_target))
 
 
 def judge(records: tuple[Record, ...], lock: Lock) -> tuple[RecordStatus, ...]:
@@ -143,12 +202,8 @@ def judge(records: tuple[Record, ...], lock: Lock) -> tuple[RecordStatus, ...]:
     out: list[RecordStatus] = []
     for r in records:
         t = by_name.get(r.target)
-        if t is None:
-            out.append(RecordStatus(record=r, stale=True, why=f"the lock has no target {r.target!r} any more"))
-        elif r.packages_digest != target_digest(t):
-            out.append(RecordStatus(record=r, stale=True, why="the target's packages changed since"))
-        else:
-            out.append(RecordStatus(record=r, stale=False))
+        why = f"the lock has no target {r.target!r} any more" if t is None else doubt(r, t)
+        out.append(RecordStatus(record=r, stale=why is not None, why=why or ""))
     return tuple(out)
 
 
@@ -176,7 +231,7 @@ def dumps(records: tuple[Record, ...] | list[Record]) -> str:
                      ("when", r.when), ("host", r.host), ("ok", r.ok), ("mode", r.mode), ("os", r.os),
                      ("arch", r.arch), ("glibc", r.glibc), ("python", r.python), ("driver", r.driver),
                      ("cuda", r.cuda), ("gpus", list(r.gpus)), ("torch", r.torch), ("triton", r.triton),
-                     ("tritonlock", r.tritonlock or None)):
+                     ("tritonlock", r.tritonlock or None), ("digest", r.digest or None)):
             if v is not None:
                 lines.append(f"{k} = {_v(v)}")
         if r.failures:
@@ -253,7 +308,7 @@ def _entry(r: _R, e: Any, w: str) -> Record:
     fails = r.get(e, "failures", list, w, False) or []
     if not all(isinstance(x, str) for x in (*strs, *fails)):
         raise r.fail(w, "gpus and failures must be lists of strings")
-    return Record(
+    rec = Record(
         target=r.get(e, "target", str, w), fingerprint=r.get(e, "fingerprint", str, w),
         packages_digest=r.get(e, "packages-digest", str, w), when=r.get(e, "when", str, w),
         host=r.get(e, "host", str, w), ok=r.get(e, "ok", bool, w), mode=r.get(e, "mode", str, w),
@@ -261,14 +316,37 @@ def _entry(r: _R, e: Any, w: str) -> Record:
         python=r.get(e, "python", str, w, False), driver=r.get(e, "driver", str, w, False),
         cuda=r.get(e, "cuda", str, w, False), gpus=tuple(strs), torch=r.get(e, "torch", str, w, False),
         triton=r.get(e, "triton", str, w, False), tritonlock=r.get(e, "tritonlock", str, w, False) or "",
-        failures=tuple(fails), kernels=tuple(kernels))
+        failures=tuple(fails), kernels=tuple(kernels), digest=r.get(e, "digest", str, w, False) or "")
+    for key in ("target", "fingerprint", "packages-digest", "when", "host", "mode", "os", "arch", "glibc", "python",
+                "driver", "cuda", "torch", "triton", "tritonlock", "digest"):
+        v = e.get(key)
+        if isinstance(v, str) and (not v.isprintable() or len(v) > 200):
+            raise r.fail(f"{w}.{key}", f"{_shown(v)} is not one printable line of at most 200 characters")
+    for j, g in enumerate(strs):
+        if not g.isprintable() or len(g) > 200:
+            raise r.fail(f"{w}.gpus[{j}]", f"{_shown(g)} is not one printable line of at most 200 characters")
+    if isinstance(e.get("when"), str) and not _WHEN.fullmatch(e["when"]):
+        raise r.fail(f"{w}.when", f"{_shown(e['when'])} is not a UTC time like 2026-01-31T12:00:00Z")
+    if e.get("mode") not in (None, "gpu", "interpreter"):
+        raise r.fail(f"{w}.mode", f"{_shown(e['mode'])} is not \"gpu\" or \"interpreter\"")
+    return rec
+
+
+_WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _shown(v: object) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_records(path: str | Path) -> tuple[Record, ...]:
     """The records in a file; none when the file does not exist."""
+    from tritonlock._files import read_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p)
     except FileNotFoundError:
         return ()
     except (OSError, UnicodeDecodeError) as err:
@@ -310,7 +388,7 @@ def record_json(r: Record) -> dict[str, Any]:
     return {"target": r.target, "fingerprint": r.fingerprint, "packages_digest": r.packages_digest, "when": r.when,
             "host": r.host, "ok": r.ok, "mode": r.mode, "os": r.os, "arch": r.arch, "glibc": r.glibc,
             "python": r.python, "driver": r.driver, "cuda": r.cuda, "gpus": list(r.gpus), "torch": r.torch,
-            "triton": r.triton, "tritonlock": r.tritonlock, "failures": list(r.failures),
+            "triton": r.triton, "tritonlock": r.tritonlock, "failures": list(r.failures), "digest": r.digest,
             "kernels": [{"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
                          "value": k.value, "torch": k.torch_value, "ratio": k.ratio} for k in r.kernels]}
 
@@ -320,8 +398,10 @@ def record_from_json(d: Any, where: str) -> Record:
     if not isinstance(d, dict):
         raise LockfileError(f"{where}: record: expected an object")
     e = {k.replace("_", "-"): v for k, v in d.items() if v is not None}
-    e["kernels"] = [{k: v for k, v in x.items() if v is not None} if isinstance(x, dict) else x
-                    for x in d.get("kernels") or []]
+    kernels = d.get("kernels") or []
+    if not isinstance(kernels, list):
+        raise LockfileError(f"{where}: record.kernels: expected a list")
+    e["kernels"] = [{k: v for k, v in x.items() if v is not None} if isinstance(x, dict) else x for x in kernels]
     return _entry(_R(where), e, "record")
 
 
@@ -339,7 +419,7 @@ def summary(r: Record) -> dict[str, float | None]:
 
 
 def with_host(r: Record, host: str) -> Record:
-    return replace(r, host=host)
+    return _signed(replace(r, host=host))
 
 
 def verified_lines(judged: tuple[RecordStatus, ...], target: LockedTarget) -> list[str]:

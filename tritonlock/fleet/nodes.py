@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonlock._files import read_text
 from tritonlock.errors import TritonlockError, UsageError
 from tritonlock.records import Record, record_from_json
 
@@ -60,17 +61,42 @@ def parse_probes(output: str, where: str) -> list[Probe]:
             continue
         try:
             d = json.loads(text)
-            gpus = tuple(str(g) for g in d["gpus"])
-            out.append(Probe(node=str(d["node"]), name=str(d["name"]), os=str(d["os"]), arch=str(d["arch"]),
-                             glibc=d.get("glibc"), python=d.get("python"), driver=d.get("driver"),
-                             cuda=d.get("cuda"), gpus=gpus, gpu_names=tuple(str(g) for g in d.get("gpu_names", []))))
+            if not isinstance(d, dict) or not isinstance(d["gpus"], list):
+                raise TypeError("expected an object with a list of gpus")
+            gpus = tuple(_line(g, where, no, "gpus") for g in d["gpus"])
+            names = d.get("gpu_names", [])
+            out.append(Probe(node=_line(d["node"], where, no, "node"), name=_line(d["name"], where, no, "name"),
+                             os=_line(d["os"], where, no, "os"), arch=_line(d["arch"], where, no, "arch"),
+                             glibc=_opt(d.get("glibc"), where, no, "glibc"),
+                             python=_opt(d.get("python"), where, no, "python"),
+                             driver=_opt(d.get("driver"), where, no, "driver"),
+                             cuda=_opt(d.get("cuda"), where, no, "cuda"), gpus=gpus,
+                             gpu_names=tuple(_line(g, where, no, "gpu_names", empty=True) for g in
+                                             (names if isinstance(names, list) else []))))
         except (ValueError, KeyError, TypeError, RecursionError) as err:
-            raise FleetError(f"{where}: line {no}: not a node probe ({err}): {text[:120]}") from None
+            from tritonlock._term import printable
+
+            raise FleetError(f"{where}: line {no}: not a node probe ({err}): {printable(text, 120)}") from None
     return out
 
 
 def _toml_str(v: str) -> str:
-    return json.dumps(v, ensure_ascii=False)
+    from tritonlock.lockfile import toml_value
+
+    return toml_value(v)
+
+
+def _line(v: object, where: str, no: int, key: str, *, empty: bool = False) -> str:
+    """One field of a node's probe: a printable line (it goes into a file name, a TOML file and a comment)."""
+    if not isinstance(v, str) or not (v.strip() or empty) or not v.isprintable() or len(v) > 200:
+        from tritonlock._term import printable
+
+        raise FleetError(f"{where}: line {no}: {key}: {printable(repr(v), 80)} is not a short printable name")
+    return v
+
+
+def _opt(v: object, where: str, no: int, key: str) -> str | None:
+    return None if v is None else _line(v, where, no, key)
 
 
 def group_probes(probes: list[Probe]) -> list[tuple[str, list[Probe]]]:
@@ -114,8 +140,10 @@ def write_host_files(probes: list[Probe], out_dir: Path) -> list[tuple[Path, lis
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
+    from tritonlock._files import file_stem
+
     for name, members in group_probes(probes):
-        path = out_dir / f"{name}.toml"
+        path = out_dir / f"{file_stem(name)}.toml"  # a node's answer never picks where a file goes
         write_atomic(path, host_file_text(name, members))
         written.append((path, members))
     return written
@@ -142,14 +170,14 @@ _STEP = re.compile(r"^(?P<tag>.+?)\.(?P<kind>json|started|sync\.log|sync\.rc|ver
 
 def _read(p: Path) -> str:
     try:
-        return p.read_text(encoding="utf-8", errors="replace")
+        return read_text(p, errors="replace")
     except OSError:
         return ""
 
 
 def _rc(p: Path) -> int | None:
     text = _read(p).strip()
-    return int(text) if text.lstrip("-").isdigit() else None
+    return int(text) if re.fullmatch(r"-?[0-9]{1,9}", text) else None  # ASCII digits: "²".isdigit() is True
 
 
 def _last_error(log: str) -> str:
@@ -160,6 +188,15 @@ def _last_error(log: str) -> str:
             more = [x.strip().lstrip("- ") for x in lines[i + 1:i + 4] if x.startswith("  ")]
             return "; ".join([line[6:].strip().rstrip(":"), *more])
     return lines[-1].strip() if lines else ""
+
+
+def _list(v: object) -> list[Any]:
+    return v if isinstance(v, list) else []  # a node's report is read, never trusted to be of the right shape
+
+
+def _shown(v: object) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _timed_out(rc: int | None) -> bool:
@@ -192,6 +229,9 @@ def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
             doc = json.loads(text)
         except (ValueError, RecursionError):  # not JSON, or nested deeper than Python reads
             doc = None
+        if isinstance(doc, dict) and "ok" in doc and not isinstance(doc["ok"], bool):
+            return NodeReport(tag=tag, node=node, record=None, ok=False, stage="report",
+                              error=f"{d / (tag + '.json')}: ok: expected true or false, got {_shown(doc['ok'])}")
         if isinstance(doc, dict) and "ok" in doc:
             rec = None
             if "record" in doc:
@@ -200,8 +240,8 @@ def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
                 except TritonlockError as err:
                     return NodeReport(tag=tag, node=node, record=None, ok=False, stage="report", error=str(err))
                 node = rec.host
-            failures = [str(x) for x in doc.get("failures", [])] or [
-                f"{c.get('name')}: {c.get('detail')}" for c in doc.get("checks", [])
+            failures = [str(x) for x in _list(doc.get("failures"))] or [
+                f"{c.get('name')}: {c.get('detail')}" for c in _list(doc.get("checks"))
                 if isinstance(c, dict) and not c.get("ok")]
             return NodeReport(tag=tag, node=node, record=rec, ok=bool(doc["ok"]), stage="verify",
                               error="; ".join(failures[:2]) if not doc["ok"] else "", exit_code=verify_rc)

@@ -73,7 +73,18 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
                            add_ratio=None, matmul_ratio=None,
                            error=f"expected {expect} node(s), {len(reports)} left a trace — a node never started "
                                  "(check the scheduler's output)"))
-    return _mark_outliers(out, threshold)
+    return [_safe(r) for r in _mark_outliers(out, threshold)]
+
+
+def _safe(r: Row) -> Row:
+    """Every text cell printable: node names, GPU models and error lines come from the nodes and their logs."""
+    import dataclasses
+
+    from tritonlock._term import printable
+
+    return dataclasses.replace(r, **{f: printable(v, 200 if f != "error" else 1000) for f in
+                                     ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
+                                     if isinstance(v := getattr(r, f), str)})
 
 
 def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
