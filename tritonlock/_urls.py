@@ -71,9 +71,18 @@ def with_credentials(url: str, user: str, password: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{auth}@{host}"))
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@")
+
+
 def redact(text: str) -> str:
     """Any user:password@ inside free text (an error from uv or requests) replaced by ***@."""
-    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@", r"\1***@", text)
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def strip_all_credentials(text: str) -> str:
+    """Free text (a file's content) with every URL's user:password@ taken out: what may leave this machine in
+    a file that is shared (a Kubernetes manifest)."""
+    return _USERINFO.sub(r"\1", text)
 
 
 def origin(url: str) -> tuple[str, str, int | None] | None:

@@ -120,6 +120,14 @@ _project_opt = click.option("--project", "-p", default=None, callback=_discover,
 _json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
+def _finite(param: click.Parameter, value: float) -> float:
+    import math
+
+    if not math.isfinite(value):  # FloatRange lets NaN through (every comparison with it is False)
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
+
+
 def _host_overrides(**kw: str | None) -> dict[str, str]:
     return {k: v for k, v in kw.items() if v is not None}
 
@@ -205,6 +213,10 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
         from tritonlock.project import saved_host_advice
 
         tname = name or host.default_target_name(prof)
+        if not tname.strip() or not tname.isprintable() or len(tname) > 100 or tname == "host":
+            # the rule triton-env.toml applies to a target's name: refuse now, not when the file is included
+            raise UsageError(f"--name {tname!r}: not a usable target name (empty, 'host', over 100 characters, or "
+                             "with control characters or line breaks) — give a short name, e.g. --name a100-cluster")
         try:  # `host --save hosts/NAME.toml` in a new project; write_atomic says what is wrong if this fails
             Path(save).parent.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -774,7 +786,8 @@ def fleet() -> None:
 @click.option("--time", "time_", default="00:05:00", show_default=True, help="Time limit of the probe step.")
 @click.option("--tritonlock", "tritonlock_cmd", default="tritonlock", show_default=True,
               help="The command that runs tritonlock on the nodes.")
-@click.option("--timeout", type=float, default=600, show_default=True, help="Seconds to wait for srun.")
+@click.option("--timeout", type=click.FloatRange(min=1, max=7 * 86400), default=600, show_default=True,
+              callback=lambda ctx, param, v: _finite(param, v), help="Seconds to wait for srun.")
 @click.option("--out", "out_dir", default="hosts", show_default=True, metavar="DIR",
               help="Where to write one NAME.toml per distinct machine (for target-files).")
 @_json_opt

@@ -8,7 +8,6 @@ in a ConfigMap; each pod writes its reports to a shared volume (a ReadWriteMany 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +89,13 @@ def _script(job: K8sJob) -> str:
 
 
 def project_files(project: Path, lock: Lock) -> dict[str, str]:
-    """The files a node needs to run `sync --locked`: the intent, the lock and the intent's target files."""
+    """The files a node needs to run `sync --locked`: the intent, the lock and the intent's target files.
+
+    Credentials written into index URLs (`https://user:token@host/...`) are taken out: a manifest is applied,
+    shared and committed, and a secret does not belong in it. The lock stays fresh without them (the intent's hash
+    leaves credentials out); the pods take theirs as pip does — a netrc or PIP_INDEX_URL from a Secret."""
+    from tritonlock._files import read_text
+    from tritonlock._urls import strip_all_credentials
     from tritonlock.intent import read_intent
 
     intent = read_intent(project / "triton-env.toml")
@@ -100,9 +105,26 @@ def project_files(project: Path, lock: Lock) -> dict[str, str]:
     out = {}
     for n in names:
         try:
-            out[n] = (project / n).read_text(encoding="utf-8")
-        except OSError as err:
-            raise FleetError(f"{project / n}: cannot read ({err.strerror})") from None
+            out[n] = strip_all_credentials(read_text(project / n))
+        except (OSError, UnicodeDecodeError) as err:
+            raise FleetError(f"{project / n}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+    return out
+
+
+def _unique(names: list[str], make: Any, limit: int) -> dict[str, str]:
+    """name → a valid Kubernetes name from `make`, distinct for distinct names: two names that read the same once
+    cleaned ("gpu-1" and "gpu_1", "A" and "a") get a short hash of their own, so that neither object replaces the
+    other when the manifest is applied."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    clean = {n: make(n) for n in names}
+    for n in names:
+        c = clean[n]
+        if list(clean.values()).count(c) > 1 or len(c) > limit:
+            tail = hashlib.sha256(n.encode()).hexdigest()[:8]
+            c = f"{c[: limit - 9].rstrip('-_.')}-{tail}"
+        out[n] = c
     return out
 
 
@@ -116,19 +138,22 @@ def manifests(lock: Lock, targets: list[LockedTarget], files: dict[str, str], jo
         raise UsageError("--nodes must be at least 1")
     meta_ns = {"namespace": job.namespace} if job.namespace else {}
     cm_name = f"{job.name}-project"
+    keys = _unique(sorted(files), _key, 253)
     docs: list[dict[str, Any]] = [{
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": cm_name, **meta_ns, "labels": {"app.kubernetes.io/name": "tritonlock"}},
-        "data": {_key(k): v for k, v in sorted(files.items())},
+        "data": {keys[k]: v for k, v in sorted(files.items())},
     }]
     runnable = [t for t in targets if t.selection.ok and t.selection.target.os == "linux"]
     if not runnable:
         raise FleetError("no Linux target to run: Kubernetes Jobs here run Linux pods (the lock's targets are "
                          f"{', '.join(f'{t.name} ({t.selection.target.os})' for t in targets)})")
     extra_tol = [parse_toleration(x) for x in job.tolerations]
+    job_names = _unique([t.name for t in runnable], lambda n: dns_name(f"{job.name}-{n}"), 52)
+    label_values = _unique([t.name for t in runnable], lambda n: dns_name(n, 63), 63)
     for t in runnable:
-        name = dns_name(f"{job.name}-{t.name}")
-        labels = {"app.kubernetes.io/name": "tritonlock", "tritonlock/target": dns_name(t.name, 63)}
+        name = job_names[t.name]
+        labels = {"app.kubernetes.io/name": "tritonlock", "tritonlock/target": label_values[t.name]}
         gpus = len(t.selection.target.gpus) if _gpu(t) else 0
         resources: dict[str, Any] = {"requests": {"cpu": "2", "memory": "8Gi"}}
         if gpus:
@@ -162,7 +187,7 @@ def manifests(lock: Lock, targets: list[LockedTarget], files: dict[str, str], jo
             }],
             "volumes": [
                 {"name": "project", "configMap": {"name": cm_name, "items": [
-                    {"key": _key(k), "path": k} for k in sorted(files)]}},
+                    {"key": keys[k], "path": k} for k in sorted(files)]}},
                 {"name": "reports", "persistentVolumeClaim": {"claimName": job.reports_claim}},
                 {"name": "work", "emptyDir": {}},
             ],
@@ -192,6 +217,27 @@ _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 
 
+# What YAML reads as it is written inside a scalar: its printable set (YAML 1.2 c-printable) less the line breaks
+# it folds or normalizes (\r, NEL, LINE/PARAGRAPH SEPARATOR) and the byte order mark. Anything else is escaped.
+_YAML_RAW = re.compile("[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
+
+
+def _quoted(s: str) -> str:
+    """A YAML double-quoted scalar that reads back as exactly `s`, whatever characters it holds."""
+    out = []
+    for c in s:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t" or _YAML_RAW.fullmatch(c):
+            out.append(c)
+        else:
+            n = ord(c)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+    return '"' + "".join(out) + '"'
+
+
 def _scalar(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -200,7 +246,7 @@ def _scalar(v: Any) -> str:
     s = str(v)
     if _PLAIN.match(s) and s.lower() not in _YAML_WORDS:
         return s
-    return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
+    return _quoted(s)
 
 
 def _block(head: str, text: str, pad: str) -> list[str]:
@@ -216,7 +262,7 @@ def _yaml(v: Any, indent: int) -> list[str]:
     if isinstance(v, dict):
         for k, x in v.items():
             key = _scalar(k)
-            if isinstance(x, str) and "\n" in x:
+            if isinstance(x, str) and "\n" in x and _YAML_RAW.fullmatch(x):
                 lines += _block(f"{pad}{key}:", x, pad)
             elif isinstance(x, (dict, list)) and x:
                 lines.append(f"{pad}{key}:")
@@ -229,7 +275,7 @@ def _yaml(v: Any, indent: int) -> list[str]:
                 sub = _yaml(x, indent + 2)
                 lines.append(f"{pad}- {sub[0].lstrip()}")
                 lines += sub[1:]
-            elif isinstance(x, str) and "\n" in x:
+            elif isinstance(x, str) and "\n" in x and _YAML_RAW.fullmatch(x):
                 lines += _block(f"{pad}-", x, pad)
             else:
                 lines.append(f"{pad}- {_scalar(x)}")
