@@ -73,7 +73,9 @@ def _lock_sync_export(proj: Path, env: dict[str, str] | None = None) -> list[str
                  ("sync", "--no-verify"), ("sync", "--no-verify", "--dry-run", "--json"),
                  ("export", "--format", "pylock"), ("export", "--format", "requirements"),
                  ("export", "--format", "dockerfile"), ("export", "--format", "devcontainer"),
-                 ("doctor", "--json")):
+                 ("doctor", "--json"), ("check",), ("check", "--json"), ("why",), ("why", "--json"),
+                 ("export", "--format", "slurm", "-o", str(proj / "verify.sbatch")),
+                 ("export", "--format", "k8s", "--image", "x", "-o", str(proj / "verify.yaml"))):
         code, out = _run(*args, "-p", str(proj), env=env)
         assert code in ((0, 1) if args[0] == "doctor" else (0,)), (args, out)
         outputs.append(out)

@@ -97,3 +97,36 @@ def test_k8s_export_needs_an_image_and_a_linux_target(manifests: tuple[Path, lis
     assert r.exit_code != 0 and "--format k8s needs --image" in r.output
     r = CliRunner().invoke(main, ["export", "--format", "k8s", "-p", str(proj), "--image", "x", "--toleration", "bad"])
     assert r.exit_code != 0 and "--toleration 'bad': expected key[=value]:Effect" in r.output
+
+
+def test_any_string_survives_the_yaml_as_it_was() -> None:
+    """The manifest writer is ours: whatever a value holds (an intent's comment, an option), YAML reads it back
+    unchanged — no character that YAML forbids or folds (DEL, C1 controls, NEL, LINE SEPARATOR, a BOM, CR)."""
+    from tritonlock.fleet.k8s import to_yaml
+
+    odd = ["a\u2028b", "x\x7fy", "n\x85el", "\ufeffbom", "cr\r\nlf", "tab\tin", " lead", "trail ", "'q'", '"dq"',
+           "#c", "- x", "null", "yes", "1.0", "", "\x00\x1b[2J", "emoji 💥", "a: b", "[x]", "{y}", "*a", "&b", "!t",
+           "%p", "@a", "`b`", "|", ">", "?", "\\", "line\n", "two\nlines\n\n", "\n lead nl", "x\u2029y",
+           "# a\u2028b c\u0085 \ufeff\t end  \n\n\n"]
+    doc = {"data": {f"k{i}": s for i, s in enumerate(odd)}, "list": odd, "keys": {s or "e": 1 for s in odd[:8]}}
+    assert yaml.safe_load(to_yaml([doc])) == doc
+
+
+def test_targets_that_read_alike_get_distinct_jobs() -> None:
+    import dataclasses
+
+    from test_lockfile import sample
+    from tritonlock.fleet.k8s import K8sJob, manifests
+
+    lock = sample()
+    (t,) = lock.targets
+    twins = [dataclasses.replace(t, selection=dataclasses.replace(
+        t.selection, target=dataclasses.replace(t.selection.target, name=n))) for n in ("gpu-1", "gpu_1", "GPU 1")]
+    docs = manifests(lock, twins, {"triton-env.toml": "", "hosts/a.toml": "", "hosts_a.toml": ""},
+                     K8sJob(image="x"))
+    jobs = [d for d in docs if d["kind"] == "Job"]
+    assert len({j["metadata"]["name"] for j in jobs}) == 3  # (all three were "tritonlock-verify-gpu-1")
+    assert len({j["metadata"]["labels"]["tritonlock/target"] for j in jobs}) == 3
+    assert len(docs[0]["data"]) == 3  # two files whose keys read alike both travel
+    for d in docs:
+        kubernetes_validate.validate(d, K8S_VERSIONS[-1], strict=True)

@@ -271,3 +271,42 @@ def test_fuzz_records(text: str) -> None:
         loads(text, "fuzz.verified.toml")
     except TritonlockError as err:
         assert err.exit_code == 2 and str(err).startswith("fuzz.verified.toml"), str(err)
+
+
+# ---------------------------------------------------------------- what nodes leave for `report merge`
+
+NODE_KEYS = ["ok", "failures", "checks", "record", "mode", "kernels", "torch"]
+
+
+@st.composite
+def node_reports(draw: st.DrawFn) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for i in range(draw(st.integers(1, 3))):
+        doc: dict[str, Any] = {}
+        for key in draw(st.lists(st.sampled_from(NODE_KEYS), max_size=5, unique=True)):
+            if key == "record" and draw(st.booleans()):
+                doc[key] = {k.replace("-", "_"): draw(values) for k in
+                            draw(st.lists(st.sampled_from(RECORD_KEYS), max_size=12, unique=True))}
+            else:
+                doc[key] = draw(values)
+        files[f"n{i}.json"] = json.dumps(doc) if draw(st.integers(0, 9)) else draw(st.text(max_size=30))
+        for kind in draw(st.lists(st.sampled_from(["sync.rc", "verify.rc", "started", "sync.log"]), max_size=3,
+                                  unique=True)):
+            files[f"n{i}.{kind}"] = draw(st.sampled_from(["0", "5", "124", "²", "٣", "-1", "", "x", "error: boom\n"]))
+    return files
+
+
+@settings(CI, max_examples=200)
+@given(node_reports())
+def test_fuzz_report_merge(files: dict[str, str]) -> None:
+    runs = Path(tempfile.mkdtemp(prefix="runs-", dir=_DIR))
+    for name, text in files.items():
+        (runs / name).write_text(text, encoding="utf-8", errors="surrogateescape")
+    r = CliRunner().invoke(main, ["report", "merge", str(runs), "--json", "-p", str(_DIR)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), (files, repr(r.exception))
+    assert r.exit_code in (0, 1, 2), (files, r.output)
+    if r.exit_code in (0, 1):
+        doc = json.loads(r.stdout)
+        assert (r.exit_code == 0) == (doc["passed"] == doc["total"] > 0), (files, doc)
+        for node in doc["nodes"]:
+            assert all(v is None or not isinstance(v, str) or v.isprintable() for v in node.values()), node

@@ -3,8 +3,10 @@ traceback, never a hang, never a conflict (3) for what is really bad input — a
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -180,3 +182,225 @@ def test_report_merge_survives_hostile_json(tmp_path: Path) -> None:
     (runs / "node2.json").write_text('{"ok": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code, out = _run("report", "merge", str(runs), "-p", str(tmp_path / "p"))
     assert code in (0, 1) and "Traceback" not in out and "RecursionError" not in out, out
+
+
+# ---------------------------------------------------------------- files that are not files, files that are not text
+
+
+@pytest.mark.parametrize("what", ["fifo", "devzero", "dir"])
+@pytest.mark.parametrize("name", ["triton-env.toml", "triton-env.lock", "triton-env.verified.toml"])
+def test_a_path_that_is_not_a_regular_file_is_an_error_not_a_hang(tmp_path: Path, what: str, name: str) -> None:
+    import os
+
+    from test_lockfile import sample
+    from tritonlock import lockfile
+
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    (tmp_path / "triton-env.lock").write_text(lockfile.dumps(sample()))
+    p = tmp_path / name
+    p.unlink(missing_ok=True)
+    {"fifo": lambda: os.mkfifo(p), "devzero": lambda: p.symlink_to("/dev/zero"), "dir": p.mkdir}[what]()
+    for args in (("resolve", "--dry-run"), ("show",), ("check",), ("sync", "--dry-run", "--no-verify"),
+                 ("export", "--format", "requirements", "--target", "h200"), ("export", "--format", "slurm"),
+                 ("why",), ("check", "--require-verified")):
+        started = time.perf_counter()
+        code, out = _run(*args, "-p", str(tmp_path))  # (a FIFO nobody writes to blocked the read forever)
+        assert time.perf_counter() - started < 5, (args, out)
+        assert code in (0, 1, 2, 4, 5) and "Traceback" not in out, (args, code, out)
+        if name == "triton-env.lock" and args[0] in ("show", "export"):
+            assert code == 2 and "not a regular file" in out or "a directory" in out, (args, out)
+
+
+@pytest.mark.parametrize("body", [b"\x82\xff binary", "\ufeff[x]".encode("utf-16"), b"\x00" * 64])
+def test_check_on_a_lock_that_is_not_text_is_a_problem_not_a_traceback(tmp_path: Path, body: bytes) -> None:
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    (tmp_path / "triton-env.lock").write_bytes(body)
+    for args in (("check",), ("check", "--json"), ("check", "--require-verified")):
+        code, out = _run(*args, "-p", str(tmp_path))
+        assert code == 1 and "Traceback" not in out and "triton-env.lock" in out, (args, out)
+
+
+# ---------------------------------------------------------------- report merge: what nodes leave behind
+
+
+@pytest.mark.parametrize("files", [
+    {"n1.json": '{"ok": false, "failures": 5}'},
+    {"n1.json": '{"ok": false, "checks": 7}'},
+    {"n1.json": '{"ok": false, "checks": [1, "x", null]}'},
+    {"n1.json": '{"ok": true, "record": {"kernels": 5}}'},
+    {"n1.json": '{"ok": "false"}'},  # a string: not a pass
+    {"n1.json": '{"ok": 1}'},
+    {"n1.sync.rc": "²", "n1.started": "x"},  # "²".isdigit() is True, int("²") fails
+    {"n1.verify.rc": "٣", "n1.sync.rc": "0"},
+])
+def test_report_merge_never_trusts_the_shape_of_a_node_report(tmp_path: Path, files: dict[str, str]) -> None:
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name, text in files.items():
+        (runs / name).write_text(text, encoding="utf-8")
+    for extra in ((), ("--json",), ("--html", str(tmp_path / "r.html")), ("--update-records",)):
+        code, out = _run("report", "merge", str(runs), "-p", str(proj), *extra)
+        assert code == 1 and "Traceback" not in out, (extra, out)  # the node failed: never counted as a pass
+        if extra == ("--json",):
+            doc = json.loads(out[out.index("{"):])
+            assert doc["passed"] == 0 and doc["total"] == 1, doc
+
+
+def test_report_merge_shows_names_from_nodes_as_text_never_as_markup_or_terminal_codes(tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    evil = "<script>alert(1)</script>\x1b[2J\nx ok-looking row"
+    (runs / "n1.json").write_text(json.dumps({"ok": False, "failures": [evil]}))
+    (runs / "n2\x1b[31m.sync.rc").write_text("5")
+    (runs / "n2\x1b[31m.sync.log").write_text(f"error: {evil}\n")
+    code, out = _run("report", "merge", str(runs), "-p", str(proj), "--html", str(tmp_path / "r.html"))
+    assert code == 1 and "\x1b" not in out and "<script>" in out, out  # (shown as text, escaped for a terminal)
+    assert not any(line.startswith("x ok-looking row") for line in out.splitlines()), out
+    page = (tmp_path / "r.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page and "\x1b" not in page
+
+
+# ---------------------------------------------------------------- names that end up in file names and scripts
+
+
+def test_a_target_name_never_picks_where_a_file_is_written(tmp_path: Path, local_index: Any) -> None:
+    from conftest import write_intent
+
+    proj = tmp_path / "p"
+    write_intent(proj, local_index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n'
+                                    '[[targets]]\nname = "../../escaped"\nos = "linux"\narch = "x86_64"\n'
+                                    '[[targets]]\nname = "my laptop"\nos = "linux"\narch = "x86_64"\n')
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 0, out
+    before = {p for p in tmp_path.rglob("*")}
+    for name in ("../../escaped", "my laptop"):
+        code, out = _run("export", "--format", "dockerfile", "--target", name, "-p", str(proj), "-o",
+                         str(proj / "Dockerfile"))
+        assert code == 0, out
+        new = {p for p in tmp_path.rglob("*")} - before
+        assert all(p.is_relative_to(proj) for p in new), new  # nothing outside the project
+        (req,) = [p for p in new if p.name.startswith("requirements-")]
+        assert req.parent == proj / "tritonlock-image" and " " not in req.name and ".." not in req.name
+        copy = [x for x in (proj / "Dockerfile").read_text().splitlines() if "requirements-" in x]
+        assert copy == [f"COPY tritonlock-image/{req.name} /tmp/requirements.txt"], copy  # one source, one dest
+        before |= new
+
+
+def test_fleet_hosts_takes_no_file_name_or_toml_line_from_a_node(tmp_path: Path) -> None:
+    from tritonlock.fleet.nodes import FleetError, parse_probes, write_host_files
+
+    good = {"node": "gpu-01", "name": "../../../escaped", "os": "linux", "arch": "x86_64", "glibc": "2.35",
+            "python": "3.11", "driver": "550.54.15", "cuda": "12.4", "gpus": ["8.0"], "gpu_names": ["NVIDIA A100"]}
+    probes = parse_probes("0: " + json.dumps(good) + "\n", "srun output")
+    (path, _), = write_host_files(probes, tmp_path / "hosts")
+    assert path.parent == tmp_path / "hosts" and ".." not in path.name
+    from tritonlock.intent import parse_intent
+
+    (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
+    assert [t.name for t in parse_intent('target-files = ["hosts/*.toml"]\n',
+                                         str(tmp_path / "triton-env.toml")).targets] == ["../../../escaped"]
+    for key, value in (("node", "n1\n[[targets]]\nname = 'evil'"), ("name", "a\x1b[2J"), ("gpus", [1]),
+                       ("driver", "550\n"), ("node", ""), ("gpus", "8.0")):
+        with pytest.raises(FleetError, match=r"srun output: line 1: ") as ei:
+            parse_probes(json.dumps({**good, key: value}), "srun output")
+        assert "\n" not in str(ei.value) and "\x1b" not in str(ei.value)
+
+
+def _sbatch(tmp_path: Path, *args: str) -> tuple[int, str]:
+    from test_lockfile import sample
+    from tritonlock import lockfile
+
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    (tmp_path / "triton-env.lock").write_text(lockfile.dumps(sample()))
+    r = CliRunner().invoke(main, ["export", "--format", "slurm", "-p", str(tmp_path), *args])
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    return r.exit_code, r.stdout if r.exit_code == 0 else r.output
+
+
+def test_sbatch_script_keeps_paths_as_paths(tmp_path: Path) -> None:
+    import subprocess
+
+    proj = tmp_path / "My Projects" / "$(touch PWNED)'x\""
+    proj.mkdir(parents=True)
+    code, script = _sbatch(proj, "--reports", str(tmp_path / "r $(touch PWNED2)"), "--tritonlock",
+                           "/opt/tl venv/bin/tritonlock".replace(" ", "_"))
+    assert code == 0, script
+    # run the script's own variable set-up, as the job would, and read back what it set
+    setup = script[script.index("set -uo pipefail"):script.index("mkdir -p")]
+    r = subprocess.run(["bash", "-c", setup + 'printf "%s\\n" "$TRITONLOCK_PROJECT" "$TRITONLOCK_REPORTS" '
+                        '"$TRITONLOCK_CMD"'], capture_output=True, text=True, cwd=tmp_path,
+                       env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(proj.resolve()), str(tmp_path / "r $(touch PWNED2)"),
+                                     "/opt/tl_venv/bin/tritonlock"], r.stdout
+    assert not list(tmp_path.rglob("PWNED*"))
+    # the default reports directory under such a project is that path too (quotes were kept as characters)
+    code, script = _sbatch(proj)
+    setup = script[script.index("set -uo pipefail"):script.index("mkdir -p")]
+    r = subprocess.run(["bash", "-c", setup + 'printf "%s\\n" "$TRITONLOCK_REPORTS"'], capture_output=True,
+                       text=True, env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"})
+    assert r.stdout.splitlines() == [f"{proj.resolve()}/tritonlock-reports/7"], r.stdout
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("--partition", "gpu\nrm -rf ~"), "--partition 'gpu\\nrm -rf ~': expected one Slurm name"),
+    (("--account", "a;b"), "--account 'a;b': expected one Slurm name"),
+    (("--time", "٣٠"), "--time '٣٠': expected Slurm's"),
+    (("--time", "30\n"), "--time '30\\n': expected Slurm's"),
+    (("--sync-args", "--offline\necho pwned"), "--sync-args '--offline\\necho pwned': control characters"),
+    (("--verify-args", "--quick 'unclosed"), "--verify-args \"--quick 'unclosed\": No closing quotation"),
+    (("--tritonlock", 'tl"; echo pwned; "'), "expected a command and its options as plain words"),
+    (("--tritonlock", ""), "--tritonlock"),
+])
+def test_sbatch_values_that_would_become_shell_are_bad_input(tmp_path: Path, args: tuple[str, str],
+                                                              expected: str) -> None:
+    code, out = _sbatch(tmp_path, *args)
+    assert code == 2 and out.startswith("error: ") and expected in out and "Traceback" not in out, out
+
+
+def test_sbatch_passes_options_through_as_words(tmp_path: Path) -> None:
+    code, script = _sbatch(tmp_path, "--sync-args", "--offline --find-links '/w h/x' ; echo pwned",
+                           "--verify-args", "--quick $(id)")
+    assert code == 0, script
+    # words handed to sync and verify as they are: ";" is one of them, not the end of a command; $(id) runs nothing
+    assert "--offline --find-links '/w h/x' ';' echo pwned" in script and "--quick '$(id)'" in script
+
+
+@pytest.mark.parametrize("record, expected", [
+    ("a.py,sha256=x,²\n", "1 of 1 files are missing (a.py)"),  # a size in other digits: not a size
+    ("a\x00b.py,sha256=x,1\n", "1 of 1 files are missing"),  # a NUL: os.stat raised ValueError
+    ("x" * 200_000 + ",sha256=x,1\n", "its RECORD cannot be read (field larger than field limit"),
+    ("\x1b[2J.py,sha256=x,1\n", "missing (\\x1b[2J.py)"),  # shown, never sent to the terminal
+])
+def test_a_damaged_record_file_is_damage_not_a_traceback(tmp_path: Path, record: str, expected: str) -> None:
+    """RECORD files are read by sync (after a kill) and doctor: whatever a killed installer or a stranger left."""
+    from tritonlock._venv import venv_damage
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    d = site / "x-1.0.dist-info"
+    d.mkdir(parents=True)
+    (d / "METADATA").write_text("Metadata-Version: 2.1\nName: x\nVersion: 1.0\n\n")
+    (d / "RECORD").write_text(record, encoding="utf-8")
+    (damage,) = venv_damage(tmp_path / "venv")
+    assert expected in damage.problem and "\x1b" not in damage.problem, damage.problem
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("host", "--save", "{d}/h.toml", "--name", "a\nb"), "--name 'a\\nb': not a usable target name"),
+    (("host", "--save", "{d}/h.toml", "--name", "x" * 101), "not a usable target name"),
+    (("host", "--save", "{d}/h.toml", "--name", "host"), "--name 'host': not a usable target name"),
+    (("fleet", "hosts", "--slurm", "--timeout", "nan"), "nan is not a number of seconds"),
+    (("fleet", "hosts", "--slurm", "--timeout", "-1"), "is not in the range"),
+    (("fleet", "hosts", "--slurm", "--nodelist", "a\nb"), "--nodelist 'a\\nb': expected one Slurm name"),
+])
+def test_bad_option_values_of_the_new_commands_are_exit_2(tmp_path: Path, args: tuple[str, ...],
+                                                           expected: str) -> None:
+    code, out = _run(*(a.replace("{d}", str(tmp_path)) for a in args))
+    assert code == 2 and expected in out and "Traceback" not in out, out
+    assert not (tmp_path / "h.toml").exists()  # (a name the intent then refused was written)
