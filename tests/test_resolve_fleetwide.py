@@ -129,6 +129,10 @@ CASES: list[Case] = [
          conflict=("its triton 3.0.0 publishes no wheels for linux_aarch64", 'allow torch >= 2.9.0',
                    'set triton = "none" to lock torch 2.4.1 (cpu) without triton'),
          not_in_conflict=("pick a Python", "with the triton it pins", "use Python")),
+    Case("gb200-r570", lx(["GB200"], "570.148.08", glibc="2.39", arch="aarch64"),
+         ("3.12", "2.11.0", "cu128", "triton", "3.6.0"),
+         "aarch64: 2.13.0's cu129 carries sm_100 but triton 3.7.1's ptxas-blackwell is 13.1; 2.11.0's aarch64 cu128 "
+         "+ triton 3.6.0 (aarch64 wheels from 3.5)", warns=("newer torch 2.12.1–2.13.0 " + PASSED,)),
     Case("gb10-spark", lx(["GB10"], "580.95.05", glibc="2.39", arch="aarch64"),
          ("3.12", "2.15.0", "cu132", "triton", "3.9.0"),
          "sm_121 (first CUDA 12.9, R575): sm_120 SASS runs on 12.1; ptxas-blackwell 13.4 on R580", warns=(MVC,)),
@@ -188,6 +192,12 @@ CASES: list[Case] = [
          conflict=("torch 2.7.1: its Triton (triton 3.3.1) compiles for compute capability 7.5 with its bundled ptxas "
                    "(CUDA 12.4), whose kernels need driver >= 525.60.13",
                    'set triton = "none" (locks torch 2.7.1 (cu118)')),
+    Case("t4-r470-py312-old-torch", lx(["T4"], "470.82.01"), None,
+         "torch < 2.4 on Python 3.12: 2.3.1's CUDA wheels pin triton only below Python 3.12, so without Triton the lock "
+         "holds none (no ptxas to point anywhere)", env='torch = "<2.4"',
+         conflict=("which loads the kernels of triton 2.3.1 (torch 2.3.1)",
+                   'keep this driver: set triton = "none" (locks torch 2.3.1 (cu118) without triton)'),
+         not_in_conflict=("TRITON_PTXAS_PATH", "with the triton it pins")),
     Case("t4-r525.60.13", lx(["T4"], "525.60.13", "3.10", "2.31"), ("3.10", "2.14.1", "cu126", "triton", "3.8.0"),
          "525.60.13 is exactly the 12.x floor: cu126 runs (CUDA 12.0 driver: warning), ptxas 12.9 loads; Triton "
          "supports >= 8.0 officially from 3.2",
@@ -212,6 +222,12 @@ CASES: list[Case] = [
     Case("k80-r470-py38", lx(["K80"], "470.82.01", "3.8", "2.17"), None,
          "sm_37 is in the cu118 builds up to 2.7.1; Python 3.8 stops at 2.4.1; Triton needs cc >= 7.0",
          conflict=("cannot compile for compute capability 3.7", 'set triton = "none" to lock torch 2.4.1 (cu118)')),
+    Case("gtx980-r590", lx(["GTX 980"], "590.48.01"), None, "R580 is the last branch for Maxwell",
+         conflict=("GPU sm_52 (Maxwell GM20x) is driven only up to the R580 branch",
+                   "run a driver of the R580 branch")),
+    Case("v100-r580-py312", lx(["V100"], "580.95.05"), ("3.12", "2.14.1", "cu126", "triton", "3.8.0"),
+         "2.15.0 has no sm_70 build; 2.14.1 cu126 runs natively on a CUDA 13.0 driver",
+         warns=("Triton 3.8.0 runs on compute capability 7.0",)),
     Case("k80-r535", lx(["K80"], "535.104.05", "3.10"), None,
          "Kepler is driven only up to the R470 legacy branch",
          conflict=("GPU sm_37 (Kepler GK210) is driven only up to the R470 branch",
@@ -316,6 +332,8 @@ CASES: list[Case] = [
          "torch's own kernels run on R470", env=NONE, warns=(MVC,)),
     Case("none-rtx5090-r570", lx(["RTX 5090"], "570.133.07"), ("3.12", "2.13.0", "cu129", None, None),
          "without the Triton rule 2.13.0 cu129 is the newest that runs", env=NONE, warns=("(CUDA 12.8) " + MVC,)),
+    Case("none-v100-r590", lx(["V100"], "590.48.01"), None, "no build runs on a GPU its driver does not drive",
+         env=NONE, conflict=("GPU sm_70 (Volta GV100) is driven only up to the R580 branch",)),
     Case("none-macos", {"os": "macos", "arch": "arm64", "python": "3.12"}, ("3.12", "2.15.0", "cpu", None, None),
          "nothing about Triton to say", env=NONE),
     # ---------------------------------------------------------------- CUDA pinned / specifiers
@@ -446,10 +464,6 @@ def test_resolve_dry_run_json(case: Case, tmp_path_factory: pytest.TempPathFacto
 
 # ---------------------------------------------------------------- `tritonlock why` on the same fleet
 
-WHY_CASES = ["h100-r535-py311", "a100-r535-glibc231", "a100-r470", "t4-r470", "v100-r535", "rtx5090-r535",
-             "rtx5090-r570", "b200-r570", "b300-r570", "gh200-r535-py310", "k80-r470-py38", "gtx1080-r550",
-             "win-rtx4090-py39", "strict-h100-r535", "thor-jp7", "py315-rtx4090-r570", "triton-lt-3-a100"]
-
 
 def _intent_and_target(case: Case) -> tuple[Any, Any]:
     from tritonlock.intent import parse_intent
@@ -473,7 +487,7 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
     for kind, value in changes:
         if kind == "driver":
             t = dataclasses.replace(t, driver=value, cuda=None)
-        elif kind in ("python", "glibc"):
+        elif kind in ("python", "glibc", "macos"):
             t = dataclasses.replace(t, **{kind: value})
         elif kind == "cuda-policy":
             it = dataclasses.replace(it, cuda_policy=value)
@@ -484,10 +498,10 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
     return resolve_one(it, load_matrix(), t, "3.12", advise=False)
 
 
-@pytest.mark.parametrize("name", WHY_CASES)
+@pytest.mark.parametrize("name", [c.id for c in CASES])
 def test_why_each_line_is_unlocked_by_its_change_and_by_no_smaller_one(name: str) -> None:
     from tritonlock.matrix import load_matrix
-    from tritonlock.resolve import driver_candidates
+    from tritonlock.resolve import driver_candidates, platform_of
     from tritonlock.why import advise
 
     m = load_matrix()
@@ -505,9 +519,9 @@ def test_why_each_line_is_unlocked_by_its_change_and_by_no_smaller_one(name: str
             rel = m.torch_release(ln.torch)
             assert rel is not None
             drivers = driver_candidates(m, target)[-1:] or [target.driver]
-            for py in rel.pythons("linux_x86_64" if target.os == "linux" and target.arch == "x86_64" else
-                                  {"aarch64": "linux_aarch64"}.get(target.arch, "win_amd64")):
-                tried = [("python", py), ("glibc", "2.39")] + ([("driver", drivers[0])] if drivers[0] else [])
+            for py in rel.pythons(platform_of(target)):
+                tried = [("python", py), ("glibc", "2.39")] + ([("driver", drivers[0])] if drivers[0] else []) \
+                    + ([("macos", "26.0")] if target.os == "macos" else [])
                 assert not _apply(intent, target, tried, ln.torch).ok, (ln.torch, tried)
             continue
         assert ln.changes and ln.then is not None

@@ -623,7 +623,9 @@ class _Resolver:
         else:  # torch's Linux CUDA wheels require their triton, so the lock still holds it; CPU wheels pin none
             rel = self.m.torch_release(alone.torch or "") if alone.ok else None
             pins = bool(rel and rel.triton and (alone.backend or "").startswith("cu")
-                        and self.platform in rel.triton_platforms)
+                        and self.platform in rel.triton_platforms
+                        and not (rel.triton_python_below and alone.python
+                                 and _v(alone.python) >= _v(rel.triton_python_below)))
             keep = (f"torch {alone.torch} ({alone.backend})" + (" with the triton it pins" if pins else " without triton")
                     if alone.ok and alone.torch else "torch without the Triton check")
         if "ptxas" in kinds:
@@ -634,7 +636,7 @@ class _Resolver:
                              f"of {sel.triton_package or 'triton'} {sel.triton} (torch {sel.torch})")
             tri = next(t for _, t in passed if t.kind == "ptxas")
             have_major = (self.max_cuda() or "?").split(".")[0]
-            if self.t.os == "windows":
+            if self.t.os == "windows" or keep.endswith("without triton"):
                 hints.append(f"keep this driver: set triton = \"none\" (locks {keep})")
             else:
                 hints.append(f"keep this driver: set triton = \"none\" (locks {keep}, without the Triton check) "
