@@ -82,9 +82,10 @@ def _safe(r: Row) -> Row:
 
     from tritonlock._term import printable
 
-    return dataclasses.replace(r, **{f: printable(v, 200 if f != "error" else 1000) for f in
-                                     ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
-                                     if isinstance(v := getattr(r, f), str)})
+    cells: dict[str, Any] = {f: printable(v, 200 if f != "error" else 1000) for f in
+                             ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
+                             if isinstance(v := getattr(r, f), str)}
+    return dataclasses.replace(r, **cells)
 
 
 def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
