@@ -807,3 +807,19 @@ def test_a_driver_that_does_not_know_the_gpu(tmp_path: Path) -> None:
     assert "the R470 branch is the last that does" in k80.title and "R470 legacy driver" in k80.fix
     for ok in (host(), host(driver="580.00", cuda_driver="13.0", arch="aarch64", gpus=gpu("NVIDIA Thor", "11.0"))):
         assert not [x for x in doctor(tmp_path, ok, matrix=m).findings if x.id.startswith("driver-too-")]
+
+
+def test_a_jetson_thors_driver_is_judged_by_its_branch(tmp_path: Path) -> None:
+    """JetPack 7.0/7.1 reports driver 580.00 (the R580 branch, CUDA 13.0): a cu132 torch runs there through 13.x
+    minor-version compatibility (>= 580), it is not 'too new' for a driver below the dGPU number 580.65.06."""
+    from tritonlock.matrix import load_matrix
+
+    make_venv(tmp_path, triton_pkg("3.9.0"), torch_pkg("2.15.0+cu132", "13.2", available=True, archs=("sm_110",)))
+    thor = host(arch="aarch64", driver="580.00", cuda_driver="13.0", nvcc=None, gpus=gpu("NVIDIA Thor", "11.0"))
+    r = doctor(tmp_path, thor, load_matrix())
+    assert "torch-cuda-too-new" not in [f.id for f in r.findings], format_report(r)
+    f = only(r, "torch-cuda-minor-compat")
+    assert f.severity == "warning" and "580.65.06" in " ".join(f.evidence)
+    # the same numbers on a discrete GPU are below the floor
+    dgpu = host(driver="580.00", cuda_driver="13.0", nvcc=None, gpus=gpu("NVIDIA H200", "9.0"))
+    assert "torch-cuda-too-new" in [x.id for x in doctor(tmp_path, dgpu, load_matrix()).findings]

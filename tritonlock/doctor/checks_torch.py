@@ -95,7 +95,7 @@ def _torch_cuda_too_new(c: Context) -> list[Finding]:
         row = next((m for m in c.matrix.minor_compat if m.major == cuda_major(t.cuda)), None)
         floor = (row.windows_driver if h.os == "windows" else row.linux_driver) if row else None
     same_major = cuda_major(t.cuda) == cuda_major(h.cuda_driver)
-    if same_major and (floor is None or (parse_version(h.driver) or Version("0")) >= Version(floor)):
+    if same_major and (floor is None or not c.driver_below(floor)):
         ev.append(f"CUDA {cuda_major(t.cuda)}.x minor-version compatibility"
                   + (f" needs driver >= {floor}" if floor else "") + f"; this host has {h.driver}")
         return [Finding(id="torch-cuda-minor-compat", severity="warning",
@@ -270,7 +270,7 @@ def check_triton_ptxas(c: Context) -> list[Finding]:
         if px.error or not px.release or not px.path or (px.path, px.release) in seen:
             continue
         floor = c.matrix.ptxas_floor(px.release, h.os)
-        if floor is None or not older(h.driver, floor[0]):
+        if floor is None or not c.driver_below(floor[0]):
             continue
         seen.add((px.path, px.release))
         need, mc = floor
@@ -278,7 +278,7 @@ def check_triton_ptxas(c: Context) -> list[Finding]:
         env = "TRITON_PTXAS_BLACKWELL_PATH" if px.binary == "ptxas-blackwell" else "TRITON_PTXAS_PATH"
         # a toolkit on this machine whose ptxas this driver loads: its CUDA major's floor is met
         usable = [t for t in v.toolkit_ptxas
-                  if (f := c.matrix.ptxas_floor(t.release, h.os)) is not None and not older(h.driver, f[0])]
+                  if (f := c.matrix.ptxas_floor(t.release, h.os)) is not None and not c.driver_below(f[0])]
         usable.sort(key=lambda t: parse_version(t.version) or Version("0"), reverse=True)
         where = "bundled with triton" if px.override is None else f"chosen by {px.override}"
         ev = [f"{px.path} --version: release {px.release}, V{px.version} ({where}; triton {v.triton_version} "
@@ -320,7 +320,7 @@ def _bundled_ok(c: Context, px: TritonPtxas, gpus: list[Gpu]) -> str | None:
         return None
     binary, cuda, _ = row.for_cc(gpus[0].cc)
     floor = c.matrix.ptxas_floor(cuda, c.host.os)
-    if floor is None or older(c.host.driver, floor[0]):
+    if floor is None or c.driver_below(floor[0]):
         return None
     return f"{binary} (CUDA {'.'.join(cuda.split('.')[:2])})"
 

@@ -69,6 +69,20 @@ class Context:
     def target(self) -> LockedTarget | None:
         return self.lock.target if self.lock else None
 
+    def driver_below(self, floor: str) -> bool:
+        """The host's driver is below a driver floor — by branch on a Jetson, whose JetPack driver is numbered so
+        ("580.00" on Thor with JetPack 7.0/7.1 is the R580 driver, CUDA 13.0; compat/gpus.toml `integrated`)."""
+        h = self.host
+        if not h.driver:
+            return False
+        tegra = self.matrix is not None and any(
+            (g := self.matrix.gpu_family(x.cc)) is not None and g.integrated for x in h.gpus)
+        if tegra:
+            from tritonlock.matrix import branch_floor
+
+            return older(h.driver, branch_floor(floor))
+        return older(h.driver, floor)
+
     def dists(self, name: str) -> list[Dist]:
         """Installed copies of a distribution, in sys.path order (the first one is what imports)."""
         if self.venv is None:
