@@ -204,10 +204,31 @@ def _check_lock(text: str) -> None:
     for t in lock.targets:
         for fmt in export.FORMATS:
             try:
-                export.export(lock, t, fmt)
+                files = export.export(lock, t, fmt)
             except TritonlockError:
-                pass
+                continue
+            for f in files:  # a target's name never picks where a file goes
+                assert not f.path.startswith("/") and ".." not in f.path.split("/") and " " not in f.path, f.path
+    _check_fleet_exports(lock)
     lockfile.loads(lockfile.dumps(lock), "fuzz.lock")  # what was read writes back readable
+
+
+def _check_fleet_exports(lock: Any) -> None:
+    """The Slurm script and the Kubernetes manifests of any lock that reads: YAML that reads back as written."""
+    import yaml
+
+    from tritonlock.fleet.k8s import K8sJob, manifests, to_yaml
+    from tritonlock.fleet.slurm import SlurmJob, sbatch_script
+
+    for t in lock.targets:
+        sbatch_script(SlurmJob(project="/p", target=t.name))
+    try:
+        docs = manifests(lock, list(lock.targets), {"triton-env.lock": lockfile.dumps(lock)}, K8sJob(image="x"))
+    except TritonlockError:
+        return
+    assert list(yaml.safe_load_all(to_yaml(docs))) == docs
+    jobs = [d["metadata"]["name"] for d in docs if d["kind"] == "Job"]
+    assert len(set(jobs)) == len(jobs), jobs
 
 
 @CI

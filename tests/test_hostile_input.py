@@ -255,7 +255,7 @@ def test_report_merge_shows_names_from_nodes_as_text_never_as_markup_or_terminal
     (proj / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
     runs = tmp_path / "runs"
     runs.mkdir()
-    evil = "<script>alert(1)</script>\x1b[2J\nx ok-looking row"
+    evil = "<script>alert(1)</script>\x1b[2J\nx ok-looking row https://alice:s3cr3t@x.example/simple"
     (runs / "n1.json").write_text(json.dumps({"ok": False, "failures": [evil]}))
     (runs / "n2\x1b[31m.sync.rc").write_text("5")
     (runs / "n2\x1b[31m.sync.log").write_text(f"error: {evil}\n")
@@ -264,6 +264,7 @@ def test_report_merge_shows_names_from_nodes_as_text_never_as_markup_or_terminal
     assert not any(line.startswith("x ok-looking row") for line in out.splitlines()), out
     page = (tmp_path / "r.html").read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page and "\x1b" not in page
+    assert "s3cr3t" not in out + page and "https://***@x.example" in out  # a log's credential stays out of the table
 
 
 # ---------------------------------------------------------------- names that end up in file names and scripts
@@ -404,3 +405,28 @@ def test_bad_option_values_of_the_new_commands_are_exit_2(tmp_path: Path, args: 
     code, out = _run(*(a.replace("{d}", str(tmp_path)) for a in args))
     assert code == 2 and expected in out and "Traceback" not in out, out
     assert not (tmp_path / "h.toml").exists()  # (a name the intent then refused was written)
+
+
+@pytest.mark.parametrize("body, expected", [
+    (b"\x82\xff\x00", "'utf-8' codec can't decode"),
+    (b"[global]\nindex-url = https://mirror.example/simple\n[global]\ntimeout = 5\n", "section 'global' already exists"),
+    (b"[global]\nindex-url = https://a.example/simple\nindex-url = https://b.example/simple\n", "already exists"),
+    (b"index-url = https://mirror.example/simple\n", "File contains no section headers"),
+])
+def test_a_pip_configuration_file_pip_refuses_is_bad_input_not_skipped(tmp_path: Path, body: bytes, expected: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Skipping it quietly used pip's default index instead of the mirror the file names."""
+    from tritonlock import index
+
+    conf = tmp_path / "pip.conf"
+    conf.write_bytes(body)
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setattr(index, "_pip_config_files", lambda: [tmp_path / "absent.conf", conf])
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\ncuda = "cpu"\n')
+    index.default_index.cache_clear()
+    try:
+        code, out = _run("resolve", "-p", str(tmp_path))
+    finally:
+        index.default_index.cache_clear()
+    assert code == 2 and out.startswith(f"error: {conf}: pip cannot use this configuration file") and expected in out
+    assert len(out.splitlines()) == 1 and "Traceback" not in out, out

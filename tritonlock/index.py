@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from tritonlock import _urls
+from tritonlock._files import read_text
 from tritonlock.errors import ConfigError, IndexError_, TritonlockError
 
 
@@ -57,9 +58,15 @@ def pip_setting(name: str) -> tuple[str, str] | None:
     for path in _pip_config_files():
         cp = configparser.ConfigParser(interpolation=None)
         try:
-            cp.read(path, encoding="utf-8")
-        except (OSError, configparser.Error, UnicodeDecodeError):
-            continue
+            cp.read_string(read_text(path), str(path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # (as pip: a configuration file that is not there is no error)
+        except (OSError, configparser.Error, UnicodeDecodeError) as err:
+            # pip refuses a file it cannot read, and so do we: skipping it would use another index than the one
+            # it names (a private mirror silently replaced by the public default)
+            why = " ".join(str(err).split())
+            raise ConfigError(f"{path}: pip cannot use this configuration file ({_urls.redact(why[:200])}) — fix "
+                              "it (pip fails on it too), or point PIP_CONFIG_FILE elsewhere") from None
         for section in ("global", "install", "download"):
             if cp.has_option(section, name):
                 found = (cp.get(section, name).strip(), f"{path} [{section}] {name}")

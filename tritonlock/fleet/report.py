@@ -77,12 +77,14 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
 
 
 def _safe(r: Row) -> Row:
-    """Every text cell printable: node names, GPU models and error lines come from the nodes and their logs."""
+    """Every text cell printable, and no user:token@ in it: node names, GPU models and error lines come from the
+    nodes and their logs (a log may hold an installer's own words), and the table goes into shared files."""
     import dataclasses
 
     from tritonlock._term import printable
+    from tritonlock._urls import redact
 
-    cells: dict[str, Any] = {f: printable(v, 200 if f != "error" else 1000) for f in
+    cells: dict[str, Any] = {f: printable(redact(v), 200 if f != "error" else 1000) for f in
                              ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
                              if isinstance(v := getattr(r, f), str)}
     return dataclasses.replace(r, **cells)
