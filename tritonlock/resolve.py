@@ -239,7 +239,8 @@ class _Resolver:
         floor = release.glibc.get(self.platform)
         if floor and self.t.glibc and _v(self.t.glibc) < _v(floor):
             return None, f"wheels need glibc >= {floor}; this target has {self.t.glibc}"
-        mac_notes: list[str] = []
+        mac_reasons: list[str] = []
+        mac_warns: list[str] = []
         if self.t.os == "macos" and release.macos.get(self.platform):
             # The wheels' macosx_X_Y tag is the least macOS they install on (torch.toml `macos`, per Python where
             # it differs): a stated macOS below it rules the release (or that Python) out.
@@ -249,11 +250,11 @@ class _Resolver:
                     need = min((release.macos_floor(self.platform, p) or "0" for p in pythons), key=_v)
                     return None, f"its macOS wheels need macOS >= {need}; this target has {self.t.macos}"
                 pythons = fits_mac
-                mac_notes.append(f"macOS {self.t.macos} >= {release.macos_floor(self.platform, pythons[0])}, the "
-                                 f"floor of torch {release.version}'s wheels for Python {pythons[0]}")
+                mac_reasons.append(f"macOS {self.t.macos} >= {release.macos_floor(self.platform, pythons[0])}, the "
+                                   f"floor of torch {release.version}'s wheels for Python {pythons[0]}")
             elif _v(release.macos_floor(self.platform, pythons[0]) or "0") > _v(_MACOS_ANY):
                 tag = release.macos_floor(self.platform, pythons[0]) or ""
-                mac_notes.append(f"WARN:torch {release.version}'s wheels for Python {pythons[0]} need macOS >= {tag} "
+                mac_warns.append(f"torch {release.version}'s wheels for Python {pythons[0]} need macOS >= {tag} "
                                  f"(macosx_{tag.replace('.', '_')}_arm64): if this Mac runs an older macOS, say "
                                  f"so on the target (macos = \"13.6\", as `tritonlock host --save` writes it) to lock "
                                  "the newest torch it can install")
@@ -319,8 +320,7 @@ class _Resolver:
             if v.cuda and self.t.gpus:
                 reasons.append(f"build carries {_arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
                                + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=cc_tuple))}")
-            reasons += [n for n in mac_notes if not n.startswith("WARN:")]
-            mac_warns = [n[5:] for n in mac_notes if n.startswith("WARN:")]
+            reasons += mac_reasons
             return _Fit(variant=v, python=pythons[0], reasons=tuple(reasons),
                         warnings=tuple(([warn] if warn else []) + arch_warns + mac_warns), driver_floor=dfloor), ""
         cudas = "/".join(v.cuda or "cpu" for v in sorted(wanted, key=lambda v: _v(v.cuda or "0")))
