@@ -506,7 +506,7 @@ def _same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
                        "both get the same lock — keep one of them")
         else:
             first[key] = t
-    return tuple(out)
+    return tuple(_toml.capped(out))  # (2,000 copies of one machine once printed 2,000 warnings)
 
 
 def _where(t: TargetSpec) -> str:
