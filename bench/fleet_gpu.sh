@@ -60,11 +60,15 @@ run_node() {  # run_node NAME CUDA_VISIBLE_DEVICES: one "node", as the Slurm/Kub
   echo "$tag (CUDA_VISIBLE_DEVICES=$2): verify exit $(cat "$OUT/reports/$tag.verify.rc")"
 }
 
-run_node h200-gpu0 0
-run_node h200-gpu1 1
-run_node h200-both 0,1
-tl report merge "$OUT/reports" --expect 3 --html "$OUT/report.html" | tee "$OUT/report.txt"
-tl report merge "$OUT/reports" --expect 3 --json > "$OUT/report.json"
+# NODES: "NAME:CUDA_VISIBLE_DEVICES ..." (default: each of two GPUs, then both; a one-GPU machine: NODES="h200:0")
+NODES=${NODES:-"h200-gpu0:0 h200-gpu1:1 h200-both:0,1"}
+n=0
+for node in $NODES; do
+  run_node "${node%%:*}" "${node#*:}"
+  n=$((n + 1))
+done
+tl report merge "$OUT/reports" --expect $n --html "$OUT/report.html" | tee "$OUT/report.txt"
+tl report merge "$OUT/reports" --expect $n --json > "$OUT/report.json"
 cp "$PROJECT/triton-env.verified.toml" "$OUT/triton-env.verified.toml"
 tl show -p "$PROJECT" > "$OUT/show.txt" 2>&1
 tl check -p "$PROJECT" --require-verified > "$OUT/check.txt" 2>&1; echo "check --require-verified: exit $?" >> "$OUT/check.txt"
