@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -188,9 +189,13 @@ gpus = ["8.0"]
 """)
     assert _run("resolve", "-p", str(tmp_path))[0] == 0
     code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
-    assert code == 5
+    assert code == 2  # bad input, as export and verify --record say for the same lock
     assert "no target in" in out and "a100: it is a CUDA target (cu124) and this host has no NVIDIA driver" in out
     assert "tritonlock host --save" in out
+    assert not (tmp_path / ".venv").exists()
+    code, out = _run("verify", "-p", str(tmp_path), "--record", "--python", sys.executable)
+    assert code == 2 and "no target in" in out, out
+    assert not (tmp_path / "triton-env.verified.toml").exists()
 
 
 def test_system_site_packages_reuses_a_preinstalled_stack(tmp_path: Path, local_index: LocalIndex) -> None:

@@ -79,6 +79,13 @@ class UnknownTargetError(ValueError, TritonlockError):
     exit_code = 2
 
 
+class NoFittingTargetError(ValueError, TritonlockError):
+    """No lock target fits this machine: the lock was not made for it (bad input, the same code in every command —
+    sync, verify --record, export); nothing was changed."""
+
+    exit_code = 2
+
+
 class SyncError(TritonlockError):
     """Installing the lock into the venv failed; the message says, as checked, what state the venv is in."""
 

@@ -16,7 +16,7 @@ from tritonlock._apply import venv_lock
 from tritonlock._interp import find_base_python, python_minor_of
 from tritonlock._plan import Plan, Step, format_plan, plan, with_download
 from tritonlock._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
-from tritonlock.errors import SyncError, TritonlockError, UnknownTargetError, UsageError
+from tritonlock.errors import NoFittingTargetError, SyncError, TritonlockError, UnknownTargetError, UsageError
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -86,7 +86,7 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
         desc = f"{host.os}/{host.arch}, Python {python or host.python}, " + (
             f"driver {host.driver}" if host.driver else "no NVIDIA driver") + (
             f", GPUs {', '.join(g.cc for g in host.gpus)}" if host.gpus else "")
-        raise SyncError(f"no target in {lock_path} fits this host ({desc}):\n" + "\n".join(misses)
+        raise NoFittingTargetError(f"no target in {lock_path} fits this host ({desc}):\n" + "\n".join(misses)
                         + "\n  fix: add a target for this machine (`tritonlock host --save host.toml`, paste it into "
                         "triton-env.toml) and run `tritonlock resolve`")
     host_ccs = sorted(g.cc for g in host.gpus)
