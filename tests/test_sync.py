@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlock.errors import SyncError
+from tritonlock.errors import NoFittingTargetError
 from tritonlock.models import Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
 from tritonlock.sync import pick_target, plan
 
@@ -64,7 +64,7 @@ def test_pick_target_prefers_the_exact_gpus_and_explains_misses() -> None:
     assert pick_target(LOCK, _host("560.35.03", ("8.6",))).name == "a100"  # sm_80 runs on 8.6
     assert pick_target(LOCK, _host()).name == "cpu"
     only_gpu = Lock(**{**{f: getattr(LOCK, f) for f in LOCK.__slots__}, "targets": LOCK.targets[1:]})  # type: ignore[arg-type]
-    with pytest.raises(SyncError) as ei:
+    with pytest.raises(NoFittingTargetError) as ei:
         pick_target(only_gpu, _host("470.82.01", ("8.0",)))
     msg = str(ei.value)
     assert "a100: cu126 needs driver >= 525.60.13; this host has 470.82.01" in msg
