@@ -321,13 +321,12 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
     _warn_if_stale(project, lock, "showing")
-    targets = [t for t in lock.targets if target_name in (None, t.name)]
-    if target_name and not targets:
-        from tritonlock.errors import UnknownTargetError
+    if target_name is not None:
+        from tritonlock.lockfile import named_target
 
-        raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: "
-                                 f"{', '.join(t.name for t in lock.targets) or 'none'}) — pass one of those to "
-                                 "--target, or leave --target out to show them all")
+        targets = [named_target(lock, target_name, lock_path, otherwise="show them all")]
+    else:
+        targets = list(lock.targets)
     from tritonlock import records
 
     judged = records.judge(records.read_records(lock_path.parent / records.RECORDS_FILE), lock)
@@ -468,14 +467,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     root = Path(project)
     lock_path = root / LOCK_FILE
     if target_name is not None:  # an unknown --target is bad input before anything else is looked at
-        from tritonlock.errors import UnknownTargetError
-        from tritonlock.lockfile import read_lock
+        from tritonlock.lockfile import named_target, read_lock
 
-        names = [t.name for t in read_lock(lock_path).targets]
-        if target_name not in names:
-            raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: {', '.join(names) or 'none'})"
-                                     " — pass one of those to --target, or leave --target out to use the one that "
-                                     "fits this machine")
+        named_target(read_lock(lock_path), target_name, lock_path)
     env_dir = Path(venv) if venv else root / ".venv"
     interp = python_ or str(venv_python(env_dir))
     if not Path(interp).exists():
@@ -703,13 +697,9 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
     lock = read_lock(lock_path)
     chosen = None
     if target_name is not None:
-        chosen = next((t for t in lock.targets if t.name == target_name), None)
-        if chosen is None:
-            from tritonlock.errors import UnknownTargetError
+        from tritonlock.lockfile import named_target
 
-            raise UnknownTargetError(f"{lock_path} has no target {target_name!r} (it has: "
-                                     f"{', '.join(t.name for t in lock.targets)}) — pass one of those to --target, "
-                                     "or leave --target out to run them all")
+        chosen = named_target(lock, target_name, lock_path, otherwise="run them all")
     if fmt == "slurm":
         from tritonlock.fleet.slurm import SlurmJob, gpus_of, sbatch_script
 

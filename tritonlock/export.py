@@ -12,8 +12,8 @@ from packaging import tags as ptags
 from packaging.utils import parse_wheel_filename
 
 from tritonlock._files import file_stem
-from tritonlock.errors import TritonlockError, UnknownTargetError
-from tritonlock.lockfile import toml_value, wheel_table
+from tritonlock.errors import TritonlockError
+from tritonlock.lockfile import named_target, toml_value, wheel_table
 from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Selection, Wheel
 
 FORMATS = ("pylock", "requirements", "dockerfile", "devcontainer")
@@ -66,11 +66,7 @@ def choose_target(lock: Lock, name: str | None = None, host: HostProfile | None 
     """--target NAME, else the only target, else the one that fits this host, else the one named "host"."""
     names = ", ".join(t.name for t in lock.targets) or "none"
     if name is not None:
-        found = [t for t in lock.targets if t.name == name]
-        if not found:
-            raise UnknownTargetError(f"{lock_path} has no target {name!r} (it has: {names}) — pass one of those to "
-                                     "--target, or leave --target out to use the one that fits this machine")
-        return _ok(found[0], lock_path)
+        return _ok(named_target(lock, name, lock_path), lock_path)
     if len(lock.targets) == 1:
         return _ok(lock.targets[0], lock_path)
     if not lock.targets:

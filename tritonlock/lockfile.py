@@ -13,7 +13,7 @@ from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 from tritonlock import LOCK_VERSION as LOCK_VERSION, _toml
-from tritonlock.errors import LockfileError, LockfileWarning, WriteError
+from tritonlock.errors import LockfileError, LockfileWarning, UnknownTargetError, WriteError
 from tritonlock.models import Conflict, Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
 
 # LOCK_VERSION (in __init__, so the no-change check reads it cheaply): the major changes when an older tritonlock
@@ -493,6 +493,18 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
                 default_index=default, targets=tuple(targets),
                 input_digest=r.get(data, "input-digest", str, "", required=False) or "",
                 inputs_from=r.get(data, "inputs-from", str, "", required=False) or "")
+
+
+def named_target(lock: Lock, name: str, lock_path: str | Path, *,
+                 otherwise: str = "use the one that fits this machine") -> LockedTarget:
+    """The lock's target called `name`; else UnknownTargetError (bad input, exit 2 in every command) naming the
+    targets there are and what leaving --target out does (`otherwise`)."""
+    for t in lock.targets:
+        if t.name == name:
+            return t
+    names = ", ".join(t.name for t in lock.targets) or "none"
+    raise UnknownTargetError(f"{lock_path} has no target {name!r} (it has: {names}) — pass one of those to "
+                             f"--target, or leave --target out to {otherwise}")
 
 
 def read_lock(path: str | Path) -> Lock:

@@ -16,7 +16,7 @@ from tritonlock._apply import venv_lock
 from tritonlock._interp import find_base_python, python_minor_of
 from tritonlock._plan import Plan, Step, format_plan, plan, with_download
 from tritonlock._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
-from tritonlock.errors import NoFittingTargetError, SyncError, TritonlockError, UnknownTargetError, UsageError
+from tritonlock.errors import NoFittingTargetError, SyncError, TritonlockError, UsageError
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -68,12 +68,9 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
                 lock_path: str = "triton-env.lock") -> LockedTarget:
     """The lock target for this host: the named one, else the best fit (GPU over CPU, exact GPUs first)."""
     if name is not None:
-        for t in lock.targets:
-            if t.name == name:
-                return t
-        raise UnknownTargetError(f"{lock_path} has no target {name!r} (it has: "
-                                 f"{', '.join(t.name for t in lock.targets) or 'none'}) — pass one of those to "
-                                 "--target, or leave --target out to use the one that fits this machine")
+        from tritonlock.lockfile import named_target
+
+        return named_target(lock, name, lock_path)
     fits: list[LockedTarget] = []
     misses: list[str] = []
     for t in lock.targets:
