@@ -20,6 +20,23 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def core_metadata(path: Path) -> bytes | None:
+    """A wheel's METADATA, as an index serves it beside the file (PEP 658); None for anything else."""
+    if not path.name.endswith(".whl") or not path.is_file():
+        return None
+    with zipfile.ZipFile(path) as zf:
+        name = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
+        return zf.read(name) if name else None
+
+
+def _requires_python(path: Path) -> str | None:
+    meta = core_metadata(path)
+    for line in (meta or b"").decode(errors="replace").splitlines():
+        if line.startswith("Requires-Python:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 def build_wheel(
     dest: Path,
     name: str,
@@ -113,6 +130,10 @@ class LocalIndex:
                     f = root.joinpath(*parts)
                     if f.is_file():
                         return self._send(200, f.read_bytes(), "application/octet-stream")
+                    meta = core_metadata(f.with_name(f.name.removesuffix(".metadata"))) if f.name.endswith(
+                        ".metadata") else None
+                    if meta is not None:  # PEP 658: the wheel's METADATA beside it
+                        return self._send(200, meta, "application/octet-stream")
                     return self._send(404, b"not found", "text/plain")
                 if not parts:
                     return self._send(404, b"not found", "text/plain")
@@ -138,19 +159,23 @@ class LocalIndex:
                 entries = []
                 for f in mine:
                     data = f.read_bytes()
-                    entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data)))
+                    entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data),
+                                    _requires_python(f)))
                 if "application/vnd.pypi.simple.v1+json" in accept:
                     doc = {
                         "meta": {"api-version": "1.1"},
                         "name": project,
                         "files": [
-                            {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s}
-                            for n, u, h, s in entries
+                            {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s,
+                             **({"requires-python": rp} if rp else {})}
+                            for n, u, h, s, rp in entries
                         ],
                     }
                     return self._send(200, json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json")
                 links = "".join(
-                    f'<a href="{html.escape(u)}#sha256={h}">{html.escape(n)}</a>\n' for n, u, h, _ in entries
+                    f'<a href="{html.escape(u)}#sha256={h}"'
+                    + (f' data-requires-python="{html.escape(rp)}"' if rp else "")
+                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp in entries
                 )
                 return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
 

@@ -10,7 +10,7 @@ import pytest
 from tritonlock import lockfile
 from tritonlock.errors import LockfileError, LockfileWarning
 from tritonlock.intent import parse_intent
-from tritonlock.models import Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
+from tritonlock.models import DirectPackage, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference.lock"
 
@@ -21,7 +21,9 @@ def sample() -> Lock:
     sel = Selection(target=spec, ok=True, python="3.12", torch="2.11.0", backend="cu130",
                     index="https://torch-mirror.example/whl/cu130", triton_package="triton", triton="3.6.0",
                     packages=("numpy>=1.26",), driver_floor="580.65.06", archs=("sm_75", "sm_80", "sm_90"),
-                    ptx=("sm_120",), warnings=(), reasons=("torch 2.11.0: newest", "cu130: newest"))
+                    ptx=("sm_120",), warnings=(), reasons=("torch 2.11.0: newest", "cu130: newest"),
+                    direct=(DirectPackage(name="numpy", requirement="numpy>=1.26", version="2.1.0", newest="2.2.0",
+                                          held_by="numpy 2.2.0 requires Python >=3.13 (this target: Python 3.12)"),))
     idx = "https://torch-mirror.example/whl/cu130"
     pkgs = (
         LockedPackage(name="torch", version="2.11.0+cu130", index=idx, wheels=(
@@ -44,16 +46,17 @@ def test_matches_reference_bytes_and_round_trips() -> None:
     back = lockfile.loads(text)
     assert lockfile.dumps(back) == text
     assert back.targets[0].selection.ptx == ("sm_120",)
+    assert back.targets[0].selection.direct == sample().targets[0].selection.direct
     # packages come out sorted, whatever order they went in
     assert [p.name for p in back.targets[0].packages] == ["filelock", "torch"]
 
 
 def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_warns() -> None:
     text = lockfile.dumps(sample())
-    assert 'lock-version = "2.0"' in text
+    assert 'lock-version = "2.1"' in text
 
     def with_version(v: str) -> str:
-        return text.replace('lock-version = "2.0"', f'lock-version = "{v}"')
+        return text.replace('lock-version = "2.1"', f'lock-version = "{v}"')
 
     with pytest.raises(LockfileError) as ei:
         lockfile.loads(with_version("1.0"), "x.lock")
@@ -72,7 +75,7 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
         lockfile.loads(newer, "x.lock")
     (w,) = caught
     assert w.category is LockfileWarning
-    assert str(w.message) == ("x.lock: lock-version 2.3 is newer than this tritonlock's 2.0; reading only the fields "
+    assert str(w.message) == ("x.lock: lock-version 2.3 is newer than this tritonlock's 2.1; reading only the fields "
                               "it knows — upgrade tritonlock")
 
 

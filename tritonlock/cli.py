@@ -233,10 +233,14 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
 @main.command()
 @_project_opt
 @click.option("--upgrade", is_flag=True, help="Re-resolve even when nothing changed (picks up newer releases).")
-@click.option("--dry-run", is_flag=True, help="Print the decisions only: no lock is written, no network is used.")
+@click.option("--dry-run", is_flag=True, help="Print the decisions only: no lock is written, no network is used (see --packages).")
+@click.option("--packages", "decide_packages", is_flag=True,
+              help="With --dry-run: also decide [environment].packages' versions — and so the torch they allow — "
+                   "with uv and the indexes, as `resolve` does (uses the network).")
 @_json_opt
 @click.option("--target-file", metavar="FILE", help="Lock for a machine saved with `tritonlock host --save`.")
-def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_file: str | None) -> None:
+def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_file: str | None,
+            decide_packages: bool) -> None:
     """Resolve triton-env.toml into triton-env.lock (pinned, with sha256 hashes)."""
     intent_path, lock_path = _project_paths(project)
     if dry_run:
@@ -248,6 +252,10 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         for w in intent.warnings:
             click.echo(f"warning: {w}", err=True)
         sels = select(intent, target_file)
+        if intent.packages and all(s.ok for s in sels):
+            from tritonlock.project import decided
+
+            sels = decided(intent, sels, packages=decide_packages)
         if as_json:
             _echo_json({"targets": [selection_json(s) for s in sels]})
             if not all(s.ok for s in sels):

@@ -53,7 +53,12 @@ def macos_deployment_target(sel: Selection, matrix: Matrix) -> str | None:
     return floor if floor and Version(floor) > Version(_UV_MACOS_DEFAULT) else None
 
 
-def requirements(sel: Selection) -> list[str]:
+def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
+    """The top-level requirements of one compile. With `torch_spec` (the torch releases that fit the target, as a
+    specifier) the user's packages come first and torch last, with no triton pin (torch pins its own): uv decides the
+    packages before torch, so each gets its newest version that some fitting torch allows (tritonlock.packages)."""
+    if torch_spec is not None:
+        return list(sel.packages) + [f"torch{torch_spec}"]
     reqs = [f"torch=={sel.torch}"]
     if sel.triton_package and sel.triton:
         op = "" if sel.triton[0] in "<>=!~" else "=="
@@ -82,17 +87,18 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
 _PASSES = 5
 
 
-def compile_key(sel: Selection, matrix: Matrix, default_index: str) -> tuple[str, ...]:
+def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: str | None = None) -> tuple[str, ...]:
     """Everything compile_target's answer depends on: targets with equal keys can share one compile."""
     from tritonlock.resolve import platform_of
 
     release = matrix.torch_release(sel.torch or "")
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
-    return (*requirements(sel), sel.index or "", sel.python or "", python_platform(sel, floor), default_index,
-            macos_deployment_target(sel, matrix) or "")
+    return (*requirements(sel, torch_spec), sel.index or "", sel.python or "", python_platform(sel, floor),
+            default_index, macos_deployment_target(sel, matrix) or "")
 
 
-def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900) -> tuple[LockedPackage, ...]:
+def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900,
+                   torch_spec: str | None = None) -> tuple[LockedPackage, ...]:
     """The full transitive set for one ok selection, each package bound to exactly one index.
 
     uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
@@ -102,7 +108,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     until no family member is left unbound; if the torch index cannot serve it, the lock is refused.
     """
     assert sel.ok and sel.torch and sel.index and sel.python
-    reqs = requirements(sel)
+    reqs = requirements(sel, torch_spec)
     names = {canonicalize_name(m.group(0)) for r in reqs if (m := _NAME.match(r))}
     bound = {n for n in names if bound_to_torch_index(matrix, sel, n)}
     release = matrix.torch_release(sel.torch)

@@ -276,22 +276,23 @@ class IndexFile:
     sha256: str | None
     size: int | None
     yanked: bool = False
+    requires_python: str | None = None  # PEP 691 "requires-python" / PEP 503 data-requires-python
 
 
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str, bool]] = []
-        self._href: tuple[str, bool] | None = None
+        self.links: list[tuple[str, str, bool, str | None]] = []
+        self._href: tuple[str, bool, str | None] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             a = dict(attrs)
-            self._href = (a.get("href") or "", "data-yanked" in a)
+            self._href = (a.get("href") or "", "data-yanked" in a, a.get("data-requires-python"))
 
     def handle_data(self, data: str) -> None:
         if self._href is not None:
-            self.links.append((self._href[0], data.strip(), self._href[1]))
+            self.links.append((self._href[0], data.strip(), self._href[1], self._href[2]))
             self._href = None
 
 
@@ -389,15 +390,16 @@ class IndexClient:
         if resp.headers.get("Content-Type", "").startswith(PEP691):
             return tuple(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
                                    sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
-                                   yanked=bool(f.get("yanked"))) for f in resp.json().get("files", []))
+                                   yanked=bool(f.get("yanked")), requires_python=f.get("requires-python") or None)
+                         for f in resp.json().get("files", []))
         parser = _Links()
         parser.feed(resp.text)
         out: list[IndexFile] = []
-        for href, text, yanked in parser.links:
+        for href, text, yanked, requires_python in parser.links:
             full, _, frag = urljoin(url, href).partition("#")
             sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
             out.append(IndexFile(filename=text or full.rsplit("/", 1)[-1], url=full, sha256=sha, size=None,
-                                 yanked=yanked))
+                                 yanked=yanked, requires_python=requires_python or None))
         return tuple(out)
 
     def metadata(self, file: IndexFile) -> str | None:

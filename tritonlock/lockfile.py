@@ -14,7 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 from tritonlock import LOCK_VERSION as LOCK_VERSION, _toml
 from tritonlock.errors import LockfileError, LockfileWarning, UnknownTargetError, WriteError
-from tritonlock.models import Conflict, Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
+from tritonlock.models import (Conflict, DirectPackage, Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec,
+                               Wheel)
 
 # LOCK_VERSION (in __init__, so the no-change check reads it cheaply): the major changes when an older tritonlock
 # would misread a lock (it refuses a major it does not know), the minor when fields are added that an older one
@@ -107,6 +108,12 @@ def header_digest(data: dict[str, Any], target_digests: list[str]) -> str:
     return _sha({**{k: v for k, v in data.items() if k not in ("digest", "targets")}, "targets": target_digests})
 
 
+def _direct_table(d: DirectPackage) -> dict[str, str]:
+    raw = {"name": d.name, "requirement": d.requirement, "version": d.version, "newest": d.newest,
+           "held-by": d.held_by}
+    return {k: v for k, v in raw.items() if v is not None}
+
+
 def _target_lines(t: LockedTarget) -> list[str]:
     sel, spec = t.selection, t.selection.target
     pkgs = tuple(sorted(t.packages, key=lambda p: p.name))
@@ -124,6 +131,10 @@ def _target_lines(t: LockedTarget) -> list[str]:
         "reasons": list(sel.reasons), "warnings": list(sel.warnings),
         "conflict": sel.conflict.message if sel.conflict else None,
     })
+    if sel.direct:  # the user's packages as the decision locked them (lock-version 2.1)
+        lines.append("direct = [")
+        lines.extend(f"  {toml_value(_direct_table(d))}," for d in sel.direct)
+        lines.append("]")
     for p in pkgs:
         lines += ["", "[[targets.packages]]"]
         _table(lines, {"name": p.name, "version": p.version, "index": p.index})
@@ -318,6 +329,22 @@ def _is_name(s: str) -> bool:
     return bool(NAME.match(s))
 
 
+def _directs(r: _Reader, d: dict[str, Any], where: str) -> tuple[DirectPackage, ...]:
+    out: list[DirectPackage] = []
+    for i, raw in enumerate(r.get(d, "direct", list, where, required=False) or []):
+        at = f"{where}.direct[{i}]"
+        if not isinstance(raw, dict):
+            raise r.fail(at, "expected a table")
+        out.append(DirectPackage(
+            name=r.get(raw, "name", str, at, check=_is_name, like="vllm"),
+            requirement=r.get(raw, "requirement", str, at, check=lambda s: bool(s.strip()) and s.isprintable(),
+                              like="vllm>=0.30"),
+            version=r.get(raw, "version", str, at, False, _is_version, "0.33.0"),
+            newest=r.get(raw, "newest", str, at, False, _is_version, "0.33.0"),
+            held_by=r.get(raw, "held-by", str, at, False)))
+    return tuple(out)
+
+
 def _wheel(r: _Reader, raw: Any, where: str) -> Wheel:
     if not isinstance(raw, dict):
         raise r.fail(where, "expected a table")
@@ -461,6 +488,7 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
             archs=r.strs(d, "archs", dw, _ARCH_SM, "sm_90"), ptx=r.strs(d, "ptx", dw, _ARCH_SM, "sm_90"),
             reasons=r.strs(d, "reasons", dw), warnings=r.strs(d, "warnings", dw),
             conflict=Conflict(target=name, message=conflict) if conflict else None,
+            direct=_directs(r, d, dw),
         )
         pkgs: list[LockedPackage] = []
         seen: set[str] = set()

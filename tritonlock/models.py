@@ -81,6 +81,17 @@ class Conflict:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class DirectPackage:
+    """A package the user named, as the decision locked it: its newest release, and what held it below that."""
+
+    name: str  # normalized (PEP 503)
+    requirement: str  # as the intent wrote it, "vllm>=0.30"
+    version: str | None = None  # locked
+    newest: str | None = None  # the newest release on its index that the requirement admits; None = unknown
+    held_by: str | None = None  # why the locked version is not the newest, in words; None when it is
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Selection:
     """The resolver's decision for one target (ok) or its conflict (not ok)."""
 
@@ -99,6 +110,7 @@ class Selection:
     warnings: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     conflict: Conflict | None = None
+    direct: tuple[DirectPackage, ...] = ()  # the user's packages as locked (tritonlock.packages decides them)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

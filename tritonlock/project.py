@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selecti
 
 if TYPE_CHECKING:
     from tritonlock._term import TargetProgress
+    from tritonlock.matrix import Matrix
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -164,6 +166,93 @@ def _pin_triton(sel: Selection, packages: tuple[LockedPackage, ...]) -> Selectio
     return sel
 
 
+def _candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selection, ...]:
+    """The fitting torch releases the packages choose among (newest first); only `sel` when torch is pinned."""
+    from tritonlock.packages import exact_torch, feasible
+
+    if exact_torch(intent):
+        return (sel,)
+    return _complete(feasible(intent, matrix, sel.target, running_python()), intent) or (sel,)
+
+
+def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ...], dindex: str, *,
+                 progress: TargetProgress | None = None) -> list[tuple[Selection, tuple[LockedPackage, ...]]]:
+    """Each ok target's final selection and its closure. Without packages the resolver's torch is locked as it is;
+    with packages, tritonlock.packages picks among the fitting torch releases the one that gives the packages their
+    newest versions. Targets whose inputs are the same share one computation (a fleet of 32 machines is a handful of
+    distinct closures, so lock time grows with those, not the machines)."""
+    from tritonlock import packages as pk
+    from tritonlock._subprocess import uv_bin
+    from tritonlock.closure import compile_key, compile_target
+
+    uv_bin()  # locate uv before the worker threads do
+    cands = [_candidates(intent, matrix, s) if pk.needs_decision(intent, s) else None for s in selections]
+
+    def key(s: Selection, c: tuple[Selection, ...] | None) -> tuple[str, ...]:
+        if c is None:
+            return compile_key(s, matrix, dindex)
+        versions = tuple(f"{x.torch}@{x.index}" for x in c)
+        # the explanations name the machine's facts (its driver, GPUs): only machines alike share them
+        machine = repr(dataclasses.replace(s.target, name="", origin=""))
+        return ("packages", *compile_key(s, matrix, dindex, torch_spec=""), *versions, machine)
+
+    keys = [key(s, c) for s, c in zip(selections, cands)]
+    firsts = {k: (s, c) for k, s, c in reversed(list(zip(keys, selections, cands)))}
+    names = {k: ", ".join(dict.fromkeys(t.target.name for kk, t in zip(keys, selections) if kk == k)) for k in firsts}
+    facts = pk.Facts()
+
+    def one(k: tuple[str, ...], pair: tuple[Selection, tuple[Selection, ...] | None]) -> tuple[
+            Selection, tuple[LockedPackage, ...]]:
+        s, c = pair
+        if progress is not None:
+            progress.start(names[k], f"locking torch {s.torch} ({s.backend}) with uv" if c is None else
+                           f"locking the packages with torch {c[-1].torch}–{c[0].torch} with uv" if len(c) > 1
+                           else f"locking the packages with torch {s.torch} ({s.backend}) with uv")
+        try:
+            if c is None:
+                out = (s, compile_target(s, matrix, dindex))
+            else:
+                out = pk.decide(s, c, intent, matrix, dindex, facts=facts, default_python=running_python())
+        except BaseException:
+            if progress is not None:
+                progress.failed(names[k])
+            raise
+        if progress is not None:
+            progress.done(names[k], f"{len(out[1])} packages locked" + (
+                f" (torch {out[0].torch})" if c is not None else ""))
+        return out
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, min(4, len(firsts)))) as pool:
+        done = dict(zip(firsts, pool.map(one, firsts, firsts.values())))
+    out = []
+    for k, s in zip(keys, selections):
+        chosen, pkgs = done[k]
+        # targets sharing a computation keep their own name and machine facts
+        out.append((dataclasses.replace(chosen, target=s.target) if chosen.target != s.target else chosen, pkgs))
+    return out
+
+
+def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool) -> tuple[Selection, ...]:
+    """`resolve --dry-run`: with `packages` (--packages), the selections as the lock would make them — uv and the
+    indexes decide the packages' versions and so, perhaps, an older torch; without it (no network), each target whose
+    packages could hold torch back says so in a warning instead of claiming a torch the lock may not hold."""
+    from tritonlock.matrix import load_matrix
+    from tritonlock.packages import exact_torch, needs_decision
+
+    if (not all(s.ok for s in selections) or not any(needs_decision(intent, s) for s in selections)
+            or exact_torch(intent)):  # a pinned torch stays what it is: nothing for the packages to move
+        return selections
+    if packages:
+        return tuple(s for s, _ in lock_targets(intent, load_matrix(), selections, _default_index(intent)))
+    note = ("the packages were not resolved (--dry-run without --packages uses no network): torch {} is the newest "
+            "this target allows, and [environment].packages may hold it back — `tritonlock resolve` (or --dry-run "
+            "--packages) decides them with uv and the indexes")
+    return tuple(dataclasses.replace(s, warnings=s.warnings + (note.format(s.torch),)) if needs_decision(intent, s)
+                 else s for s in selections)
+
+
 def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                  target_file: str | None = None, progress: TargetProgress | None = None) -> LockOutcome:
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
@@ -193,42 +282,13 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
-    from tritonlock.closure import compile_target
-
     dindex = _default_index(intent)
-    from tritonlock._subprocess import uv_bin
-
-    uv_bin()  # locate uv before the worker threads do
-    # Targets with the same resolution inputs (requirements, indexes, Python, platform) share one compile:
-    # a fleet of 32 machines is a handful of distinct closures, so lock time grows with those, not the machines.
-    from tritonlock.closure import compile_key
-
-    keys = [compile_key(s, matrix, dindex) for s in selections]
-    firsts = {k: s for k, s in reversed(list(zip(keys, selections)))}
-    from concurrent.futures import ThreadPoolExecutor
-
-    # What the user sees per compile: the targets that share it, by name ("a100, a100-b").
-    names = {k: ", ".join(dict.fromkeys(t.target.name for kk, t in zip(keys, selections) if kk == k)) for k in firsts}
-
-    def closure(k: tuple[str, ...], s: Selection) -> tuple[LockedPackage, ...]:
-        if progress is None:
-            return compile_target(s, matrix, dindex)
-        progress.start(names[k], f"locking torch {s.torch} ({s.backend}) with uv")
-        try:
-            packages = compile_target(s, matrix, dindex)
-        except BaseException:
-            progress.failed(names[k])
-            raise
-        progress.done(names[k], f"{len(packages)} packages locked")
-        return packages
-
     try:
-        with ThreadPoolExecutor(max_workers=min(4, len(firsts))) as pool:
-            done = dict(zip(firsts, pool.map(closure, firsts, firsts.values())))
+        decided = lock_targets(intent, matrix, selections, dindex, progress=progress)
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None
-    closures = [done[k] for k in keys]
-    selections = tuple(_pin_triton(s, p) for s, p in zip(selections, closures))
+    selections = tuple(_pin_triton(s, p) for s, p in decided)
+    closures = [p for _, p in decided]
     from tritonlock import _fast
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")

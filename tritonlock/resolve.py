@@ -756,6 +756,9 @@ def selection_json(sel: Selection) -> dict[str, object]:
         "index": sel.index, "triton_package": sel.triton_package, "triton": sel.triton,
         "warnings": list(sel.warnings), "reasons": list(sel.reasons),
     }
+    if sel.direct:  # the user's packages as locked: version, newest release, what held it below that
+        d["direct"] = [{"name": p.name, "requirement": p.requirement, "version": p.version, "newest": p.newest,
+                          "at_newest": p.held_by is None, "held_by": p.held_by} for p in sel.direct]
     if not sel.ok and sel.conflict:
         d["conflict"] = sel.conflict.message
     return d

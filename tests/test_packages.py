@@ -1,0 +1,200 @@
+"""The user's packages decide with the host: each gets its newest version whose torch fits, then the newest torch;
+what held a package or torch back is said, in the lock, `resolve`, `resolve --dry-run --json` and `show --json`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.lockfile import read_lock
+from tritonlock.matrix import load_matrix
+
+TAG = "py3-none-manylinux_2_28_x86_64"
+# PyPI's builds (torch from the default index): 2.10.0 is cu128 (runs on R570), 2.11.0 and newer are cu130 / cu132
+# (need R580) — compat/torch.toml. The index serves these releases, each pinning its triton as the real ones do.
+TORCHES = ("2.9.1", "2.10.0", "2.11.0", "2.14.0", "2.15.0")
+R580 = 'driver = "580.95.05"\ngpus = ["9.0"]'
+R570 = 'driver = "570.172.08"\ngpus = ["9.0"]'
+
+
+@pytest.fixture(scope="module")
+def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path_factory.mktemp("pkgindex"))
+    m = load_matrix()
+    for tv in TORCHES:
+        rel = m.torch_release(tv)
+        assert rel is not None and rel.triton
+        idx.add("simple", "triton", rel.triton, tag=TAG)
+        idx.add("simple", "torch", tv, tag=TAG, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    # servelm pins torch exactly, like vLLM: each release needs one torch
+    for v, tv in (("0.1", "2.9.1"), ("0.2", "2.10.0"), ("0.3", "2.14.0")):
+        idx.add("simple", "servelm", v, requires=(f"torch=={tv}",))
+    idx.add("simple", "boundlib", "1.0", requires=("torch>=2.9,<2.11",))  # bounds torch from above
+    idx.add("simple", "legacy", "1.0", requires=("torch==2.9.1",))  # pins a torch older than any host needs
+    idx.add("simple", "newonly", "1.0", requires=("torch==2.15.0",))  # only the newest torch will do
+    idx.add("simple", "plainlib", "1.0")
+    idx.add("simple", "plainlib", "2.0")
+    # a newest release that needs a newer Python than the target's
+    idx.add("simple", "pyfloor", "1.0", requires_python=">=3.9")
+    idx.add("simple", "pyfloor", "2.0", requires_python=">=3.13")
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _project(root: Path, idx: LocalIndex, packages: list[str], target: str, torch: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\npackages = {json.dumps(packages)}\n'
+        + (f'torch = "{torch}"\n' if torch else "")
+        + f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n\n'
+        f'[[targets]]\nname = "gpu"\nglibc = "2.35"\n{target}\n', encoding="utf-8")
+    return root
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def _locked(root: Path) -> tuple[dict[str, str], object]:
+    lock = read_lock(root / "triton-env.lock")
+    (t,) = lock.targets
+    return {p.name: p.version for p in t.packages}, t.selection
+
+
+def test_a_package_that_pins_torch_gets_its_newest_release_and_holds_torch_back(tmp_path: Path,
+                                                                                 pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["servelm"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["servelm"], versions["torch"]) == ("0.3", "2.14.0")  # not servelm 0.1 with torch 2.15.0
+    assert sel.torch == "2.14.0" and sel.triton == load_matrix().torch_release("2.14.0").triton
+    assert sel.reasons[0] == ("torch 2.14.0: the newest torch the packages allow (servelm 0.3 requires "
+                              "torch==2.14.0); torch 2.15.0 would fit this target")
+    assert "why: torch 2.14.0: the newest torch the packages allow (servelm 0.3" in out
+    assert not [w for w in sel.warnings if "servelm" in w]  # at its newest: nothing to warn
+    assert [(d.name, d.version, d.newest, d.held_by) for d in sel.direct] == [("servelm", "0.3", "0.3", None)]
+    # show --json reads the same from the lock
+    code, out = _run("show", "-p", str(root), "--json")
+    assert code == 0, out
+    (t,) = json.loads(out)["targets"]
+    assert t["direct"] == [{"name": "servelm", "requirement": "servelm", "version": "0.3", "newest": "0.3",
+                            "at_newest": True, "held_by": None}]
+    assert {p["name"] for p in t["packages"]} == {"servelm", "torch", "triton"}
+
+
+def test_when_the_host_is_the_limit_the_warning_names_the_package_and_the_host(tmp_path: Path,
+                                                                               pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["servelm"], R570)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["servelm"], versions["torch"]) == ("0.2", "2.10.0")
+    (w,) = [w for w in sel.warnings if w.startswith("servelm")]
+    assert w.startswith("servelm 0.2 is locked, not its newest release 0.3: servelm 0.3 requires torch==2.14.0; "
+                        "torch 2.14.0 does not fit this target: ")
+    assert "driver" in w and w.endswith("; the newest servelm whose torch fits here is 0.2")
+    assert (sel.direct[0].version, sel.direct[0].newest) == ("0.2", "0.3") and sel.direct[0].held_by in w
+    assert "warning: servelm 0.2 is locked, not its newest release 0.3" in out
+    # the dry run with --packages says the same, as JSON, without writing a lock
+    other = _project(tmp_path / "dry", pkg_index, ["servelm"], R570)
+    code, out = _run("resolve", "-p", str(other), "--dry-run", "--packages", "--json")
+    assert code == 0, out
+    (t,) = json.loads(out)["targets"]
+    assert t["torch"] == "2.10.0"
+    assert t["direct"] == [{"name": "servelm", "requirement": "servelm", "version": "0.2", "newest": "0.3",
+                              "at_newest": False, "held_by": sel.direct[0].held_by}]
+    assert not (other / "triton-env.lock").exists()
+
+
+def test_packages_that_conflict_name_each_other(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["boundlib", "servelm"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["boundlib"], versions["servelm"], versions["torch"]) == ("1.0", "0.2", "2.10.0")
+    (w,) = [w for w in sel.warnings if w.startswith("servelm")]
+    assert w == ("servelm 0.2 is locked, not its newest release 0.3: servelm 0.3 requires torch==2.14.0, and "
+                 "boundlib 1.0 requires torch<2.11,>=2.9")
+    assert sel.reasons[0].startswith("torch 2.10.0: the newest torch the packages allow (")
+    assert "boundlib 1.0 requires torch<2.11,>=2.9" in sel.reasons[0]
+
+
+def test_an_old_pin_takes_the_old_torch_and_says_so(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["legacy", "plainlib"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["legacy"], versions["torch"], versions["plainlib"]) == ("1.0", "2.9.1", "2.0")
+    assert sel.reasons[0] == ("torch 2.9.1: the newest torch the packages allow (legacy 1.0 requires torch==2.9.1); "
+                              "torch 2.15.0 would fit this target")
+    assert "packages at their newest release: legacy 1.0, plainlib 2.0" in sel.reasons
+
+
+def test_packages_without_torch_keep_the_newest_torch(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["plainlib"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["plainlib"], versions["torch"]) == ("2.0", "2.15.0")
+    assert sel.reasons[0].startswith("torch 2.15.0: the newest release")
+
+
+def test_a_newer_python_floor_is_named(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["pyfloor"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert versions["pyfloor"] == "1.0"
+    assert ("pyfloor 1.0 is locked, not its newest release 2.0: pyfloor 2.0 requires Python >=3.13 (this target: "
+            "Python 3.11)") in sel.warnings
+
+
+def test_the_intents_torch_is_a_constraint_the_packages_must_meet(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["servelm"], R580, torch=">=2.10,<2.14")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["servelm"], versions["torch"]) == ("0.2", "2.10.0")
+    (w,) = [w for w in sel.warnings if w.startswith("servelm")]
+    assert w.startswith("servelm 0.2 is locked, not its newest release 0.3: servelm 0.3 requires torch==2.14.0, "
+                        "outside torch = '>=2.10,<2.14' in ")
+
+
+@pytest.mark.parametrize(("packages", "target", "torch", "expect"), [
+    (["newonly"], R570, "", "newonly 1.0 requires torch==2.15.0; torch 2.15.0 does not fit this target: "),
+    (["legacy"], R580, ">=2.10", "legacy 1.0 requires torch==2.9.1, outside torch = '>=2.10' in "),
+])
+def test_no_fitting_torch_is_a_conflict_that_names_the_package(tmp_path: Path, pkg_index: LocalIndex,
+                                                               packages: list[str], target: str, torch: str,
+                                                               expect: str) -> None:
+    root = _project(tmp_path, pkg_index, packages, target, torch=torch)
+    code, out = _run("resolve", "-p", str(root))
+    assert code != 0 and "Traceback" not in out
+    assert "the packages cannot be locked with any torch that fits this target" in out
+    assert expect in out
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_an_offline_dry_run_does_not_claim_the_torch_the_packages_may_hold_back(tmp_path: Path,
+                                                                               pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["servelm"], R580)
+    before = len(pkg_index.requests)
+    code, out = _run("resolve", "-p", str(root), "--dry-run", "--json")
+    assert code == 0, out
+    assert len(pkg_index.requests) == before  # no network
+    (t,) = json.loads(out)["targets"]
+    assert t["torch"] == "2.15.0" and "direct" not in t
+    assert ("the packages were not resolved (--dry-run without --packages uses no network): torch 2.15.0 is the "
+            "newest this target allows, and [environment].packages may hold it back") in t["warnings"][-1]
+    # and the lock does hold it back
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0 and _locked(root)[1].torch == "2.14.0"

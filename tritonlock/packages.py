@@ -1,0 +1,572 @@
+"""The user's packages in the decision: the fitting torch that gives each package its newest version, and why not."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from tritonlock.errors import ClosureError, ResolveError, TritonlockError
+from tritonlock.models import DirectPackage, Intent, LockedPackage, Selection, TargetSpec
+
+if TYPE_CHECKING:
+    from tritonlock.index import IndexFile
+    from tritonlock.matrix import Matrix
+
+Compile = Callable[..., tuple[LockedPackage, ...]]
+
+# How many times a compile may land on a torch the matrix does not know (a release newer than the matrix, or a
+# patch it lacks) before the decision gives up on that index: each one is excluded and uv asked again.
+_UNKNOWN_TORCH_RETRIES = 3
+
+
+def _public(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def user_requirements(intent: Intent) -> list[Requirement]:
+    """The intent's packages as requirements (the intent checked them); URL requirements have no 'newest'."""
+    out: list[Requirement] = []
+    for text in intent.packages:
+        try:
+            out.append(Requirement(text))
+        except InvalidRequirement:
+            continue
+    return out
+
+
+def exact_torch(intent: Intent) -> bool:
+    """torch = "==2.13.0" (or a local pin, "==2.13.0+cpu"): nothing for the packages to choose."""
+    try:
+        specs = list(SpecifierSet(intent.torch)) if intent.torch else []
+    except InvalidSpecifier:
+        return False
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+
+
+def feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> tuple[Selection, ...]:
+    """Every torch release that fits the target under the intent, newest first, each with the selection the
+    resolver makes when the intent pins it (its variant, index, triton and reasons)."""
+    from tritonlock.resolve import resolve_one
+
+    spec = SpecifierSet(intent.torch) if intent.torch else SpecifierSet()
+    out: list[Selection] = []
+    for release in matrix.torch:
+        if Version(release.version) not in spec:
+            continue
+        sel = resolve_one(dataclasses.replace(intent, torch=f"=={release.version}"), matrix, target, default_python,
+                          advise=False)
+        if sel.ok:
+            out.append(sel)
+    return tuple(out)
+
+
+def torch_spec(versions: Iterable[str], known: Iterable[str]) -> str:
+    """A specifier admitting exactly `versions` among the `known` releases (and, between them, nothing the matrix
+    knows otherwise): ">=2.9.0,<=2.14.0,!=2.10.0"."""
+    vs = sorted({Version(v) for v in versions})
+    if len(vs) == 1:
+        return f"=={vs[0]}"
+    lo, hi = vs[0], vs[-1]
+    holes = sorted({Version(k) for k in known if lo < Version(k) < hi} - set(vs))
+    return ",".join([f">={lo}", f"<={hi}"] + [f"!={h}" for h in holes])
+
+
+# --- the target as markers and wheel tags see it -------------------------------------------------------------------
+
+def marker_env(target: TargetSpec, python: str) -> dict[str, str]:
+    """PEP 508 marker values of the target machine (not this one)."""
+    system = {"linux": "Linux", "windows": "Windows", "macos": "Darwin"}.get(target.os, "Linux")
+    machine = target.arch
+    if target.os == "windows":
+        machine = "AMD64" if target.arch == "x86_64" else "ARM64"
+    elif target.os == "macos":
+        machine = "arm64"
+    return {"python_version": python, "python_full_version": f"{python}.0", "implementation_name": "cpython",
+            "implementation_version": f"{python}.0", "platform_python_implementation": "CPython",
+            "sys_platform": {"Linux": "linux", "Windows": "win32", "Darwin": "darwin"}[system],
+            "platform_system": system, "os_name": "nt" if system == "Windows" else "posix",
+            "platform_machine": machine, "platform_release": "", "platform_version": "", "extra": ""}
+
+
+def _platform_fits(platform: str, target: TargetSpec) -> bool:
+    import re
+
+    if platform == "any":
+        return True
+    if target.os == "windows":
+        return platform == ("win_amd64" if target.arch == "x86_64" else "win_arm64")
+    if target.os == "macos":
+        m = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", platform)
+        if not m or m[3] not in ("arm64", "universal2"):
+            return False
+        return target.macos is None or (int(m[1]), int(m[2])) <= _mm(target.macos)
+    arch = target.arch
+    legacy = {f"manylinux1_{arch}": (2, 5), f"manylinux2010_{arch}": (2, 12), f"manylinux2014_{arch}": (2, 17),
+              f"linux_{arch}": (0, 0)}
+    if platform in legacy:
+        glibc = legacy[platform]
+    else:
+        m = re.fullmatch(rf"manylinux_(\d+)_(\d+)_{re.escape(arch)}", platform)
+        if not m:
+            return False
+        glibc = (int(m[1]), int(m[2]))
+    return target.glibc is None or glibc <= _mm(target.glibc)
+
+
+def _mm(version: str) -> tuple[int, int]:
+    parts = (version.split(".") + ["0"])[:2]
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        return (0, 0)
+
+
+def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
+    """Whether a wheel installs on the target's Python and platform (an sdist always can, by building it)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    if not filename.endswith(".whl"):
+        return True
+    try:
+        _, _, _, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    major, minor = _mm(python)
+    cp = f"cp{major}{minor}"
+    for t in tags:
+        if t.interpreter.startswith("cp") and t.abi == "abi3":
+            try:
+                ok_interp = int(t.interpreter[3:] or 0) <= minor and t.interpreter[2:3] == str(major)
+            except ValueError:
+                ok_interp = False
+        else:
+            ok_interp = t.interpreter in (cp, f"py{major}{minor}", f"py{major}") and t.abi in ("none", cp)
+        if ok_interp and _platform_fits(t.platform, target):
+            return True
+    return False
+
+
+# --- what an index says of a package ------------------------------------------------------------------------------
+
+def _file_version(filename: str) -> Version | None:
+    from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename,
+                                 parse_wheel_filename)
+
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[1]
+        if filename.endswith((".tar.gz", ".zip")):
+            return parse_sdist_filename(filename)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+    return None
+
+
+class Facts:
+    """Index facts the decision explains itself with: files per project, metadata per release (cached per run)."""
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, str], tuple[IndexFile, ...] | None] = {}
+        self._meta: dict[tuple[str, str, str], str | None] = {}
+
+    def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
+        """None when the index cannot be asked (the explanation then says less, never something false)."""
+        key = (index, canonicalize_name(name))
+        if key not in self._files:
+            from tritonlock.index import project_files
+
+            try:
+                self._files[key] = project_files(index, name)
+            except (TritonlockError, OSError, ValueError):
+                self._files[key] = None
+        return self._files[key]
+
+    def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
+        todo = [p for p in dict.fromkeys(pairs) if (p[0], canonicalize_name(p[1])) not in self._files]
+        if not todo:
+            return
+        with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+            list(pool.map(lambda p: self.files(*p), todo))
+
+    def release_files(self, index: str, name: str, version: str) -> list[IndexFile]:
+        want = _version(version)
+        return [f for f in self.files(index, name) or () if not f.yanked and _file_version(f.filename) is not None
+                and _version(_public(str(_file_version(f.filename)))) == _version(_public(str(want)))]
+
+    def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
+        """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
+        key = (index, canonicalize_name(name), version)
+        if key not in self._meta:
+            files = self.release_files(index, name, version)
+            files.sort(key=lambda f: (not (f.filename.endswith(".whl") and file_fits(f.filename, target, python)),
+                                      not f.filename.endswith(".whl")))
+            text = None
+            for f in files[:3]:
+                from tritonlock.index import IndexClient
+
+                try:
+                    text = IndexClient(index, timeout=30, retries=2).metadata(f)
+                except (TritonlockError, OSError, ValueError):
+                    text = None
+                if text:
+                    break
+            self._meta[key] = text
+        return self._meta[key]
+
+    def requires(self, index: str, name: str, version: str, target: TargetSpec,
+                 python: str) -> list[Requirement] | None:
+        """The release's Requires-Dist that apply on the target (markers evaluated there); None when unknown."""
+        text = self.metadata(index, name, version, target, python)
+        if text is None:
+            return None
+        env = marker_env(target, python)
+        out: list[Requirement] = []
+        for line in _headers(text, "Requires-Dist"):
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or req.marker.evaluate(env):
+                out.append(req)
+        return out
+
+
+def _headers(text: str, field: str) -> list[str]:
+    from email.parser import HeaderParser
+
+    return [str(v) for v in HeaderParser().parsestr(text).get_all(field) or []]
+
+
+def newest(facts: Facts, index: str, req: Requirement) -> str | None:
+    """The newest release on the index that the requirement admits (no pre-release unless it asks for one, nothing
+    yanked); None when the index cannot be read or has none."""
+    files = facts.files(index, req.name)
+    if not files:
+        return None
+    versions = {v for f in files if not f.yanked and (v := _file_version(f.filename)) is not None}
+    admitted = [v for v in versions if req.specifier.contains(v, prereleases=bool(req.specifier.prereleases))]
+    return str(max(admitted)) if admitted else None
+
+
+# --- the decision --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class _Outcome:
+    candidate: Selection
+    packages: tuple[LockedPackage, ...]
+
+
+def _locked(packages: tuple[LockedPackage, ...], name: str) -> LockedPackage | None:
+    want = canonicalize_name(name)
+    return next((p for p in packages if p.name == want), None)
+
+
+def _torch_in(spec: SpecifierSet, sel: Selection) -> bool:
+    assert sel.torch
+    return spec.contains(sel.torch, prereleases=True) or spec.contains(f"{sel.torch}+{sel.backend}", prereleases=True)
+
+
+def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix, default_index: str,
+           *, compile: Compile | None = None, facts: Facts | None = None,
+           default_python: str = "") -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """Lock one target whose intent names packages: among the fitting torch releases (`candidates`, newest first,
+    `sel` the newest), the combination that gives every package its newest version the target allows, then the
+    newest torch. uv decides (the packages listed before torch); the torch releases are grouped by the index they
+    come from (one compile per index), and the best outcome wins. Returns the selection, with its reasons, warnings
+    and `direct` records, and the target's packages."""
+    from tritonlock.closure import compile_target
+
+    compile = compile or compile_target
+    facts = facts or Facts()
+    reqs = user_requirements(intent)
+    python = sel.python or default_python
+    if not candidates:
+        candidates = (sel,)
+    groups: dict[str, list[Selection]] = {}
+    for c in candidates:
+        groups.setdefault(c.index or "", []).append(c)
+    known = [r.version for r in matrix.torch]
+    outcomes: list[_Outcome] = []
+    failures: list[tuple[str, ClosureError]] = []
+    newest_of: dict[str, str | None] = {}
+    for index, group in groups.items():
+        try:
+            outcome = _compile_group(group, known, matrix, default_index, compile)
+        except ClosureError as err:
+            failures.append((index, err))
+            continue
+        outcomes.append(outcome)
+        _learn_newest(facts, reqs, outcome.packages, newest_of)
+        if all(_at_newest(outcome.packages, r, newest_of) for r in reqs):
+            break  # nothing can beat every package at its newest with this index's newest allowed torch
+    if not outcomes:
+        raise _no_torch_fits(sel, candidates, intent, matrix, default_index, facts, reqs, failures, python,
+                             default_python)
+    best = max(outcomes, key=lambda o: _score(o, reqs))
+    chosen, packages = best.candidate, best.packages
+    if not _triton_as_decided(chosen, packages):
+        # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
+        # torch does not pin): lock the chosen torch exactly, as without packages
+        packages = compile(chosen, matrix, default_index)
+    return _explained(sel, chosen, packages, candidates, intent, matrix, facts, reqs, newest_of, python,
+                      default_python, default_index), packages
+
+
+def _compile_group(group: list[Selection], known: list[str], matrix: Matrix, default_index: str,
+                   compile: Compile) -> _Outcome:
+    versions = [c.torch for c in group if c.torch]
+    extra_known = list(known)
+    last: ClosureError | None = None
+    for _ in range(_UNKNOWN_TORCH_RETRIES):
+        spec = torch_spec(versions, extra_known)
+        packages = compile(group[0], matrix, default_index, torch_spec=spec)
+        torch = _locked(packages, "torch")
+        if torch is None:
+            raise ClosureError(f"uv locked no torch for target {group[0].target.name!r}")
+        public = _public(torch.version)
+        match = next((c for c in group if c.torch == public), None)
+        if match is not None:
+            return _Outcome(candidate=match, packages=packages)
+        # a torch the matrix does not know (newer than it, or a patch it lacks): never locked; ask again without it
+        extra_known.append(public)
+        last = ClosureError(f"uv chose torch {public}, which matrix {matrix.version} does not know")
+    raise last or ClosureError("no torch")
+
+
+def _learn_newest(facts: Facts, reqs: list[Requirement], packages: tuple[LockedPackage, ...],
+                  newest_of: dict[str, str | None]) -> None:
+    todo = [(p.index, r) for r in reqs if canonicalize_name(r.name) not in newest_of and r.url is None
+            and (p := _locked(packages, r.name)) is not None]
+    facts.prefetch((index, r.name) for index, r in todo)
+    for index, r in todo:
+        newest_of[canonicalize_name(r.name)] = newest(facts, index, r)
+
+
+def _at_newest(packages: tuple[LockedPackage, ...], req: Requirement, newest_of: dict[str, str | None]) -> bool:
+    p = _locked(packages, req.name)
+    top = newest_of.get(canonicalize_name(req.name))
+    if p is None or top is None:
+        return True  # nothing to compare with: not a reason to keep searching
+    return _version(_public(p.version)) == _version(_public(top))
+
+
+def _score(o: _Outcome, reqs: list[Requirement]) -> tuple[Version, ...]:
+    zero = Version("0")
+    out = []
+    for r in reqs:
+        p = _locked(o.packages, r.name)
+        out.append(_version(_public(p.version)) or zero if p else zero)
+    out.append(_version(o.candidate.torch) or zero)
+    return tuple(out)
+
+
+def _triton_as_decided(sel: Selection, packages: tuple[LockedPackage, ...]) -> bool:
+    if not sel.triton_package or not sel.triton:
+        return True
+    p = _locked(packages, sel.triton_package)
+    if p is None:
+        return False
+    spec = sel.triton if sel.triton[:1] in "<>=!~" else f"=={sel.triton}"
+    try:
+        return SpecifierSet(spec).contains(_public(p.version), prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+# --- words ---------------------------------------------------------------------------------------------------------
+
+def _where(target: TargetSpec, python: str) -> str:
+    platform = {"linux": f"linux/{target.arch}" + (f" (glibc {target.glibc})" if target.glibc else ""),
+                "windows": f"windows/{target.arch}", "macos": "macOS arm64" + (f" {target.macos}" if target.macos
+                                                                               else "")}.get(target.os, target.os)
+    return f"Python {python} on {platform}"
+
+
+def _spec_text(req: Requirement) -> str:
+    return f"{req.name}{req.specifier}" if str(req.specifier) else req.name
+
+
+def _torch_reqs(reqs: list[Requirement] | None) -> list[Requirement]:
+    return [r for r in reqs or [] if canonicalize_name(r.name) == "torch"]
+
+
+def _torch_limit(pkg: str, version: str, treq: Requirement, candidates: tuple[Selection, ...], intent: Intent,
+                 matrix: Matrix, target: TargetSpec, default_python: str) -> str:
+    """Why no torch that `pkg version` allows fits: the host (with the blocking fact), or the intent."""
+    from tritonlock.resolve import release_problem
+
+    allowed = [r for r in matrix.torch if treq.specifier.contains(r.version, prereleases=True)]
+    head = f"{pkg} {version} requires {_spec_text(treq)}"
+    if not allowed:
+        return f"{head}, a torch matrix {matrix.version} does not know"
+    if intent.torch:
+        spec = SpecifierSet(intent.torch)
+        if not any(spec.contains(r.version) for r in allowed):
+            return f"{head}, outside torch = {intent.torch!r} in {intent.path}"
+    free = dataclasses.replace(intent, torch="")
+    release = allowed[0]
+    problem = release_problem(free, matrix, target, release, default_python)
+    if problem:
+        return f"{head}; torch {release.version} does not fit this target: {problem}"
+    return f"{head}; torch {release.version} is not among this target's candidates"
+
+
+def _held_back(name: str, locked: LockedPackage, top: str, sel: Selection, chosen: Selection,
+               packages: tuple[LockedPackage, ...], candidates: tuple[Selection, ...], intent: Intent,
+               matrix: Matrix, facts: Facts, reqs: list[Requirement], python: str, default_python: str) -> str:
+    """In words: what held `name` at its locked version below `top`, its newest release."""
+    target = sel.target
+    files = facts.release_files(locked.index, name, top)
+    if files and not any(file_fits(f.filename, target, python) for f in files):
+        return f"{name} {top} has no wheel for {_where(target, python)} (and no sdist)"
+    rp = next((f.requires_python for f in files if f.requires_python), None)
+    if rp:
+        try:
+            if not SpecifierSet(rp).contains(f"{python}.0", prereleases=True) and not SpecifierSet(rp).contains(
+                    f"{python}.99", prereleases=True):
+                return f"{name} {top} requires Python {rp} (this target: Python {python})"
+        except InvalidSpecifier:
+            pass
+    deps = facts.requires(locked.index, name, top, target, python)
+    for treq in _torch_reqs(deps):
+        fits = [c for c in candidates if _torch_in(treq.specifier, c)]
+        if not fits:
+            return (_torch_limit(name, top, treq, candidates, intent, matrix, target, default_python)
+                    + f"; the newest {name} whose torch fits here is {_public(locked.version)}")
+        for other in reqs:
+            oname = canonicalize_name(other.name)
+            olocked = _locked(packages, oname)
+            if oname == name or olocked is None:
+                continue
+            for oreq in _torch_reqs(facts.requires(olocked.index, oname, olocked.version, target, python)):
+                if not any(_torch_in(treq.specifier, c) and _torch_in(oreq.specifier, c) for c in candidates):
+                    return (f"{name} {top} requires {_spec_text(treq)}, and {oname} {_public(olocked.version)} "
+                            f"requires {_spec_text(oreq)}")
+    direct = {canonicalize_name(r.name) for r in reqs}
+    for dep in deps or []:
+        dname = canonicalize_name(dep.name)
+        dl = _locked(packages, dname)
+        if dname in direct and dname != name and dl is not None and not dep.specifier.contains(
+                _public(dl.version), prereleases=True):
+            return f"{name} {top} requires {_spec_text(dep)}, and {dname} {_public(dl.version)} is locked"
+    if intent.torch and deps is not None:
+        return (f"{name} {top} cannot be installed with the other requirements on this target (torch = "
+                f"{intent.torch!r}, the other packages)")
+    return f"{name} {top} cannot be installed with the other requirements on this target"
+
+
+def _torch_held_by(top: Selection, chosen: Selection, packages: tuple[LockedPackage, ...], reqs: list[Requirement],
+                   matrix: Matrix, facts: Facts, python: str) -> str:
+    """Which locked package keeps torch below `top` (the newest that fits the target), in words."""
+    target = chosen.target
+    said: list[str] = []
+    names = [canonicalize_name(r.name) for r in reqs]
+    family = [p.name for p in packages if p.name not in names and p.name not in ("torch", "triton")
+              and matrix.bound_to_torch_index(p.name, chosen.backend)]
+    for name in names + family:
+        p = _locked(packages, name)
+        if p is None:
+            continue
+        for treq in _torch_reqs(facts.requires(p.index, name, p.version, target, python)):
+            if not _torch_in(treq.specifier, top):
+                said.append(f"{name} {_public(p.version)} requires {_spec_text(treq)}")
+        if len(said) >= 3:
+            break
+    if said:
+        return "; ".join(said)
+    torch = _locked(packages, "torch")
+    if torch is not None and facts.files(torch.index, "torch") is not None and not facts.release_files(
+            torch.index, "torch", top.torch or ""):
+        return f"torch {top.torch} is not on {torch.index}"
+    return f"the packages' requirements (uv found no solution with torch {top.torch})"
+
+
+def _explained(sel: Selection, chosen: Selection, packages: tuple[LockedPackage, ...],
+               candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix, facts: Facts,
+               reqs: list[Requirement], newest_of: dict[str, str | None], python: str, default_python: str,
+               default_index: str) -> Selection:
+    direct: list[DirectPackage] = []
+    warnings: list[str] = []
+    at_newest: list[str] = []
+    _learn_newest(facts, reqs, packages, newest_of)
+    for r in reqs:
+        name = canonicalize_name(r.name)
+        p = _locked(packages, name)
+        top = newest_of.get(name)
+        version = _public(p.version) if p else None
+        held = None
+        if p is not None and top is not None and (_version(version) or Version("0")) < (_version(top) or Version("0")):
+            held = _held_back(name, p, top, sel, chosen, packages, candidates, intent, matrix, facts, reqs, python,
+                              default_python)
+            warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
+        elif version is not None:
+            at_newest.append(f"{name} {version}")
+        direct.append(DirectPackage(name=name, requirement=str(r), version=version, newest=top, held_by=held))
+    reasons = list(sel.reasons)
+    if chosen.torch != sel.torch:
+        held_by = _torch_held_by(sel, chosen, packages, reqs, matrix, facts, python)
+        first = (f"torch {chosen.torch}: the newest torch the packages allow ({held_by}); torch {sel.torch} would "
+                 "fit this target")
+        passed = [r for r in sel.reasons if r.startswith("passed over ")]
+        rest = [r for r in chosen.reasons[1:] if not r.startswith("passed over ")]
+        reasons = [first, *passed, *rest]
+        base = chosen
+        warnings = [w for w in chosen.warnings] + warnings
+    else:
+        base = sel
+        warnings = list(sel.warnings) + warnings
+    if at_newest:  # after the torch lines (what the packages decided), before the build's own facts
+        at = next((i for i, r in enumerate(reasons) if i and not r.startswith("passed over ")), len(reasons))
+        reasons.insert(at, "packages at their newest release: " + ", ".join(at_newest))
+    return dataclasses.replace(base, reasons=tuple(reasons), warnings=tuple(warnings), direct=tuple(direct),
+                               packages=sel.packages)
+
+
+def _no_torch_fits(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix,
+                   default_index: str, facts: Facts, reqs: list[Requirement], failures: list[tuple[str, ClosureError]],
+                   python: str, default_python: str) -> ResolveError:
+    """No fitting torch can be locked with the packages: name the packages whose torch does not fit, and uv's words."""
+    target = sel.target
+    lines: list[str] = []
+    for r in reqs:
+        if r.url is not None:
+            continue
+        name = canonicalize_name(r.name)
+        index = sel.index if matrix.bound_to_torch_index(name, sel.backend) and sel.index else default_index
+        top = newest(facts, index, r)
+        if top is None:
+            continue
+        treqs = _torch_reqs(facts.requires(index, name, top, target, python))
+        for treq in treqs:
+            if not any(_torch_in(treq.specifier, c) for c in candidates):
+                lines.append(_torch_limit(name, top, treq, candidates, intent, matrix, target, default_python))
+    span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
+            else f"torch {candidates[0].torch}")
+    uv = str(failures[0][1]).strip() if failures else ""
+    msg = [f"target {target.name!r}: the packages cannot be locked with any torch that fits this target ({span})"]
+    msg += [f"  {line}" for line in lines]
+    if uv:
+        msg += ["  uv: " + uv.replace("\n", "\n  ")]
+    msg.append("  fix: loosen the package's version in [environment].packages (an older release may allow a torch "
+               "that fits), or lift what the target's limit names — `tritonlock why` shows the least change")
+    err = ResolveError("\n".join(msg))
+    return err
+
+
+def needs_decision(intent: Intent, sel: Selection) -> bool:
+    """Whether the user's packages take part in this target's decision (any ok target of an intent that names some)."""
+    return bool(sel.ok and user_requirements(intent))
