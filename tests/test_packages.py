@@ -32,7 +32,9 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
         assert rel is not None and rel.triton
         idx.add("simple", "triton", rel.triton, tag=TAG)
         idx.add("simple", "torch", tv, tag=TAG, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
-    # servelm pins torch exactly, like vLLM: each release needs one torch
+    # servelm pins torch exactly, like vLLM: each release needs one torch; its first release did not (an old vLLM
+    # sdist): a resolver that fixes torch first falls back to it
+    idx.add("simple", "servelm", "0.0", requires=("torch>=2.0",))
     for v, tv in (("0.1", "2.9.1"), ("0.2", "2.10.0"), ("0.3", "2.14.0")):
         idx.add("simple", "servelm", v, requires=(f"torch=={tv}",))
     idx.add("simple", "boundlib", "1.0", requires=("torch>=2.9,<2.11",))  # bounds torch from above
@@ -43,6 +45,12 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # a newest release that needs a newer Python than the target's
     idx.add("simple", "pyfloor", "1.0", requires_python=">=3.9")
     idx.add("simple", "pyfloor", "2.0", requires_python=">=3.13")
+    idx.add("simple", "pinner", "1.0", requires=("plainlib==1.0",))  # another package pins one the user named
+    idx.add("simple", "shared-dep", "1.0")
+    idx.add("simple", "shared-dep", "2.0")
+    idx.add("simple", "share-a", "1.0")
+    idx.add("simple", "share-a", "2.0", requires=("shared-dep>=2",))
+    idx.add("simple", "share-b", "1.0", requires=("shared-dep<2",))
     idx.start()
     yield idx
     idx.stop()
@@ -198,3 +206,19 @@ def test_an_offline_dry_run_does_not_claim_the_torch_the_packages_may_hold_back(
     # and the lock does hold it back
     code, out = _run("resolve", "-p", str(root))
     assert code == 0 and _locked(root)[1].torch == "2.14.0"
+
+
+@pytest.mark.parametrize(("packages", "held", "warning"), [
+    (["pinner", "plainlib"], "plainlib", "plainlib 1.0 is locked, not its newest release 2.0: pinner 1.0 requires "
+                                          "plainlib==1.0"),
+    (["share-a", "share-b"], "share-a", "share-a 1.0 is locked, not its newest release 2.0: share-a 2.0 requires "
+                                        "shared-dep>=2, and share-b 1.0 requires shared-dep<2"),
+])
+def test_a_package_held_back_by_another_names_the_requirement(tmp_path: Path, pkg_index: LocalIndex,
+                                                             packages: list[str], held: str, warning: str) -> None:
+    root = _project(tmp_path, pkg_index, packages, R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    _, sel = _locked(root)
+    assert warning in sel.warnings
+    assert [d.name for d in sel.direct if d.held_by] == [held]

@@ -216,12 +216,7 @@ class Facts:
                                       not f.filename.endswith(".whl")))
             text = None
             for f in files[:3]:
-                from tritonlock.index import IndexClient
-
-                try:
-                    text = IndexClient(index, timeout=30, retries=2).metadata(f)
-                except (TritonlockError, OSError, ValueError):
-                    text = None
+                text = _read_metadata(index, f)
                 if text:
                     break
             self._meta[key] = text
@@ -243,6 +238,28 @@ class Facts:
             if req.marker is None or req.marker.evaluate(env):
                 out.append(req)
         return out
+
+
+def _read_metadata(index: str, f: IndexFile) -> str | None:
+    """PEP 658's `.metadata` beside the file, else (an index without it, as many mirrors) the wheel's METADATA read
+    with HTTP Range requests — the zip's central directory and one member, a few kB of a wheel of any size, as uv
+    does."""
+    import re
+
+    from tritonlock.index import IndexClient
+
+    try:
+        client = IndexClient(index, timeout=30, retries=2)
+        text = client.metadata(f)
+        if text or not f.filename.endswith(".whl"):
+            return text or None
+        from tritonlock._compat_check import RemoteZip
+
+        z = RemoteZip(client.session, f.url, f.size)
+        name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
+        return z.read(name).decode("utf-8", "replace") if name else None
+    except (TritonlockError, OSError, ValueError, KeyError, IndexError):
+        return None
 
 
 def _headers(text: str, field: str) -> list[str]:
@@ -456,6 +473,14 @@ def _held_back(name: str, locked: LockedPackage, top: str, sel: Selection, chose
                 if not any(_torch_in(treq.specifier, c) and _torch_in(oreq.specifier, c) for c in candidates):
                     return (f"{name} {top} requires {_spec_text(treq)}, and {oname} {_public(olocked.version)} "
                             f"requires {_spec_text(oreq)}")
+    for other in reqs:  # another package the user named pins this one
+        oname = canonicalize_name(other.name)
+        olocked = _locked(packages, oname)
+        if oname == name or olocked is None:
+            continue
+        for oreq in facts.requires(olocked.index, oname, olocked.version, target, python) or []:
+            if canonicalize_name(oreq.name) == name and not oreq.specifier.contains(top, prereleases=True):
+                return f"{oname} {_public(olocked.version)} requires {_spec_text(oreq)}"
     direct = {canonicalize_name(r.name) for r in reqs}
     for dep in deps or []:
         dname = canonicalize_name(dep.name)
@@ -463,6 +488,22 @@ def _held_back(name: str, locked: LockedPackage, top: str, sel: Selection, chose
         if dname in direct and dname != name and dl is not None and not dep.specifier.contains(
                 _public(dl.version), prereleases=True):
             return f"{name} {top} requires {_spec_text(dep)}, and {dname} {_public(dl.version)} is locked"
+    for dep in deps or []:  # a shared dependency the other packages hold where this release cannot have it
+        dname = canonicalize_name(dep.name)
+        dl = _locked(packages, dname)
+        if dname in direct or dl is None or dep.specifier.contains(_public(dl.version), prereleases=True):
+            continue
+        for other in reqs:
+            oname = canonicalize_name(other.name)
+            olocked = _locked(packages, oname)
+            if oname == name or olocked is None:
+                continue
+            for oreq in facts.requires(olocked.index, oname, olocked.version, target, python) or []:
+                if canonicalize_name(oreq.name) == dname and str(oreq.specifier) and oreq.specifier.contains(
+                        _public(dl.version), prereleases=True):
+                    return (f"{name} {top} requires {_spec_text(dep)}, and {oname} {_public(olocked.version)} "
+                            f"requires {_spec_text(oreq)}")
+        return f"{name} {top} requires {_spec_text(dep)}; the packages hold {dname} {_public(dl.version)}"
     if intent.torch and deps is not None:
         return (f"{name} {top} cannot be installed with the other requirements on this target (torch = "
                 f"{intent.torch!r}, the other packages)")
