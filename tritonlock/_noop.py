@@ -154,13 +154,16 @@ def _code_stamp() -> list[object]:
     from tritonlock import __version__
     from tritonlock._data import compat_root
 
+    import tritonlock
+
     stats: list[object] = [__version__]
-    for d in (Path(__file__).parent, compat_root()):
+    for d in (Path(tritonlock.__file__).parent, compat_root()):
         try:
-            for e in sorted(os.scandir(d), key=lambda e: e.name) if d is not None else ():
-                if e.name.endswith((".py", ".toml")):
-                    st = e.stat()
-                    stats.append([e.name, st.st_mtime_ns, st.st_size])
+            # the whole package, its sub-packages too (sorted paths: the same tree gives the same stamp)
+            for path in sorted(d.rglob("*")) if d is not None else ():
+                if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
+                    st = path.stat()
+                    stats.append([str(path.relative_to(d)), st.st_mtime_ns, st.st_size])
         except OSError:
             stats.append(None)
     return stats
