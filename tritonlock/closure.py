@@ -119,6 +119,8 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     macos = macos_deployment_target(sel, matrix)
     for _ in range(_PASSES):
         raw = _compile(sel, reqs + pulled, sorted(bound), default_index, floor, timeout, pulled, macos)
+        if sel.index.rstrip("/") == default_index.rstrip("/"):
+            break  # torch from the default index ([indexes] torch = "default"): one index serves every package
         found = {canonicalize_name(str(r["name"])) for r in raw}
         unbound = sorted(n for n in found - bound if bound_to_torch_index(matrix, sel, n))
         if not unbound:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -180,26 +180,38 @@ class Facts:
     """Index facts the decision explains itself with: files per project, metadata per release (cached per run)."""
 
     def __init__(self) -> None:
-        self._files: dict[tuple[str, str], tuple[IndexFile, ...] | None] = {}
+        import threading
+
+        self._files: dict[tuple[str, str], Future[tuple[IndexFile, ...] | None]] = {}
         self._meta: dict[tuple[str, str, str], str | None] = {}
+        self._lock = threading.Lock()
 
     def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
-        """None when the index cannot be asked (the explanation then says less, never something false)."""
+        """None when the index cannot be asked (the explanation then says less, never something false). Threads
+        asking for the same page wait for one request."""
         key = (index, canonicalize_name(name))
-        if key not in self._files:
+        with self._lock:
+            future = self._files.get(key)
+            mine = future is None
+            if future is None:
+                future = self._files[key] = Future()
+        if mine:
             from tritonlock.index import project_files
 
             try:
-                self._files[key] = project_files(index, name)
+                future.set_result(project_files(index, name))
             except (TritonlockError, OSError, ValueError):
-                self._files[key] = None
-        return self._files[key]
+                future.set_result(None)
+            except BaseException:
+                future.set_result(None)  # no thread waits forever on a page that will never come
+                raise
+        return future.result()
 
     def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
         todo = [p for p in dict.fromkeys(pairs) if (p[0], canonicalize_name(p[1])) not in self._files]
         if not todo:
             return
-        with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+        with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
             list(pool.map(lambda p: self.files(*p), todo))
 
     def release_files(self, index: str, name: str, version: str) -> list[IndexFile]:
@@ -317,6 +329,12 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     for c in candidates:
         groups.setdefault(c.index or "", []).append(c)
     known = [r.version for r in matrix.torch]
+    # the packages' own index pages (for their newest releases) load while uv works
+    where = [(sel.index if sel.index and matrix.bound_to_torch_index(canonicalize_name(r.name), sel.backend)
+              else default_index, r.name) for r in reqs if r.url is None]
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.submit(facts.prefetch, where)
+    pool.shutdown(wait=False)
     outcomes: list[_Outcome] = []
     failures: list[tuple[str, ClosureError]] = []
     newest_of: dict[str, str | None] = {}
