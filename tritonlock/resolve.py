@@ -730,6 +730,24 @@ def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_pyth
     return _Resolver(intent, matrix, target, default_python).run(advise=advise)
 
 
+def feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> tuple[Selection, ...]:
+    """Every torch release that fits this target, newest first: one ok Selection each (its preferred variant, index,
+    triton pin, reasons and warnings), as `resolve_one` gives when the intent pins that release. All of the host
+    rules apply and the intent's torch, cuda and triton constraints hold; a target nothing fits gives ()."""
+    import dataclasses
+
+    spec = SpecifierSet(intent.torch) if intent.torch else SpecifierSet()
+    out: list[Selection] = []
+    for r in matrix.torch:
+        if Version(r.version) not in spec:
+            continue
+        pinned = dataclasses.replace(intent, torch=f"=={r.version}")
+        sel = _Resolver(pinned, matrix, target, default_python).run(advise=False)
+        if sel.ok:
+            out.append(sel)
+    return tuple(out)
+
+
 def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release: TorchRelease,
                     default_python: str) -> str | None:
     """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
