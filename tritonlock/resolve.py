@@ -48,7 +48,8 @@ class _Triton:
     problem: str | None = None  # this torch is passed over: its Triton does not work on this target
     kind: str = ""  # the problem's kind: "ptxas" (driver), "gpu" (compute capability), "wheel", "spec"
     need_driver: str | None = None  # kind "ptxas": the least driver that loads its kernels
-    env: str | None = None  # kind "ptxas": the variable that points Triton at another ptxas
+    env: str | None = None  # kind "ptxas" (and "gpu" from a ptxas): the variable that points Triton at another ptxas
+    need_cuda: str | None = None  # kind "gpu" from a ptxas too old for the GPU: the first CUDA whose ptxas knows it
 
 
 class _Resolver:
@@ -264,7 +265,18 @@ class _Resolver:
         ccs = self.h.ccs
         reasons, warns = list(base.reasons), list(base.warnings)
         fails: list[tuple[str, str, str]] = []  # (problem words, the driver it needs, the variable that overrides)
-        for (binary, cuda, env), on in rules.ptxas_uses(self.h, row).items():
+        uses = rules.ptxas_uses(self.h, row)
+        for (binary, cuda, env), on in uses.items():  # a ptxas that does not know the GPU: no driver helps
+            cuda_xy = ".".join(cuda.split(".")[:2])
+            unknown = [(cc, why) for cc in on if cc != "?" and (why := rules.ptxas_knows_gpu(self.h, cuda, cc))]
+            if unknown:
+                first = max((g.first_cuda for cc, _ in unknown if (g := self.m.gpu_family(cc)) and g.first_cuda),
+                            key=_v, default=None)
+                return _Triton(package=package, version=version, kind="gpu", env=env, need_cuda=first,
+                               problem=(f"its Triton ({package} {version}) compiles for compute capability "
+                                        f"{', '.join(cc for cc, _ in unknown)} with its bundled {binary} (CUDA "
+                                        f"{cuda_xy}), {unknown[0][1]}"))
+        for (binary, cuda, env), on in uses.items():
             need = rules.ptxas_driver_floor(self.h, cuda)
             cuda_xy = ".".join(cuda.split(".")[:2])
             gpus = f"compute capability {', '.join(on)}" if on != ["?"] else "its GPUs"
@@ -502,7 +514,17 @@ class _Resolver:
                              f"and point {tri.env} at the ptxas of a CUDA {have_major}.x toolkit, which driver "
                              f"{self.t.driver} loads (e.g. {tri.env}=/usr/local/cuda-{have_major}.x/bin/ptxas)")
         if "gpu" in kinds:
-            hints.append(f"set triton = \"none\" to lock {keep}: torch runs on this GPU, Triton does not")
+            other = self.other_python() if not hints else None  # a newer torch (and Triton) on another Python
+            if other is not None:
+                py, sel = other
+                hints.append(f"use Python {py} (python = \"{py}\"): then torch {sel.torch} ({sel.backend}) + "
+                             f"{sel.triton_package} {sel.triton}")
+            tri = next(t for _, t in passed if t.kind == "gpu")
+            if tri.env and tri.need_cuda and self.t.os != "windows":
+                hints.append(f"set triton = \"none\" to lock {keep}, and point {tri.env} at the ptxas of a CUDA "
+                             f">= {tri.need_cuda} toolkit, which knows this GPU")
+            else:
+                hints.append(f"set triton = \"none\" to lock {keep}: torch runs on this GPU, Triton does not")
         if "wheel" in kinds and not hints:
             # no Triton wheel for this Python (or platform): another Python may have one — checked by resolving
             other = self.other_python()

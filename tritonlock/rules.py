@@ -371,6 +371,19 @@ def ptxas_loads_on_driver(h: Host, cuda: str) -> str | None:
     return f"whose kernels need driver >= {need} (CUDA {major}.x minor-version compatibility)"
 
 
+def ptxas_knows_gpu(h: Host, cuda: str, cc: str) -> str | None:
+    """Triton's bundled ptxas (CUDA `cuda`) must know the GPU's architecture, not only make code the driver loads:
+    a ptxas older than the first toolkit that supports the architecture (gpus.toml first_cuda: 12.9 for sm_103
+    and sm_121, 13.0 for sm_110) rejects it ("Unknown target"), and every Triton kernel fails to compile."""
+    g = h.matrix.gpu_family(cc)
+    if g is None or g.first_cuda is None:
+        return None
+    have = ".".join(cuda.split(".")[:2])
+    if _v(have) >= _v(g.first_cuda):
+        return None
+    return f"which does not know {sm(cc)} (CUDA {g.first_cuda} is the first toolkit that compiles for it)"
+
+
 def ptxas_uses(h: Host, row: Ptxas) -> dict[tuple[str, str, str], list[str]]:
     """(binary, CUDA version, override variable) -> the target's GPUs Triton compiles with it ('?' without GPUs)."""
     uses: dict[tuple[str, str, str], list[str]] = {}
