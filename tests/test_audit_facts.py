@@ -52,3 +52,37 @@ def test_why_offers_no_torch_291_with_triton_351_to_a_b300() -> None:
     it, t = target('python = "3.9"', driver="575.57.08", gpus=["10.3"], glibc="2.35")
     text = format_advice(advise(it, M, t, "3.12"), sources=False)  # type: ignore[arg-type]
     assert "3.5.1" not in text and "2.9.1" not in text, text
+
+
+# --- Windows: its own build matrix, not Linux's -------------------------------------------------------------------
+
+def test_a_windows_rtx_5090_on_r570_gets_no_cu129_pytorch_never_built_for_windows() -> None:
+    sel = pick("", os="windows", driver="572.16", gpus=["RTX 5090"], python="3.12")
+    assert sel.ok and sel.backend != "cu129" and (sel.torch, sel.backend) == ("2.11.0", "cu128")
+    for version in ("2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.13.0"):  # Linux keeps its cu129
+        rel = M.torch_release(version)
+        assert rel is not None and rel.variant("cu129", "win_amd64") is None and rel.variant("cu129", "linux_x86_64")
+    pinned = pick('torch = "==2.13.0"', os="windows", driver="572.16", gpus=["RTX 5090"], python="3.12")
+    assert not pinned.ok  # 13.x needs R580 on Windows, cu126 has no sm_120, and there is no cu129
+
+
+def test_windows_cu128_kept_volta_through_210() -> None:
+    for version in ("2.8.0", "2.9.1", "2.10.0"):
+        sel = pick(f'torch = "=={version}"', os="windows", driver="572.16", gpus=["V100"], python="3.12")
+        assert sel.ok and sel.backend == "cu128", (version, sel.conflict)
+    rel = M.torch_release("2.11.0")
+    assert rel is not None and not rel.variant("cu128", "win_amd64").runs_on("7.0")  # type: ignore[union-attr]
+
+
+def test_triton_windows_warns_turing_and_volta_as_linux_does_and_says_what_it_costs() -> None:
+    for gpu in ("V100", "T4", "RTX 2080"):
+        win = pick("", os="windows", driver="572.16", gpus=[gpu], python="3.12")
+        lin = pick("", driver="572.16", gpus=[gpu], python="3.12", glibc="2.35")
+        assert win.ok and lin.ok
+        for sel in (win, lin):
+            assert any("tl.dot has no tensor-core (mma) path below 8.0" in w and "FMA" in w for w in sel.warnings), \
+                (gpu, sel.warnings)
+        assert any("triton-windows<3.3" in w for w in win.warnings)
+    # the series for torch 2.6 still supported them: no such word there
+    old = pick('torch = "<2.7"', os="windows", driver="572.16", gpus=["T4"], python="3.12")
+    assert old.ok and old.torch and old.torch.startswith("2.6") and not any("triton-windows<3.3" in w for w in old.warnings)

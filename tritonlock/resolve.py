@@ -248,8 +248,9 @@ class _Resolver:
         row = self.m.ptxas_build("triton-windows", tw.version, "win_amd64")
         if row is not None and (why := rules.triton_windows_in_spec(self.h, tw, row)) is not None:
             return _Triton(problem=why, kind="spec")
+        warns = tuple(rules.triton_windows_gpu_warnings(self.h, tw)) if variant.cuda and self.gpu else ()
         base = _Triton(package="triton-windows", version=tw.version,
-                       reasons=(f"triton-windows {tw.version}: the series for torch {tw.torch}",))
+                       reasons=(f"triton-windows {tw.version}: the series for torch {tw.torch}",), warnings=warns)
         return self._ptxas("triton-windows", row.version if row else tw.version, row, variant, base)
 
     def _ptxas(self, package: str, version: str, row: Ptxas | None, variant: Variant, base: _Triton) -> _Triton:

@@ -347,11 +347,29 @@ def triton_supports_gpu(h: Host, tr: TritonRelease) -> str | None:
             f"(Triton needs >= {tr.min_cc})")
 
 
+# What a GPU below 8.0 costs under Triton (triton-lang/triton#5066, "Deprecate MMAv1; fallback to FMA for
+# computeCapability < 80"): tl.dot has no tensor-core (mma) path there.
+_BELOW_AMPERE = ("tl.dot has no tensor-core (mma) path below 8.0 and falls back to FMA on the CUDA cores, so "
+                 "matmul and attention kernels run several times slower than the GPU's tensor cores would, and "
+                 "bf16/fp8 kernels fail")
+
+
 def triton_gpu_warnings(h: Host, tr: TritonRelease) -> list[str]:
-    """GPUs Triton compiles for but below its officially supported compute capability."""
-    return [f"Triton {tr.version} runs on compute capability {cc} but supports >= {tr.supported_cc} officially; "
-            "some kernels (tl.dot with bf16/fp8) may fail"
+    """GPUs Triton compiles for but below its officially supported compute capability, and what that costs."""
+    return [f"Triton {tr.version} runs on compute capability {cc} but supports >= {tr.supported_cc} officially: "
+            + (_BELOW_AMPERE if cc_tuple(cc) < (8, 0) else "some kernels (tl.dot with bf16/fp8) may fail")
             for cc in h.ccs if cc_tuple(cc) < cc_tuple(tr.supported_cc)]
+
+
+def triton_windows_gpu_warnings(h: Host, tw: TritonWindowsRelease) -> list[str]:
+    """GPUs a triton-windows series does not support (triton.toml triton_windows supported_cc: Turing and Volta
+    from the 3.3 series on), and what that costs; the same GPUs get the same word on Linux."""
+    if not tw.supported_cc:
+        return []
+    return [f"triton-windows {tw.version} (the series for torch {tw.torch}) does not support compute capability "
+            f"{cc} (it supports >= {tw.supported_cc}; triton-windows<3.3, torch 2.6, is the last series for "
+            f"Turing and Volta): " + (_BELOW_AMPERE if cc_tuple(cc) < (8, 0) else "some kernels may fail")
+            for cc in h.ccs if cc_tuple(cc) < cc_tuple(tw.supported_cc)]
 
 
 def ptxas_driver_floor(h: Host, cuda: str) -> str | None:
