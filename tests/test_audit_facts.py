@@ -86,3 +86,34 @@ def test_triton_windows_warns_turing_and_volta_as_linux_does_and_says_what_it_co
     # the series for torch 2.6 still supported them: no such word there
     old = pick('torch = "<2.7"', os="windows", driver="572.16", gpus=["T4"], python="3.12")
     assert old.ok and old.torch and old.torch.startswith("2.6") and not any("triton-windows<3.3" in w for w in old.warnings)
+
+
+# --- why: the smallest step, no contradictions, and what the lock really installs ---------------------------------
+
+def test_why_offers_the_smallest_driver_step_that_resolve_itself_suggests() -> None:
+    it, t = target('python = "3.12"', driver="470.82.01", gpus=["8.0"], glibc="2.31")
+    now = resolve_one(it, M, t, "3.12")  # type: ignore[arg-type]
+    assert not now.ok and now.conflict is not None and "upgrade the NVIDIA driver to >= 525.60.13" in now.conflict.message
+    a = advise(it, M, t, "3.12")  # type: ignore[arg-type]
+    steps = [(ln.torch, [(c.kind, c.need) for c in ln.changes]) for ln in a.lines]
+    assert steps == [("2.15.0", [("driver", "580.65.06")]), ("2.14.1", [("driver", "525.60.13")])], steps
+
+
+def test_jetson_orins_why_says_one_thing() -> None:
+    it, t = target('python = "3.10"', arch="aarch64", driver="540.4.0", gpus=["Jetson AGX Orin"], glibc="2.35")
+    text = format_advice(advise(it, M, t, "3.12"), sources=False)  # type: ignore[arg-type]
+    assert "integrated Jetson Orin GPU" in text and "JetPack" in text
+    assert "the newest torch with one is" not in text and "supports Python" not in text, text
+    assert len(text.splitlines()) == 3, text  # the target, now, and one line for every torch
+
+
+def test_pascals_why_says_the_lock_keeps_the_triton_torch_pins() -> None:
+    it, t = target('python = "3.10"', driver="535.104.05", gpus=["GTX 1080"], glibc="2.35")
+    sel = resolve_one(it, M, t, "3.12")  # type: ignore[arg-type]
+    assert sel.conflict is not None and "with the triton it pins" in sel.conflict.message
+    text = format_advice(advise(it, M, t, "3.12"), sources=False)  # type: ignore[arg-type]
+    assert "no triton" not in text
+    assert "then: torch 2.14.1 (cu126) + triton 3.8.0 (the one its wheels require, installed but not checked)" in text
+    locked = resolve_one(dataclasses.replace(it, triton="none"), M, t, "3.12")  # type: ignore[arg-type]
+    rel = M.torch_release(locked.torch or "")
+    assert locked.ok and rel is not None and rel.triton == "3.8.0"  # the pin the lock's closure installs

@@ -13,8 +13,8 @@ from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 from tritonlock.matrix import gpu_runs
 from tritonlock.rules import platform_of
 
-__all__ = ["describe_target", "driver_branch", "driver_candidates", "feasible", "gpu_runs", "platform_of",
-           "release_problem", "resolve", "resolve_one", "selection_json"]
+__all__ = ["describe_target", "driver_branch", "driver_candidates", "feasible", "gpu_runs", "pinned_triton",
+           "platform_of", "release_problem", "resolve", "resolve_one", "selection_json"]
 
 
 def _v(s: str) -> Version:
@@ -493,11 +493,7 @@ class _Resolver:
         if self.t.os == "windows":  # torch's Windows wheels pin no triton: "none" means no triton-windows
             keep = f"torch {alone.torch} ({alone.backend}) without triton-windows" if alone.ok else "torch alone"
         else:  # torch's Linux CUDA wheels require their triton, so the lock still holds it; CPU wheels pin none
-            rel = self.m.torch_release(alone.torch or "") if alone.ok else None
-            pins = bool(rel and rel.triton and (alone.backend or "").startswith("cu")
-                        and self.platform in rel.triton_platforms
-                        and not (rel.triton_python_below and alone.python
-                                 and _v(alone.python) >= _v(rel.triton_python_below)))
+            pins = pinned_triton(self.m, alone) is not None
             keep = (f"torch {alone.torch} ({alone.backend})" + (" with the triton it pins" if pins else " without triton")
                     if alone.ok and alone.torch else "torch without the Triton check")
         if "ptxas" in kinds:
@@ -635,6 +631,10 @@ def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release:
     """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
     when it fits."""
     r = _Resolver(intent, matrix, target, default_python)
+    if r.gpu and intent.cuda != "cpu":  # a Jetson's GPU: nothing on PyTorch's index is built for it
+        jetson = next((why for cc in r.h.ccs if (why := rules.gpu_has_pytorch_wheels(r.h, cc))), None)
+        if jetson is not None:
+            return jetson
     unknown = r.gpu_driver_problem()
     if unknown is not None:  # the driver does not drive a GPU: no release fits until that changes
         return "; ".join(unknown[0])
@@ -642,6 +642,19 @@ def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release:
     if fit is None:
         return why
     return r.triton(release, fit.variant).problem
+
+
+def pinned_triton(matrix: Matrix, sel: Selection) -> str | None:
+    """The triton a selection's torch wheels require when the lock has no Triton of its own (triton = "none"): the
+    Linux CUDA wheels pin one, so it is installed all the same (unchecked); None where nothing pins one."""
+    rel = matrix.torch_release(sel.torch or "") if sel.ok else None
+    if rel is None or not rel.triton or not (sel.backend or "").startswith("cu"):
+        return None
+    if platform_of(sel.target) not in rel.triton_platforms:
+        return None
+    if rel.triton_python_below and sel.python and _v(sel.python) >= _v(rel.triton_python_below):
+        return None
+    return rel.triton
 
 
 def describe_target(target: TargetSpec, python: str) -> str:
