@@ -227,6 +227,8 @@ class _Resolver:
         if (why := rules.triton_in_spec(self.h, pin)) is not None:
             return _Triton(problem=why, kind="spec")
         reasons = [f"triton {pin}: the exact version torch {release.version} requires"]
+        if variant.backend in self.m.triton_from_default and not self.from_default:
+            reasons = [rules.triton_source_reason(self.h, release, variant, pin)]
         warns: list[str] = []
         tr = self.m.triton_release(pin)
         if tr is not None:

@@ -324,6 +324,15 @@ def triton_in_spec(h: Host, pin: str) -> str | None:
     return f"pins triton {pin}, outside triton = {want!r}"
 
 
+def triton_source_reason(h: Host, release: TorchRelease, v: Variant, pin: str) -> str:
+    """Where a build's triton comes from when PyTorch's index for it publishes none (meta.toml
+    triton_from_default: the cpu backend), and why."""
+    return (f"triton {pin}: the version torch {release.version}'s CUDA wheels require, kept for Triton's interpreter "
+            f"(its {v.backend} wheels require no triton); it comes from the default index, not PyTorch's "
+            f"{v.backend} index, which publishes no triton (compat/meta.toml triton_from_default) — pinned to that "
+            "version and locked by hash")
+
+
 def triton_wheel_for_python(h: Host, tr: TritonRelease) -> str | None:
     """Triton publishes a wheel for the target's Python (triton.toml python)."""
     if h.python[0].isdigit() and tr.python and h.python not in tr.python:
