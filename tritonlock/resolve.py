@@ -316,21 +316,7 @@ class _Resolver:
         unknown = self.gpu_driver_problem()
         if unknown is not None:
             lines, legacy = unknown
-            hint = ""
-            if advise and legacy is None:
-                found = self.least_driver()  # checked by resolving again with it
-                if found is not None:
-                    d, sel = found
-                    hint = (f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
-                            f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
-                else:
-                    hint = "upgrade the NVIDIA driver"
-            elif advise and legacy is not None:
-                branch, family = legacy.split(" ", 1)
-                hint = f"run a driver of the {branch} branch, the last that drives {family.strip('()')} GPUs (NVIDIA's legacy driver)"
-            if advise:
-                hint += " or set cuda = \"cpu\" to lock the CPU build"
-            return self.conflict(lines, hint)
+            return self.conflict(lines, _Fixes(self).unknown_gpu(legacy) if advise else "")
         spec = SpecifierSet(self.intent.torch) if self.intent.torch else SpecifierSet()
         releases = [r for r in self.m.torch if Version(r.version) in spec]
         if not releases:
@@ -362,12 +348,67 @@ class _Resolver:
             # warning: only a Triton that cannot work here is worth one
             broken = [(pr, pt) for pr, pt in passed if pt.kind != "spec"]
             if broken:
-                warnings.append(self.passed_over_warning(broken, advise))
+                warnings.append(_Fixes(self).passed_over_warning(broken, advise))
             return Selection(target=self.t, ok=True, python=fit.python, torch=r.version, backend=fit.variant.backend,
                              index=index, triton_package=tri.package, triton=tri.version, packages=self.intent.packages,
                              driver_floor=fit.driver_floor, archs=fit.variant.archs, ptx=fit.variant.ptx,
                              warnings=tuple(warnings), reasons=tuple(reasons))
-        return self.conflict(_grouped(skipped), self.suggest(releases, passed) if advise else "")
+        return self.conflict(_grouped(skipped), _Fixes(self).suggest(releases, passed) if advise else "")
+
+    def index(self, backend: str) -> str:
+        tmpl = self.intent.torch_index
+        if tmpl == "default":
+            return "default"  # the caller puts the default index's address here
+        if tmpl:
+            return tmpl.format(backend=backend) if "{backend}" in tmpl else tmpl
+        return self.m.index_url(backend)
+
+    def conflict(self, lines: list[str], hint: str) -> Selection:
+        desc = _describe(self.t, self.python)
+        msg = (f"nothing fits target {self.t.name!r} ({desc}):\n" + "\n".join(f"  - {x}" for x in lines)
+               + (f"\n  fix: {hint}" if hint else ""))
+        return Selection(target=self.t, ok=False, python=None, packages=self.intent.packages,
+                         conflict=Conflict(target=self.t.name, message=msg, facts=tuple(lines)), reasons=tuple(lines))
+
+
+class _Fixes:
+    """The advice on top of the search: ways out of a conflict and what a newer driver would unlock — each one
+    checked by resolving again with the change, never inferred."""
+
+    def __init__(self, r: _Resolver) -> None:
+        self.r = r
+        self.intent, self.m, self.t, self.h = r.intent, r.m, r.t, r.h
+        self.default_python, self.python, self.platform = r.default_python, r.python, r.platform
+        self.gpu, self.from_default = r.gpu, r.from_default
+
+    def candidates(self) -> list[str]:
+        return self.r.candidates()
+
+    def max_cuda(self) -> str | None:
+        return self.r.max_cuda()
+
+    def fit(self, release: TorchRelease) -> tuple[_Fit | None, str]:
+        return self.r.fit(release)
+
+    def triton(self, release: TorchRelease, variant: Variant) -> _Triton:
+        return self.r.triton(release, variant)
+
+    def unknown_gpu(self, legacy: str | None) -> str:
+        """The way out when the driver does not drive a GPU: the least newer driver that resolves, or the legacy
+        branch that still drives it; or the CPU build."""
+        hint = ""
+        if legacy is None:
+            found = self.least_driver()  # checked by resolving again with it
+            if found is not None:
+                d, sel = found
+                hint = (f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
+                        f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
+            else:
+                hint = "upgrade the NVIDIA driver"
+        else:
+            branch, family = legacy.split(" ", 1)
+            hint = f"run a driver of the {branch} branch, the last that drives {family.strip('()')} GPUs (NVIDIA's legacy driver)"
+        return hint + " or set cuda = \"cpu\" to lock the CPU build"
 
     def passed_over_warning(self, passed: list[tuple[TorchRelease, _Triton]], advise: bool) -> str:
         """Newer torch runs here but its Triton does not: say so, and what would unlock it."""
@@ -542,21 +583,6 @@ class _Resolver:
                              f"({sel.backend}) + {sel.triton_package or 'triton'} {sel.triton}")
             hints.append("loosen triton in triton-env.toml (or set it to \"auto\")")
         return hints
-
-    def index(self, backend: str) -> str:
-        tmpl = self.intent.torch_index
-        if tmpl == "default":
-            return "default"  # the caller puts the default index's address here
-        if tmpl:
-            return tmpl.format(backend=backend) if "{backend}" in tmpl else tmpl
-        return self.m.index_url(backend)
-
-    def conflict(self, lines: list[str], hint: str) -> Selection:
-        desc = _describe(self.t, self.python)
-        msg = (f"nothing fits target {self.t.name!r} ({desc}):\n" + "\n".join(f"  - {x}" for x in lines)
-               + (f"\n  fix: {hint}" if hint else ""))
-        return Selection(target=self.t, ok=False, python=None, packages=self.intent.packages,
-                         conflict=Conflict(target=self.t.name, message=msg, facts=tuple(lines)), reasons=tuple(lines))
 
 
 def driver_candidates(matrix: Matrix, target: TargetSpec) -> list[str]:
