@@ -67,3 +67,26 @@ def test_triton_rules() -> None:
     assert rules.triton_supports_gpu(host(driver="580.65.06", gpus=("8.0",)), tr) is None
     assert rules.ptxas_loads_on_driver(host(driver="535.104.05"), "13.0.88") is not None
     assert rules.ptxas_loads_on_driver(host(driver="580.65.06"), "13.0.88") is None
+
+
+def test_the_search_asks_the_release_and_build_rules_in_their_registries() -> None:
+    """A new rule is one function in a registry: the search (resolve.fit) asks every entry."""
+    import dataclasses
+
+    from tritonlock.resolve import resolve_one
+
+    it = Intent(path="triton-env.toml")
+    t = TargetSpec(name="t", os="linux", arch="x86_64", python="3.12", driver="580.65.06", gpus=("9.0",))
+    assert resolve_one(it, M, t, "3.12").ok
+    saved = rules.RELEASE_RULES, rules.BUILD_RULES
+    try:
+        rules.RELEASE_RULES = saved[0] + (lambda h, rel: f"the new release rule says no to {rel.version}",)
+        sel = resolve_one(it, M, t, "3.12")
+        assert not sel.ok and sel.conflict is not None and "the new release rule says no to 2.15.0" in sel.conflict.message
+        rules.RELEASE_RULES = saved[0]
+        rules.BUILD_RULES = saved[1] + (lambda h, v: f"the new build rule says no to {v.backend}",)
+        sel = resolve_one(it, M, t, "3.12")
+        assert not sel.ok and sel.conflict is not None and "the new build rule says no to cu132" in sel.conflict.message
+    finally:
+        rules.RELEASE_RULES, rules.BUILD_RULES = saved
+    assert dataclasses.is_dataclass(rules.Host)

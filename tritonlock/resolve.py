@@ -121,8 +121,7 @@ class _Resolver:
     def fit(self, release: TorchRelease) -> tuple[_Fit | None, str]:
         """The best variant of a release for this target, or why none fits."""
         h = self.h
-        why = rules.release_supports_python(h, release) or rules.release_has_platform(h, release) \
-            or rules.default_index_has_build(h, release) or rules.glibc_fits(h, release)
+        why = rules.release_problem(h, release)
         if why:
             return None, why
         pythons = rules.python_candidates(h, release)

@@ -189,6 +189,15 @@ def build_glibc_fits(h: Host, release: TorchRelease, v: Variant) -> str | None:
     return None
 
 
+# Asked in this order of every torch release; the first reason rules it out (macOS is asked with the Pythons left).
+RELEASE_RULES = (release_supports_python, release_has_platform, default_index_has_build, glibc_fits)
+
+
+def release_problem(h: Host, release: TorchRelease) -> str | None:
+    """The first release rule a torch release breaks on this target, or None."""
+    return next((why for rule in RELEASE_RULES if (why := rule(h, release))), None)
+
+
 def macos_pythons(h: Host, release: TorchRelease, pythons: list[str]) -> list[str]:
     """The Pythons whose macOS wheels install on the stated macOS (all of them when none is stated)."""
     if h.target.os != "macos" or not release.macos.get(h.platform) or not h.target.macos:
