@@ -117,3 +117,11 @@ def test_pascals_why_says_the_lock_keeps_the_triton_torch_pins() -> None:
     locked = resolve_one(dataclasses.replace(it, triton="none"), M, t, "3.12")  # type: ignore[arg-type]
     rel = M.torch_release(locked.torch or "")
     assert locked.ok and rel is not None and rel.triton == "3.8.0"  # the pin the lock's closure installs
+
+
+def test_a_driver_given_as_a_branch_is_read_as_that_branch() -> None:
+    sel = pick("", driver="535", gpus=["A100"], python="3.12", glibc="2.35")
+    assert sel.ok and any("driver 535 (CUDA 12.2)" in w for w in sel.warnings), sel.warnings  # R535 is CUDA 12.2
+    assert not any("CUDA 12.1" in x for x in sel.warnings + sel.reasons)
+    full = pick("", driver="535.54.03", gpus=["A100"], python="3.12", glibc="2.35")
+    assert (full.torch, full.backend, full.triton) == (sel.torch, sel.backend, sel.triton)

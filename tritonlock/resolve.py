@@ -195,7 +195,8 @@ class _Resolver:
                 reasons.append(f"driver {self.t.driver} >= {dfloor}, the floor for CUDA {v.cuda} "
                                f"({self.intent.cuda_policy} policy)"
                                + (f"; a Jetson's driver is numbered by its branch, R{driver_branch_number(dfloor)}"
-                                  if self.tegra else ""))
+                                  if self.tegra else f"; driver {self.t.driver} names a branch, held to the floor's "
+                                  f"branch, R{driver_branch_number(dfloor)}" if self.h.by_branch else ""))
             if v.cuda and self.t.gpus:
                 reasons.append(f"build carries {rules.arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
                                + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=cc_tuple))}")
@@ -589,7 +590,8 @@ def driver_candidates(matrix: Matrix, target: TargetSpec) -> list[str]:
     drivers, minor-version floors) for its OS — numbered by branch on a Jetson ("580.00"), as its driver is."""
     if target.driver is None:
         return []
-    tegra = any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus)
+    tegra = any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus) \
+        or rules.driver_given_as_branch(target.driver)
     floors: set[str] = set()
     for d in [tk.linux_driver if target.os == "linux" else tk.windows_driver for tk in matrix.cuda] + \
              [mc.linux_driver if target.os == "linux" else mc.windows_driver for mc in matrix.minor_compat]:

@@ -45,6 +45,11 @@ def sm(cc: str) -> str:
     return "sm_" + cc.replace(".", "")
 
 
+def driver_given_as_branch(driver: str | None) -> bool:
+    """'535' (a branch, no release number) rather than '535.104.05'."""
+    return driver is not None and "." not in driver
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Host:
     """One target as the rules see it: the intent's choices, the matrix, and what follows from the target."""
@@ -58,6 +63,7 @@ class Host:
     from_default: bool  # [indexes] torch = "default": torch from the default index (PyPI)
     cpu_from_default: bool  # ... with cuda = "cpu" and no driver: PyPI's one build, run on the CPU
     tegra: bool  # a Jetson: its driver is numbered by branch ("580.00")
+    by_branch: bool = False  # the driver is held to floors by branch: a Jetson's, or one given as a branch ("535")
 
     @classmethod
     def of(cls, intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> Host:
@@ -72,8 +78,11 @@ class Host:
                    # A Jetson's driver comes with JetPack and is numbered by branch ("580.00" on JetPack 7.0/7.1,
                    # CUDA 13.0): it is held to the branch of each floor, not to a dGPU driver number (gpus.toml
                    # `integrated`).
-                   tegra=gpu and any((g := matrix.gpu_family(cc)) is not None and g.integrated
-                                     for cc in target.gpus))
+                   tegra=(tegra := gpu and any((g := matrix.gpu_family(cc)) is not None and g.integrated
+                                               for cc in target.gpus)),
+                   # driver = "535" names the R535 branch: its first release (535.54.03) already supports CUDA 12.2,
+                   # so it is held to each floor's branch, as a Jetson's driver is
+                   by_branch=tegra or driver_given_as_branch(target.driver))
 
     @property
     def ccs(self) -> list[str]:
@@ -82,14 +91,14 @@ class Host:
 
     def floor(self, driver: str | None) -> str | None:
         """A driver floor as this target's driver is numbered: by branch on a Jetson ('580.65.06' -> '580.00')."""
-        return branch_floor(driver) if driver and self.tegra else driver
+        return branch_floor(driver) if driver and self.by_branch else driver
 
     def max_cuda(self) -> str | None:
         """The CUDA version the target's driver supports natively: as reported, else from the driver table."""
         if self.target.cuda:
             return self.target.cuda
         t = self.target
-        return self.matrix.max_cuda_for_driver(t.driver, t.os, by_branch=self.tegra) if t.driver else None
+        return self.matrix.max_cuda_for_driver(t.driver, t.os, by_branch=self.by_branch) if t.driver else None
 
 
 # --- the GPU and its driver (before any torch release) -------------------------------------------------------
