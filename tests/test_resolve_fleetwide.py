@@ -274,9 +274,10 @@ CASES: list[Case] = [
          "2.15.0: 13.x needs 580.88 on Windows; 2.14.1 cu126 (12.6 = the driver's); triton-windows 3.8 ptxas 12.9 -> "
          "527.41", no_warnings=True),
     Case("win-rtx5090-r576", win(["RTX 5090"], "576.02"),
-         ("3.12", "2.13.0", "cu129", "triton-windows", ">=3.7,<3.8"),
-         "R576 knows Blackwell (CUDA 12.8's Windows driver 570.65); 2.14.x has no runnable sm_120 build below 13.x; "
-         "2.13.0's cu129 is the one that runs (experimental: no stable one runs); triton-windows keeps a 12.8 ptxas",
+         ("3.12", "2.11.0", "cu128", "triton-windows", ">=3.6,<3.7"),
+         "R576 knows Blackwell (CUDA 12.8's Windows driver 570.65); 2.12.x-2.14.x have no runnable sm_120 build below "
+         "13.x on Windows (no Windows cu129 from 2.9.1: generate_binary_build_matrix.py); 2.11.0's cu128 runs; "
+         "triton-windows keeps a 12.8 ptxas",
          no_warnings=True),
     Case("win-rtx4090-py39", win(["RTX 4090"], "560.94", "3.9"),
          ("3.9", "2.8.0", "cu128", "triton-windows", ">=3.4,<3.5"),

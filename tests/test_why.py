@@ -127,5 +127,15 @@ def test_cli_why_bad_options_are_bad_input() -> None:
 def test_the_readme_shows_what_why_really_says_for_the_cluster_example() -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     shown = readme.split("For [`examples/clusters`](examples/clusters/triton-env.toml):\n\n```\n", 1)[1].split("\n```", 1)[0]
-    code, out = _run("why", "-p", str(EXAMPLES / "clusters"), "--no-sources")
+    code, out = _run("why", "-p", str(EXAMPLES / "clusters"))
     assert code == 0 and out.rstrip() == shown
+
+
+def test_why_reads_in_one_screen_and_its_sources_are_behind_a_flag() -> None:
+    code, plain = _run("why", "-p", str(EXAMPLES / "clusters"))
+    assert code == 0 and "rests on" not in plain and "https://" not in plain
+    assert max(len(line) for line in plain.splitlines()) < 400 and len(plain.splitlines()) < 40
+    code, cited = _run("why", "-p", str(EXAMPLES / "clusters"), "--sources")
+    assert code == 0 and "      rests on torch 2.15.0: https://" in cited
+    code, old = _run("why", "-p", str(EXAMPLES / "clusters"), "--no-sources")  # still accepted
+    assert code == 0 and old == plain

@@ -641,14 +641,16 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
 @click.option("--target", "target_name", help="Only this target of triton-env.toml.")
 @click.option("--torch", "torch_version", metavar="VERSION", help="Only this torch release or line (2.15 or 2.15.0).")
 @click.option("--target-file", metavar="FILE", help="Advise for a machine saved with `tritonlock host --save`.")
-@click.option("--no-sources", is_flag=True, help="Leave out the compat/ rows each line rests on.")
+@click.option("--sources", "sources", is_flag=True, help="Also list the compat/ rows each line rests on.")
+@click.option("--no-sources", is_flag=True, hidden=True, help="Leave out the compat/ rows (the default).")
 @_json_opt
-def why(project: str, target_name: str | None, torch_version: str | None, target_file: str | None, no_sources: bool,
-        as_json: bool) -> None:
+def why(project: str, target_name: str | None, torch_version: str | None, target_file: str | None, sources: bool,
+        no_sources: bool, as_json: bool) -> None:
     """What stands between each target and each newer torch/triton line, and the least change that unlocks it.
 
-    Each line names the change (driver >= X, Python, glibc, or the intent), what the target would then get, and
-    the compat/ rows it rests on. Resolves decisions only: no network, nothing written.
+    Each line names the change (driver >= X, Python, glibc, or the intent) and what the target would then get;
+    --sources adds the compat/ rows it rests on (--json always has them). Resolves decisions only: no network,
+    nothing written.
     """
     from tritonlock.errors import UnknownTargetError
     from tritonlock.intent import read_intent
@@ -671,7 +673,7 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     if as_json:
         _echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
         return
-    click.echo("\n\n".join(format_advice(a, sources=not no_sources) for a in advice))
+    click.echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
 
 
 # ---------------------------------------------------------------- fleets: check, records, Slurm, Kubernetes

@@ -135,6 +135,7 @@ class TritonWindowsRelease:
     version: str  # specifier or version for triton-windows, e.g. ">=3.2,<3.3"
     python: tuple[str, ...]
     source: str
+    supported_cc: str = ""  # below this the series does not support the GPU (warn); "" = as upstream Triton
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -575,7 +576,8 @@ def _load(root: Path) -> Matrix:
         tw = TritonWindowsRelease(
             torch=row.get("torch", re.compile(r"^[0-9]+\.[0-9]+\Z"), "2.6") or "",
             version=row.get("version", None, ">=3.2,<3.3") or "",
-            python=row.strings("python", _PY, "3.12"), source=row.source())
+            python=row.strings("python", _PY, "3.12"), source=row.source(),
+            supported_cc=row.get("supported_cc", _CC, "8.0", required=False) or "")
         row.done()
         windows.append(tw)
     ptxas: list[Ptxas] = []

@@ -7,32 +7,18 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock.matrix import (Matrix, Ptxas, TorchRelease, Variant, arch_tuple, branch_floor, cc_tuple,
-                               driver_branch_number, gpu_runs)
+from tritonlock import rules
+from tritonlock.matrix import Matrix, Ptxas, TorchRelease, Variant, branch_floor, cc_tuple, driver_branch_number
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
+from tritonlock.matrix import gpu_runs
+from tritonlock.rules import platform_of
 
-_PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
-             ("windows", "x86_64"): "win_amd64", ("macos", "aarch64"): "macos_arm64",
-             ("macos", "arm64"): "macos_arm64"}
-
-
-# Every Apple-silicon Mac runs macOS 11 or newer: wheels tagged macosx_11_0 need no word, newer floors do.
-_MACOS_ANY = "11.0"
-
-
-def platform_of(target: TargetSpec) -> str:
-    return _PLATFORM.get((target.os, target.arch), f"{target.os}_{target.arch}")
+__all__ = ["describe_target", "driver_branch", "driver_candidates", "feasible", "gpu_runs", "pinned_triton",
+           "platform_of", "release_problem", "resolve", "resolve_one", "selection_json"]
 
 
 def _v(s: str) -> Version:
     return Version(s)
-
-
-def _arch_range(archs: tuple[str, ...]) -> str:
-    plain = sorted({a for a in archs if arch_tuple(a)}, key=lambda a: arch_tuple(a) or (0, 0, False))
-    if not plain:
-        return "no GPU archs"
-    return plain[0] if len(plain) == 1 else f"{plain[0]}…{plain[-1]}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,15 +30,6 @@ class _Fit:
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     driver_floor: str | None
-
-
-def _pythons(spec: str, release: TorchRelease, platform: str) -> list[str]:
-    """Candidate Python minors for a release on a platform, best first."""
-    have = release.pythons(platform)
-    if spec and spec[0].isdigit():
-        return [spec] if spec in have else []
-    s = SpecifierSet(spec) if spec else SpecifierSet()
-    return sorted((p for p in have if Version(p) in s), key=Version, reverse=True)
 
 
 def driver_branch(driver: str) -> str:
@@ -71,33 +48,26 @@ class _Triton:
     problem: str | None = None  # this torch is passed over: its Triton does not work on this target
     kind: str = ""  # the problem's kind: "ptxas" (driver), "gpu" (compute capability), "wheel", "spec"
     need_driver: str | None = None  # kind "ptxas": the least driver that loads its kernels
-    env: str | None = None  # kind "ptxas": the variable that points Triton at another ptxas
+    env: str | None = None  # kind "ptxas" (and "gpu" from a ptxas): the variable that points Triton at another ptxas
+    need_cuda: str | None = None  # kind "gpu" from a ptxas too old for the GPU: the first CUDA whose ptxas knows it
 
 
 class _Resolver:
+    """The search: newest torch first, each release's preferred build, then its Triton — every host question is a
+    predicate in rules.py; this class only orders the questions and words the answer."""
+
     def __init__(self, intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> None:
         self.intent, self.m, self.t = intent, matrix, target
         self.default_python = default_python
-        self.python = target.python or intent.python or default_python
-        self.platform = platform_of(target)
-        self.gpu = target.driver is not None
-        self.from_default = intent.torch_index == "default"
-        # PyPI ships one build per platform; with cuda = "cpu" on a machine without a driver a CUDA build of it
-        # runs on the CPU just the same (its CUDA libraries go unused), so it is taken with a warning.
-        self.cpu_from_default = self.from_default and intent.cuda == "cpu" and not self.gpu
-        # A Jetson's driver comes with JetPack and is numbered by branch ("580.00" on JetPack 7.0/7.1, CUDA 13.0):
-        # it is held to the branch of each floor, not to a dGPU driver number (gpus.toml `integrated`).
-        self.tegra = self.gpu and any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus)
+        self.h = h = rules.Host.of(intent, matrix, target, default_python)
+        self.python, self.platform, self.gpu = h.python, h.platform, h.gpu
+        self.from_default, self.cpu_from_default, self.tegra = h.from_default, h.cpu_from_default, h.tegra
 
     def floor(self, driver: str | None) -> str | None:
-        """A driver floor as this target's driver is numbered: by branch on a Jetson ('580.65.06' -> '580.00')."""
-        return branch_floor(driver) if driver and self.tegra else driver
+        return self.h.floor(driver)
 
     def max_cuda(self) -> str | None:
-        """The CUDA version the target's driver supports natively: as reported, else from the driver table."""
-        if self.t.cuda:
-            return self.t.cuda
-        return self.m.max_cuda_for_driver(self.t.driver, self.t.os, by_branch=self.tegra) if self.t.driver else None
+        return self.h.max_cuda()
 
     def candidates(self) -> list[str]:
         """Newer drivers worth trying, least first: every floor the matrix knows (toolkit release drivers and
@@ -108,34 +78,22 @@ class _Resolver:
         """Lines for GPUs this driver cannot drive at all, and the legacy branch to go back to when the driver is
         too new for one (None: the way out is a newer driver); None when it drives them all.
 
-        The rule (gpus.toml first_cuda / last_branch): a GPU needs a driver of at least the branch that shipped
-        with the first CUDA toolkit supporting its architecture ("CUDA 12.8 adds compiler support for SM_100,
-        SM_101, SM_120"; Table 3: 12.8 GA >= 570.26, so R570 for an RTX 5090 or a B200), and no newer branch
-        than the last that drives it ("The Release 580 series will be the last to support GPUs based on the
-        Maxwell, Pascal, and Volta architectures"; Kepler ends with R470). Outside that range the driver does not
+        The rules (rules.driver_knows_gpu, rules.driver_still_drives_gpu): outside that window the driver does not
         know the GPU: no CUDA build runs on it, torch's own kernels no more than Triton's. That is a conflict, not a
         warning — a lock for it would install a GPU stack that cannot see its GPU.
         """
         if self.t.driver is None or self.intent.cuda == "cpu":
             return None
-        have = driver_branch_number(self.t.driver)
         lines: list[str] = []
         legacy: str | None = None
-        for cc in sorted(set(self.t.gpus), key=cc_tuple):
-            g = self.m.gpu_family(cc)
-            if g is None:
-                continue
-            arch = "sm_" + cc.replace(".", "")
-            found = self.m.gpu_driver_floor(cc, self.t.os)
-            if found is not None and have < driver_branch_number(found[0]):
-                need = driver_branch_number(found[0])
-                lines.append(f"GPU {arch} ({g.family}) needs a driver of the R{need} branch or newer: CUDA "
-                             f"{g.first_cuda} is the first toolkit that supports it, and its driver is >= {found[0]}; "
-                             f"driver {self.t.driver} does not know this GPU, so no CUDA build runs on it")
-            if g.last_branch is not None and have > g.last_branch:
+        for cc in self.h.ccs:
+            if (why := rules.driver_knows_gpu(self.h, cc)) is not None:
+                lines.append(why)
+            if (why := rules.driver_still_drives_gpu(self.h, cc)) is not None:
+                g = self.m.gpu_family(cc)
+                assert g is not None
                 legacy = f"R{g.last_branch} ({g.family})" if legacy is None else legacy
-                lines.append(f"GPU {arch} ({g.family}) is driven only up to the R{g.last_branch} branch (NVIDIA's "
-                             f"legacy GPU list); driver {self.t.driver} (R{have}) does not drive it")
+                lines.append(why)
         return (lines, legacy) if lines else None
 
     def python_reason(self, chosen: str, release: str) -> str:
@@ -157,102 +115,31 @@ class _Resolver:
 
     # -- which variants the intent asks for at all
     def wanted(self, variants: tuple[Variant, ...]) -> list[Variant]:
-        cuda = self.intent.cuda
-        out = [v for v in variants if v.backend == "cpu" or v.backend.startswith("cu")]
-        if (cuda == "auto" and not self.gpu and self.from_default) or self.cpu_from_default:
-            pass  # PyPI's one build runs on the CPU too, whatever CUDA it carries
-        elif cuda == "cpu" or (cuda == "auto" and not self.gpu):
-            out = [v for v in out if v.backend == "cpu"]
-        elif cuda == "auto":
-            out = [v for v in out if v.cuda]
-        elif cuda.startswith("cu"):
-            out = [v for v in out if v.backend == cuda]
-        else:
-            spec = SpecifierSet(cuda)
-            out = [v for v in out if v.cuda and Version(v.cuda) in spec]
+        out = [v for v in variants if rules.build_wanted(self.h, v)]
         return sorted(out, key=lambda v: _v(v.cuda or "0"), reverse=True)
-
-    def driver_problem(self, v: Variant) -> tuple[str | None, str | None, str | None]:
-        """(problem, warning, floor) for running variant v on this target's driver."""
-        if v.cuda is None:
-            return None, None, None
-        if self.t.driver is None:
-            if self.cpu_from_default:
-                return None, (f"cuda = 'cpu' with [indexes] torch = 'default': the default index ships only the "
-                              f"{v.backend} build for {self.platform}, so that is what is locked; it runs on the CPU "
-                              "and its CUDA libraries (several GB) go unused. For a CPU-only build, take torch from "
-                              "PyTorch's cpu index instead (leave [indexes].torch unset)"), None
-            if self.from_default and self.intent.cuda == "auto":
-                return None, (f"the default index's torch is the {v.backend} build: on this target without an "
-                              "NVIDIA driver it runs on the CPU and its CUDA libraries go unused"), None
-            return f"{v.backend} needs an NVIDIA driver; this target has none", None, None
-        policy = self.intent.cuda_policy
-        floor = self.floor(self.m.driver_floor(v.cuda, self.t.os, policy))
-        if floor is None:
-            return f"CUDA {v.cuda} is not in the matrix's driver table", None, None
-        if _v(self.t.driver) < _v(floor):
-            return f"CUDA {v.cuda} needs driver >= {floor} ({policy} policy)", None, floor
-        max_cuda = self.max_cuda()
-        if max_cuda and _v(v.cuda) > _v(max_cuda):
-            if policy == "strict":
-                return f"CUDA {v.cuda} is newer than the CUDA {max_cuda} driver {self.t.driver} supports (strict policy)", None, floor
-            return None, (f"{v.backend} runs on driver {self.t.driver} (CUDA {max_cuda}) through CUDA minor-version "
-                          f"compatibility: torch's own kernels work; code that needs a newer driver (PTX "
-                          f"newer than {max_cuda}, some cuda-python features) does not"), floor
-        return None, None, floor
-
-    def arch_problem(self, v: Variant) -> tuple[str | None, list[str]]:
-        if v.cuda is None or not self.t.gpus:
-            return None, []
-        warns: list[str] = []
-        missing: list[str] = []
-        for cc in sorted(set(self.t.gpus), key=cc_tuple):
-            how = gpu_runs(cc, v.archs, v.ptx)
-            if how is None:
-                missing.append(cc)
-            elif how == "ptx":
-                warns.append(f"GPU {cc} has no machine code in {v.backend}; its kernels are JIT-compiled from PTX "
-                             f"at first use (slow first start)")
-        if missing:
-            return (f"{v.backend} carries code for {_arch_range(v.archs)}, not for compute capability "
-                    f"{', '.join(missing)}"), []
-        return None, warns
 
     def fit(self, release: TorchRelease) -> tuple[_Fit | None, str]:
         """The best variant of a release for this target, or why none fits."""
-        pythons = _pythons(self.python, release, self.platform)
-        if not pythons:
-            on = release.pythons(self.platform)
-            lo, hi = on[0], on[-1]
-            where = f" on {self.platform}" if on != release.python else ""
-            return None, f"supports Python {lo}–{hi}{where}, not {self.python}"
+        h = self.h
+        why = rules.release_problem(h, release)
+        if why:
+            return None, why
+        pythons = rules.python_candidates(h, release)
         variants = [v for v in release.variants if self.platform in v.platforms]
-        if not variants:
-            return None, f"no wheels for {self.platform}"
         if self.from_default:
             # torch from the default index: only the one build PyPI ships for this platform exists there.
-            pb = release.pypi_backends.get(self.platform) or (
-                release.pypi_backend if self.platform == "linux_x86_64" else None)
+            pb = rules.default_index_backend(h, release)
             variants = [v for v in variants if v.backend == pb]
-            if not variants:
-                return None, f"the default index (PyPI) has no build of it for {self.platform}"
-        floor = release.glibc.get(self.platform)
-        if floor and self.t.glibc and _v(self.t.glibc) < _v(floor):
-            return None, f"wheels need glibc >= {floor}; this target has {self.t.glibc}"
         mac_reasons: list[str] = []
         mac_warns: list[str] = []
         if self.t.os == "macos" and release.macos.get(self.platform):
-            # The wheels' macosx_X_Y tag is the least macOS they install on (torch.toml `macos`, per Python where
-            # it differs): a stated macOS below it rules the release (or that Python) out.
             if self.t.macos:
-                fits_mac = [p for p in pythons if _v(release.macos_floor(self.platform, p) or "0") <= _v(self.t.macos)]
-                if not fits_mac:
-                    need = min((release.macos_floor(self.platform, p) or "0" for p in pythons), key=_v)
-                    return None, f"its macOS wheels need macOS >= {need}; this target has {self.t.macos}"
-                pythons = fits_mac
+                if (why := rules.macos_fits(h, release, pythons)) is not None:
+                    return None, why
+                pythons = rules.macos_pythons(h, release, pythons)
                 mac_reasons.append(f"macOS {self.t.macos} >= {release.macos_floor(self.platform, pythons[0])}, the "
                                    f"floor of torch {release.version}'s wheels for Python {pythons[0]}")
-            elif _v(release.macos_floor(self.platform, pythons[0]) or "0") > _v(_MACOS_ANY):
+            elif _v(release.macos_floor(self.platform, pythons[0]) or "0") > _v(rules.MACOS_ANY):
                 tag = release.macos_floor(self.platform, pythons[0]) or ""
                 mac_warns.append(f"torch {release.version}'s wheels for Python {pythons[0]} need macOS >= {tag} "
                                  f"(macosx_{tag.replace('.', '_')}_arm64): if this Mac runs an older macOS, say "
@@ -266,27 +153,19 @@ class _Resolver:
                               "CPU-only build")
             return None, f"published for {self.platform} only as {have}, not as cuda = {self.intent.cuda!r}"
         problems: list[str] = []
-        runnable: list[tuple[Variant, str | None, str | None, list[str]]] = []
+        runnable: list[tuple[Variant, str | None, list[str]]] = []
         for v in wanted:
-            vfloor = release.glibc_for(self.platform, v.backend)
-            if vfloor and self.t.glibc and _v(self.t.glibc) < _v(vfloor):
-                problems.append(f"{v.backend} wheels need glibc >= {vfloor}; this target has {self.t.glibc}")
+            why = rules.build_problem(h, release, v)
+            if why:
+                problems.append(why)
                 continue
-            drv, warn, dfloor = self.driver_problem(v)
-            if drv:
-                problems.append(drv)
-                continue
-            arch, arch_warns = self.arch_problem(v)
-            if arch:
-                problems.append(arch)
-                continue
-            runnable.append((v, warn, dfloor, arch_warns))
+            runnable.append((v, rules.driver_floor_for(h, v), rules.build_warnings(h, v)))
         # The newest variant that runs under the policy ("compatible" counts CUDA minor-version compatibility;
         # such a pick carries a warning, and cuda-policy = "strict" avoids it) — a stable one (RELEASE.md) before
         # an experimental one.
         if runnable:
             stable = [x for x in runnable if release.cuda_support(x[0].cuda) != "experimental"]
-            v, warn, dfloor, arch_warns = (stable or runnable)[0]
+            v, dfloor, build_warns = (stable or runnable)[0]
             support = release.cuda_support(v.cuda)
             if self.from_default:
                 first = f"{v.backend}: the build the default index ships for {self.platform}"
@@ -316,13 +195,14 @@ class _Resolver:
                 reasons.append(f"driver {self.t.driver} >= {dfloor}, the floor for CUDA {v.cuda} "
                                f"({self.intent.cuda_policy} policy)"
                                + (f"; a Jetson's driver is numbered by its branch, R{driver_branch_number(dfloor)}"
-                                  if self.tegra else ""))
+                                  if self.tegra else f"; driver {self.t.driver} names a branch, held to the floor's "
+                                  f"branch, R{driver_branch_number(dfloor)}" if self.h.by_branch else ""))
             if v.cuda and self.t.gpus:
-                reasons.append(f"build carries {_arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
+                reasons.append(f"build carries {rules.arch_range(v.archs)}" + (f" + PTX {', '.join(v.ptx)}" if v.ptx else "")
                                + f", covering compute capability {', '.join(sorted(set(self.t.gpus), key=cc_tuple))}")
             reasons += mac_reasons
             return _Fit(variant=v, python=pythons[0], reasons=tuple(reasons),
-                        warnings=tuple(([warn] if warn else []) + arch_warns + mac_warns), driver_floor=dfloor), ""
+                        warnings=tuple(build_warns + mac_warns), driver_floor=dfloor), ""
         cudas = "/".join(v.cuda or "cpu" for v in sorted(wanted, key=lambda v: _v(v.cuda or "0")))
         if all("needs driver" in p for p in problems):
             floors = [self.floor(self.m.driver_floor(v.cuda, self.t.os, self.intent.cuda_policy)) for v in wanted if v.cuda]
@@ -344,26 +224,20 @@ class _Resolver:
         pin = release.triton
         if pin is None:
             return _Triton(warnings=(f"torch {release.version} pins no triton",))
-        if want != "auto" and Version(pin) not in SpecifierSet(want):
-            return _Triton(problem=f"pins triton {pin}, outside triton = {want!r}", kind="spec")
+        if (why := rules.triton_in_spec(self.h, pin)) is not None:
+            return _Triton(problem=why, kind="spec")
         reasons = [f"triton {pin}: the exact version torch {release.version} requires"]
+        if variant.backend in self.m.triton_from_default and not self.from_default:
+            reasons = [rules.triton_source_reason(self.h, release, variant, pin)]
         warns: list[str] = []
         tr = self.m.triton_release(pin)
         if tr is not None:
-            if self.python[0].isdigit() and tr.python and self.python not in tr.python:
-                return _Triton(problem=f"its triton {pin} publishes no wheel for Python {self.python}", kind="wheel")
-            if self.platform not in tr.platforms:
-                return _Triton(problem=f"its triton {pin} publishes no wheels for {self.platform}", kind="wheel")
+            if (why := rules.triton_wheel_for_python(self.h, tr) or rules.triton_wheel_for_platform(self.h, tr)):
+                return _Triton(problem=why, kind="wheel")
             if variant.cuda and self.gpu:
-                low = [cc for cc in sorted(set(self.t.gpus), key=cc_tuple) if cc_tuple(cc) < cc_tuple(tr.min_cc)]
-                if low:
-                    return _Triton(problem=(f"its triton {pin} cannot compile for compute capability {', '.join(low)} "
-                                            f"(Triton needs >= {tr.min_cc})"),
-                                   kind="gpu")
-                for cc in sorted(set(self.t.gpus), key=cc_tuple):
-                    if cc_tuple(cc) < cc_tuple(tr.supported_cc):
-                        warns.append(f"Triton {pin} runs on compute capability {cc} but supports >= "
-                                     f"{tr.supported_cc} officially; some kernels (tl.dot with bf16/fp8) may fail")
+                if (why := rules.triton_supports_gpu(self.h, tr)) is not None:
+                    return _Triton(problem=why, kind="gpu")
+                warns += rules.triton_gpu_warnings(self.h, tr)
         return self._ptxas("triton", pin, self.m.ptxas_build("triton", pin, self.platform), variant,
                            _Triton(package="triton", version=pin, reasons=tuple(reasons), warnings=tuple(warns)))
 
@@ -371,15 +245,14 @@ class _Resolver:
         tw = self.m.triton_windows_for(release.version)
         if tw is None:
             return _Triton(problem=f"no triton-windows release is known for torch {release.version}", kind="wheel")
-        if self.python[0].isdigit() and self.python not in tw.python:
-            return _Triton(problem=(f"triton-windows {tw.version} (the series for torch {tw.torch}) publishes no "
-                                    f"wheel for Python {self.python}"), kind="wheel")
+        if (why := rules.triton_windows_wheel_for_python(self.h, tw)) is not None:
+            return _Triton(problem=why, kind="wheel")
         row = self.m.ptxas_build("triton-windows", tw.version, "win_amd64")
-        want = self.intent.triton
-        if want != "auto" and row is not None and not SpecifierSet(want).contains(Version(row.version), prereleases=True):
-            return _Triton(problem=f"goes with triton-windows {tw.version}, outside triton = {want!r}", kind="spec")
+        if row is not None and (why := rules.triton_windows_in_spec(self.h, tw, row)) is not None:
+            return _Triton(problem=why, kind="spec")
+        warns = tuple(rules.triton_windows_gpu_warnings(self.h, tw)) if variant.cuda and self.gpu else ()
         base = _Triton(package="triton-windows", version=tw.version,
-                       reasons=(f"triton-windows {tw.version}: the series for torch {tw.torch}",))
+                       reasons=(f"triton-windows {tw.version}: the series for torch {tw.torch}",), warnings=warns)
         return self._ptxas("triton-windows", row.version if row else tw.version, row, variant, base)
 
     def _ptxas(self, package: str, version: str, row: Ptxas | None, variant: Variant, base: _Triton) -> _Triton:
@@ -392,26 +265,30 @@ class _Resolver:
             return dataclasses.replace(base, warnings=base.warnings + (
                 f"the ptxas bundled with {package} {version} for {self.platform} is not in the matrix: not checked "
                 "against driver " + self.t.driver,))
-        ccs = sorted(set(self.t.gpus), key=cc_tuple)
-        uses: dict[tuple[str, str, str], list[str]] = {}
-        for cc in ccs or ["?"]:
-            key = row.for_cc(cc) if cc != "?" else ("ptxas", row.ptxas, "TRITON_PTXAS_PATH")
-            uses.setdefault(key, []).append(cc)
+        ccs = self.h.ccs
         reasons, warns = list(base.reasons), list(base.warnings)
         fails: list[tuple[str, str, str]] = []  # (problem words, the driver it needs, the variable that overrides)
-        for (binary, cuda, env), on in uses.items():
-            floor = self.m.ptxas_floor(cuda, self.t.os)
+        uses = rules.ptxas_uses(self.h, row)
+        for (binary, cuda, env), on in uses.items():  # a ptxas that does not know the GPU: no driver helps
             cuda_xy = ".".join(cuda.split(".")[:2])
-            major = cuda.split(".")[0]
+            unknown = [(cc, why) for cc in on if cc != "?" and (why := rules.ptxas_knows_gpu(self.h, cuda, cc))]
+            if unknown:
+                first = max((g.first_cuda for cc, _ in unknown if (g := self.m.gpu_family(cc)) and g.first_cuda),
+                            key=_v, default=None)
+                return _Triton(package=package, version=version, kind="gpu", env=env, need_cuda=first,
+                               problem=(f"its Triton ({package} {version}) compiles for compute capability "
+                                        f"{', '.join(cc for cc, _ in unknown)} with its bundled {binary} (CUDA "
+                                        f"{cuda_xy}), {unknown[0][1]}"))
+        for (binary, cuda, env), on in uses.items():
+            need = rules.ptxas_driver_floor(self.h, cuda)
+            cuda_xy = ".".join(cuda.split(".")[:2])
             gpus = f"compute capability {', '.join(on)}" if on != ["?"] else "its GPUs"
-            if floor is None:
+            if need is None:
                 warns.append(f"{package} {version} compiles with a CUDA {cuda_xy} {binary} whose driver floor is not "
                              "in the matrix: not checked")
                 continue
-            need = self.floor(floor[0]) or floor[0]
-            if _v(self.t.driver) < _v(need):
-                fails.append((f"compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}), whose kernels need "
-                              f"driver >= {need} (CUDA {major}.x minor-version compatibility)", need, env))
+            if (why := rules.ptxas_loads_on_driver(self.h, cuda)) is not None:
+                fails.append((f"compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}), {why}", need, env))
                 continue
             reasons.append(f"{package} {version} compiles for {gpus} with its bundled {binary} (CUDA {cuda_xy}): "
                            f"driver {self.t.driver} >= {need} loads its kernels")
@@ -431,32 +308,15 @@ class _Resolver:
 
     def run(self, advise: bool = True) -> Selection:
         if self.gpu and self.intent.cuda != "cpu":
-            for cc in sorted(set(self.t.gpus), key=cc_tuple):
-                jetson = self.m.jetpack_only(cc)
-                if jetson is not None:
+            for cc in self.h.ccs:
+                if (why := rules.gpu_has_pytorch_wheels(self.h, cc)) is not None:
                     return self.conflict(
-                        [f"compute capability {cc} is an integrated {jetson.family} GPU: no torch release on "
-                         "PyTorch's wheel index is built for it (its aarch64 CUDA wheels are for server Arm, SBSA)"],
-                        "install NVIDIA's PyTorch wheels for JetPack on that machine, or set cuda = \"cpu\" to lock "
-                        "the CPU build")
+                        [why], "install NVIDIA's PyTorch wheels for JetPack on that machine, or set cuda = \"cpu\" to "
+                        "lock the CPU build")
         unknown = self.gpu_driver_problem()
         if unknown is not None:
             lines, legacy = unknown
-            hint = ""
-            if advise and legacy is None:
-                found = self.least_driver()  # checked by resolving again with it
-                if found is not None:
-                    d, sel = found
-                    hint = (f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
-                            f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
-                else:
-                    hint = "upgrade the NVIDIA driver"
-            elif advise and legacy is not None:
-                branch, family = legacy.split(" ", 1)
-                hint = f"run a driver of the {branch} branch, the last that drives {family.strip('()')} GPUs (NVIDIA's legacy driver)"
-            if advise:
-                hint += " or set cuda = \"cpu\" to lock the CPU build"
-            return self.conflict(lines, hint)
+            return self.conflict(lines, _Fixes(self).unknown_gpu(legacy) if advise else "")
         spec = SpecifierSet(self.intent.torch) if self.intent.torch else SpecifierSet()
         releases = [r for r in self.m.torch if Version(r.version) in spec]
         if not releases:
@@ -488,12 +348,67 @@ class _Resolver:
             # warning: only a Triton that cannot work here is worth one
             broken = [(pr, pt) for pr, pt in passed if pt.kind != "spec"]
             if broken:
-                warnings.append(self.passed_over_warning(broken, advise))
+                warnings.append(_Fixes(self).passed_over_warning(broken, advise))
             return Selection(target=self.t, ok=True, python=fit.python, torch=r.version, backend=fit.variant.backend,
                              index=index, triton_package=tri.package, triton=tri.version, packages=self.intent.packages,
                              driver_floor=fit.driver_floor, archs=fit.variant.archs, ptx=fit.variant.ptx,
                              warnings=tuple(warnings), reasons=tuple(reasons))
-        return self.conflict(_grouped(skipped), self.suggest(releases, passed) if advise else "")
+        return self.conflict(_grouped(skipped), _Fixes(self).suggest(releases, passed) if advise else "")
+
+    def index(self, backend: str) -> str:
+        tmpl = self.intent.torch_index
+        if tmpl == "default":
+            return "default"  # the caller puts the default index's address here
+        if tmpl:
+            return tmpl.format(backend=backend) if "{backend}" in tmpl else tmpl
+        return self.m.index_url(backend)
+
+    def conflict(self, lines: list[str], hint: str) -> Selection:
+        desc = _describe(self.t, self.python)
+        msg = (f"nothing fits target {self.t.name!r} ({desc}):\n" + "\n".join(f"  - {x}" for x in lines)
+               + (f"\n  fix: {hint}" if hint else ""))
+        return Selection(target=self.t, ok=False, python=None, packages=self.intent.packages,
+                         conflict=Conflict(target=self.t.name, message=msg, facts=tuple(lines)), reasons=tuple(lines))
+
+
+class _Fixes:
+    """The advice on top of the search: ways out of a conflict and what a newer driver would unlock — each one
+    checked by resolving again with the change, never inferred."""
+
+    def __init__(self, r: _Resolver) -> None:
+        self.r = r
+        self.intent, self.m, self.t, self.h = r.intent, r.m, r.t, r.h
+        self.default_python, self.python, self.platform = r.default_python, r.python, r.platform
+        self.gpu, self.from_default = r.gpu, r.from_default
+
+    def candidates(self) -> list[str]:
+        return self.r.candidates()
+
+    def max_cuda(self) -> str | None:
+        return self.r.max_cuda()
+
+    def fit(self, release: TorchRelease) -> tuple[_Fit | None, str]:
+        return self.r.fit(release)
+
+    def triton(self, release: TorchRelease, variant: Variant) -> _Triton:
+        return self.r.triton(release, variant)
+
+    def unknown_gpu(self, legacy: str | None) -> str:
+        """The way out when the driver does not drive a GPU: the least newer driver that resolves, or the legacy
+        branch that still drives it; or the CPU build."""
+        hint = ""
+        if legacy is None:
+            found = self.least_driver()  # checked by resolving again with it
+            if found is not None:
+                d, sel = found
+                hint = (f"upgrade the NVIDIA driver to >= {d} ({driver_branch(d)}): then torch {sel.torch} "
+                        f"({sel.backend})" + (f" + {sel.triton_package} {sel.triton}" if sel.triton else ""))
+            else:
+                hint = "upgrade the NVIDIA driver"
+        else:
+            branch, family = legacy.split(" ", 1)
+            hint = f"run a driver of the {branch} branch, the last that drives {family.strip('()')} GPUs (NVIDIA's legacy driver)"
+        return hint + " or set cuda = \"cpu\" to lock the CPU build"
 
     def passed_over_warning(self, passed: list[tuple[TorchRelease, _Triton]], advise: bool) -> str:
         """Newer torch runs here but its Triton does not: say so, and what would unlock it."""
@@ -621,11 +536,7 @@ class _Resolver:
         if self.t.os == "windows":  # torch's Windows wheels pin no triton: "none" means no triton-windows
             keep = f"torch {alone.torch} ({alone.backend}) without triton-windows" if alone.ok else "torch alone"
         else:  # torch's Linux CUDA wheels require their triton, so the lock still holds it; CPU wheels pin none
-            rel = self.m.torch_release(alone.torch or "") if alone.ok else None
-            pins = bool(rel and rel.triton and (alone.backend or "").startswith("cu")
-                        and self.platform in rel.triton_platforms
-                        and not (rel.triton_python_below and alone.python
-                                 and _v(alone.python) >= _v(rel.triton_python_below)))
+            pins = pinned_triton(self.m, alone) is not None
             keep = (f"torch {alone.torch} ({alone.backend})" + (" with the triton it pins" if pins else " without triton")
                     if alone.ok and alone.torch else "torch without the Triton check")
         if "ptxas" in kinds:
@@ -643,7 +554,17 @@ class _Resolver:
                              f"and point {tri.env} at the ptxas of a CUDA {have_major}.x toolkit, which driver "
                              f"{self.t.driver} loads (e.g. {tri.env}=/usr/local/cuda-{have_major}.x/bin/ptxas)")
         if "gpu" in kinds:
-            hints.append(f"set triton = \"none\" to lock {keep}: torch runs on this GPU, Triton does not")
+            other = self.other_python() if not hints else None  # a newer torch (and Triton) on another Python
+            if other is not None:
+                py, sel = other
+                hints.append(f"use Python {py} (python = \"{py}\"): then torch {sel.torch} ({sel.backend}) + "
+                             f"{sel.triton_package} {sel.triton}")
+            tri = next(t for _, t in passed if t.kind == "gpu")
+            if tri.env and tri.need_cuda and self.t.os != "windows":
+                hints.append(f"set triton = \"none\" to lock {keep}, and point {tri.env} at the ptxas of a CUDA "
+                             f">= {tri.need_cuda} toolkit, which knows this GPU")
+            else:
+                hints.append(f"set triton = \"none\" to lock {keep}: torch runs on this GPU, Triton does not")
         if "wheel" in kinds and not hints:
             # no Triton wheel for this Python (or platform): another Python may have one — checked by resolving
             other = self.other_python()
@@ -663,28 +584,14 @@ class _Resolver:
             hints.append("loosen triton in triton-env.toml (or set it to \"auto\")")
         return hints
 
-    def index(self, backend: str) -> str:
-        tmpl = self.intent.torch_index
-        if tmpl == "default":
-            return "default"  # the caller puts the default index's address here
-        if tmpl:
-            return tmpl.format(backend=backend) if "{backend}" in tmpl else tmpl
-        return self.m.index_url(backend)
-
-    def conflict(self, lines: list[str], hint: str) -> Selection:
-        desc = _describe(self.t, self.python)
-        msg = (f"nothing fits target {self.t.name!r} ({desc}):\n" + "\n".join(f"  - {x}" for x in lines)
-               + (f"\n  fix: {hint}" if hint else ""))
-        return Selection(target=self.t, ok=False, python=None, packages=self.intent.packages,
-                         conflict=Conflict(target=self.t.name, message=msg, facts=tuple(lines)), reasons=tuple(lines))
-
 
 def driver_candidates(matrix: Matrix, target: TargetSpec) -> list[str]:
     """Drivers newer than the target's worth trying, least first: every floor the matrix knows (toolkit release
     drivers, minor-version floors) for its OS — numbered by branch on a Jetson ("580.00"), as its driver is."""
     if target.driver is None:
         return []
-    tegra = any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus)
+    tegra = any((g := matrix.gpu_family(cc)) is not None and g.integrated for cc in target.gpus) \
+        or rules.driver_given_as_branch(target.driver)
     floors: set[str] = set()
     for d in [tk.linux_driver if target.os == "linux" else tk.windows_driver for tk in matrix.cuda] + \
              [mc.linux_driver if target.os == "linux" else mc.windows_driver for mc in matrix.minor_compat]:
@@ -730,11 +637,33 @@ def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_pyth
     return _Resolver(intent, matrix, target, default_python).run(advise=advise)
 
 
+def feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> tuple[Selection, ...]:
+    """Every torch release that fits this target, newest first: one ok Selection each (its preferred variant, index,
+    triton pin, reasons and warnings), as `resolve_one` gives when the intent pins that release. All of the host
+    rules apply and the intent's torch, cuda and triton constraints hold; a target nothing fits gives ()."""
+    import dataclasses
+
+    spec = SpecifierSet(intent.torch) if intent.torch else SpecifierSet()
+    out: list[Selection] = []
+    for r in matrix.torch:
+        if Version(r.version) not in spec:
+            continue
+        pinned = dataclasses.replace(intent, torch=f"=={r.version}")
+        sel = _Resolver(pinned, matrix, target, default_python).run(advise=False)
+        if sel.ok:
+            out.append(sel)
+    return tuple(out)
+
+
 def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release: TorchRelease,
                     default_python: str) -> str | None:
     """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
     when it fits."""
     r = _Resolver(intent, matrix, target, default_python)
+    if r.gpu and intent.cuda != "cpu":  # a Jetson's GPU: nothing on PyTorch's index is built for it
+        jetson = next((why for cc in r.h.ccs if (why := rules.gpu_has_pytorch_wheels(r.h, cc))), None)
+        if jetson is not None:
+            return jetson
     unknown = r.gpu_driver_problem()
     if unknown is not None:  # the driver does not drive a GPU: no release fits until that changes
         return "; ".join(unknown[0])
@@ -742,6 +671,19 @@ def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release:
     if fit is None:
         return why
     return r.triton(release, fit.variant).problem
+
+
+def pinned_triton(matrix: Matrix, sel: Selection) -> str | None:
+    """The triton a selection's torch wheels require when the lock has no Triton of its own (triton = "none"): the
+    Linux CUDA wheels pin one, so it is installed all the same (unchecked); None where nothing pins one."""
+    rel = matrix.torch_release(sel.torch or "") if sel.ok else None
+    if rel is None or not rel.triton or not (sel.backend or "").startswith("cu"):
+        return None
+    if platform_of(sel.target) not in rel.triton_platforms:
+        return None
+    if rel.triton_python_below and sel.python and _v(sel.python) >= _v(rel.triton_python_below):
+        return None
+    return rel.triton
 
 
 def describe_target(target: TargetSpec, python: str) -> str:

@@ -13,8 +13,9 @@ from packaging.version import Version
 
 from tritonlock.matrix import Matrix, Ptxas, TorchRelease, cc_tuple, driver_branch_number, gpu_runs
 from tritonlock.models import Intent, Selection, TargetSpec
-from tritonlock.resolve import (describe_target, driver_branch, driver_candidates, platform_of, release_problem,
-                                resolve_one, selection_json)
+from tritonlock import rules
+from tritonlock.resolve import (describe_target, driver_branch, driver_candidates, pinned_triton, platform_of,
+                                release_problem, resolve_one, selection_json)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,6 +58,7 @@ class Advice:
     python: str
     now: Selection
     lines: tuple[Line, ...]
+    matrix: Matrix | None = None  # the facts it was made from (what a lock with triton = "none" still installs)
 
 
 # --- the search ----------------------------------------------------------------------------------------------
@@ -68,12 +70,19 @@ def advise(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: s
     python = target.python or intent.python or default_python
     lines: list[Line] = []
     stopped = False
-    for r in _releases(matrix, now, torch):
+    releases = _releases(matrix, now, torch)
+    for i, r in enumerate(releases):
         ln = _line(intent, matrix, target, default_python, r, now)
         lines.append(ln)
         if not now.ok and not torch and ln.status == "blocked" and len(ln.changes) == 1 \
                 and ln.changes[0].kind not in _INTENT_KINDS:
-            stopped = True  # nothing fits now: newest lines down to the first that one machine change unlocks
+            stopped = True  # nothing fits now: newest lines down to the first that one machine change unlocks,
+            # then each older line that a strictly smaller machine change unlocks (R580 -> 2.15, then R525 -> 2.14.1)
+            for older in releases[i + 1:]:
+                nxt = _line(intent, matrix, target, default_python, older, now)
+                if nxt.status != "blocked" or not _smaller(nxt.changes, lines[-1].changes):
+                    break
+                lines.append(nxt)
             break
     if not now.ok and not torch and not stopped:
         # no single machine change helps: down to the first line a machine change alone unlocks, else any change
@@ -85,10 +94,30 @@ def advise(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: s
             if cut is not None:
                 lines = lines[:cut + 1]
                 break
-    return Advice(target=target, python=python, now=now, lines=tuple(lines))
+    return Advice(target=target, python=python, now=now, lines=tuple(lines), matrix=matrix)
 
 
 _INTENT_KINDS = {"triton", "cuda", "cuda-policy", "torch"}
+_ORDERED_KINDS = {"driver", "glibc", "macos"}  # machine changes whose size is their version: smaller is less work
+
+
+def _smaller(these: tuple[Change, ...], than: tuple[Change, ...]) -> bool:
+    """Whether machine changes `these` are strictly less than `than`: no kind `than` lacks, no larger value, and
+    at least one smaller value or one change fewer (a Python change counts only when it is the same one)."""
+    if not these or {c.kind for c in these} & _INTENT_KINDS:
+        return False
+    big = {c.kind: c.need for c in than}
+    less = len(these) < len(than)
+    for c in these:
+        if c.kind not in big:
+            return False
+        if c.kind in _ORDERED_KINDS:
+            if Version(c.need) > Version(big[c.kind]):
+                return False
+            less = less or Version(c.need) < Version(big[c.kind])
+        elif c.need != big[c.kind]:
+            return False
+    return less
 
 
 def _releases(matrix: Matrix, now: Selection, torch: str | None) -> list[TorchRelease]:
@@ -306,6 +335,11 @@ def _ptxas_row(matrix: Matrix, target: TargetSpec, rel: TorchRelease) -> Ptxas |
 def _unreachable(matrix: Matrix, target: TargetSpec, rel: TorchRelease, blocker: str) -> str:
     """No driver, Python or glibc change unlocks it: say which GPU the builds dropped, when that is why."""
     platform = platform_of(target)
+    h = rules.Host.of(Intent(path=""), matrix, target, "")
+    jetson = next((why for cc in h.ccs if (why := rules.gpu_has_pytorch_wheels(h, cc))), None)
+    if jetson is not None and target.driver is not None:  # no machine change makes PyTorch's index build for it
+        return (f"no driver, Python or glibc change unlocks it here: {jetson}; install NVIDIA's PyTorch wheels for "
+                "JetPack on that machine, or set cuda = \"cpu\" to lock the CPU build")
     gone = [cc for cc in sorted(set(target.gpus), key=cc_tuple)
             if not any(gpu_runs(cc, v.archs, v.ptx) for v in rel.variants if platform in v.platforms and v.cuda)]
     if not gone:
@@ -382,8 +416,10 @@ def format_advice(a: Advice, sources: bool = True) -> str:
             out.append(f"      because: {ln.blocker}")
         if ln.then is not None and ln.status != "available":
             t = ln.then
-            out.append(f"      then: torch {t.torch} ({t.backend}) + {t.triton_package or 'no triton'} "
-                       f"{t.triton or ''}".rstrip())
+            pin = pinned_triton(a.matrix, t) if a.matrix is not None and not t.triton else None
+            tri = (f"triton {pin} (the one its wheels require, installed but not checked)" if pin
+                   else f"{t.triton_package or 'no triton'} {t.triton or ''}".rstrip())
+            out.append(f"      then: torch {t.torch} ({t.backend}) + {tri}")
         if sources:
             out += [f"      rests on {src}" for src in dict.fromkeys(x for g in group for x in g.sources)]
     return "\n".join(out)
@@ -396,7 +432,7 @@ def _runs(lines: tuple[Line, ...]) -> list[list[Line]]:
         return ln.status, words, (ln.blocker or "").split(":")[0] if ln.status == "blocked" else ln.blocker
     out: list[list[Line]] = []
     for ln in lines:
-        if out and key(out[-1][-1]) == key(ln) and ln.status in ("blocked", "excluded"):
+        if out and key(out[-1][-1]) == key(ln) and ln.status in ("blocked", "excluded", "unreachable"):
             out[-1].append(ln)
         else:
             out.append([ln])

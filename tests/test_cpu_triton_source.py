@@ -1,0 +1,37 @@
+"""A CPU target's triton: PyTorch's cpu index publishes none, so it comes from the default index — the lock, its
+reason line and README say the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from conftest import write_intent
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.lockfile import read_lock
+from tritonlock.matrix import load_matrix
+
+README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_cpu_targets_triton_comes_from_the_default_index_and_its_reason_says_where_and_why(
+        tmp_path: Path, local_index: LocalIndex) -> None:
+    write_intent(tmp_path, local_index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n')
+    r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    (t,) = read_lock(tmp_path / "triton-env.lock").targets
+    pk = {p.name: p for p in t.packages}
+    assert pk["torch"].index == local_index.index_url("whl/cpu")
+    assert pk["triton"].index == local_index.index_url("simple")  # the one family member the cpu index lacks
+    (line,) = [x for x in t.selection.reasons if x.startswith("triton ")]
+    assert "comes from the default index" in line and "publishes no triton" in line and "triton_from_default" in line
+    assert "the exact version torch 2.6.0 requires" not in line  # its CPU wheels require none
+
+
+def test_readme_names_the_exception_the_matrix_makes() -> None:
+    m = load_matrix()
+    lock_section = README.split("## The lock", 1)[1].split("\n## ", 1)[0]
+    assert m.triton_from_default == frozenset({"cpu"})
+    assert "`triton_from_default`" in lock_section and "PyTorch's `cpu` index publishes no triton" in lock_section
