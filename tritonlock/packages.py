@@ -57,23 +57,6 @@ def exact_torch(intent: Intent) -> bool:
     return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
 
 
-def feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> tuple[Selection, ...]:
-    """Every torch release that fits the target under the intent, newest first, each with the selection the
-    resolver makes when the intent pins it (its variant, index, triton and reasons)."""
-    from tritonlock.resolve import resolve_one
-
-    spec = SpecifierSet(intent.torch) if intent.torch else SpecifierSet()
-    out: list[Selection] = []
-    for release in matrix.torch:
-        if Version(release.version) not in spec:
-            continue
-        sel = resolve_one(dataclasses.replace(intent, torch=f"=={release.version}"), matrix, target, default_python,
-                          advise=False)
-        if sel.ok:
-            out.append(sel)
-    return tuple(out)
-
-
 def torch_spec(versions: Iterable[str], known: Iterable[str]) -> str:
     """A specifier admitting exactly `versions` among the `known` releases (and, between them, nothing the matrix
     knows otherwise): ">=2.9.0,<=2.14.0,!=2.10.0"."""

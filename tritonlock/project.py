@@ -168,7 +168,8 @@ def _pin_triton(sel: Selection, packages: tuple[LockedPackage, ...]) -> Selectio
 
 def _candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selection, ...]:
     """The fitting torch releases the packages choose among (newest first); only `sel` when torch is pinned."""
-    from tritonlock.packages import exact_torch, feasible
+    from tritonlock.packages import exact_torch
+    from tritonlock.resolve import feasible
 
     if exact_torch(intent):
         return (sel,)
