@@ -66,6 +66,47 @@ def build_wheel(
     return out
 
 
+def build_sdist(
+    dest: Path,
+    name: str,
+    version: str,
+    *,
+    requires: tuple[str, ...] = (),
+    build_requires: tuple[str, ...] = ("setuptools>=40.8.0",),
+    setup_py: str = "",
+    modules: dict[str, str] | None = None,
+) -> Path:
+    """Write a minimal sdist (PKG-INFO with static metadata, pyproject.toml, setup.py, a module): `setup_py` is
+    run first in setup.py (e.g. `import torch`), as a build that needs torch does."""
+    import tarfile
+
+    dist = re.sub(r"[-.]+", "_", name)
+    base = f"{dist}-{version}"
+    meta = ["Metadata-Version: 2.2", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    mods = modules if modules is not None else {f"{dist.lower()}/__init__.py": f"__version__ = {version!r}\n"}
+    files: dict[str, str] = {
+        "PKG-INFO": "\n".join(meta) + "\n",
+        "pyproject.toml": "[build-system]\nrequires = [" + ", ".join(repr(r).replace("'", '"') for r in build_requires)
+                          + ']\nbuild-backend = "setuptools.build_meta"\n',
+        "setup.py": (setup_py + "\nfrom setuptools import setup\n"
+                     f"setup(name={name!r}, version={version!r}, packages={sorted({m.split('/')[0] for m in mods})!r},"
+                     f" install_requires={list(requires)!r})\n"),
+        **mods,
+    }
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / f"{base}.tar.gz"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{path}")
+            info.size, info.mtime, info.mode = len(data), 1577836800, 0o644
+            tf.addfile(info, io.BytesIO(data))
+    out.write_bytes(buf.getvalue())
+    return out
+
+
 @dataclass
 class LocalIndex:
     """Wheels laid out per index path ("simple", "whl/cu126", ...) and served on 127.0.0.1."""
@@ -81,6 +122,9 @@ class LocalIndex:
 
     def add(self, index: str, name: str, version: str, **kw: object) -> Path:
         return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
+
+    def add_sdist(self, index: str, name: str, version: str, **kw: object) -> Path:
+        return build_sdist(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
 
     def index_url(self, index: str) -> str:
         return f"{self.url}/{index}"
@@ -124,7 +168,7 @@ class LocalIndex:
                         break
                 else:
                     return self._send(404, b"no such index", "text/plain")
-                files = sorted((index_dir / "_files").glob("*.whl"))
+                files = sorted([*(index_dir / "_files").glob("*.whl"), *(index_dir / "_files").glob("*.tar.gz")])
                 rel = "/" + "/".join(parts[:cut])
                 if not rest:
                     names = sorted({_norm(f.name.split("-")[0]) for f in files})

@@ -50,10 +50,10 @@ def test_matches_reference_bytes_and_round_trips() -> None:
 
 def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_warns() -> None:
     text = lockfile.dumps(sample())
-    assert 'lock-version = "2.0"' in text
+    assert 'lock-version = "2.1"' in text
 
     def with_version(v: str) -> str:
-        return text.replace('lock-version = "2.0"', f'lock-version = "{v}"')
+        return text.replace('lock-version = "2.1"', f'lock-version = "{v}"')
 
     with pytest.raises(LockfileError) as ei:
         lockfile.loads(with_version("1.0"), "x.lock")
@@ -72,7 +72,7 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
         lockfile.loads(newer, "x.lock")
     (w,) = caught
     assert w.category is LockfileWarning
-    assert str(w.message) == ("x.lock: lock-version 2.3 is newer than this tritonlock's 2.0; reading only the fields "
+    assert str(w.message) == ("x.lock: lock-version 2.3 is newer than this tritonlock's 2.1; reading only the fields "
                               "it knows — upgrade tritonlock")
 
 

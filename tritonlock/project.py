@@ -203,7 +203,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     # a fleet of 32 machines is a handful of distinct closures, so lock time grows with those, not the machines.
     from tritonlock.closure import compile_key
 
-    keys = [compile_key(s, matrix, dindex) for s in selections]
+    keys = [compile_key(s, matrix, dindex, no_build=intent.no_build) for s in selections]
     firsts = {k: s for k, s in reversed(list(zip(keys, selections)))}
     from concurrent.futures import ThreadPoolExecutor
 
@@ -212,10 +212,10 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
 
     def closure(k: tuple[str, ...], s: Selection) -> tuple[LockedPackage, ...]:
         if progress is None:
-            return compile_target(s, matrix, dindex)
+            return compile_target(s, matrix, dindex, no_build=intent.no_build)
         progress.start(names[k], f"locking torch {s.torch} ({s.backend}) with uv")
         try:
-            packages = compile_target(s, matrix, dindex)
+            packages = compile_target(s, matrix, dindex, no_build=intent.no_build)
         except BaseException:
             progress.failed(names[k])
             raise
