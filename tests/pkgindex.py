@@ -66,34 +66,64 @@ def build_wheel(
     return out
 
 
+_BACKEND = """\
+# An in-tree PEP 517 backend (stdlib only): builds the wheel by hand, after running the sdist's own build code.
+import base64, hashlib, io, zipfile
+{prelude}
+NAME, VERSION, REQUIRES, MODULE = {name!r}, {version!r}, {requires!r}, {module!r}
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    dist = NAME.replace("-", "_")
+    info = dist + "-" + VERSION + ".dist-info"
+    files = {{
+        MODULE + "/__init__.py": "__version__ = %r\\nBUILT_AGAINST = %r\\n" % (VERSION, globals().get("BUILT_AGAINST")),
+        info + "/METADATA": "\\n".join(["Metadata-Version: 2.1", "Name: " + NAME, "Version: " + VERSION]
+                                       + ["Requires-Dist: " + r for r in REQUIRES]) + "\\n",
+        info + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: tritonlock-tests\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+    }}
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+    files[info + "/RECORD"] = "\\n".join(record + [info + "/RECORD,,"]) + "\\n"
+    name = dist + "-" + VERSION + "-py3-none-any.whl"
+    with zipfile.ZipFile(wheel_directory + "/" + name, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return name
+"""
+
+
 def build_sdist(
     dest: Path,
     name: str,
     version: str,
     *,
     requires: tuple[str, ...] = (),
-    build_requires: tuple[str, ...] = ("setuptools>=40.8.0",),
-    setup_py: str = "",
-    modules: dict[str, str] | None = None,
+    build_requires: tuple[str, ...] = (),
+    prelude: str = "",
+    setup_py: str | None = None,
 ) -> Path:
-    """Write a minimal sdist (PKG-INFO with static metadata, pyproject.toml, setup.py, a module): `setup_py` is
-    run first in setup.py (e.g. `import torch`), as a build that needs torch does."""
+    """Write a minimal sdist: PKG-INFO with static metadata (what a resolver reads without building), and an
+    in-tree build backend that runs `prelude` first (e.g. `import torch`, as a build that needs torch does) and
+    records `BUILT_AGAINST` (if the prelude sets it) in the module it builds. `setup_py`: a setup.py to ship too
+    (read by tools that inspect sdists; the backend does not run it)."""
     import tarfile
 
     dist = re.sub(r"[-.]+", "_", name)
     base = f"{dist}-{version}"
     meta = ["Metadata-Version: 2.2", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
-    mods = modules if modules is not None else {f"{dist.lower()}/__init__.py": f"__version__ = {version!r}\n"}
+    reqs = ", ".join('"' + r + '"' for r in build_requires)
     files: dict[str, str] = {
         "PKG-INFO": "\n".join(meta) + "\n",
-        "pyproject.toml": "[build-system]\nrequires = [" + ", ".join(repr(r).replace("'", '"') for r in build_requires)
-                          + ']\nbuild-backend = "setuptools.build_meta"\n',
-        "setup.py": (setup_py + "\nfrom setuptools import setup\n"
-                     f"setup(name={name!r}, version={version!r}, packages={sorted({m.split('/')[0] for m in mods})!r},"
-                     f" install_requires={list(requires)!r})\n"),
-        **mods,
+        "pyproject.toml": f'[build-system]\nrequires = [{reqs}]\nbuild-backend = "_tl_backend"\nbackend-path = ["."]\n',
+        "_tl_backend.py": _BACKEND.format(prelude=prelude, name=name, version=version, requires=list(requires),
+                                          module=dist.lower()),
     }
+    if setup_py is not None:
+        files["setup.py"] = setup_py
     dest.mkdir(parents=True, exist_ok=True)
     out = dest / f"{base}.tar.gz"
     buf = io.BytesIO()

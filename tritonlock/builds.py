@@ -193,12 +193,20 @@ def package_json(p: LockedPackage) -> dict[str, object]:
 # ---------------------------------------------------------------- on the machine that builds
 
 
-def find_nvcc() -> str | None:
-    """nvcc as torch.utils.cpp_extension looks for it: CUDA_HOME / CUDA_PATH, then PATH, then /usr/local/cuda."""
+def _cuda_home() -> tuple[str, str] | None:
     for var in ("CUDA_HOME", "CUDA_PATH"):
-        home = os.environ.get(var)
-        if home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
-            return os.path.join(home, "bin", "nvcc")
+        if os.environ.get(var):
+            return var, os.environ[var]
+    return None
+
+
+def find_nvcc() -> str | None:
+    """nvcc where torch.utils.cpp_extension looks for it: in $CUDA_HOME (or $CUDA_PATH) when set — and then only
+    there — else on PATH, else in /usr/local/cuda."""
+    home = _cuda_home()
+    if home is not None:
+        nvcc = os.path.join(home[1], "bin", "nvcc")
+        return nvcc if os.access(nvcc, os.X_OK) else None
     found = shutil.which("nvcc")
     if found:
         return found
@@ -222,7 +230,9 @@ def missing_tools(p: LockedPackage) -> list[str]:
     """What this machine lacks to build `p` (empty: it can try)."""
     out: list[str] = []
     if NVCC in p.build_needs and find_nvcc() is None:
-        out.append("nvcc (the CUDA compiler): not on PATH, and no $CUDA_HOME/bin/nvcc or /usr/local/cuda/bin/nvcc")
+        home = _cuda_home()
+        out.append(f"nvcc (the CUDA compiler): ${home[0]} is {home[1]}, which has no bin/nvcc" if home else
+                   "nvcc (the CUDA compiler): not on PATH, and no /usr/local/cuda/bin/nvcc ($CUDA_HOME is not set)")
     if COMPILER in p.build_needs and find_compiler() is None:
         out.append("a C/C++ compiler: none of $CXX, $CC, c++, g++, cc, gcc, clang is on PATH")
     return out

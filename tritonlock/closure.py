@@ -149,23 +149,25 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     from tritonlock.resolve import platform_of
 
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
-    pulled: list[str] = []  # family members that came in through other packages, and locked build requirements
+    pulled: list[str] = []  # family members that came in through other packages
+    extra: list[str] = []  # build requirements of sdists whose build imports torch
     macos = macos_deployment_target(sel, matrix)
     facts: dict[str, Any] = {}  # sdist url → builds.BuildFacts
     build_reqs: dict[str, str] = {}  # requirement name → the package whose torch-importing build needs it
     for _ in range(_PASSES):
-        raw = _compile(sel, reqs + pulled, sorted(bound), default_index, floor, timeout, pulled, macos,
-                       no_build=no_build)
+        raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
+                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra})
         found = {canonicalize_name(str(r["name"])) for r in raw}
         unbound = sorted(n for n in found - bound if binds(n))
         more = _build_requirements(raw, facts, found | set(build_reqs), build_reqs)
         if not unbound and not more:
             break
         bound.update(unbound)
-        pulled += unbound + more
+        pulled += unbound
+        extra += more
     else:
-        raise ClosureError(f"target {sel.target.name!r}: the torch family kept growing after {_PASSES} passes "
-                           f"({', '.join(pulled)}) — report this with your triton-env.toml")
+        raise ClosureError(f"target {sel.target.name!r}: the torch family and build requirements kept growing after "
+                           f"{_PASSES} passes ({', '.join(pulled + extra)}) — report this with your triton-env.toml")
     pkgs: list[LockedPackage] = []
     for r in raw:
         name = canonicalize_name(str(r["name"]))
@@ -184,6 +186,11 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
             pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
         pkgs.append(pkg)
     return tuple(sorted(pkgs, key=lambda p: p.name))
+
+
+def _canon(req: str) -> str:
+    m = _NAME.match(req)
+    return canonicalize_name(m.group(0)) if m else ""
 
 
 def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], have: set[str],
@@ -214,7 +221,7 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], have: 
 
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
-             no_build: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+             no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -247,6 +254,10 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                    f"being in the torch family, {'is' if len(pulled) == 1 else 'are'} taken only from the torch index "
                    f"{sel.index} (never from the default index, where a same-named package may be a decoy)"
                    if pulled else "")
+            if build_reqs:
+                why += "".join(f"\n  note: {r} is a build requirement of {pkg}, whose build imports torch: it runs in "
+                               "the venv without isolation, so what it imports is locked too"
+                               for r, pkg in build_reqs.items())
             nb = _no_build_note(proc.stderr or proc.stdout or "", no_build, sel, floor)
             if nb:
                 raise ClosureError(f"uv could not resolve target {sel.target.name!r} ({', '.join(shown)}) with "
