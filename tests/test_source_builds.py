@@ -19,6 +19,7 @@ from conftest import LINUX_TAG, populate, tree, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lockfile import read_lock
+from tritonlock.models import LockedPackage
 from tritonlock.sync import venv_python
 
 TORCH_EXT_LINE = ("torch-ext 1.0 has no wheel for this target: sync builds it from source, which imports torch (built "
@@ -165,7 +166,7 @@ def test_no_build_takes_the_newest_version_with_a_wheel_or_names_the_package(tmp
     assert (flashy.version, flashy.build, len(flashy.wheels)) == ("1.0", None, 1) and "build:" not in out
     proj = _intent(tmp_path / "c", index, '"flashy", "onlysrc"', extra="no-build = true\n")
     code, out = _run("resolve", "-p", str(proj))
-    assert code != 0 and not (proj / "triton-env.lock").exists()
+    assert code == 4 and not (proj / "triton-env.lock").exists()
     assert "with wheels only:" in out and "note: onlysrc has no wheel for this target (Python 3.11 on x86_64-" in out
     assert ") in any version the requirements allow, and [environment].no-build forbids building it from source" in out
     assert "fix: narrow [environment].no-build to let sync build it" in out
@@ -204,3 +205,71 @@ def test_xformers_comes_from_the_torch_index_where_that_backend_serves_it(tmp_pa
                            f"{index.index_url('whl/cpu')} does not serve it (PyTorch publishes it there for some "
                            "backends only), so this build is not matched to torch's cpu build by the index")
         assert f"  note: xformers: {xf.note}" in out
+
+
+def _sdist(files: dict[str, str], name: str = "pkg-1.0") -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{name}/{path}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_build_facts_come_from_the_sdist_and_the_curated_rows() -> None:
+    from tritonlock import builds
+
+    # flash-attn's shape: no pyproject.toml (PEP 517's setuptools default), a setup.py that imports torch and
+    # declares CUDA extensions
+    setup = ("import torch\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension, CUDA_HOME\n"
+             "ext_modules = [CUDAExtension(name='flash_attn_2_cuda', sources=['a.cu'])]\n")
+    f = builds.inspect_sdist(_sdist({"setup.py": setup}), "flash_attn-2.8.3.post2.tar.gz")
+    assert (f.imports_torch, f.needs, f.requires) == (True, ("nvcc", "compiler"), ("setuptools>=40.8.0",))
+    assert f.why == ("flash_attn-2.8.3.post2.tar.gz: its setup.py imports torch; its setup.py builds CUDA extensions")
+    # a plain pure-Python sdist
+    plain = builds.inspect_sdist(_sdist({"pyproject.toml": '[build-system]\nrequires = ["hatchling"]\n'}), "p.tar.gz")
+    assert (plain.imports_torch, plain.needs, plain.requires) == (False, (), ("hatchling",))
+    assert plain.why == "p.tar.gz: a plain build (no torch, no CUDA code)"
+    # torch in [build-system] requires: imports torch; torch itself is never a build requirement to lock
+    t = builds.inspect_sdist(_sdist({"pyproject.toml": '[build-system]\nrequires = ["setuptools", "torch>=2"]\n'}),
+                             "t.tar.gz")
+    assert (t.imports_torch, t.requires) == (True, ("setuptools",))
+    assert builds.inspect_sdist(b"not a tarball", "x.tar.gz").why == "x.tar.gz: not a readable sdist"
+    # the curated rows: every one sourced, and merged with what the sdist says
+    rows = builds.curated()
+    assert {"flash-attn", "xformers", "mamba-ssm", "causal-conv1d", "apex", "deepspeed"} <= set(rows)
+    assert all(r.why.startswith("compat/builds.toml: https://") for r in rows.values())
+    merged = builds.merge(plain, rows["flash-attn"])
+    assert merged.imports_torch and merged.needs == ("nvcc", "compiler")
+    assert merged.requires == ("hatchling", "setuptools", "wheel", "packaging", "ninja")
+    pkg = LockedPackage(name="flash-attn", version="2.8.3.post2", index="https://i.example/simple",
+                        build="source", build_needs=builds.needs_of(merged))
+    assert builds.source_line(pkg) == ("flash-attn 2.8.3.post2 has no wheel for this target: sync builds it from "
+                                       "source, which needs nvcc (the CUDA compiler) and a C/C++ compiler, and imports "
+                                       "torch (built against the locked torch, without build isolation)")
+
+
+def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
+    from tritonlock import lockfile
+    from tritonlock.errors import LockfileError
+    from tritonlock.models import Lock, LockedTarget, Selection, TargetSpec, Wheel
+
+    spec = TargetSpec(name="t", os="linux", arch="x86_64")
+    sel = Selection(target=spec, ok=True, python="3.12", torch="2.9.1", backend="cu128",
+                    index="https://i.example/whl/cu128")
+    sd = Wheel(name="flash_attn-2.8.3.tar.gz", url="https://f.example/flash_attn-2.8.3.tar.gz", sha256="a" * 64)
+    pk = LockedPackage(name="flash-attn", version="2.8.3", index="https://i.example/simple", sdist=sd, build="source",
+                       build_needs=("nvcc", "compiler", "torch"), build_why="compat/builds.toml: https://x",
+                       note="a note")
+    lock = Lock(lock_version="2.1", created_by="t", intent_hash="sha256:" + "c" * 64, matrix_version="2026.1.1",
+                default_index="https://i.example/simple", targets=(LockedTarget(selection=sel, packages=(pk,)),))
+    text = lockfile.dumps(lock)
+    back = lockfile.loads(text)
+    assert back.targets[0].packages == (pk,) and lockfile.dumps(back) == text
+    with pytest.raises(LockfileError, match=r"packages\[0\]\.build: 'wheel' is not valid here"):
+        lockfile.loads(text.replace('build = "source"', 'build = "wheel"'), "x.lock")

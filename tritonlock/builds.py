@@ -3,12 +3,9 @@ compat/builds.toml, said in one line, and checked on the machine before sync bui
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import shutil
-import tarfile
-import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -67,6 +64,10 @@ def _req_name(req: str) -> str:
 
 def _members(data: bytes, filename: str) -> dict[str, bytes]:
     """pyproject.toml and setup.py at the top of an sdist (a .tar.gz or .zip), by name."""
+    import io
+    import tarfile
+    import zipfile
+
     want = ("pyproject.toml", "setup.py")
     out: dict[str, bytes] = {}
     if filename.endswith(".zip"):
@@ -92,6 +93,9 @@ _EXTENSION = re.compile(r"\b(CUDAExtension|CppExtension|Extension)\s*\(")
 
 def inspect_sdist(data: bytes, filename: str) -> BuildFacts:
     """What an sdist's build needs, from its pyproject.toml ([build-system] requires) and setup.py (imports)."""
+    import tarfile
+    import zipfile
+
     from tritonlock import _toml
 
     try:
