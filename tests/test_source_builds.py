@@ -118,6 +118,25 @@ def test_sync_builds_it_against_the_locked_torch(tmp_path: Path, index: LocalInd
     assert code == 0 and "already matches" in out and "building" not in out
 
 
+def test_a_wheelhouse_may_hold_the_sdist_of_a_source_build(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _intent(tmp_path, index, '"torch-ext"')
+    _resolve(proj)
+    house = tmp_path / "house"
+    house.mkdir()
+    for sub in ("simple", "whl/cpu"):
+        for f in (index.root / sub / "_files").glob("*.whl"):
+            (house / f.name).write_bytes(f.read_bytes())
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
+    assert code == 5 and "not in the wheelhouse" in out and "torch_ext-1.0.tar.gz (built from source)" in out, out
+    sdist = index.root / "simple" / "_files" / "torch_ext-1.0.tar.gz"
+    (house / sdist.name).write_bytes(sdist.read_bytes())
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
+    assert code == 0, out
+    r = subprocess.run([str(venv_python(proj / ".venv")), "-c", "import torch_ext; print(torch_ext.BUILT_AGAINST)"],
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == "2.6.0+cpu", r.stderr
+
+
 def test_a_failed_build_leaves_the_venv_as_it_was(tmp_path: Path, index: LocalIndex) -> None:
     proj = _intent(tmp_path, index, '"einops"')
     _resolve(proj)

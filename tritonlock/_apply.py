@@ -67,18 +67,23 @@ def pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Pa
                     continue
                 url = local.resolve().as_uri()
             wheels.append({**wheel_table(w), "url": url})
-        if wheelhouse is not None and not wheels:
+        # a source build (no wheel for the target) installs from its sdist, which a wheelhouse may hold too
+        local_sdist = wheelhouse / p.sdist.name if wheelhouse is not None and p.sdist and not p.wheels else None
+        if wheelhouse is not None and not wheels and not (local_sdist and local_sdist.exists()):
             missing.append(p)
         lines.append("wheels = [" + ", ".join(toml_value(w) for w in wheels) + "]")
         if p.sdist and wheelhouse is None:
             lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
+        elif p.sdist and local_sdist is not None and local_sdist.exists():
+            lines.append(f"sdist = {toml_value({**wheel_table(p.sdist), 'url': local_sdist.resolve().as_uri()})}")
         lines.append("")
     if missing:
         raise Failed(f"{len(missing)} package(s) to install are not in the wheelhouse {wheelhouse}: "
                       + ", ".join(f"{p.name} {p.version}" for p in missing),
                       fix="add these files (`pip download --no-deps URL` on a networked machine; the lock has "
                           "the URLs): " + ", ".join(p.wheels[0].name if len(p.wheels) == 1 else
-                                                    f"one of {' / '.join(w.name for w in p.wheels)}"
+                                                    f"one of {' / '.join(w.name for w in p.wheels)}" if p.wheels
+                                                    else f"{p.sdist.name if p.sdist else '?'} (built from source)"
                                                     for p in missing))
     return "\n".join(lines) + "\n"
 
