@@ -292,3 +292,13 @@ def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
     assert back.targets[0].packages == (pk,) and lockfile.dumps(back) == text
     with pytest.raises(LockfileError, match=r"packages\[0\]\.build: 'wheel' is not valid here"):
         lockfile.loads(text.replace('build = "source"', 'build = "wheel"'), "x.lock")
+
+
+def test_the_wider_family_is_data_with_a_source() -> None:
+    from tritonlock.matrix import load_matrix
+
+    m = load_matrix()
+    assert {"xformers", "torchao", "torchcodec", "fbgemm-gpu", "torchrec", "torchtune"} <= m.torch_index_packages
+    assert not m.torch_index_packages & m.torch_family  # torch, triton…: bound always, never from the default index
+    assert not any(n.startswith(("nvidia-", "cuda-")) for n in m.torch_index_packages)
+    assert m.served_by_torch_index("xformers") and not m.served_by_torch_index("numpy")
