@@ -94,7 +94,7 @@ def compile_key(sel: Selection, matrix: Matrix, default_index: str, *,
             macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build))
 
 
-def _torch_index_serves(matrix: Matrix, sel: Selection, name: str, default_index: str) -> str | None:
+def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | None:
     """For a member of the wider PyTorch index family (compat/meta.toml torch_index_packages: xformers, torchao…):
     None when the selection's torch index serves it (it is bound there, like torch), else why it comes from the
     default index — the index is asked, through the index client, whether it has the project at all."""
@@ -140,7 +140,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
         if not own_index or not matrix.served_by_torch_index(n):
             return False
         if n not in notes:
-            why = _torch_index_serves(matrix, sel, n, default_index)
+            why = _torch_index_serves(sel, n, default_index)
             notes[n] = why or ""
         return not notes[n]
 
@@ -159,7 +159,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
                        no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra})
         found = {canonicalize_name(str(r["name"])) for r in raw}
         unbound = sorted(n for n in found - bound if binds(n))
-        more = _build_requirements(raw, facts, found | set(build_reqs), build_reqs)
+        more = _build_requirements(raw, facts, build_reqs)
         if not unbound and not more:
             break
         bound.update(unbound)
@@ -193,10 +193,10 @@ def _canon(req: str) -> str:
     return canonicalize_name(m.group(0)) if m else ""
 
 
-def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], have: set[str],
-                        needed_by: dict[str, str]) -> list[str]:
-    """The build requirements (besides torch) of the sdist-only packages whose build imports torch, not yet in the
-    closure: sync builds those without isolation, inside the venv, so what the build imports must be locked too."""
+def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed_by: dict[str, str]) -> list[str]:
+    """The build requirements (besides torch) of the sdist-only packages whose build imports torch, not asked for
+    yet: sync builds those without isolation, inside the venv, so what the build imports is locked too (each one
+    added as a requirement, so that its version also meets the build's own specifier)."""
     from tritonlock import builds
 
     more: list[str] = []
@@ -211,9 +211,8 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], have: 
         if not f.imports_torch:
             continue
         for req in f.requires:
-            m = _NAME.match(req)
-            n = canonicalize_name(m.group(0)) if m else ""
-            if n and n not in have and n not in needed_by:
+            n = _canon(req)
+            if n and n != name and n not in needed_by:
                 needed_by[n] = name
                 more.append(req)
     return more
