@@ -82,8 +82,9 @@ def test_a_package_without_a_wheel_is_marked_in_the_lock_and_said(tmp_path: Path
     assert ext.sdist is not None and ext.build_why == ("torch_ext-1.0.tar.gz: its pyproject.toml [build-system] "
                                                        "requires torch")
     # its build runs in the venv, so what it imports besides torch is locked (hashed) and installed before it
-    assert "einops" in pk and pk["einops"].note == ("a build requirement of torch-ext, whose build imports torch: "
-                                                    "installed before it, as its build runs without isolation")
+    assert "einops" in pk and pk["einops"].note == ("needed to build torch-ext, whose build imports torch: installed "
+                                                    "before it, as that build runs in the venv without isolation")
+    assert f"  note: einops: {pk['einops'].note}" in out
     assert pk["torch"].build is None and "typing-extensions" in pk
     text = (proj / "triton-env.lock").read_text()
     assert 'lock-version = "2.1"' in text and 'build = "source"\nbuild-needs = ["torch"]\n' in text

@@ -181,7 +181,12 @@ def source_lines(packages: Iterable[LockedPackage]) -> list[str]:
 
 
 def note_lines(packages: Iterable[LockedPackage]) -> list[str]:
-    return [f"{p.name}: {p.note}" for p in packages if p.note]
+    """'NAME, NAME: note', one line per distinct note (the build requirements of one build share one)."""
+    by_note: dict[str, list[str]] = {}
+    for p in packages:
+        if p.note:
+            by_note.setdefault(p.note, []).append(p.name)
+    return [f"{', '.join(names)}: {note}" for note, names in by_note.items()]
 
 
 def package_json(p: LockedPackage) -> dict[str, object]:

@@ -176,8 +176,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
         sdist = _file(r["sdist"]) if "sdist" in r else None
         note = notes.get(name) or None
         if name in build_reqs and name not in names:
-            note = (f"{note}; " if note else "") + (f"a build requirement of {build_reqs[name]}, whose build imports "
-                                                    "torch: installed before it, as its build runs without isolation")
+            note = (f"{note}; " if note else "") + (f"needed to build {build_reqs[name]}, whose build imports torch: "
+                                                    "installed before it, as that build runs in the venv without "
+                                                    "isolation")
         pkg = LockedPackage(name=name, version=str(r["version"]), index=index, wheels=wheels, sdist=sdist, note=note)
         if not wheels and sdist is not None:
             from tritonlock import builds
