@@ -156,6 +156,14 @@ def test_a_failed_build_leaves_the_venv_as_it_was(tmp_path: Path, index: LocalIn
     assert 'add no-build = ["broken-ext"] to [environment] in triton-env.toml' in out
     assert tree(venv) == before
     assert sorted(p.name for p in proj.iterdir()) == [".venv", "triton-env.lock", "triton-env.toml"]
+    # a build that works goes the same way: built in the copy, which then replaces the venv
+    _intent(tmp_path, index, '"einops", "torch-ext"')
+    _resolve(proj)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0 and "now matches target host (rebuilt)" in out, out
+    r = subprocess.run([str(venv_python(venv)), "-c", "import torch_ext; print(torch_ext.BUILT_AGAINST)"],
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == "2.6.0+cpu", r.stderr
 
 
 def test_a_machine_without_nvcc_is_told_before_anything_is_installed(tmp_path: Path, index: LocalIndex,
