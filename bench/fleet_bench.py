@@ -63,7 +63,7 @@ def main() -> None:
                 result = {}
                 for mode in ("shared", "one per target"):
                     closure.compile_key = (shared_key if mode == "shared" else  # type: ignore[assignment]
-                                           lambda s, m, d: (s.target.name, *shared_key(s, m, d)))
+                                           lambda s, m, d, **kw: (s.target.name, *shared_key(s, m, d, **kw)))
                     times = []
                     for _ in range(args.repeat):
                         t0 = time.perf_counter()

@@ -83,6 +83,77 @@ def build_wheel(
     return out
 
 
+_BACKEND = """\
+# An in-tree PEP 517 backend (stdlib only): builds the wheel by hand, after running the sdist's own build code.
+import base64, hashlib, io, zipfile
+{prelude}
+NAME, VERSION, REQUIRES, MODULE = {name!r}, {version!r}, {requires!r}, {module!r}
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    dist = NAME.replace("-", "_")
+    info = dist + "-" + VERSION + ".dist-info"
+    files = {{
+        MODULE + "/__init__.py": "__version__ = %r\\nBUILT_AGAINST = %r\\n" % (VERSION, globals().get("BUILT_AGAINST")),
+        info + "/METADATA": "\\n".join(["Metadata-Version: 2.1", "Name: " + NAME, "Version: " + VERSION]
+                                       + ["Requires-Dist: " + r for r in REQUIRES]) + "\\n",
+        info + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: tritonlock-tests\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+    }}
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+    files[info + "/RECORD"] = "\\n".join(record + [info + "/RECORD,,"]) + "\\n"
+    name = dist + "-" + VERSION + "-py3-none-any.whl"
+    with zipfile.ZipFile(wheel_directory + "/" + name, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return name
+"""
+
+
+def build_sdist(
+    dest: Path,
+    name: str,
+    version: str,
+    *,
+    requires: tuple[str, ...] = (),
+    build_requires: tuple[str, ...] = (),
+    prelude: str = "",
+    setup_py: str | None = None,
+) -> Path:
+    """Write a minimal sdist: PKG-INFO with static metadata (what a resolver reads without building), and an
+    in-tree build backend that runs `prelude` first (e.g. `import torch`, as a build that needs torch does) and
+    records `BUILT_AGAINST` (if the prelude sets it) in the module it builds. `setup_py`: a setup.py to ship too
+    (read by tools that inspect sdists; the backend does not run it)."""
+    import tarfile
+
+    dist = re.sub(r"[-.]+", "_", name)
+    base = f"{dist}-{version}"
+    meta = ["Metadata-Version: 2.2", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    reqs = ", ".join('"' + r + '"' for r in build_requires)
+    files: dict[str, str] = {
+        "PKG-INFO": "\n".join(meta) + "\n",
+        "pyproject.toml": f'[build-system]\nrequires = [{reqs}]\nbuild-backend = "_tl_backend"\nbackend-path = ["."]\n',
+        "_tl_backend.py": _BACKEND.format(prelude=prelude, name=name, version=version, requires=list(requires),
+                                          module=dist.lower()),
+    }
+    if setup_py is not None:
+        files["setup.py"] = setup_py
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / f"{base}.tar.gz"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{path}")
+            info.size, info.mtime, info.mode = len(data), 1577836800, 0o644
+            tf.addfile(info, io.BytesIO(data))
+    out.write_bytes(buf.getvalue())
+    return out
+
+
 @dataclass
 class LocalIndex:
     """Wheels laid out per index path ("simple", "whl/cu126", ...) and served on 127.0.0.1."""
@@ -98,6 +169,9 @@ class LocalIndex:
 
     def add(self, index: str, name: str, version: str, **kw: object) -> Path:
         return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
+
+    def add_sdist(self, index: str, name: str, version: str, **kw: object) -> Path:
+        return build_sdist(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
 
     def index_url(self, index: str) -> str:
         return f"{self.url}/{index}"
@@ -145,7 +219,7 @@ class LocalIndex:
                         break
                 else:
                     return self._send(404, b"no such index", "text/plain")
-                files = sorted((index_dir / "_files").glob("*.whl"))
+                files = sorted([*(index_dir / "_files").glob("*.whl"), *(index_dir / "_files").glob("*.tar.gz")])
                 rel = "/" + "/".join(parts[:cut])
                 if not rest:
                     names = sorted({_norm(f.name.split("-")[0]) for f in files})

@@ -70,7 +70,7 @@ def test_hash_ignores_comments_and_order_but_not_content() -> None:
     ("[environment]\ntorch = '>=2.6.x'\n",
      "t.toml:2: environment.torch: '>=2.6.x' is not a valid PEP 440 version specifier — write e.g. \">=2.6\" or \"==2.7.1\""),
     ("[environment]\nfoo = 1\n",
-     "t.toml:2: environment.foo: unknown key — use one of: python, torch, triton, packages, cuda, cuda-policy"),
+     "t.toml:2: environment.foo: unknown key — use one of: python, torch, triton, packages, cuda, cuda-policy, no-build"),
     ("[environment]\npackages = ['numpy >>= 1']\n",
      "t.toml:2: environment.packages[0]: 'numpy >>= 1' is not a valid requirement"),
     ("[environment]\ncuda = 'cuda12'\n",

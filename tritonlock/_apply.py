@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tritonlock import _interp, _subprocess, _venv
 from tritonlock._plan import Plan, plan, with_download
 from tritonlock._venv import Damage, siblings, venv_python, venv_python_minor
+from tritonlock.builds import TORCH
 from tritonlock.errors import SyncError
 
 if TYPE_CHECKING:
@@ -66,18 +67,23 @@ def pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Pa
                     continue
                 url = local.resolve().as_uri()
             wheels.append({**wheel_table(w), "url": url})
-        if wheelhouse is not None and not wheels:
+        # a source build (no wheel for the target) installs from its sdist, which a wheelhouse may hold too
+        local_sdist = wheelhouse / p.sdist.name if wheelhouse is not None and p.sdist and not p.wheels else None
+        if wheelhouse is not None and not wheels and not (local_sdist and local_sdist.exists()):
             missing.append(p)
         lines.append("wheels = [" + ", ".join(toml_value(w) for w in wheels) + "]")
         if p.sdist and wheelhouse is None:
             lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
+        elif p.sdist and local_sdist is not None and local_sdist.exists():
+            lines.append(f"sdist = {toml_value({**wheel_table(p.sdist), 'url': local_sdist.resolve().as_uri()})}")
         lines.append("")
     if missing:
         raise Failed(f"{len(missing)} package(s) to install are not in the wheelhouse {wheelhouse}: "
                       + ", ".join(f"{p.name} {p.version}" for p in missing),
                       fix="add these files (`pip download --no-deps URL` on a networked machine; the lock has "
                           "the URLs): " + ", ".join(p.wheels[0].name if len(p.wheels) == 1 else
-                                                    f"one of {' / '.join(w.name for w in p.wheels)}"
+                                                    f"one of {' / '.join(w.name for w in p.wheels)}" if p.wheels
+                                                    else f"{p.sdist.name if p.sdist else '?'} (built from source)"
                                                     for p in missing))
     return "\n".join(lines) + "\n"
 
@@ -105,38 +111,17 @@ class Failed(Exception):
 def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool, wheelhouse: Path | None,
              say: Callable[[str], None]) -> None:
     """Install, upgrade and repair through uv with every hash required, then remove what the lock does not list."""
-    import tempfile
-
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     py = str(venv_python(venv))
-    if todo:
-        with tempfile.TemporaryDirectory(prefix="tritonlock-sync-") as tmp:
-            doc = Path(tmp) / "pylock.toml"
-            doc.write_text(pylock_for(lock, target, todo, wheelhouse), encoding="utf-8")
-            args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
-                    f"--python={py}", "--no-deps", "-r", str(doc)]
-            for s in p.of("reinstall"):
-                args.append(f"--reinstall-package={s.name}")
-            if offline:
-                args.append("--offline")
-            tty = sys.stderr.isatty()
-            say(f"installing {len(todo)} package(s)")
-            from tritonlock import index
-
-            try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
-                for keyring in (False, True):  # as pip: keyring only once an index asked for credentials
-                    # credentials and pip's TLS settings reach uv through its environment, never its argv
-                    env = {**index.install_env((pk.index for pk in target.packages if pk.name in todo),
-                                               keyring=keyring), **({} if tty else {"UV_NO_PROGRESS": "1"})}
-                    rc, err = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
-                                                       unset=index.UV_UNSET)
-                    if rc == 0 or not index.asked_for_credentials(err) or not index.network().keyring:
-                        break
-            except KeyboardInterrupt:
-                raise Failed("interrupted (a second Ctrl-C stopped uv)", interrupted=True) from None
-            if rc != 0:
-                raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
-                              fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
+    # Source builds (the lock's build = "source"): checked for their tools before anything changes, and those whose
+    # build imports torch installed in a second pass, without build isolation, against the torch the first installed.
+    source = [pk for pk in target.packages if pk.name in todo and pk.build == "source"]
+    check_build_tools(source)
+    after = {pk.name for pk in source if TORCH in pk.build_needs}
+    passes = [(todo - after, ())] + ([(after, tuple(sorted(after)))] if after else [])
+    for names, no_isolation in passes:
+        if names:
+            _uv_install(names, no_isolation, p, lock, target, py, offline=offline, wheelhouse=wheelhouse, say=say)
     removes = [s.name for s in p.of("remove")]
     if removes:
         say(f"removing {len(removes)} package(s) the lock does not list: {', '.join(removes)}")
@@ -145,6 +130,72 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
                                 *removes])
         if proc.returncode != 0:
             raise Failed(f"removing {', '.join(removes)}: {proc.stderr.strip()}")
+
+
+def check_build_tools(source: list[LockedPackage]) -> None:
+    """Failed (before anything is installed) when this machine lacks what a source build needs."""
+    from tritonlock import builds
+
+    lacking = [(pk, miss) for pk in source if (miss := builds.missing_tools(pk))]
+    if not lacking:
+        return
+    detail = "\n".join(f"{builds.source_line(pk)}; this machine lacks {'; and '.join(miss)}" for pk, miss in lacking)
+    nvcc = any(m.startswith("nvcc") for _, miss in lacking for m in miss)
+    what = ("the CUDA toolkit (nvcc, of the CUDA version the locked torch was built with) and set CUDA_HOME to it"
+            if nvcc else "a C/C++ compiler (e.g. Debian's build-essential)")
+    names = ", ".join(f'"{pk.name}"' for pk, _ in lacking)
+    raise Failed(detail, fix=f"install {what}, then run `tritonlock sync` again; or lock versions with wheels instead: "
+                             f"add no-build = [{names}] to [environment] in triton-env.toml and run `tritonlock "
+                             "resolve`")
+
+
+def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: Lock, target: LockedTarget,
+                py: str, *, offline: bool, wheelhouse: Path | None, say: Callable[[str], None]) -> None:
+    """One `uv pip install` of the named packages from a PEP 751 document, every hash required."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tritonlock-sync-") as tmp:
+        doc = Path(tmp) / "pylock.toml"
+        doc.write_text(pylock_for(lock, target, names, wheelhouse), encoding="utf-8")
+        args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
+                f"--python={py}", "--no-deps", "-r", str(doc)]
+        for s in p.of("reinstall"):
+            if s.name in names:
+                args.append(f"--reinstall-package={s.name}")
+        args += [f"--no-build-isolation-package={n}" for n in no_isolation]
+        if offline:
+            args.append("--offline")
+        tty = sys.stderr.isatty()
+        if no_isolation:
+            torch = next((pk.version for pk in target.packages if pk.name == "torch"), "?")
+            say(f"building {', '.join(no_isolation)} from source against torch {torch} (no build isolation: the "
+                "build imports torch)")
+        else:
+            say(f"installing {len(names)} package(s)")
+        from tritonlock import index
+
+        try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
+            for keyring in (False, True):  # as pip: keyring only once an index asked for credentials
+                # credentials and pip's TLS settings reach uv through its environment, never its argv
+                env = {**index.install_env((pk.index for pk in target.packages if pk.name in names),
+                                           keyring=keyring), **({} if tty else {"UV_NO_PROGRESS": "1"})}
+                rc, err = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
+                                                   unset=index.UV_UNSET)
+                if rc == 0 or not index.asked_for_credentials(err) or not index.network().keyring:
+                    break
+        except KeyboardInterrupt:
+            raise Failed("interrupted (a second Ctrl-C stopped uv)", interrupted=True) from None
+        if rc != 0 and no_isolation:
+            built = ", ".join(f"{pk.name} {pk.version}" for pk in target.packages if pk.name in no_isolation)
+            raise Failed(f"building {built} from source failed (its build imports torch and ran against the "
+                         f"venv's torch, without isolation):\n{uv_failure(index.explain(err)) or f'uv exited with {rc}'}",
+                         fix="the build's output above names what it lacks (a header, a compiler, nvcc, a module): "
+                             "install that and run `tritonlock sync` again; or lock a version with a wheel instead: "
+                             f"add no-build = [{', '.join(chr(34) + n + chr(34) for n in no_isolation)}] to "
+                             "[environment] in triton-env.toml and run `tritonlock resolve`")
+        if rc != 0:
+            raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
+                         fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
 
 
 def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:

@@ -284,14 +284,19 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     if as_json:
         from tritonlock.resolve import selection_json
 
+        locked = {t.name: t for t in out.lock.targets} if out.lock else {}
         _echo_json({"written": out.written, "reason": out.reason,
-                    "targets": [selection_json(s) for s in out.selections]})
+                    "targets": [{**selection_json(s), **_builds_json(locked.get(s.target.name))}
+                                for s in out.selections]})
         return
     if not out.written:
         click.echo(f"{out.reason} (use --upgrade to re-resolve)")
         return
+    locked = {t.name: t for t in out.lock.targets} if out.lock else {}
     for s in out.selections:
         click.echo(_selection_text(s))
+        for line in _build_lines(locked.get(s.target.name)):
+            click.echo(line)
     n = sum(len(t.packages) for t in out.lock.targets) if out.lock else 0
     k = len(out.selections)
     click.echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}, {n} packages; {out.reason})")
@@ -305,6 +310,35 @@ def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
         from tritonlock._term import styled
 
         click.echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
+
+
+def _build_lines(t: Any, only: set[str] | None = None) -> list[str]:
+    """A locked target's source builds and package notes, one indented line each (`only`: these packages)."""
+    if t is None:
+        return []
+    from tritonlock import builds
+    from tritonlock._term import styled
+
+    pkgs = [p for p in t.packages if only is None or p.name in only]
+    return (["  " + styled("build:", fg="yellow") + f" {line}" for line in builds.source_lines(pkgs)]
+            + ["  " + styled("note:", dim=True) + f" {line}" for line in builds.note_lines(pkgs)])
+
+
+def _package_build_json(p: Any) -> dict[str, Any]:
+    from tritonlock import builds
+
+    return builds.package_json(p) if p is not None else {}
+
+
+def _builds_json(t: Any) -> dict[str, Any]:
+    """--json: a locked target's source builds and package notes."""
+    if t is None:
+        return {}
+    from tritonlock import builds
+
+    return {"source_builds": [{"name": p.name, "version": p.version, **builds.package_json(p)}
+                              for p in t.packages if p.build],
+            "package_notes": [{"name": p.name, "note": p.note} for p in t.packages if p.note]}
 
 
 def _selection_text(s: Any) -> str:
@@ -343,8 +377,9 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 
         _echo_json({"lock-version": lock.lock_version, "matrix-version": lock.matrix_version, "targets": [
             {**selection_json(t.selection), "packages": [
-                {"name": p.name, "version": p.version, "index": p.index, "files": len(p.wheels) + bool(p.sdist)}
-                for p in t.packages],
+                {"name": p.name, "version": p.version, "index": p.index, "files": len(p.wheels) + bool(p.sdist),
+                 **_package_build_json(p)}
+                for p in t.packages], **_builds_json(t),
              "verified": [{**records.record_json(j.record), "stale": j.stale} for j in judged
                           if j.record.target == t.name]} for t in targets]})
         return
@@ -354,7 +389,10 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         vwidth = max((len(p.version) for p in t.packages), default=7)
         click.echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
         for p in t.packages:
-            click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}")
+            click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
+                       + ("  (built from source at sync)" if p.build == "source" else ""))
+        for line in _build_lines(t):
+            click.echo(line)
         for line in records.verified_lines(judged, t):
             click.echo(f"  {line}")
         click.echo("")
@@ -422,12 +460,17 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         result = _run_verify(out.venv, out.target.selection, out.host)
     if as_json:
         _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
-                    "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note}
+                    "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note,
+                              **_package_build_json(next((p for p in out.target.packages if p.name == s.name
+                                                          and s.action in ("install", "upgrade", "reinstall")), None))}
                              for s in out.plan.steps],
                     "verify": result.to_json() if result is not None else None})
     else:
         if dry_run:
             show_plan(out.plan)
+            todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
+            for line in _build_lines(out.target, todo):
+                click.echo(line)
         elif not out.applied:
             click.echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
         else:

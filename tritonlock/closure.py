@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
-from tritonlock.errors import ClosureError
+from tritonlock.errors import ClosureError, TritonlockError
 from tritonlock.lockfile import toml_value
 from tritonlock.matrix import Matrix
 from tritonlock.models import LockedPackage, Selection, Wheel
@@ -87,18 +88,37 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
 _PASSES = 5
 
 
-def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: str | None = None) -> tuple[str, ...]:
+def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: str | None = None, *,
+                no_build: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Everything compile_target's answer depends on: targets with equal keys can share one compile."""
     from tritonlock.resolve import platform_of
 
     release = matrix.torch_release(sel.torch or "")
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
     return (*requirements(sel, torch_spec), sel.index or "", sel.python or "", python_platform(sel, floor),
-            default_index, macos_deployment_target(sel, matrix) or "")
+            default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build))
+
+
+def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | None:
+    """For a member of the wider PyTorch index family (compat/meta.toml torch_index_packages: xformers, torchao…):
+    None when the selection's torch index serves it (it is bound there, like torch), else why it comes from the
+    default index — the index is asked, through the index client, whether it has the project at all."""
+    from tritonlock import index
+
+    assert sel.index
+    try:
+        if index.serves(sel.index, name):
+            return None
+    except TritonlockError as err:
+        return (f"from the default index {default_index}: the torch index {sel.index} could not be asked for it "
+                f"({str(err).splitlines()[0][:160]})")
+    return (f"from the default index {default_index}: the {sel.backend} torch index {sel.index} does not serve it "
+            f"(PyTorch publishes it there for some backends only), so this build is not matched to torch's "
+            f"{sel.backend} build by the index")
 
 
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900,
-                   torch_spec: str | None = None) -> tuple[LockedPackage, ...]:
+                   torch_spec: str | None = None, no_build: tuple[str, ...] = ()) -> tuple[LockedPackage, ...]:
     """The full transitive set for one ok selection, each package bound to exactly one index.
 
     uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
@@ -106,42 +126,109 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     index — where a same-named decoy may wait (PyTorch's Dec 2022 torchtriton incident). Each family member found
     that way is added as a bare direct requirement bound to the torch index and the closure is computed again,
     until no family member is left unbound; if the torch index cannot serve it, the lock is refused.
+
+    The wider PyTorch index family (xformers, torchao, …: compat/meta.toml torch_index_packages) is bound the same
+    way where the torch index serves the package, and otherwise comes from the default index with a note saying so.
+    A package locked without a wheel for the target is marked `build = "source"` with what its build needs; when
+    that build imports torch, its other build requirements are locked too (sync builds it without isolation).
+    `no_build` (the intent's [environment].no-build; ":all:" for every package) forbids source builds.
     """
     assert sel.ok and sel.torch and sel.index and sel.python
     reqs = requirements(sel, torch_spec)
     names = {canonicalize_name(m.group(0)) for r in reqs if (m := _NAME.match(r))}
-    bound = {n for n in names if bound_to_torch_index(matrix, sel, n)}
+    notes: dict[str, str] = {}
+    own_index = sel.index != default_index  # [indexes].torch = "default": every package comes from one index
+
+    def binds(n: str) -> bool:
+        if bound_to_torch_index(matrix, sel, n):
+            return True
+        if not own_index or not matrix.served_by_torch_index(n):
+            return False
+        if n not in notes:
+            why = _torch_index_serves(sel, n, default_index)
+            notes[n] = why or ""
+        return not notes[n]
+
+    bound = {n for n in names if binds(n)}
     release = matrix.torch_release(sel.torch)
     from tritonlock.resolve import platform_of
 
     floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
     pulled: list[str] = []  # family members that came in through other packages
+    extra: list[str] = []  # build requirements of sdists whose build imports torch
     macos = macos_deployment_target(sel, matrix)
+    facts: dict[str, Any] = {}  # sdist url → builds.BuildFacts
+    build_reqs: dict[str, str] = {}  # requirement name → the package whose torch-importing build needs it
     for _ in range(_PASSES):
-        raw = _compile(sel, reqs + pulled, sorted(bound), default_index, floor, timeout, pulled, macos)
-        if sel.index.rstrip("/") == default_index.rstrip("/"):
-            break  # torch from the default index ([indexes] torch = "default"): one index serves every package
+        raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
+                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra})
         found = {canonicalize_name(str(r["name"])) for r in raw}
-        unbound = sorted(n for n in found - bound if bound_to_torch_index(matrix, sel, n))
-        if not unbound:
+        # torch from the default index ([indexes] torch = "default"): one index serves every package, so a family
+        # member that came in through another package needs no binding (and no second compile, as with uv alone)
+        unbound = sorted(n for n in found - bound if binds(n)) if own_index else []
+        more = _build_requirements(raw, facts, build_reqs)
+        if not unbound and not more:
             break
         bound.update(unbound)
         pulled += unbound
+        extra += more
     else:
-        raise ClosureError(f"target {sel.target.name!r}: the torch family kept growing after {_PASSES} passes "
-                           f"({', '.join(pulled)}) — report this with your triton-env.toml")
+        raise ClosureError(f"target {sel.target.name!r}: the torch family and build requirements kept growing after "
+                           f"{_PASSES} passes ({', '.join(pulled + extra)}) — report this with your triton-env.toml")
     pkgs: list[LockedPackage] = []
     for r in raw:
         name = canonicalize_name(str(r["name"]))
         index = sel.index if name in bound else default_index
         wheels = tuple(_file(w) for w in r.get("wheels", []))
         sdist = _file(r["sdist"]) if "sdist" in r else None
-        pkgs.append(LockedPackage(name=name, version=str(r["version"]), index=index, wheels=wheels, sdist=sdist))
+        note = notes.get(name) or None
+        if name in build_reqs and name not in names:
+            note = (f"{note}; " if note else "") + (f"needed to build {build_reqs[name]}, whose build imports torch: "
+                                                    "installed before it, as that build runs in the venv without "
+                                                    "isolation")
+        pkg = LockedPackage(name=name, version=str(r["version"]), index=index, wheels=wheels, sdist=sdist, note=note)
+        if not wheels and sdist is not None:
+            from tritonlock import builds
+
+            f = facts.get(sdist.url) or builds.facts_for(name, sdist.url, sdist.name)
+            pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
+        pkgs.append(pkg)
     return tuple(sorted(pkgs, key=lambda p: p.name))
 
 
+def _canon(req: str) -> str:
+    m = _NAME.match(req)
+    return canonicalize_name(m.group(0)) if m else ""
+
+
+def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed_by: dict[str, str]) -> list[str]:
+    """The build requirements (besides torch) of the sdist-only packages whose build imports torch, not asked for
+    yet: sync builds those without isolation, inside the venv, so what the build imports is locked too (each one
+    added as a requirement, so that its version also meets the build's own specifier)."""
+    from tritonlock import builds
+
+    more: list[str] = []
+    for r in raw:
+        if r.get("wheels") or not isinstance(r.get("sdist"), dict):
+            continue
+        name = canonicalize_name(str(r["name"]))
+        sd = _file(r["sdist"])
+        f = facts.get(sd.url)
+        if f is None:
+            f = facts[sd.url] = builds.facts_for(name, sd.url, sd.name)
+        if not f.imports_torch:
+            continue
+        for req in f.requires:
+            n = _canon(req)
+            if n and n != name and n not in needed_by:
+                needed_by[n] = name
+                more.append(req)
+    return more
+
+
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
-             timeout: float, pulled: list[str], macos: str | None = None) -> list[dict[str, Any]]:
+             timeout: float, pulled: list[str], macos: str | None = None, *,
+             no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -157,6 +244,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         args = [_subprocess.uv_bin(), "pip", "compile", str(pyproject), "--no-config", "--no-header", "--quiet",
                 f"--python-version={sel.python}", f"--python-platform={python_platform(sel, floor)}",
                 "--generate-hashes", "-o", str(out)]
+        # [environment].no-build: uv takes the newest version with a wheel for the target, or fails naming it
+        args += [f"--only-binary={n}" for n in no_build]
         for keyring in (False, True):
             env = index.uv_env(named={"torch": sel.index}, default=default_index, keyring=keyring)
             if macos:
@@ -172,6 +261,14 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                    f"being in the torch family, {'is' if len(pulled) == 1 else 'are'} taken only from the torch index "
                    f"{sel.index} (never from the default index, where a same-named package may be a decoy)"
                    if pulled else "")
+            if build_reqs:
+                why += "".join(f"\n  note: {r} is a build requirement of {pkg}, whose build imports torch: it runs in "
+                               "the venv without isolation, so what it imports is locked too"
+                               for r, pkg in build_reqs.items())
+            nb = _no_build_note(proc.stderr or proc.stdout or "", no_build, sel, floor)
+            if nb:
+                raise ClosureError(f"uv could not resolve target {sel.target.name!r} ({', '.join(shown)}) with "
+                                   f"wheels only:\n{msg}{why}{nb}")
             raise ClosureError(f"uv could not resolve target {sel.target.name!r} "
                                f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
@@ -180,6 +277,21 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         data = _toml.loads(out.read_text(encoding="utf-8"))
     packages = data.get("packages", [])
     return [p for p in packages if isinstance(p, dict)]
+
+
+def _no_build_note(output: str, no_build: tuple[str, ...], sel: Selection, floor: str | None) -> str:
+    """uv failed under [environment].no-build: name each package it wanted a wheel of and what it would take."""
+    if not no_build:
+        return ""
+    names = list(dict.fromkeys(canonicalize_name(n) for n in re.findall(r"Wheels are required for `([^`]+)`", output)))
+    if not names:
+        return ""
+    allow = ("remove them from" if len(names) > 1 else "remove it from") if ":all:" not in no_build else "narrow"
+    return (f"\n  note: {', '.join(names)} {'have' if len(names) > 1 else 'has'} no wheel for this target (Python "
+            f"{sel.python} on {python_platform(sel, floor)}) in any version the requirements allow, and "
+            f"[environment].no-build forbids building {'them' if len(names) > 1 else 'it'} from source\n  fix: "
+            f"{allow} [environment].no-build to let sync build {'them' if len(names) > 1 else 'it'} (which may need "
+            "nvcc and a C/C++ compiler), or require a version that has a wheel for this target")
 
 
 def _file(raw: dict[str, object]) -> Wheel:

@@ -426,3 +426,26 @@ def unreachable(index: str, project: str, *, timeout: float = 5) -> str | None:
     except requests.RequestException as err:
         return type(err).__name__ + (": DNS lookup failed" if "resolve" in str(err).lower() or "name or service"
                                      in str(err).lower() else "")
+
+
+def fetch_file(url: str, *, max_bytes: int, timeout: float = 120) -> bytes:
+    """One file from an index (an sdist whose build facts are read), with pip's credentials and TLS settings;
+    IndexError_ when it cannot be had or is larger than max_bytes."""
+    client = IndexClient(url, timeout=timeout)
+    resp = client._get(url, "*/*")
+    if resp is None:
+        raise IndexError_(f"{_urls.redact(url)}: not found (HTTP 404)")
+    size = resp.headers.get("Content-Length")
+    if size and size.isdigit() and int(size) > max_bytes:
+        raise IndexError_(f"{_urls.redact(url)}: {int(size)} bytes, more than {max_bytes} — not read")
+    data: bytes = resp.content
+    if len(data) > max_bytes:
+        raise IndexError_(f"{_urls.redact(url)}: {len(data)} bytes, more than {max_bytes} — not read")
+    return data
+
+
+@functools.lru_cache(maxsize=256)
+def serves(index: str, project: str) -> bool:
+    """Whether `index` has any file of `project` (its project page lists at least one); IndexError_ when the index
+    cannot be reached. Cached per process: a lock asks once per index and name."""
+    return bool(IndexClient(index, timeout=30).files(project))

@@ -16,7 +16,7 @@ from tritonlock._files import read_text
 from tritonlock.errors import IntentError
 from tritonlock.models import Intent, TargetSpec
 
-_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy")
+_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build")
 _INDEX_KEYS = ("torch", "default")
 _TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos")
 _OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
@@ -387,6 +387,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             p.add(("environment", "cuda-policy"), f"unknown policy {_toml.shown(pol)}", 'use "compatible" or "strict"')
         elif pol is not None:
             policy = pol
+    no_build = _no_build(p, env["no-build"]) if "no-build" in env else ()
     idx = data.get("indexes", {})
     if not isinstance(idx, dict):
         p.add(("indexes",), "expected a table", "write it as [indexes]")
@@ -413,13 +414,34 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
                     + ([t.macos] if t.macos else []) for t in targets],
     }
+    if no_build:  # only then, so that the hash of an intent without no-build stays what it was
+        canonical["no-build"] = list(no_build)
     if globs:  # only then, so that the hash of an intent without target-files stays what it was
         canonical["target-files"] = {"globs": list(globs), "files": list(files)}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
     return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
                   cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
-                  targets=tuple(targets), content_hash=f"sha256:{digest}", target_files=globs,
+                  targets=tuple(targets), no_build=no_build, content_hash=f"sha256:{digest}", target_files=globs,
                   warnings=_same_machines(targets))
+
+
+def _no_build(p: _Problems, raw: Any) -> tuple[str, ...]:
+    """[environment].no-build: true (no package is built from source) or a list of package names; (":all:",) for
+    true, as pip and uv spell it, else the names normalized and sorted."""
+    key: tuple[str | int, ...] = ("environment", "no-build")
+    fix = 'write no-build = true (wheels only), or a list of package names, e.g. no-build = ["flash-attn"]'
+    if isinstance(raw, bool):
+        return (":all:",) if raw else ()
+    if not isinstance(raw, list):
+        p.add(key, f"expected true, false or a list of package names, got {_toml.shown(raw)}", fix)
+        return ()
+    names: list[str] = []
+    for i, n in enumerate(raw):
+        if not isinstance(n, str) or not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", n.strip()):
+            p.add((*key, i), f"{_toml.shown(n)} is not a package name", fix)
+            continue
+        names.append(re.sub(r"[-_.]+", "-", n.strip()).lower())
+    return tuple(sorted(set(names)))
 
 
 _MAX_TARGET_FILES = 1000  # a fleet's saved hosts; more means a pattern that sweeps up the project
@@ -542,6 +564,8 @@ def starter(python: str, target_comment: str = "", *, this_machine: str = "", to
               row("packages = []", 'extra requirements, locked with the rest, e.g. ["numpy>=1.26"]'),
               row('cuda = "auto"', '"auto" | "cpu" | a backend like "cu126" | a specifier like ">=12.4"'),
               row('cuda-policy = "compatible"', '"compatible" (CUDA minor-version compatibility) | "strict"'),
+              row("# no-build = true", 'never build from source (or a list: ["flash-attn"]); default: sync builds '
+                                       "what has no wheel"),
               ""]
     if torch_default:
         import textwrap

@@ -191,12 +191,19 @@ class Matrix:
     # Backends whose PyTorch index does not publish triton (their torch wheels do not require it): triton is
     # bound to the default index, where triton-lang publishes it, for these.
     triton_from_default: frozenset[str] = frozenset()
+    # The wider family PyTorch's per-backend indexes serve (xformers, torchao, torchcodec, fbgemm-gpu…): bound to
+    # the torch index where that backend's index has the package, else from the default index with a note.
+    torch_index_packages: frozenset[str] = frozenset()
 
     def bound_to_torch_index(self, name: str, backend: str | None) -> bool:
         """Whether package `name` comes from the torch index (else the default index) for `backend`."""
         if name == "triton" and backend in self.triton_from_default:
             return False
         return name in self.torch_family
+
+    def served_by_torch_index(self, name: str) -> bool:
+        """Whether PyTorch's per-backend indexes publish `name` for some backend (compat/meta.toml)."""
+        return name in self.torch_index_packages
 
     def ptxas_build(self, package: str, version: str, platform: str) -> Ptxas | None:
         """The bundled-compiler facts of one wheel; for a specifier (triton-windows series) the newest in it."""
@@ -533,6 +540,10 @@ def _load(root: Path) -> Matrix:
     template = meta.get("torch_index_template", _index_template_ok, "https://.../whl/{backend}") or ""
     family = frozenset(meta.strings("torch_family", re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"), "torch"))
     triton_default = frozenset(meta.strings("triton_from_default", _BACKEND, "cpu", required=False))
+    index_pkgs = frozenset(meta.strings("torch_index_packages", re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"), "xformers",
+                                        required=False))
+    if index_pkgs:
+        meta.get("torch_index_packages_source", None, "https://...")
     if triton_default:
         meta.get("triton_from_default_source", None, "https://...")
     meta.source()
@@ -643,7 +654,7 @@ def _load(root: Path) -> Matrix:
         torch=tuple(sorted(releases, key=lambda r: Version(r.version), reverse=True)),
         triton=tuple(sorted(tritons, key=lambda t: Version(t.version), reverse=True)),
         triton_windows=tuple(windows), gpus=tuple(gpus), torch_index_template=template, torch_family=family,
-        ptxas=tuple(ptxas), triton_from_default=triton_default)
+        ptxas=tuple(ptxas), triton_from_default=triton_default, torch_index_packages=index_pkgs - family)
 
 
 def _torch_row(row: _Row, known_cuda: set[str]) -> TorchRelease:

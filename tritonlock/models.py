@@ -66,6 +66,8 @@ class Intent:
     torch_index: str | None = None  # template with {backend}
     default_index: str | None = None  # None = pip's configuration
     targets: tuple[TargetSpec, ...] = ()
+    # [environment].no-build: packages never built from source — (":all:",) for every package, as pip spells it
+    no_build: tuple[str, ...] = ()
     content_hash: str = ""  # "sha256:<hex>" of the canonical intent
     target_files: tuple[str, ...] = ()  # target-files globs (relative to the intent); their targets are in targets
     warnings: tuple[str, ...] = ()  # worth saying, not wrong (two targets describing the same machine)
@@ -132,6 +134,15 @@ class LockedPackage:
     index: str
     wheels: tuple[Wheel, ...] = ()
     sdist: Wheel | None = None
+    # "source": no wheel fits the target, so sync builds the sdist (None: installed from a wheel).
+    build: str | None = None
+    # What that build needs beyond Python: "torch" (its build imports torch: built without isolation against the
+    # locked torch, after it), "nvcc" (compiles CUDA code), "compiler" (a C/C++ compiler). See tritonlock/builds.py.
+    build_needs: tuple[str, ...] = ()
+    build_why: str | None = None  # where those needs were read: the sdist's pyproject/setup.py, or compat/builds.toml
+    # Why this package comes from the index it does where that is not the rule (a torch-index family member the
+    # backend's index does not serve comes from the default index), or what it is there for (a build requirement).
+    note: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

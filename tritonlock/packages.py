@@ -302,7 +302,9 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     and `direct` records, and the target's packages."""
     from tritonlock.closure import compile_target
 
-    compile = compile or compile_target
+    if compile is None:
+        def compile(s: Selection, m: Matrix, d: str, **kw: object) -> tuple[LockedPackage, ...]:
+            return compile_target(s, m, d, no_build=intent.no_build, **kw)  # type: ignore[arg-type]
     facts = facts or Facts()
     reqs = user_requirements(intent)
     python = sel.python or default_python
@@ -580,8 +582,10 @@ def _explained(sel: Selection, chosen: Selection, packages: tuple[LockedPackage,
 
 def _no_torch_fits(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix,
                    default_index: str, facts: Facts, reqs: list[Requirement], failures: list[tuple[str, ClosureError]],
-                   python: str, default_python: str) -> ResolveError:
-    """No fitting torch can be locked with the packages: name the packages whose torch does not fit, and uv's words."""
+                   python: str, default_python: str) -> TritonlockError:
+    """No fitting torch can be locked with the packages: name the packages whose torch does not fit, and uv's words.
+    Where no package's torch requirement explains it (an index that does not answer, no-build, a package that does
+    not exist), uv's own error stands, with its own fix."""
     target = sel.target
     lines: list[str] = []
     for r in reqs:
@@ -596,6 +600,8 @@ def _no_torch_fits(sel: Selection, candidates: tuple[Selection, ...], intent: In
         for treq in treqs:
             if not any(_torch_in(treq.specifier, c) for c in candidates):
                 lines.append(_torch_limit(name, top, treq, candidates, intent, matrix, target, default_python))
+    if not lines and failures:
+        return failures[0][1]
     span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
             else f"torch {candidates[0].torch}")
     uv = str(failures[0][1]).strip() if failures else ""

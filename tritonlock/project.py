@@ -191,11 +191,12 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
 
     def key(s: Selection, c: tuple[Selection, ...] | None) -> tuple[str, ...]:
         if c is None:
-            return compile_key(s, matrix, dindex)
+            return compile_key(s, matrix, dindex, no_build=intent.no_build)
         versions = tuple(f"{x.torch}@{x.index}" for x in c)
         # the explanations name the machine's facts (its driver, GPUs): only machines alike share them
         machine = repr(dataclasses.replace(s.target, name="", origin=""))
-        return ("packages", *compile_key(s, matrix, dindex, torch_spec=""), *versions, machine)
+        return ("packages", *compile_key(s, matrix, dindex, torch_spec="", no_build=intent.no_build), *versions,
+                machine)
 
     keys = [key(s, c) for s, c in zip(selections, cands)]
     firsts = {k: (s, c) for k, s, c in reversed(list(zip(keys, selections, cands)))}
@@ -211,7 +212,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
                            else f"locking the packages with torch {s.torch} ({s.backend}) with uv")
         try:
             if c is None:
-                out = (s, compile_target(s, matrix, dindex))
+                out = (s, compile_target(s, matrix, dindex, no_build=intent.no_build))
             else:
                 out = pk.decide(s, c, intent, matrix, dindex, facts=facts, default_python=running_python())
         except BaseException:

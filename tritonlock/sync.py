@@ -164,6 +164,19 @@ def _look(venv: Path, python: str, flag: bool | None, base_given: str | None) ->
                   base_sites=base_sites, dists=dists, system=system, damage=damage)
 
 
+def source_build_rebuild(p: Plan, target: LockedTarget) -> str | None:
+    """Why the venv is rebuilt beside itself rather than changed in place: the plan builds a package whose build
+    imports torch, which runs after torch is installed and may fail — then the venv must be the one it was."""
+    from tritonlock.builds import TORCH
+
+    todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
+    built = [pk for pk in target.packages if pk.name in todo and pk.build == "source" and TORCH in pk.build_needs]
+    if not built:
+        return None
+    return (f"{', '.join(f'{pk.name} {pk.version}' for pk in built)} {'is' if len(built) == 1 else 'are'} built from "
+            "source against torch, so the change is made in a copy (a failed build leaves this venv as it is)")
+
+
 def _own_prefixes(venv: Path) -> tuple[Path, ...]:
     """Environments that are never the base of a --system-site-packages venv: tritonlock's own, the venv itself."""
     own = (Path(sys.prefix),) if sys.prefix != sys.base_prefix else ()
@@ -263,6 +276,11 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     def decide() -> tuple[_State, Plan]:
         st = _look(venv, sel.python or "", system_site_packages, base_given)
         p = plan(target, st.dists, st.system, equivalent, {d.name: d.problem for d in st.damage})
+        why = source_build_rebuild(p, target) if st.rebuild is None and not st.ssp else None
+        if why:  # a build that may fail after torch is in: never in the venv itself
+            import dataclasses
+
+            st = dataclasses.replace(st, rebuild=why)
         return st, p
 
     if dry_run:

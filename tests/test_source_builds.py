@@ -1,0 +1,313 @@
+"""Source builds are a decision: a package without a wheel for the target is marked in the lock and said by resolve,
+show and sync --dry-run; a build that imports torch is built at sync against the locked torch (for real, from an
+sdist on the local index); [environment].no-build forbids them; the wider PyTorch index family (xformers…) comes from
+the torch index where that backend's index serves it, and from the default index with a note where it does not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import LINUX_TAG, populate, tree, write_intent
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.lockfile import read_lock
+from tritonlock.models import LockedPackage
+from tritonlock.sync import venv_python
+
+TORCH_EXT_LINE = ("torch-ext 1.0 has no wheel for this target: sync builds it from source, which imports torch (built "
+                  "against the locked torch, without build isolation)")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path_factory.mktemp("source-builds-index"))
+    populate(idx)
+    # Only an sdist, whose build imports torch (and einops, a build requirement besides torch) and records the torch
+    # it ran against in the module it builds.
+    idx.add_sdist("simple", "torch-ext", "1.0", build_requires=("torch", "einops>=0.7"),
+                  prelude="import torch, einops\nBUILT_AGAINST = torch.__version__")
+    # A build that imports torch and fails (a missing CUDA header, as a real one would say).
+    idx.add_sdist("simple", "broken-ext", "1.0", build_requires=("torch",),
+                  prelude="import torch\nraise SystemExit('fatal error: cuda_runtime.h: No such file or directory')")
+    # A setup.py that compiles CUDA code: the build needs nvcc and a compiler.
+    idx.add_sdist("simple", "cuda-ext", "1.0", build_requires=("torch",),
+                  setup_py="import torch\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+                           "ext = CUDAExtension(name='cuda_ext._C', sources=['k.cu'])\n")
+    # The newest release only as an sdist, the one before with a wheel; and a package with no wheel at all.
+    idx.add_sdist("simple", "flashy", "2.0")
+    idx.add("simple", "flashy", "1.0", tag=LINUX_TAG)
+    idx.add_sdist("simple", "onlysrc", "1.0")
+    # xformers: PyTorch's cu126 index serves a build matched to torch's cu126 build; the cpu index has none.
+    idx.add("whl/cu126", "xformers", "0.0.30+cu126", requires=("torch==2.6.0",), tag=LINUX_TAG)
+    idx.add("simple", "xformers", "0.0.29", requires=("torch>=2.6",), tag=LINUX_TAG)
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def _intent(tmp_path: Path, idx: LocalIndex, packages: str, extra: str = "", cuda: str = "cpu") -> Path:
+    gpu = '[[targets]]\nname = "gpu"\ndriver = "550.54.15"\ngpus = ["8.0"]\n' if cuda != "cpu" else ""
+    write_intent(tmp_path, idx, f'[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "{cuda}"\n'
+                                f"packages = [{packages}]\n{extra}{gpu}")
+    return tmp_path
+
+
+def _resolve(proj: Path) -> str:
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 0, out
+    return out
+
+
+def test_a_package_without_a_wheel_is_marked_in_the_lock_and_said(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _intent(tmp_path, index, '"torch-ext"')
+    out = _resolve(proj)
+    assert f"  build: {TORCH_EXT_LINE}" in out
+    (t,) = read_lock(proj / "triton-env.lock").targets
+    pk = {p.name: p for p in t.packages}
+    ext = pk["torch-ext"]
+    assert (ext.build, ext.build_needs, ext.wheels) == ("source", ("torch",), ())
+    assert ext.sdist is not None and ext.build_why == ("torch_ext-1.0.tar.gz: its pyproject.toml [build-system] "
+                                                       "requires torch")
+    # its build runs in the venv, so what it imports besides torch is locked (hashed) and installed before it
+    assert "einops" in pk and pk["einops"].note == ("needed to build torch-ext, whose build imports torch: installed "
+                                                    "before it, as that build runs in the venv without isolation")
+    assert f"  note: einops: {pk['einops'].note}" in out
+    assert pk["torch"].build is None and "typing-extensions" in pk
+    text = (proj / "triton-env.lock").read_text()
+    assert 'lock-version = "2.1"' in text and 'build = "source"\nbuild-needs = ["torch"]\n' in text
+    code, out = _run("show", "-p", str(proj))
+    assert code == 0 and f"  build: {TORCH_EXT_LINE}" in out and "(built from source at sync)" in out
+    code, out = _run("show", "-p", str(proj), "--json")
+    (doc,) = json.loads(out)["targets"]
+    assert doc["source_builds"] == [{"name": "torch-ext", "version": "1.0", "build": "source", "build_needs": ["torch"],
+                                     "build_why": ext.build_why, "build_message": TORCH_EXT_LINE}]
+    assert {"name": "einops", "note": pk["einops"].note} in doc["package_notes"]
+    assert next(p for p in doc["packages"] if p["name"] == "torch-ext")["build"] == "source"
+    code, out = _run("resolve", "-p", str(proj), "--upgrade", "--json")
+    assert code == 0 and json.loads(out)["targets"][0]["source_builds"][0]["build_message"] == TORCH_EXT_LINE
+
+
+def test_sync_builds_it_against_the_locked_torch(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _intent(tmp_path, index, '"torch-ext"')
+    _resolve(proj)
+    code, out = _run("sync", "-p", str(proj), "--dry-run")
+    assert code == 0 and f"  build: {TORCH_EXT_LINE}" in out, out
+    code, out = _run("sync", "-p", str(proj), "--dry-run", "--json")
+    step = next(s for s in json.loads(out)["plan"] if s["name"] == "torch-ext")
+    assert step["action"] == "install" and step["build_needs"] == ["torch"]
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0, out
+    assert "building torch-ext from source against torch 2.6.0+cpu (no build isolation: the build imports torch)" in out
+    # the module was built by a backend that imported the venv's torch: the locked build, not one from an index
+    r = subprocess.run([str(venv_python(proj / ".venv")), "-c", "import torch_ext; print(torch_ext.BUILT_AGAINST)"],
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == "2.6.0+cpu", r.stderr
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0 and "already matches" in out and "building" not in out
+
+
+def test_a_wheelhouse_may_hold_the_sdist_of_a_source_build(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _intent(tmp_path, index, '"torch-ext"')
+    _resolve(proj)
+    house = tmp_path / "house"
+    house.mkdir()
+    for sub in ("simple", "whl/cpu"):
+        for f in (index.root / sub / "_files").glob("*.whl"):
+            (house / f.name).write_bytes(f.read_bytes())
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
+    assert code == 5 and "not in the wheelhouse" in out and "torch_ext-1.0.tar.gz (built from source)" in out, out
+    sdist = index.root / "simple" / "_files" / "torch_ext-1.0.tar.gz"
+    (house / sdist.name).write_bytes(sdist.read_bytes())
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--find-links", str(house))
+    assert code == 0, out
+    r = subprocess.run([str(venv_python(proj / ".venv")), "-c", "import torch_ext; print(torch_ext.BUILT_AGAINST)"],
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == "2.6.0+cpu", r.stderr
+
+
+def test_a_failed_build_leaves_the_venv_as_it_was(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _intent(tmp_path, index, '"einops"')
+    _resolve(proj)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0, out
+    venv = proj / ".venv"
+    before = tree(venv)
+    _intent(tmp_path, index, '"einops", "broken-ext"')
+    _resolve(proj)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code != 0
+    assert "broken-ext 1.0 is built from source against torch, so the change is made in a copy" in out
+    assert "sync failed; " in out and f"{venv} is unchanged" in out
+    assert "building broken-ext 1.0 from source failed (its build imports torch" in out
+    assert "cuda_runtime.h: No such file or directory" in out
+    assert 'add no-build = ["broken-ext"] to [environment] in triton-env.toml' in out
+    assert tree(venv) == before
+    assert sorted(p.name for p in proj.iterdir()) == [".venv", "triton-env.lock", "triton-env.toml"]
+    # a build that works goes the same way: built in the copy, which then replaces the venv
+    _intent(tmp_path, index, '"einops", "torch-ext"')
+    _resolve(proj)
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0 and "now matches target host (rebuilt)" in out, out
+    r = subprocess.run([str(venv_python(venv)), "-c", "import torch_ext; print(torch_ext.BUILT_AGAINST)"],
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == "2.6.0+cpu", r.stderr
+
+
+def test_a_machine_without_nvcc_is_told_before_anything_is_installed(tmp_path: Path, index: LocalIndex,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # As torch.utils.cpp_extension: with $CUDA_HOME set, nvcc is looked for there only (this one has none)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    proj = _intent(tmp_path, index, '"cuda-ext"')
+    out = _resolve(proj)
+    assert ("cuda-ext 1.0 has no wheel for this target: sync builds it from source, which needs nvcc (the CUDA "
+            "compiler)") in out
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code != 0
+    assert f"this machine lacks nvcc (the CUDA compiler): $CUDA_HOME is {tmp_path / 'cuda'}, which has no bin/nvcc" in out
+    assert "install the CUDA toolkit (nvcc" in out and 'add no-build = ["cuda-ext"]' in out
+    assert "nothing was created" in out and not (proj / ".venv").exists()
+
+
+def test_no_build_takes_the_newest_version_with_a_wheel_or_names_the_package(tmp_path: Path,
+                                                                             index: LocalIndex) -> None:
+    proj = _intent(tmp_path / "a", index, '"flashy"')
+    out = _resolve(proj)
+    assert "flashy 2.0 has no wheel for this target: sync builds it from source" in out
+    proj = _intent(tmp_path / "b", index, '"flashy"', extra='no-build = ["Flashy"]\n')
+    out = _resolve(proj)
+    (t,) = read_lock(proj / "triton-env.lock").targets
+    flashy = next(p for p in t.packages if p.name == "flashy")
+    assert (flashy.version, flashy.build, len(flashy.wheels)) == ("1.0", None, 1) and "build:" not in out
+    proj = _intent(tmp_path / "c", index, '"flashy", "onlysrc"', extra="no-build = true\n")
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 4 and not (proj / "triton-env.lock").exists()
+    assert "with wheels only:" in out and "note: onlysrc has no wheel for this target (Python 3.11 on x86_64-" in out
+    assert ") in any version the requirements allow, and [environment].no-build forbids building it from source" in out
+    assert "fix: narrow [environment].no-build to let sync build it" in out
+
+
+def test_no_build_is_validated(tmp_path: Path) -> None:
+    from tritonlock.errors import IntentError
+    from tritonlock.intent import parse_intent
+
+    assert parse_intent("[environment]\nno-build = true\n").no_build == (":all:",)
+    assert parse_intent('[environment]\nno-build = ["Flash_Attn", "xformers"]\n').no_build == ("flash-attn",
+                                                                                                "xformers")
+    plain = parse_intent("[environment]\n")
+    assert parse_intent("[environment]\nno-build = false\n").content_hash == plain.content_hash
+    assert parse_intent("[environment]\nno-build = true\n").content_hash != plain.content_hash
+    with pytest.raises(IntentError) as ei:
+        parse_intent("[environment]\nno-build = \"yes\"\n", "t.toml")
+    assert str(ei.value) == ("t.toml:2: environment.no-build: expected true, false or a list of package names, got "
+                             "'yes' — write no-build = true (wheels only), or a list of package names, e.g. no-build "
+                             '= ["flash-attn"]')
+
+
+@pytest.mark.parametrize("cuda", ["cu126", "cpu"])
+def test_xformers_comes_from_the_torch_index_where_that_backend_serves_it(tmp_path: Path, index: LocalIndex,
+                                                                         cuda: str) -> None:
+    proj = _intent(tmp_path, index, '"xformers"', cuda=cuda)
+    out = _resolve(proj)
+    (t,) = read_lock(proj / "triton-env.lock").targets
+    xf = next(p for p in t.packages if p.name == "xformers")
+    if cuda == "cu126":  # the build matched to torch's cu126 build, bound to that index like torch
+        assert (xf.version, xf.index, xf.note) == ("0.0.30+cu126", index.index_url("whl/cu126"), None)
+        assert "note:" not in out
+    else:  # the cpu index does not serve it: the default index's, and the lock says why
+        assert (xf.version, xf.index) == ("0.0.29", index.index_url("simple"))
+        assert xf.note == (f"from the default index {index.index_url('simple')}: the cpu torch index "
+                           f"{index.index_url('whl/cpu')} does not serve it (PyTorch publishes it there for some "
+                           "backends only), so this build is not matched to torch's cpu build by the index")
+        assert f"  note: xformers: {xf.note}" in out
+
+
+def _sdist(files: dict[str, str], name: str = "pkg-1.0") -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{name}/{path}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_build_facts_come_from_the_sdist_and_the_curated_rows() -> None:
+    from tritonlock import builds
+
+    # flash-attn's shape: no pyproject.toml (PEP 517's setuptools default), a setup.py that imports torch and
+    # declares CUDA extensions
+    setup = ("import torch\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension, CUDA_HOME\n"
+             "ext_modules = [CUDAExtension(name='flash_attn_2_cuda', sources=['a.cu'])]\n")
+    f = builds.inspect_sdist(_sdist({"setup.py": setup}), "flash_attn-2.8.3.post2.tar.gz")
+    assert (f.imports_torch, f.needs, f.requires) == (True, ("nvcc", "compiler"), ("setuptools>=40.8.0",))
+    assert f.why == ("flash_attn-2.8.3.post2.tar.gz: its setup.py imports torch; its setup.py builds CUDA extensions")
+    # a plain pure-Python sdist
+    plain = builds.inspect_sdist(_sdist({"pyproject.toml": '[build-system]\nrequires = ["hatchling"]\n'}), "p.tar.gz")
+    assert (plain.imports_torch, plain.needs, plain.requires) == (False, (), ("hatchling",))
+    assert plain.why == "p.tar.gz: a plain build (no torch, no CUDA code)"
+    # torch in [build-system] requires: imports torch; torch itself is never a build requirement to lock
+    t = builds.inspect_sdist(_sdist({"pyproject.toml": '[build-system]\nrequires = ["setuptools", "torch>=2"]\n'}),
+                             "t.tar.gz")
+    assert (t.imports_torch, t.requires) == (True, ("setuptools",))
+    assert builds.inspect_sdist(b"not a tarball", "x.tar.gz").why == "x.tar.gz: not a readable sdist"
+    # the curated rows: every one sourced, and merged with what the sdist says
+    rows = builds.curated()
+    assert {"flash-attn", "xformers", "mamba-ssm", "causal-conv1d", "apex", "deepspeed"} <= set(rows)
+    assert all(r.why.startswith("compat/builds.toml: https://") for r in rows.values())
+    merged = builds.merge(plain, rows["flash-attn"])
+    assert merged.imports_torch and merged.needs == ("nvcc", "compiler")
+    assert merged.requires == ("hatchling", "setuptools", "wheel", "packaging", "ninja")
+    pkg = LockedPackage(name="flash-attn", version="2.8.3.post2", index="https://i.example/simple",
+                        build="source", build_needs=builds.needs_of(merged))
+    assert builds.source_line(pkg) == ("flash-attn 2.8.3.post2 has no wheel for this target: sync builds it from "
+                                       "source, which needs nvcc (the CUDA compiler) and a C/C++ compiler, and imports "
+                                       "torch (built against the locked torch, without build isolation)")
+
+
+def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
+    from tritonlock import lockfile
+    from tritonlock.errors import LockfileError
+    from tritonlock.models import Lock, LockedTarget, Selection, TargetSpec, Wheel
+
+    spec = TargetSpec(name="t", os="linux", arch="x86_64")
+    sel = Selection(target=spec, ok=True, python="3.12", torch="2.9.1", backend="cu128",
+                    index="https://i.example/whl/cu128")
+    sd = Wheel(name="flash_attn-2.8.3.tar.gz", url="https://f.example/flash_attn-2.8.3.tar.gz", sha256="a" * 64)
+    pk = LockedPackage(name="flash-attn", version="2.8.3", index="https://i.example/simple", sdist=sd, build="source",
+                       build_needs=("nvcc", "compiler", "torch"), build_why="compat/builds.toml: https://x",
+                       note="a note")
+    lock = Lock(lock_version="2.1", created_by="t", intent_hash="sha256:" + "c" * 64, matrix_version="2026.1.1",
+                default_index="https://i.example/simple", targets=(LockedTarget(selection=sel, packages=(pk,)),))
+    text = lockfile.dumps(lock)
+    back = lockfile.loads(text)
+    assert back.targets[0].packages == (pk,) and lockfile.dumps(back) == text
+    with pytest.raises(LockfileError, match=r"packages\[0\]\.build: 'wheel' is not valid here"):
+        lockfile.loads(text.replace('build = "source"', 'build = "wheel"'), "x.lock")
+
+
+def test_the_wider_family_is_data_with_a_source() -> None:
+    from tritonlock.matrix import load_matrix
+
+    m = load_matrix()
+    assert {"xformers", "torchao", "torchcodec", "fbgemm-gpu", "torchrec", "torchtune"} <= m.torch_index_packages
+    assert not m.torch_index_packages & m.torch_family  # torch, triton…: bound always, never from the default index
+    assert not any(n.startswith(("nvidia-", "cuda-")) for n in m.torch_index_packages)
+    assert m.served_by_torch_index("xformers") and not m.served_by_torch_index("numpy")

@@ -1,0 +1,248 @@
+"""Source builds: what building a package without a wheel for the target needs, read from its sdist and
+compat/builds.toml, said in one line, and checked on the machine before sync builds it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tritonlock.models import LockedPackage
+
+# Names a build may need (the lock's `build-needs`): torch is imported by the build; the others are tools it runs.
+TORCH, NVCC, COMPILER = "torch", "nvcc", "compiler"
+_WORDS = {NVCC: "nvcc (the CUDA compiler)", COMPILER: "a C/C++ compiler"}
+# PEP 517: a source tree without [build-system] is built with setuptools ("requires = setuptools>=40.8.0").
+_DEFAULT_REQUIRES = ("setuptools>=40.8.0",)
+_MAX_SDIST = 256 * 1024 * 1024  # an sdist larger than this is not read (its build facts stay unknown)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildFacts:
+    imports_torch: bool
+    needs: tuple[str, ...] = ()  # NVCC, COMPILER
+    requires: tuple[str, ...] = ()  # build requirements besides torch (PEP 508), locked when the build imports torch
+    why: str = ""  # where the facts were read
+
+
+@lru_cache(maxsize=1)
+def curated() -> dict[str, BuildFacts]:
+    """compat/builds.toml, by normalized name."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+    from tritonlock.errors import MatrixError
+
+    root = compat_root()
+    path = root / "builds.toml" if root else None
+    if path is None or not path.is_file():
+        return {}
+    data = _toml.loads(path.read_text(encoding="utf-8"))
+    out: dict[str, BuildFacts] = {}
+    for i, row in enumerate(data.get("build", [])):
+        name, src = row.get("name"), row.get("source")
+        needs, reqs = row.get("needs", []), row.get("requires", [])
+        if (not isinstance(name, str) or not isinstance(src, str) or not isinstance(row.get("imports_torch"), bool)
+                or not all(n in _WORDS for n in needs) or not all(isinstance(r, str) for r in reqs)):
+            raise MatrixError(f"{path}: build[{i}]: needs name, imports_torch (true/false), needs (nvcc, compiler), "
+                              "requires (strings) and source — fix the row")
+        out[_canon(name)] = BuildFacts(imports_torch=row["imports_torch"], needs=tuple(needs), requires=tuple(reqs),
+                                       why=f"compat/builds.toml: {src}")
+    return out
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _req_name(req: str) -> str:
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return _canon(m[1]) if m else ""
+
+
+def _members(data: bytes, filename: str) -> dict[str, bytes]:
+    """pyproject.toml and setup.py at the top of an sdist (a .tar.gz or .zip), by name."""
+    import io
+    import tarfile
+    import zipfile
+
+    want = ("pyproject.toml", "setup.py")
+    out: dict[str, bytes] = {}
+    if filename.endswith(".zip"):
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for n in zf.namelist():
+                parts = n.split("/")
+                if len(parts) == 2 and parts[1] in want:
+                    out[parts[1]] = zf.read(n)
+        return out
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+        for m in tf:
+            parts = m.name.split("/")
+            if m.isfile() and len(parts) == 2 and parts[1] in want and m.size < 16 * 1024 * 1024:
+                f = tf.extractfile(m)
+                if f is not None:
+                    out[parts[1]] = f.read()
+    return out
+
+
+_IMPORTS_TORCH = re.compile(r"^\s*(import\s+torch\b|from\s+torch[\s.])", re.M)
+_EXTENSION = re.compile(r"\b(CUDAExtension|CppExtension|Extension)\s*\(")
+
+
+def inspect_sdist(data: bytes, filename: str) -> BuildFacts:
+    """What an sdist's build needs, from its pyproject.toml ([build-system] requires) and setup.py (imports)."""
+    import tarfile
+    import zipfile
+
+    from tritonlock import _toml
+
+    try:
+        files = _members(data, filename)
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return BuildFacts(imports_torch=False, why=f"{filename}: not a readable sdist")
+    requires: tuple[str, ...] = _DEFAULT_REQUIRES
+    why: list[str] = []
+    if "pyproject.toml" in files:
+        try:
+            doc = _toml.loads(files["pyproject.toml"].decode("utf-8", "replace"))
+        except _toml.TOMLDecodeError:
+            doc = {}
+        bs = doc.get("build-system")
+        raw = bs.get("requires") if isinstance(bs, dict) else None
+        if isinstance(raw, list) and all(isinstance(r, str) for r in raw):
+            requires = tuple(raw)
+    torch_req = any(_req_name(r) == TORCH for r in requires)
+    if torch_req:
+        why.append("its pyproject.toml [build-system] requires torch")
+    setup = files.get("setup.py", b"").decode("utf-8", "replace")
+    torch_import = bool(_IMPORTS_TORCH.search(setup))
+    if torch_import:
+        why.append("its setup.py imports torch")
+    needs: list[str] = []
+    if "CUDAExtension" in setup or re.search(r"\bnvcc\b", setup):
+        needs.append(NVCC)
+        why.append("its setup.py builds CUDA extensions")
+    if _EXTENSION.search(setup):
+        needs.append(COMPILER)
+    return BuildFacts(imports_torch=torch_req or torch_import, needs=tuple(needs),
+                      requires=tuple(r for r in requires if _req_name(r) != TORCH),
+                      why=f"{filename}: " + ("; ".join(why) if why else "a plain build (no torch, no CUDA code)"))
+
+
+def merge(sdist: BuildFacts, known: BuildFacts | None) -> BuildFacts:
+    """The sdist's own facts and compat/builds.toml's row for it (either may know what the other does not)."""
+    if known is None:
+        return sdist
+    reqs = list(dict.fromkeys([*sdist.requires, *(r for r in known.requires
+                                                  if _req_name(r) not in {_req_name(x) for x in sdist.requires})]))
+    return BuildFacts(imports_torch=sdist.imports_torch or known.imports_torch,
+                      needs=tuple(dict.fromkeys([*sdist.needs, *known.needs])), requires=tuple(reqs),
+                      why=f"{sdist.why}; {known.why}")
+
+
+@lru_cache(maxsize=256)
+def facts_for(name: str, sdist_url: str, filename: str) -> BuildFacts:
+    """Download the sdist (through the index client: pip's credentials and TLS settings) and read its facts."""
+    from tritonlock.index import fetch_file
+
+    known = curated().get(_canon(name))
+    try:
+        data = fetch_file(sdist_url, max_bytes=_MAX_SDIST)
+    except Exception as err:  # noqa: BLE001 — the facts are advice; the curated row (or nothing) still stands
+        if known is not None:
+            return known
+        return BuildFacts(imports_torch=False, why=f"{filename}: could not be read ({str(err)[:120]})")
+    return merge(inspect_sdist(data, filename), known)
+
+
+def needs_of(f: BuildFacts) -> tuple[str, ...]:
+    """The lock's build-needs: the tools, then torch when the build imports it."""
+    return (*f.needs, *((TORCH,) if f.imports_torch else ()))
+
+
+# ---------------------------------------------------------------- what is said
+
+
+def source_line(p: LockedPackage) -> str:
+    """'flash-attn 2.8.3.post2 has no wheel for this target: sync builds it from source, which needs nvcc (the CUDA
+    compiler) and a C/C++ compiler, and imports torch (built against the locked torch)'."""
+    tools = [_WORDS[n] for n in p.build_needs if n in _WORDS]
+    parts = [f"needs {' and '.join(tools)}"] if tools else []
+    if TORCH in p.build_needs:
+        parts.append("imports torch (built against the locked torch, without build isolation)")
+    which = f", which {', and '.join(parts)}" if parts else ""
+    return f"{p.name} {p.version} has no wheel for this target: sync builds it from source{which}"
+
+
+def source_lines(packages: Iterable[LockedPackage]) -> list[str]:
+    return [source_line(p) for p in packages if p.build == "source"]
+
+
+def note_lines(packages: Iterable[LockedPackage]) -> list[str]:
+    """'NAME, NAME: note', one line per distinct note (the build requirements of one build share one)."""
+    by_note: dict[str, list[str]] = {}
+    for p in packages:
+        if p.note:
+            by_note.setdefault(p.note, []).append(p.name)
+    return [f"{', '.join(names)}: {note}" for note, names in by_note.items()]
+
+
+def package_json(p: LockedPackage) -> dict[str, object]:
+    """The --json fields of a package's build and note (empty for a package installed from a wheel)."""
+    out: dict[str, object] = {}
+    if p.build:
+        out.update({"build": p.build, "build_needs": list(p.build_needs), "build_why": p.build_why,
+                    "build_message": source_line(p)})
+    if p.note:
+        out["note"] = p.note
+    return out
+
+
+# ---------------------------------------------------------------- on the machine that builds
+
+
+def _cuda_home() -> tuple[str, str] | None:
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return var, os.environ[var]
+    return None
+
+
+def find_nvcc() -> str | None:
+    """nvcc where torch.utils.cpp_extension looks for it: in $CUDA_HOME (or $CUDA_PATH) when set — and then only
+    there — else on PATH, else in /usr/local/cuda."""
+    home = _cuda_home()
+    if home is not None:
+        nvcc = os.path.join(home[1], "bin", "nvcc")
+        return nvcc if os.access(nvcc, os.X_OK) else None
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    default = "/usr/local/cuda/bin/nvcc"
+    return default if os.access(default, os.X_OK) else None
+
+
+def find_compiler() -> str | None:
+    """A C/C++ compiler as setuptools finds one: $CXX / $CC, else c++, g++, cc, gcc, clang on PATH."""
+    for var in ("CXX", "CC"):
+        cmd = os.environ.get(var, "").split()
+        if cmd and shutil.which(cmd[0]):
+            return cmd[0]
+    for name in ("c++", "g++", "cc", "gcc", "clang"):
+        if shutil.which(name):
+            return name
+    return None
+
+
+def missing_tools(p: LockedPackage) -> list[str]:
+    """What this machine lacks to build `p` (empty: it can try)."""
+    out: list[str] = []
+    if NVCC in p.build_needs and find_nvcc() is None:
+        home = _cuda_home()
+        out.append(f"nvcc (the CUDA compiler): ${home[0]} is {home[1]}, which has no bin/nvcc" if home else
+                   "nvcc (the CUDA compiler): not on PATH, and no /usr/local/cuda/bin/nvcc ($CUDA_HOME is not set)")
+    if COMPILER in p.build_needs and find_compiler() is None:
+        out.append("a C/C++ compiler: none of $CXX, $CC, c++, g++, cc, gcc, clang is on PATH")
+    return out
