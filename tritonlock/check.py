@@ -232,7 +232,9 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     from tritonlock.matrix import load_matrix
     from tritonlock.records import RECORDS_FILE
 
-    intent_path, lock_path = project / INTENT_FILE, project / LOCK_FILE
+    from tritonlock._discover import intent_file
+
+    intent_path, lock_path = intent_file(project), project / LOCK_FILE
     intent = read_intent(intent_path)
     matrix_version = load_matrix().version
     from tritonlock._files import read_text

@@ -102,8 +102,10 @@ def main() -> None:
 
 
 def _project_paths(project: str) -> tuple[Path, Path]:
+    from tritonlock._discover import intent_file
+
     root = Path(project)
-    return root / INTENT_FILE, root / LOCK_FILE
+    return intent_file(root), root / LOCK_FILE  # triton-env.toml, or pyproject.toml with [tool.tritonlock]
 
 
 def _discover(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
@@ -155,7 +157,10 @@ def _with_overrides(f: Any) -> Any:
 @click.option("--force", is_flag=True, help="Overwrite an existing triton-env.toml.")
 @click.option("--no-index-check", "check_index", is_flag=True, flag_value=False, default=True,
               help="Do not ask the package indexes whether they answer (no network).")
-def init(project: str, force: bool, check_index: bool) -> None:
+@click.option("--pyproject", "in_pyproject", is_flag=True,
+              help="Add a [tool.tritonlock] table to the project's existing pyproject.toml instead (its "
+                   "[project].dependencies are the packages; nothing else in the file changes).")
+def init(project: str, force: bool, check_index: bool, in_pyproject: bool = False) -> None:
     """Write a commented triton-env.toml for this machine.
 
     It asks PyTorch's wheel index and your default index (pip's configuration) whether they answer: when only the
@@ -165,8 +170,14 @@ def init(project: str, force: bool, check_index: bool) -> None:
     from tritonlock.intent import starter
     from tritonlock.lockfile import write_atomic
 
-    intent_path, _ = _project_paths(project)
-    if intent_path.exists() and not force:
+    if in_pyproject:
+        intent_path = Path(project) / "pyproject.toml"
+        if (Path(project) / INTENT_FILE).is_file():
+            raise UsageError(f"{Path(project) / INTENT_FILE} already states this project's intent — one project has "
+                             f"one: move it into {intent_path} by hand, or keep it and leave pyproject.toml be")
+    else:
+        intent_path, _ = _project_paths(project)
+    if intent_path.exists() and not force and not in_pyproject:
         raise UsageError(f"{intent_path} already exists — edit it, or pass --force to overwrite it")
     prof = host.detect()
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in prof.gpus) or "no NVIDIA GPU"
@@ -179,8 +190,15 @@ def init(project: str, force: bool, check_index: bool) -> None:
 
         torch_default, note = index_reachability()
     Path(project).mkdir(parents=True, exist_ok=True)
-    write_atomic(intent_path, starter(py, comment, this_machine=host.target_toml(prof, host.default_target_name(prof)),
-                                      torch_default=torch_default))
+    text = starter(py, comment, this_machine=host.target_toml(prof, host.default_target_name(prof)),
+                   torch_default=torch_default)
+    if in_pyproject:
+        from tritonlock.pyproject import add_tritonlock_table, dependencies_name_torch, pyproject_starter
+
+        add_tritonlock_table(intent_path, pyproject_starter(
+            text, torch_in_dependencies=dependencies_name_torch(intent_path)))
+    else:
+        write_atomic(intent_path, text)
     if note:
         click.echo(note, err=True)
     from tritonlock._discover import find_project

@@ -232,7 +232,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock import _fast
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
-    intent_bytes = read_bytes(intent_path)
+    from tritonlock._discover import intent_bytes as relevant_bytes
+
+    intent_bytes = relevant_bytes(intent_path)  # of a pyproject.toml, only what the lock depends on
     key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)
     digest = _fast.input_digest(intent_bytes, matrix.version, key)
     lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
@@ -248,7 +250,9 @@ def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
     no intent beside it to compare with. The byte-level digest answers first, so a fresh lock costs no TOML parse."""
     from tritonlock import _fast, lockfile
 
-    intent_path, lock_path = project_dir / INTENT_FILE, project_dir / LOCK_FILE
+    from tritonlock._discover import intent_file
+
+    intent_path, lock_path = intent_file(project_dir), project_dir / LOCK_FILE
     if not intent_path.is_file():
         return None
     if lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None):
