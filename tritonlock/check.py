@@ -17,7 +17,7 @@ FIX_RESOLVE = "run `tritonlock resolve` and commit triton-env.lock"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Problem:
-    """One reason the lock is not right; `kind` is stale | drift | hash | lock | host | unverified."""
+    """One reason the lock is not right; `kind` is stale | drift | hash | lock | host | unverified | uv."""
 
     kind: str
     message: str
@@ -258,6 +258,10 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
                            matrix_version=matrix_version)
     problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)),
                 *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
+    if (project / "uv.lock").is_file():  # a uv project beside the lock: does uv take the same torch files?
+        from tritonlock.uvexport import uv_lock_drift
+
+        problems += [Problem(kind="uv", target=t or None, message=m) for t, m in uv_lock_drift(lock, project / "uv.lock")]
     host_target = None
     if host is not None:
         more_host, host_target = host_problems(lock, host, str(lock_path))

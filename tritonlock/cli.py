@@ -591,7 +591,7 @@ def _fleet_export_opts(f: Any) -> Any:
 @main.command()
 @_project_opt
 @click.option("--format", "fmt", required=True,
-              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s"]),
+              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv"]),
               help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
                    "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
@@ -605,6 +605,9 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     """
     if fmt in ("slurm", "k8s"):
         _export_fleet(project, fmt, target_name, output, **fleet)
+        return
+    if fmt == "uv":
+        _export_uv(project, target_name, output)
         return
     from tritonlock import export as ex
     from tritonlock.lockfile import read_lock, write_atomic
@@ -644,6 +647,37 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         return
     write_atomic(output, main_files[0].text)
     click.echo(f"wrote {output} (target {target.name})", err=True)
+
+
+def _export_uv(project: str, target_name: str | None, output: str | None) -> None:
+    """uv's tables from the lock: into -o FILE (a pyproject.toml, edited in place, the rest kept), else stdout."""
+    import dataclasses
+
+    from tritonlock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.uvexport import render
+
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    if target_name is not None:
+        lock = dataclasses.replace(lock, targets=(named_target(lock, target_name, str(lock_path)),))
+    text = None
+    if output is not None and Path(output).exists():
+        from tritonlock._files import read_text
+
+        text = read_text(output)
+    name = Path(output).resolve().parent.name if output else Path(project).resolve().name
+    import re
+
+    out, plan = render(lock, text, project_name=re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "project")
+    if output is None:
+        click.echo(out, nl=False)
+    else:
+        write_atomic(output, out)
+        click.echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
+                   + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
+    for target, cmd in plan.commands:
+        click.echo(f"target {target}: {cmd}", err=True)
 
 
 @main.command()
