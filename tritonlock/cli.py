@@ -591,7 +591,7 @@ def _fleet_export_opts(f: Any) -> Any:
 @main.command()
 @_project_opt
 @click.option("--format", "fmt", required=True,
-              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv"]),
+              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv", "wheelhouse"]),
               help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
                    "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
@@ -608,6 +608,9 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         return
     if fmt == "uv":
         _export_uv(project, target_name, output)
+        return
+    if fmt == "wheelhouse":
+        _export_wheelhouse(project, target_name, output)
         return
     from tritonlock import export as ex
     from tritonlock.lockfile import read_lock, write_atomic
@@ -647,6 +650,31 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         return
     write_atomic(output, main_files[0].text)
     click.echo(f"wrote {output} (target {target.name})", err=True)
+
+
+def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
+    """Every file the target installs into -o DIR, checked against the lock's sha256, for `sync --find-links DIR`."""
+    from tritonlock import export as ex
+    from tritonlock.lockfile import read_lock
+    from tritonlock.wheelhouse import build, size_text
+
+    if not output:
+        raise UsageError("--format wheelhouse needs -o DIR (the directory to fill; a second run fetches only what is "
+                         "missing)")
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    host_profile = None
+    if target_name is None and len(lock.targets) > 1:
+        from tritonlock.host import detect
+
+        host_profile = detect(toolkit=False, cached=True)
+    target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
+    r = build(target, Path(output), say=lambda line: click.echo(line, err=True))
+    again = f", {r.refetched} fetched again" if r.refetched else ""
+    click.echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
+               f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
+               f"the machine without network: tritonlock sync --find-links {output}", err=True)
 
 
 def _export_uv(project: str, target_name: str | None, output: str | None) -> None:
