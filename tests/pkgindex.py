@@ -112,7 +112,13 @@ class LocalIndex:
                 if "_files" in parts:
                     f = root.joinpath(*parts)
                     if f.is_file():
-                        return self._send(200, f.read_bytes(), "application/octet-stream")
+                        data = f.read_bytes()
+                        rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                        if rng:  # HTTP Range, as real indexes answer it (compat check reads inside wheels so)
+                            start = int(rng[1])
+                            end = min(int(rng[2]) if rng[2] else len(data) - 1, len(data) - 1)
+                            return self._send(206, data[start:end + 1], "application/octet-stream")
+                        return self._send(200, data, "application/octet-stream")
                     return self._send(404, b"not found", "text/plain")
                 if not parts:
                     return self._send(404, b"not found", "text/plain")

@@ -951,9 +951,29 @@ def compat() -> None:
 @click.option("--wheels", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
               help="Which releases to also read from inside their wheels (HTTP Range reads): torch/version.py and "
                    "Triton's bundled ptxas versions and selection rule.")
-def compat_check(index_url: str | None, versions: str | None, wheels: str) -> None:
+@click.option("--new", "new", is_flag=True,
+              help="Instead: draft compat/ rows for each torch and triton on the index newer than the matrix knows, "
+                   "read from the wheels (tags, METADATA, torch/version.py, bundled ptxas), each fact marked "
+                   "'inferred:' with its source, for a maintainer to review.")
+@click.option("-o", "--output", metavar="FILE", help="With --new: write the draft here instead of stdout.")
+def compat_check(index_url: str | None, versions: str | None, wheels: str, new: bool = False,
+                 output: str | None = None) -> None:
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
     build, and the ptxas each Triton wheel bundles."""
+    if new:
+        from tritonlock._compat_check import main_new
+
+        text, said = main_new(index_url)
+        for line in said:
+            click.echo(line, err=True)
+        if text and output:
+            from tritonlock.lockfile import write_atomic
+
+            write_atomic(output, text + "\n")
+            click.echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
+        elif text:
+            click.echo(text)
+        sys.exit(0)
     from tritonlock._compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])

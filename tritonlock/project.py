@@ -242,7 +242,10 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                 input_digest=digest, inputs_from=inputs_from)
     lockfile.write_lock(lock, lock_path)
-    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings)
+    from tritonlock.releaseday import release_day
+
+    news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
+    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings + news)
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
