@@ -154,6 +154,10 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
         if not old.ok:
             continue
         (new,) = resolve(intent, matrix, (old.target,), old.python or "3.12")
+        if intent.channel != "release":  # a nightly/test build: judged as the nearest release it was decided for
+            from tritonlock.channel import as_release
+
+            old = as_release(old, new)
         if not new.ok:
             first = (new.conflict.message if new.conflict else "nothing fits").splitlines()
             out.append(Problem(kind="drift", target=t.name,

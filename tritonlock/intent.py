@@ -16,7 +16,7 @@ from tritonlock._files import read_text
 from tritonlock.errors import IntentError
 from tritonlock.models import Intent, TargetSpec
 
-_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy")
+_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "channel")
 _INDEX_KEYS = ("torch", "default")
 _TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos")
 _OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
@@ -391,6 +391,13 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             p.add(("environment", "cuda-policy"), f"unknown policy {_toml.shown(pol)}", 'use "compatible" or "strict"')
         elif pol is not None:
             policy = pol
+    channel = "release"
+    if "channel" in env:  # PyTorch's nightly or test builds (compat/channels.toml)
+        ch = _string(p, ("environment", "channel"), env["channel"], '"release", "nightly" or "test"')
+        if ch is not None and ch not in ("release", "nightly", "test"):
+            p.add(("environment", "channel"), f"unknown channel {_toml.shown(ch)}", 'use "release", "nightly" or "test"')
+        elif ch is not None:
+            channel = ch
     idx = data.get("indexes", {})
     if not isinstance(idx, dict):
         p.add(("indexes",), "expected a table", "write it as [indexes]")
@@ -417,13 +424,15 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
                     + ([t.macos] if t.macos else []) for t in targets],
     }
+    if channel != "release":  # only then, so that the hash of every release intent stays what it was
+        canonical["channel"] = channel
     if globs:  # only then, so that the hash of an intent without target-files stays what it was
         canonical["target-files"] = {"globs": list(globs), "files": list(files)}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
     return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
                   cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                   targets=tuple(targets), content_hash=f"sha256:{digest}", target_files=globs,
-                  warnings=_same_machines(targets))
+                  warnings=_same_machines(targets), channel=channel)
 
 
 _PYPROJECT_KEYS = ("environment", "indexes", "targets", "target-files", "extras")

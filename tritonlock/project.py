@@ -143,7 +143,10 @@ def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, .
     from tritonlock.resolve import resolve
 
     targets = targets_for(intent, target_file)
-    return _complete(resolve(intent, load_matrix(), targets, running_python()), intent)
+    from tritonlock import channel
+
+    # a nightly/test channel: the nearest release's decision, from the channel's index (no network here)
+    return channel.mark(_complete(resolve(intent, load_matrix(), targets, running_python()), intent), intent)
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
@@ -193,6 +196,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
+    from tritonlock import channel
+
+    selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     from tritonlock.closure import compile_target
 
     dindex = _default_index(intent)
