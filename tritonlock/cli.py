@@ -591,7 +591,7 @@ def _fleet_export_opts(f: Any) -> Any:
 @main.command()
 @_project_opt
 @click.option("--format", "fmt", required=True,
-              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv", "wheelhouse"]),
+              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv", "wheelhouse", "pixi"]),
               help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
                    "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
@@ -611,6 +611,9 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         return
     if fmt == "wheelhouse":
         _export_wheelhouse(project, target_name, output)
+        return
+    if fmt == "pixi":
+        _export_pixi(project, target_name, output)
         return
     from tritonlock import export as ex
     from tritonlock.lockfile import read_lock, write_atomic
@@ -650,6 +653,29 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         return
     write_atomic(output, main_files[0].text)
     click.echo(f"wrote {output} (target {target.name})", err=True)
+
+
+def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
+    """A pixi.toml: one feature and environment per target (or --target's), to -o FILE or stdout."""
+    import dataclasses
+    import re
+
+    from tritonlock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.pixiexport import render
+
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    if target_name is not None:
+        lock = dataclasses.replace(lock, targets=(named_target(lock, target_name, str(lock_path)),))
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(project).resolve().name).strip("-._") or "project"
+    text = render(lock, name)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_atomic(output, text)
+    click.echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
+               + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
 
 
 def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
