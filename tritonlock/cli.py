@@ -593,7 +593,9 @@ def _fleet_export_opts(f: Any) -> Any:
 @click.option("--format", "fmt", required=True,
               type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv", "wheelhouse", "pixi"]),
               help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
-                   "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
+                   "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile); uv: "
+                   "[tool.uv] index/sources (an extra per target) into a pyproject.toml; pixi: a pixi.toml, an "
+                   "environment per target; wheelhouse: every file into -o DIR for `sync --find-links DIR`.")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
 @click.option("-o", "--output", metavar="PATH",
               help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
