@@ -95,3 +95,29 @@ def test_release_intents_keep_their_hash() -> None:
         '[environment]\npython = "3.12"\nchannel = "release"\n').content_hash
     assert parse_intent('[environment]\npython = "3.12"\n').content_hash != parse_intent(
         '[environment]\npython = "3.12"\nchannel = "nightly"\n').content_hash
+
+
+def test_test_channel_takes_the_release_candidate_and_its_triton(tmp_path: Path) -> None:
+    """The test channel serves the next release's candidates under their final version; triton is pinned as its
+    METADATA says, from that index."""
+    m = load_matrix()
+    idx = LocalIndex(tmp_path / "index")
+    for b in {v.backend for v in m.torch[0].variants} - {"cpu"}:
+        idx.add(f"whl/test/{b}", "torch", f"2.16.0+{b}", requires=("triton==3.10.0; platform_system == 'Linux'",),
+                tag=LINUX_TAG)
+        idx.add(f"whl/test/{b}", "torch", f"2.16.0.dev20261101+{b}", tag=LINUX_TAG)  # not a candidate: older
+        idx.add(f"whl/test/{b}", "triton", "3.10.0", tag=LINUX_TAG)
+    idx.add("simple", "triton", "3.10.0", tag="py3-none-any")  # a decoy on the default index
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        intent = write_intent(root, idx, INTENT.replace('"nightly"', '"test"'))
+        intent.write_text(intent.read_text().replace("/whl/{backend}", "/whl/test/{backend}"))
+        r = CliRunner().invoke(main, ["resolve", "-p", str(root)])
+    finally:
+        idx.stop()
+    assert r.exit_code == 0, r.output
+    lock = (root / "triton-env.lock").read_text()
+    assert 'name = "torch"\nversion = "2.16.0+cu' in lock
+    assert 'name = "triton"\nversion = "3.10.0"\nindex = "' + idx.url + '/whl/test/cu' in lock
+    assert "torch 2.16.0: the newest test build for cu" in r.output and "a release candidate, not a release" in r.output
