@@ -203,7 +203,13 @@ class LocalIndex:
                 if "_files" in parts:
                     f = root.joinpath(*parts)
                     if f.is_file():
-                        return self._send(200, f.read_bytes(), "application/octet-stream")
+                        data = f.read_bytes()
+                        rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                        if rng:  # HTTP Range, as real indexes answer it (compat check reads inside wheels so)
+                            start = int(rng[1])
+                            end = min(int(rng[2]) if rng[2] else len(data) - 1, len(data) - 1)
+                            return self._send(206, data[start:end + 1], "application/octet-stream")
+                        return self._send(200, data, "application/octet-stream")
                     meta = core_metadata(f.with_name(f.name.removesuffix(".metadata"))) if f.name.endswith(
                         ".metadata") else None
                     if meta is not None:  # PEP 658: the wheel's METADATA beside it

@@ -540,7 +540,7 @@ def test_cli_export_stdout_matches_the_function(project: Path) -> None:
     for fmt, fn in (("pylock", ex.pylock), ("requirements", ex.requirements), ("dockerfile", ex.dockerfile)):
         r = CliRunner().invoke(main, ["export", "-p", str(project), "--format", fmt, "--target", "host"])
         assert (r.exit_code, r.stdout) == (0, fn(lock, t))  # notes go to stderr
-    code, out = cli("export", "-p", str(project), "--format", "wheelhouse")
+    code, out = cli("export", "-p", str(project), "--format", "conda")  # (wheelhouse is a format now)
     assert code == 2 and "Invalid value for '--format'" in out
     code, out = cli("export", "-p", str(project / "nowhere"), "--format", "pylock")
     assert (code, out) == (2, f"error: {project / 'nowhere' / 'triton-env.lock'}: no such file — run `tritonlock "

@@ -52,11 +52,11 @@ def target_files_key(intent_path: Path, intent_bytes: bytes) -> str:
     editing hosts/NAME.toml makes the no-change check fail and the full path re-resolve."""
     if b"target-files" not in intent_bytes:
         return ""
-    from tritonlock import _toml
+    from tritonlock._discover import target_file_globs
 
     try:
-        raw = _toml.loads(intent_bytes.decode("utf-8")).get("target-files")
-    except (UnicodeDecodeError, _toml.TOMLDecodeError):
+        raw = target_file_globs(intent_path, intent_bytes)
+    except (UnicodeDecodeError, ValueError):
         return "unreadable"
     globs = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
     base = intent_path.parent
@@ -101,7 +101,9 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
     """True when the lock was written from exactly these bytes, this matrix and this machine."""
     try:
         head = _header(lock_path)
-        intent_bytes = read_bytes(intent_path)
+        from tritonlock._discover import intent_bytes as relevant_bytes
+
+        intent_bytes = relevant_bytes(intent_path)  # of a pyproject.toml, only what the lock depends on
     except (OSError, UnicodeDecodeError):
         return False
     want = head.get("input-digest")

@@ -192,8 +192,10 @@ def already_synced(project: Path, venv: Path, *, target: str | None, python: str
         return None
     try:
         lock_bytes = read_bytes(project / "triton-env.lock")
-        intent_path = project / "triton-env.toml"
-        intent_bytes = read_bytes(intent_path) if intent_path.exists() else None
+        from tritonlock._discover import intent_bytes as relevant_bytes, intent_file
+
+        intent_path = intent_file(project)
+        intent_bytes = relevant_bytes(intent_path) if intent_path.exists() else None
     except OSError:
         return None
     from tritonlock._machine import raw_machine_key

@@ -17,7 +17,7 @@ FIX_RESOLVE = "run `tritonlock resolve` and commit triton-env.lock"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Problem:
-    """One reason the lock is not right; `kind` is stale | drift | hash | lock | host | unverified."""
+    """One reason the lock is not right; `kind` is stale | drift | hash | lock | host | unverified | uv."""
 
     kind: str
     message: str
@@ -154,6 +154,10 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
         if not old.ok:
             continue
         (new,) = resolve(intent, matrix, (old.target,), old.python or "3.12")
+        if intent.channel != "release":  # a nightly/test build: judged as the nearest release it was decided for
+            from tritonlock.channel import as_release
+
+            old = as_release(old, new)
         if not new.ok:
             first = (new.conflict.message if new.conflict else "nothing fits").splitlines()
             out.append(Problem(kind="drift", target=t.name,
@@ -232,7 +236,9 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     from tritonlock.matrix import load_matrix
     from tritonlock.records import RECORDS_FILE
 
-    intent_path, lock_path = project / INTENT_FILE, project / LOCK_FILE
+    from tritonlock._discover import intent_file
+
+    intent_path, lock_path = intent_file(project), project / LOCK_FILE
     intent = read_intent(intent_path)
     matrix_version = load_matrix().version
     from tritonlock._files import read_text
@@ -256,6 +262,10 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
                            matrix_version=matrix_version)
     problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)),
                 *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
+    if (project / "uv.lock").is_file():  # a uv project beside the lock: does uv take the same torch files?
+        from tritonlock.uvexport import uv_lock_drift
+
+        problems += [Problem(kind="uv", target=t or None, message=m) for t, m in uv_lock_drift(lock, project / "uv.lock")]
     host_target = None
     if host is not None:
         more_host, host_target = host_problems(lock, host, str(lock_path))

@@ -102,8 +102,10 @@ def main() -> None:
 
 
 def _project_paths(project: str) -> tuple[Path, Path]:
+    from tritonlock._discover import intent_file
+
     root = Path(project)
-    return root / INTENT_FILE, root / LOCK_FILE
+    return intent_file(root), root / LOCK_FILE  # triton-env.toml, or pyproject.toml with [tool.tritonlock]
 
 
 def _discover(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
@@ -155,7 +157,10 @@ def _with_overrides(f: Any) -> Any:
 @click.option("--force", is_flag=True, help="Overwrite an existing triton-env.toml.")
 @click.option("--no-index-check", "check_index", is_flag=True, flag_value=False, default=True,
               help="Do not ask the package indexes whether they answer (no network).")
-def init(project: str, force: bool, check_index: bool) -> None:
+@click.option("--pyproject", "in_pyproject", is_flag=True,
+              help="Add a [tool.tritonlock] table to the project's existing pyproject.toml instead (its "
+                   "[project].dependencies are the packages; nothing else in the file changes).")
+def init(project: str, force: bool, check_index: bool, in_pyproject: bool = False) -> None:
     """Write a commented triton-env.toml for this machine.
 
     It asks PyTorch's wheel index and your default index (pip's configuration) whether they answer: when only the
@@ -165,8 +170,14 @@ def init(project: str, force: bool, check_index: bool) -> None:
     from tritonlock.intent import starter
     from tritonlock.lockfile import write_atomic
 
-    intent_path, _ = _project_paths(project)
-    if intent_path.exists() and not force:
+    if in_pyproject:
+        intent_path = Path(project) / "pyproject.toml"
+        if (Path(project) / INTENT_FILE).is_file():
+            raise UsageError(f"{Path(project) / INTENT_FILE} already states this project's intent — one project has "
+                             f"one: move it into {intent_path} by hand, or keep it and leave pyproject.toml be")
+    else:
+        intent_path, _ = _project_paths(project)
+    if intent_path.exists() and not force and not in_pyproject:
         raise UsageError(f"{intent_path} already exists — edit it, or pass --force to overwrite it")
     prof = host.detect()
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in prof.gpus) or "no NVIDIA GPU"
@@ -179,8 +190,15 @@ def init(project: str, force: bool, check_index: bool) -> None:
 
         torch_default, note = index_reachability()
     Path(project).mkdir(parents=True, exist_ok=True)
-    write_atomic(intent_path, starter(py, comment, this_machine=host.target_toml(prof, host.default_target_name(prof)),
-                                      torch_default=torch_default))
+    text = starter(py, comment, this_machine=host.target_toml(prof, host.default_target_name(prof)),
+                   torch_default=torch_default)
+    if in_pyproject:
+        from tritonlock.pyproject import add_tritonlock_table, dependencies_name_torch, pyproject_starter
+
+        add_tritonlock_table(intent_path, pyproject_starter(
+            text, torch_in_dependencies=dependencies_name_torch(intent_path)))
+    else:
+        write_atomic(intent_path, text)
     if note:
         click.echo(note, err=True)
     from tritonlock._discover import find_project
@@ -624,9 +642,11 @@ def _fleet_export_opts(f: Any) -> Any:
 @main.command()
 @_project_opt
 @click.option("--format", "fmt", required=True,
-              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s"]),
+              type=click.Choice(["pylock", "requirements", "dockerfile", "devcontainer", "slurm", "k8s", "uv", "wheelhouse", "pixi"]),
               help="pylock: PEP 751 pylock.toml; requirements: requirements.txt with --hash; dockerfile: "
-                   "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile).")
+                   "multi-stage image on nvidia/cuda; devcontainer: .devcontainer/ (devcontainer.json + Dockerfile); uv: "
+                   "[tool.uv] index/sources (an extra per target) into a pyproject.toml; pixi: a pixi.toml, an "
+                   "environment per target; wheelhouse: every file into -o DIR for `sync --find-links DIR`.")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
 @click.option("-o", "--output", metavar="PATH",
               help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
@@ -638,6 +658,15 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     """
     if fmt in ("slurm", "k8s"):
         _export_fleet(project, fmt, target_name, output, **fleet)
+        return
+    if fmt == "uv":
+        _export_uv(project, target_name, output)
+        return
+    if fmt == "wheelhouse":
+        _export_wheelhouse(project, target_name, output)
+        return
+    if fmt == "pixi":
+        _export_pixi(project, target_name, output)
         return
     from tritonlock import export as ex
     from tritonlock.lockfile import read_lock, write_atomic
@@ -677,6 +706,85 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         return
     write_atomic(output, main_files[0].text)
     click.echo(f"wrote {output} (target {target.name})", err=True)
+
+
+def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
+    """A pixi.toml: one feature and environment per target (or --target's), to -o FILE or stdout."""
+    import dataclasses
+    import re
+
+    from tritonlock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.pixiexport import render
+
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    if target_name is not None:
+        lock = dataclasses.replace(lock, targets=(named_target(lock, target_name, str(lock_path)),))
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(project).resolve().name).strip("-._") or "project"
+    text = render(lock, name)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_atomic(output, text)
+    click.echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
+               + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
+
+
+def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
+    """Every file the target installs into -o DIR, checked against the lock's sha256, for `sync --find-links DIR`."""
+    from tritonlock import export as ex
+    from tritonlock.lockfile import read_lock
+    from tritonlock.wheelhouse import build, size_text
+
+    if not output:
+        raise UsageError("--format wheelhouse needs -o DIR (the directory to fill; a second run fetches only what is "
+                         "missing)")
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    host_profile = None
+    if target_name is None and len(lock.targets) > 1:
+        from tritonlock.host import detect
+
+        host_profile = detect(toolkit=False, cached=True)
+    target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
+    r = build(target, Path(output), say=lambda line: click.echo(line, err=True))
+    again = f", {r.refetched} fetched again" if r.refetched else ""
+    click.echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
+               f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
+               f"the machine without network: tritonlock sync --find-links {output}", err=True)
+
+
+def _export_uv(project: str, target_name: str | None, output: str | None) -> None:
+    """uv's tables from the lock: into -o FILE (a pyproject.toml, edited in place, the rest kept), else stdout."""
+    import dataclasses
+
+    from tritonlock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.uvexport import render
+
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    if target_name is not None:
+        lock = dataclasses.replace(lock, targets=(named_target(lock, target_name, str(lock_path)),))
+    text = None
+    if output is not None and Path(output).exists():
+        from tritonlock._files import read_text
+
+        text = read_text(output)
+    name = Path(output).resolve().parent.name if output else Path(project).resolve().name
+    import re
+
+    out, plan = render(lock, text, project_name=re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "project")
+    if output is None:
+        click.echo(out, nl=False)
+    else:
+        write_atomic(output, out)
+        click.echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
+                   + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
+    for target, cmd in plan.commands:
+        click.echo(f"target {target}: {cmd}", err=True)
 
 
 @main.command()
@@ -924,9 +1032,29 @@ def compat() -> None:
 @click.option("--wheels", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
               help="Which releases to also read from inside their wheels (HTTP Range reads): torch/version.py and "
                    "Triton's bundled ptxas versions and selection rule.")
-def compat_check(index_url: str | None, versions: str | None, wheels: str) -> None:
+@click.option("--new", "new", is_flag=True,
+              help="Instead: draft compat/ rows for each torch and triton on the index newer than the matrix knows, "
+                   "read from the wheels (tags, METADATA, torch/version.py, bundled ptxas), each fact marked "
+                   "'inferred:' with its source, for a maintainer to review.")
+@click.option("-o", "--output", metavar="FILE", help="With --new: write the draft here instead of stdout.")
+def compat_check(index_url: str | None, versions: str | None, wheels: str, new: bool = False,
+                 output: str | None = None) -> None:
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
     build, and the ptxas each Triton wheel bundles."""
+    if new:
+        from tritonlock._compat_check import main_new
+
+        text, said = main_new(index_url)
+        for line in said:
+            click.echo(line, err=True)
+        if text and output:
+            from tritonlock.lockfile import write_atomic
+
+            write_atomic(output, text + "\n")
+            click.echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
+        elif text:
+            click.echo(text)
+        sys.exit(0)
     from tritonlock._compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])

@@ -71,6 +71,7 @@ class Intent:
     content_hash: str = ""  # "sha256:<hex>" of the canonical intent
     target_files: tuple[str, ...] = ()  # target-files globs (relative to the intent); their targets are in targets
     warnings: tuple[str, ...] = ()  # worth saying, not wrong (two targets describing the same machine)
+    channel: str = "release"  # "release" | "nightly" | "test": which of PyTorch's indexes torch comes from
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

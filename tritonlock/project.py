@@ -145,7 +145,10 @@ def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, .
     from tritonlock.resolve import resolve
 
     targets = targets_for(intent, target_file)
-    return _complete(resolve(intent, load_matrix(), targets, running_python()), intent)
+    from tritonlock import channel
+
+    # a nightly/test channel: the nearest release's decision, from the channel's index (no network here)
+    return channel.mark(_complete(resolve(intent, load_matrix(), targets, running_python()), intent), intent)
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
@@ -187,7 +190,9 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     from tritonlock.closure import compile_key, compile_target
 
     uv_bin()  # locate uv before the worker threads do
-    cands = [_candidates(intent, matrix, s) if pk.needs_decision(intent, s) else None for s in selections]
+    # a nightly/test channel's torch is that channel's one newest build: nothing for the packages to choose among
+    cands = [_candidates(intent, matrix, s) if pk.needs_decision(intent, s) and intent.channel == "release" else None
+             for s in selections]
 
     def key(s: Selection, c: tuple[Selection, ...] | None) -> tuple[str, ...]:
         if c is None:
@@ -284,6 +289,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
+    from tritonlock import channel
+
+    selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
     try:
         decided = lock_targets(intent, matrix, selections, dindex, progress=progress)
@@ -294,7 +302,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock import _fast
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
-    intent_bytes = read_bytes(intent_path)
+    from tritonlock._discover import intent_bytes as relevant_bytes
+
+    intent_bytes = relevant_bytes(intent_path)  # of a pyproject.toml, only what the lock depends on
     key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)
     digest = _fast.input_digest(intent_bytes, matrix.version, key)
     lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
@@ -302,7 +312,10 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                 input_digest=digest, inputs_from=inputs_from)
     lockfile.write_lock(lock, lock_path)
-    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings)
+    from tritonlock.releaseday import release_day
+
+    news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
+    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings + news)
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
@@ -310,7 +323,9 @@ def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
     no intent beside it to compare with. The byte-level digest answers first, so a fresh lock costs no TOML parse."""
     from tritonlock import _fast, lockfile
 
-    intent_path, lock_path = project_dir / INTENT_FILE, project_dir / LOCK_FILE
+    from tritonlock._discover import intent_file
+
+    intent_path, lock_path = intent_file(project_dir), project_dir / LOCK_FILE
     if not intent_path.is_file():
         return None
     if lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None):

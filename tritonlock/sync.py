@@ -219,7 +219,9 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         lock_bytes = read_bytes(lock_path)  # for the no-op stamp (a lock changed in between fails its key: safe)
     except OSError:
         lock_bytes = b""
-    intent_path = project / "triton-env.toml"
+    from tritonlock._discover import intent_bytes as relevant_bytes, intent_file
+
+    intent_path = intent_file(project)
     intent_bytes = None
     stale = None
     from tritonlock._machine import raw_machine_key
@@ -229,7 +231,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         from tritonlock.lockfile import staleness
         from tritonlock.matrix import load_matrix
 
-        intent_bytes = read_bytes(intent_path)
+        intent_bytes = relevant_bytes(intent_path)
         stale = staleness(lock, read_intent(intent_path), load_matrix().version)
         if stale and locked:
             from tritonlock.errors import LockfileError

@@ -319,7 +319,12 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
     except TritonlockError as err:
         return LockFacts(path=str(path), error=str(err))
     stale = None
-    intent_path = project / "triton-env.toml"
+    from tritonlock._discover import intent_file
+
+    try:
+        intent_path = intent_file(project)
+    except TritonlockError as err:
+        return LockFacts(path=str(path), error=str(err))
     if intent_path.exists():
         try:
             from tritonlock.intent import read_intent

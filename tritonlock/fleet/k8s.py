@@ -98,8 +98,11 @@ def project_files(project: Path, lock: Lock) -> dict[str, str]:
     from tritonlock._urls import strip_all_credentials
     from tritonlock.intent import read_intent
 
-    intent = read_intent(project / "triton-env.toml")
-    names = ["triton-env.toml", "triton-env.lock"]
+    from tritonlock._discover import intent_file
+
+    intent_path = intent_file(project)  # triton-env.toml, or pyproject.toml with [tool.tritonlock]
+    intent = read_intent(intent_path)
+    names = [intent_path.name, "triton-env.lock"]
     names += sorted({t.origin[5:] for t in intent.targets if t.origin.startswith("file:")})
     del lock
     out = {}

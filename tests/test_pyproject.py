@@ -1,0 +1,156 @@
+"""The intent inside a user's pyproject.toml: [tool.tritonlock] + [project].dependencies, found from a subdirectory,
+added by `init --pyproject` without touching the rest, and its lock stale only when what it locks changes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.errors import IntentError
+from tritonlock.intent import read_intent
+
+PYPROJECT = """\
+# the team's project
+[project]
+name = "myproj"
+version = "0.1.0"
+description = "a model"
+requires-python = ">=3.10"
+dependencies = [
+  "torch==2.6.0",
+  "einops>=0.8",
+]
+
+[project.optional-dependencies]
+train = ["numpy>=1.26"]
+dev = ["pytest"]
+
+[tool.ruff]
+line-length = 100
+"""
+
+
+def _table(idx: LocalIndex, extras: str = "") -> str:
+    return (f'\n[tool.tritonlock]\n{extras}\n[tool.tritonlock.environment]\npython = "3.11"\n'
+            f'\n[tool.tritonlock.indexes]\ntorch = "{idx.url}/whl/{{backend}}"\ndefault = "{idx.index_url("simple")}"\n'
+            '\n[[tool.tritonlock.targets]]\nname = "a100"\ndriver = "550.54.15"\ngpus = ["8.0"]\n')
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def test_dependencies_and_selected_extras_are_the_packages(tmp_path: Path, local_index: LocalIndex) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + _table(local_index, 'extras = ["train"]'))
+    intent = read_intent(tmp_path / "pyproject.toml")
+    assert intent.packages == ("einops>=0.8", "numpy>=1.26")  # dev is not selected; torch is the torch specifier
+    assert intent.torch == "==2.6.0"
+    assert [t.name for t in intent.targets] == ["a100"]
+    assert intent.torch_index == f"{local_index.url}/whl/{{backend}}"
+
+
+def test_torch_in_both_places_means_both_hold(tmp_path: Path) -> None:
+    text = PYPROJECT.replace('"torch==2.6.0"', '"torch>=2.6"') + '[tool.tritonlock.environment]\ntorch = "<2.8"\n'
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert read_intent(tmp_path / "pyproject.toml").torch == "<2.8,>=2.6"
+
+
+def test_problems_name_the_pyproject_line_and_the_full_key(tmp_path: Path) -> None:
+    text = PYPROJECT.replace('"einops>=0.8"', '"einops>>0.8"') + (
+        '[tool.tritonlock]\nextras = ["trian"]\n[tool.tritonlock.environment]\npython = "3.11"\ncuda = "cu999"\n')
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(IntentError) as err:
+        read_intent(tmp_path / "pyproject.toml")
+    lines = str(err.value).splitlines()
+    assert lines[0] == f"3 problems in {tmp_path / 'pyproject.toml'}:"
+    where = f"{tmp_path / 'pyproject.toml'}"
+    assert any(line.strip().startswith(f"{where}:19: tool.tritonlock.extras[0]: 'trian' is not a group in "
+                                       "[project.optional-dependencies] — use one of: dev, train") for line in lines)
+    assert any(line.strip().startswith(f"{where}:7: project.dependencies[1]: 'einops>>0.8' is not a valid requirement")
+               for line in lines)
+    assert any(line.strip().startswith(f"{where}:22: tool.tritonlock.environment.cuda: unknown backend 'cu999'")
+               for line in lines)
+
+
+def test_torch_with_a_marker_is_refused_with_the_key(tmp_path: Path) -> None:
+    text = PYPROJECT.replace('"torch==2.6.0"', '"torch>=2.6; sys_platform == \'linux\'"') + "[tool.tritonlock]\n"
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(IntentError, match=r"pyproject.toml:7: project.dependencies\[0\]: .*tritonlock picks torch's "
+                                          r"build per target"):
+        read_intent(tmp_path / "pyproject.toml")
+
+
+def test_dynamic_dependencies_cannot_be_locked(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\ndynamic = ["dependencies"]\n'
+                                             "[tool.tritonlock]\n")
+    with pytest.raises(IntentError, match=r"pyproject.toml:4: project.dynamic: the dependencies are dynamic"):
+        read_intent(tmp_path / "pyproject.toml")
+
+
+def test_found_from_a_subdirectory_and_a_pyproject_without_the_table_is_not_a_project(
+        tmp_path: Path, local_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + _table(local_index))
+    sub = tmp_path / "src" / "pkg"
+    sub.mkdir(parents=True)
+    (sub / "pyproject.toml").write_text('[project]\nname = "inner"\n# [tool.tritonlock] only in a comment\n')
+    monkeypatch.chdir(sub)
+    code, out = _run("resolve", "--dry-run")
+    assert code == 0, out
+    assert "target a100: torch 2.6.0 (cu124)" in out
+
+
+def test_both_intent_files_is_a_clear_error(tmp_path: Path, local_index: LocalIndex) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + _table(local_index))
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
+    code, out = _run("resolve", "--dry-run", "-p", str(tmp_path))
+    assert code == 2
+    assert (f"error: {tmp_path / 'triton-env.toml'} and {tmp_path / 'pyproject.toml'} ([tool.tritonlock]) both state "
+            "this project's intent — keep one") in out
+
+
+def test_init_pyproject_adds_the_table_and_keeps_every_other_byte(tmp_path: Path, local_index: LocalIndex) -> None:
+    original = PYPROJECT.replace("\n", "\r\n").encode() + b"[tool.other]\nx = 'no newline at end'"
+    (tmp_path / "pyproject.toml").write_bytes(original)
+    code, out = _run("init", "--pyproject", "--no-index-check", "-p", str(tmp_path))
+    assert code == 0, out
+    new = (tmp_path / "pyproject.toml").read_bytes()
+    assert new.startswith(original + b"\n")  # everything before the table, byte for byte
+    assert not (tmp_path / "triton-env.toml").exists()
+    intent = read_intent(tmp_path / "pyproject.toml")  # the added table reads back
+    assert intent.packages == ("einops>=0.8",) and intent.torch == "==2.6.0"  # torch from [project], not the starter
+    code, out = _run("init", "--pyproject", "--no-index-check", "-p", str(tmp_path))
+    assert code == 2 and "already has a [tool.tritonlock] table" in out
+    assert (tmp_path / "pyproject.toml").read_bytes() == new
+
+
+def test_lock_from_pyproject_goes_stale_on_dependencies_not_on_description(tmp_path: Path,
+                                                                            local_index: LocalIndex) -> None:
+    py = tmp_path / "pyproject.toml"
+    py.write_text(PYPROJECT + _table(local_index))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    lock = (tmp_path / "triton-env.lock").read_text()
+    assert 'name = "einops"' in lock and 'name = "torch"' in lock
+    py.write_text(py.read_text().replace('description = "a model"', 'description = "a better model"')
+                  .replace('version = "0.1.0"', 'version = "0.2.0"'))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0 and "is up to date" in out, out
+    from tritonlock._fast import lock_is_fresh
+
+    assert lock_is_fresh(py, tmp_path / "triton-env.lock", None)  # the fast path agrees: no TOML re-resolve
+    code, out = _run("check", "-p", str(tmp_path))
+    assert code == 0, out
+    py.write_text(py.read_text().replace('"einops>=0.8",', '"einops>=0.8",\n  "typing-extensions>=4",'))
+    assert not lock_is_fresh(py, tmp_path / "triton-env.lock", None)
+    code, out = _run("check", "-p", str(tmp_path))
+    assert code == 1 and f"{py} changed since the lock was written" in out, out
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    assert 'name = "typing-extensions"' in (tmp_path / "triton-env.lock").read_text()
+    assert os.path.exists(tmp_path / "triton-env.lock") and not (tmp_path / "triton-env.toml").exists()

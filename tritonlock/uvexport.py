@@ -1,0 +1,276 @@
+"""`export --format uv`: the lock's decision as uv's own tables in a pyproject.toml ([[tool.uv.index]], explicit, and
+[tool.uv.sources]; one extra per target with [tool.uv] conflicts when targets differ), so that `uv lock` and
+`uv sync` take the same torch files — and `check`'s question whether a uv.lock beside the lock still does."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlock.errors import TritonlockError
+from tritonlock.models import Lock, LockedPackage, LockedTarget
+
+PREFIX = "tritonlock-"  # the [[tool.uv.index]] entries this export owns (a re-export replaces them, keeps the rest)
+
+
+class UvExportError(ValueError, TritonlockError):
+    """The lock cannot be written as uv's tables (a target without a decision, a pyproject.toml we cannot edit)."""
+
+    exit_code = 2
+
+
+def _extra(name: str) -> str:
+    """A target's name as an extra name (PEP 685 normalized)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "target"
+
+
+def _index_name(t: LockedTarget) -> str:
+    return PREFIX + (t.selection.backend or "torch")
+
+
+def family(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
+    """The packages of a target that come from its torch index (torch, triton, torchvision…, as the lock bound them);
+    none when the torch family comes from the default index."""
+    index = t.selection.index
+    if not index or index.rstrip("/") == lock.default_index.rstrip("/"):
+        return ()
+    return tuple(p for p in t.packages if p.index.rstrip("/") == index.rstrip("/"))
+
+
+def _pins(lock: Lock, t: LockedTarget) -> list[str]:
+    """Exact pins for the torch family (torch itself always, from whichever index)."""
+    return sorted(f"{p.name}=={p.version}" for p in pinned(lock, t))
+
+
+def pinned(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
+    """What the export pins exactly: the torch family and, from wherever the lock took them, torch and Triton."""
+    fam = family(lock, t)
+    names = {p.name for p in fam}
+    top = {"torch", t.selection.triton_package or "triton"}
+    return fam + tuple(p for p in t.packages if p.name in top and p.name not in names)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UvPlan:
+    """What the export writes: index entries, sources, extras (several targets) and the commands to sync each."""
+
+    indexes: tuple[tuple[str, str], ...]  # (name, url), explicit
+    default_index: str
+    sources: dict[str, Any]
+    extras: dict[str, list[str]]  # extra name → pins (several targets)
+    constraints: tuple[str, ...]  # one target: the family's exact pins
+    commands: tuple[tuple[str, str], ...]  # (target, command)
+    requires_python: str
+
+
+def plan(lock: Lock) -> UvPlan:
+    targets = [t for t in lock.targets]
+    for t in targets:
+        if not t.selection.ok or not t.packages:
+            raise UvExportError(f"target {t.name!r} has no decision in the lock — fix the intent and run "
+                                "`tritonlock resolve`")
+    indexes: dict[str, str] = {}
+    for t in targets:
+        if family(lock, t) and t.selection.index:
+            indexes.setdefault(_index_name(t), t.selection.index)
+    clash = {n for n in indexes if sum(1 for t in targets if _index_name(t) == n
+                                       and t.selection.index != indexes[n])}
+    if clash:  # two addresses for one backend (a mirror per target): name them apart
+        indexes = {}
+        for t in targets:
+            if family(lock, t) and t.selection.index:
+                indexes.setdefault(_index_name(t) + "-" + _extra(t.name), t.selection.index)
+    def name_of(t: LockedTarget) -> str:
+        for n, url in indexes.items():
+            if url == t.selection.index and (n == _index_name(t) or n == _index_name(t) + "-" + _extra(t.name)):
+                return n
+        return _index_name(t)
+
+    pythons = sorted({t.selection.python for t in targets if t.selection.python})
+    requires = f">={pythons[0]}" if pythons else ">=3.9"
+    distinct = {(t.selection.index, tuple(_pins(lock, t))) for t in targets}
+    sources: dict[str, Any] = {}
+    if len(targets) == 1 or len(distinct) == 1:
+        t = targets[0]
+        for p in family(lock, t):
+            sources[p.name] = {"index": name_of(t)}
+        cmd = "uv lock && uv sync"
+        return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras={},
+                      constraints=tuple(_pins(lock, t)), requires_python=requires,
+                      commands=tuple((x.name, cmd) for x in targets))
+    extras: dict[str, list[str]] = {}
+    seen: dict[str, str] = {}
+    for t in targets:
+        e = _extra(t.name)
+        if e in seen:
+            raise UvExportError(f"targets {seen[e]!r} and {t.name!r} make the same extra name {e!r} — rename one")
+        seen[e] = t.name
+        extras[e] = _pins(lock, t) + [r for r in t.selection.packages if r not in _base_requirements(lock)]
+        for p in family(lock, t):
+            sources.setdefault(p.name, []).append({"index": name_of(t), "extra": e})
+    return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras=extras,
+                  constraints=(), requires_python=requires,
+                  commands=tuple((t.name, f"uv lock && uv sync --extra {_extra(t.name)}") for t in targets))
+
+
+def _base_requirements(lock: Lock) -> list[str]:
+    """For a new pyproject.toml: what every target asked for besides torch (the intent's packages); what only some
+    targets carry (numpy for Triton's interpreter on a target without a driver) goes into their extras."""
+    return [r for r in lock.targets[0].selection.packages if all(r in t.selection.packages for t in lock.targets)]
+
+
+def render(lock: Lock, text: str | None, *, project_name: str = "project") -> tuple[str, UvPlan]:
+    """The pyproject.toml text with uv's tables set from the lock. `text` None: a new file (a [project] with the
+    intent's packages); else the user's file, every table this export does not own left as it was."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    p = plan(lock)
+    try:
+        doc = tomlkit.parse(text) if text is not None else tomlkit.document()
+    except TOMLKitError as err:
+        raise UvExportError(f"pyproject.toml cannot be read as TOML ({err}) — fix it first") from None
+    if "project" not in doc:
+        proj = tomlkit.table()
+        proj.add("name", project_name)
+        proj.add("version", "0.0.0")
+        proj.add("requires-python", p.requires_python)
+        deps = tomlkit.array()
+        for r in (["torch"] if not p.extras else []) + _base_requirements(lock):
+            deps.append(r)
+        proj.add("dependencies", deps.multiline(True))
+        doc.add("project", proj)
+    project = doc["project"]
+    if not p.extras:
+        deps = project.get("dependencies")
+        if deps is None:
+            project["dependencies"] = tomlkit.array('["torch"]')
+        elif not any(re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", str(d)) for d in deps):
+            deps.append("torch")  # the constraints pin it; a project that never names torch would not install it
+    else:
+        opt = project.get("optional-dependencies")
+        if opt is None:
+            opt = tomlkit.table()
+            project["optional-dependencies"] = opt
+        for e, pins in p.extras.items():
+            arr = tomlkit.array()
+            for pin in pins:
+                arr.append(pin)
+            opt[e] = arr
+    tool = doc.get("tool")
+    if tool is None:
+        tool = tomlkit.table(is_super_table=True)
+        doc["tool"] = tool
+    uv = tool.get("uv")
+    if uv is None:
+        uv = tomlkit.table()
+        tool["uv"] = uv
+    # [[tool.uv.index]]: ours replaced, the user's kept
+    old = [e for e in uv.get("index", []) if not str(e.get("name", "")).startswith(PREFIX)]
+    aot = tomlkit.aot()
+    for e in old:
+        aot.append(e)
+    for name, url in p.indexes:
+        entry = tomlkit.table()
+        entry.add("name", name)
+        entry.add("url", url)
+        entry.add("explicit", True)
+        aot.append(entry)
+    if p.default_index and not any(e.get("default") for e in old):
+        entry = tomlkit.table()
+        entry.add("name", PREFIX + "default")
+        entry.add("url", p.default_index)
+        entry.add("default", True)
+        aot.append(entry)
+    if p.constraints:
+        fam = {re.split(r"[=<>!~ ;\[]", c, maxsplit=1)[0] for c in p.constraints}
+        cons = [c for c in uv.get("constraint-dependencies", []) if re.split(r"[=<>!~ ;\[]", str(c), maxsplit=1)[0]
+                not in fam]
+        arr = tomlkit.array()
+        for c in [*cons, *p.constraints]:
+            arr.append(c)
+        uv["constraint-dependencies"] = arr
+    if p.extras:
+        ours = set(p.extras)
+        keep = [c for c in uv.get("conflicts", []) if not all(isinstance(i, dict) and i.get("extra") in ours
+                                                                 for i in c)]
+        arr = tomlkit.array()
+        for c in keep:
+            arr.append(c)
+        group = tomlkit.array()
+        for e in p.extras:
+            it = tomlkit.inline_table()
+            it.add("extra", e)
+            group.append(it)
+        arr.append(group)
+        uv["conflicts"] = arr
+    uv["index"] = aot
+    sources = uv.get("sources")
+    if sources is None:
+        sources = tomlkit.table()
+        uv["sources"] = sources
+    for name, value in p.sources.items():
+        if isinstance(value, list):
+            arr = tomlkit.array()
+            for v in value:
+                it = tomlkit.inline_table()
+                it.update(v)
+                arr.append(it)
+            sources[name] = arr
+        else:
+            it = tomlkit.inline_table()
+            it.update(value)
+            sources[name] = it
+    return _one_blank_line_after_index(tomlkit.dumps(doc)), p
+
+
+def _one_blank_line_after_index(text: str) -> str:
+    """tomlkit keeps the blank line after an array of tables with its last entry, so a re-export would drop or double
+    it: the export writes exactly one between its last [[tool.uv.index]] entry and the table after it."""
+    start = text.rfind("[[tool.uv.index]]")
+    if start < 0:
+        return text
+    m = re.compile(r"\n\s*\n?(?=\[)").search(text, start)
+    if m is None:
+        return text
+    return text[:m.start()] + "\n\n" + text[m.end():]
+
+
+# ---------------------------------------------------------------- check: uv.lock against triton-env.lock
+
+
+def uv_lock_drift(lock: Lock, uv_lock: Path) -> list[tuple[str, str]]:
+    """(target, message) for each torch-family package whose file uv.lock does not pin as triton-env.lock does."""
+    from tritonlock import _toml
+    from tritonlock._files import read_text
+
+    try:
+        data = _toml.loads(read_text(uv_lock))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return [("", f"{uv_lock}: cannot read ({err}) — run `uv lock` again")]
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for pkg in data.get("package", []) if isinstance(data.get("package"), list) else []:
+        if isinstance(pkg, dict) and isinstance(pkg.get("name"), str):
+            by_name.setdefault(pkg["name"], []).append(pkg)
+    out: list[tuple[str, str]] = []
+    for t in lock.targets:
+        for p in pinned(lock, t):
+            entries = by_name.get(p.name, [])
+            same = [e for e in entries if e.get("version") == p.version and isinstance(e.get("source"), dict)
+                    and str(e["source"].get("registry", "")).rstrip("/") == p.index.rstrip("/")]
+            if not same:
+                have = ", ".join(sorted({str(e.get("version")) for e in entries})) or "none"
+                out.append((t.name, f"{uv_lock}: {p.name} {p.version} (target {t.name!r} in triton-env.lock) is not "
+                                    f"in uv.lock from {p.index} (it holds {p.name}: {have}) — run `tritonlock export --format uv -o "
+                                    "pyproject.toml`, then `uv lock`"))
+                continue
+            hashes = {str(w.get("hash", "")).removeprefix("sha256:") for e in same for w in e.get("wheels", [])
+                      if isinstance(w, dict)}
+            missing = [w.name for w in p.wheels if w.sha256 not in hashes]
+            if missing:
+                out.append((t.name, f"{uv_lock}: {p.name} {p.version}: {', '.join(missing)} has another sha256 in "
+                                    f"uv.lock than in triton-env.lock (target {t.name!r}) — the index changed the "
+                                    "file; run `tritonlock resolve --upgrade` and `uv lock` again"))
+    return out
