@@ -158,9 +158,12 @@ def _code_stamp() -> list[object]:
 
     stats: list[object] = [__version__]
     for d in (Path(tritonlock.__file__).parent, compat_root()):
+        if d is None:
+            stats.append(None)
+            continue
         try:
             # the whole package, its sub-packages too (sorted paths: the same tree gives the same stamp)
-            for path in sorted(d.rglob("*")) if d is not None else ():
+            for path in sorted(d.rglob("*")):
                 if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
                     st = path.stat()
                     stats.append([str(path.relative_to(d)), st.st_mtime_ns, st.st_size])
