@@ -485,8 +485,8 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
 
         host = detect(toolkit=False)
         driver = host.driver
+        lock = read_lock(lock_path)  # a lock edited by hand or not valid TOML is refused (exit 2), as everywhere
         try:
-            lock = read_lock(lock_path)
             _warn_if_stale(project, lock, "checking against")
             locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
             sel = locked.selection
