@@ -248,3 +248,34 @@ def test_records_with_odd_characters_are_written_readable_and_read_strictly(tmp_
         with pytest.raises(LockfileError, match=None) as ei:
             loads(edited, "x.toml")
         assert str(ei.value).startswith(f"x.toml: {expected}"), str(ei.value)
+
+
+def test_one_verdict_per_node_in_the_row_the_count_the_json_and_the_exit_code(tmp_path: Path) -> None:
+    """A report that says ok but has no record, whose record failed, or whose verify exited non-zero is a failed
+    node everywhere: the row, "N of M passed", --json and the exit code (it used to be 'verify failed' in the row,
+    '1 of 1 node(s) passed' below it and exit 0)."""
+    cases = {
+        "no-record": ({**H200, "ok": True}, "0", "has no record"),
+        "record-failed": ({**H200, "ok": True, "record": record_json(_record("record-failed", ok=False))}, "0",
+                          "its record says failed"),
+        "rc-1": ({**H200, "ok": True, "record": record_json(_record("rc-1"))}, "1", "verify exited 1"),
+    }
+    for tag, (doc, rc, why) in cases.items():
+        d = tmp_path / tag
+        d.mkdir()
+        (d / f"{tag}.json").write_text(json.dumps(doc))
+        (d / f"{tag}.sync.rc").write_text("0")
+        (d / f"{tag}.verify.rc").write_text(rc)
+        r = CliRunner().invoke(main, ["report", "merge", str(d)])
+        assert r.exit_code == 1 and "0 of 1 node(s) passed" in r.output and why in r.output, r.output
+        assert " pass " not in r.output
+        r = CliRunner().invoke(main, ["report", "merge", str(d), "--json"])
+        (node,) = json.loads(r.output)["nodes"]
+        assert r.exit_code == 1 and json.loads(r.output)["passed"] == 0 and node["ok"] is False, r.output
+        assert node["status"] != "pass" and why in node["error"]
+
+
+def test_report_merge_help_names_the_files_it_reads() -> None:
+    out = CliRunner().invoke(main, ["report", "merge", "--help"]).output
+    for name in ("TAG.started", "TAG.sync.rc", "TAG.sync.log", "TAG.json", "TAG.verify.rc", "TAG.verify.log"):
+        assert name in out

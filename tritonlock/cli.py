@@ -834,7 +834,15 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
                  outlier: float, update_records: bool, project: str) -> None:
     """One table across the nodes of a Slurm or Kubernetes run: node, GPU, driver, target, pass/fail, vector add
     GB/s, matmul TFLOP/s and the ratios to torch, with nodes far below their peers marked. Exit 1 when a node
-    failed or is missing."""
+    failed or is missing.
+
+    \b
+    Reads, per node TAG, the files the Slurm and Kubernetes job scripts leave in DIRECTORY:
+      TAG.started                  the node started
+      TAG.sync.rc, TAG.sync.log    `tritonlock sync`'s exit code and output
+      TAG.json                     `tritonlock verify --json --record`'s report (a pass needs its record)
+      TAG.verify.rc, TAG.verify.log  verify's exit code and output
+    Files of other names are ignored, and so are report.json and summary.json."""
     from tritonlock.fleet.nodes import read_report_dir
     from tritonlock.fleet.report import rows, table_html, table_json, table_text
     from tritonlock.lockfile import write_atomic

@@ -243,8 +243,18 @@ def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
             failures = [str(x) for x in _list(doc.get("failures"))] or [
                 f"{c.get('name')}: {c.get('detail')}" for c in _list(doc.get("checks"))
                 if isinstance(c, dict) and not c.get("ok")]
-            return NodeReport(tag=tag, node=node, record=rec, ok=bool(doc["ok"]), stage="verify",
-                              error="; ".join(failures[:2]) if not doc["ok"] else "", exit_code=verify_rc)
+            # One verdict: a pass needs the report's ok, its record's ok and verify's exit code to agree.
+            if doc["ok"] and rec is None:
+                failures = [f"{d / (tag + '.json')} has no record: it does not say which machine and lock target "
+                            "it verified — the job runs `tritonlock verify --json --record`; run that on the node"]
+            elif doc["ok"] and rec is not None and not rec.ok:
+                failures = [f"{d / (tag + '.json')}: the report says ok but its record says failed"]
+            elif doc["ok"] and verify_rc not in (None, 0):
+                failures = [f"the report says ok but verify exited {verify_rc} "
+                            f"({_last_error(_read(d / f'{tag}.verify.log')) or 'no output'})"]
+            ok = bool(doc["ok"]) and rec is not None and rec.ok and verify_rc in (None, 0)
+            return NodeReport(tag=tag, node=node, record=rec, ok=ok, stage="verify",
+                              error="; ".join(failures[:2]) if not ok else "", exit_code=verify_rc)
     if sync_rc not in (None, 0):
         why = ("timed out" if _timed_out(sync_rc) else f"exit {sync_rc}") + ": "
         return NodeReport(tag=tag, node=node, record=None, ok=False, stage="sync", exit_code=sync_rc,
