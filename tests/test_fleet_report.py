@@ -52,6 +52,8 @@ def test_many_nodes_record_into_one_file_at_once(tmp_path: Path) -> None:
     with multiprocessing.get_context("fork").Pool(4) as pool:
         pool.map(_add, [(str(path), i) for i in range(16)])
     assert sorted(r.host for r in read_records(path)) == sorted(f"node{i}" for i in range(16))
+    # the lock that serialised them is gone: the project holds the records file and nothing else
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["triton-env.verified.toml"]
 
 
 def test_a_broken_records_file_is_named() -> None:
@@ -279,3 +281,74 @@ def test_report_merge_help_names_the_files_it_reads() -> None:
     out = CliRunner().invoke(main, ["report", "merge", "--help"]).output
     for name in ("TAG.started", "TAG.sync.rc", "TAG.sync.log", "TAG.json", "TAG.verify.rc", "TAG.verify.log"):
         assert name in out
+
+
+def test_an_interpreter_run_or_a_run_with_caveats_never_counts_for_a_gpu_target() -> None:
+    """Mutations the suite must catch: an interpreter-mode record counted for a GPU target, and a record made under
+    TRITONLOCK_* overrides or from a foreign interpreter counted for one. Each is re-signed, as verify writes it."""
+    import dataclasses
+
+    from tritonlock.records import _signed, proves, why_not
+
+    lock, rec = _lock_and_record()
+    (t,) = lock.targets
+    assert proves(rec, t) and why_not(rec, t) is None
+    interp = _signed(dataclasses.replace(rec, mode="interpreter"))
+    assert not proves(interp, t) and why_not(interp, t) == "it ran only in Triton's interpreter, not on a GPU"
+    caveat = "host facts set by TRITONLOCK_DRIVER, TRITONLOCK_GPUS, not detected"
+    under = _signed(dataclasses.replace(rec, caveats=(caveat,)))
+    assert loads(dumps([under]))[0] == under  # the file keeps the caveats, under the digest
+    assert not proves(under, t) and why_not(under, t) == f"it cannot stand for a GPU run: {caveat}"
+    # a CPU target is proven by an interpreter run, caveats or not
+    cpu = dataclasses.replace(t, selection=dataclasses.replace(t.selection, backend="cpu"))
+    assert proves(interp, cpu) and proves(_signed(dataclasses.replace(interp, caveats=(caveat,))), cpu)
+
+
+def test_a_record_without_caveats_keeps_the_digest_it_had_before_caveats_existed() -> None:
+    import hashlib
+
+    from tritonlock.records import entry_digest
+
+    _, rec = _lock_and_record()
+    doc = record_json(rec)
+    doc.pop("digest")
+    doc.pop("caveats")
+    old = "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+    assert entry_digest(rec) == rec.digest == old
+
+
+def test_check_names_the_real_reason_a_gpu_record_does_not_count(tmp_path: Path) -> None:
+    """An edited record is "edited", not "ran only in Triton's interpreter"; a pass faked on a machine with no GPU
+    (TRITONLOCK_DRIVER / TRITONLOCK_GPUS and a --python that prints a passing report) says so and counts for nothing."""
+    import stat
+
+    from test_lockfile import sample
+    from tritonlock import lockfile
+
+    lockfile.write_lock(sample(), tmp_path / "triton-env.lock")
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')
+    fake = tmp_path / "fake-python"
+    report = Path(__file__).parents[1] / "bench" / "h200" / "verify.json"
+    fake.write_text(f"#!/bin/sh\ncat '{report}'\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    env = {"TRITONLOCK_DRIVER": "580.159.04", "TRITONLOCK_GPUS": "9.0", "TRITONLOCK_CUDA": "13.0",
+           "TRITONLOCK_PYTHON": "3.12", "TRITONLOCK_GLIBC": "2.39", "TRITONLOCK_NODE": "laptop"}
+    r = CliRunner().invoke(main, ["verify", "-p", str(tmp_path), "--python", str(fake), "--record"], env=env)
+    assert r.exit_code == 0 and "recorded: target h200 on laptop (passed)" in r.output, r.output
+    assert ("caveat: host facts set by TRITONLOCK_DRIVER, TRITONLOCK_CUDA, TRITONLOCK_GPUS, TRITONLOCK_GLIBC, "
+            "TRITONLOCK_PYTHON, not detected — this record does not count for a GPU target") in r.output
+    assert f"caveat: interpreter {fake} is not in a venv that `tritonlock sync` made for target h200" in r.output
+    records_path = tmp_path / "triton-env.verified.toml"
+    assert "caveats = [" in records_path.read_text()
+    assert not (tmp_path / ".triton-env.verified.toml.lock").exists()  # nothing left behind in the project
+    r = CliRunner().invoke(main, ["check", "-p", str(tmp_path), "--require-verified"], env={k: "" for k in env})
+    assert r.exit_code == 1 and "does not count: it cannot stand for a GPU run: host facts set by" in r.output, r.output
+    assert "interpreter" not in r.output.split("cannot stand for a GPU run")[0]
+    # the same record edited by hand into a clean one: the reason is the digest, not the interpreter
+    text = records_path.read_text()
+    start = text.index("caveats = [")
+    records_path.write_text(text[:start] + text[text.index("]\n", start) + 2:])
+    r = CliRunner().invoke(main, ["check", "-p", str(tmp_path), "--require-verified"], env={k: "" for k in env})
+    assert r.exit_code == 1 and "does not count: it was edited after it was recorded (its digest does not match)" \
+        in r.output, r.output
+    assert "Triton's interpreter" not in r.output

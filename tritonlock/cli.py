@@ -506,7 +506,10 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     if record:
         from tritonlock import records
 
-        rec = records.make_record(locked, host, result)
+        made_in = env_dir if not python_ else Path(python_).absolute().parent.parent
+        caveats = records.run_caveats(host, result, interpreter=interp, target=locked.name,
+                                      venv=made_in if (made_in / "pyvenv.cfg").is_file() else None)
+        rec = records.make_record(locked, host, result, caveats=caveats)
         records.add_records(root / records.RECORDS_FILE, [rec])
     if as_json:
         _echo_json({**result.to_json(), **({"record": records.record_json(rec)} if rec else {})})
@@ -517,6 +520,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         if rec:
             click.echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
                        f"{root / records.RECORDS_FILE}")
+            for c in rec.caveats:
+                click.echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
+                                               if records.is_gpu_target(locked) else ""))
     sys.exit(0 if result.ok else 1)
 
 
