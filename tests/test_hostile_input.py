@@ -442,3 +442,40 @@ def test_thousands_of_targets_for_one_machine_answer_fast_with_few_warnings(tmp_
     assert time.perf_counter() - started < 2.0 and code == 1 and "Traceback" not in out
     warnings = [x for x in out.splitlines() if x.startswith("warning:")]
     assert len(warnings) == 21 and warnings[-1] == "warning: … and 1979 more", warnings[-2:]
+
+
+def test_names_that_clean_to_one_stem_never_share_a_file(tmp_path: Path) -> None:
+    """"a b" became "a-b-<hash>", and a target named exactly that took the same file (one Dockerfile installing
+    another target's packages, fleet hosts overwriting a file); names differing in case did the same on macOS."""
+    from tritonlock._files import file_stem
+    from tritonlock.fleet.nodes import parse_probes, write_host_files
+
+    hashed = file_stem("a b")
+    names = ["a b", hashed, "a-b", "A-B", "a_b", "H200", "h200", "x" * 100, "x" * 101]
+    stems = [file_stem(n) for n in names]
+    assert len({s.casefold() for s in stems}) == len(names), stems
+    assert file_stem("h200") == "h200" and file_stem("a100-80gb") == "a100-80gb"  # plain names stay as they are
+    base = {"os": "linux", "arch": "x86_64", "glibc": "2.35", "python": "3.11", "cuda": "12.4", "gpus": ["8.0"]}
+    lines = [json.dumps({**base, "node": f"n{i}", "name": n, "driver": f"55{i}.54.15"}) for i, n in
+             enumerate(["a b", hashed, "H200", "h200"])]
+    written = write_host_files(parse_probes("\n".join(lines), "srun output"), tmp_path / "hosts")
+    assert len(written) == 4 and len({str(p).casefold() for p, _ in written}) == 4
+    assert len(list((tmp_path / "hosts").iterdir())) == 4
+
+
+def test_fleet_hosts_keeps_a_hand_written_file(tmp_path: Path) -> None:
+    from tritonlock.errors import UsageError
+    from tritonlock.fleet.nodes import parse_probes, write_host_files
+
+    probe = {"node": "n1", "name": "a100", "os": "linux", "arch": "x86_64", "glibc": "2.35", "python": "3.11",
+             "driver": "550.54.15", "cuda": "12.4", "gpus": ["8.0"], "gpu_names": ["NVIDIA A100"]}
+    probes = parse_probes(json.dumps(probe), "srun output")
+    hosts = tmp_path / "hosts"
+    hosts.mkdir()
+    (hosts / "a100.toml").write_text("# hand-written\n[[targets]]\nname = \"a100\"\n")
+    with pytest.raises(UsageError, match="a100.toml exists and was not written by tritonlock"):
+        write_host_files(probes, hosts)
+    assert (hosts / "a100.toml").read_text().startswith("# hand-written")
+    write_host_files(probes, hosts, force=True)
+    assert "gathered by `tritonlock fleet hosts`" in (hosts / "a100.toml").read_text()
+    write_host_files(probes, hosts)  # its own file: written again

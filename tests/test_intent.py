@@ -152,3 +152,29 @@ def test_latest_is_not_a_specifier_and_the_error_says_star() -> None:
     with pytest.raises(IntentError, match=r'write "auto" for the triton the chosen torch pins'):
         parse_intent('[environment]\ntriton = "latest"\n')
     assert parse_intent('[environment]\ntorch = "*"\ntriton = "*"\n').torch == ""
+
+
+def test_target_files_never_reach_out_of_the_project_through_a_symlink(tmp_path: Path) -> None:
+    """`..` and absolute patterns were refused, but a link inside hosts/ (or hosts/ itself a link) pulled in an
+    outside file — which `export --format k8s` then shipped in its ConfigMap."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.toml").write_text('[[targets]]\nname = "x"\nos = "linux"\narch = "x86_64"\n')
+    proj = tmp_path / "proj"
+    (proj / "hosts").mkdir(parents=True)
+    (proj / "triton-env.toml").write_text('target-files = ["hosts/*.toml", "linked/*.toml"]\n')
+    (proj / "hosts" / "x.toml").symlink_to(outside / "x.toml")
+    (proj / "linked").symlink_to(outside)
+    with pytest.raises(IntentError) as ei:
+        read_intent(proj / "triton-env.toml")
+    for f in ("hosts/x.toml", "linked/x.toml"):
+        assert (f"{proj / f}: a symlink to {outside / 'x.toml'}, outside the project ({proj}) — target files must be "
+                "inside the project: copy the file in instead of linking it") in str(ei.value)
+    # a link that stays inside the project is fine
+    (proj / "hosts" / "x.toml").unlink()
+    (proj / "linked").unlink()
+    (proj / "shared").mkdir()
+    (proj / "shared" / "x.toml").write_text((outside / "x.toml").read_text())
+    (proj / "hosts" / "x.toml").symlink_to(proj / "shared" / "x.toml")
+    (proj / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
+    assert [t.name for t in read_intent(proj / "triton-env.toml").targets] == ["x"]

@@ -198,8 +198,9 @@ def init(project: str, force: bool, check_index: bool) -> None:
 @click.option("--save", metavar="FILE", help="Write this machine as a [[targets]] table to FILE.")
 @click.option("--name", default=None, help="Target name for --save (default: the first GPU's model, e.g. "
                                            "h200 or rtx-4090; cpu without one).")
+@click.option("--force", is_flag=True, help="With --save: replace FILE even when tritonlock did not write it.")
 @_with_overrides
-def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | None, cuda_: str | None,
+def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, driver: str | None, cuda_: str | None,
              gpus: str | None, os_: str | None, arch: str | None, glibc: str | None, python_: str | None) -> None:
     """Show what tritonlock detects on this machine (driver, CUDA, GPUs, glibc, Python)."""
     from tritonlock import host
@@ -207,8 +208,6 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
     prof = host.detect(_host_overrides(driver=driver, cuda=cuda_, gpus=gpus, os=os_, arch=arch, glibc=glibc,
                                        python=python_))
     if save:
-        from tritonlock.lockfile import write_atomic
-
         from tritonlock._discover import find_project
         from tritonlock.project import saved_host_advice
 
@@ -217,11 +216,12 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
             # the rule triton-env.toml applies to a target's name: refuse now, not when the file is included
             raise UsageError(f"--name {tname!r}: not a usable target name (empty, 'host', over 100 characters, or "
                              "with control characters or line breaks) — give a short name, e.g. --name a100-cluster")
-        try:  # `host --save hosts/NAME.toml` in a new project; write_atomic says what is wrong if this fails
-            Path(save).parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            pass
-        write_atomic(save, host.target_toml(prof, tname))
+        from tritonlock._files import refuse_foreign
+        from tritonlock.lockfile import write_files
+
+        refuse_foreign([Path(save)], force=force, what="host --save")
+        # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
+        write_files([(Path(save), host.target_toml(prof, tname))])
         click.echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
                    err=True)
     if as_json:
@@ -585,14 +585,16 @@ def _fleet_export_opts(f: Any) -> Any:
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
 @click.option("-o", "--output", metavar="PATH",
               help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
+@click.option("--force", is_flag=True, help="Replace output files that tritonlock did not write (by default they "
+                                            "are left alone and the command stops).")
 @_fleet_export_opts
-def export(project: str, fmt: str, target_name: str | None, output: str | None, **fleet: Any) -> None:
+def export(project: str, fmt: str, target_name: str | None, output: str | None, force: bool, **fleet: Any) -> None:
     """Write the lock for one target as pylock.toml, requirements.txt, a Dockerfile or a devcontainer.
 
     slurm and k8s write a job that syncs and verifies the lock on every node (see `tritonlock report merge`).
     """
     if fmt in ("slurm", "k8s"):
-        _export_fleet(project, fmt, target_name, output, **fleet)
+        _export_fleet(project, fmt, target_name, output, force=force, **fleet)
         return
     from tritonlock import export as ex
     from tritonlock.lockfile import read_lock, write_atomic
@@ -614,24 +616,37 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
             click.echo(line, err=True)
     if fmt != "devcontainer" and output is not None:
         ex.check_output_name(fmt, output)
-    for f in files:  # what the image build copies: into the project, its build context
-        if f.in_context:
-            (Path(project) / f.path).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(Path(project) / f.path, f.text)
-            click.echo(f"wrote {Path(project) / f.path} (the Dockerfile copies it from the build context)",
-                       err=True)
+    # Every destination is checked before anything is written: a missing -o directory or a file tritonlock did not
+    # write (without --force) stops the command with nothing written; a write that fails takes back the others.
     main_files = [f for f in files if not f.in_context]
+    writes = [(Path(project) / f.path, f.text) for f in files if f.in_context]
     if fmt == "devcontainer":
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for f in main_files:
-            write_atomic(out_dir / f.path, f.text)
-            click.echo(f"wrote {out_dir / f.path}", err=True)
-        return
-    if output is None:
+        writes += [(out_dir / f.path, f.text) for f in main_files]
+    elif output is not None:
+        _existing_parent(output)
+        writes.append((Path(output), main_files[0].text))
+    from tritonlock._files import refuse_foreign
+    from tritonlock.lockfile import write_files
+
+    refuse_foreign([p for p, _ in writes], force=force, what=f"export --format {fmt}")
+    write_files(writes)
+    for p, _ in writes:
+        if fmt == "devcontainer" and p.parent == out_dir:
+            click.echo(f"wrote {p}", err=True)
+        elif output is None or p != Path(output):
+            click.echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
+    if output is None and fmt != "devcontainer":
         click.echo(main_files[0].text, nl=False)
-        return
-    write_atomic(output, main_files[0].text)
-    click.echo(f"wrote {output} (target {target.name})", err=True)
+    elif fmt != "devcontainer":
+        click.echo(f"wrote {output} (target {target.name})", err=True)
+
+
+def _existing_parent(path: str) -> None:
+    """-o PATH: its directory must be there (a typo is not created), checked before anything is written."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise UsageError(f"-o {path}: {parent} is not a directory — create it first or fix the path; nothing was "
+                         "written")
 
 
 @main.command()
@@ -690,7 +705,8 @@ def _seconds(time_: str) -> int:
     return secs + int(days or 0) * 86400
 
 
-def _export_fleet(project: str, fmt: str, target_name: str | None, output: str | None, *, nodes: int, array: bool,
+def _export_fleet(project: str, fmt: str, target_name: str | None, output: str | None, *, force: bool, nodes: int,
+                  array: bool,
                   gpus_per_node: int | None, partition: str | None, account: str | None, time_: str,
                   reports: str | None, tritonlock_cmd: str, sync_args: str, verify_args: str, image: str | None,
                   namespace: str | None, reports_claim: str, node_selector: tuple[str, ...],
@@ -734,6 +750,10 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
     if output is None:
         click.echo(text, nl=False)
         return
+    from tritonlock._files import refuse_foreign
+
+    _existing_parent(output)
+    refuse_foreign([Path(output)], force=force, what=f"export --format {fmt}")
     write_atomic(output, text)
     click.echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
                                     f" — apply it with `kubectl apply -f {output}`")
@@ -786,9 +806,10 @@ def fleet() -> None:
               callback=lambda ctx, param, v: _finite(param, v), help="Seconds to wait for srun.")
 @click.option("--out", "out_dir", default="hosts", show_default=True, metavar="DIR",
               help="Where to write one NAME.toml per distinct machine (for target-files).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that tritonlock did not write.")
 @_json_opt
 def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: str | None, account: str | None,
-                time_: str, tritonlock_cmd: str, timeout: float, out_dir: str, as_json: bool) -> None:
+                time_: str, tritonlock_cmd: str, timeout: float, out_dir: str, force: bool, as_json: bool) -> None:
     """Probe every node with `tritonlock host` and write hosts/NAME.toml, one per distinct machine.
 
     Identical nodes share one file (its comment names them). Point triton-env.toml at them with
@@ -800,7 +821,7 @@ def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: st
 
     probes = gather_probes(GatherJob(nodes=nodes, nodelist=nodelist, partition=partition, account=account,
                                      time=time_, tritonlock=tritonlock_cmd, timeout=timeout))
-    written = write_host_files(probes, Path(out_dir))
+    written = write_host_files(probes, Path(out_dir), force=force)
     if as_json:
         _echo_json({"files": [{"path": str(p), "nodes": [m.node for m in members]} for p, members in written]})
         return

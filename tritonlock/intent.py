@@ -463,10 +463,26 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
                   + "`, or fix the pattern")
         seen += [f for f in matched if f not in seen]
     rels: list[str] = []
+    try:
+        root = base.resolve()
+    except (OSError, RuntimeError):
+        root = base.absolute()
     for f in seen:
         rel = f.relative_to(base).as_posix() if f.is_relative_to(base) else f.as_posix()
-        rels.append(rel)
         shown = (base / rel).as_posix() if str(base) not in ("", ".") else rel
+        try:
+            real = f.resolve(strict=True)
+        except (OSError, RuntimeError) as err:  # a link loop, or a link that points at nothing
+            p.items.append(f"{shown}: cannot follow it ({_toml.shown(str(err), 80)}) — fix the file or the "
+                           "target-files pattern")
+            continue
+        if not real.is_relative_to(root):
+            # a symlink (the file's or a directory's on its path) out of the project: the file would travel with
+            # the project (the Kubernetes ConfigMap carries target files) although it is not part of it
+            p.items.append(f"{shown}: a symlink to {real}, outside the project ({root}) — target files must be "
+                           "inside the project: copy the file in instead of linking it")
+            continue
+        rels.append(rel)
         try:
             text = read_text(f)
         except (OSError, UnicodeDecodeError) as err:

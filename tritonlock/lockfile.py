@@ -198,6 +198,34 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def write_files(files: list[tuple[Path, str]]) -> None:
+    """Write several files as one step: each atomically, and when one fails, the files and directories this call
+    created are removed again (a replaced file keeps its new text), so a failed command leaves nothing behind."""
+    created: list[Path] = []
+    try:
+        for path, text in files:
+            missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+            for d in reversed(missing):
+                try:
+                    d.mkdir()
+                except FileExistsError:
+                    continue
+                except OSError as err:
+                    raise _write_error(path, err) from None
+                created.append(d)
+            existed = os.path.lexists(path)
+            write_atomic(path, text)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for p in reversed(created):
+            try:
+                p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+            except OSError:
+                pass
+        raise
+
+
 def _write_error(target: Path, err: OSError) -> WriteError:
     why = err.strerror or str(err)
     return WriteError(f"{target}: cannot write it ({why}) — check that its directory exists and that you may write "

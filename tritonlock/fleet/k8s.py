@@ -117,14 +117,23 @@ def _unique(names: list[str], make: Any, limit: int) -> dict[str, str]:
     other when the manifest is applied."""
     import hashlib
 
-    out: dict[str, str] = {}
     clean = {n: make(n) for n in names}
-    for n in names:
-        c = clean[n]
-        if list(clean.values()).count(c) > 1 or len(c) > limit:
-            tail = hashlib.sha256(n.encode()).hexdigest()[:8]
-            c = f"{c[: limit - 9].rstrip('-_.')}-{tail}"
-        out[n] = c
+
+    def hashed(n: str) -> str:
+        tail = hashlib.sha256(n.encode()).hexdigest()[:8]
+        return f"{clean[n][: limit - 9].rstrip('-_.')}-{tail}"
+
+    out = {n: hashed(n) if list(clean.values()).count(c) > 1 or len(c) > limit else c for n, c in clean.items()}
+    # A name that cleaned without a change may still equal another's hashed form ("a-b-1a2b3c4d" beside "a b"):
+    # hash it too, until every object has a name of its own.
+    while len(set(out.values())) < len(out):
+        taken = [v for v in out.values()]
+        again = [n for n, v in out.items() if taken.count(v) > 1 and v != hashed(n)]
+        if not again:
+            raise FleetError(f"two lock targets would get one Kubernetes name ({', '.join(sorted(names))}) — "
+                             "rename one of them")
+        for n in again:
+            out[n] = hashed(n)
     return out
 
 

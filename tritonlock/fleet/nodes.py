@@ -104,17 +104,17 @@ def group_probes(probes: list[Probe]) -> list[tuple[str, list[Probe]]]:
     groups: dict[tuple[object, ...], list[Probe]] = {}
     for p in sorted(probes, key=lambda p: p.node):
         groups.setdefault(p.machine, []).append(p)
-    used: set[str] = set()
+    used: set[str] = set()  # case-folded: two targets "H200" and "h200" would be one file where case is ignored
     out: list[tuple[str, list[Probe]]] = []
     for members in sorted(groups.values(), key=lambda m: (m[0].name, m[0].node)):
         base = members[0].name
         name = base
-        if name in used and members[0].driver:
+        if name.casefold() in used and members[0].driver:
             name = f"{base}-{members[0].driver.split('.')[0]}"
         n = 2
-        while name in used:
+        while name.casefold() in used:
             name, n = f"{base}-{n}", n + 1
-        used.add(name)
+        used.add(name.casefold())
         out.append((name, members))
     return out
 
@@ -135,18 +135,19 @@ def host_file_text(name: str, members: list[Probe], *, today: datetime.date | No
     return "\n".join(lines) + "\n"
 
 
-def write_host_files(probes: list[Probe], out_dir: Path) -> list[tuple[Path, list[Probe]]]:
-    from tritonlock.lockfile import write_atomic
+def write_host_files(probes: list[Probe], out_dir: Path, *, force: bool = False) -> list[tuple[Path, list[Probe]]]:
+    """One NAME.toml per distinct machine; a file there that tritonlock did not write stops it (unless `force`)
+    before anything is written."""
+    from tritonlock._files import file_stem, refuse_foreign
+    from tritonlock.lockfile import write_files
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    from tritonlock._files import file_stem
-
-    for name, members in group_probes(probes):
-        path = out_dir / f"{file_stem(name)}.toml"  # a node's answer never picks where a file goes
-        write_atomic(path, host_file_text(name, members))
-        written.append((path, members))
-    return written
+    # a node's answer never picks where a file goes; distinct names never share a file (file_stem)
+    planned = [(out_dir / f"{file_stem(name)}.toml", name, members) for name, members in group_probes(probes)]
+    if len({str(p).casefold() for p, _, _ in planned}) != len(planned):  # file_stem's promise, kept by a check
+        raise FleetError(f"two machines would share a file in {out_dir} — give the nodes distinct names")
+    refuse_foreign([p for p, _, _ in planned], force=force, what="fleet hosts")
+    write_files([(p, host_file_text(name, members)) for p, name, members in planned])
+    return [(p, members) for p, _, members in planned]
 
 
 # ---------------------------------------------------------------- what nodes leave in a report directory
