@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -154,7 +155,56 @@ def test_node_step_keeps_one_venv_per_project_on_a_node(tmp_path: Path) -> None:
         words = (reports / "node1.sync.log").read_text().split()
         venvs.append(words[words.index("--venv") + 1])
     assert venvs[0] == venvs[2] != venvs[1]
-    assert all(v.startswith(f"{tmp_path}/tritonlock-venv-") and v.endswith("-node1") for v in venvs)
+    assert all(v.startswith(f"{tmp_path}/tritonlock-{os.getuid()}/venv-") and v.endswith("-node1") for v in venvs)
+
+
+def test_node_step_keeps_its_venv_where_no_other_user_can_reach(tmp_path: Path) -> None:
+    """The venv was /tmp/tritonlock-venv-<cksum>-<node>: a name anyone on the node could create first (and so pick
+    the interpreter the job runs). Now it is in a directory of mode 0700 owned by the job's user; a directory of that
+    name that is not (a link, another owner, another mode) is never used."""
+    import stat
+    import subprocess
+
+    from tritonlock.fleet.steps import Steps, node_step
+
+    def venv_of(env_extra: dict[str, str]) -> Path:
+        project, reports = tmp_path / "proj", tmp_path / f"reports-{len(list(tmp_path.iterdir()))}"
+        project.mkdir(exist_ok=True)
+        reports.mkdir()
+        script = node_step(Steps(), index_var="SLURM_ARRAY_TASK_ID") + "node_step\n"
+        env = {"PATH": "/usr/bin:/bin", "TRITONLOCK_CMD": "echo", "TRITONLOCK_PROJECT": str(project),
+               "TRITONLOCK_REPORTS": str(reports), "TRITONLOCK_NODE": "node1", **env_extra}
+        subprocess.run(["sh", "-c", script], env=env, check=True, timeout=30)
+        words = (reports / "node1.sync.log").read_text().split()
+        return Path(words[words.index("--venv") + 1])
+
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    v = venv_of({"TMPDIR": str(shared)})
+    st = os.stat(v.parent)
+    assert v.parent == shared / f"tritonlock-{os.getuid()}" and stat.S_IMODE(st.st_mode) == 0o700
+    assert st.st_uid == os.getuid()
+    # $SLURM_TMPDIR (the job's own) comes first
+    job_tmp = tmp_path / "job-tmp"
+    job_tmp.mkdir()
+    assert venv_of({"TMPDIR": str(shared), "SLURM_TMPDIR": str(job_tmp)}).parent.parent == job_tmp
+    # someone else got the name first: a link to their directory, or a directory others may write to
+    for taken in ("link", "open") + (("owner",) if os.getuid() == 0 else ()):
+        base = tmp_path / f"tmp-{taken}"
+        base.mkdir()
+        theirs = tmp_path / f"theirs-{taken}"
+        theirs.mkdir(mode=0o777)
+        if taken == "link":
+            (base / f"tritonlock-{os.getuid()}").symlink_to(theirs)
+        elif taken == "open":
+            (base / f"tritonlock-{os.getuid()}").mkdir()
+            os.chmod(base / f"tritonlock-{os.getuid()}", 0o777)
+        else:  # private, but another user's
+            (base / f"tritonlock-{os.getuid()}").mkdir(mode=0o700)
+            os.chown(base / f"tritonlock-{os.getuid()}", 65534, 65534)
+        v = venv_of({"TMPDIR": str(base)})
+        assert v.parent.parent == base and v.parent.name.startswith("tritonlock.") and not v.parent.is_symlink()
+        assert stat.S_IMODE(os.stat(v.parent).st_mode) == 0o700 and os.stat(v.parent).st_uid == os.getuid()
 
 
 # ---------------------------------------------------------------- what a record proves (and what an edit undoes)
