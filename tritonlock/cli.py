@@ -22,8 +22,10 @@ Exit codes:
   1  a check failed: verify found a problem, doctor found an error, check found a problem, or a node in report merge failed
   2  bad input: triton-env.toml, triton-env.lock (missing, unknown version, edited by hand,
      stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), a lock
-     with no target for this machine (sync, verify --record, export), or a command-line value
-     (an unknown --target, an override, a path that is not there, a file init would overwrite)
+     with no target for this machine (sync, verify --record, export), a lock target export cannot
+     write, or a command-line value (an unknown --target, an override, a path that is not there,
+     a file init would overwrite, or one export, host --save or fleet hosts would replace that
+     tritonlock did not write: pass --force)
   3  conflict: nothing in the matrix fits a target (the message names the blocking facts and a fix)
   4  a package index or uv failed while resolving
   5  sync failed (the message says what state the venv is in)

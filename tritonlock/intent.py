@@ -34,6 +34,7 @@ class _Problems:
     def __init__(self, path: str, text: str) -> None:
         self.path, self.text = path, text
         self.items: list[str] = []
+        self.warnings: list[str] = []  # what was read otherwise than written (driver = "535")
         self._lines: _toml.Lines | None = None
 
     def add(self, key: tuple[str | int, ...], what: str, fix: str) -> None:
@@ -102,12 +103,14 @@ def _requirement_url_problem(text: str) -> str | None:
 
 
 def normalize_torch_spec(value: str) -> str:
-    """'*' or '' → any; a bare '2.6' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
+    """'*' → any; a bare '2.6' or '2.6.*' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
     v = value.strip()
-    if v in ("", "*"):
+    if v == "*":
         return ""
     if re.fullmatch(r"[0-9]+\.[0-9]+", v):
         return f"=={v}.*"
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)*\.\*", v):  # "2.5.*", as pip's "==2.5.*" without the operator
+        return f"=={v}"
     if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
         return f"=={v}"
     return v
@@ -164,6 +167,10 @@ def _cuda(p: _Problems, raw: Any) -> str:
         return "auto"
     if re.fullmatch(r"[0-9]+\.[0-9]+", s):
         return f"=={s}"
+    if re.fullmatch(r"[0-9]+(\.\*)?", s):  # a CUDA major: "12" (or "12.*") is any CUDA 12.x build
+        return f"=={s.removesuffix('.*')}.*"
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.\*", s):
+        return f"=={s}"
     if _check_spec(p, ("environment", "cuda"), s, '"auto", "cpu", "cu126" or ">=12.4"'):
         return s
     return "auto"
@@ -185,9 +192,9 @@ def _torch(p: _Problems, raw: Any) -> tuple[str, str | None]:
     t = _string(p, ("environment", "torch"), raw, '">=2.6"')
     if t is None:
         return "", None
-    if t.strip().lower() in ("latest", "newest", "any", "all"):
+    if t.strip().lower() in ("latest", "newest", "any", "all", ""):
         p.add(("environment", "torch"), f"{t.strip()!r} is not a version specifier",
-              'write "*" for the newest torch that fits (or e.g. ">=2.6")')
+              'write "*" for the newest torch that fits (or e.g. ">=2.6"), or leave the key out')
         return "", None
     m = _LOCAL.fullmatch(t)
     if m:
@@ -242,7 +249,11 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
-            p.add((*key, i), f"unknown GPU {_toml.shown(g)}", 'give its compute capability instead, e.g. "8.6"')
+            near = load_matrix().nearest_gpu(g)
+            p.add((*key, i), f"unknown GPU {_toml.shown(g)}",
+                  f'did you mean "{near.name}" (compute capability {near.cc})? Write that, or its compute capability '
+                  f'"{near.cc}"' if near is not None else
+                  'give its compute capability instead (nvidia-smi --query-gpu=compute_cap --format=csv), e.g. "8.0"')
         else:
             out.append(cc)
     return tuple(out)
@@ -304,6 +315,8 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
                   "remove it, or set os = \"macos\"")
             macos = None
     gpus = _gpus(p, (*key, "gpus"), raw["gpus"]) if "gpus" in raw else ()
+    if driver is not None and re.fullmatch(r"[0-9]{3,4}", driver) and os_ is not None:
+        driver = _bare_branch(p, (*key, "driver"), driver, os_, gpus)
     if gpus and driver is None and "driver" not in raw:
         p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
     if os_ is None or arch is None:
@@ -312,6 +325,29 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
         arch = "arm64"  # the wheel-tag spelling off Linux (macosx_11_0_arm64, win_arm64), as host reports it
     return TargetSpec(name=name, os=os_, arch=arch, glibc=glibc if os_ == "linux" else None, python=python,
                       driver=driver, cuda=cuda, gpus=gpus, origin="intent", macos=macos)
+
+
+def _bare_branch(p: _Problems, key: tuple[str | int, ...], driver: str, os_: str,
+                 gpus: tuple[str, ...]) -> str | None:
+    """driver = "535": a branch, not a version. Compared as a version it is 535.0, older than every R535 release
+    (CUDA 12.1's 530.30.02 < 535 < 12.2's 535.54.03), so it is read as the branch's first release in NVIDIA's Table
+    3 (R535 → 535.54.03, CUDA 12.2), and the reading is a warning; a branch no toolkit shipped with is refused.
+    A Jetson's driver is numbered by branch ("580.00"), and resolve judges it by branch: it stays as written."""
+    from tritonlock.matrix import load_matrix
+
+    m = load_matrix()
+    if any(m.jetpack_only(cc) or ((g := m.gpu_family(cc)) is not None and g.integrated) for cc in gpus):
+        return driver
+    found = m.branch_release(driver, os_)
+    if found is None:
+        p.add(key, f"{driver!r} is a driver branch, not a driver version, and no CUDA toolkit shipped with R{driver}",
+              'write the full version nvidia-smi shows, e.g. "535.104.05"')
+        return None
+    version, cuda = found
+    p.warnings.append(f"{p.path}: {'.'.join(str(k) if isinstance(k, str) else f'[{k}]' for k in key)}"
+                      .replace(".[", "[") + f" = {driver!r} is a branch: read as {version}, the first R{driver} "
+                      f"release (CUDA {cuda}) — write the full version nvidia-smi shows to lock for your exact driver")
+    return version
 
 
 def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
@@ -342,6 +378,11 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             if triton.lower() in ("latest", "newest", "any"):
                 p.add(("environment", "triton"), f"{triton!r} is not a triton choice",
                       'write "auto" for the triton the chosen torch pins (or a specifier like ">=3.2", or "none")')
+                triton = "auto"
+            elif not triton:
+                p.add(("environment", "triton"), "'' is not a triton choice",
+                      'write "auto" for the triton the chosen torch pins (or a specifier like ">=3.2", or "none"), '
+                      "or leave the key out")
                 triton = "auto"
             elif triton not in ("auto", "none"):
                 triton = normalize_torch_spec(triton)
@@ -419,7 +460,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
     return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
                   cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                   targets=tuple(targets), content_hash=f"sha256:{digest}", target_files=globs,
-                  warnings=_same_machines(targets))
+                  warnings=tuple(p.warnings) + _same_machines(targets))
 
 
 _MAX_TARGET_FILES = 1000  # a fleet's saved hosts; more means a pattern that sweeps up the project
@@ -507,6 +548,7 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
             if spec is not None:
                 targets.append(dataclasses.replace(spec, origin=f"file:{rel}"))
         p.items += fp.items
+        p.warnings += fp.warnings
     return tuple(raw), tuple(rels)
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock.errors import UsageError
-from tritonlock.fleet.nodes import FleetError
 from tritonlock.fleet.steps import Steps, node_step
 from tritonlock.models import Lock, LockedTarget
 
@@ -107,7 +106,7 @@ def project_files(project: Path, lock: Lock) -> dict[str, str]:
         try:
             out[n] = strip_all_credentials(read_text(project / n))
         except (OSError, UnicodeDecodeError) as err:
-            raise FleetError(f"{project / n}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+            raise UsageError(f"{project / n}: cannot read ({getattr(err, 'strerror', None) or err})") from None
     return out
 
 
@@ -130,7 +129,7 @@ def _unique(names: list[str], make: Any, limit: int) -> dict[str, str]:
         taken = [v for v in out.values()]
         again = [n for n, v in out.items() if taken.count(v) > 1 and v != hashed(n)]
         if not again:
-            raise FleetError(f"two lock targets would get one Kubernetes name ({', '.join(sorted(names))}) — "
+            raise UsageError(f"two lock targets would get one Kubernetes name ({', '.join(sorted(names))}) — "
                              "rename one of them")
         for n in again:
             out[n] = hashed(n)
@@ -155,7 +154,7 @@ def manifests(lock: Lock, targets: list[LockedTarget], files: dict[str, str], jo
     }]
     runnable = [t for t in targets if t.selection.ok and t.selection.target.os == "linux"]
     if not runnable:
-        raise FleetError("no Linux target to run: Kubernetes Jobs here run Linux pods (the lock's targets are "
+        raise UsageError("no Linux target to run: Kubernetes Jobs here run Linux pods (the lock's targets are "
                          f"{', '.join(f'{t.name} ({t.selection.target.os})' for t in targets)})")
     extra_tol = [parse_toleration(x) for x in job.tolerations]
     job_names = _unique([t.name for t in runnable], lambda n: dns_name(f"{job.name}-{n}"), 52)
