@@ -204,6 +204,6 @@ def test_a_lock_other_commands_refuse_is_never_up_to_date(tmp_path: Path, local_
         code, out = _run("resolve", "-p", str(tmp_path))
         assert code == 0, out
         assert "up to date" not in out and "regenerate it" not in out
-        assert "the existing lock was refused and is replaced" in out and why in out, out
+        assert "; the existing lock was refused (" in out and "); re-resolving)" in out and why in out, out
         assert lock_path.read_text() == good
         read_lock(lock_path)

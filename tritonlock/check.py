@@ -99,7 +99,9 @@ def stale_problems(lock: Lock, intent: Intent, matrix_version: str, lock_path: s
     """The lock against the intent it was written for: one line for the intent, one per target that differs."""
     out: list[Problem] = []
     if lock.intent_hash != intent.content_hash:
-        what = f"{intent.path} (or a file its target-files name)" if intent.target_files else intent.path
+        from tritonlock.lockfile import changed_inputs
+
+        what = changed_inputs(lock, intent)
         out.append(Problem(kind="stale", message=f"{lock_path} is stale: {what} changed since the lock was written — "
                                                  f"{FIX_RESOLVE}"))
         if lock.inputs_from != "host" and intent.targets:

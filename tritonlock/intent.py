@@ -447,20 +447,43 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             targets.append(spec)
     globs, files = _target_files(p, data, Path(path).parent, names, targets)
     p.raise_if_any()
+    intent = Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
+                    cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
+                    targets=tuple(targets), content_hash="", target_files=globs,
+                    warnings=tuple(p.warnings) + _same_machines(targets))
+    del files  # (the files are the targets' origins, in order: content_hash reads them from there)
+    return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
+
+
+def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
+    """The hash a lock records of its intent, with these targets in it: with the intent's own targets it is the
+    intent's content_hash; with a lock's targets it tells whether only the target machines changed since."""
     canonical: dict[str, object] = {
-        "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,
-        "cuda-policy": policy, "indexes": {"torch": torch_index, "default": default_index},
+        "python": intent.python, "torch": intent.torch, "triton": intent.triton, "packages": sorted(intent.packages),
+        "cuda": intent.cuda, "cuda-policy": intent.cuda_policy,
+        "indexes": {"torch": intent.torch_index, "default": intent.default_index},
         # a target's macOS only when stated, so the hash of every other intent stays what it was
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
                     + ([t.macos] if t.macos else []) for t in targets],
     }
-    if globs:  # only then, so that the hash of an intent without target-files stays what it was
-        canonical["target-files"] = {"globs": list(globs), "files": list(files)}
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
-    return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
-                  cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
-                  targets=tuple(targets), content_hash=f"sha256:{digest}", target_files=globs,
-                  warnings=tuple(p.warnings) + _same_machines(targets))
+    if intent.target_files:  # only then, so that the hash of an intent without target-files stays what it was
+        files = list(dict.fromkeys(t.origin[5:] for t in targets if t.origin.startswith("file:")))
+        canonical["target-files"] = {"globs": list(intent.target_files), "files": files}
+    return "sha256:" + hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+
+
+def changed_files(intent: Intent, locked: tuple[TargetSpec, ...], locked_hash: str) -> tuple[str, ...]:
+    """What changed since a lock of `locked_hash` was written from `locked` targets: the target files whose machines
+    differ, when nothing else did; else the intent itself (its path). Paths as the user reaches them."""
+    if content_hash(intent, locked) != locked_hash:
+        return (intent.path,)
+    old = {t.name: t for t in locked}
+    new = {t.name: t for t in intent.targets}
+    moved = [new.get(n) or old[n] for n in dict.fromkeys([*old, *new]) if old.get(n) != new.get(n)]
+    base = Path(intent.path).parent
+    out = [intent.path if not t.origin.startswith("file:") else
+           (str(base / t.origin[5:]) if str(base) not in ("", ".") else t.origin[5:]) for t in moved]
+    return tuple(dict.fromkeys(out)) or (intent.path,)
 
 
 _MAX_TARGET_FILES = 1000  # a fleet's saved hosts; more means a pattern that sweeps up the project

@@ -548,10 +548,19 @@ def read_lock(path: str | Path) -> Lock:
     return loads(text, str(p))
 
 
+def changed_inputs(lock: Lock, intent: Intent) -> str:
+    """Which file changed when the lock's intent hash no longer matches: a target file (hosts/a100.toml) when only
+    the machines it describes changed, else the intent."""
+    from tritonlock.intent import changed_files
+
+    files = changed_files(intent, tuple(t.selection.target for t in lock.targets), lock.intent_hash)
+    return files[0] if len(files) == 1 else ", ".join(files[:-1]) + " and " + files[-1]
+
+
 def staleness(lock: Lock, intent: Intent, matrix_version: str) -> str | None:
     """Why the lock no longer matches its inputs, or None when it is fresh."""
     if lock.intent_hash != intent.content_hash:
-        return f"{intent.path} changed since the lock was written"
+        return f"{changed_inputs(lock, intent)} changed since the lock was written"
     if lock.matrix_version != matrix_version:
         return f"the compatibility matrix changed from {lock.matrix_version} to {matrix_version}"
     return None
