@@ -557,14 +557,15 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
             doc = _toml.loads(text)
         except _toml.TOMLDecodeError as err:
             line, msg = _toml.decode_error_line(err, text)
+            # (--force: the file is there, and a hand-written one is replaced only with it)
             p.items.append(f"{shown}:{line or 1}: TOML syntax error: {msg} — fix the syntax, or save it again "
-                           "with `tritonlock host --save`")
+                           f"on that machine with `tritonlock host --save {shown} --force`")
             continue
         _unknown(fp, doc, ("targets",), ())
         tables = doc.get("targets")
         if not isinstance(tables, list) or not tables:
             fp.add(("targets",), "expected one or more [[targets]] tables",
-                   "save the machine with `tritonlock host --save " + rel + "`")
+                   f"save the machine again with `tritonlock host --save {shown} --force` on it")
             tables = []
         for j, t in enumerate(tables):
             spec = _target(fp, j, t, names)
