@@ -249,3 +249,19 @@ def test_every_command_that_reads_an_edited_lock_says_so_with_the_documented_exi
         r = CliRunner().invoke(main, args)
         assert r.exit_code == code and edited in r.output, (args, r.output)
         assert "Traceback" not in r.output and "kernel" not in r.output  # verify ran nothing
+
+
+def test_verify_names_each_targets_blocker_when_none_fits(tmp_path: Path) -> None:
+    """verify said only 'no target in … fits this host (…):' and cut the blockers off after the colon."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from tritonlock.cli import main
+
+    lockfile.write_lock(sample(), tmp_path / "triton-env.lock")
+    r = CliRunner().invoke(main, ["verify", "-p", str(tmp_path), "--python", sys.executable, "--quick"],
+                           env={"TRITONLOCK_DRIVER": "none", "TRITONLOCK_ARCH": "aarch64"})
+    assert "warning: not checking against the lock: no target in" in r.output, r.output
+    assert "  - h200: it is for linux/x86_64; this host is linux/aarch64" in r.output, r.output
+    assert "fix: add a target" not in r.output

@@ -495,7 +495,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         except TritonlockError as err:
             if record or target_name:
                 raise
-            click.echo(f"warning: not checking against the lock: {err}".splitlines()[0], err=True)
+            # every target's blocker, as sync names them (the fix line is sync's, not verify's)
+            lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
+            click.echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
