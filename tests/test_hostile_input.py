@@ -509,6 +509,7 @@ def test_a_long_dotted_key_is_refused_fast_and_small(tmp_path: Path, shape: str)
 def test_dotted_keys_a_real_file_has_still_read() -> None:
     from tritonlock import _toml
 
+    assert _toml.loads("# " + "v." * 100 + "1\n") == {}  # a comment is not a key
     assert _toml.loads('a.b.c = 1\n[x.y]\nz = "1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.16.17.18.19.20.21.22.23.24.25.26.'
                        '27.28.29.30.31.32.33.34.35.36.37.38.39.40.41.42.43.44.45.46.47.48.49.50.51.52.53.54.55.56.57.'
                        '58.59.60.61.62.63.64.65.66"\n') == {"a": {"b": {"c": 1}}, "x": {"y": {"z": (

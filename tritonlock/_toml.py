@@ -42,13 +42,14 @@ _DOTTED = re.compile(r"[A-Za-z0-9_-]+(?:[ \t]*\.[ \t]*[A-Za-z0-9_-]+)*")
 
 
 def _check_key_lengths(text: str) -> None:
-    """Linear: per line, quoted strings become one word, then every run of dotted words is counted."""
+    """Linear: per line, quoted strings become one word and a comment goes, then every run of dotted words is
+    counted."""
     if text.count(".") < MAX_KEY_PARTS:
         return
     for no, line in enumerate(text.splitlines(), start=1):
         if line.count(".") < MAX_KEY_PARTS:
             continue
-        bare = _STRING.sub("s", line)
+        bare = _STRING.sub("s", line).split("#", 1)[0]  # (a comment is not a key)
         for m in _DOTTED.finditer(bare):
             parts = m.group(0).count(".") + 1
             if parts > MAX_KEY_PARTS:
