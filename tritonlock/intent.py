@@ -249,7 +249,8 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
-            near = load_matrix().nearest_gpu(g)
+            # a suggestion costs a fuzzy match: only for as many names as an error shows (_toml.capped)
+            near = load_matrix().nearest_gpu(g) if len(p.items) < 20 else None
             p.add((*key, i), f"unknown GPU {_toml.shown(g)}",
                   f'did you mean "{near.name}" (compute capability {near.cc})? Write that, or its compute capability '
                   f'"{near.cc}"' if near is not None else
