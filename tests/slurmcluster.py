@@ -140,6 +140,20 @@ PartitionName=debug Nodes={self.hostname} Default=YES MaxTime=INFINITE State=UP 
                 except ProcessLookupError:
                     pass
 
+    def exit_codes(self, job_id: str) -> dict[str, str]:
+        """Each job (or array task) of `job_id` → its Slurm ExitCode ("0:0", "2:0"), read from slurmctld, which keeps
+        a finished job for MinJobAge seconds (no accounting database here)."""
+        out = subprocess.run([_bin("scontrol"), "show", "job", "-o", job_id], capture_output=True, text=True,
+                             env=self.env, timeout=10)
+        if out.returncode != 0:
+            raise RuntimeError(f"scontrol show job {job_id}: {out.stderr.strip()}")
+        codes = {}
+        for line in out.stdout.splitlines():
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            task = fields.get("ArrayTaskId")
+            codes[f"{fields['JobId']}" if not task else f"{fields.get('ArrayJobId')}_{task}"] = fields["ExitCode"]
+        return codes
+
     def wait(self, job_ids: list[str], timeout: float) -> None:
         """Until none of the jobs is queued or running; on timeout, cancel them and raise with the logs."""
         deadline = time.monotonic() + timeout

@@ -122,7 +122,7 @@ def test_check_fails_after_an_intent_edit(locked: Path) -> None:
     code, out = _run("check", "-p", str(locked))
     assert code == 1
     lines = out.strip().splitlines()
-    assert lines[0] == (f"{locked}/triton-env.lock is stale: {p} (or a file its target-files name) changed since "
+    assert lines[0] == (f"{locked}/triton-env.lock is stale: {p} changed since "
                         "the lock was written — run `tritonlock resolve` and commit triton-env.lock")
     assert ("target 'a100': the decision would change with the current triton-env.toml and matrix "
             in out and "torch 2.6.0 → 2.7.1" in out)
@@ -140,9 +140,14 @@ def test_check_fails_after_a_host_file_edit_naming_the_target(locked: Path) -> N
     assert doc["problems"][1] == {"kind": "stale", "target": "a100", "message":
                                   "target 'a100': the machine changed (driver 550.54.15 → 560.35.03) — run "
                                   "`tritonlock resolve` and commit triton-env.lock"}
+    # the file that changed is named, not triton-env.toml (which did not change) — by check, show and resolve
+    assert doc["problems"][0]["message"] == (f"{locked}/triton-env.lock is stale: {h} changed since the lock was "
+                                             "written — run `tritonlock resolve` and commit triton-env.lock")
+    code, out = _run("show", "-p", str(locked))
+    assert f"is stale ({h} changed since the lock was written)" in out and "triton-env.toml changed" not in out
     # and `resolve` sees it too, without --upgrade (the no-change check reads the host files)
     code, out = _run("resolve", "-p", str(locked))
-    assert code == 0 and "wrote" in out
+    assert code == 0 and "wrote" in out and f"{h} changed since the lock was written" in out
 
 
 def test_check_fails_for_a_missing_hash(locked: Path) -> None:

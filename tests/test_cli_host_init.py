@@ -182,3 +182,40 @@ def test_resolve_names_an_unreachable_torch_index_and_the_way_out(tmp_path: Path
             f"default index ({local_index.index_url('simple')}) does") in out
     assert "  fix: take torch from the default index — add to " in out and '    torch = "default"' in out
     assert out.count("fix:") == 1
+
+
+def test_host_save_replaces_only_a_file_it_wrote(tmp_path: Path) -> None:
+    saved = tmp_path / "a100.toml"
+    saved.write_text("# my notes about the cluster\n")
+    code, out = _run("host", "--save", str(saved), "--name", "a100", "--driver", "535.104.05", "--gpus", "8.0")
+    assert code == 2 and f"host --save: {saved} exists and was not written by tritonlock" in out, out
+    assert saved.read_text() == "# my notes about the cluster\n"
+    code, out = _run("host", "--save", str(saved), "--name", "a100", "--driver", "535.104.05", "--gpus", "8.0",
+                     "--force")
+    assert code == 0 and 'name = "a100"' in saved.read_text()
+    code, out = _run("host", "--save", str(saved), "--name", "a100b", "--driver", "535.104.05", "--gpus", "8.0")
+    assert code == 0 and 'name = "a100b"' in saved.read_text()  # its own file: saved again
+    # a failed save leaves no directory behind (a file name longer than the file system takes)
+    code, out = _run("host", "--save", str(tmp_path / "new" / "hosts" / ("x" * 300 + ".toml")))
+    assert code == 2 and "cannot write it" in out, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a100.toml"]
+
+
+def test_the_fix_for_a_broken_host_file_works_when_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hint pointed at `tritonlock host --save`, which (rightly) refuses to replace a file tritonlock did not
+    write: the hint now names the command that works, and it does."""
+    import re
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n[environment]\npython = "3.11"\n')
+    for broken in ("[[targets]\nname = 'x'\n", "# nothing here\n"):
+        (tmp_path / "hosts" / "box.toml").write_text(broken)
+        code, out = _run("resolve", "--dry-run")
+        assert code == 2, out
+        (cmd,) = re.findall(r"`(tritonlock host --save [^`]+)`", out)
+        code, out = _run(*shlex.split(cmd)[1:], "--name", "box")
+        assert code == 0, out
+        code, out = _run("resolve", "--dry-run")
+        assert code == 0 and "target box:" in out, out

@@ -183,3 +183,27 @@ def test_inputs_users_write_local_labels_and_unknown_backends(tmp_path: Path) ->
     (tmp_path / "triton-env.toml").write_text('[environment]\ncuda = "cu999"\n')
     code, out = _run("resolve", "--dry-run", "--json", "-p", str(tmp_path))
     assert code == 2 and "unknown backend 'cu999' — use one of: auto, cpu, cu117" in out
+
+
+def test_a_lock_other_commands_refuse_is_never_up_to_date(tmp_path: Path, local_index: LocalIndex) -> None:
+    """Not valid TOML, or a table edited after the lock was written: `resolve` replaces it and says why, instead of
+    calling it "up to date" (its header alone still matched)."""
+    write_intent(tmp_path, local_index, INTENT)
+    assert _run("resolve", "-p", str(tmp_path))[0] == 0
+    lock_path = tmp_path / "triton-env.lock"
+    good = lock_path.read_text()
+    edits = {
+        "not valid TOML": good + "\n[[targets\n",
+        "was edited after the lock was generated": good.replace("the exact version torch 2.6.0 requires",
+                                                                "edited by hand", 1),
+        "header or its list of targets was edited": good.replace('digest = "sha256:', 'digest = "sha256:0', 1),
+    }
+    for why, text in edits.items():
+        lock_path.write_text(text)
+        assert _run("show", "-p", str(tmp_path))[0] == 2  # every other command refuses it
+        code, out = _run("resolve", "-p", str(tmp_path))
+        assert code == 0, out
+        assert "up to date" not in out and "regenerate it" not in out
+        assert "; the existing lock was refused (" in out and "); re-resolving)" in out and why in out, out
+        assert lock_path.read_text() == good
+        read_lock(lock_path)

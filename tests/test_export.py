@@ -493,7 +493,8 @@ def test_devcontainer(project: Path) -> None:
         "runArgs": ["--gpus", "all"], "hostRequirements": {"gpu": True}, "containerEnv": {"VIRTUAL_ENV": "/app/.venv"},
         "remoteEnv": {"PATH": "/app/.venv/bin:${containerEnv:PATH}"},
         "customizations": {"vscode": {"extensions": ["ms-python.python"],
-                                      "settings": {"python.defaultInterpreterPath": "/app/.venv/bin/python"}}}}
+                                      "settings": {"python.defaultInterpreterPath": "/app/.venv/bin/python"}},
+                           "tritonlock": {"generated-by": "tritonlock export --format devcontainer", "target": "host"}}}
     lock, t = _lock_and_target(project)
     assert (d / "Dockerfile").read_text() == ex.dockerfile(lock, t)
     check_dockerfile((d / "Dockerfile").read_text())
@@ -545,3 +546,62 @@ def test_cli_export_stdout_matches_the_function(project: Path) -> None:
     code, out = cli("export", "-p", str(project / "nowhere"), "--format", "pylock")
     assert (code, out) == (2, f"error: {project / 'nowhere' / 'triton-env.lock'}: no such file — run `tritonlock "
                               "resolve` first\n")
+
+
+# ---------------------------------------------------------------- files the user wrote are theirs
+
+
+def test_no_export_replaces_a_file_tritonlock_did_not_write_without_force(project: Path) -> None:
+    """Each format, pointed at a hand-written file: exit 2, nothing written anywhere; a file tritonlock wrote is
+    replaced; --force replaces the user's."""
+    from conftest import tree
+
+    hand = "# my own file\n"
+    cases = {"pylock": "pylock.toml", "requirements": "requirements.txt", "dockerfile": "Dockerfile",
+             "slurm": "verify.sbatch", "k8s": "jobs.yaml"}
+    for fmt, name in cases.items():
+        out = project / name
+        out.write_text(hand)
+        extra = ["--image", "ghcr.io/x/y:1"] if fmt == "k8s" else []
+        before = tree(project)
+        code, text = cli("export", "-p", str(project), "--format", fmt, "-o", str(out), *extra)
+        assert code == 2 and f"{out} exists and was not written by tritonlock — nothing was written" in text, text
+        assert "--force" in text and tree(project) == before, fmt
+        code, text = cli("export", "-p", str(project), "--format", fmt, "-o", str(out), "--force", *extra)
+        assert code == 0 and out.read_text() != hand, (fmt, text)
+        mine = out.read_text()
+        out.write_text(mine.replace("\n", "\n# stale\n", 1))  # tritonlock's own file, older: replaced quietly
+        code, text = cli("export", "-p", str(project), "--format", fmt, "-o", str(out), *extra)
+        assert code == 0 and out.read_text() == mine, (fmt, text)
+
+
+def test_devcontainer_keeps_a_hand_written_devcontainer(project: Path) -> None:
+    from conftest import tree
+
+    d = project / ".devcontainer"
+    d.mkdir()
+    (d / "devcontainer.json").write_text('{"name": "mine"}\n')
+    (d / "Dockerfile").write_text("FROM ubuntu:24.04\n")
+    before = tree(project)
+    code, out = cli("export", "-p", str(project), "--format", "devcontainer")
+    assert code == 2 and tree(project) == before, out  # not even tritonlock-image/ was written
+    assert (f"{d / 'devcontainer.json'}, {d / 'Dockerfile'} exist and were not written by tritonlock — nothing was "
+            "written") in out
+    # a devcontainer tritonlock exported is its own to replace; with --force the user's is replaced too
+    assert cli("export", "-p", str(project), "--format", "devcontainer", "--force")[0] == 0
+    assert json.loads((d / "devcontainer.json").read_text())["name"] == "tritonlock host"
+    code, out = cli("export", "-p", str(project), "--format", "devcontainer")
+    assert code == 0, out
+    # the build context's files follow the same rule
+    (project / "tritonlock-image" / "verify.py").write_text("print('mine')\n")
+    code, out = cli("export", "-p", str(project), "--format", "dockerfile")
+    assert code == 2 and "tritonlock-image/verify.py exists and was not written by tritonlock" in out
+
+
+def test_a_failing_export_leaves_nothing_behind(project: Path) -> None:
+    from conftest import tree
+
+    before = tree(project)
+    code, out = cli("export", "-p", str(project), "--format", "dockerfile", "-o", str(project / "missing" / "Dockerfile"))
+    assert code == 2 and "is not a directory — create it first or fix the path; nothing was written" in out, out
+    assert tree(project) == before  # tritonlock-image/ was written before the error, once

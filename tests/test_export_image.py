@@ -90,17 +90,56 @@ def built(tmp_path: Path, local_index: LocalIndex, images: dict[str, str]) -> It
                   str(project / "Dockerfile")]):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, r.output
-    tag = f"localhost/tritonlock-test-image:{uuid.uuid4().hex[:12]}"
+    run = uuid.uuid4().hex[:12]
+    tag = f"localhost/tritonlock-test-image:{run}"
     build_args = [a for k, v in images.items() for a in ("--build-arg", f"{k}={v}")]
-    _sh("podman", "build", "--isolation", "chroot", "--pull=never", *build_args, "-t", tag, str(project))
+    _sh("podman", "build", "--isolation", "chroot", "--pull=never", "--label", f"{LABEL}={run}", *build_args,
+        "-t", tag, str(project))
     root = Path(_sh("podman", "image", "mount", tag).strip())
     try:
         yield project, tag, root
     finally:
         subprocess.run(["podman", "image", "unmount", tag], capture_output=True)
-        subprocess.run(["podman", "rmi", "-f", tag], capture_output=True)
-        # the multi-stage build leaves its builder stage behind untagged (~300 MB a run): drop dangling images
-        subprocess.run(["podman", "image", "prune", "-f"], capture_output=True)
+        _remove_build(tag, run)
+
+
+LABEL = "tritonlock-test-build"
+
+
+def _remove_build(tag: str, run: str) -> None:
+    """The image and what its build left behind — the multi-stage build's untagged builder stage (~300 MB a run),
+    which carries the build's label too — and nothing else: other images on the machine (other users' dangling
+    ones included) are not this test's to remove."""
+    subprocess.run(["podman", "rmi", "-f", tag], capture_output=True)
+    ours = subprocess.run(["podman", "images", "-a", "-q", "--filter", f"label={LABEL}={run}"], capture_output=True,
+                          text=True).stdout.split()
+    if ours:
+        subprocess.run(["podman", "rmi", "-f", *sorted(set(ours))], capture_output=True)
+
+
+def test_the_teardown_removes_only_its_own_build(tmp_path: Path, images: dict[str, str]) -> None:
+    """It used to run `podman image prune -f`: every dangling image on the machine went with it."""
+    foreign_root = tmp_path / "foreign"
+    foreign_root.mkdir()
+    (foreign_root / "f").write_text(uuid.uuid4().hex)
+    tar = tmp_path / "foreign.tar"
+    with tarfile.open(tar, "w") as tf:
+        tf.add(foreign_root / "f", arcname="f")
+    foreign = _sh("podman", "import", str(tar)).strip().splitlines()[-1]  # untagged: a dangling image
+    try:
+        (tmp_path / "x").write_text("x")
+        (tmp_path / "Dockerfile").write_text("ARG UV_IMAGE\nFROM ${UV_IMAGE} AS b\nCOPY x /x\nFROM ${UV_IMAGE}\n"
+                                             "COPY --from=b /x /y\n")
+        run = uuid.uuid4().hex[:12]
+        tag = f"localhost/tritonlock-test-image:{run}"
+        _sh("podman", "build", "--isolation", "chroot", "--pull=never", "--label", f"{LABEL}={run}", "--build-arg",
+            f"UV_IMAGE={images['UV_IMAGE']}", "-t", tag, str(tmp_path))
+        assert _sh("podman", "images", "-a", "-q", "--filter", f"label={LABEL}={run}").split()
+        _remove_build(tag, run)
+        assert not _sh("podman", "images", "-a", "-q", "--filter", f"label={LABEL}={run}").split()
+        assert subprocess.run(["podman", "image", "exists", foreign]).returncode == 0  # not ours: still there
+    finally:
+        subprocess.run(["podman", "rmi", "-f", foreign], capture_output=True)
 
 
 def test_exported_dockerfile_builds_the_locked_venv_and_the_runner_runs_in_it(built: tuple[Path, str, Path]) -> None:

@@ -130,3 +130,28 @@ def test_targets_that_read_alike_get_distinct_jobs() -> None:
     assert len(docs[0]["data"]) == 3  # two files whose keys read alike both travel
     for d in docs:
         kubernetes_validate.validate(d, K8S_VERSIONS[-1], strict=True)
+
+
+def test_a_name_equal_to_another_names_hashed_form_still_gets_its_own_job() -> None:
+    """"a b" and "a-b" clean alike and are hashed; a third target named exactly like one of those hashed names used
+    to keep it, so two Jobs (and two report directories) had one name."""
+    import dataclasses
+
+    from test_lockfile import sample
+    from tritonlock.fleet.k8s import K8sJob, manifests
+
+    lock = sample()
+    (t,) = lock.targets
+
+    def named(n: str):  # type: ignore[no-untyped-def]
+        return dataclasses.replace(t, selection=dataclasses.replace(
+            t.selection, target=dataclasses.replace(t.selection.target, name=n)))
+
+    first = manifests(lock, [named("a b"), named("a-b")], {"triton-env.toml": ""}, K8sJob(image="x"))
+    taken = first[1]["metadata"]["name"].removeprefix("tritonlock-verify-")
+    docs = manifests(lock, [named("a b"), named("a-b"), named(taken)], {"triton-env.toml": ""}, K8sJob(image="x"))
+    jobs = [d for d in docs if d["kind"] == "Job"]
+    assert len({j["metadata"]["name"] for j in jobs}) == 3, [j["metadata"]["name"] for j in jobs]
+    assert len({j["metadata"]["labels"]["tritonlock/target"] for j in jobs}) == 3
+    assert len({e["value"] for j in jobs for e in j["spec"]["template"]["spec"]["containers"][0]["env"]
+                if e["name"] == "TRITONLOCK_REPORTS"}) == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -52,6 +53,8 @@ def test_many_nodes_record_into_one_file_at_once(tmp_path: Path) -> None:
     with multiprocessing.get_context("fork").Pool(4) as pool:
         pool.map(_add, [(str(path), i) for i in range(16)])
     assert sorted(r.host for r in read_records(path)) == sorted(f"node{i}" for i in range(16))
+    # the lock that serialised them is gone: the project holds the records file and nothing else
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["triton-env.verified.toml"]
 
 
 def test_a_broken_records_file_is_named() -> None:
@@ -152,7 +155,56 @@ def test_node_step_keeps_one_venv_per_project_on_a_node(tmp_path: Path) -> None:
         words = (reports / "node1.sync.log").read_text().split()
         venvs.append(words[words.index("--venv") + 1])
     assert venvs[0] == venvs[2] != venvs[1]
-    assert all(v.startswith(f"{tmp_path}/tritonlock-venv-") and v.endswith("-node1") for v in venvs)
+    assert all(v.startswith(f"{tmp_path}/tritonlock-{os.getuid()}/venv-") and v.endswith("-node1") for v in venvs)
+
+
+def test_node_step_keeps_its_venv_where_no_other_user_can_reach(tmp_path: Path) -> None:
+    """The venv was /tmp/tritonlock-venv-<cksum>-<node>: a name anyone on the node could create first (and so pick
+    the interpreter the job runs). Now it is in a directory of mode 0700 owned by the job's user; a directory of that
+    name that is not (a link, another owner, another mode) is never used."""
+    import stat
+    import subprocess
+
+    from tritonlock.fleet.steps import Steps, node_step
+
+    def venv_of(env_extra: dict[str, str]) -> Path:
+        project, reports = tmp_path / "proj", tmp_path / f"reports-{len(list(tmp_path.iterdir()))}"
+        project.mkdir(exist_ok=True)
+        reports.mkdir()
+        script = node_step(Steps(), index_var="SLURM_ARRAY_TASK_ID") + "node_step\n"
+        env = {"PATH": "/usr/bin:/bin", "TRITONLOCK_CMD": "echo", "TRITONLOCK_PROJECT": str(project),
+               "TRITONLOCK_REPORTS": str(reports), "TRITONLOCK_NODE": "node1", **env_extra}
+        subprocess.run(["sh", "-c", script], env=env, check=True, timeout=30)
+        words = (reports / "node1.sync.log").read_text().split()
+        return Path(words[words.index("--venv") + 1])
+
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    v = venv_of({"TMPDIR": str(shared)})
+    st = os.stat(v.parent)
+    assert v.parent == shared / f"tritonlock-{os.getuid()}" and stat.S_IMODE(st.st_mode) == 0o700
+    assert st.st_uid == os.getuid()
+    # $SLURM_TMPDIR (the job's own) comes first
+    job_tmp = tmp_path / "job-tmp"
+    job_tmp.mkdir()
+    assert venv_of({"TMPDIR": str(shared), "SLURM_TMPDIR": str(job_tmp)}).parent.parent == job_tmp
+    # someone else got the name first: a link to their directory, or a directory others may write to
+    for taken in ("link", "open") + (("owner",) if os.getuid() == 0 else ()):
+        base = tmp_path / f"tmp-{taken}"
+        base.mkdir()
+        theirs = tmp_path / f"theirs-{taken}"
+        theirs.mkdir(mode=0o777)
+        if taken == "link":
+            (base / f"tritonlock-{os.getuid()}").symlink_to(theirs)
+        elif taken == "open":
+            (base / f"tritonlock-{os.getuid()}").mkdir()
+            os.chmod(base / f"tritonlock-{os.getuid()}", 0o777)
+        else:  # private, but another user's
+            (base / f"tritonlock-{os.getuid()}").mkdir(mode=0o700)
+            os.chown(base / f"tritonlock-{os.getuid()}", 65534, 65534)
+        v = venv_of({"TMPDIR": str(base)})
+        assert v.parent.parent == base and v.parent.name.startswith("tritonlock.") and not v.parent.is_symlink()
+        assert stat.S_IMODE(os.stat(v.parent).st_mode) == 0o700 and os.stat(v.parent).st_uid == os.getuid()
 
 
 # ---------------------------------------------------------------- what a record proves (and what an edit undoes)
@@ -248,3 +300,105 @@ def test_records_with_odd_characters_are_written_readable_and_read_strictly(tmp_
         with pytest.raises(LockfileError, match=None) as ei:
             loads(edited, "x.toml")
         assert str(ei.value).startswith(f"x.toml: {expected}"), str(ei.value)
+
+
+def test_one_verdict_per_node_in_the_row_the_count_the_json_and_the_exit_code(tmp_path: Path) -> None:
+    """A report that says ok but has no record, whose record failed, or whose verify exited non-zero is a failed
+    node everywhere: the row, "N of M passed", --json and the exit code (it used to be 'verify failed' in the row,
+    '1 of 1 node(s) passed' below it and exit 0)."""
+    cases = {
+        "no-record": ({**H200, "ok": True}, "0", "has no record"),
+        "record-failed": ({**H200, "ok": True, "record": record_json(_record("record-failed", ok=False))}, "0",
+                          "its record says failed"),
+        "rc-1": ({**H200, "ok": True, "record": record_json(_record("rc-1"))}, "1", "verify exited 1"),
+    }
+    for tag, (doc, rc, why) in cases.items():
+        d = tmp_path / tag
+        d.mkdir()
+        (d / f"{tag}.json").write_text(json.dumps(doc))
+        (d / f"{tag}.sync.rc").write_text("0")
+        (d / f"{tag}.verify.rc").write_text(rc)
+        r = CliRunner().invoke(main, ["report", "merge", str(d)])
+        assert r.exit_code == 1 and "0 of 1 node(s) passed" in r.output and why in r.output, r.output
+        assert " pass " not in r.output
+        r = CliRunner().invoke(main, ["report", "merge", str(d), "--json"])
+        (node,) = json.loads(r.output)["nodes"]
+        assert r.exit_code == 1 and json.loads(r.output)["passed"] == 0 and node["ok"] is False, r.output
+        assert node["status"] != "pass" and why in node["error"]
+
+
+def test_report_merge_help_names_the_files_it_reads() -> None:
+    out = CliRunner().invoke(main, ["report", "merge", "--help"]).output
+    for name in ("TAG.started", "TAG.sync.rc", "TAG.sync.log", "TAG.json", "TAG.verify.rc", "TAG.verify.log"):
+        assert name in out
+
+
+def test_an_interpreter_run_or_a_run_with_caveats_never_counts_for_a_gpu_target() -> None:
+    """Mutations the suite must catch: an interpreter-mode record counted for a GPU target, and a record made under
+    TRITONLOCK_* overrides or from a foreign interpreter counted for one. Each is re-signed, as verify writes it."""
+    import dataclasses
+
+    from tritonlock.records import _signed, proves, why_not
+
+    lock, rec = _lock_and_record()
+    (t,) = lock.targets
+    assert proves(rec, t) and why_not(rec, t) is None
+    interp = _signed(dataclasses.replace(rec, mode="interpreter"))
+    assert not proves(interp, t) and why_not(interp, t) == "it ran only in Triton's interpreter, not on a GPU"
+    caveat = "host facts set by TRITONLOCK_DRIVER, TRITONLOCK_GPUS, not detected"
+    under = _signed(dataclasses.replace(rec, caveats=(caveat,)))
+    assert loads(dumps([under]))[0] == under  # the file keeps the caveats, under the digest
+    assert not proves(under, t) and why_not(under, t) == f"it cannot stand for a GPU run: {caveat}"
+    # a CPU target is proven by an interpreter run, caveats or not
+    cpu = dataclasses.replace(t, selection=dataclasses.replace(t.selection, backend="cpu"))
+    assert proves(interp, cpu) and proves(_signed(dataclasses.replace(interp, caveats=(caveat,))), cpu)
+
+
+def test_a_record_without_caveats_keeps_the_digest_it_had_before_caveats_existed() -> None:
+    import hashlib
+
+    from tritonlock.records import entry_digest
+
+    _, rec = _lock_and_record()
+    doc = record_json(rec)
+    doc.pop("digest")
+    doc.pop("caveats")
+    old = "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+    assert entry_digest(rec) == rec.digest == old
+
+
+def test_check_names_the_real_reason_a_gpu_record_does_not_count(tmp_path: Path) -> None:
+    """An edited record is "edited", not "ran only in Triton's interpreter"; a pass faked on a machine with no GPU
+    (TRITONLOCK_DRIVER / TRITONLOCK_GPUS and a --python that prints a passing report) says so and counts for nothing."""
+    import stat
+
+    from test_lockfile import sample
+    from tritonlock import lockfile
+
+    lockfile.write_lock(sample(), tmp_path / "triton-env.lock")
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')
+    fake = tmp_path / "fake-python"
+    report = Path(__file__).parents[1] / "bench" / "h200" / "verify.json"
+    fake.write_text(f"#!/bin/sh\ncat '{report}'\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    env = {"TRITONLOCK_DRIVER": "580.159.04", "TRITONLOCK_GPUS": "9.0", "TRITONLOCK_CUDA": "13.0",
+           "TRITONLOCK_PYTHON": "3.12", "TRITONLOCK_GLIBC": "2.39", "TRITONLOCK_NODE": "laptop"}
+    r = CliRunner().invoke(main, ["verify", "-p", str(tmp_path), "--python", str(fake), "--record"], env=env)
+    assert r.exit_code == 0 and "recorded: target h200 on laptop (passed)" in r.output, r.output
+    assert ("caveat: host facts set by TRITONLOCK_DRIVER, TRITONLOCK_CUDA, TRITONLOCK_GPUS, TRITONLOCK_GLIBC, "
+            "TRITONLOCK_PYTHON, not detected — this record does not count for a GPU target") in r.output
+    assert f"caveat: interpreter {fake} is not in a venv that `tritonlock sync` made for target h200" in r.output
+    records_path = tmp_path / "triton-env.verified.toml"
+    assert "caveats = [" in records_path.read_text()
+    assert not (tmp_path / ".triton-env.verified.toml.lock").exists()  # nothing left behind in the project
+    r = CliRunner().invoke(main, ["check", "-p", str(tmp_path), "--require-verified"], env={k: "" for k in env})
+    assert r.exit_code == 1 and "does not count: it cannot stand for a GPU run: host facts set by" in r.output, r.output
+    assert "interpreter" not in r.output.split("cannot stand for a GPU run")[0]
+    # the same record edited by hand into a clean one: the reason is the digest, not the interpreter
+    text = records_path.read_text()
+    start = text.index("caveats = [")
+    records_path.write_text(text[:start] + text[text.index("]\n", start) + 2:])
+    r = CliRunner().invoke(main, ["check", "-p", str(tmp_path), "--require-verified"], env={k: "" for k in env})
+    assert r.exit_code == 1 and "does not count: it was edited after it was recorded (its digest does not match)" \
+        in r.output, r.output
+    assert "Triton's interpreter" not in r.output

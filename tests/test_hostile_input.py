@@ -442,3 +442,75 @@ def test_thousands_of_targets_for_one_machine_answer_fast_with_few_warnings(tmp_
     assert time.perf_counter() - started < 2.0 and code == 1 and "Traceback" not in out
     warnings = [x for x in out.splitlines() if x.startswith("warning:")]
     assert len(warnings) == 21 and warnings[-1] == "warning: … and 1979 more", warnings[-2:]
+
+
+def test_names_that_clean_to_one_stem_never_share_a_file(tmp_path: Path) -> None:
+    """"a b" became "a-b-<hash>", and a target named exactly that took the same file (one Dockerfile installing
+    another target's packages, fleet hosts overwriting a file); names differing in case did the same on macOS."""
+    from tritonlock._files import file_stem
+    from tritonlock.fleet.nodes import parse_probes, write_host_files
+
+    hashed = file_stem("a b")
+    names = ["a b", hashed, "a-b", "A-B", "a_b", "H200", "h200", "x" * 100, "x" * 101]
+    stems = [file_stem(n) for n in names]
+    assert len({s.casefold() for s in stems}) == len(names), stems
+    assert file_stem("h200") == "h200" and file_stem("a100-80gb") == "a100-80gb"  # plain names stay as they are
+    base = {"os": "linux", "arch": "x86_64", "glibc": "2.35", "python": "3.11", "cuda": "12.4", "gpus": ["8.0"]}
+    lines = [json.dumps({**base, "node": f"n{i}", "name": n, "driver": f"55{i}.54.15"}) for i, n in
+             enumerate(["a b", hashed, "H200", "h200"])]
+    written = write_host_files(parse_probes("\n".join(lines), "srun output"), tmp_path / "hosts")
+    assert len(written) == 4 and len({str(p).casefold() for p, _ in written}) == 4
+    assert len(list((tmp_path / "hosts").iterdir())) == 4
+
+
+def test_fleet_hosts_keeps_a_hand_written_file(tmp_path: Path) -> None:
+    from tritonlock.errors import UsageError
+    from tritonlock.fleet.nodes import parse_probes, write_host_files
+
+    probe = {"node": "n1", "name": "a100", "os": "linux", "arch": "x86_64", "glibc": "2.35", "python": "3.11",
+             "driver": "550.54.15", "cuda": "12.4", "gpus": ["8.0"], "gpu_names": ["NVIDIA A100"]}
+    probes = parse_probes(json.dumps(probe), "srun output")
+    hosts = tmp_path / "hosts"
+    hosts.mkdir()
+    (hosts / "a100.toml").write_text("# hand-written\n[[targets]]\nname = \"a100\"\n")
+    with pytest.raises(UsageError, match="a100.toml exists and was not written by tritonlock"):
+        write_host_files(probes, hosts)
+    assert (hosts / "a100.toml").read_text().startswith("# hand-written")
+    write_host_files(probes, hosts, force=True)
+    assert "gathered by `tritonlock fleet hosts`" in (hosts / "a100.toml").read_text()
+    write_host_files(probes, hosts)  # its own file: written again
+
+
+@pytest.mark.parametrize("shape", ["key", "spaced", "quoted", "header", "array-header", "inline"])
+def test_a_long_dotted_key_is_refused_fast_and_small(tmp_path: Path, shape: str) -> None:
+    """An 80 KB intent holding one dotted key took 27 s and 9 GB (tomllib's work grows with the square of the
+    parts) and died with MemoryError under a limit. Under a 1 GiB address-space limit and a 20 s timeout it is now
+    one clean error naming the file and line."""
+    import os
+    import subprocess
+    import sys
+
+    n = 40_000
+    body = {"key": "a" + ".a" * n + " = 1", "spaced": "a" + " . a" * (n // 2) + " = 1",
+            "quoted": '"a"' + '."a"' * (n // 2) + " = 1", "header": "[" + "a." * n + "a]\nx = 1",
+            "array-header": "[[" + "a." * n + "a]]\nx = 1", "inline": "x = { " + "a." * n + "a = 1 }"}[shape]
+    (tmp_path / "triton-env.toml").write_text(f'[environment]\npython = "3.11"\n\n{body}\n')
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+            "from tritonlock.cli import main; sys.argv = ['tritonlock', 'resolve', '--dry-run', '-p', sys.argv[1]]; "
+            "main()")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=20,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.startswith(f"error: {tmp_path / 'triton-env.toml'}:4: TOML syntax error: a dotted key or table "
+                               "name of "), r.stderr[:500]
+    assert "parts (at most 64 are read)" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_dotted_keys_a_real_file_has_still_read() -> None:
+    from tritonlock import _toml
+
+    assert _toml.loads("# " + "v." * 100 + "1\n") == {}  # a comment is not a key
+    assert _toml.loads('a.b.c = 1\n[x.y]\nz = "1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.16.17.18.19.20.21.22.23.24.25.26.'
+                       '27.28.29.30.31.32.33.34.35.36.37.38.39.40.41.42.43.44.45.46.47.48.49.50.51.52.53.54.55.56.57.'
+                       '58.59.60.61.62.63.64.65.66"\n') == {"a": {"b": {"c": 1}}, "x": {"y": {"z": (
+                           ".".join(str(i) for i in range(1, 67)))}}}

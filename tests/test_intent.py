@@ -148,7 +148,75 @@ def test_latest_is_not_a_specifier_and_the_error_says_star() -> None:
     with pytest.raises(IntentError) as err:
         parse_intent('[environment]\ntorch = "latest"\n')
     assert str(err.value) == ("triton-env.toml:2: environment.torch: 'latest' is not a version specifier — write \"*\" "
-                              'for the newest torch that fits (or e.g. ">=2.6")')
+                              'for the newest torch that fits (or e.g. ">=2.6"), or leave the key out')
     with pytest.raises(IntentError, match=r'write "auto" for the triton the chosen torch pins'):
         parse_intent('[environment]\ntriton = "latest"\n')
     assert parse_intent('[environment]\ntorch = "*"\ntriton = "*"\n').torch == ""
+
+
+def test_target_files_never_reach_out_of_the_project_through_a_symlink(tmp_path: Path) -> None:
+    """`..` and absolute patterns were refused, but a link inside hosts/ (or hosts/ itself a link) pulled in an
+    outside file — which `export --format k8s` then shipped in its ConfigMap."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.toml").write_text('[[targets]]\nname = "x"\nos = "linux"\narch = "x86_64"\n')
+    proj = tmp_path / "proj"
+    (proj / "hosts").mkdir(parents=True)
+    (proj / "triton-env.toml").write_text('target-files = ["hosts/*.toml", "linked/*.toml"]\n')
+    (proj / "hosts" / "x.toml").symlink_to(outside / "x.toml")
+    (proj / "linked").symlink_to(outside)
+    with pytest.raises(IntentError) as ei:
+        read_intent(proj / "triton-env.toml")
+    for f in ("hosts/x.toml", "linked/x.toml"):
+        assert (f"{proj / f}: a symlink to {outside / 'x.toml'}, outside the project ({proj}) — target files must be "
+                "inside the project: copy the file in instead of linking it") in str(ei.value)
+    # a link that stays inside the project is fine
+    (proj / "hosts" / "x.toml").unlink()
+    (proj / "linked").unlink()
+    (proj / "shared").mkdir()
+    (proj / "shared" / "x.toml").write_text((outside / "x.toml").read_text())
+    (proj / "hosts" / "x.toml").symlink_to(proj / "shared" / "x.toml")
+    (proj / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
+    assert [t.name for t in read_intent(proj / "triton-env.toml").targets] == ["x"]
+
+
+def test_what_a_newcomer_writes_reads_as_meant() -> None:
+    """torch = "2.5" was accepted but "2.5.*" refused; cuda = "12" refused; torch = "" read as any torch."""
+    assert parse_intent('[environment]\ntorch = "2.5.*"\n').torch == parse_intent('[environment]\ntorch = "2.5"\n').torch \
+        == "==2.5.*"
+    assert parse_intent('[environment]\ntorch = "2.*"\n').torch == "==2.*"
+    assert parse_intent('[environment]\ncuda = "12"\n').cuda == "==12.*"
+    assert parse_intent('[environment]\ncuda = "12.*"\n').cuda == "==12.*"
+    assert parse_intent('[environment]\ncuda = "12.6.*"\n').cuda == "==12.6.*"
+    for key, fix in (("torch", 'write "*" for the newest torch that fits'), ("triton", 'write "auto" for the triton')):
+        with pytest.raises(IntentError) as err:
+            parse_intent(f'[environment]\n{key} = ""\n')
+        assert str(err.value).startswith(f"triton-env.toml:2: environment.{key}: '' is not a ") and fix in str(err.value)
+
+
+def test_a_bare_driver_branch_reads_as_its_first_release_and_says_so() -> None:
+    """driver = "535" compared as 535.0 — older than every R535 driver — and showed CUDA 12.1; R535 is CUDA 12.2
+    (535.54.03, NVIDIA's Table 3)."""
+    from tritonlock.matrix import load_matrix
+
+    it = parse_intent('[[targets]]\nname = "a"\ndriver = "535"\ngpus = ["8.0"]\n')
+    assert it.targets[0].driver == "535.54.03"
+    assert load_matrix().max_cuda_for_driver(it.targets[0].driver) == "12.2"
+    assert it.warnings == ("triton-env.toml: targets[0].driver = '535' is a branch: read as 535.54.03, the first R535 "
+                           "release (CUDA 12.2) — write the full version nvidia-smi shows to lock for your exact driver",)
+    with pytest.raises(IntentError, match=r"targets\[0\].driver: '565' is a driver branch, not a driver version, and "
+                                          r"no CUDA toolkit shipped with R565 — write the full version"):
+        parse_intent('[[targets]]\nname = "a"\ndriver = "565"\n')
+    assert parse_intent('[[targets]]\nname = "a"\ndriver = "535.104.05"\n').warnings == ()
+
+
+def test_an_unknown_gpu_name_suggests_the_nearest_known_one() -> None:
+    """"RTX4090" said 'give its compute capability instead, e.g. "8.6"' — a 4090 is 8.9, and "RTX 4090" is known."""
+    with pytest.raises(IntentError) as err:
+        parse_intent('[[targets]]\nname = "a"\ndriver = "550.54.15"\ngpus = ["RTX4090", "A10O", "Quux 9"]\n')
+    text = str(err.value)
+    assert ("gpus[0]: unknown GPU 'RTX4090' — did you mean \"RTX 4090\" (compute capability 8.9)? Write that, or its "
+            'compute capability "8.9"') in text
+    assert 'gpus[1]: unknown GPU \'A10O\' — did you mean "A100" (compute capability 8.0)?' in text
+    assert "gpus[2]: unknown GPU 'Quux 9' — give its compute capability instead (nvidia-smi" in text
+    assert '"8.6"' not in text

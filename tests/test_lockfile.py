@@ -229,3 +229,42 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         lockfile.write_lock(sample(), path)
     assert path.read_text() == "old contents\n"
     assert [p.name for p in tmp_path.iterdir()] == ["triton-env.lock"]  # no temp file left behind
+
+
+def test_every_command_that_reads_an_edited_lock_says_so_with_the_documented_exit_code(tmp_path: Path) -> None:
+    """README: every command that reads the lock refuses one whose digests do not match (exit 2, bad input);
+    `check` and `doctor` report it as the problem they found (exit 1). `verify` used to warn and exit 0."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from tritonlock.cli import main
+
+    text = lockfile.dumps(sample()).replace("torch 2.11.0: newest", "torch 2.11.0: edited", 1)
+    (tmp_path / "triton-env.lock").write_text(text, encoding="utf-8")
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n', encoding="utf-8")
+    edited = "target 'h200' was edited after the lock was generated"
+    p = str(tmp_path)
+    for args, code in ((["verify", "-p", p, "--python", sys.executable], 2), (["show", "-p", p], 2),
+                       (["export", "-p", p, "--format", "requirements"], 2),
+                       (["export", "-p", p, "--format", "slurm"], 2), (["sync", "-p", p, "--no-verify"], 2),
+                       (["check", "-p", p], 1), (["doctor", "-p", p, "--python", sys.executable], 1)):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == code and edited in r.output, (args, r.output)
+        assert "Traceback" not in r.output and "kernel" not in r.output  # verify ran nothing
+
+
+def test_verify_names_each_targets_blocker_when_none_fits(tmp_path: Path) -> None:
+    """verify said only 'no target in … fits this host (…):' and cut the blockers off after the colon."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from tritonlock.cli import main
+
+    lockfile.write_lock(sample(), tmp_path / "triton-env.lock")
+    r = CliRunner().invoke(main, ["verify", "-p", str(tmp_path), "--python", sys.executable, "--quick"],
+                           env={"TRITONLOCK_DRIVER": "none", "TRITONLOCK_ARCH": "aarch64"})
+    assert "warning: not checking against the lock: no target in" in r.output, r.output
+    assert "  - h200: it is for linux/x86_64; this host is linux/aarch64" in r.output, r.output
+    assert "fix: add a target" not in r.output

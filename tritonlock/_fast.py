@@ -121,4 +121,14 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
         key = machine_key(inputs_from, target_file) + target_files_key(intent_path, intent_bytes)
     except (OSError, ValueError, TritonlockError):  # any doubt means "not fresh": the full path re-checks
         return False
-    return input_digest(intent_bytes, version, key) == want
+    if input_digest(intent_bytes, version, key) != want:
+        return False
+    # The header matches, but the rest must too: a lock that every other command refuses (not valid TOML, a
+    # table edited after it was written) is never up to date — the full path replaces it and says why.
+    from tritonlock.lockfile import read_lock
+
+    try:
+        read_lock(lock_path)
+    except TritonlockError:
+        return False
+    return True

@@ -24,8 +24,42 @@ class _TooDeep(tomllib.TOMLDecodeError):  # type: ignore[misc, unused-ignore]
         ValueError.__init__(self, "arrays or tables nested too deeply")
 
 
+MAX_KEY_PARTS = 64  # no intent, lock, records or host file has a key path near this long
+
+
+class _KeyTooLong(tomllib.TOMLDecodeError):  # type: ignore[misc, unused-ignore]
+    """tomllib's work (and memory) grows with the square of a dotted key's parts: one 80 KB key `a.a.a…` took
+    27 s and 9 GB. A key path longer than any real file has is refused before tomllib reads it."""
+
+    def __init__(self, parts: int, line: int) -> None:
+        ValueError.__init__(self, f"a dotted key or table name of {parts} parts (at most {MAX_KEY_PARTS} are read) "
+                                  f"(at line {line}, column 1)")
+        self.lineno = line
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+_DOTTED = re.compile(r"[A-Za-z0-9_-]+(?:[ \t]*\.[ \t]*[A-Za-z0-9_-]+)*")
+
+
+def _check_key_lengths(text: str) -> None:
+    """Linear: per line, quoted strings become one word and a comment goes, then every run of dotted words is
+    counted."""
+    if text.count(".") < MAX_KEY_PARTS:
+        return
+    for no, line in enumerate(text.splitlines(), start=1):
+        if line.count(".") < MAX_KEY_PARTS:
+            continue
+        bare = _STRING.sub("s", line).split("#", 1)[0]  # (a comment is not a key)
+        for m in _DOTTED.finditer(bare):
+            parts = m.group(0).count(".") + 1
+            if parts > MAX_KEY_PARTS:
+                raise _KeyTooLong(parts, no)
+
+
 def loads(text: str) -> dict[str, Any]:
-    """tomllib.loads; nesting too deep to read is a TOMLDecodeError like any other syntax problem."""
+    """tomllib.loads; nesting too deep to read, or a key path too long to read in reasonable time and memory, is a
+    TOMLDecodeError like any other syntax problem."""
+    _check_key_lengths(text)
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except RecursionError:

@@ -99,7 +99,9 @@ def stale_problems(lock: Lock, intent: Intent, matrix_version: str, lock_path: s
     """The lock against the intent it was written for: one line for the intent, one per target that differs."""
     out: list[Problem] = []
     if lock.intent_hash != intent.content_hash:
-        what = f"{intent.path} (or a file its target-files name)" if intent.target_files else intent.path
+        from tritonlock.lockfile import changed_inputs
+
+        what = changed_inputs(lock, intent)
         out.append(Problem(kind="stale", message=f"{lock_path} is stale: {what} changed since the lock was written — "
                                                  f"{FIX_RESOLVE}"))
         if lock.inputs_from != "host" and intent.targets:
@@ -197,7 +199,7 @@ def host_problems(lock: Lock, host: HostProfile, lock_path: str) -> tuple[list[P
 
 
 def verified_problems(lock: Lock, records_path: Path) -> tuple[list[Problem], list[str]]:
-    from tritonlock.records import proves, read_records, target_digest
+    from tritonlock.records import proves, read_records, target_digest, why_not
 
     recs = read_records(records_path)
     out: list[Problem] = []
@@ -214,7 +216,8 @@ def verified_problems(lock: Lock, records_path: Path) -> tuple[list[Problem], li
         if current:
             r = max(current, key=lambda r: r.when)
             why = (f"its last verify failed on {r.host} ({r.when}: {r.failures[0] if r.failures else 'failed'})"
-                   if not r.ok else f"it ran only in Triton's interpreter on {r.host}, not on a GPU")
+                   if not r.ok else f"the last record, from {r.host} ({r.when}), does not count: "
+                                    f"{why_not(r, t) or 'it does not prove it'}")
         elif mine:
             why = f"{len(mine)} record(s) are stale (the target's packages changed since)"
         else:

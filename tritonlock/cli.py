@@ -22,8 +22,10 @@ Exit codes:
   1  a check failed: verify found a problem, doctor found an error, check found a problem, or a node in report merge failed
   2  bad input: triton-env.toml, triton-env.lock (missing, unknown version, edited by hand,
      stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), a lock
-     with no target for this machine (sync, verify --record, export), or a command-line value
-     (an unknown --target, an override, a path that is not there, a file init would overwrite)
+     with no target for this machine (sync, verify --record, export), a lock target export cannot
+     write, or a command-line value (an unknown --target, an override, a path that is not there,
+     a file init would overwrite, or one export, host --save or fleet hosts would replace that
+     tritonlock did not write: pass --force)
   3  conflict: nothing in the matrix fits a target (the message names the blocking facts and a fix)
   4  a package index or uv failed while resolving
   5  sync failed (the message says what state the venv is in)
@@ -216,8 +218,9 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
 @click.option("--save", metavar="FILE", help="Write this machine as a [[targets]] table to FILE.")
 @click.option("--name", default=None, help="Target name for --save (default: the first GPU's model, e.g. "
                                            "h200 or rtx-4090; cpu without one).")
+@click.option("--force", is_flag=True, help="With --save: replace FILE even when tritonlock did not write it.")
 @_with_overrides
-def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | None, cuda_: str | None,
+def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, driver: str | None, cuda_: str | None,
              gpus: str | None, os_: str | None, arch: str | None, glibc: str | None, python_: str | None) -> None:
     """Show what tritonlock detects on this machine (driver, CUDA, GPUs, glibc, Python)."""
     from tritonlock import host
@@ -225,8 +228,6 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
     prof = host.detect(_host_overrides(driver=driver, cuda=cuda_, gpus=gpus, os=os_, arch=arch, glibc=glibc,
                                        python=python_))
     if save:
-        from tritonlock.lockfile import write_atomic
-
         from tritonlock._discover import find_project
         from tritonlock.project import saved_host_advice
 
@@ -235,11 +236,12 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, driver: str | No
             # the rule triton-env.toml applies to a target's name: refuse now, not when the file is included
             raise UsageError(f"--name {tname!r}: not a usable target name (empty, 'host', over 100 characters, or "
                              "with control characters or line breaks) — give a short name, e.g. --name a100-cluster")
-        try:  # `host --save hosts/NAME.toml` in a new project; write_atomic says what is wrong if this fails
-            Path(save).parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            pass
-        write_atomic(save, host.target_toml(prof, tname))
+        from tritonlock._files import refuse_foreign
+        from tritonlock.lockfile import write_files
+
+        refuse_foreign([Path(save)], force=force, what="host --save")
+        # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
+        write_files([(Path(save), host.target_toml(prof, tname))])
         click.echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
                    err=True)
     if as_json:
@@ -554,15 +556,17 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
 
         host = detect(toolkit=False)
         driver = host.driver
+        lock = read_lock(lock_path)  # a lock edited by hand or not valid TOML is refused (exit 2), as everywhere
         try:
-            lock = read_lock(lock_path)
             _warn_if_stale(project, lock, "checking against")
             locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
             sel = locked.selection
         except TritonlockError as err:
             if record or target_name:
                 raise
-            click.echo(f"warning: not checking against the lock: {err}".splitlines()[0], err=True)
+            # every target's blocker, as sync names them (the fix line is sync's, not verify's)
+            lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
+            click.echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
@@ -575,7 +579,10 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     if record:
         from tritonlock import records
 
-        rec = records.make_record(locked, host, result)
+        made_in = env_dir if not python_ else Path(python_).absolute().parent.parent
+        caveats = records.run_caveats(host, result, interpreter=interp, target=locked.name,
+                                      venv=made_in if (made_in / "pyvenv.cfg").is_file() else None)
+        rec = records.make_record(locked, host, result, caveats=caveats)
         records.add_records(root / records.RECORDS_FILE, [rec])
     if as_json:
         _echo_json({**result.to_json(), **({"record": records.record_json(rec)} if rec else {})})
@@ -586,6 +593,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         if rec:
             click.echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
                        f"{root / records.RECORDS_FILE}")
+            for c in rec.caveats:
+                click.echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
+                                               if records.is_gpu_target(locked) else ""))
     sys.exit(0 if result.ok else 1)
 
 
@@ -650,14 +660,16 @@ def _fleet_export_opts(f: Any) -> Any:
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
 @click.option("-o", "--output", metavar="PATH",
               help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
+@click.option("--force", is_flag=True, help="Replace output files that tritonlock did not write (by default they "
+                                            "are left alone and the command stops).")
 @_fleet_export_opts
-def export(project: str, fmt: str, target_name: str | None, output: str | None, **fleet: Any) -> None:
+def export(project: str, fmt: str, target_name: str | None, output: str | None, force: bool, **fleet: Any) -> None:
     """Write the lock for one target as pylock.toml, requirements.txt, a Dockerfile or a devcontainer.
 
     slurm and k8s write a job that syncs and verifies the lock on every node (see `tritonlock report merge`).
     """
     if fmt in ("slurm", "k8s"):
-        _export_fleet(project, fmt, target_name, output, **fleet)
+        _export_fleet(project, fmt, target_name, output, force=force, **fleet)
         return
     if fmt == "uv":
         _export_uv(project, target_name, output)
@@ -688,24 +700,37 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
             click.echo(line, err=True)
     if fmt != "devcontainer" and output is not None:
         ex.check_output_name(fmt, output)
-    for f in files:  # what the image build copies: into the project, its build context
-        if f.in_context:
-            (Path(project) / f.path).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(Path(project) / f.path, f.text)
-            click.echo(f"wrote {Path(project) / f.path} (the Dockerfile copies it from the build context)",
-                       err=True)
+    # Every destination is checked before anything is written: a missing -o directory or a file tritonlock did not
+    # write (without --force) stops the command with nothing written; a write that fails takes back the others.
     main_files = [f for f in files if not f.in_context]
+    writes = [(Path(project) / f.path, f.text) for f in files if f.in_context]
     if fmt == "devcontainer":
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for f in main_files:
-            write_atomic(out_dir / f.path, f.text)
-            click.echo(f"wrote {out_dir / f.path}", err=True)
-        return
-    if output is None:
+        writes += [(out_dir / f.path, f.text) for f in main_files]
+    elif output is not None:
+        _existing_parent(output)
+        writes.append((Path(output), main_files[0].text))
+    from tritonlock._files import refuse_foreign
+    from tritonlock.lockfile import write_files
+
+    refuse_foreign([p for p, _ in writes], force=force, what=f"export --format {fmt}")
+    write_files(writes)
+    for p, _ in writes:
+        if fmt == "devcontainer" and p.parent == out_dir:
+            click.echo(f"wrote {p}", err=True)
+        elif output is None or p != Path(output):
+            click.echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
+    if output is None and fmt != "devcontainer":
         click.echo(main_files[0].text, nl=False)
-        return
-    write_atomic(output, main_files[0].text)
-    click.echo(f"wrote {output} (target {target.name})", err=True)
+    elif fmt != "devcontainer":
+        click.echo(f"wrote {output} (target {target.name})", err=True)
+
+
+def _existing_parent(path: str) -> None:
+    """-o PATH: its directory must be there (a typo is not created), checked before anything is written."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise UsageError(f"-o {path}: {parent} is not a directory — create it first or fix the path; nothing was "
+                         "written")
 
 
 def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
@@ -845,7 +870,8 @@ def _seconds(time_: str) -> int:
     return secs + int(days or 0) * 86400
 
 
-def _export_fleet(project: str, fmt: str, target_name: str | None, output: str | None, *, nodes: int, array: bool,
+def _export_fleet(project: str, fmt: str, target_name: str | None, output: str | None, *, force: bool, nodes: int,
+                  array: bool,
                   gpus_per_node: int | None, partition: str | None, account: str | None, time_: str,
                   reports: str | None, tritonlock_cmd: str, sync_args: str, verify_args: str, image: str | None,
                   namespace: str | None, reports_claim: str, node_selector: tuple[str, ...],
@@ -889,6 +915,10 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
     if output is None:
         click.echo(text, nl=False)
         return
+    from tritonlock._files import refuse_foreign
+
+    _existing_parent(output)
+    refuse_foreign([Path(output)], force=force, what=f"export --format {fmt}")
     write_atomic(output, text)
     click.echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
                                     f" — apply it with `kubectl apply -f {output}`")
@@ -941,9 +971,10 @@ def fleet() -> None:
               callback=lambda ctx, param, v: _finite(param, v), help="Seconds to wait for srun.")
 @click.option("--out", "out_dir", default="hosts", show_default=True, metavar="DIR",
               help="Where to write one NAME.toml per distinct machine (for target-files).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that tritonlock did not write.")
 @_json_opt
 def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: str | None, account: str | None,
-                time_: str, tritonlock_cmd: str, timeout: float, out_dir: str, as_json: bool) -> None:
+                time_: str, tritonlock_cmd: str, timeout: float, out_dir: str, force: bool, as_json: bool) -> None:
     """Probe every node with `tritonlock host` and write hosts/NAME.toml, one per distinct machine.
 
     Identical nodes share one file (its comment names them). Point triton-env.toml at them with
@@ -955,7 +986,7 @@ def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: st
 
     probes = gather_probes(GatherJob(nodes=nodes, nodelist=nodelist, partition=partition, account=account,
                                      time=time_, tritonlock=tritonlock_cmd, timeout=timeout))
-    written = write_host_files(probes, Path(out_dir))
+    written = write_host_files(probes, Path(out_dir), force=force)
     if as_json:
         _echo_json({"files": [{"path": str(p), "nodes": [m.node for m in members]} for p, members in written]})
         return
@@ -995,7 +1026,15 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
                  outlier: float, update_records: bool, project: str) -> None:
     """One table across the nodes of a Slurm or Kubernetes run: node, GPU, driver, target, pass/fail, vector add
     GB/s, matmul TFLOP/s and the ratios to torch, with nodes far below their peers marked. Exit 1 when a node
-    failed or is missing."""
+    failed or is missing.
+
+    \b
+    Reads, per node TAG, the files the Slurm and Kubernetes job scripts leave in DIRECTORY:
+      TAG.started                  the node started
+      TAG.sync.rc, TAG.sync.log    `tritonlock sync`'s exit code and output
+      TAG.json                     `tritonlock verify --json --record`'s report (a pass needs its record)
+      TAG.verify.rc, TAG.verify.log  verify's exit code and output
+    Files of other names are ignored, and so are report.json and summary.json."""
     from tritonlock.fleet.nodes import read_report_dir
     from tritonlock.fleet.report import rows, table_html, table_json, table_text
     from tritonlock.lockfile import write_atomic

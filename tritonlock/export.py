@@ -376,7 +376,10 @@ def devcontainer(lock: Lock, t: LockedTarget, context: str = "..") -> tuple[Expo
     doc["containerEnv"] = {"VIRTUAL_ENV": VENV}
     doc["remoteEnv"] = {"PATH": f"{VENV}/bin:${{containerEnv:PATH}}"}
     doc["customizations"] = {"vscode": {"extensions": ["ms-python.python"],
-                                        "settings": {"python.defaultInterpreterPath": f"{VENV}/bin/python"}}}
+                                        "settings": {"python.defaultInterpreterPath": f"{VENV}/bin/python"}},
+                             # how a later export knows this file is its own to replace (JSON holds no comment)
+                             "tritonlock": {"generated-by": "tritonlock export --format devcontainer",
+                                            "target": t.name}}
     return (ExportFile(path="devcontainer.json", text=json.dumps(doc, indent=2) + "\n"),
             ExportFile(path="Dockerfile", text=dockerfile(lock, t)), *image_context(lock, t))
 

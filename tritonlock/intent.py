@@ -34,6 +34,7 @@ class _Problems:
     def __init__(self, path: str, text: str) -> None:
         self.path, self.text = path, text
         self.items: list[str] = []
+        self.warnings: list[str] = []  # what was read otherwise than written (driver = "535")
         self._lines: _toml.Lines | None = None
         self.prefix: tuple[str | int, ...] = ()  # ("tool", "tritonlock") in a pyproject.toml
 
@@ -104,12 +105,14 @@ def _requirement_url_problem(text: str) -> str | None:
 
 
 def normalize_torch_spec(value: str) -> str:
-    """'*' or '' → any; a bare '2.6' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
+    """'*' → any; a bare '2.6' or '2.6.*' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
     v = value.strip()
-    if v in ("", "*"):
+    if v == "*":
         return ""
     if re.fullmatch(r"[0-9]+\.[0-9]+", v):
         return f"=={v}.*"
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)*\.\*", v):  # "2.5.*", as pip's "==2.5.*" without the operator
+        return f"=={v}"
     if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
         return f"=={v}"
     return v
@@ -166,6 +169,10 @@ def _cuda(p: _Problems, raw: Any) -> str:
         return "auto"
     if re.fullmatch(r"[0-9]+\.[0-9]+", s):
         return f"=={s}"
+    if re.fullmatch(r"[0-9]+(\.\*)?", s):  # a CUDA major: "12" (or "12.*") is any CUDA 12.x build
+        return f"=={s.removesuffix('.*')}.*"
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.\*", s):
+        return f"=={s}"
     if _check_spec(p, ("environment", "cuda"), s, '"auto", "cpu", "cu126" or ">=12.4"'):
         return s
     return "auto"
@@ -187,9 +194,9 @@ def _torch(p: _Problems, raw: Any) -> tuple[str, str | None]:
     t = _string(p, ("environment", "torch"), raw, '">=2.6"')
     if t is None:
         return "", None
-    if t.strip().lower() in ("latest", "newest", "any", "all"):
+    if t.strip().lower() in ("latest", "newest", "any", "all", ""):
         p.add(("environment", "torch"), f"{t.strip()!r} is not a version specifier",
-              'write "*" for the newest torch that fits (or e.g. ">=2.6")')
+              'write "*" for the newest torch that fits (or e.g. ">=2.6"), or leave the key out')
         return "", None
     m = _LOCAL.fullmatch(t)
     if m:
@@ -244,7 +251,12 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
-            p.add((*key, i), f"unknown GPU {_toml.shown(g)}", 'give its compute capability instead, e.g. "8.6"')
+            # a suggestion costs a fuzzy match: only for as many names as an error shows (_toml.capped)
+            near = load_matrix().nearest_gpu(g) if len(p.items) < 20 else None
+            p.add((*key, i), f"unknown GPU {_toml.shown(g)}",
+                  f'did you mean "{near.name}" (compute capability {near.cc})? Write that, or its compute capability '
+                  f'"{near.cc}"' if near is not None else
+                  'give its compute capability instead (nvidia-smi --query-gpu=compute_cap --format=csv), e.g. "8.0"')
         else:
             out.append(cc)
     return tuple(out)
@@ -306,6 +318,8 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
                   "remove it, or set os = \"macos\"")
             macos = None
     gpus = _gpus(p, (*key, "gpus"), raw["gpus"]) if "gpus" in raw else ()
+    if driver is not None and re.fullmatch(r"[0-9]{3,4}", driver) and os_ is not None:
+        driver = _bare_branch(p, (*key, "driver"), driver, os_, gpus)
     if gpus and driver is None and "driver" not in raw:
         p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
     if os_ is None or arch is None:
@@ -314,6 +328,29 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
         arch = "arm64"  # the wheel-tag spelling off Linux (macosx_11_0_arm64, win_arm64), as host reports it
     return TargetSpec(name=name, os=os_, arch=arch, glibc=glibc if os_ == "linux" else None, python=python,
                       driver=driver, cuda=cuda, gpus=gpus, origin="intent", macos=macos)
+
+
+def _bare_branch(p: _Problems, key: tuple[str | int, ...], driver: str, os_: str,
+                 gpus: tuple[str, ...]) -> str | None:
+    """driver = "535": a branch, not a version. Compared as a version it is 535.0, older than every R535 release
+    (CUDA 12.1's 530.30.02 < 535 < 12.2's 535.54.03), so it is read as the branch's first release in NVIDIA's Table
+    3 (R535 → 535.54.03, CUDA 12.2), and the reading is a warning; a branch no toolkit shipped with is refused.
+    A Jetson's driver is numbered by branch ("580.00"), and resolve judges it by branch: it stays as written."""
+    from tritonlock.matrix import load_matrix
+
+    m = load_matrix()
+    if any(m.jetpack_only(cc) or ((g := m.gpu_family(cc)) is not None and g.integrated) for cc in gpus):
+        return driver
+    found = m.branch_release(driver, os_)
+    if found is None:
+        p.add(key, f"{driver!r} is a driver branch, not a driver version, and no CUDA toolkit shipped with R{driver}",
+              'write the full version nvidia-smi shows, e.g. "535.104.05"')
+        return None
+    version, cuda = found
+    p.warnings.append(f"{p.path}: {'.'.join(str(k) if isinstance(k, str) else f'[{k}]' for k in key)}"
+                      .replace(".[", "[") + f" = {driver!r} is a branch: read as {version}, the first R{driver} "
+                      f"release (CUDA {cuda}) — write the full version nvidia-smi shows to lock for your exact driver")
+    return version
 
 
 def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
@@ -346,6 +383,11 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             if triton.lower() in ("latest", "newest", "any"):
                 p.add(("environment", "triton"), f"{triton!r} is not a triton choice",
                       'write "auto" for the triton the chosen torch pins (or a specifier like ">=3.2", or "none")')
+                triton = "auto"
+            elif not triton:
+                p.add(("environment", "triton"), "'' is not a triton choice",
+                      'write "auto" for the triton the chosen torch pins (or a specifier like ">=3.2", or "none"), '
+                      "or leave the key out")
                 triton = "auto"
             elif triton not in ("auto", "none"):
                 triton = normalize_torch_spec(triton)
@@ -418,24 +460,47 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             targets.append(spec)
     globs, files = _target_files(p, data, Path(path).parent, names, targets)
     p.raise_if_any()
+    intent = Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
+                    cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
+                    targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
+                    warnings=tuple(p.warnings) + _same_machines(targets), channel=channel)
+    del files  # (the files are the targets' origins, in order: content_hash reads them from there)
+    return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
+
+
+def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
+    """The hash a lock records of its intent, with these targets in it: with the intent's own targets it is the
+    intent's content_hash; with a lock's targets it tells whether only the target machines changed since."""
     canonical: dict[str, object] = {
-        "python": python, "torch": torch, "triton": triton, "packages": sorted(packages), "cuda": cuda,
-        "cuda-policy": policy, "indexes": {"torch": torch_index, "default": default_index},
+        "python": intent.python, "torch": intent.torch, "triton": intent.triton, "packages": sorted(intent.packages),
+        "cuda": intent.cuda, "cuda-policy": intent.cuda_policy,
+        "indexes": {"torch": intent.torch_index, "default": intent.default_index},
         # a target's macOS only when stated, so the hash of every other intent stays what it was
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
                     + ([t.macos] if t.macos else []) for t in targets],
     }
-    if no_build:  # only then, so that the hash of an intent without no-build stays what it was
-        canonical["no-build"] = list(no_build)
-    if channel != "release":  # only then, so that the hash of every release intent stays what it was
-        canonical["channel"] = channel
-    if globs:  # only then, so that the hash of an intent without target-files stays what it was
-        canonical["target-files"] = {"globs": list(globs), "files": list(files)}
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
-    return Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
-                  cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
-                  targets=tuple(targets), no_build=no_build, content_hash=f"sha256:{digest}", target_files=globs,
-                  warnings=_same_machines(targets), channel=channel)
+    if intent.no_build:  # only then, so that the hash of an intent without no-build stays what it was
+        canonical["no-build"] = list(intent.no_build)
+    if intent.channel != "release":  # only then, so that the hash of every release intent stays what it was
+        canonical["channel"] = intent.channel
+    if intent.target_files:  # only then, so that the hash of an intent without target-files stays what it was
+        files = list(dict.fromkeys(t.origin[5:] for t in targets if t.origin.startswith("file:")))
+        canonical["target-files"] = {"globs": list(intent.target_files), "files": files}
+    return "sha256:" + hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+
+
+def changed_files(intent: Intent, locked: tuple[TargetSpec, ...], locked_hash: str) -> tuple[str, ...]:
+    """What changed since a lock of `locked_hash` was written from `locked` targets: the target files whose machines
+    differ, when nothing else did; else the intent itself (its path). Paths as the user reaches them."""
+    if content_hash(intent, locked) != locked_hash:
+        return (intent.path,)
+    old = {t.name: t for t in locked}
+    new = {t.name: t for t in intent.targets}
+    moved = [new.get(n) or old[n] for n in dict.fromkeys([*old, *new]) if old.get(n) != new.get(n)]
+    base = Path(intent.path).parent
+    out = [intent.path if not t.origin.startswith("file:") else
+           (str(base / t.origin[5:]) if str(base) not in ("", ".") else t.origin[5:]) for t in moved]
+    return tuple(dict.fromkeys(out)) or (intent.path,)
 
 
 _PYPROJECT_KEYS = ("environment", "indexes", "targets", "target-files", "extras")
@@ -601,10 +666,26 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
                   + "`, or fix the pattern")
         seen += [f for f in matched if f not in seen]
     rels: list[str] = []
+    try:
+        root = base.resolve()
+    except (OSError, RuntimeError):
+        root = base.absolute()
     for f in seen:
         rel = f.relative_to(base).as_posix() if f.is_relative_to(base) else f.as_posix()
-        rels.append(rel)
         shown = (base / rel).as_posix() if str(base) not in ("", ".") else rel
+        try:
+            real = f.resolve(strict=True)
+        except (OSError, RuntimeError) as err:  # a link loop, or a link that points at nothing
+            p.items.append(f"{shown}: cannot follow it ({_toml.shown(str(err), 80)}) — fix the file or the "
+                           "target-files pattern")
+            continue
+        if not real.is_relative_to(root):
+            # a symlink (the file's or a directory's on its path) out of the project: the file would travel with
+            # the project (the Kubernetes ConfigMap carries target files) although it is not part of it
+            p.items.append(f"{shown}: a symlink to {real}, outside the project ({root}) — target files must be "
+                           "inside the project: copy the file in instead of linking it")
+            continue
+        rels.append(rel)
         try:
             text = read_text(f)
         except (OSError, UnicodeDecodeError) as err:
@@ -615,20 +696,22 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
             doc = _toml.loads(text)
         except _toml.TOMLDecodeError as err:
             line, msg = _toml.decode_error_line(err, text)
+            # (--force: the file is there, and a hand-written one is replaced only with it)
             p.items.append(f"{shown}:{line or 1}: TOML syntax error: {msg} — fix the syntax, or save it again "
-                           "with `tritonlock host --save`")
+                           f"on that machine with `tritonlock host --save {shown} --force`")
             continue
         _unknown(fp, doc, ("targets",), ())
         tables = doc.get("targets")
         if not isinstance(tables, list) or not tables:
             fp.add(("targets",), "expected one or more [[targets]] tables",
-                   "save the machine with `tritonlock host --save " + rel + "`")
+                   f"save the machine again with `tritonlock host --save {shown} --force` on it")
             tables = []
         for j, t in enumerate(tables):
             spec = _target(fp, j, t, names)
             if spec is not None:
                 targets.append(dataclasses.replace(spec, origin=f"file:{rel}"))
         p.items += fp.items
+        p.warnings += fp.warnings
     return tuple(raw), tuple(rels)
 
 

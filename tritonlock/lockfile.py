@@ -213,6 +213,34 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def write_files(files: list[tuple[Path, str]]) -> None:
+    """Write several files as one step: each atomically, and when one fails, the files and directories this call
+    created are removed again (a replaced file keeps its new text), so a failed command leaves nothing behind."""
+    created: list[Path] = []
+    try:
+        for path, text in files:
+            missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+            for d in reversed(missing):
+                try:
+                    d.mkdir()
+                except FileExistsError:
+                    continue
+                except OSError as err:
+                    raise _write_error(path, err) from None
+                created.append(d)
+            existed = os.path.lexists(path)
+            write_atomic(path, text)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for p in reversed(created):
+            try:
+                p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+            except OSError:
+                pass
+        raise
+
+
 def _write_error(target: Path, err: OSError) -> WriteError:
     why = err.strerror or str(err)
     return WriteError(f"{target}: cannot write it ({why}) — check that its directory exists and that you may write "
@@ -559,10 +587,19 @@ def read_lock(path: str | Path) -> Lock:
     return loads(text, str(p))
 
 
+def changed_inputs(lock: Lock, intent: Intent) -> str:
+    """Which file changed when the lock's intent hash no longer matches: a target file (hosts/a100.toml) when only
+    the machines it describes changed, else the intent."""
+    from tritonlock.intent import changed_files
+
+    files = changed_files(intent, tuple(t.selection.target for t in lock.targets), lock.intent_hash)
+    return files[0] if len(files) == 1 else ", ".join(files[:-1]) + " and " + files[-1]
+
+
 def staleness(lock: Lock, intent: Intent, matrix_version: str) -> str | None:
     """Why the lock no longer matches its inputs, or None when it is fresh."""
     if lock.intent_hash != intent.content_hash:
-        return f"{intent.path} changed since the lock was written"
+        return f"{changed_inputs(lock, intent)} changed since the lock was written"
     if lock.matrix_version != matrix_version:
         return f"the compatibility matrix changed from {lock.matrix_version} to {matrix_version}"
     return None

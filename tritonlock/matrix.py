@@ -247,6 +247,13 @@ class Matrix:
                 and Version(branch_floor(d) if by_branch else d) <= have]
         return max(fits, key=lambda t: Version(t.version)).version if fits else None
 
+    def branch_release(self, branch: str, os: str = "linux") -> tuple[str, str] | None:
+        """A driver given by branch alone ("535": R535) as the first release of that branch that NVIDIA's Table 3
+        lists, and the CUDA it came with (("535.54.03", "12.2")); None when no toolkit shipped with that branch."""
+        rows = [(d, t.version) for t in self.cuda if (d := _driver(t, os)) is not None
+                and d.split(".")[0] == branch.strip()]
+        return min(rows, key=lambda r: Version(r[0])) if rows else None
+
     def driver_floor(self, cuda: str, os: str = "linux", policy: str = "compatible") -> str | None:
         """Least driver that runs a build for `cuda` under `policy` ("compatible" | "strict")."""
         if policy not in ("compatible", "strict"):
@@ -283,6 +290,23 @@ class Matrix:
             if known[0] in present and _contains(words, known) and (best is None or size > best[0]):
                 best = (size, gpu)
         return best[1].cc if best else None
+
+    def nearest_gpu(self, name: str) -> GpuModel | None:
+        """The known GPU a name that gpu_cc does not know most likely means ("RTX4090" → "RTX 4090"): the same
+        letters and digits without spaces, else the closest spelling; None when nothing is close."""
+        import difflib
+
+        def squeeze(text: str) -> str:
+            return "".join(_words(text)).replace("O", "0")  # a letter O typed for a zero: "A10O"
+
+        want = squeeze(name)
+        if not want:
+            return None
+        by = {squeeze(g.name): g for g in self.gpus}
+        if want in by:
+            return by[want]
+        close = difflib.get_close_matches(want, list(by), n=1, cutoff=0.75)
+        return by[close[0]] if close else None
 
     def gpu_family(self, cc: str) -> GpuModel | None:
         """The gpus.toml row of a compute capability (every name in a row shares its facts); None when unknown."""

@@ -274,8 +274,10 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     if lock_path.exists() and not upgrade:
         try:
             old = lockfile.read_lock(lock_path)
-        except TritonlockError as err:  # a broken lock is simply replaced, and we say so
-            reason = f"the existing lock is unreadable ({err}); re-resolving"
+        except TritonlockError as err:  # a broken lock is never up to date: it is replaced, and we say so
+            why_bad, _, fix = str(err).splitlines()[0].rpartition(" — ")
+            why_bad = why_bad if "tritonlock resolve" in fix else str(err).splitlines()[0]
+            reason = f"the existing lock was refused ({why_bad}); re-resolving"
         else:
             why = lockfile.staleness(old, intent, matrix.version)
             if why is None and _same_targets(old, targets):

@@ -25,7 +25,7 @@ from tritonlock.errors import LockfileError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 
 RECORDS_FILE = "triton-env.verified.toml"
-RECORDS_VERSION = "1.1"  # 1.1: each entry carries a digest of itself
+RECORDS_VERSION = "1.2"  # 1.1: each entry carries a digest of itself; 1.2: caveats (what a run cannot vouch for)
 HEADER = (
     "# triton-env.verified.toml — where triton-env.lock was proven to work; written by `tritonlock verify --record`.\n"
     "# One [[verified]] entry per target × host fingerprint, sorted. When merging branches, keep both sides' entries.\n"
@@ -69,6 +69,9 @@ class Record:
     tritonlock: str = ""
     failures: tuple[str, ...] = ()
     kernels: tuple[KernelSummary, ...] = ()
+    # What the run cannot vouch for (host facts set by TRITONLOCK_* overrides, an interpreter that is not a venv
+    # `tritonlock sync` made for the target, …): such a record never counts for a GPU target.
+    caveats: tuple[str, ...] = ()
     digest: str = ""  # sha256 of every other field (entry_digest): a hand-edited entry no longer matches it
 
     @property
@@ -123,6 +126,8 @@ def entry_digest(r: Record) -> str:
     someone who rewrites the entry and computes the digest again (the algorithm is public)."""
     doc = record_json(replace(r, digest=""))
     doc.pop("digest", None)
+    if not doc.get("caveats"):
+        doc.pop("caveats", None)  # so that every record made before caveats existed keeps its digest
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
 
 
@@ -130,8 +135,31 @@ def _signed(r: Record) -> Record:
     return replace(r, digest=entry_digest(r))
 
 
+def run_caveats(host: HostProfile, result: Any, *, interpreter: str, venv: Path | None,
+                target: str) -> tuple[str, ...]:
+    """What a verify run on this machine cannot vouch for: host facts that TRITONLOCK_* overrides set instead of
+    detection, an interpreter that is not a venv `tritonlock sync` completed for this target (anything could answer
+    there, a script that prints a passing report included), and a GPU run reported where no driver was found."""
+    from tritonlock._noop import read_synced
+    from tritonlock.host import ENV_PREFIX, OVERRIDE_KEYS
+
+    out: list[str] = []
+    names = [ENV_PREFIX + k.upper() for k in OVERRIDE_KEYS if os.environ.get(ENV_PREFIX + k.upper(), "").strip()]
+    if names:
+        out.append(f"host facts set by {', '.join(names)}, not detected")
+    stamp = read_synced(venv) if venv is not None else None
+    if stamp is None or stamp.get("target") != target:
+        from tritonlock._term import printable
+
+        out.append(f"interpreter {printable(os.path.abspath(interpreter), 200)} is not in a venv that `tritonlock sync` made for "
+                   f"target {target}")
+    if result.mode == "gpu" and host.driver is None:
+        out.append("the run says it used a GPU, but no NVIDIA driver was found on this machine")
+    return tuple(out)
+
+
 def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: str | None = None,
-                now: datetime.datetime | None = None) -> Record:
+                now: datetime.datetime | None = None, caveats: tuple[str, ...] = ()) -> Record:
     """A record of one verify result (a verify.VerifyResult) for a lock target on this host."""
     from tritonlock import __version__
 
@@ -151,7 +179,8 @@ def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: s
         mode=result.mode, os=host.os, arch=host.arch, glibc=s(host.glibc),
         python=".".join(host.python.split(".")[:2]), driver=s(host.driver), cuda=s(host.cuda_driver),
         gpus=tuple(f"{s(g.name)} ({s(g.cc)})" for g in host.gpus), torch=s(result.torch), triton=s(result.triton),
-        tritonlock=__version__, failures=tuple(str(f) for f in result.failures), kernels=kernels))
+        tritonlock=__version__, failures=tuple(str(f) for f in result.failures), kernels=kernels,
+        caveats=tuple(caveats)))
 
 
 def machine(record: Record) -> HostProfile | None:
@@ -186,14 +215,35 @@ def doubt(record: Record, target: LockedTarget) -> str | None:
     return None
 
 
-def proves(record: Record, target: LockedTarget) -> bool:
-    """Whether a record shows this target working with the current lock: an unedited entry for these packages, made
-    on a machine this target is for, that passed every check and kernel — on a GPU when the target is a GPU target
-    (an interpreter run proves the packages import and compute, not the GPU)."""
+def is_gpu_target(target: LockedTarget) -> bool:
     sel = target.selection
-    gpu_target = bool(sel.backend and sel.backend.startswith("cu") and sel.target.driver)
-    return (record.target == target.name and doubt(record, target) is None and record.ok and not record.failures
-            and all(k.ok for k in record.kernels) and (record.mode == "gpu" or not gpu_target))
+    return bool(sel.backend and sel.backend.startswith("cu") and sel.target.driver)
+
+
+def why_not(record: Record, target: LockedTarget) -> str | None:
+    """Why a record does not show this target working with the current lock (the first reason, in the order a user
+    fixes them), or None when it does: it must be an unedited entry for these packages, made on a machine this target
+    is for, that passed every check and kernel — and for a GPU target, on a GPU (an interpreter run proves the
+    packages import and compute, not the GPU), with no caveats (overridden host facts, a foreign interpreter)."""
+    if record.target != target.name:
+        return f"it is a record of target {record.target!r}"
+    why = doubt(record, target)
+    if why is not None:
+        return why.split(" — ")[0]
+    if not record.ok or record.failures or not all(k.ok for k in record.kernels):
+        failed = record.failures[0] if record.failures else next(
+            (f"{k.kernel} {k.dtype} on {k.device}" for k in record.kernels if not k.ok), "failed")
+        return f"its verify failed ({failed})"
+    if is_gpu_target(target) and record.mode != "gpu":
+        return "it ran only in Triton's interpreter, not on a GPU"
+    if is_gpu_target(target) and record.caveats:
+        return "it cannot stand for a GPU run: " + "; ".join(record.caveats)
+    return None
+
+
+def proves(record: Record, target: LockedTarget) -> bool:
+    """Whether a record shows this target working with the current lock (see why_not)."""
+    return why_not(record, target) is None
 
 
 def judge(records: tuple[Record, ...], lock: Lock) -> tuple[RecordStatus, ...]:
@@ -234,6 +284,10 @@ def dumps(records: tuple[Record, ...] | list[Record]) -> str:
                      ("tritonlock", r.tritonlock or None), ("digest", r.digest or None)):
             if v is not None:
                 lines.append(f"{k} = {_v(v)}")
+        if r.caveats:
+            lines.append("caveats = [")
+            lines += [f"  {_v(c)}," for c in r.caveats]
+            lines.append("]")
         if r.failures:
             lines.append("failures = [")
             lines += [f"  {_v(f)}," for f in r.failures]
@@ -306,8 +360,9 @@ def _entry(r: _R, e: Any, w: str) -> Record:
             ratio=_num(r.get(k, "ratio", (int, float), kw, False))))
     strs = r.get(e, "gpus", list, w, False) or []
     fails = r.get(e, "failures", list, w, False) or []
-    if not all(isinstance(x, str) for x in (*strs, *fails)):
-        raise r.fail(w, "gpus and failures must be lists of strings")
+    caveats = r.get(e, "caveats", list, w, False) or []
+    if not all(isinstance(x, str) for x in (*strs, *fails, *caveats)):
+        raise r.fail(w, "gpus, failures and caveats must be lists of strings")
     rec = Record(
         target=r.get(e, "target", str, w), fingerprint=r.get(e, "fingerprint", str, w),
         packages_digest=r.get(e, "packages-digest", str, w), when=r.get(e, "when", str, w),
@@ -316,7 +371,7 @@ def _entry(r: _R, e: Any, w: str) -> Record:
         python=r.get(e, "python", str, w, False), driver=r.get(e, "driver", str, w, False),
         cuda=r.get(e, "cuda", str, w, False), gpus=tuple(strs), torch=r.get(e, "torch", str, w, False),
         triton=r.get(e, "triton", str, w, False), tritonlock=r.get(e, "tritonlock", str, w, False) or "",
-        failures=tuple(fails), kernels=tuple(kernels), digest=r.get(e, "digest", str, w, False) or "")
+        failures=tuple(fails), kernels=tuple(kernels), caveats=tuple(caveats), digest=r.get(e, "digest", str, w, False) or "")
     for key in ("target", "fingerprint", "packages-digest", "when", "host", "mode", "os", "arch", "glibc", "python",
                 "driver", "cuda", "torch", "triton", "tritonlock", "digest"):
         v = e.get(key)
@@ -356,16 +411,31 @@ def read_records(path: str | Path) -> tuple[Record, ...]:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock around read-modify-write: many nodes of one job record into one shared file."""
+    """An exclusive lock around read-modify-write: many nodes of one job record into one shared file. The lock file
+    is removed before the lock is let go, so the project is left as it was; a process that waited on a file that
+    is gone (or was replaced) when it gets the lock opens the current one and waits again."""
     import fcntl
 
     lock = path.with_name(f".{path.name}.lock")
-    with open(lock, "a") as fh:
-        fcntl.lockf(fh, fcntl.LOCK_EX)  # POSIX locks also hold across NFS clients (lockd)
+    while True:
+        fh = open(lock, "a")
         try:
-            yield
+            fcntl.lockf(fh, fcntl.LOCK_EX)  # POSIX locks also hold across NFS clients (lockd)
+            try:
+                same = os.path.samestat(os.fstat(fh.fileno()), os.stat(lock))
+            except FileNotFoundError:
+                same = False
+            if not same:
+                continue  # the holder before us removed it: lock the file that is there now
+            try:
+                yield
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock)
+                fcntl.lockf(fh, fcntl.LOCK_UN)
+            return
         finally:
-            fcntl.lockf(fh, fcntl.LOCK_UN)
+            fh.close()
 
 
 def add_records(path: str | Path, new: tuple[Record, ...] | list[Record]) -> tuple[Record, ...]:
@@ -389,6 +459,7 @@ def record_json(r: Record) -> dict[str, Any]:
             "host": r.host, "ok": r.ok, "mode": r.mode, "os": r.os, "arch": r.arch, "glibc": r.glibc,
             "python": r.python, "driver": r.driver, "cuda": r.cuda, "gpus": list(r.gpus), "torch": r.torch,
             "triton": r.triton, "tritonlock": r.tritonlock, "failures": list(r.failures), "digest": r.digest,
+            "caveats": list(r.caveats),
             "kernels": [{"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
                          "value": k.value, "torch": k.torch_value, "ratio": k.ratio} for k in r.kernels]}
 
@@ -436,6 +507,9 @@ def verified_lines(judged: tuple[RecordStatus, ...], target: LockedTarget) -> li
             f"matmul {s['matmul_tflops']:,.1f} TFLOP/s" if s["matmul_tflops"] is not None else "") if x)
         machine = ", ".join(r.gpus) or f"no GPU ({r.mode})"
         state = "STALE: " + j.why if j.stale else ("passed" if r.ok else "FAILED")
+        if r.caveats and not j.stale:
+            state += f" (caveats: {'; '.join(r.caveats)}" + (" — does not count for this GPU target)"
+                                                             if is_gpu_target(target) else ")")
         out.append(f"verified {r.when[:10]} on {r.host}: {machine}, driver {r.driver or 'none'}, "
                    f"{r.os}/{r.arch} — {state}" + (f"; {nums}" if nums else ""))
     return out

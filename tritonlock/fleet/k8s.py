@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock.errors import UsageError
-from tritonlock.fleet.nodes import FleetError
 from tritonlock.fleet.steps import Steps, node_step
 from tritonlock.models import Lock, LockedTarget
 
@@ -110,7 +109,7 @@ def project_files(project: Path, lock: Lock) -> dict[str, str]:
         try:
             out[n] = strip_all_credentials(read_text(project / n))
         except (OSError, UnicodeDecodeError) as err:
-            raise FleetError(f"{project / n}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+            raise UsageError(f"{project / n}: cannot read ({getattr(err, 'strerror', None) or err})") from None
     return out
 
 
@@ -120,14 +119,23 @@ def _unique(names: list[str], make: Any, limit: int) -> dict[str, str]:
     other when the manifest is applied."""
     import hashlib
 
-    out: dict[str, str] = {}
     clean = {n: make(n) for n in names}
-    for n in names:
-        c = clean[n]
-        if list(clean.values()).count(c) > 1 or len(c) > limit:
-            tail = hashlib.sha256(n.encode()).hexdigest()[:8]
-            c = f"{c[: limit - 9].rstrip('-_.')}-{tail}"
-        out[n] = c
+
+    def hashed(n: str) -> str:
+        tail = hashlib.sha256(n.encode()).hexdigest()[:8]
+        return f"{clean[n][: limit - 9].rstrip('-_.')}-{tail}"
+
+    out = {n: hashed(n) if list(clean.values()).count(c) > 1 or len(c) > limit else c for n, c in clean.items()}
+    # A name that cleaned without a change may still equal another's hashed form ("a-b-1a2b3c4d" beside "a b"):
+    # hash it too, until every object has a name of its own.
+    while len(set(out.values())) < len(out):
+        taken = [v for v in out.values()]
+        again = [n for n, v in out.items() if taken.count(v) > 1 and v != hashed(n)]
+        if not again:
+            raise UsageError(f"two lock targets would get one Kubernetes name ({', '.join(sorted(names))}) — "
+                             "rename one of them")
+        for n in again:
+            out[n] = hashed(n)
     return out
 
 
@@ -149,7 +157,7 @@ def manifests(lock: Lock, targets: list[LockedTarget], files: dict[str, str], jo
     }]
     runnable = [t for t in targets if t.selection.ok and t.selection.target.os == "linux"]
     if not runnable:
-        raise FleetError("no Linux target to run: Kubernetes Jobs here run Linux pods (the lock's targets are "
+        raise UsageError("no Linux target to run: Kubernetes Jobs here run Linux pods (the lock's targets are "
                          f"{', '.join(f'{t.name} ({t.selection.target.os})' for t in targets)})")
     extra_tol = [parse_toleration(x) for x in job.tolerations]
     job_names = _unique([t.name for t in runnable], lambda n: dns_name(f"{job.name}-{n}"), 52)

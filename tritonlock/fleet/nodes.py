@@ -104,17 +104,17 @@ def group_probes(probes: list[Probe]) -> list[tuple[str, list[Probe]]]:
     groups: dict[tuple[object, ...], list[Probe]] = {}
     for p in sorted(probes, key=lambda p: p.node):
         groups.setdefault(p.machine, []).append(p)
-    used: set[str] = set()
+    used: set[str] = set()  # case-folded: two targets "H200" and "h200" would be one file where case is ignored
     out: list[tuple[str, list[Probe]]] = []
     for members in sorted(groups.values(), key=lambda m: (m[0].name, m[0].node)):
         base = members[0].name
         name = base
-        if name in used and members[0].driver:
+        if name.casefold() in used and members[0].driver:
             name = f"{base}-{members[0].driver.split('.')[0]}"
         n = 2
-        while name in used:
+        while name.casefold() in used:
             name, n = f"{base}-{n}", n + 1
-        used.add(name)
+        used.add(name.casefold())
         out.append((name, members))
     return out
 
@@ -135,18 +135,19 @@ def host_file_text(name: str, members: list[Probe], *, today: datetime.date | No
     return "\n".join(lines) + "\n"
 
 
-def write_host_files(probes: list[Probe], out_dir: Path) -> list[tuple[Path, list[Probe]]]:
-    from tritonlock.lockfile import write_atomic
+def write_host_files(probes: list[Probe], out_dir: Path, *, force: bool = False) -> list[tuple[Path, list[Probe]]]:
+    """One NAME.toml per distinct machine; a file there that tritonlock did not write stops it (unless `force`)
+    before anything is written."""
+    from tritonlock._files import file_stem, refuse_foreign
+    from tritonlock.lockfile import write_files
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    from tritonlock._files import file_stem
-
-    for name, members in group_probes(probes):
-        path = out_dir / f"{file_stem(name)}.toml"  # a node's answer never picks where a file goes
-        write_atomic(path, host_file_text(name, members))
-        written.append((path, members))
-    return written
+    # a node's answer never picks where a file goes; distinct names never share a file (file_stem)
+    planned = [(out_dir / f"{file_stem(name)}.toml", name, members) for name, members in group_probes(probes)]
+    if len({str(p).casefold() for p, _, _ in planned}) != len(planned):  # file_stem's promise, kept by a check
+        raise FleetError(f"two machines would share a file in {out_dir} — give the nodes distinct names")
+    refuse_foreign([p for p, _, _ in planned], force=force, what="fleet hosts")
+    write_files([(p, host_file_text(name, members)) for p, name, members in planned])
+    return [(p, members) for p, _, members in planned]
 
 
 # ---------------------------------------------------------------- what nodes leave in a report directory
@@ -243,8 +244,18 @@ def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
             failures = [str(x) for x in _list(doc.get("failures"))] or [
                 f"{c.get('name')}: {c.get('detail')}" for c in _list(doc.get("checks"))
                 if isinstance(c, dict) and not c.get("ok")]
-            return NodeReport(tag=tag, node=node, record=rec, ok=bool(doc["ok"]), stage="verify",
-                              error="; ".join(failures[:2]) if not doc["ok"] else "", exit_code=verify_rc)
+            # One verdict: a pass needs the report's ok, its record's ok and verify's exit code to agree.
+            if doc["ok"] and rec is None:
+                failures = [f"{d / (tag + '.json')} has no record: it does not say which machine and lock target "
+                            "it verified — the job runs `tritonlock verify --json --record`; run that on the node"]
+            elif doc["ok"] and rec is not None and not rec.ok:
+                failures = [f"{d / (tag + '.json')}: the report says ok but its record says failed"]
+            elif doc["ok"] and verify_rc not in (None, 0):
+                failures = [f"the report says ok but verify exited {verify_rc} "
+                            f"({_last_error(_read(d / f'{tag}.verify.log')) or 'no output'})"]
+            ok = bool(doc["ok"]) and rec is not None and rec.ok and verify_rc in (None, 0)
+            return NodeReport(tag=tag, node=node, record=rec, ok=ok, stage="verify",
+                              error="; ".join(failures[:2]) if not ok else "", exit_code=verify_rc)
     if sync_rc not in (None, 0):
         why = ("timed out" if _timed_out(sync_rc) else f"exit {sync_rc}") + ": "
         return NodeReport(tag=tag, node=node, record=None, ok=False, stage="sync", exit_code=sync_rc,

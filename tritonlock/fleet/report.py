@@ -58,11 +58,11 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
         r = rep.record
         gpu, model = _models(r.gpus) if r else ("?", "?")
         s = summary(r) if r else {"vector_add_gbs": None, "matmul_tflops": None}
-        status = ("pass" if rep.ok else "fail") if rep.stage == "verify" and r else (
+        status = "pass" if rep.ok else "fail" if rep.stage == "verify" and r else (
             "sync failed" if rep.stage == "sync" else "verify failed" if rep.stage == "verify" else
             "unreadable" if rep.stage == "report" else "no result")
         out.append(Row(node=rep.node, tag=rep.tag, gpu=gpu, model=model, driver=r.driver if r else None,
-                       target=r.target if r else None, status=status, ok=rep.ok, mode=r.mode if r else None,
+                       target=r.target if r else None, status=status, ok=status == "pass", mode=r.mode if r else None,
                        vector_add_gbs=s["vector_add_gbs"], matmul_tflops=s["matmul_tflops"],
                        add_ratio=_ratio(rep, "vector_add"),
                        matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error))

@@ -148,7 +148,11 @@ $TRITONLOCK_CMD report merge "$TRITONLOCK_REPORTS" --expect "${SLURM_JOB_NUM_NOD
 merged=$?
 cat "$TRITONLOCK_REPORTS/report.txt"
 echo "tritonlock: reports in $TRITONLOCK_REPORTS (report.txt, report.html)"
+# The job's exit code is its own nodes' verdict (srun's: non-zero when any of its tasks failed). The merged table
+# may also hold nodes another job left in a shared reports directory; they do not fail this job. A merge that could
+# not run at all (exit 2 or more) does.
 [ "$rc" -ne 0 ] && exit "$rc"
+[ "$merged" -eq 1 ] && exit 0
 exit "$merged"
 '''
     return "\n".join(head) + "\n" + body + tail

@@ -28,8 +28,22 @@ def node_step(s: Steps, *, index_var: str) -> str:
   export TRITONLOCK_NODE="$node"
   # node-local, and one per project: two projects (or two checkouts) on a node never share a venv
   pkey="$(cd "$TRITONLOCK_PROJECT" 2>/dev/null && pwd -P | cksum | cut -d' ' -f1)"
-  venv="${{TRITONLOCK_VENV:-${{TMPDIR:-/tmp}}/tritonlock-venv-${{pkey:-0}}-$tag}}"
   out="$TRITONLOCK_REPORTS/$tag"
+  venv="${{TRITONLOCK_VENV:-}}"
+  if [ -z "$venv" ]; then
+    # The node's temporary directory is shared with every user of the node: the venv lives in a directory only
+    # this user can enter (mode 0700, owned by us, not a link), kept between jobs so a re-run syncs quickly; when
+    # that name is taken by anything else, a fresh private directory from mktemp -d is used instead.
+    base="${{SLURM_TMPDIR:-${{TMPDIR:-/tmp}}}}"
+    uid="$(id -u)"
+    priv="$base/tritonlock-$uid"
+    mkdir -m 700 "$priv" 2>/dev/null
+    if [ -L "$priv" ] || [ -z "$(find "$priv" -prune -type d -user "$uid" -perm 700 2>/dev/null)" ]; then
+      priv="$(mktemp -d "$base/tritonlock.XXXXXXXX")" || {{ echo "cannot make a private directory in $base" \
+        > "$out.sync.log"; echo 1 > "$out.sync.rc"; return 1; }}
+    fi
+    venv="$priv/venv-${{pkey:-0}}-$tag"
+  fi
   date -u +%Y-%m-%dT%H:%M:%SZ > "$out.started"
   timeout -k 30 {s.sync_timeout} $TRITONLOCK_CMD sync --locked --no-verify -p "$TRITONLOCK_PROJECT" --venv "$venv" \\
     {s.sync_args} > "$out.sync.log" 2>&1
