@@ -598,6 +598,7 @@ def _load(root: Path) -> Matrix:
     triton_f.done()
 
     gpus: list[GpuModel] = []
+    gpus_f.seen.update(("amd_gpu", "intel_gpu"))  # AMD and Intel names: read by tritonlock.matrix_vendor
     for row in gpus_f.rows("gpu"):
         cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
         wheels = row.get("wheels", re.compile(r"^jetpack\Z"), "jetpack", required=False) or ""
