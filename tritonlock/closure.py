@@ -74,7 +74,30 @@ def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> st
 def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
     """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml) — triton
     only where that backend's index publishes it (meta.toml triton_from_default: not for cpu)."""
-    return matrix.bound_to_torch_index(canonicalize_name(name), sel.backend)
+    name = canonicalize_name(name)
+    if (sel.backend or "").startswith("rocm"):
+        from tritonlock.matrix_vendor import load_vendor_matrix
+
+        if load_vendor_matrix().rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
+            return True
+    return matrix.bound_to_torch_index(name, sel.backend)
+
+
+def triton_owner_problem(sel: Selection, pkgs: Sequence[LockedPackage]) -> str | None:
+    """Two distributions that both install the top-level `triton/` package (triton and triton-rocm, say) overwrite
+    each other in one environment: which one `import triton` finds depends on install order. A lock holds one."""
+    from tritonlock.matrix_vendor import load_vendor_matrix
+
+    owners = set(load_vendor_matrix().triton_owners)
+    both = sorted(p.name for p in pkgs if p.name in owners)
+    if len(both) < 2:
+        return None
+    keep = sel.triton_package or both[0]
+    others = [n for n in both if n != keep]
+    return (f"target {sel.target.name!r}: {' and '.join(both)} would both be locked, and each installs the "
+            f"top-level triton/ package (one overwrites the other). torch {sel.torch} ({sel.backend}) goes with "
+            f"{keep}; {', '.join(others)} came in through another requirement — drop or pin that requirement so "
+            f"only {keep} is needed, or set triton = \"none\" if nothing here needs Triton")
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
@@ -129,6 +152,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
         wheels = tuple(_file(w) for w in r.get("wheels", []))
         sdist = _file(r["sdist"]) if "sdist" in r else None
         pkgs.append(LockedPackage(name=name, version=str(r["version"]), index=index, wheels=wheels, sdist=sdist))
+    problem = triton_owner_problem(sel, pkgs)
+    if problem is not None:
+        raise ClosureError(problem)
     return tuple(sorted(pkgs, key=lambda p: p.name))
 
 

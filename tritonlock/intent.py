@@ -557,7 +557,8 @@ def _same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
     first: dict[tuple[object, ...], TargetSpec] = {}
     out: list[str] = []
     for t in targets:
-        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)), t.macos)
+        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)), t.macos, t.amdgpu,
+               t.hsa_override)
         if key in first:
             a = first[key]
             out.append(f"targets {a.name!r} ({_where(a)}) and {t.name!r} ({_where(t)}) describe the same machine; "

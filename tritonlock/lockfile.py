@@ -219,6 +219,8 @@ _CUDA = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
 # a target's GPU: a compute capability (NVIDIA), a gfx target (AMD) or an Intel AOT device name
 _GPU = re.compile(r"^([0-9]+\.[0-9]+|gfx[0-9]{1,2}[0-9a-f]{2}|[a-z][a-z0-9]{1,3}(-[a-z])?)\Z", re.ASCII)
+# a build's GPU targets: SM archs (CUDA), gfx targets (ROCm), Intel AOT device names (XPU)
+_ARCH_ANY = re.compile(r"^((sm|compute)_[0-9]+[af]?|gfx[0-9]{1,2}[0-9a-f]{2}|[a-z][a-z0-9]{1,3}(-[a-z])?)\Z", re.ASCII)
 _AMDGPU = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)*\Z", re.ASCII)
 _HSA = re.compile(r"^[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}\Z", re.ASCII)
 _ARCH_SM = re.compile(r"^(sm|compute)_[0-9]+[af]?\Z", re.ASCII)
@@ -464,7 +466,7 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
             triton=r.get(d, "triton", str, dw, False, _is_spec_or_version, "3.2.0"),
             packages=r.strs(d, "packages", dw), driver_floor=r.get(d, "driver-floor", str, dw, False, _DRIVER,
                                                                     "525.60.13"),
-            archs=r.strs(d, "archs", dw, _ARCH_SM, "sm_90"), ptx=r.strs(d, "ptx", dw, _ARCH_SM, "sm_90"),
+            archs=r.strs(d, "archs", dw, _ARCH_ANY, "sm_90"), ptx=r.strs(d, "ptx", dw, _ARCH_SM, "sm_90"),
             reasons=r.strs(d, "reasons", dw), warnings=r.strs(d, "warnings", dw),
             conflict=Conflict(target=name, message=conflict) if conflict else None,
         )

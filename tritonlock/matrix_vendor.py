@@ -106,6 +106,12 @@ class VendorMatrix:
     xpu: tuple[XpuBuild, ...]
     amd_gpus: tuple[AmdGpu, ...]
     intel_gpus: tuple[IntelGpu, ...]
+    rocm_only: tuple[str, ...] = ()  # distribution names (a trailing "*" is a prefix) bound to the rocm* index
+    triton_owners: tuple[str, ...] = ()  # distributions that install the top-level triton/ package
+
+    def rocm_only_name(self, name: str) -> bool:
+        """Whether a distribution exists only for ROCm builds (rocm.toml [binding] rocm_only)."""
+        return any(name == n or (n.endswith("*") and name.startswith(n[:-1])) for n in self.rocm_only)
 
     # -- ROCm
     def rocm_builds(self, torch_version: str) -> tuple[RocmBuild, ...]:
@@ -307,6 +313,13 @@ def _load(root: Path) -> VendorMatrix:
                               runs=row.strings("runs", _GFX, "gfx1030", required=False), source=row.source(),
                               note=row.get("note", None, "inferred: ...", required=False) or ""))
         row.done()
+    bind = _Row(rocm_f.data.get("binding") or {}, "binding", rocm_f.file, problems)
+    rocm_f.seen.add("binding")
+    rocm_only = bind.strings("rocm_only", re.compile(r"^[a-z0-9][a-z0-9-]*\*?\Z"), "rocm-sdk-core")
+    owners = bind.strings("triton_owners", _PKG, "triton-rocm")
+    bind.source()
+    bind.get("note", None, "inferred: ...", required=False)
+    bind.done()
     rocm_f.done()
     xpus: list[XpuBuild] = []
     for row in xpu_f.rows("xpu"):
@@ -348,7 +361,7 @@ def _load(root: Path) -> VendorMatrix:
         raise MatrixError("\n".join(problems))
     return VendorMatrix(rocm=tuple(builds), amdgpu=tuple(drivers),
                         triton_amd=tuple(sorted(tamd, key=lambda r: Version(r.triton))), xpu=tuple(xpus),
-                        amd_gpus=tuple(amd), intel_gpus=tuple(intel))
+                        amd_gpus=tuple(amd), intel_gpus=tuple(intel), rocm_only=rocm_only, triton_owners=owners)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------
