@@ -871,13 +871,15 @@ def compat() -> None:
 @click.option("--wheels", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
               help="Which releases to also read from inside their wheels (HTTP Range reads): torch/version.py and "
                    "Triton's bundled ptxas versions and selection rule.")
-def compat_check(index_url: str | None, versions: str | None, wheels: str) -> None:
+@click.option("--no-vendor", is_flag=True, help="Leave out the ROCm and XPU rows (checked against PyTorch's "
+                                                "rocm*/xpu indexes; an unreachable one is a note).")
+def compat_check(index_url: str | None, versions: str | None, wheels: str, no_vendor: bool) -> None:
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
-    build, and the ptxas each Triton wheel bundles."""
+    build, the ptxas each Triton wheel bundles, and the ROCm/XPU builds and the Triton they require."""
     from tritonlock._compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])
-    args += ["--wheels", wheels]
+    args += ["--wheels", wheels] + (["--no-vendor"] if no_vendor else [])
     sys.exit(check(args))
 
 
