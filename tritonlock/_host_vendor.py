@@ -215,6 +215,34 @@ def read() -> VendorReading:
                          probes=tuple(probes))
 
 
+def _identity() -> tuple[int, set[int]]:
+    """This process's user and groups (the one indirection tests replace: they run as root)."""
+    return os.geteuid(), set(os.getgroups()) | {os.getegid()}
+
+
+def kfd_access() -> tuple[str, str | None]:
+    """('ok' | 'missing' | 'denied', the group owning /dev/kfd): ROCm opens /dev/kfd and /dev/dri/renderD*, which
+    belong to the render (or video) group; a user outside it sees no GPU ("HSA_STATUS_ERROR_OUT_OF_RESOURCES",
+    torch.cuda.is_available() False)."""
+    import grp
+    import stat
+
+    path = at("dev", "kfd")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing", None
+    try:
+        group: str | None = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    uid, gids = _identity()
+    mode = stat.S_IMODE(st.st_mode)
+    rw_owner, rw_group, rw_other = mode & 0o600 == 0o600, mode & 0o060 == 0o060, mode & 0o006 == 0o006
+    ok = uid == 0 or (st.st_uid == uid and rw_owner) or (st.st_gid in gids and rw_group) or rw_other
+    return ("ok" if ok else "denied"), group
+
+
 def clear_cache() -> None:
     amd_targets.cache_clear()
     read.cache_clear()

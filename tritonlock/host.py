@@ -346,6 +346,8 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
         warnings.append(MIXED_VENDORS)
     if driver is None and "driver" not in given and not vendor.gpus:
         warnings.append(NO_DRIVER)
+    # /dev/kfd of this machine: only when it is the machine described (no GPUs named by hand)
+    kfd = _host_vendor.kfd_access() if os_name == "linux" and ov.gpus is None and ov.vendor_gpus is None else None
     if driver is not None and gpus is None and "driver" not in given:
         warnings.append(_no_gpu_warning(driver, container))
     if nvcc is not None and cuda is not None and _version(nvcc) > _version(cuda):
@@ -372,6 +374,8 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
         amdgpu=amdgpu,
         rocm=vendor.rocm,
         hsa_override=vendor.hsa_override,
+        kfd=kfd[0] if kfd else None,
+        kfd_group=kfd[1] if kfd else None,
     )
 
 

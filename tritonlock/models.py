@@ -70,6 +70,8 @@ class HostProfile:
     amdgpu: str | None = None  # amdgpu kernel module version (/sys/module/amdgpu/version), "6.12.12"
     rocm: str | None = None  # /opt/rocm/.info/version, "6.4.1-120" -> "6.4.1"
     hsa_override: str | None = None  # HSA_OVERRIDE_GFX_VERSION as set in the environment
+    kfd: str | None = None  # /dev/kfd (ROCm's compute device): "ok" | "missing" | "denied"; None off Linux
+    kfd_group: str | None = None  # the group that owns /dev/kfd ("render"), when it exists
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
