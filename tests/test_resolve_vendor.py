@@ -190,3 +190,13 @@ def test_two_triton_owners_never_share_a_lock(tmp_path: Path, rocm_index: LocalI
     assert ("target 'mi300x': triton and triton-rocm would both be locked, and each installs the top-level triton/ "
             "package") in r.output
     assert not (tmp_path / "triton-env.lock").exists()
+
+
+def test_why_names_the_amdgpu_driver_that_unlocks_newer_torch(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n\n[[targets]]\nname = "mi300x"\n'
+                                              'gpus = ["gfx942"]\namdgpu = "6.4"\n', encoding="utf-8")
+    r = CliRunner().invoke(main, ["why", "-p", str(tmp_path), "--no-sources"])
+    assert r.exit_code == 0, r.output
+    assert "  now: torch 2.10.0 (rocm7.0) + triton-rocm 3.6.0" in r.output
+    assert ("needs amdgpu driver >= 30.30 (you have 6.4; it supports the ROCm 7.14 user space of rocm7.14)"
+            in r.output)
