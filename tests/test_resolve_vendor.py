@@ -180,6 +180,19 @@ def test_rocm_and_xpu_lock_take_their_triton_from_the_torch_index(tmp_path: Path
     xpu_pkgs = {p.name: p for p in by["arc"].packages}
     assert xpu_pkgs["torch"].version == "2.13.0+xpu"
     assert xpu_pkgs["triton-xpu"].index == rocm_index.index_url("whl/xpu")
+    # sync's choice of target on the machine itself: the one whose build carries this GPU's code
+    from tritonlock.errors import NoFittingTargetError
+    from tritonlock.models import HostProfile, VendorGpu
+    from tritonlock.sync import pick_target
+
+    def machine(vendor: str, target: str) -> HostProfile:
+        return HostProfile(os="linux", arch="x86_64", python="3.11.7", glibc="2.35",
+                           vendor_gpus=(VendorGpu(index=0, vendor=vendor, target=target),))
+
+    assert pick_target(lock, machine("amd", "gfx942")).name == "mi300x"
+    assert pick_target(lock, machine("intel", "bmg")).name == "arc"
+    with pytest.raises(NoFittingTargetError, match="  - mi300x: its build \\(rocm7.2\\) has no code for gfx90c"):
+        pick_target(lock, machine("amd", "gfx90c"))
 
 
 def test_two_triton_owners_never_share_a_lock(tmp_path: Path, rocm_index: LocalIndex) -> None:
