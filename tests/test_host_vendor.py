@@ -171,3 +171,29 @@ def test_cli_host_on_a_recorded_amd_machine(machine: Machine) -> None:
                          env=machine.env(), cwd=machine.tmp, timeout=120)
     assert run.returncode == 0, run.stderr
     assert [g["target"] for g in json.loads(run.stdout)["vendor_gpus"]] == ["gfx942"] * 8
+
+
+def _cli(machine: Machine, *args: str) -> subprocess.CompletedProcess[str]:
+    project = machine.tmp / "project"
+    project.mkdir(exist_ok=True)
+    (project / "triton-env.toml").write_text('[environment]\npython = "3.12"\n', encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "tritonlock", *args, "-p", str(project)], capture_output=True,
+                          text=True, env=machine.env(), cwd=project, timeout=180)
+
+
+def test_resolve_on_a_recorded_mi300x_host_locks_rocm(machine: Machine) -> None:
+    machine.install("amd_mi300x_x8")
+    run = _cli(machine, "resolve", "--dry-run", "--json")
+    assert run.returncode == 0, run.stderr
+    (t,) = json.loads(run.stdout)["targets"]
+    # amdgpu 6.12.12 is the ROCm 6.4 driver: user space up to ROCm 7.0 (AMD's support matrix) -> torch 2.10's rocm7.0
+    assert (t["name"], t["backend"], t["triton_package"]) == ("host", "rocm7.0", "triton-rocm")
+    assert any(r.startswith("amdgpu driver 6.12.12 (release 6.4) supports the ROCm 7.0 user space") for r in t["reasons"])
+
+
+def test_resolve_on_a_mixed_nvidia_amd_host_asks_for_a_choice(machine: Machine) -> None:
+    machine.install("mixed_rtx4090_rx7900xtx")
+    run = _cli(machine, "resolve", "--dry-run", "--json")
+    assert run.returncode != 0 and run.stdout == ""
+    assert "this machine has NVIDIA and AMD GPUs" in run.stderr and "TRITONLOCK_GPUS=gfx942" in run.stderr
+    assert "Traceback" not in run.stderr
