@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -253,6 +254,7 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet's intent names the same GPU thousands of times
 def _vendor_gpu(text: str) -> str | None:
     """An AMD or Intel GPU as a target lists it: 'gfx942:sramecc+:xnack-'/'MI300X' -> 'gfx942', 'Arc B580' -> 'bmg'."""
     from tritonlock.matrix_vendor import load_vendor_matrix, normalize_gfx

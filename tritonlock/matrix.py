@@ -494,6 +494,14 @@ class _Row:
             self.bad(key, f"unknown key (known here: {', '.join(sorted(self.seen))})")
 
 
+# The typed row reader and file reader, for the AMD/Intel rows (tritonlock.matrix_vendor) to read compat/ the same way.
+RowReader = _Row
+
+
+def read_compat_file(root: Path, name: str, problems: list[str]) -> _Row:
+    return _read(root, name, problems)
+
+
 def _is_version(s: str) -> bool:
     return _public(s) is not None
 

@@ -10,7 +10,9 @@ from pathlib import Path
 from packaging.version import Version
 
 from tritonlock.errors import MatrixError
-from tritonlock.matrix import PLATFORMS, _Row, _read  # the same typed row reader as the CUDA rows
+from tritonlock.matrix import PLATFORMS
+from tritonlock.matrix import RowReader as _Row  # the same typed row reader as the CUDA rows
+from tritonlock.matrix import read_compat_file as _read
 
 FILES = ("rocm.toml", "xpu.toml", "gpus.toml")
 
@@ -377,13 +379,18 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w and w not in _BRAND]
 
 
+@functools.lru_cache(maxsize=256)
+def _known_words(known: str) -> tuple[str, ...]:
+    return tuple(_words(known))
+
+
 def _best_name(name: str, rows: object) -> str | None:
     """The longest listed name whose words appear in order in `name` (vendor words dropped)."""
-    words = _words(name)
+    words = tuple(_words(name))
     best: tuple[int, str] | None = None
     for names, value in rows:  # type: ignore[attr-defined]
         for known in names:
-            k = _words(known)
+            k = _known_words(known)
             n = len(k)
             if n and any(words[i:i + n] == k for i in range(len(words) - n + 1)):
                 size = len(" ".join(k))

@@ -730,7 +730,8 @@ def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_pyth
     from tritonlock.resolve_vendor import resolve_vendor, vendor  # AMD (ROCm) and Intel (XPU) targets
 
     if vendor(target) is not None:
-        return resolve_vendor(intent, matrix, target, default_python) or _Resolver(
+        return resolve_vendor(intent, matrix, target, default_python,
+                              cpu=lambda i, t: _Resolver(i, matrix, t, default_python).run(advise=advise)) or _Resolver(
             intent, matrix, target, default_python).run(advise=advise)
     return _Resolver(intent, matrix, target, default_python).run(advise=advise)
 

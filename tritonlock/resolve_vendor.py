@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -23,13 +24,18 @@ def vendor(target: TargetSpec) -> str | None:
     return v if v in ("amd", "intel") else None
 
 
+# The CPU build of a machine (the CUDA resolver, given by the caller: resolve imports this module, not the reverse).
+CpuResolver = Callable[[Intent, TargetSpec], Selection]
+
+
 def resolve_vendor(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, *,
-                   vm: VendorMatrix | None = None) -> Selection | None:
-    """The Selection of an AMD or Intel target; None for any other target (the CUDA resolver decides those)."""
+                   cpu: CpuResolver, vm: VendorMatrix | None = None) -> Selection | None:
+    """The Selection of an AMD or Intel target; None for any other target (the CUDA resolver decides those).
+    `cpu` decides the CPU build for a GPU no build covers (and cuda = "cpu")."""
     which = vendor(target)
     if which is None:
         return None
-    r = _Vendor(intent, matrix, vm or load_vendor_matrix(), target, default_python, which)
+    r = _Vendor(intent, matrix, vm or load_vendor_matrix(), target, default_python, which, cpu)
     return r.run()
 
 
@@ -39,7 +45,7 @@ def release_problem_vendor(intent: Intent, matrix: Matrix, target: TargetSpec, r
     which = vendor(target)
     if which is None:
         return None
-    r = _Vendor(intent, matrix, load_vendor_matrix(), target, default_python, which)
+    r = _Vendor(intent, matrix, load_vendor_matrix(), target, default_python, which, _no_cpu)
     fit = r.fit(release)
     return fit.problem
 
@@ -61,10 +67,15 @@ def _range(names: tuple[str, ...]) -> str:
     return f"{names[0]}…{names[-1]}" if len(names) > 2 else ", ".join(names)
 
 
+def _no_cpu(intent: Intent, target: TargetSpec) -> Selection:
+    raise AssertionError("release_problem_vendor never asks for the CPU build")
+
+
 class _Vendor:
     def __init__(self, intent: Intent, matrix: Matrix, vm: VendorMatrix, target: TargetSpec, default_python: str,
-                 which: str) -> None:
+                 which: str, cpu: CpuResolver) -> None:
         self.intent, self.m, self.vm, self.t, self.which = intent, matrix, vm, target, which
+        self.cpu_resolver = cpu
         self.default_python = default_python
         self.python = target.python or intent.python or default_python
         self.platform = _PLATFORM.get((target.os, target.arch), f"{target.os}_{target.arch}")
@@ -365,11 +376,9 @@ class _Vendor:
 
     def _cpu(self, reasons: tuple[str, ...], warnings: tuple[str, ...]) -> Selection:
         """The CPU build for this machine (decided by the CUDA resolver on the same target without its GPUs)."""
-        from tritonlock.resolve import resolve_one
-
         plain = dataclasses.replace(self.t, gpus=(), amdgpu=None, hsa_override=None, driver=None, cuda=None)
         intent = dataclasses.replace(self.intent, cuda="cpu")
-        sel = resolve_one(intent, self.m, plain, self.default_python)
+        sel = self.cpu_resolver(intent, plain)
         if not sel.ok:
             return dataclasses.replace(sel, target=self.t, conflict=dataclasses.replace(
                 sel.conflict, target=self.t.name) if sel.conflict else None)
