@@ -197,3 +197,12 @@ def test_resolve_on_a_mixed_nvidia_amd_host_asks_for_a_choice(machine: Machine) 
     assert run.returncode != 0 and run.stdout == ""
     assert "this machine has NVIDIA and AMD GPUs" in run.stderr and "TRITONLOCK_GPUS=gfx942" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_verified_on_records_tell_amd_machines_apart(machine: Machine) -> None:
+    from tritonlock.records import fingerprint
+
+    machine.install("amd_mi300x_x8")
+    mi300 = host.detect(toolkit=False)
+    other = host.detect({"gpus": "gfx90a"}, toolkit=False)
+    assert fingerprint(mi300) != fingerprint(other)
