@@ -213,3 +213,13 @@ def test_why_names_the_amdgpu_driver_that_unlocks_newer_torch(tmp_path: Path) ->
     assert "  now: torch 2.10.0 (rocm7.0) + triton-rocm 3.6.0" in r.output
     assert ("needs amdgpu driver >= 30.30 (you have 6.4; it supports the ROCm 7.14 user space of rocm7.14)"
             in r.output)
+
+
+def test_rocm_wheels_that_pin_no_triton_on_a_python(tmp_path: Path) -> None:
+    # torch 2.5's wheels require their Triton only for Python < 3.13 (the marker the CUDA pin carries too)
+    got = _dry(tmp_path, '[environment]\npython = "3.13"\ntorch = "==2.5.1"\n\n[[targets]]\nname = "mi250"\n'
+                         'gpus = ["MI250X"]\n')
+    t = got["mi250"]
+    assert (t["ok"], t["backend"], t["triton_package"], t["triton"]) == (True, "rocm6.2", None, None)
+    assert ("torch 2.5.1's wheels pin pytorch-triton-rocm only for Python < 3.13: on Python 3.13 the lock has no "
+            "Triton") in t["warnings"]
