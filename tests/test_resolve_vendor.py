@@ -223,3 +223,27 @@ def test_rocm_wheels_that_pin_no_triton_on_a_python(tmp_path: Path) -> None:
     assert (t["ok"], t["backend"], t["triton_package"], t["triton"]) == (True, "rocm6.2", None, None)
     assert ("torch 2.5.1's wheels pin pytorch-triton-rocm only for Python < 3.13: on Python 3.13 the lock has no "
             "Triton") in t["warnings"]
+
+
+def test_older_rocm_builds_lock_with_their_own_tags(tmp_path: Path) -> None:
+    """torch 2.6's ROCm wheels are manylinux_2_28 (a target without glibc must still get them), torch 2.5's are
+    tagged plain linux_x86_64 (CentOS 7 builds, for a glibc 2.17 target); each pins pytorch-triton-rocm."""
+    idx = LocalIndex(tmp_path / "idx")
+    for version, backend, tag, tri in (("2.6.0", "rocm6.2.4", "py3-none-manylinux_2_28_x86_64", "3.2.0"),
+                                       ("2.5.1", "rocm6.2", "py3-none-linux_x86_64", "3.1.0")):
+        idx.add(f"whl/{backend}", "torch", f"{version}+{backend}", tag=tag,
+                requires=(f"pytorch-triton-rocm=={tri}; platform_system == 'Linux'",),
+                modules={"torch/__init__.py": "\n"})
+        idx.add(f"whl/{backend}", "pytorch-triton-rocm", tri, tag=tag, modules={"triton/__init__.py": "\n"})
+    idx.start()
+    try:
+        write_intent(tmp_path / "p", idx, '[environment]\npython = "3.11"\ntorch = "<2.7"\n\n[[targets]]\n'
+                                          'name = "mi250"\ngpus = ["MI250X"]\n\n[[targets]]\nname = "rhel7"\n'
+                                          'glibc = "2.17"\ngpus = ["MI250X"]\n')
+        r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path / "p")])
+    finally:
+        idx.stop()
+    assert r.exit_code == 0, r.output
+    by = {t.name: {p.name: p.version for p in t.packages} for t in read_lock(tmp_path / "p" / "triton-env.lock").targets}
+    assert by["mi250"] == {"torch": "2.6.0+rocm6.2.4", "pytorch-triton-rocm": "3.2.0"}
+    assert by["rhel7"] == {"torch": "2.5.1+rocm6.2", "pytorch-triton-rocm": "3.1.0"}

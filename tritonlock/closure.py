@@ -83,6 +83,20 @@ def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
     return matrix.bound_to_torch_index(name, sel.backend)
 
 
+def _vendor_glibc(sel: Selection) -> str | None:
+    """The glibc floor of a ROCm / XPU build (compat/rocm.toml, xpu.toml); None for the CUDA and CPU builds."""
+    backend = sel.backend or ""
+    if not backend.startswith(("rocm", "xpu")) or not sel.torch:
+        return None
+    from tritonlock.matrix_vendor import load_vendor_matrix
+
+    vm = load_vendor_matrix()
+    if backend == "xpu":
+        x = vm.xpu_build(sel.torch)
+        return x.glibc if x else None
+    return next((b.glibc for b in vm.rocm_builds(sel.torch) if b.backend == backend), None)
+
+
 def triton_owner_problem(sel: Selection, pkgs: Sequence[LockedPackage]) -> str | None:
     """Two distributions that both install the top-level `triton/` package (triton and triton-rocm, say) overwrite
     each other in one environment: which one `import triton` finds depends on install order. A lock holds one."""
@@ -110,7 +124,7 @@ def compile_key(sel: Selection, matrix: Matrix, default_index: str) -> tuple[str
     from tritonlock.resolve import platform_of
 
     release = matrix.torch_release(sel.torch or "")
-    floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
+    floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     return (*requirements(sel), sel.index or "", sel.python or "", python_platform(sel, floor), default_index,
             macos_deployment_target(sel, matrix) or "")
 
@@ -131,7 +145,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     release = matrix.torch_release(sel.torch)
     from tritonlock.resolve import platform_of
 
-    floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
+    floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     pulled: list[str] = []  # family members that came in through other packages
     macos = macos_deployment_target(sel, matrix)
     for _ in range(_PASSES):
