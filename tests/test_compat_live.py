@@ -62,3 +62,11 @@ def test_the_newest_wheels_are_read_from_inside(check: ModuleType, index: object
     found = check.check_inside_torch(wrong_build, check.wheels(index.files("torch")), index)  # type: ignore[attr-defined]
     assert len(found) == 1 and found[0].startswith("torch 2.15.0: pypi_backends[linux_x86_64]: torch/version.py of ")
     assert found[0].endswith("says cu132, compat has cu130")
+
+
+def test_rocm_and_xpu_rows_agree_with_pytorchs_index(check: ModuleType) -> None:
+    """compat/rocm.toml and xpu.toml against PyTorch's rocm*/xpu indexes: a torch wheel per release, tagged as the
+    row says, requiring the row's Triton package at the release's pin. PyTorch's index must be reachable."""
+    found = check.check_vendor(load_matrix())
+    assert not any(f.startswith("note:") and "not checked" in f for f in found), found[:3]
+    assert [f for f in found if not f.startswith("note:")] == []

@@ -413,7 +413,7 @@ def test_gpu_names_without_a_gpu_table_name_the_value(world: World, monkeypatch:
         host.detect()
     assert str(e.value) == (
         'host override TRITONLOCK_GPUS="8.0,A100": "A100" is not compute capabilities like "8.0,8.0",'
-        ' GPU names like "A100", or "none"')
+        ' GPU names like "A100", AMD gfx targets like "gfx942", Intel GPUs like "bmg", or "none"')
 
 
 def test_bad_overrides_are_all_reported(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -436,7 +436,7 @@ def test_unknown_and_contradicting_overrides(world: World) -> None:
     world.install(fixture("no_driver"))
     with pytest.raises(HostError) as e:
         host.detect({"gpu": "8.0"})
-    assert str(e.value) == 'unknown host override "gpu": expected one of driver, cuda, gpus, os, arch, glibc, python, macos'
+    assert str(e.value) == 'unknown host override "gpu": expected one of driver, cuda, gpus, os, arch, glibc, python, macos, amdgpu'
     with pytest.raises(HostError) as e:
         host.detect({"driver": "none", "cuda": "12.4", "gpus": "9.0"})
     assert str(e.value) == (
@@ -552,7 +552,7 @@ def test_default_target_name(gpus: tuple[Gpu, ...], expected: str) -> None:
 def test_profile_json_keys_are_stable(world: World) -> None:
     data = host.profile_json(h200_profile(world))
     assert list(data) == ["os", "arch", "python", "glibc", "driver", "cuda_driver", "nvcc", "container",
-                          "wsl", "gpus", "probes", "warnings", "macos"]
+                          "wsl", "gpus", "probes", "warnings", "macos", "vendor_gpus", "amdgpu", "rocm", "hsa_override"]
     assert data["gpus"] == [{"index": 0, "name": "NVIDIA H200", "cc": "9.0", "memory_mib": 143771, "uuid": H200_UUID}]
     assert json.loads(json.dumps(data)) == data
 
@@ -584,7 +584,8 @@ def test_load_saved_target_names_file_and_line(tmp_path: Path) -> None:
     assert str(e.value) == "\n".join([
         f'{saved}:5: targets[0].cuda = "twelve": expected a CUDA version like "12.4"',
         f"{saved}:6: targets[0].gpus = ['sm_80']: expected a list of compute capabilities like [\"8.0\"]",
-        f"{saved}:7: targets[0].colour: unknown key, expected one of name, os, arch, glibc, python, driver, cuda, gpus, macos",
+        f"{saved}:7: targets[0].colour: unknown key, expected one of name, os, arch, glibc, python, driver, cuda, gpus, macos, "
+            "amdgpu, hsa-override",
         f"{saved}:2: targets[0].arch is missing",
     ])
 

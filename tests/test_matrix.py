@@ -27,7 +27,7 @@ def m() -> Matrix:
 
 
 def test_loads_the_shipped_data_once(m: Matrix) -> None:
-    assert m.version == "2026.12.6"
+    assert m.version == "2026.12.7"
     assert load_matrix() is m  # the default load is cached
     assert m.index_url("cu126") == "https://download.pytorch.org/whl/cu126"
     assert {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton"} <= m.torch_family
@@ -52,7 +52,7 @@ def test_every_row_has_a_source() -> None:
 
     files = sorted(COMPAT.glob("*.toml"))
     assert [f.name for f in files] == ["builds.toml", "channels.toml", "cuda.toml", "gpus.toml", "meta.toml",
-                                       "torch.toml", "triton.toml"]
+                                       "rocm.toml", "torch.toml", "triton.toml", "xpu.toml"]
     for f in files:
         walk(_toml.loads(f.read_text(encoding="utf-8")), f.name, False)
     assert missing == []

@@ -237,6 +237,90 @@ def run(matrix: Matrix, index: Index, versions: set[str] | None = None, inside: 
     return found
 
 
+def check_vendor(matrix: Matrix, make_index: object = None, versions: set[str] | None = None) -> list[str]:
+    """compat/rocm.toml and xpu.toml against PyTorch's per-backend indexes: for every release of a series, a
+    torch+rocmX.Y / +xpu wheel for each Python, tagged as the row says, whose METADATA requires the row's Triton
+    package at the release's pin. An index that cannot be reached gives one "note:" line (not a failure)."""
+    from tritonlock.errors import TritonlockError
+    from tritonlock.matrix_vendor import load_vendor_matrix
+
+    vm = load_vendor_matrix()
+    new = make_index if callable(make_index) else Index
+    found: list[str] = []
+    builds: list[tuple[str, str, tuple[str, ...], str, tuple[str, ...]]] = []  # backend, series, platforms, pkg, tags
+    builds += [(b.backend, b.torch, b.platforms, b.triton_package, (b.wheel_tag,)) for b in vm.rocm]
+    builds += [("xpu", x.torch, x.platforms, x.triton_package, ()) for x in vm.xpu]
+    clients: dict[str, object] = {}
+    for backend, series, platforms, pkg, tags in builds:
+        rels = [r for r in matrix.torch if ".".join(r.version.split(".")[:2]) == series
+                and (versions is None or r.version in versions)]
+        if not rels:
+            continue
+        url = matrix.index_url(backend)
+        if url not in clients:
+            try:
+                index = new(url)
+                clients[url] = wheels(index.files("torch"))
+                clients[url + "#client"] = index
+            except TritonlockError as err:
+                clients[url] = None
+                found.append(f"note: {url}: not checked ({str(err)[:160]})")
+        files = clients[url]
+        if files is None:
+            continue
+        index = clients[url + "#client"]
+        for rel in rels:
+            local = f"{rel.version}+{backend}"
+            mine = [w for w in files if str(w.version) == local]  # type: ignore[attr-defined]
+            if not mine:
+                found.append(f"{backend} torch {rel.version}: no torch-{local} wheel on {url}")
+                continue
+            if tags:
+                wrong = sorted({w.file.filename for w in mine if not w.file.filename.endswith(f"-{tags[0]}.whl")})
+                if wrong:
+                    found.append(f"{backend} torch {rel.version}: wheel_tag: compat has {tags[0]}, the index has "
+                                 f"{wrong[0]}")
+            try:  # the PEP 658 file, else the METADATA member read from inside the wheel (HTTP Range)
+                meta = wheel_metadata(index, mine[0].file, deep=True)  # type: ignore[arg-type]
+            except (TritonlockError, OSError, ValueError, KeyError, struct.error, zlib.error):
+                meta = _small_wheel_metadata(index, mine[0].file)
+            if meta is None:
+                found.append(f"note: {backend} torch {rel.version}: no METADATA beside {mine[0].file.filename}")
+                continue
+            reqs = [Requirement(v.strip()) for k, v in (ln.split(":", 1) for ln in meta.splitlines() if ":" in ln)
+                    if k == "Requires-Dist"]
+            tri = [r for r in reqs if r.name.replace("_", "-").lower() in ("triton-rocm", "pytorch-triton-rocm",
+                                                                          "triton-xpu", "pytorch-triton-xpu")]
+            if rel.triton and not tri:
+                found.append(f"{backend} torch {rel.version}: triton_package: METADATA requires no Triton, compat "
+                             f"has {pkg}")
+            for r in tri:
+                name = r.name.replace("_", "-").lower()
+                if name != pkg:
+                    found.append(f"{backend} torch {rel.version}: triton_package: METADATA says {name}, compat has {pkg}")
+                pins = {s.version.split("+")[0] for s in r.specifier}
+                if rel.triton and pins and rel.triton not in pins:
+                    found.append(f"{backend} torch {rel.version}: triton: METADATA pins {sorted(pins)}, compat has "
+                                 f"{rel.triton}")
+    return found
+
+
+def _small_wheel_metadata(index: object, file: IndexFile) -> str | None:
+    """METADATA of a small wheel fetched whole (a server without Range support); None for big or unreadable ones."""
+    import io
+    import zipfile
+
+    if file.size is None or file.size > 20 << 20:
+        return None
+    try:
+        body = index.session.get(file.url, timeout=60).content  # type: ignore[attr-defined]
+        with zipfile.ZipFile(io.BytesIO(body)) as zf:
+            name = next((n for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
+            return zf.read(name).decode("utf-8", "replace") if name else None
+    except (OSError, ValueError, zipfile.BadZipFile):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--compat", help="compat directory (default: the shipped one)")
@@ -246,10 +330,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="which releases to also check from inside their wheels (torch/version.py, Triton's bundled "
                          "ptxas; HTTP Range reads of a few MB each): the newest torch/triton/triton-windows "
                          "(default), all, or none")
+    ap.add_argument("--no-vendor", action="store_true",
+                    help="leave out the ROCm and XPU rows (checked against PyTorch's rocm*/xpu indexes)")
     args = ap.parse_args(argv)
     matrix = load_matrix(args.compat)
     index = Index(args.index or default_index())
     found = run(matrix, index, set(args.versions.split(",")) if args.versions else None, inside=args.wheels)
+    if not args.no_vendor:
+        found += check_vendor(matrix, versions=set(args.versions.split(",")) if args.versions else None)
     for line in found:
         print(line)
     bad = [f for f in found if not f.startswith("note:")]

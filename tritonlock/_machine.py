@@ -38,5 +38,11 @@ def raw_machine_key() -> str | None:
         sorted(glob.glob("/dev/nvidia[0-9]*")), wsl_stat,
         sorted((k, v) for k, v in os.environ.items()
                if k.startswith("TRITONLOCK_") or k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")),
+        # AMD and Intel GPUs: KFD's nodes, the amdgpu module, /dev/kfd, the override; display devices on the bus
+        [_read(f) for f in sorted(glob.glob("/sys/class/kfd/kfd/topology/nodes/*/gpu_id"))],
+        _read("/sys/module/amdgpu/version"), os.path.exists("/dev/kfd"),
+        sorted((k, v) for k, v in os.environ.items()
+               if k in ("HSA_OVERRIDE_GFX_VERSION", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")),
+        sorted(glob.glob("/sys/bus/pci/drivers/xe/0000:*") + glob.glob("/sys/bus/pci/drivers/i915/0000:*")),
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()

@@ -1076,10 +1076,12 @@ def compat() -> None:
                    "read from the wheels (tags, METADATA, torch/version.py, bundled ptxas), each fact marked "
                    "'inferred:' with its source, for a maintainer to review.")
 @click.option("-o", "--output", metavar="FILE", help="With --new: write the draft here instead of stdout.")
+@click.option("--no-vendor", is_flag=True, help="Leave out the ROCm and XPU rows (checked against PyTorch's "
+                                                "rocm*/xpu indexes; an unreachable one is a note).")
 def compat_check(index_url: str | None, versions: str | None, wheels: str, new: bool = False,
-                 output: str | None = None) -> None:
+                 output: str | None = None, no_vendor: bool = False) -> None:
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
-    build, and the ptxas each Triton wheel bundles."""
+    build, the ptxas each Triton wheel bundles, and the ROCm/XPU builds and the Triton they require."""
     if new:
         from tritonlock._compat_check import main_new
 
@@ -1097,7 +1099,7 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
     from tritonlock._compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])
-    args += ["--wheels", wheels]
+    args += ["--wheels", wheels] + (["--no-vendor"] if no_vendor else [])
     sys.exit(check(args))
 
 

@@ -80,7 +80,44 @@ def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> st
 def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
     """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml) — triton
     only where that backend's index publishes it (meta.toml triton_from_default: not for cpu)."""
-    return matrix.bound_to_torch_index(canonicalize_name(name), sel.backend)
+    name = canonicalize_name(name)
+    if (sel.backend or "").startswith("rocm"):
+        from tritonlock.matrix_vendor import load_vendor_matrix
+
+        if load_vendor_matrix().rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
+            return True
+    return matrix.bound_to_torch_index(name, sel.backend)
+
+
+def _vendor_glibc(sel: Selection) -> str | None:
+    """The glibc floor of a ROCm / XPU build (compat/rocm.toml, xpu.toml); None for the CUDA and CPU builds."""
+    backend = sel.backend or ""
+    if not backend.startswith(("rocm", "xpu")) or not sel.torch:
+        return None
+    from tritonlock.matrix_vendor import load_vendor_matrix
+
+    vm = load_vendor_matrix()
+    if backend == "xpu":
+        x = vm.xpu_build(sel.torch)
+        return x.glibc if x else None
+    return next((b.glibc for b in vm.rocm_builds(sel.torch) if b.backend == backend), None)
+
+
+def triton_owner_problem(sel: Selection, pkgs: Sequence[LockedPackage]) -> str | None:
+    """Two distributions that both install the top-level `triton/` package (triton and triton-rocm, say) overwrite
+    each other in one environment: which one `import triton` finds depends on install order. A lock holds one."""
+    from tritonlock.matrix_vendor import load_vendor_matrix
+
+    owners = set(load_vendor_matrix().triton_owners)
+    both = sorted(p.name for p in pkgs if p.name in owners)
+    if len(both) < 2:
+        return None
+    keep = sel.triton_package or both[0]
+    others = [n for n in both if n != keep]
+    return (f"target {sel.target.name!r}: {' and '.join(both)} would both be locked, and each installs the "
+            f"top-level triton/ package (one overwrites the other). torch {sel.torch} ({sel.backend}) goes with "
+            f"{keep}; {', '.join(others)} came in through another requirement — drop or pin that requirement so "
+            f"only {keep} is needed, or set triton = \"none\" if nothing here needs Triton")
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
@@ -94,7 +131,7 @@ def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: 
     from tritonlock.resolve import platform_of
 
     release = matrix.torch_release(sel.torch or "")
-    floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
+    floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     return (*requirements(sel, torch_spec), sel.index or "", sel.python or "", python_platform(sel, floor),
             default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build))
 
@@ -153,7 +190,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     release = matrix.torch_release(sel.torch)
     from tritonlock.resolve import platform_of
 
-    floor = release.glibc_for(platform_of(sel.target), sel.backend) if release else None
+    floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     pulled: list[str] = []  # family members that came in through other packages
     extra: list[str] = []  # build requirements of sdists whose build imports torch
     macos = macos_deployment_target(sel, matrix)
@@ -193,6 +230,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
             f = facts.get(sdist.url) or builds.facts_for(name, sdist.url, sdist.name)
             pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
         pkgs.append(pkg)
+    problem = triton_owner_problem(sel, pkgs)
+    if problem is not None:
+        raise ClosureError(problem)
     return tuple(sorted(pkgs, key=lambda p: p.name))
 
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 from . import _host_probes as p
 from . import _toml
 from .errors import HostError
-from .models import Gpu, HostProfile, TargetSpec
+from .models import Gpu, HostProfile, TargetSpec, VendorGpu
 
 __all__ = [
     "OVERRIDE_KEYS",
@@ -27,13 +27,15 @@ __all__ = [
 ]
 
 # flag > TRITONLOCK_<KEY> environment variable > detected (STYLE.md §12).
-OVERRIDE_KEYS = ("driver", "cuda", "gpus", "os", "arch", "glibc", "python", "macos")
+OVERRIDE_KEYS = ("driver", "cuda", "gpus", "os", "arch", "glibc", "python", "macos", "amdgpu")
 ENV_PREFIX = "TRITONLOCK_"
 
 _EXPECTED = {
     "driver": 'a driver version like "535.104.05", or "none"',
     "cuda": 'a CUDA version like "12.4"',
-    "gpus": 'compute capabilities like "8.0,8.0", GPU names like "A100", or "none"',
+    "gpus": 'compute capabilities like "8.0,8.0", GPU names like "A100", AMD gfx targets like "gfx942", Intel GPUs '
+            'like "bmg", or "none"',
+    "amdgpu": 'an amdgpu driver version like "6.4", "30.10" or "6.12.12"',
     "os": '"linux", "windows" or "macos"',
     "arch": '"x86_64", "aarch64" or "arm64"',
     "glibc": 'a glibc version like "2.35", or "none"',
@@ -46,18 +48,25 @@ _FORMS = {
     "glibc": re.compile(r"^[0-9]+\.[0-9]+\Z"),
     "python": re.compile(r"^3\.[0-9]+(\.[0-9]+)?\Z"),
     "macos": re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII),
+    "amdgpu": re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)*\Z"),
 }
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
 _NONE = "none"  # the value that says "this machine has none": no driver, no GPU, no glibc
 
 NO_DRIVER = "no NVIDIA driver found (NVML, nvidia-smi, /proc/driver/nvidia/version): this is a CPU target"
+MIXED_VENDORS = ("this machine has NVIDIA and AMD GPUs: a lock target is one vendor's, so say which to lock for — "
+                 "TRITONLOCK_GPUS=gfx942 (its AMD GPUs, as `tritonlock host` lists them) or TRITONLOCK_GPUS=9.0 "
+                 "(its NVIDIA GPUs)")
 
 T = TypeVar("T")
 
 
 def clear_cache() -> None:
     """Forget every probe's answer (tests; a long-lived process after a driver change)."""
+    from . import _host_vendor
+
     p.clear_cache()
+    _host_vendor.clear_cache()
 
 
 # ---- overrides -----------------------------------------------------------------------------
@@ -70,6 +79,7 @@ class _Overrides:
     where: dict[str, str] = field(default_factory=dict)  # key -> "TRITONLOCK_CUDA" | "cuda"
     values: dict[str, str | None] = field(default_factory=dict)
     gpus: tuple[Gpu, ...] | None = None
+    vendor_gpus: tuple[VendorGpu, ...] | None = None  # AMD/Intel GPUs named in the gpus override
 
 
 def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
@@ -86,7 +96,8 @@ def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
             raw[key] = (value.strip(), key)  # assigned after the environment: a flag wins
 
     values: dict[str, str | None] = {}
-    for key in ("os", "arch", "driver", "cuda", "glibc", "python", "macos"):  # os first: arch depends on it
+    vendor_gpus: tuple[VendorGpu, ...] = ()
+    for key in ("os", "arch", "driver", "cuda", "glibc", "python", "macos", "amdgpu"):  # os first: arch depends on it
         if key in raw:
             value, where = raw[key]
             try:
@@ -97,13 +108,21 @@ def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
     if "gpus" in raw:
         value, where = raw["gpus"]
         gpus, unknown = _parse_gpus(value)
+        vendor_gpus, unknown = _parse_vendor_gpus(unknown)
         problems += [f'host override {where}="{value}": "{u}" is not {_EXPECTED["gpus"]}' for u in unknown]
+        if gpus and vendor_gpus:
+            problems.append(f'host override {where}="{value}": NVIDIA and {vendor_gpus[0].vendor.upper() if vendor_gpus[0].vendor == "amd" else "Intel"} '
+                            "GPUs in one machine description: name one vendor's GPUs (one lock target installs one "
+                            "torch build)")
+        elif len({g.vendor for g in vendor_gpus}) > 1:
+            problems.append(f'host override {where}="{value}": AMD and Intel GPUs in one machine description: name one '
+                            "vendor's GPUs")
     if "driver" in values and values["driver"] is None:
         driver_is = f'{raw["driver"][1]}="{raw["driver"][0]}"'
         if "cuda" in raw:
             cuda_is = f'{raw["cuda"][1]}="{raw["cuda"][0]}"'
             problems.append(f"host overrides {driver_is} and {cuda_is} contradict: without a driver there is no CUDA")
-        if gpus:
+        if gpus and any(_CC.match(g.cc) for g in gpus):
             gpus_is = f'{raw["gpus"][1]}="{raw["gpus"][0]}"'
             problems.append(f"host overrides {driver_is} and {gpus_is} contradict: without a driver no GPU is usable")
     if values.get("os", "linux") != "linux" and values.get("glibc"):
@@ -115,7 +134,8 @@ def _overrides(flags: Mapping[str, str] | None) -> _Overrides:
                         " (set TRITONLOCK_OS=macos too)")
     if problems:
         raise HostError("\n".join(_toml.capped(problems)))
-    return _Overrides(where={key: where for key, (_, where) in raw.items()}, values=values, gpus=gpus)
+    return _Overrides(where={key: where for key, (_, where) in raw.items()}, values=values, gpus=gpus,
+                      vendor_gpus=vendor_gpus if "gpus" in raw else None)
 
 
 def _parse_scalar(key: str, value: str, os_name: str) -> str | None:
@@ -145,6 +165,25 @@ def _parse_gpus(value: str) -> tuple[tuple[Gpu, ...], list[str]]:
         else:
             gpus.append(Gpu(index=index, name="" if item == cc else item, cc=cc))
     return tuple(gpus), unknown
+
+
+def _parse_vendor_gpus(items: list[str]) -> tuple[tuple[VendorGpu, ...], list[str]]:
+    """AMD gfx targets and names, Intel GPUs among the items the NVIDIA table did not know."""
+    from .matrix_vendor import load_vendor_matrix, normalize_gfx
+
+    out: list[VendorGpu] = []
+    unknown: list[str] = []
+    vm = load_vendor_matrix() if items else None
+    for item in items:
+        gfx = normalize_gfx(item) or (vm.amd_gfx_for_name(item) if vm else None)
+        intel = None if gfx else (vm.intel_target_for_name(item) if vm else None)
+        if gfx:
+            out.append(VendorGpu(index=len(out), vendor="amd", target=gfx, name="" if item == gfx else item))
+        elif intel:
+            out.append(VendorGpu(index=len(out), vendor="intel", target=intel, name="" if item == intel else item))
+        else:
+            unknown.append(item)
+    return tuple(out), unknown
 
 
 # ---- detection -----------------------------------------------------------------------------
@@ -289,8 +328,26 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
     nvcc = found_nvcc[0] if found_nvcc else None
     probes += [f"nvcc: {found_nvcc[1]}"] if found_nvcc else []
 
-    if driver is None and "driver" not in given:
+    from . import _host_vendor
+
+    if ov.vendor_gpus is not None:  # TRITONLOCK_GPUS named the GPUs: no AMD/Intel probing
+        vendor = _host_vendor.VendorReading(gpus=ov.vendor_gpus, hsa_override=_host_vendor.hsa_override())
+    elif ov.gpus is not None:
+        vendor = _host_vendor.VendorReading(hsa_override=_host_vendor.hsa_override())
+    else:
+        vendor = _host_vendor.read()
+    probes += list(vendor.probes)
+    amdgpu = values.get("amdgpu") if "amdgpu" in given else vendor.amdgpu
+    if vendor.hsa_override:
+        warnings.append(f"HSA_OVERRIDE_GFX_VERSION={vendor.hsa_override} is set: AMD GPUs of its ISA generation run "
+                        "the code of another gfx target (an unsupported opt-in; the lock records it as hsa-override)")
+    amd_here = any(g.vendor == "amd" for g in vendor.gpus)
+    if amd_here and (gpus or vendor.nvidia_pci):
+        warnings.append(MIXED_VENDORS)
+    if driver is None and "driver" not in given and not vendor.gpus:
         warnings.append(NO_DRIVER)
+    # /dev/kfd of this machine: only when it is the machine described (no GPUs named by hand)
+    kfd = _host_vendor.kfd_access() if os_name == "linux" and ov.gpus is None and ov.vendor_gpus is None else None
     if driver is not None and gpus is None and "driver" not in given:
         warnings.append(_no_gpu_warning(driver, container))
     if nvcc is not None and cuda is not None and _version(nvcc) > _version(cuda):
@@ -313,6 +370,12 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
         probes=tuple(probes),
         warnings=tuple(warnings),
         macos=macos,
+        vendor_gpus=vendor.gpus,
+        amdgpu=amdgpu,
+        rocm=vendor.rocm,
+        hsa_override=vendor.hsa_override,
+        kfd=kfd[0] if kfd else None,
+        kfd_group=kfd[1] if kfd else None,
     )
 
 
@@ -334,6 +397,15 @@ def _no_gpu_warning(driver: str, container: str | None) -> str:
 
 
 def to_target(profile: HostProfile, name: str = "host") -> TargetSpec:
+    if profile.vendor_gpus:
+        if MIXED_VENDORS in profile.warnings:
+            raise HostError(MIXED_VENDORS)
+        amd = all(g.vendor == "amd" for g in profile.vendor_gpus)
+        return TargetSpec(
+            name=name, os=profile.os, arch=profile.arch, glibc=profile.glibc,
+            python=".".join(profile.python.split(".")[:2]), gpus=tuple(g.target for g in profile.vendor_gpus),
+            origin="host", macos=profile.macos, amdgpu=profile.amdgpu if amd else None,
+            hsa_override=profile.hsa_override if amd else None)
     return TargetSpec(
         name=name,
         os=profile.os,
@@ -353,6 +425,8 @@ _VENDOR_WORDS = re.compile(r"\b(nvidia|geforce|tesla|quadro)\b")
 
 def default_target_name(profile: HostProfile) -> str:
     """Name for `host --save`: the first GPU's model ("h200", "rtx-4090", "a100-sxm4-80gb"), else "cpu"."""
+    if profile.vendor_gpus and not profile.gpus:
+        return profile.vendor_gpus[0].target
     if not profile.gpus:
         return "cpu"
     first = profile.gpus[0]
@@ -382,12 +456,18 @@ def target_toml(profile: HostProfile, name: str, *, today: datetime.date | None 
     table.add("gpus", list(target.gpus))
     if target.macos is not None:
         table.add("macos", target.macos)
+    if target.amdgpu is not None:
+        table.add("amdgpu", target.amdgpu)
+    if target.hsa_override is not None:
+        table.add("hsa-override", target.hsa_override)
     targets = tomlkit.aot()
     targets.append(table)
     doc = tomlkit.document()
     doc.add("targets", targets)
     when = (today or datetime.date.today()).isoformat()
-    return f"# {_gpu_models(profile.gpus)}; detected by tritonlock host on {when}\n" + tomlkit.dumps(doc)
+    models = (", ".join(f"{g.name or g.target} ({g.target})" for g in profile.vendor_gpus) if profile.vendor_gpus
+              else _gpu_models(profile.gpus))
+    return f"# {models}; detected by tritonlock host on {when}\n" + tomlkit.dumps(doc)
 
 
 def profile_json(profile: HostProfile) -> dict[str, object]:
@@ -411,6 +491,12 @@ def profile_json(profile: HostProfile) -> dict[str, object]:
         "probes": list(profile.probes),
         "warnings": list(profile.warnings),
         "macos": profile.macos,
+        # AMD and Intel (always present; empty / null when none)
+        "vendor_gpus": [{"index": g.index, "vendor": g.vendor, "target": g.target, "name": g.name, "pci": g.pci}
+                        for g in profile.vendor_gpus],
+        "amdgpu": profile.amdgpu,
+        "rocm": profile.rocm,
+        "hsa_override": profile.hsa_override,
     }
 
 
@@ -434,7 +520,16 @@ def format_profile(profile: HostProfile) -> str:
         extra = [f"{gpu.memory_mib} MiB"] if gpu.memory_mib is not None else []
         extra += [gpu.uuid] if gpu.uuid else []
         lines.append(f"gpu {gpu.index:<6} {gpu.name or '(unnamed)'}, cc {gpu.cc}" + "".join(f", {e}" for e in extra))
-    if not profile.gpus:
+    for vg in profile.vendor_gpus:
+        lines.append(f"gpu {vg.index:<6} {vg.vendor.upper() if vg.vendor == 'amd' else 'Intel'} {vg.target}"
+                     + (f" ({vg.name})" if vg.name else "") + (f", PCI {vg.pci}" if vg.pci else ""))
+    if profile.amdgpu:
+        lines.append(f"amdgpu     {profile.amdgpu}")
+    if profile.rocm:
+        lines.append(f"rocm       {profile.rocm} (/opt/rocm; PyTorch's ROCm wheels bring their own)")
+    if profile.hsa_override:
+        lines.append(f"override   HSA_OVERRIDE_GFX_VERSION={profile.hsa_override}")
+    if not profile.gpus and not profile.vendor_gpus:
         lines.append("gpus       none")
     lines.append(f"nvcc       {profile.nvcc or 'not found'}")
     lines += [f"probe      {probe}" for probe in profile.probes]
@@ -444,7 +539,8 @@ def format_profile(profile: HostProfile) -> str:
 
 # ---- saved targets -------------------------------------------------------------------------
 
-_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos")
+_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos", "amdgpu", "hsa-override")
+_VENDOR_GPU = re.compile(r"^(gfx[0-9]{1,2}[0-9a-f]{2}|[a-z][a-z0-9]{1,3}(-[a-z])?)\Z")
 _REQUIRED = ("name", "os", "arch")
 
 
@@ -481,7 +577,8 @@ def load_saved_target(path: str) -> TargetSpec:
         if key not in _TARGET_KEYS:
             problems.append(f"{where}: unknown key, expected one of {', '.join(_TARGET_KEYS)}")
         elif key == "gpus":
-            if isinstance(value, list) and all(isinstance(v, str) and _CC.match(v) for v in value):
+            if isinstance(value, list) and all(isinstance(v, str) and (_CC.match(v) or _VENDOR_GPU.match(v))
+                                               for v in value):
                 gpus = tuple(str(v) for v in value)
             else:
                 problems.append(f'{where} = {_toml.shown(value)}: expected a list of compute capabilities like ["8.0"]')
@@ -492,6 +589,11 @@ def load_saved_target(path: str) -> TargetSpec:
                 values[key] = value
             else:
                 problems.append(f"{where} = {_toml.shown(value)}: expected a short name without control characters")
+        elif key == "hsa-override":
+            if re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}", value):
+                values[key] = value
+            else:
+                problems.append(f'{where} = {_toml.shown(value)}: expected an HSA_OVERRIDE_GFX_VERSION like "11.0.0"')
         else:
             try:
                 values[key] = _parse_scalar(key, value, str(table.get("os", "")))
@@ -512,4 +614,6 @@ def load_saved_target(path: str) -> TargetSpec:
         gpus=gpus,
         origin=f"file:{path}",
         macos=values.get("macos"),
+        amdgpu=values.get("amdgpu"),
+        hsa_override=values.get("hsa-override"),
     )

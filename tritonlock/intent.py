@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -18,7 +19,7 @@ from tritonlock.models import Intent, TargetSpec
 
 _ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel")
 _INDEX_KEYS = ("torch", "default")
-_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos")
+_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos", "amdgpu", "hsa-override")
 _OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 _BACKEND = re.compile(r"^(cpu|cu[0-9]{3,})\Z")
@@ -251,15 +252,66 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
+            other = _vendor_gpu(g)  # AMD gfx targets and names, Intel GPUs (compat/gpus.toml)
+            if other is not None:
+                out.append(other)
+                continue
             # a suggestion costs a fuzzy match: only for as many names as an error shows (_toml.capped)
             near = load_matrix().nearest_gpu(g) if len(p.items) < 20 else None
             p.add((*key, i), f"unknown GPU {_toml.shown(g)}",
                   f'did you mean "{near.name}" (compute capability {near.cc})? Write that, or its compute capability '
                   f'"{near.cc}"' if near is not None else
-                  'give its compute capability instead (nvidia-smi --query-gpu=compute_cap --format=csv), e.g. "8.0"')
+                  'give its compute capability instead (nvidia-smi --query-gpu=compute_cap --format=csv), e.g. "8.0"; '
+                  'for AMD its gfx target, e.g. "gfx1100" (rocminfo); for Intel its GPU family, e.g. "bmg"')
         else:
             out.append(cc)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)  # a fleet's intent names the same GPU thousands of times
+def _vendor_gpu(text: str) -> str | None:
+    """An AMD or Intel GPU as a target lists it: 'gfx942:sramecc+:xnack-'/'MI300X' -> 'gfx942', 'Arc B580' -> 'bmg'."""
+    from tritonlock.matrix_vendor import load_vendor_matrix, normalize_gfx
+
+    gfx = normalize_gfx(text)
+    if gfx is not None:
+        return gfx
+    vm = load_vendor_matrix()
+    return vm.amd_gfx_for_name(text) or vm.intel_target_for_name(text)
+
+
+def _vendor_problems(p: _Problems, key: tuple[str | int, ...], raw: dict[str, Any], gpus: tuple[str, ...]) -> None:
+    """One vendor per target; the AMD-only keys only on AMD targets (amdgpu, hsa-override)."""
+    from tritonlock.matrix_vendor import gfx_from_override, isa_major, vendor_of
+
+    vendors = sorted({vendor_of(g) for g in gpus})
+    if len(vendors) > 1:
+        p.add((*key, "gpus"), f"GPUs of several vendors ({', '.join(vendors)}) in one target",
+              "split them into one target per vendor: one lock target installs one torch build")
+    vendor = vendors[0] if len(vendors) == 1 else None
+    if vendor in ("amd", "intel") and "driver" in raw:
+        p.add((*key, "driver"), f"driver is the NVIDIA driver; this target's GPUs are {vendor.upper() if vendor == 'amd' else 'Intel'}",
+              'remove it' + (' (give the amdgpu kernel driver as amdgpu = "6.4")' if vendor == "amd" else ""))
+    for k in ("amdgpu", "hsa-override"):
+        if k in raw and vendor != "amd":
+            p.add((*key, k), f"{k} is for targets with AMD GPUs (gpus = [\"gfx942\"])", "remove it, or list the AMD GPUs")
+    if "amdgpu" in raw:
+        v = _string(p, (*key, "amdgpu"), raw["amdgpu"], '"6.4"')
+        if v is not None and not re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)*", v):
+            p.add((*key, "amdgpu"), f"{_toml.shown(v)} is not an amdgpu driver version",
+                  'write the driver release, e.g. "6.4" or "30.10", or the module version from /sys/module/amdgpu/version')
+    if "hsa-override" in raw:
+        v = _string(p, (*key, "hsa-override"), raw["hsa-override"], '"11.0.0"')
+        target = gfx_from_override(v) if v is not None else None
+        if v is not None and target is None:
+            p.add((*key, "hsa-override"), f"{_toml.shown(v)} is not an HSA_OVERRIDE_GFX_VERSION",
+                  'write it as HSA_OVERRIDE_GFX_VERSION takes it, e.g. "11.0.0" (gfx1100)')
+        elif target is not None:
+            crossing = sorted({g for g in gpus if vendor_of(g) == "amd" and isa_major(g) != isa_major(target)})
+            if crossing:
+                p.add((*key, "hsa-override"), f"{v} means {target}, another ISA generation than "
+                      f"{', '.join(crossing)}: its code does not run there",
+                      f"remove it, or use an override of the {isa_major(crossing[0])} family")
 
 
 def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | None:
@@ -318,16 +370,21 @@ def _target(p: _Problems, i: int, raw: Any, names: set[str]) -> TargetSpec | Non
                   "remove it, or set os = \"macos\"")
             macos = None
     gpus = _gpus(p, (*key, "gpus"), raw["gpus"]) if "gpus" in raw else ()
-    if driver is not None and re.fullmatch(r"[0-9]{3,4}", driver) and os_ is not None:
+    _vendor_problems(p, key, raw, gpus)
+    nvidia = bool(gpus) and all(_CC.match(g) for g in gpus)
+    if driver is not None and re.fullmatch(r"[0-9]{3,4}", driver) and os_ is not None and (nvidia or not gpus):
         driver = _bare_branch(p, (*key, "driver"), driver, os_, gpus)
-    if gpus and driver is None and "driver" not in raw:
+    if nvidia and driver is None and "driver" not in raw:
         p.add((*key, "driver"), "gpus are listed but no driver is given", 'add driver = "535.104.05" (nvidia-smi)')
     if os_ is None or arch is None:
         return None
     if arch == "aarch64" and os_ != "linux":
         arch = "arm64"  # the wheel-tag spelling off Linux (macosx_11_0_arm64, win_arm64), as host reports it
+    amdgpu = raw["amdgpu"] if isinstance(raw.get("amdgpu"), str) else None
+    hsa = raw["hsa-override"] if isinstance(raw.get("hsa-override"), str) else None
     return TargetSpec(name=name, os=os_, arch=arch, glibc=glibc if os_ == "linux" else None, python=python,
-                      driver=driver, cuda=cuda, gpus=gpus, origin="intent", macos=macos)
+                      driver=driver, cuda=cuda, gpus=gpus, origin="intent", macos=macos, amdgpu=amdgpu,
+                      hsa_override=hsa)
 
 
 def _bare_branch(p: _Problems, key: tuple[str | int, ...], driver: str, os_: str,
@@ -477,7 +534,10 @@ def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
         "indexes": {"torch": intent.torch_index, "default": intent.default_index},
         # a target's macOS only when stated, so the hash of every other intent stays what it was
         "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
-                    + ([t.macos] if t.macos else []) for t in targets],
+                    + ([t.macos] if t.macos else [])
+                    # AMD keys only when stated, so the hash of every other intent stays what it was
+                    + ([{"amdgpu": t.amdgpu, "hsa-override": t.hsa_override}] if t.amdgpu or t.hsa_override else [])
+                    for t in targets],
     }
     if intent.no_build:  # only then, so that the hash of an intent without no-build stays what it was
         canonical["no-build"] = list(intent.no_build)
@@ -720,7 +780,8 @@ def _same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
     first: dict[tuple[object, ...], TargetSpec] = {}
     out: list[str] = []
     for t in targets:
-        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)), t.macos)
+        key = (t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, tuple(sorted(t.gpus)), t.macos, t.amdgpu,
+               t.hsa_override)
         if key in first:
             a = first[key]
             out.append(f"targets {a.name!r} ({_where(a)}) and {t.name!r} ({_where(t)}) describe the same machine; "

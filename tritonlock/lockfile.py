@@ -123,7 +123,7 @@ def _target_lines(t: LockedTarget) -> list[str]:
     lines += ["", "[targets.constraints]"]
     _table(lines, {"os": spec.os, "arch": spec.arch, "glibc": spec.glibc, "python": spec.python,
                    "driver": spec.driver, "cuda": spec.cuda, "gpus": list(spec.gpus), "origin": spec.origin,
-                   "macos": spec.macos})
+                   "macos": spec.macos, "amdgpu": spec.amdgpu, "hsa-override": spec.hsa_override})
     lines += ["", "[targets.decision]"]
     _table(lines, {
         "ok": sel.ok, "python": sel.python, "torch": sel.torch, "backend": sel.backend, "index": sel.index,
@@ -260,6 +260,12 @@ _PY_MINOR = re.compile(r"^3\.[0-9]+\Z", re.ASCII)
 _DRIVER = re.compile(r"^[0-9]{3,4}(\.[0-9]+){0,2}\Z", re.ASCII)
 _CUDA = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z", re.ASCII)
+# a target's GPU: a compute capability (NVIDIA), a gfx target (AMD) or an Intel AOT device name
+_GPU = re.compile(r"^([0-9]+\.[0-9]+|gfx[0-9]{1,2}[0-9a-f]{2}|[a-z][a-z0-9]{1,3}(-[a-z])?)\Z", re.ASCII)
+# a build's GPU targets: SM archs (CUDA), gfx targets (ROCm), Intel AOT device names (XPU)
+_ARCH_ANY = re.compile(r"^((sm|compute)_[0-9]+[af]?|gfx[0-9]{1,2}[0-9a-f]{2}|[a-z][a-z0-9]{1,3}(-[a-z])?)\Z", re.ASCII)
+_AMDGPU = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)*\Z", re.ASCII)
+_HSA = re.compile(r"^[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}\Z", re.ASCII)
 _ARCH_SM = re.compile(r"^(sm|compute)_[0-9]+[af]?\Z", re.ASCII)
 _BACKEND = re.compile(r"^[a-z][a-z0-9.]*\Z", re.ASCII)
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*\Z", re.ASCII)
@@ -502,8 +508,10 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
             python=r.get(c, "python", str, cw, False, _is_python, "3.12"),
             driver=r.get(c, "driver", str, cw, False, _DRIVER, "535.104.05"),
             cuda=r.get(c, "cuda", str, cw, False, _CUDA, "12.2"),
-            gpus=r.strs(c, "gpus", cw, _CC, "8.0"), origin=r.get(c, "origin", str, cw, False) or "intent",
+            gpus=r.strs(c, "gpus", cw, _GPU, "8.0"), origin=r.get(c, "origin", str, cw, False) or "intent",
             macos=r.get(c, "macos", str, cw, False, _MACOS, "14.5"),
+            amdgpu=r.get(c, "amdgpu", str, cw, False, _AMDGPU, "6.4"),
+            hsa_override=r.get(c, "hsa-override", str, cw, False, _HSA, "11.0.0"),
         )
         d = r.get(rt, "decision", dict, where)
         dw = f"{where}.decision"
@@ -518,7 +526,7 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
             triton=r.get(d, "triton", str, dw, False, _is_spec_or_version, "3.2.0"),
             packages=r.strs(d, "packages", dw), driver_floor=r.get(d, "driver-floor", str, dw, False, _DRIVER,
                                                                     "525.60.13"),
-            archs=r.strs(d, "archs", dw, _ARCH_SM, "sm_90"), ptx=r.strs(d, "ptx", dw, _ARCH_SM, "sm_90"),
+            archs=r.strs(d, "archs", dw, _ARCH_ANY, "sm_90"), ptx=r.strs(d, "ptx", dw, _ARCH_SM, "sm_90"),
             reasons=r.strs(d, "reasons", dw), warnings=r.strs(d, "warnings", dw),
             conflict=Conflict(target=name, message=conflict) if conflict else None,
             direct=_directs(r, d, dw),

@@ -526,6 +526,14 @@ class _Row:
             self.bad(key, f"unknown key (known here: {', '.join(sorted(self.seen))})")
 
 
+# The typed row reader and file reader, for the AMD/Intel rows (tritonlock.matrix_vendor) to read compat/ the same way.
+RowReader = _Row
+
+
+def read_compat_file(root: Path, name: str, problems: list[str]) -> _Row:
+    return _read(root, name, problems)
+
+
 def _is_version(s: str) -> bool:
     return _public(s) is not None
 
@@ -635,6 +643,7 @@ def _load(root: Path) -> Matrix:
     triton_f.done()
 
     gpus: list[GpuModel] = []
+    gpus_f.seen.update(("amd_gpu", "intel_gpu"))  # AMD and Intel names: read by tritonlock.matrix_vendor
     for row in gpus_f.rows("gpu"):
         cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
         wheels = row.get("wheels", re.compile(r"^jetpack\Z"), "jetpack", required=False) or ""

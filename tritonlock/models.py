@@ -31,6 +31,22 @@ class TargetSpec:
     gpus: tuple[str, ...] = ()  # compute capabilities, one per GPU
     origin: str = "intent"  # "intent" | "host" | "file:<path>"
     macos: str | None = None  # macos targets: the macOS version ("14.5"); None = not stated (the wheels' floor)
+    # AMD targets (gpus are gfx names, "gfx942"): the amdgpu kernel-driver release ("6.4", "30.10") or the DKMS
+    # module version ("6.12.12"); None = not stated (not checked). hsa_override: HSA_OVERRIDE_GFX_VERSION as an
+    # explicit opt-in ("11.0.0"): the GPU runs the code of that gfx target instead of its own.
+    amdgpu: str | None = None
+    hsa_override: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VendorGpu:
+    """One visible AMD or Intel GPU."""
+
+    index: int
+    vendor: str  # "amd" | "intel"
+    target: str  # "gfx942" (AMD gfx target) | "pvc" (Intel AOT device name)
+    name: str = ""
+    pci: str | None = None  # "0000:03:00.0"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,6 +66,12 @@ class HostProfile:
     probes: tuple[str, ...] = ()  # e.g. ("driver: nvml", "gpus: nvidia-smi")
     warnings: tuple[str, ...] = ()
     macos: str | None = None  # the macOS version on a Mac, "14.5"
+    vendor_gpus: tuple[VendorGpu, ...] = ()  # AMD and Intel GPUs (KFD, rocminfo, amd-smi, PCI)
+    amdgpu: str | None = None  # amdgpu kernel module version (/sys/module/amdgpu/version), "6.12.12"
+    rocm: str | None = None  # /opt/rocm/.info/version, "6.4.1-120" -> "6.4.1"
+    hsa_override: str | None = None  # HSA_OVERRIDE_GFX_VERSION as set in the environment
+    kfd: str | None = None  # /dev/kfd (ROCm's compute device): "ok" | "missing" | "denied"; None off Linux
+    kfd_group: str | None = None  # the group that owns /dev/kfd ("render"), when it exists
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -128,6 +128,7 @@ def _interpreter_deps(selections: tuple[Selection, ...]) -> tuple[Selection, ...
     out = []
     for s in selections:
         if (s.ok and s.triton_package and s.target.driver is None
+                and not (s.backend or "").startswith(("rocm", "xpu"))  # AMD/Intel GPUs run Triton's own backend
                 and INTERPRETER_NEEDS not in {_requirement_name(r) for r in s.packages}):
             s = dataclasses.replace(s, packages=s.packages + (INTERPRETER_NEEDS,),
                                     reasons=s.reasons + (INTERPRETER_REASON,))

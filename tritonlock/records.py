@@ -106,8 +106,10 @@ def target_digest(t: LockedTarget) -> str:
 def fingerprint(host: HostProfile) -> str:
     """The machine facts a lock target depends on: platform, glibc, Python minor, driver, GPU models."""
     py = ".".join(host.python.split(".")[:2])
-    doc = [host.os, host.arch, host.glibc, py, host.driver, host.cuda_driver,
+    doc: list[object] = [host.os, host.arch, host.glibc, py, host.driver, host.cuda_driver,
            sorted([g.name, g.cc] for g in host.gpus)]
+    if host.vendor_gpus:  # AMD/Intel machines (only then: every NVIDIA fingerprint stays what it was)
+        doc.append([*sorted(g.target for g in host.vendor_gpus), host.amdgpu or "", host.hsa_override or ""])
     return "sha256:" + hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
 
 

@@ -628,12 +628,18 @@ def _describe(t: TargetSpec, python: str) -> str:
 
 def resolve(intent: Intent, matrix: Matrix, targets: tuple[TargetSpec, ...], default_python: str) -> tuple[Selection, ...]:
     """One Selection per target, in order; deterministic for the same inputs."""
-    return tuple(_Resolver(intent, matrix, t, default_python).run() for t in targets)
+    return tuple(resolve_one(intent, matrix, t, default_python) for t in targets)
 
 
 def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, *,
                 advise: bool = True) -> Selection:
     """One target's Selection; advise=False skips the search for ways out of a conflict (for what-if loops)."""
+    from tritonlock.resolve_vendor import resolve_vendor, vendor  # AMD (ROCm) and Intel (XPU) targets
+
+    if vendor(target) is not None:
+        return resolve_vendor(intent, matrix, target, default_python,
+                              cpu=lambda i, t: _Resolver(i, matrix, t, default_python).run(advise=advise)) or _Resolver(
+            intent, matrix, target, default_python).run(advise=advise)
     return _Resolver(intent, matrix, target, default_python).run(advise=advise)
 
 
@@ -659,6 +665,10 @@ def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release:
                     default_python: str) -> str | None:
     """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
     when it fits."""
+    from tritonlock.resolve_vendor import release_problem_vendor, vendor
+
+    if vendor(target) is not None:
+        return release_problem_vendor(intent, matrix, target, release, default_python)
     r = _Resolver(intent, matrix, target, default_python)
     if r.gpu and intent.cuda != "cpu":  # a Jetson's GPU: nothing on PyTorch's index is built for it
         jetson = next((why for cc in r.h.ccs if (why := rules.gpu_has_pytorch_wheels(r.h, cc))), None)

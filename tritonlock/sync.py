@@ -61,6 +61,21 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
         for g in host.gpus:
             if gpu_runs(g.cc, sel.archs, sel.ptx) is None:
                 return f"its build ({sel.backend}) has no code for {g.name} (compute capability {g.cc})"
+    if sel.backend and sel.backend.startswith(("rocm", "xpu")):
+        # AMD / Intel builds: this host's GPUs of that vendor, each one's target in the build (no cross-target
+        # compatibility on AMD GPUs; an override counts only as the target records it)
+        vendor = "amd" if sel.backend.startswith("rocm") else "intel"
+        mine = [g for g in host.vendor_gpus if g.vendor == vendor]
+        if not mine:
+            return f"it is an {'AMD' if vendor == 'amd' else 'Intel'} target ({sel.backend}) and this host has no such GPU"
+        from tritonlock.matrix_vendor import gfx_from_override, isa_major
+
+        override = gfx_from_override(spec.hsa_override) if spec.hsa_override else None
+        for vg in mine:
+            runs = (override if override and vg.vendor == "amd" and isa_major(override) == isa_major(vg.target)
+                    else vg.target)
+            if runs not in sel.archs:
+                return f"its build ({sel.backend}) has no code for {vg.target}"
     return None
 
 
@@ -86,13 +101,14 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
         raise NoFittingTargetError(f"no target in {lock_path} fits this host ({desc}):\n" + "\n".join(misses)
                         + "\n  fix: add a target for this machine (`tritonlock host --save host.toml`, paste it into "
                         "triton-env.toml) and run `tritonlock resolve`")
-    host_ccs = sorted(g.cc for g in host.gpus)
+    host_ccs = sorted([g.cc for g in host.gpus] + [g.target for g in host.vendor_gpus])
 
     here = ".".join(host.python.split(".")[:2])
 
     def score(t: LockedTarget) -> tuple[int, int, int, Version]:
         sel = t.selection
-        gpu = 1 if sel.backend and sel.backend.startswith("cu") and sel.target.driver else 0
+        gpu = 1 if sel.backend and (sel.backend.startswith("cu") and sel.target.driver
+                                    or sel.backend.startswith(("rocm", "xpu"))) else 0
         exact = 1 if sorted(sel.target.gpus) == host_ccs else 0
         return (gpu, exact, int(sel.python == here), _v(sel.driver_floor or "0"))
 

@@ -181,6 +181,8 @@ def _least_change(intent: Intent, matrix: Matrix, target: TargetSpec, default_py
     dims: list[list[tuple[str, str]]] = []
     if target.driver is not None:
         dims.append([("driver", d) for d in driver_candidates(matrix, target)])
+    if target.amdgpu is not None:  # AMD: newer amdgpu kernel-driver releases (compat/rocm.toml [[amdgpu]])
+        dims.append([("amdgpu", d) for d in _amdgpu_candidates(target.amdgpu)])
     py = target.python or intent.python or default_python
     if py[:1].isdigit():
         here = Version(py)
@@ -211,6 +213,8 @@ def _least_change(intent: Intent, matrix: Matrix, target: TargetSpec, default_py
         for kind, value in choice:
             if kind == "driver":
                 t = dataclasses.replace(t, driver=value, cuda=None)
+            elif kind == "amdgpu":
+                t = dataclasses.replace(t, amdgpu=value)
             elif kind == "python":
                 t = dataclasses.replace(t, python=value)
             elif kind == "glibc":
@@ -249,6 +253,14 @@ def _rank(group: tuple[list[tuple[str, str]], ...], values: tuple[tuple[str, str
 def _change(matrix: Matrix, target: TargetSpec, intent: Intent, python: str, rel: TorchRelease, then: Selection,
             choice: tuple[str, str], why_not: str | None = None) -> Change:
     kind, value = choice
+    if kind == "amdgpu":
+        from tritonlock.matrix_vendor import load_vendor_matrix
+
+        d = load_vendor_matrix().amdgpu_release(value)
+        return Change(kind=kind, have=target.amdgpu, need=value,
+                      words=f"amdgpu driver >= {value} (you have {target.amdgpu}; it supports the ROCm "
+                            f"{then.backend[4:] if then.backend else '?'} user space of {then.backend})",
+                      sources=(_row("amdgpu", value, d.source),) if d else ())
     if kind == "driver":
         return Change(kind=kind, have=target.driver, need=value,
                       words=f"driver >= {value} (you have {target.driver}; {driver_branch(value)})",
@@ -297,7 +309,7 @@ def _change(matrix: Matrix, target: TargetSpec, intent: Intent, python: str, rel
 def _driver_sources(matrix: Matrix, target: TargetSpec, then: Selection) -> tuple[str, ...]:
     """The rows that set the driver floor: the build's CUDA and its floors, and Triton's bundled ptxas."""
     out: list[str] = []
-    for cc in sorted(set(target.gpus), key=cc_tuple):  # the GPU itself: a driver older than its first toolkit's branch
+    for cc in sorted(set(_nvidia(target)), key=cc_tuple):  # the GPU itself: a driver older than its first toolkit's branch
         found = matrix.gpu_driver_floor(cc, target.os)
         if found is not None and target.driver is not None \
                 and driver_branch_number(target.driver) < driver_branch_number(found[0]):
@@ -332,6 +344,24 @@ def _ptxas_row(matrix: Matrix, target: TargetSpec, rel: TorchRelease) -> Ptxas |
     return matrix.ptxas_build(pkg, ver, platform_of(target) if pkg == "triton" else "win_amd64")
 
 
+def _amdgpu_candidates(have: str) -> list[str]:
+    """amdgpu driver releases newer than `have`, oldest first (AMD's support matrix rows)."""
+    from tritonlock.matrix_vendor import load_vendor_matrix
+
+    vm = load_vendor_matrix()
+    now = vm.amdgpu_release(have)
+    base = Version(now.release) if now else None
+    return [d.release for d in sorted(vm.amdgpu, key=lambda d: Version(d.release))
+            if base is None or Version(d.release) > base]
+
+
+def _nvidia(target: TargetSpec) -> list[str]:
+    """The target's NVIDIA GPUs (compute capabilities); AMD/Intel targets' gfx and device names are not."""
+    from tritonlock.matrix_vendor import vendor_of
+
+    return [g for g in target.gpus if vendor_of(g) == "nvidia"]
+
+
 def _unreachable(matrix: Matrix, target: TargetSpec, rel: TorchRelease, blocker: str) -> str:
     """No driver, Python or glibc change unlocks it: say which GPU the builds dropped, when that is why."""
     platform = platform_of(target)
@@ -340,7 +370,7 @@ def _unreachable(matrix: Matrix, target: TargetSpec, rel: TorchRelease, blocker:
     if jetson is not None and target.driver is not None:  # no machine change makes PyTorch's index build for it
         return (f"no driver, Python or glibc change unlocks it here: {jetson}; install NVIDIA's PyTorch wheels for "
                 "JetPack on that machine, or set cuda = \"cpu\" to lock the CPU build")
-    gone = [cc for cc in sorted(set(target.gpus), key=cc_tuple)
+    gone = [cc for cc in sorted(set(_nvidia(target)), key=cc_tuple)
             if not any(gpu_runs(cc, v.archs, v.ptx) for v in rel.variants if platform in v.platforms and v.cuda)]
     if not gone:
         return f"no driver, Python or glibc change unlocks it here ({blocker})"

@@ -165,6 +165,7 @@ def _torch() -> dict[str, Any]:
         return out
     out["version"] = str(getattr(torch, "__version__", "")) or None
     out["file"] = getattr(torch, "__file__", None)
+    out["hip"] = getattr(torch.version, "hip", None)  # a ROCm build: torch.version.cuda is None there
     try:
         out["cuda"] = torch.version.cuda
     except Exception as exc:  # noqa: BLE001

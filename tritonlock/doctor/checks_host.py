@@ -36,6 +36,8 @@ def check_driver(c: Context) -> list[Finding]:
         probe = next((p for p in h.probes if p.startswith("container:")), f"container: {h.container}")
         return [Finding(id="container-no-gpu", severity=sev, title=f"no GPU is visible inside this {h.container} "
                         "container" + why, evidence=(probe, seen), fix=_container_fix(h.container))]
+    if h.driver is None and h.vendor_gpus:
+        return []  # an AMD or Intel machine: checks_amd speaks for it
     if h.driver is None:
         floor = c.target.selection.driver_floor if c.target else None
         return [Finding(id="no-driver", severity=sev if c.gpu_expected() else "info",

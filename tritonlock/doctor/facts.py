@@ -55,6 +55,7 @@ class TorchFacts:
     arch_list: tuple[str, ...] = ()
     devices: tuple[tuple[str, str], ...] = ()  # (name, cc) as torch sees them
     warnings: tuple[str, ...] = ()
+    hip: str | None = None  # torch.version.hip: a ROCm build ("6.4.43482"); cuda is None there
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -170,7 +171,8 @@ def _torch_facts(raw: Any) -> TorchFacts:
         file=_opt(d.get("file")), cuda=_opt(d.get("cuda")), cuda_error=_opt(d.get("cuda_error")),
         cuda_available=d.get("cuda_available") if isinstance(d.get("cuda_available"), bool) else None,
         device_count=d.get("device_count") if isinstance(d.get("device_count"), int) else None,
-        arch_list=_strs(d.get("arch_list")), devices=devices, warnings=_strs(d.get("warnings")))
+        arch_list=_strs(d.get("arch_list")), devices=devices, warnings=_strs(d.get("warnings")),
+        hip=_opt(d.get("hip")))
 
 
 def _dist(raw: dict[str, Any]) -> Dist:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonlock.doctor import checks_host, checks_install, checks_lock, checks_torch
+from tritonlock.doctor import checks_amd, checks_host, checks_install, checks_lock, checks_torch
 from tritonlock.doctor.context import Context, Finding
 from tritonlock.doctor.facts import (DoctorError, LockFacts, VenvFacts, load_matrix_or_error, lock_facts, probe,
                                      probe_ptxas, toolkit_ptxas, venv_python)
@@ -45,7 +45,8 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
         checks_torch.check_triton_gpu, checks_torch.check_triton_ptxas, checks_torch.check_triton_interpreter,
         checks_install.check_duplicates,
         checks_install.check_conda, checks_install.check_shadowing, checks_install.check_wsl_libcuda,
-        checks_install.check_glibc, checks_install.check_integrity, checks_lock.check_lock)
+        checks_install.check_glibc, checks_install.check_integrity, checks_lock.check_lock,
+        checks_amd.check_amd)
     c = Context(host=host, venv=venv, lock=lock, matrix=matrix, where=where)
     out: list[Finding] = []
     if venv is None and broken:
@@ -67,6 +68,7 @@ def summary(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, i
     parts = [f"{h.os}/{h.arch}"] + ([f"glibc {h.glibc}"] if h.glibc else [])
     parts.append(f"driver {h.driver} (CUDA {h.cuda_driver or '?'})" if h.driver else "no NVIDIA driver")
     parts += [f"GPU {g.index} " + (f"{g.name} ({g.cc})" if g.name else f"(compute capability {g.cc})") for g in h.gpus]
+    parts += [f"{'AMD' if g.vendor == 'amd' else 'Intel'} GPU {g.index} {g.target}" for g in h.vendor_gpus]
     parts += [f"nvcc {h.nvcc}"] if h.nvcc else []
     parts += [f"in a {h.container} container"] if h.container else []
     parts += ["WSL2"] if h.wsl else []
@@ -77,7 +79,9 @@ def summary(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, i
         t = venv.torch
         torch = ("torch: import crashed" if t is None else f"torch: {t.error.splitlines()[0][:100]}" if t.error
                  else f"torch {t.version} (" + (f"CUDA {t.cuda}, available: {'yes' if t.cuda_available else 'no'}"
-                                                if t.cuda else "CPU build") + ")")
+                                                if t.cuda else f"ROCm {t.hip}, available: "
+                                                f"{'yes' if t.cuda_available else 'no'}" if t.hip
+                                                else "CPU build") + ")")
         triton = f"triton {venv.triton_version}" if venv.triton_version else "no triton"
         lines.append(f"venv:  {venv.prefix} (Python {venv.python}): {torch}, {triton}")
     if lock is None:

@@ -297,7 +297,31 @@ def _arch_runs(entry: str, major: int, minor: int) -> bool:
     return major == emaj and minor >= emin
 
 
+def check_archs_hip(r: Report, torch: Any) -> None:
+    """ROCm: each GPU's gfx target (gcnArchName) must be in the build (no cross-target compatibility), and which
+    Triton backend compiles for it."""
+    archs = {a.split(":")[0] for a in torch.cuda.get_arch_list()}
+    try:
+        import triton
+
+        target = triton.runtime.driver.active.get_current_target()
+        tbackend = f"{target.backend} {target.arch}"
+    except Exception as exc:  # noqa: BLE001 - an old or broken Triton: a fact to report, not a crash
+        tbackend = f"unknown ({type(exc).__name__})"
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        gfx = str(getattr(props, "gcnArchName", "") or "?").split(":")[0]
+        r.gpus.append(f"cuda:{i} {props.name} ({gfx}, {props.total_memory / 2**30:.1f} GiB; HIP "
+                      f"{torch.version.hip}; Triton backend {tbackend})")
+        r.check(f"GPU arch cuda:{i}", gfx in archs,
+                f"{props.name} is {gfx}; torch {torch.__version__} is built for {', '.join(sorted(archs))}"
+                + ("" if gfx in archs else f": no code object for {gfx}, so torch's own GPU code cannot run"),
+                None if gfx in archs else "`tritonlock resolve` picks a ROCm build that carries this gfx target")
+
+
 def check_archs(r: Report, torch: Any) -> None:
+    if getattr(torch.version, "hip", None):
+        return check_archs_hip(r, torch)
     archs = list(torch.cuda.get_arch_list())
     for i in range(torch.cuda.device_count()):
         major, minor = torch.cuda.get_device_capability(i)
@@ -1092,7 +1116,7 @@ def verify(opts: argparse.Namespace, r: Report) -> None:
     check_triton_version(r, opts.triton)
     driver = opts.driver or (driver_version() if not interpret else None)
     ptxas: dict[int, dict[str, Any]] = {}
-    if not interpret:
+    if not interpret and not getattr(torch.version, "hip", None):  # ROCm: Triton's AMD backend uses no ptxas
         ptxas = check_ptxas(r, torch, driver, opts.ptxas_floors)
     seed = int.from_bytes(os.urandom(4), "little")
     torch.manual_seed(seed)

@@ -1,0 +1,109 @@
+"""compat/rocm.toml, xpu.toml and the AMD/Intel rows of gpus.toml: loading, validation, questions, the live check."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pkgindex import LocalIndex
+from tritonlock.errors import MatrixError
+from tritonlock.matrix import load_matrix
+from tritonlock.matrix_vendor import (gfx_from_override, gfx_from_target_version, isa_major, load_vendor_matrix,
+                                      normalize_gfx, vendor_of)
+
+COMPAT = Path(__file__).parent.parent / "compat"
+
+
+def test_rows_cover_every_torch_series_from_2_5() -> None:
+    vm = load_vendor_matrix()
+    series = sorted({".".join(r.version.split(".")[:2]) for r in load_matrix().torch
+                     if tuple(map(int, r.version.split(".")[:2])) >= (2, 5)}, key=lambda s: tuple(map(int, s.split("."))))
+    assert sorted({b.torch for b in vm.rocm}, key=lambda s: tuple(map(int, s.split(".")))) == series
+    assert sorted({x.torch for x in vm.xpu}, key=lambda s: tuple(map(int, s.split(".")))) == series
+    for s in series:  # one stable ROCm variant per series (RELEASE.md "Stable ROCm")
+        assert len([b for b in vm.rocm if b.torch == s and b.stable]) == 1, s
+
+
+def test_questions() -> None:
+    vm = load_vendor_matrix()
+    assert [b.backend for b in vm.rocm_builds("2.9.1")] == ["rocm6.4", "rocm6.3"]
+    assert vm.first_series_with("gfx950") == "2.8" and vm.first_series_with("gfx90c") is None
+    assert vm.last_series_with("gfx900") == vm.rocm[-1].torch  # the 7.2 builds still carry it
+    assert "gfx900" not in next(b for b in vm.rocm_builds("2.14.0") if b.backend == "rocm7.14").gfx
+    assert vm.rocm_builds("2.10.0")[0].triton_package == "triton-rocm"
+    assert vm.rocm_builds("2.9.0")[0].triton_package == "pytorch-triton-rocm"
+    assert vm.amd_gfx_for_name("AMD Instinct MI300X") == "gfx942"
+    assert vm.amd_gfx_for_name("Radeon RX 7900 XT") == "gfx1100" and vm.amd_gfx_for_name("RX 7800 XT") == "gfx1101"
+    assert vm.intel_target_for_name("Intel(R) Data Center GPU Max 1550") == "pvc"
+    assert vm.intel_target_for_pci("0xE20B") == "bmg"
+    assert vm.amdgpu_release("6.12.12") is not None and vm.amdgpu_release("6.12.12").release == "6.4"  # type: ignore[union-attr]
+    assert vm.amdgpu_supports("6.1", "6.4") is True and vm.amdgpu_supports("6.1", "7.0") is False
+    assert vm.amdgpu_supports("5.0.1", "6.4") is None  # unknown driver: not judged
+    assert vm.triton_amd_support("3.1.0", "gfx1201") is None and vm.triton_amd_support("3.3.0", "gfx1201") == "supported"
+
+
+def test_target_names() -> None:
+    assert normalize_gfx("gfx942:sramecc+:xnack-") == "gfx942" and normalize_gfx("GFX90A:xnack+") == "gfx90a"
+    assert normalize_gfx("MI300X") is None
+    assert [gfx_from_target_version(v) for v in (90402, 90010, 110000, 110501, 90012, 0)] == [
+        "gfx942", "gfx90a", "gfx1100", "gfx1151", "gfx90c", None]
+    assert gfx_from_override("10.3.0") == "gfx1030" and gfx_from_override("11") is None
+    assert (isa_major("gfx1100"), isa_major("gfx90a")) == ("gfx11", "gfx9")
+    assert [vendor_of(g) for g in ("8.0", "gfx942", "bmg")] == ["nvidia", "amd", "intel"]
+
+
+def _copy(tmp: Path) -> Path:
+    root = tmp / "compat"
+    shutil.copytree(COMPAT, root)
+    return root
+
+
+def test_bad_rows_name_file_and_key(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    text = (root / "rocm.toml").read_text()
+    text = text.replace('gfx = ["gfx900"', 'gfx = ["sm_90", "gfx900"', 1).replace('stable = "6.2"', 'stable = "6.9"', 1)
+    (root / "rocm.toml").write_text(text)
+    xpu = (root / "xpu.toml").read_text().replace('devices = ["pvc"', 'devices = ["zz"', 1)
+    (root / "xpu.toml").write_text(xpu)
+    with pytest.raises(MatrixError) as e:
+        load_vendor_matrix(str(root))
+    msg = str(e.value).splitlines()
+    assert "compat/rocm.toml: rocm[0].variant[0].gfx: expected entries like 'gfx942', got 'sm_90' — fix the row" in msg
+    assert "compat/rocm.toml: rocm[0].stable: ROCm 6.9 is none of this row's variants — fix the row" in msg
+    assert ("compat/xpu.toml: xpu[0].devices: 'zz' is not an [[intel_gpu]] target in compat/gpus.toml — add it there"
+            in msg)
+
+
+def test_a_row_without_source_is_refused(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    text = (root / "gpus.toml").read_text()
+    start = text.index('[[amd_gpu]]\ngfx = "gfx908"')
+    end = text.index("\n\n", start)
+    block = text[start:end]
+    text = text.replace(block, "\n".join(ln for ln in block.splitlines() if not ln.startswith("source")))
+    (root / "gpus.toml").write_text(text)
+    with pytest.raises(MatrixError, match=r"compat/gpus.toml: amd_gpu\[2\].source: missing"):
+        load_vendor_matrix(str(root))
+
+
+def test_the_live_check_finds_a_missing_build_and_a_wrong_tag(tmp_path: Path) -> None:
+    """check_vendor against a local index shaped like PyTorch's rocm7.2 index (the real one is a network test)."""
+    from tritonlock._compat_check import check_vendor
+
+    idx = LocalIndex(tmp_path / "idx")
+    idx.add("whl/rocm7.2", "torch", "2.13.0+rocm7.2", tag="cp311-cp311-manylinux_2_28_x86_64",
+            requires=("filelock", "triton-rocm==3.6.0; platform_system == 'Linux'"))
+    idx.add("whl/rocm7.2", "torch", "2.12.0+rocm7.2", tag="cp311-cp311-linux_x86_64")
+    idx.start()
+    try:
+        m = dataclasses.replace(load_matrix(), torch_index_template=idx.url + "/whl/{backend}")
+        found = check_vendor(m, versions={"2.13.0", "2.12.0", "2.12.1"})
+    finally:
+        idx.stop()
+    assert "rocm7.2 torch 2.12.1: no torch-2.12.1+rocm7.2 wheel on " + idx.url + "/whl/rocm7.2" in found
+    assert ("rocm7.2 torch 2.12.0: wheel_tag: compat has manylinux_2_28_x86_64, the index has "
+            "torch-2.12.0+rocm7.2-cp311-cp311-linux_x86_64.whl") in found
+    assert "rocm7.2 torch 2.13.0: triton: METADATA pins ['3.6.0'], compat has 3.7.1" in found

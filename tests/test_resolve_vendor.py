@@ -1,0 +1,249 @@
+"""AMD (ROCm) and Intel (XPU) targets: `resolve --dry-run --json` on host profiles, and a real lock against a local
+index serving ROCm- and XPU-shaped wheels (+rocm7.2 / +xpu local versions and their Triton packages)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import write_intent
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.lockfile import read_lock
+from tritonlock.matrix import load_matrix
+from tritonlock.matrix_vendor import load_vendor_matrix
+from tritonlock.models import Intent, TargetSpec
+from tritonlock.resolve import resolve_one
+
+
+def _dry(tmp: Path, body: str) -> dict[str, dict[str, Any]]:
+    (tmp / "triton-env.toml").write_text(body, encoding="utf-8")
+    r = CliRunner().invoke(main, ["resolve", "-p", str(tmp), "--dry-run", "--json"])
+    assert r.exit_code in (0, 3), r.output
+    return {t["name"]: t for t in json.loads(r.output)["targets"]}
+
+
+PROFILES = """
+[environment]
+python = "3.12"
+
+[[targets]]
+name = "mi300x"
+gpus = ["AMD Instinct MI300X", "gfx942:sramecc+:xnack-"]
+amdgpu = "30.30"
+
+[[targets]]
+name = "rx7900xtx"
+gpus = ["Radeon RX 7900 XTX"]
+
+[[targets]]
+name = "rhel7-mi250"
+glibc = "2.17"
+gpus = ["MI250X"]
+
+[[targets]]
+name = "renoir-apu"
+gpus = ["gfx90c"]
+
+[[targets]]
+name = "arc-b580"
+gpus = ["Intel Arc B580"]
+
+[[targets]]
+name = "tigerlake"
+gpus = ["tgl"]
+"""
+
+
+def test_amd_and_intel_profiles(tmp_path: Path) -> None:
+    got = _dry(tmp_path, PROFILES)
+    newest = load_matrix().torch[0].version
+    mi = got["mi300x"]
+    assert (mi["ok"], mi["torch"], mi["backend"], mi["triton_package"]) == (True, newest, "rocm7.14", "triton-rocm")
+    assert mi["index"] == "https://download.pytorch.org/whl/rocm7.14"
+    assert mi["triton"] == load_matrix().torch[0].triton
+    assert any("stable ROCm variant" in r for r in mi["reasons"])
+    rx = got["rx7900xtx"]
+    assert rx["backend"].startswith("rocm") and rx["torch"] == newest
+    assert any("the amdgpu kernel driver is not stated" in w for w in rx["warnings"])
+    # glibc 2.17: only torch 2.5's ROCm wheels (linux_x86_64, CentOS 7 builds) install there
+    old = got["rhel7-mi250"]
+    assert (old["torch"], old["backend"], old["triton_package"], old["triton"]) == (
+        "2.5.1", "rocm6.2", "pytorch-triton-rocm", "3.1.0")
+    assert any("need glibc >= 2.28; this target has 2.17" in r for r in old["reasons"])
+    apu = got["renoir-apu"]
+    assert apu["ok"] and apu["backend"] == "cpu"
+    assert apu["warnings"][0].startswith("GPU gfx90c (Vega APU (Renoir/Cezanne/Lucienne)) is in no PyTorch ROCm build")
+    arc = got["arc-b580"]
+    assert (arc["backend"], arc["triton_package"], arc["index"]) == (
+        "xpu", "triton-xpu", "https://download.pytorch.org/whl/xpu")
+    tgl = got["tigerlake"]
+    assert tgl["backend"] == "cpu" and "is in no PyTorch XPU build" in tgl["warnings"][0]
+
+
+def test_pinned_torch_predating_the_gfx_target_says_from_which_torch(tmp_path: Path) -> None:
+    got = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "<2.8"\n\n[[targets]]\nname = "mi355"\n'
+                         'gpus = ["MI355X"]\n')
+    c = got["mi355"]
+    assert not c["ok"]
+    assert "  - gfx950 is in ROCm builds from torch 2.8\n" in c["conflict"]
+    assert "torch 2.7.0–2.7.1: rocm6.3 carries code for gfx900…gfx1201, not for gfx950" in c["conflict"]
+    assert 'fix: allow torch >= 2.8.0 (torch = ">=2.8.0" in triton-env.toml)' in c["conflict"]
+
+
+def test_old_amdgpu_driver_holds_torch_to_the_rocm_it_supports(tmp_path: Path) -> None:
+    got = _dry(tmp_path, '[environment]\npython = "3.12"\n\n[[targets]]\nname = "mi210"\ngpus = ["MI210"]\n'
+                         'amdgpu = "6.1"\n')
+    t = got["mi210"]
+    # amdgpu 6.1.x supports user space 5.7 … 6.4 (AMD's table): torch 2.9's rocm6.4 is the newest that fits
+    assert (t["torch"], t["backend"]) == ("2.9.1", "rocm6.4")
+    assert any("amdgpu 30.20 or newer supports it" in r or "amdgpu 30.30 or newer supports it" in r
+               for r in t["reasons"])
+
+
+def test_override_is_an_opt_in_with_warnings(tmp_path: Path) -> None:
+    got = _dry(tmp_path, '[environment]\npython = "3.12"\n\n[[targets]]\nname = "rx6700"\ngpus = ["RX 6700 XT"]\n'
+                         '\n[[targets]]\nname = "rx6700-override"\ngpus = ["RX 6700 XT"]\nhsa-override = "10.3.0"\n')
+    plain = got["rx6700"]
+    assert plain["backend"] == "cpu"  # gfx1031 is in no ROCm build: never silently treated as gfx1030
+    forced = got["rx6700-override"]
+    assert forced["backend"].startswith("rocm")
+    assert any("gfx1031 runs gfx1030 code — an unsupported opt-in" in w for w in forced["warnings"])
+
+
+def test_stable_rocm_is_preferred_over_the_newer_variant() -> None:
+    m = load_matrix()
+    vm = load_vendor_matrix()
+    rel = m.torch_release("2.13.0")
+    assert rel is not None
+    intent = Intent(path="x", python="3.12", torch="==2.13.0")
+    sel = resolve_one(intent, m, TargetSpec(name="t", os="linux", arch="x86_64", gpus=("gfx942",)), "3.12")
+    stable = [b.backend for b in vm.rocm_builds("2.13.0") if b.stable]
+    assert sel.backend == stable[0] == "rocm7.2"
+
+
+def test_a_windows_amd_target_has_no_rocm_build(tmp_path: Path) -> None:
+    got = _dry(tmp_path, '[environment]\npython = "3.12"\n\n[[targets]]\nname = "win"\nos = "windows"\n'
+                         'gpus = ["gfx1100"]\n')
+    assert not got["win"]["ok"]
+    assert "PyTorch publishes ROCm builds for linux_x86_64 only, not win_amd64" in got["win"]["conflict"]
+
+
+# ---- a real lock against a local index ----------------------------------------------------------------------
+
+TAG = "py3-none-manylinux_2_28_x86_64"
+
+
+@pytest.fixture
+def rocm_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    """PyTorch's rocm7.2 and xpu indexes in miniature, and a default index with same-named decoys."""
+    idx = LocalIndex(tmp_path_factory.mktemp("rocm-index"))
+    rel = load_matrix().torch_release("2.13.0")
+    assert rel is not None and rel.triton
+    pin = rel.triton
+    for backend, tri in (("rocm7.2", "triton-rocm"), ("xpu", "triton-xpu")):
+        v = f"2.13.0+{backend}"
+        idx.add(f"whl/{backend}", "torch", v, tag=TAG,
+                requires=("filelock>=3.0", f"{tri}=={pin}; platform_system == 'Linux'"),
+                modules={"torch/__init__.py": f"__version__ = {v!r}\n"})
+        idx.add(f"whl/{backend}", tri, pin, tag=TAG, modules={"triton/__init__.py": f"__version__ = {pin!r}\n"})
+    # the rocm index also serves a plain triton (as PyPI's name), and a library pulls it in
+    idx.add("whl/rocm7.2", "triton", pin, tag=TAG, modules={"triton/__init__.py": "# CUDA build\n"})
+    idx.add("simple", "filelock", "3.16.1")
+    idx.add("simple", "triton-rocm", pin, tag=TAG, modules={"triton/__init__.py": "# stale decoy\n"})
+    idx.add("simple", "needs-triton", "1.0", requires=("triton",))
+    idx.add("simple", "triton", pin, tag=TAG, modules={"triton/__init__.py": "# PyPI's CUDA build\n"})
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def test_rocm_and_xpu_lock_take_their_triton_from_the_torch_index(tmp_path: Path, rocm_index: LocalIndex) -> None:
+    write_intent(tmp_path, rocm_index, '[environment]\npython = "3.11"\ntorch = "==2.13.0"\n\n[[targets]]\n'
+                                       'name = "mi300x"\ngpus = ["gfx942"]\n\n[[targets]]\nname = "arc"\n'
+                                       'gpus = ["bmg"]\n')
+    r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    lock = read_lock(tmp_path / "triton-env.lock")
+    by = {t.name: t for t in lock.targets}
+    rocm_pkgs = {p.name: p for p in by["mi300x"].packages}
+    assert rocm_pkgs["torch"].version == "2.13.0+rocm7.2"
+    assert rocm_pkgs["triton-rocm"].index == rocm_index.index_url("whl/rocm7.2")  # not the default index's decoy
+    assert rocm_pkgs["filelock"].index == rocm_index.index_url("simple")
+    assert "numpy" not in rocm_pkgs  # Triton runs on the GPU here, not in its interpreter
+    assert by["mi300x"].selection.target.gpus == ("gfx942",)
+    xpu_pkgs = {p.name: p for p in by["arc"].packages}
+    assert xpu_pkgs["torch"].version == "2.13.0+xpu"
+    assert xpu_pkgs["triton-xpu"].index == rocm_index.index_url("whl/xpu")
+    # sync's choice of target on the machine itself: the one whose build carries this GPU's code
+    from tritonlock.errors import NoFittingTargetError
+    from tritonlock.models import HostProfile, VendorGpu
+    from tritonlock.sync import pick_target
+
+    def machine(vendor: str, target: str) -> HostProfile:
+        return HostProfile(os="linux", arch="x86_64", python="3.11.7", glibc="2.35",
+                           vendor_gpus=(VendorGpu(index=0, vendor=vendor, target=target),))
+
+    assert pick_target(lock, machine("amd", "gfx942")).name == "mi300x"
+    assert pick_target(lock, machine("intel", "bmg")).name == "arc"
+    with pytest.raises(NoFittingTargetError, match="  - mi300x: its build \\(rocm7.2\\) has no code for gfx90c"):
+        pick_target(lock, machine("amd", "gfx90c"))
+
+
+def test_two_triton_owners_never_share_a_lock(tmp_path: Path, rocm_index: LocalIndex) -> None:
+    write_intent(tmp_path, rocm_index, '[environment]\npython = "3.11"\ntorch = "==2.13.0"\n'
+                                       'packages = ["needs-triton"]\n\n[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n')
+    r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path)])
+    assert r.exit_code != 0
+    assert ("target 'mi300x': triton and triton-rocm would both be locked, and each installs the top-level triton/ "
+            "package") in r.output
+    assert not (tmp_path / "triton-env.lock").exists()
+
+
+def test_why_names_the_amdgpu_driver_that_unlocks_newer_torch(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n\n[[targets]]\nname = "mi300x"\n'
+                                              'gpus = ["gfx942"]\namdgpu = "6.4"\n', encoding="utf-8")
+    r = CliRunner().invoke(main, ["why", "-p", str(tmp_path), "--no-sources"])
+    assert r.exit_code == 0, r.output
+    assert "  now: torch 2.10.0 (rocm7.0) + triton-rocm 3.6.0" in r.output
+    assert ("needs amdgpu driver >= 30.30 (you have 6.4; it supports the ROCm 7.14 user space of rocm7.14)"
+            in r.output)
+
+
+def test_rocm_wheels_that_pin_no_triton_on_a_python(tmp_path: Path) -> None:
+    # torch 2.5's wheels require their Triton only for Python < 3.13 (the marker the CUDA pin carries too)
+    got = _dry(tmp_path, '[environment]\npython = "3.13"\ntorch = "==2.5.1"\n\n[[targets]]\nname = "mi250"\n'
+                         'gpus = ["MI250X"]\n')
+    t = got["mi250"]
+    assert (t["ok"], t["backend"], t["triton_package"], t["triton"]) == (True, "rocm6.2", None, None)
+    assert ("torch 2.5.1's wheels pin pytorch-triton-rocm only for Python < 3.13: on Python 3.13 the lock has no "
+            "Triton") in t["warnings"]
+
+
+def test_older_rocm_builds_lock_with_their_own_tags(tmp_path: Path) -> None:
+    """torch 2.6's ROCm wheels are manylinux_2_28 (a target without glibc must still get them), torch 2.5's are
+    tagged plain linux_x86_64 (CentOS 7 builds, for a glibc 2.17 target); each pins pytorch-triton-rocm."""
+    idx = LocalIndex(tmp_path / "idx")
+    for version, backend, tag, tri in (("2.6.0", "rocm6.2.4", "py3-none-manylinux_2_28_x86_64", "3.2.0"),
+                                       ("2.5.1", "rocm6.2", "py3-none-linux_x86_64", "3.1.0")):
+        idx.add(f"whl/{backend}", "torch", f"{version}+{backend}", tag=tag,
+                requires=(f"pytorch-triton-rocm=={tri}; platform_system == 'Linux'",),
+                modules={"torch/__init__.py": "\n"})
+        idx.add(f"whl/{backend}", "pytorch-triton-rocm", tri, tag=tag, modules={"triton/__init__.py": "\n"})
+    idx.start()
+    try:
+        write_intent(tmp_path / "p", idx, '[environment]\npython = "3.11"\ntorch = "<2.7"\n\n[[targets]]\n'
+                                          'name = "mi250"\ngpus = ["MI250X"]\n\n[[targets]]\nname = "rhel7"\n'
+                                          'glibc = "2.17"\ngpus = ["MI250X"]\n')
+        r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path / "p")])
+    finally:
+        idx.stop()
+    assert r.exit_code == 0, r.output
+    by = {t.name: {p.name: p.version for p in t.packages} for t in read_lock(tmp_path / "p" / "triton-env.lock").targets}
+    assert by["mi250"] == {"torch": "2.6.0+rocm6.2.4", "pytorch-triton-rocm": "3.2.0"}
+    assert by["rhel7"] == {"torch": "2.5.1+rocm6.2", "pytorch-triton-rocm": "3.1.0"}
