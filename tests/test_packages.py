@@ -222,3 +222,25 @@ def test_a_package_held_back_by_another_names_the_requirement(tmp_path: Path, pk
     _, sel = _locked(root)
     assert warning in sel.warnings
     assert [d.name for d in sel.direct if d.held_by] == [held]
+
+
+def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    held = _project(tmp_path / "r570", pkg_index, ["servelm"], R570)
+    assert _run("resolve", "-p", str(held))[0] == 0
+    code, out = _run("why", "-p", str(held))
+    assert code == 0, out
+    assert "  your packages (triton-env.lock):\n    servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= " in out
+    code, out = _run("why", "-p", str(held), "--json")
+    (t,) = json.loads(out)["targets"]
+    assert t["packages"][0].startswith("servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= ")
+    pinned = _project(tmp_path / "r580", pkg_index, ["servelm"], R580)
+    assert _run("resolve", "-p", str(pinned))[0] == 0
+    code, out = _run("why", "-p", str(pinned))
+    assert ("torch 2.15.0 fits this target, but the lock holds torch 2.14.0: servelm 0.3 requires torch==2.14.0 — a "
+            "newer release of the package that allows torch 2.15.0 would unlock it; no change to this machine would"
+            ) in out
+    # a stale lock says nothing of the packages (it was decided for another intent)
+    intent = pinned / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"servelm"', '"servelm", "plainlib"'))
+    code, out = _run("why", "-p", str(pinned))
+    assert code == 0 and "your packages" not in out

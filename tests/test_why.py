@@ -107,7 +107,7 @@ def test_cli_why_on_the_cluster_example_and_its_json_contract() -> None:
     doc = json.loads(out)
     assert set(doc) == {"matrix-version", "targets"}
     (t,) = doc["targets"]
-    assert set(t) == {"name", "target", "now", "lines"}
+    assert set(t) == {"name", "target", "now", "lines", "packages"}
     (line,) = t["lines"]
     assert set(line) == {"torch", "triton_package", "triton", "status", "summary", "blocker", "changes", "then",
                          "sources"}

@@ -846,10 +846,37 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
         raise UnknownTargetError(f"--torch {torch_version}: the matrix knows torch {matrix.torch[-1].version}–"
                                  f"{matrix.torch[0].version} — give one of those (or a line like 2.15)")
     advice = [advise(intent, matrix, t, running_python(), torch_version) for t in targets]
+    locked = _locked_selections(project, intent_path) if intent.packages else {}
+    if locked:
+        import dataclasses
+
+        from tritonlock.why import package_advice
+
+        advice = [dataclasses.replace(a, packages=package_advice(intent, matrix, a.target, running_python(), a,
+                                                                 locked.get(a.target.name))) for a in advice]
     if as_json:
         _echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
         return
     click.echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
+
+
+def _locked_selections(project: str, intent_path: Path) -> dict[str, Any]:
+    """The lock's decisions by target name, for `why`'s word on the packages — only from a lock that is readable and
+    fresh (a stale one decided for another intent; `why` then says nothing of the packages rather than old news)."""
+    from tritonlock.errors import TritonlockError
+    from tritonlock.lockfile import read_lock
+    from tritonlock.project import lock_staleness
+
+    _, lock_path = _project_paths(project)
+    if not lock_path.is_file():
+        return {}
+    try:
+        lock = read_lock(lock_path)
+        if lock_staleness(Path(project), lock) is not None:
+            return {}
+    except TritonlockError:
+        return {}
+    return {t.name: t.selection for t in lock.targets}
 
 
 # ---------------------------------------------------------------- fleets: check, records, Slurm, Kubernetes

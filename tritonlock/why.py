@@ -59,6 +59,7 @@ class Advice:
     now: Selection
     lines: tuple[Line, ...]
     matrix: Matrix | None = None  # the facts it was made from (what a lock with triton = "none" still installs)
+    packages: tuple[str, ...] = ()  # what the user's packages hold back, from the lock (package_advice)
 
 
 # --- the search ----------------------------------------------------------------------------------------------
@@ -421,6 +422,7 @@ def advice_json(a: Advice) -> dict[str, object]:
             "then": selection_json(ln.then) if ln.then is not None else None,
             "sources": list(ln.sources),
         } for ln in a.lines],
+        "packages": list(a.packages),
     }
 
 
@@ -429,6 +431,9 @@ def format_advice(a: Advice, sources: bool = True) -> str:
     now = (f"torch {s.torch} ({s.backend}) + {s.triton_package or 'no triton'} {s.triton or ''}".rstrip()
            if s.ok else "nothing fits (see `tritonlock resolve --dry-run`)")
     out = [f"target {a.target.name} ({describe_target(a.target, a.python)})", f"  now: {now}"]
+    if a.packages:
+        out.append("  your packages (triton-env.lock):")
+        out += [f"    {p}" for p in a.packages]
     if not a.lines:
         out.append("  nothing newer: this is the newest torch line the matrix knows")
     for group in _runs(a.lines):
@@ -467,3 +472,37 @@ def _runs(lines: tuple[Line, ...]) -> list[list[Line]]:
         else:
             out.append([ln])
     return out
+
+
+# --- the user's packages (what the lock's decision recorded) -------------------------------------------------------
+
+def package_advice(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, advice: Advice,
+                   locked: Selection | None) -> tuple[str, ...]:
+    """What the user's packages hold back on this target, from the lock's decision (`direct` and its torch reason):
+    a torch the packages keep below what the target allows, and each package below its newest release — for those
+    the target holds back, the least change that unlocks the torch they need (the same search as the lines above)."""
+    import re
+
+    if locked is None or not locked.ok:
+        return ()
+    out: list[str] = []
+    first = locked.reasons[0] if locked.reasons else ""
+    m = re.match(r"torch (\S+): the newest torch the packages allow \((.*)\); torch (\S+) would fit this target$",
+                 first)
+    if m:
+        out.append(f"torch {m[3]} fits this target, but the lock holds torch {m[1]}: {m[2]} — a newer release of "
+                   f"the package that allows torch {m[3]} would unlock it; no change to this machine would")
+    for d in locked.direct:
+        if d.held_by is None:
+            continue
+        host = re.search(r"; torch (\S+) does not fit this target: ", d.held_by)
+        line = None
+        if host:
+            found = [ln for ln in advise(intent, matrix, target, default_python, host[1]).lines if ln.torch == host[1]]
+            line = found[0] if found else None
+        if line is not None and line.status == "blocked":
+            out.append(f"{d.name} {d.newest} (locked: {d.version}) needs torch {host[1] if host else ''}: "
+                       + line.summary.split(": ", 1)[1])
+        else:
+            out.append(f"{d.name} {d.newest} (locked: {d.version}): {d.held_by}")
+    return tuple(out)
