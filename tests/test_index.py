@@ -34,7 +34,11 @@ def test_missing_project_and_metadata(local_index: LocalIndex) -> None:
     client = IndexClient(local_index.index_url("simple"))
     assert client.files("no-such-project") == ()
     (f,) = [f for f in client.files("einops")]
-    assert client.metadata(f) is None  # the test index serves no PEP 658 files
+    # the test index serves PEP 658 files beside wheels, as PyPI does; a file without one is None
+    assert client.metadata(f) == "Metadata-Version: 2.1\nName: einops\nVersion: 0.8.0\nRequires-Dist: typing-extensions>=4\n"
+    import dataclasses
+
+    assert client.metadata(dataclasses.replace(f, url=f.url.replace("einops-0.8.0", "einops-9.9.9"))) is None
 
 
 def test_unreachable_index_is_a_clean_error() -> None:
