@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tritonlock import _interp, _subprocess, _venv
 from tritonlock._plan import Plan, plan, with_download
 from tritonlock._venv import Damage, siblings, venv_python, venv_python_minor
-from tritonlock.errors import SyncError
+from tritonlock.errors import SyncError, SyncInterrupted
 
 if TYPE_CHECKING:
     from tritonlock.models import Lock, LockedPackage, LockedTarget
@@ -103,10 +103,13 @@ class Failed(Exception):
 
 
 def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool, wheelhouse: Path | None,
-             say: Callable[[str], None]) -> None:
-    """Install, upgrade and repair through uv with every hash required, then remove what the lock does not list."""
+            say: Callable[[str], None], shield: bool = True) -> bool:
+    """Install, upgrade and repair through uv with every hash required, then remove what the lock does not list.
+    Returns whether Ctrl-C was pressed during the install (which was let finish: `shield`); without `shield`
+    (a venv built beside the old one) Ctrl-C stops uv at once and raises KeyboardInterrupt."""
     import tempfile
 
+    interrupted = False
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     py = str(venv_python(venv))
     if todo:
@@ -128,12 +131,16 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
                     # credentials and pip's TLS settings reach uv through its environment, never its argv
                     env = {**index.install_env((pk.index for pk in target.packages if pk.name in todo),
                                                keyring=keyring), **({} if tty else {"UV_NO_PROGRESS": "1"})}
-                    rc, err = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
-                                                       unset=index.UV_UNSET)
-                    if rc == 0 or not index.asked_for_credentials(err) or not index.network().keyring:
+                    rc, err, stopped = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
+                                                                unset=index.UV_UNSET, shield=shield)
+                    interrupted = interrupted or stopped
+                    if (rc == 0 or interrupted or not index.asked_for_credentials(err)
+                            or not index.network().keyring):
                         break
             except KeyboardInterrupt:
-                raise Failed("interrupted (a second Ctrl-C stopped uv)", interrupted=True) from None
+                if not shield:
+                    raise
+                raise Failed("a second Ctrl-C stopped uv", interrupted=True) from None
             if rc != 0:
                 raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
                               fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
@@ -145,6 +152,7 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
                                 *removes])
         if proc.returncode != 0:
             raise Failed(f"removing {', '.join(removes)}: {proc.stderr.strip()}")
+    return interrupted
 
 
 def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:
@@ -165,28 +173,30 @@ def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]
 
 def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool = False,
           wheelhouse: Path | None = None, say: Callable[[str], None] = lambda s: None,
-          damage: tuple[Damage, ...] = ()) -> None:
+          damage: tuple[Damage, ...] = ()) -> bool:
     """Update the venv in place. uv fetches and checks every file before it changes the venv; whatever happens,
-    the error says what state the venv is in, as checked afterwards against a snapshot of every file in it."""
+    the error says what state the venv is in, as checked afterwards against a snapshot of every file in it.
+    Returns whether Ctrl-C was pressed (the install was let finish)."""
     before = _venv.snapshot(venv)
     stamp = _venv.drop_synced(venv)  # from here until the end, a kill leaves "check everything" behind
     if stamp is not None:
         before.pop(_venv.SYNCED, None)
     try:
         clear_broken(p, venv, damage)
-        install(p, lock, target, venv, offline=offline, wheelhouse=wheelhouse, say=say)
+        return install(p, lock, target, venv, offline=offline, wheelhouse=wheelhouse, say=say)
     except Failed as f:
         after = _venv.snapshot(venv)
-        what = "interrupted" if f.interrupted else "sync failed"
-        fix = f"\n  fix: {f.fix}" if f.fix else ""
+        what = "interrupted (Ctrl-C)" if f.interrupted else "sync failed"
+        error = SyncInterrupted if f.interrupted else SyncError
+        tail = "" if f.interrupted and not f.fix else f":\n{f.detail}" + (f"\n  fix: {f.fix}" if f.fix else "")
         if after == before:
             if stamp is not None:
                 _venv.restore_synced(venv, stamp)
-            raise SyncError(f"{what}; {venv} is unchanged (checked: the same {len(before)} files, sizes and "
-                            f"times):\n{f.detail}{fix}") from None
-        raise SyncError(f"{what} part-way; {venv} was partly changed ({changes(before, after)}) — run "
-                        f"`tritonlock sync` again: it checks every package's files and repairs what is damaged:\n"
-                        f"{f.detail}{fix}") from None
+            raise error(f"{what}; {venv} is unchanged (checked: the same {len(before)} files, sizes and "
+                        f"times){tail}") from None
+        raise error(f"{what} part-way; {venv} was partly changed ({changes(before, after)}) — run "
+                    f"`tritonlock sync` again: it checks every package's files and repairs what is damaged"
+                    f"{tail}") from None
 
 
 def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
@@ -235,6 +245,22 @@ def swap(new: Path, venv: Path) -> None:
     os.rename(venv, old)  # a kill between these two renames is undone by the next sync (recover)
     os.rename(new, venv)
     shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def _no_sigint() -> Iterator[None]:
+    """Ctrl-C pressed again while a half-built venv is being removed waits until that is done."""
+    import signal
+
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to hold off
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def recover(venv: Path, say: Callable[[str], None]) -> None:
@@ -311,15 +337,18 @@ def rebuild(venv: Path, why: str | None, python: str, lock: Lock, target: Locked
         own = _venv.venv_dists(new)
         p = plan(target, own, {k: v for k, v in (system or {}).items() if k not in own}, equivalent)
         show_plan(with_download(p, target, python))
-        install(p, lock, target, new, offline=offline, wheelhouse=wheelhouse, say=say)
+        install(p, lock, target, new, offline=offline, wheelhouse=wheelhouse, say=say, shield=False)
         stamp(new, key, target, p, system_site_packages, base_sites)
         swap(new, venv)
     except (Failed, OSError, KeyboardInterrupt) as err:
-        recover(venv, lambda s: None)  # the half-built venv goes; an old one moved aside comes back
-        f = (err if isinstance(err, Failed) else Failed("interrupted", interrupted=True)
+        with _no_sigint():
+            recover(venv, lambda s: None)  # the half-built venv goes; an old one moved aside comes back
+        f = (err if isinstance(err, Failed) else Failed("", interrupted=True)
              if isinstance(err, KeyboardInterrupt) else Failed(str(err)))
-        what = "interrupted" if f.interrupted else "sync failed"
-        fix = f"\n  fix: {f.fix}" if f.fix else ""
+        what = ("interrupted (Ctrl-C); the venv being built beside was removed" if f.interrupted and why else
+                "interrupted (Ctrl-C); the venv being built was removed" if f.interrupted else "sync failed")
+        error = SyncInterrupted if f.interrupted else SyncError
+        tail = f":\n{f.detail}" + (f"\n  fix: {f.fix}" if f.fix else "") if f.detail or f.fix else ""
         if before is None:
             state = (f"nothing was created ({venv} does not exist)" if not venv.exists()
                      else f"{venv} exists but another program created it meanwhile")
@@ -328,5 +357,5 @@ def rebuild(venv: Path, why: str | None, python: str, lock: Lock, target: Locked
                      f"{len(before)} files, sizes and times)")
         else:
             state = f"{venv} changed meanwhile, but not by this sync (another program is using it)"
-        raise SyncError(f"{what}; {state}:\n{f.detail}{fix}") from None
+        raise error(f"{what}; {state}{tail}") from None
     return p

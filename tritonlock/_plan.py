@@ -3,7 +3,7 @@ download size and its text."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +59,10 @@ def _same(locked: LockedPackage, have: str, equivalent_backend: str | None) -> s
 
 
 def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[str, str] | None = None,
-         equivalent_backend: str | None = None, damaged: Mapping[str, str] | None = None) -> Plan:
-    """Pure: what to install, upgrade, reinstall (damaged), remove and keep so the venv matches the target."""
+         equivalent_backend: str | None = None, damaged: Mapping[str, str] | None = None,
+         again: Collection[str] = ()) -> Plan:
+    """Pure: what to install, upgrade, reinstall (damaged, or named in `again`: `sync --reinstall`), remove and
+    keep so the venv matches the target."""
     steps: list[Step] = []
     system = system_dists or {}
     broken = damaged or {}
@@ -72,6 +74,10 @@ def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[st
             if name in broken:
                 steps.append(Step(name=name, action="reinstall" if note is not None else "upgrade", have=have,
                                   want=pkg.version, note=f"damaged: {broken[name]}"))
+                continue
+            if name in again:
+                steps.append(Step(name=name, action="reinstall" if note is not None else "upgrade", have=have,
+                                  want=pkg.version, note="--reinstall"))
                 continue
             steps.append(Step(name=name, action="keep" if note is not None else "upgrade", have=have,
                               want=pkg.version, note=note or ""))

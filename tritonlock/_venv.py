@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlock._noop import (MADE, SYNCED, already_synced, dist_infos, drop_synced, fingerprint, read_made,
-                              read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, write_made,
-                              write_synced)
+                              read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, target_files,
+                              write_made, write_synced)
 
 __all__ = ["MADE", "SYNCED", "Damage", "already_synced", "dist_infos", "drop_synced", "fingerprint",
            "invalid_dist_infos", "normalize", "read_dists", "read_dists_one", "read_made", "read_synced",
-           "restore_synced", "siblings", "site_dirs", "site_listing", "snapshot", "sync_key", "valid_name",
+           "restore_synced", "siblings", "site_dirs", "site_listing", "snapshot", "sync_key", "target_files", "valid_name",
            "venv_config", "venv_damage", "venv_dists", "venv_python", "venv_python_minor", "venv_ssp", "write_made",
            "write_synced"]
 
@@ -167,11 +167,11 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     return "; ".join(parts) or None
 
 
-def venv_damage(venv: Path, only: set[str] | None = None) -> list[Damage]:
+def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None = None) -> list[Damage]:
     """Distributions in the venv whose files do not match their RECORD, or that are installed twice.
 
     `only` limits the check to these .dist-info directory names (sync checks those whose RECORD changed since
-    its last completed run); doctor checks them all.
+    its last completed run); doctor checks them all. `names` limits it to these (normalized) distributions.
     """
     out: list[Damage] = []
     for site in site_dirs(venv):
@@ -180,7 +180,7 @@ def venv_damage(venv: Path, only: set[str] | None = None) -> list[Damage]:
             nv = _meta(d)
             name = normalize(nv[0]) if nv else normalize(d.name[: -len(".dist-info")].split("-")[0])
             seen.setdefault(name, []).append((d, nv[1] if nv else None))
-            if only is not None and d.name not in only:
+            if (only is not None and d.name not in only) or (names is not None and name not in names):
                 continue
             problem = "its METADATA is missing or unreadable" if nv is None else _record_problem(site, d)
             if problem:
@@ -191,6 +191,8 @@ def venv_damage(venv: Path, only: set[str] | None = None) -> list[Damage]:
                 out.append(Damage(name=name, version=nv[1] if nv else None, dist_info=str(d), problem=problem,
                                   kind=kind))
         for name, copies in seen.items():
+            if names is not None and name not in names:
+                continue
             if len(copies) > 1 and not any(x.name == name for x in out):
                 vs = " and ".join(v or "?" for _, v in copies)
                 out.append(Damage(name=name, version=copies[-1][1], dist_info=str(copies[-1][0]),
