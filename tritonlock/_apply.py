@@ -201,10 +201,15 @@ def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: boo
 
 def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
     """Before the install that replaces them: remove the .dist-info directories an installer cannot uninstall
-    (no METADATA), and every copy of a package installed twice, so that exactly one copy results. The package's
-    files are written again by that install."""
+    (no METADATA), and every copy of a package installed twice, so that exactly one copy results; mend a RECORD
+    torn by a kill so that it can be uninstalled through. The package's files are written again by that
+    install."""
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     for d in damage:
+        if (d.name in todo or d.name in {s.name for s in p.of("remove")}) and d.kind == "record" and (
+                Path(d.dist_info) / "RECORD").is_file():
+            _venv.mend_record(Path(d.dist_info))  # torn by a kill: uv cannot uninstall through it as it is
+            continue
         if d.name in todo and d.kind in ("metadata", "twice"):
             for site in _venv.site_dirs(venv):
                 for info in _venv.dist_infos(site):

@@ -167,8 +167,10 @@ def format_plan(p: Plan, *, style: Callable[..., str] | None = None) -> str:
     def st(text: str, **kw: Any) -> str:
         return style(text, **kw) if style else text
 
-    counts = [(len(p.of(a)), w) for a, w in (("install", "to install"), ("upgrade", "to upgrade"),
-                                             ("reinstall", "to repair"), ("remove", "to remove"))]
+    asked = sum(1 for s in p.of("reinstall") if s.note == "--reinstall")
+    counts = [(len(p.of(a)) - (asked if a == "reinstall" else 0), w)
+              for a, w in (("install", "to install"), ("upgrade", "to upgrade"), ("reinstall", "to repair"))]
+    counts += [(asked, "to reinstall"), (len(p.of("remove")), "to remove")]
     head = ", ".join(f"{n} {w}" for n, w in counts if n or w in ("to install", "to remove"))
     head += f", {len(p.of('keep'))} unchanged"
     if p.download is not None and (p.download or p.unsized):

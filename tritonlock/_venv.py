@@ -135,9 +135,12 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     wrong: list[str] = []
     total = 0
     try:
-        rows = list(csv.reader(text.replace("\0", "").splitlines()))
+        rows = record_rows(text)
     except csv.Error as err:  # a line past csv's field limit: not a RECORD an installer wrote
         return f"its RECORD cannot be read ({err})"
+    torn = torn_record(text, rows)
+    if torn:
+        return f"its RECORD is torn ({torn}: a kill while it was written?)"
     for row in rows:
         if not row or not row[0]:
             continue
@@ -165,6 +168,70 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     if wrong:
         parts.append(f"{len(wrong)} files have another size than RECORD says ({some(wrong)})")
     return "; ".join(parts) or None
+
+
+_HASH = re.compile(r"[A-Za-z0-9_]+=[A-Za-z0-9_=-]+")
+
+
+def _good_row(row: list[str]) -> bool:
+    """A RECORD row as installers write it (PEP 376 / the wheel spec): path, hash or nothing, size or nothing."""
+    return (len(row) == 3 and bool(row[0]) and (not row[1] or _HASH.fullmatch(row[1]) is not None)
+            and (not row[2] or re.fullmatch(r"[0-9]{1,20}", row[2]) is not None))
+
+
+def torn_record(text: str, rows: list[list[str]]) -> str | None:
+    """How a RECORD is cut short or garbled (a partial last line, a row that is not path,hash,size), or None."""
+    if text and not text.endswith("\n"):
+        return "its last line is cut short"
+    bad = [i for i, row in enumerate(rows, 1) if row and not _good_row(row)]
+    if bad:
+        return f"line {bad[0]} is not path,hash,size" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+    return None
+
+
+def record_rows(text: str) -> list[list[str]]:
+    """A RECORD's rows, one per line: a stray quote (a torn or garbled line) never swallows the lines after it."""
+    import csv
+
+    lines = text.replace("\0", "").splitlines()
+    if '"' not in text:
+        return list(csv.reader(lines))
+    return [next(csv.reader([line]), []) for line in lines]
+
+
+def mend_record(dist_info: Path) -> None:
+    """Rewrite a torn RECORD as an installer would have: its well-formed rows, the paths that can still be read
+    from the others, and every file in the .dist-info directory — so that an installer can uninstall the package
+    through it before installing it again (uv refuses a RECORD it cannot parse)."""
+    import csv
+    import io
+
+    record = dist_info / "RECORD"
+    site = dist_info.parent
+    try:
+        text = record.read_text(encoding="utf-8", errors="replace")
+        rows = record_rows(text)
+    except (OSError, csv.Error):
+        text, rows = "", []
+    keep: dict[str, list[str]] = {}
+    for i, row in enumerate(rows):
+        cut = i == len(rows) - 1 and not text.endswith("\n")
+        if row and _good_row(row) and not cut:
+            keep.setdefault(row[0], row)
+            continue
+        line = text.splitlines()[i] if i < len(text.splitlines()) else ""
+        path = line.split(",", 1)[0]
+        if path and '"' not in path and (site / path).is_file():  # the path survived; its hash and size did not
+            keep.setdefault(path, [path, "", ""])
+    for f in sorted(dist_info.rglob("*")):
+        rel = f"{dist_info.name}/{f.relative_to(dist_info).as_posix()}"
+        if f.is_file() and rel not in keep:
+            keep[rel] = [rel, "", ""]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(keep.values())
+    tmp = record.with_name("RECORD.tritonlock-tmp")
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, record)
 
 
 def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None = None) -> list[Damage]:

@@ -437,6 +437,12 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
             done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
                                                               ("reinstall", "repaired"), ("remove", "removed"))
                     if out.plan.of(a)]
+            asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
+            if asked:
+                fixed = len(out.plan.of("reinstall")) - asked
+                done = [d for d in done if not d.endswith(" repaired")]
+                done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
+                    [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
             click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
                        + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:
