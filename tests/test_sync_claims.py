@@ -146,30 +146,45 @@ def test_reinstall_named_packages_or_all(tmp_path: Path, index: LocalIndex) -> N
 HOST = '[[targets]]\nname = "box"\nos = "linux"\narch = "x86_64"\nglibc = "2.17"\n'
 
 
-def test_locked_refuses_a_lock_made_stale_by_a_host_file_and_the_fast_path_covers_it(tmp_path: Path,
-                                                                                      index: LocalIndex) -> None:
-    (tmp_path / "hosts").mkdir()
-    (tmp_path / "hosts" / "box.toml").write_text(HOST)
-    write_intent(tmp_path, index, 'target-files = ["hosts/*.toml"]\n' + INTENT.format(python="3.11", extra=""))
-    assert _run("resolve", "-p", str(tmp_path))[0] == 0
-    assert _run("sync", "-p", str(tmp_path), "--no-verify", "--locked")[0] == 0
-    # the no-op `sync --locked` answers from the stamp, before the CLI is imported
+def _host_project(root: Path, idx: LocalIndex) -> Path:
+    (root / "hosts").mkdir()
+    (root / "hosts" / "box.toml").write_text(HOST)
+    write_intent(root, idx, 'target-files = ["hosts/*.toml"]\n' + INTENT.format(python="3.11", extra=""))
+    assert _run("resolve", "-p", str(root))[0] == 0
+    assert _run("sync", "-p", str(root), "--no-verify", "--locked")[0] == 0
+    return root
+
+
+def test_locked_refuses_a_lock_made_stale_by_a_host_file(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _host_project(tmp_path, index)
+    # a comment in the host file: the full path runs, finds the lock fresh, and says so
+    (proj / "hosts" / "box.toml").write_text("# the build box\n" + HOST)
+    r = _cli("sync", "--locked", "-p", str(proj), "--no-verify")
+    assert r.returncode == 0 and "already matches" in r.stdout, r
+    # an edit that changes the target: every command agrees that the lock is stale
+    (proj / "hosts" / "box.toml").write_text(HOST.replace("2.17", "2.18"))
+    for args in (("sync", "--locked", "--no-verify"), ("sync", "--locked", "--dry-run"),
+                 ("sync", "--locked", "--no-verify", "--target", "box")):
+        r = _cli(*args, "-p", str(proj))
+        assert r.returncode == 2 and "is stale" in r.stderr and "--locked refuses" in r.stderr, (args, r)
+        code, out = _run(*args, "-p", str(proj))
+        assert code == 2 and "--locked refuses" in out, out
+    assert _run("check", "-p", str(proj))[0] == 1
+
+
+def test_the_no_op_fast_path_covers_sync_locked(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _host_project(tmp_path, index)
     code = ("import sys\nfrom tritonlock._entry import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('click', 'tritonlock.cli', 'tritonlock.sync', 'tritonlock.lockfile') "
             "if m in sys.modules))")
-    r = subprocess.run([sys.executable, "-c", code, "sync", "--locked", "-p", str(tmp_path), "--no-verify"],
-                       capture_output=True, text=True, check=True)
-    assert r.stdout.splitlines() == [f"{tmp_path / '.venv'} already matches target box (4 packages)", "[]"], r
-    # a comment in the host file: the full path runs, finds the lock fresh, and says so
-    (tmp_path / "hosts" / "box.toml").write_text("# the build box\n" + HOST)
-    r = _cli("sync", "--locked", "-p", str(tmp_path), "--no-verify")
-    assert r.returncode == 0 and "already matches" in r.stdout, r
-    # an edit that changes the target: every command agrees that the lock is stale
-    (tmp_path / "hosts" / "box.toml").write_text(HOST.replace("2.17", "2.18"))
-    for args in (("sync", "--locked", "--no-verify"), ("sync", "--locked", "--dry-run")):
-        r = _cli(*args, "-p", str(tmp_path))
-        assert r.returncode == 2 and "is stale" in r.stderr and "--locked refuses" in r.stderr, (args, r)
-    assert _run("check", "-p", str(tmp_path))[0] == 1
+    for argv in (["sync", "--locked", "-p", str(proj), "--no-verify"], ["sync", "--no-verify", "--locked",
+                                                                        f"--project={proj}"]):
+        r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+        assert r.stdout.splitlines() == [f"{proj / '.venv'} already matches target box (4 packages)", "[]"], r
+    # --locked without the intent: never answered early (the full path says the intent is missing)
+    (proj / "triton-env.toml").rename(proj / "intent.bak")
+    r = _cli("sync", "--locked", "-p", str(proj), "--no-verify")
+    assert r.returncode == 2 and "--locked needs the intent" in r.stderr, r
 
 
 # ---------------------------------------------------------------- Ctrl-C
