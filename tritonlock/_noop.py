@@ -68,35 +68,38 @@ def record_dirs(venv: Path) -> list[str]:
     for site in site_dirs(venv):
         real = os.path.realpath(site)
         out.add(os.path.relpath(real, root))
+        parents: set[str] = set()
         for d in dist_infos(site):
             out.add(os.path.relpath(os.path.join(real, d.name), root))
             try:
                 text = (d / "RECORD").read_text(encoding="utf-8", errors="replace")
-                rows = list(csv.reader(text.replace("\0", "").splitlines()))
+                lines = text.replace("\0", "").splitlines()
+                paths = ([line.split(",", 1)[0] for line in lines] if '"' not in text
+                         else [row[0] for row in csv.reader(lines) if row])
             except (OSError, csv.Error):
                 continue
-            for row in rows:
-                if not row or not row[0] or "__pycache__" in row[0]:
-                    continue
-                parent = os.path.dirname(os.path.normpath(os.path.join(real, row[0])))
-                while parent.startswith(root + os.sep):
-                    rel = os.path.relpath(parent, root)
-                    if rel in out:
-                        break
-                    out.add(rel)
-                    parent = os.path.dirname(parent)
+            parents.update(os.path.dirname(p) for p in paths if p and "__pycache__" not in p)
+        for raw in parents:  # (a few hundred distinct folders for thousands of files)
+            parent = os.path.normpath(os.path.join(real, raw))
+            while parent.startswith(root + os.sep):
+                rel = os.path.relpath(parent, root)
+                if rel in out:
+                    break
+                out.add(rel)
+                parent = os.path.dirname(parent)
     return sorted(out)
 
 
 def dirs_digest(venv: Path, dirs: list[str]) -> str:
     """The modification times of these directories of the venv (see `record_dirs`), as one digest."""
-    h = hashlib.sha256()
+    base, stat = str(venv), os.stat
+    parts: list[str] = []
     for rel in dirs:
         try:
-            h.update(f"{rel}\0{os.stat(venv / rel).st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
-        except OSError:
-            h.update(f"{rel}\0-\0".encode("utf-8", "surrogateescape"))
-    return h.hexdigest()
+            parts.append(f"{rel}\0{stat(os.path.join(base, rel)).st_mtime_ns}")
+        except (OSError, ValueError):
+            parts.append(f"{rel}\0-")
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def site_listing(sites: list[str]) -> list[list[str]]:
@@ -214,7 +217,7 @@ def _code_stamp() -> list[object]:
 def target_files(project: Path, intent_bytes: bytes | None) -> str:
     """The digest of the host files the intent's `target-files` includes (their edits make a lock stale, so they
     are inputs of a sync's answer as much as the intent itself)."""
-    if intent_bytes is None:
+    if intent_bytes is None or b"target-files" not in intent_bytes:
         return ""
     from tritonlock._fast import target_files_key
 

@@ -141,6 +141,8 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     torn = torn_record(text, rows)
     if torn:
         return f"its RECORD is torn ({torn}: a kill while it was written?)"
+    base = str(site)
+    join, stat, digits = os.path.join, os.stat, _DIGITS.fullmatch
     for row in rows:
         if not row or not row[0]:
             continue
@@ -149,11 +151,11 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
             continue  # RECORD itself and byte-code: listed without hash or size, may come and go
         total += 1
         try:
-            st = os.stat(site / rel)
+            st = stat(join(base, rel))
         except (OSError, ValueError):  # ValueError: a path too odd to stat (a NUL in it) is not there either
             missing.append(rel)
             continue
-        if re.fullmatch(r"[0-9]{1,20}", size) and st.st_size != int(size):  # ASCII digits ("²".isdigit() is True)
+        if digits(size) and st.st_size != int(size):  # ASCII digits ("²".isdigit() is True)
             wrong.append(rel)
     if not total:
         return "its RECORD lists no files (it was cut short)"
@@ -171,12 +173,13 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
 
 
 _HASH = re.compile(r"[A-Za-z0-9_]+=[A-Za-z0-9_=-]+")
+_DIGITS = re.compile(r"[0-9]{1,20}")
 
 
 def _good_row(row: list[str]) -> bool:
     """A RECORD row as installers write it (PEP 376 / the wheel spec): path, hash or nothing, size or nothing."""
     return (len(row) == 3 and bool(row[0]) and (not row[1] or _HASH.fullmatch(row[1]) is not None)
-            and (not row[2] or re.fullmatch(r"[0-9]{1,20}", row[2]) is not None))
+            and (not row[2] or _DIGITS.fullmatch(row[2]) is not None))
 
 
 def torn_record(text: str, rows: list[list[str]]) -> str | None:
