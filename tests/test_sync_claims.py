@@ -285,3 +285,30 @@ def test_ctrl_c_during_an_install_in_place_lets_it_finish_then_exits_130(tmp_pat
         rf"error: interrupted \(Ctrl-C\); {re.escape(str(venv))} is unchanged \(checked: the same \d+ files, sizes "
         r"and times\)", lines[1]), err
     assert tree(venv) == snap and _imports(venv) == 0
+
+
+# ---------------------------------------------------------------- names from a venv never drive the terminal
+
+
+def test_names_and_versions_from_a_venv_reach_the_terminal_escaped(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _project(tmp_path, index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    site = _site(venv)
+    evil = site / "evil\x1b]0;pwned\x07-1.0.dist-info"  # a directory name that sets the terminal's title
+    evil.mkdir()
+    (evil / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\x1b[2J\nVersion: 1.0\x1b[31m\n")
+    (evil / "RECORD").write_text(f"{evil.name}/METADATA,,\nevil/gone.py,sha256=abc,12\n")
+    odd = site / "oddver-1.0.dist-info"  # a valid name whose version clears the screen
+    odd.mkdir()
+    (odd / "METADATA").write_text("Metadata-Version: 2.1\nName: oddver\nVersion: 1.0\x1b[2J\n")
+    (odd / "RECORD").write_text("oddver-1.0.dist-info/METADATA,,\noddver/gone.py,sha256=abc,12\n")
+    outputs = []
+    for args in (("sync", "--no-verify"), ("sync", "--dry-run"), ("doctor",), ("doctor", "--json")):
+        r = _cli(*args, "-p", str(proj))
+        outputs.append((args, r.returncode, r.stdout + r.stderr))
+    for args, rc, out in outputs:
+        assert "\x1b" not in out and "\x07" not in out, (args, out)
+    (_, rc, out), (_, _, dry) = outputs[0], outputs[1]
+    assert rc == 5 and "holds distributions whose names are not valid (" in out and "\\x1b]0;pwned\\x07" in out, out
+    assert "? evil\\x1b[2j 1.0\\x1b[31m" in dry and "- oddver 1.0\\x1b[2J" in dry, dry

@@ -166,8 +166,10 @@ def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]
     added = dists({f for f in changed if f not in before}) - dists(set(before))
     gone = dists({f for f in changed if f not in after}) - dists(set(after))
     rewritten = dists(changed) - added - gone
-    parts = [f"{w} {', '.join(sorted(ds))}" for w, ds in (("added", added), ("removed", gone),
-                                                         ("changed", rewritten)) if ds]
+    from tritonlock._term import printable  # directory names from the venv: never raw escapes
+
+    parts = [f"{w} {', '.join(printable(d, 200) for d in sorted(ds))}" for w, ds in (
+        ("added", added), ("removed", gone), ("changed", rewritten)) if ds]
     return "; ".join(parts + [f"{len(changed)} file(s) differ"])
 
 

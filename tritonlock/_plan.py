@@ -177,13 +177,16 @@ def format_plan(p: Plan, *, style: Callable[..., str] | None = None) -> str:
         size = human_size(p.download) if p.download else ""
         extra = f"{p.unsized} of unknown size" if p.unsized else ""
         head += f"; download {' + '.join(x for x in (size, extra) if x)}"
+    from tritonlock._term import printable  # names and versions read from a venv's files: never raw escapes
+
     lines = [st(f"plan for target {p.target}: {head}", bold=True)]
     for s in p.steps:
         if s.action == "keep" and not s.note:
             continue
         ver = {"install": s.want, "upgrade": f"{s.have} -> {s.want}", "reinstall": s.want, "remove": s.have,
                "keep": s.have, "leave": s.have}[s.action]
-        line = f"  {_SIGN[s.action]} {s.name} {ver}"
+        line = printable(f"  {_SIGN[s.action]} {s.name} {ver}", 400)
         colour = _COLOUR[s.action]
-        lines.append((st(line, fg=colour) if colour else st(line, dim=True)) + (f"  ({s.note})" if s.note else ""))
+        lines.append((st(line, fg=colour) if colour else st(line, dim=True))
+                     + (f"  ({printable(s.note, 600)})" if s.note else ""))
     return "\n".join(lines)

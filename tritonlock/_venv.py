@@ -254,19 +254,26 @@ def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None
                 continue
             problem = "its METADATA is missing or unreadable" if nv is None else _record_problem(site, d)
             if problem:
+                from tritonlock._term import printable  # (a name or version from the file, shown: no raw escapes)
+
                 # sizes that differ with every file present: modified after install (an image that swaps in the
                 # system CA bundle does this on purpose) or truncated by a kill; sync repairs both alike
                 kind = ("metadata" if nv is None else "record" if problem.startswith("its RECORD")
                         else "files" if "missing" in problem else "modified")
-                out.append(Damage(name=name, version=nv[1] if nv else None, dist_info=str(d), problem=problem,
-                                  kind=kind))
+                out.append(Damage(name=printable(name, 200), version=printable(nv[1], 200) if nv else None,
+                                  dist_info=str(d), problem=problem, kind=kind))
         for name, copies in seen.items():
             if names is not None and name not in names:
                 continue
             if len(copies) > 1 and not any(x.name == name for x in out):
+                from tritonlock._term import printable
+
                 vs = " and ".join(v or "?" for _, v in copies)
-                out.append(Damage(name=name, version=copies[-1][1], dist_info=str(copies[-1][0]),
-                                  problem=f"it is installed twice ({vs}: {', '.join(p.name for p, _ in copies)})",
+                last = copies[-1][1]
+                out.append(Damage(name=printable(name, 200), version=printable(last, 200) if last else None,
+                                  dist_info=str(copies[-1][0]),
+                                  problem=printable(f"it is installed twice ({vs}: "
+                                                    f"{', '.join(p.name for p, _ in copies)})", 600),
                                   kind="twice"))
     return out
 
