@@ -312,3 +312,20 @@ def test_names_and_versions_from_a_venv_reach_the_terminal_escaped(tmp_path: Pat
     (_, rc, out), (_, _, dry) = outputs[0], outputs[1]
     assert rc == 5 and "holds distributions whose names are not valid (" in out and "\\x1b]0;pwned\\x07" in out, out
     assert "? evil\\x1b[2j 1.0\\x1b[31m" in dry and "- oddver 1.0\\x1b[2J" in dry, dry
+
+
+def test_doctors_advice_for_a_modified_file_is_what_repairs_it(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _project(tmp_path, index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    init = _site(venv) / "einops" / "__init__.py"
+    good = init.read_bytes()
+    with init.open("ab") as fh:  # written in place: no folder's time changes, the RECORD stays as it was
+        fh.write(b"raise SystemExit('edited')\n")
+    r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"])
+    (f,) = [f for f in json.loads(r.output)["findings"] if f["id"] == "venv-modified"]
+    assert f["fix"] == ("if the change was not deliberate: `tritonlock sync --reinstall einops` installs it again "
+                        "from the lock")
+    r2 = _cli(*f["fix"].split("`")[1].split()[1:], "-p", str(proj), "--no-verify")
+    assert r2.returncode == 0 and "now matches target host: 1 repaired" in r2.stdout, r2
+    assert init.read_bytes() == good and _venv.venv_damage(venv) == [] and _imports(venv) == 0
