@@ -28,6 +28,7 @@ Exit codes:
   4  a package index or uv failed while resolving
   5  sync failed (the message says what state the venv is in)
   6  the verify runner could not run at all
+  130  interrupted (Ctrl-C); sync says, as checked, what state the venv is in
 """
 
 
