@@ -99,8 +99,10 @@ def _uv_default_index() -> str | None:
     from tritonlock._subprocess import uv_bin
 
     try:
+        from tritonlock._subprocess import clean_env
+
         out = subprocess.run([uv_bin(), "pip", "compile", "--help"], capture_output=True, text=True, timeout=30,
-                             env={**os.environ, "NO_COLOR": "1"}).stdout
+                             env={**clean_env(), "NO_COLOR": "1"}).stdout  # (no UV_DEFAULT_INDEX of the user's)
     except (OSError, subprocess.SubprocessError, TritonlockError):
         return None
     m = re.search(r"--default-index\b.*?by\s+default:\s+<([^>\s]+)>", out, re.S)
