@@ -10,6 +10,7 @@ import io
 import json
 import re
 import threading
+import time
 import urllib.parse
 import zipfile
 from dataclasses import dataclass, field
@@ -166,6 +167,7 @@ class LocalIndex:
     tls: tuple[Path, Path] | None = None  # (certificate chain PEM, key PEM): serve HTTPS
     client_ca: Path | None = None  # with tls: require a client certificate signed by this CA
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
+    delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
 
     def add(self, index: str, name: str, version: str, **kw: object) -> Path:
         return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
@@ -181,6 +183,7 @@ class LocalIndex:
         log = self.requests
         want = ("Basic " + base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()) if self.auth else None
         seen = self.seen_auth
+        outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -201,6 +204,8 @@ class LocalIndex:
                 path = urllib.parse.unquote(self.path.split("?", 1)[0])
                 parts = [p for p in path.split("/") if p]
                 if "_files" in parts:
+                    if outer.delay:
+                        time.sleep(outer.delay)
                     f = root.joinpath(*parts)
                     if f.is_file():
                         data = f.read_bytes()

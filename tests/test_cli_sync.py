@@ -25,6 +25,13 @@ packages = [{extra}]
 """
 
 
+def _uv() -> str:
+    """The uv that tritonlock drives (the `uv` package's binary), never one found on PATH."""
+    from tritonlock._subprocess import uv_bin
+
+    return uv_bin()
+
+
 def _run(*args: str) -> tuple[int, str]:
     r = CliRunner(mix_stderr=False).invoke(main, list(args)) if _mix_ok() else CliRunner().invoke(main, list(args))
     out = r.output + (getattr(r, "stderr", "") if _mix_ok() else "")
@@ -81,7 +88,7 @@ def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index
     # something the lock does not list is removed; a changed version is put back
     extra = build_wheel(tmp_path / "w", "stray", "1.0")
     fl = build_wheel(tmp_path / "w", "filelock", "3.0.0")
-    subprocess.run(["uv", "pip", "install", "--python", str(venv_python(venv)), "--no-deps", str(extra), str(fl)],
+    subprocess.run([_uv(), "pip", "install", "--python", str(venv_python(venv)), "--no-deps", str(extra), str(fl)],
                    check=True, capture_output=True)
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code == 0, out
@@ -164,7 +171,7 @@ def test_two_syncs_at_once_do_not_corrupt_the_venv(tmp_path: Path, local_index: 
     results: list[int] = []
 
     def go() -> None:
-        p = subprocess.run(["python3", "-m", "tritonlock", "sync", "-p", str(proj), "--no-verify"],
+        p = subprocess.run([sys.executable, "-m", "tritonlock", "sync", "-p", str(proj), "--no-verify"],
                            capture_output=True, text=True)
         results.append(p.returncode)
 
@@ -214,10 +221,10 @@ gpus = ["8.0"]
     proj = tmp_path / "proj"
     assert _run("resolve", "-p", str(proj))[0] == 0
     base = tmp_path / "base"
-    subprocess.run(["uv", "venv", "-q", "--python", "3.11", str(base)], check=True)
+    subprocess.run([_uv(), "venv", "-q", "--python", sys.executable, str(base)], check=True)
     files = local_index.root / "simple" / "_files"
     # the default index's plain torch 2.6.0 (PyPI's build of 2.6.0 is the cu124 one), triton, and an old filelock
-    subprocess.run(["uv", "pip", "install", "-q", "--python", str(venv_python(base)), "--no-deps",
+    subprocess.run([_uv(), "pip", "install", "-q", "--python", str(venv_python(base)), "--no-deps",
                     str(next(files.glob("torch-2.6.0-*.whl"))), str(next(files.glob("triton-3.2.0-*.whl"))),
                     str(files / "filelock-3.12.0-py3-none-any.whl")], check=True)
     code, out = _run("sync", "-p", str(proj), "--target", "gpu-box", "--no-verify", "--system-site-packages",
@@ -243,7 +250,7 @@ gpus = ["8.0"]
     ids = [f["id"] for f in json.loads(r.output)["findings"]]
     assert "venv-drift" not in ids and "lock-no-target" not in ids, r.output
     # …and a real difference still shows
-    subprocess.run(["uv", "pip", "uninstall", "-q", "--python", str(venv_python(venv)), "einops"], check=True)
+    subprocess.run([_uv(), "pip", "uninstall", "-q", "--python", str(venv_python(venv)), "einops"], check=True)
     r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"],
                            env={"TRITONLOCK_DRIVER": "550.54.15", "TRITONLOCK_GPUS": "8.0"})
     drift = [f for f in json.loads(r.output)["findings"] if f["id"] == "venv-drift"]

@@ -374,7 +374,7 @@ def test_sbatch_passes_options_through_as_words(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("record, expected", [
-    ("a.py,sha256=x,²\n", "1 of 1 files are missing (a.py)"),  # a size in other digits: not a size
+    ("a.py,sha256=x,²\n", "its RECORD is torn (line 1 is not path,hash,size"),  # a size in other digits: not a size
     ("a\x00b.py,sha256=x,1\n", "1 of 1 files are missing"),  # a NUL: os.stat raised ValueError
     ("x" * 200_000 + ",sha256=x,1\n", "its RECORD cannot be read (field larger than field limit"),
     ("\x1b[2J.py,sha256=x,1\n", "missing (\\x1b[2J.py)"),  # shown, never sent to the terminal

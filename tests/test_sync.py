@@ -71,6 +71,21 @@ def test_pick_target_prefers_the_exact_gpus_and_explains_misses() -> None:
     assert "add a target for this machine" in msg
 
 
+def test_pick_target_never_takes_a_target_whose_glibc_floor_is_above_the_hosts() -> None:
+    """The best-scoring target (GPU, exact GPUs) is passed over when this host's glibc is older than its floor."""
+    from dataclasses import replace
+
+    new_glibc = replace(LOCK.targets[2], selection=replace(
+        LOCK.targets[2].selection, target=replace(LOCK.targets[2].selection.target, glibc="2.39")))
+    lock = replace(LOCK, targets=(LOCK.targets[0], LOCK.targets[1], new_glibc))
+    host = _host("560.35.03", ("9.0",))  # glibc 2.35
+    assert pick_target(lock, host).name == "a100"
+    assert pick_target(lock, replace(host, glibc="2.39")).name == "h100"
+    with pytest.raises(NoFittingTargetError) as ei:
+        pick_target(replace(lock, targets=(new_glibc,)), host)
+    assert "h100: it needs glibc >= 2.39; this host has 2.35" in str(ei.value)
+
+
 def test_ctrl_c_during_the_install_lets_it_finish(tmp_path: Path) -> None:
     """A terminal Ctrl-C reaches the whole foreground group; the installer must still finish."""
     marker = tmp_path / "installed"
@@ -79,13 +94,13 @@ def test_ctrl_c_during_the_install_lets_it_finish(tmp_path: Path) -> None:
         import sys
         from tritonlock._subprocess import run_shielded
         child = [sys.executable, "-c", "import time; time.sleep(1.5); open({str(marker)!r}, 'w').write('ok')"]
-        rc, _ = run_shielded(child, on_interrupt=lambda m: print(m, flush=True))
-        print("rc", rc, flush=True)
+        rc, _, stopped = run_shielded(child, on_interrupt=lambda m: print(m, flush=True))
+        print("rc", rc, "interrupted", stopped, flush=True)
     """))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
                             start_new_session=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])))
     time.sleep(0.8)
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
     out, _ = proc.communicate(timeout=30)
-    assert "letting the install finish" in out and "rc 0" in out
+    assert "letting the install finish" in out and "rc 0 interrupted True" in out
     assert marker.read_text() == "ok"

@@ -147,13 +147,28 @@ def mismatches(venv: Path, lock_dir: Path, index: LocalIndex) -> list[str]:
     return problems
 
 
-def rounds(index: LocalIndex, variants: dict[str, Path], proj: Path, n: int, seed: int) -> dict[str, int]:
+def _wait_until_changing(proc: subprocess.Popen[bytes], venv: Path, timeout: float = 60) -> bool:
+    """Wait until the sync starts changing the venv: the completed-sync stamp is gone (removed right before an
+    install in place) or a venv is being built beside it. False when the sync ended first."""
+    new = siblings(venv)[0]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        if new.exists() or not (venv / _venv.SYNCED).exists():
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def rounds(index: LocalIndex, variants: dict[str, Path], proj: Path, n: int, seed: int,
+           landed: bool = False) -> dict[str, int]:
+    """`landed`: each kill is aimed at the moment the venv changes (after the stamp is removed or the new venv
+    appears, plus a random 0-150 ms), not at a random time since start-up."""
     rng = random.Random(seed)
     _use(proj, variants["a"])
     assert subprocess.run(_sync_args(proj, "a"), capture_output=True).returncode == 0
     venv = proj / ".venv"
     stats = {"rounds": 0, "not as locked after the kill": 0, "damaged packages or leftovers after the kill": 0,
-             "repaired by the next sync": 0}
+             "repaired by the next sync": 0, "killed while the venv was changing": 0}
     names = sorted(VARIANTS)
     for i in range(n):
         v = rng.choice([x for x in names if x != (names[i % 3])]) if i else "b"
@@ -161,8 +176,15 @@ def rounds(index: LocalIndex, variants: dict[str, Path], proj: Path, n: int, see
         started = time.monotonic()
         proc = subprocess.Popen(_sync_args(proj, v), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        time.sleep(rng.uniform(0.05, 1.6))
+        if landed:
+            changing = _wait_until_changing(proc, venv)
+            time.sleep(rng.uniform(0.0, 0.15))
+        else:
+            time.sleep(rng.uniform(0.05, 1.6))
+            changing = proc.poll() is None and (siblings(venv)[0].exists() or not (venv / _venv.SYNCED).exists())
+        alive = proc.poll() is None
         _kill_tree(proc.pid)
+        stats["killed while the venv was changing"] += changing and alive
         proc.wait(timeout=30)
         stats["rounds"] += 1
         broken = mismatches(venv, variants[v], index) if venv_python(venv).exists() else ["no venv"]
@@ -182,8 +204,12 @@ def rounds(index: LocalIndex, variants: dict[str, Path], proj: Path, n: int, see
 
 
 def test_kill_during_sync_quick(local_index: LocalIndex, variants: dict[str, Path], tmp_path: Path) -> None:
-    stats = rounds(local_index, variants, tmp_path, 5, seed=7)
+    stats = rounds(local_index, variants, tmp_path, 5, seed=7, landed=True)
+    print(f"\nkill -9 rounds: {stats}")
     assert stats["rounds"] == 5
+    # the kills landed while the venv changed, and left it, at least once, not as locked (then repaired)
+    assert stats["killed while the venv was changing"] >= 3, stats
+    assert stats["not as locked after the kill"] >= 1 and stats["repaired by the next sync"] >= 1, stats
 
 
 @pytest.mark.long

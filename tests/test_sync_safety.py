@@ -163,17 +163,15 @@ def test_damaged_packages_are_repaired(tmp_path: Path, index: LocalIndex) -> Non
     assert code == 0 and "already matches" in out
 
 
-def test_the_stamp_limits_the_deep_check_to_what_changed(tmp_path: Path, index: LocalIndex) -> None:
+def test_damage_outranks_the_stamp_doctor_finds_it_and_the_next_sync_repairs_it(tmp_path: Path,
+                                                                                  index: LocalIndex) -> None:
+    """The completed-sync stamp never answers "already matches" over evidence: a file, or a whole package folder,
+    deleted behind sync's back (RECORD untouched) is found by the fast path and the full path alike."""
     proj = _project(tmp_path, index)
     assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
     venv = proj / ".venv"
     site = _site(venv)
-    # a file deleted behind sync's back, RECORD untouched: the cheap check cannot see it (doctor can)
     (site / "einops" / "__init__.py").unlink()
-    code, out = _run("sync", "-p", str(proj), "--no-verify")
-    assert code == 0 and "already matches" in out
-    assert [d.name for d in _venv.venv_damage(venv)] == ["einops"]
-    # …doctor checks every package's files, says so, and names the fix
     r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"])
     (f,) = [f for f in json.loads(r.output)["findings"] if f["id"] == "venv-damaged"]
     assert r.exit_code == 1 and f["severity"] == "error"
@@ -181,15 +179,26 @@ def test_the_stamp_limits_the_deep_check_to_what_changed(tmp_path: Path, index: 
                           "that was stopped half-way?)")
     assert re.fullmatch(r"einops 0\.8\.0: 1 of \d+ files are missing \(einops/__init__\.py\)", f["evidence"][0])
     assert f["fix"].startswith("`tritonlock sync`") and "reinstalls the damaged ones" in f["fix"]
-    # an install that rewrote a RECORD is checked in depth
-    record = site / "einops-0.8.0.dist-info" / "RECORD"
-    record.write_text(record.read_text())
-    os.utime(record, ns=(1, 1))
+    # doctor's advice, as a user runs it (the console script, whose fast path answers before the CLI loads)
+    for argv in (["sync", "-p", str(proj), "--no-verify"], ["sync", "-p", str(proj), "--no-verify", "--locked"]):
+        if "--locked" in argv:
+            shutil.rmtree(site / "einops")  # then the whole folder
+        r2 = subprocess.run([sys.executable, "-c", "from tritonlock._entry import main; main()", *argv],
+                            capture_output=True, text=True)
+        assert r2.returncode == 0 and "1 repaired" in r2.stdout and "already matches" not in r2.stdout, r2
+        assert re.search(r"! einops 0\.8\.0  \(damaged: 1 of \d+ files are missing", r2.stdout), r2.stdout
+        assert _venv.venv_damage(venv) == [] and _imports(venv).returncode == 0
+    # the claim "already matches", checked: only when every package's files are there
+    assert _venv.venv_damage(venv) == [] and (site / "einops" / "__init__.py").exists()
     code, out = _run("sync", "-p", str(proj), "--no-verify")
-    assert code == 0 and "1 repaired" in out, out
-    assert (site / "einops" / "__init__.py").exists()
+    assert code == 0 and "already matches" in out and _venv.venv_damage(venv) == []
     r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"])
     assert "venv-damaged" not in [f["id"] for f in json.loads(r.output)["findings"]]
+    # the full path (a changed lock, as `resolve --upgrade` writes) checks every package's files too
+    (site / "einops" / "__init__.py").unlink()
+    (venv / _venv.SYNCED).write_text((venv / _venv.SYNCED).read_text().replace('"key": "', '"key": "x'))
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0 and "1 repaired" in out and _venv.venv_damage(venv) == [], out
 
 
 def test_a_partly_applied_failure_says_so(tmp_path: Path, index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:

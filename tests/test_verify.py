@@ -122,13 +122,23 @@ def test_import_error_names_the_missing_dependency_not_the_package() -> None:
     assert detail == "triton is not installed in this environment (No module named 'triton')"
 
 
+def _bare_python(tmp_path: Path) -> str:
+    """A Python of its own with nothing installed (whatever this machine's interpreters hold: torch, say)."""
+    from tritonlock._subprocess import uv_bin
+
+    venv = tmp_path / "bare-venv"
+    subprocess.run([uv_bin(), "venv", "-q", "--no-config", "--python", sys.executable, str(venv)], check=True,
+                   capture_output=True, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    return str(venv / "bin" / "python")
+
+
 def test_the_report_names_the_interpreter_without_dot_dots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run from a subdirectory of the project, the venv is `../../.venv`: the report said
     "python 3.11.7 (/p/src/deep/../../.venv/bin/python)" — now the plain path."""
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     monkeypatch.chdir(deep)
-    rel = os.path.relpath(sys.executable)  # "../../…/bin/python": every ".." leads
+    rel = os.path.relpath(_bare_python(tmp_path))  # "../../…/bin/python": every ".." leads
     assert rel.startswith("..")
     result = run_verify(rel, quick=True)  # this interpreter has no torch: the report still names it
     assert result.python.endswith(f"({os.path.normpath(os.path.join(os.getcwd(), rel))})")
@@ -440,9 +450,7 @@ def test_import_errors_are_explained() -> None:
 
 
 def test_runner_without_torch_reports_it(tmp_path: Path) -> None:
-    if importlib.util.find_spec("torch") is not None:
-        pytest.skip("this interpreter has torch")
-    r = run_verify(sys.executable, quick=True)
+    r = run_verify(_bare_python(tmp_path), quick=True)
     assert not r.ok and r.kernels == ()
     c = _check(r, "torch imports")
     assert c.detail == "torch is not installed in this environment (No module named 'torch')"

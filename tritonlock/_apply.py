@@ -15,7 +15,7 @@ from tritonlock import _interp, _subprocess, _venv
 from tritonlock._plan import Plan, plan, with_download
 from tritonlock._venv import Damage, siblings, venv_python, venv_python_minor
 from tritonlock.builds import TORCH
-from tritonlock.errors import SyncError
+from tritonlock.errors import SyncError, SyncInterrupted
 
 if TYPE_CHECKING:
     from tritonlock.models import Lock, LockedPackage, LockedTarget
@@ -109,8 +109,11 @@ class Failed(Exception):
 
 
 def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool, wheelhouse: Path | None,
-             say: Callable[[str], None]) -> None:
-    """Install, upgrade and repair through uv with every hash required, then remove what the lock does not list."""
+             say: Callable[[str], None], shield: bool = True) -> bool:
+    """Install, upgrade and repair through uv with every hash required, then remove what the lock does not list.
+    Returns whether Ctrl-C was pressed during the install (which was let finish: `shield`); without `shield`
+    (a venv built beside the old one) Ctrl-C stops uv at once and raises KeyboardInterrupt."""
+    interrupted = False
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     py = str(venv_python(venv))
     # Source builds (the lock's build = "source"): checked for their tools before anything changes, and those whose
@@ -120,8 +123,9 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
     after = {pk.name for pk in source if TORCH in pk.build_needs}
     passes = [(todo - after, ())] + ([(after, tuple(sorted(after)))] if after else [])
     for names, no_isolation in passes:
-        if names:
-            _uv_install(names, no_isolation, p, lock, target, py, offline=offline, wheelhouse=wheelhouse, say=say)
+        if names and not interrupted:
+            interrupted = _uv_install(names, no_isolation, p, lock, target, py, offline=offline,
+                                      wheelhouse=wheelhouse, say=say, shield=shield)
     removes = [s.name for s in p.of("remove")]
     if removes:
         say(f"removing {len(removes)} package(s) the lock does not list: {', '.join(removes)}")
@@ -130,6 +134,7 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
                                 *removes])
         if proc.returncode != 0:
             raise Failed(f"removing {', '.join(removes)}: {proc.stderr.strip()}")
+    return interrupted
 
 
 def check_build_tools(source: list[LockedPackage]) -> None:
@@ -150,8 +155,11 @@ def check_build_tools(source: list[LockedPackage]) -> None:
 
 
 def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: Lock, target: LockedTarget,
-                py: str, *, offline: bool, wheelhouse: Path | None, say: Callable[[str], None]) -> None:
-    """One `uv pip install` of the named packages from a PEP 751 document, every hash required."""
+                py: str, *, offline: bool, wheelhouse: Path | None, say: Callable[[str], None],
+                shield: bool = True) -> bool:
+    """One `uv pip install` of the named packages from a PEP 751 document, every hash required. Returns whether
+    Ctrl-C was pressed (and, shielded, let the install finish); unshielded, Ctrl-C stops uv and raises
+    KeyboardInterrupt."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="tritonlock-sync-") as tmp:
@@ -174,17 +182,22 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
             say(f"installing {len(names)} package(s)")
         from tritonlock import index
 
+        interrupted = False
         try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error
             for keyring in (False, True):  # as pip: keyring only once an index asked for credentials
                 # credentials and pip's TLS settings reach uv through its environment, never its argv
                 env = {**index.install_env((pk.index for pk in target.packages if pk.name in names),
                                            keyring=keyring), **({} if tty else {"UV_NO_PROGRESS": "1"})}
-                rc, err = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
-                                                   unset=index.UV_UNSET)
-                if rc == 0 or not index.asked_for_credentials(err) or not index.network().keyring:
+                rc, err, stopped = _subprocess.run_shielded(args, env=env, capture=not tty, on_interrupt=say,
+                                                            unset=index.UV_UNSET, shield=shield)
+                interrupted = interrupted or stopped
+                if (rc == 0 or interrupted or not index.asked_for_credentials(err)
+                        or not index.network().keyring):
                     break
         except KeyboardInterrupt:
-            raise Failed("interrupted (a second Ctrl-C stopped uv)", interrupted=True) from None
+            if not shield:
+                raise
+            raise Failed("a second Ctrl-C stopped uv", interrupted=True) from None
         if rc != 0 and no_isolation:
             built = ", ".join(f"{pk.name} {pk.version}" for pk in target.packages if pk.name in no_isolation)
             raise Failed(f"building {built} from source failed (its build imports torch and ran against the "
@@ -196,6 +209,7 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
         if rc != 0:
             raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
                          fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
+    return interrupted
 
 
 def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:
@@ -209,43 +223,52 @@ def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]
     added = dists({f for f in changed if f not in before}) - dists(set(before))
     gone = dists({f for f in changed if f not in after}) - dists(set(after))
     rewritten = dists(changed) - added - gone
-    parts = [f"{w} {', '.join(sorted(ds))}" for w, ds in (("added", added), ("removed", gone),
-                                                         ("changed", rewritten)) if ds]
+    from tritonlock._term import printable  # directory names from the venv: never raw escapes
+
+    parts = [f"{w} {', '.join(printable(d, 200) for d in sorted(ds))}" for w, ds in (
+        ("added", added), ("removed", gone), ("changed", rewritten)) if ds]
     return "; ".join(parts + [f"{len(changed)} file(s) differ"])
 
 
 def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: bool = False,
           wheelhouse: Path | None = None, say: Callable[[str], None] = lambda s: None,
-          damage: tuple[Damage, ...] = ()) -> None:
+          damage: tuple[Damage, ...] = ()) -> bool:
     """Update the venv in place. uv fetches and checks every file before it changes the venv; whatever happens,
-    the error says what state the venv is in, as checked afterwards against a snapshot of every file in it."""
+    the error says what state the venv is in, as checked afterwards against a snapshot of every file in it.
+    Returns whether Ctrl-C was pressed (the install was let finish)."""
     before = _venv.snapshot(venv)
     stamp = _venv.drop_synced(venv)  # from here until the end, a kill leaves "check everything" behind
     if stamp is not None:
         before.pop(_venv.SYNCED, None)
     try:
         clear_broken(p, venv, damage)
-        install(p, lock, target, venv, offline=offline, wheelhouse=wheelhouse, say=say)
+        return install(p, lock, target, venv, offline=offline, wheelhouse=wheelhouse, say=say)
     except Failed as f:
         after = _venv.snapshot(venv)
-        what = "interrupted" if f.interrupted else "sync failed"
-        fix = f"\n  fix: {f.fix}" if f.fix else ""
+        what = "interrupted (Ctrl-C)" if f.interrupted else "sync failed"
+        error = SyncInterrupted if f.interrupted else SyncError
+        tail = "" if f.interrupted and not f.fix else f":\n{f.detail}" + (f"\n  fix: {f.fix}" if f.fix else "")
         if after == before:
             if stamp is not None:
                 _venv.restore_synced(venv, stamp)
-            raise SyncError(f"{what}; {venv} is unchanged (checked: the same {len(before)} files, sizes and "
-                            f"times):\n{f.detail}{fix}") from None
-        raise SyncError(f"{what} part-way; {venv} was partly changed ({changes(before, after)}) — run "
-                        f"`tritonlock sync` again: it checks every package's files and repairs what is damaged:\n"
-                        f"{f.detail}{fix}") from None
+            raise error(f"{what}; {venv} is unchanged (checked: the same {len(before)} files, sizes and "
+                        f"times){tail}") from None
+        raise error(f"{what} part-way; {venv} was partly changed ({changes(before, after)}) — run "
+                    f"`tritonlock sync` again: it checks every package's files and repairs what is damaged"
+                    f"{tail}") from None
 
 
 def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
     """Before the install that replaces them: remove the .dist-info directories an installer cannot uninstall
-    (no METADATA), and every copy of a package installed twice, so that exactly one copy results. The package's
-    files are written again by that install."""
+    (no METADATA), and every copy of a package installed twice, so that exactly one copy results; mend a RECORD
+    torn by a kill so that it can be uninstalled through. The package's files are written again by that
+    install."""
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     for d in damage:
+        if (d.name in todo or d.name in {s.name for s in p.of("remove")}) and d.kind == "record" and (
+                Path(d.dist_info) / "RECORD").is_file():
+            _venv.mend_record(Path(d.dist_info))  # torn by a kill: uv cannot uninstall through it as it is
+            continue
         if d.name in todo and d.kind in ("metadata", "twice"):
             for site in _venv.site_dirs(venv):
                 for info in _venv.dist_infos(site):
@@ -286,6 +309,22 @@ def swap(new: Path, venv: Path) -> None:
     os.rename(venv, old)  # a kill between these two renames is undone by the next sync (recover)
     os.rename(new, venv)
     shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def _no_sigint() -> Iterator[None]:
+    """Ctrl-C pressed again while a half-built venv is being removed waits until that is done."""
+    import signal
+
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to hold off
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def recover(venv: Path, say: Callable[[str], None]) -> None:
@@ -362,15 +401,18 @@ def rebuild(venv: Path, why: str | None, python: str, lock: Lock, target: Locked
         own = _venv.venv_dists(new)
         p = plan(target, own, {k: v for k, v in (system or {}).items() if k not in own}, equivalent)
         show_plan(with_download(p, target, python))
-        install(p, lock, target, new, offline=offline, wheelhouse=wheelhouse, say=say)
+        install(p, lock, target, new, offline=offline, wheelhouse=wheelhouse, say=say, shield=False)
         stamp(new, key, target, p, system_site_packages, base_sites)
         swap(new, venv)
     except (Failed, OSError, KeyboardInterrupt) as err:
-        recover(venv, lambda s: None)  # the half-built venv goes; an old one moved aside comes back
-        f = (err if isinstance(err, Failed) else Failed("interrupted", interrupted=True)
+        with _no_sigint():
+            recover(venv, lambda s: None)  # the half-built venv goes; an old one moved aside comes back
+        f = (err if isinstance(err, Failed) else Failed("", interrupted=True)
              if isinstance(err, KeyboardInterrupt) else Failed(str(err)))
-        what = "interrupted" if f.interrupted else "sync failed"
-        fix = f"\n  fix: {f.fix}" if f.fix else ""
+        what = ("interrupted (Ctrl-C); the venv being built beside was removed" if f.interrupted and why else
+                "interrupted (Ctrl-C); the venv being built was removed" if f.interrupted else "sync failed")
+        error = SyncInterrupted if f.interrupted else SyncError
+        tail = f":\n{f.detail}" + (f"\n  fix: {f.fix}" if f.fix else "") if f.detail or f.fix else ""
         if before is None:
             state = (f"nothing was created ({venv} does not exist)" if not venv.exists()
                      else f"{venv} exists but another program created it meanwhile")
@@ -379,5 +421,5 @@ def rebuild(venv: Path, why: str | None, python: str, lock: Lock, target: Locked
                      f"{len(before)} files, sizes and times)")
         else:
             state = f"{venv} changed meanwhile, but not by this sync (another program is using it)"
-        raise SyncError(f"{what}; {state}:\n{f.detail}{fix}") from None
+        raise error(f"{what}; {state}{tail}") from None
     return p

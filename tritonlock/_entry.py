@@ -17,18 +17,21 @@ def main() -> None:
 
 
 def _noop_sync(args: list[str]) -> str | None:
-    """The "already matches" line for `sync --no-verify [-p DIR | --project DIR] [--venv DIR]` in any order — only
+    """The "already matches" line for `sync --no-verify [--locked] [-p DIR | --project DIR] [--venv DIR]` in any
+    order — only
     those — when the stamp says so; None sends the command line to the CLI, which does the same check itself."""
     if not args or args[0] != "sync":
         return None
     values: dict[str, str] = {}
-    no_verify = False
+    no_verify = locked = False
     i = 1
     while i < len(args):
         a = args[i]
         name, eq, value = a.partition("=")
         if a == "--no-verify":
             no_verify = True
+        elif a == "--locked":  # (the stamp is written only for a lock that was fresh against these same inputs)
+            locked = True
         elif eq and name in ("--project", "--venv") and value:
             values[name] = value
         elif a in ("-p", "--project", "--venv") and i + 1 < len(args) and args[i + 1]:
@@ -47,6 +50,6 @@ def _noop_sync(args: list[str]) -> str | None:
     project = Path(values.get("--project") or find_project())
     venv = Path(values["--venv"]) if "--venv" in values else project / ".venv"
     try:
-        return already_synced(project, venv, target=None, python=None, system_site_packages=None)
+        return already_synced(project, venv, target=None, python=None, system_site_packages=None, locked=locked)
     except (OSError, ValueError):  # any doubt: the full command decides
         return None

@@ -75,7 +75,7 @@ def input_digest(intent_bytes: bytes, matrix_version: str, key: str) -> str:
 
     # user:token@ in an index URL is left out: the lock must not carry even a hash of a secret (a short one
     # could be guessed back from it), and a new token does not change what is locked.
-    h = hashlib.sha256(re.sub(rb"(://)[^/\s@\"']+@", rb"\1", intent_bytes))
+    h = hashlib.sha256(re.sub(rb"(://)[^/\s\"']+@", rb"\1", intent_bytes))  # (to the last @: "user:p@ss@host")
     h.update(b"\0" + matrix_version.encode() + b"\0" + key.encode())
     return "sha256:" + h.hexdigest()
 

@@ -57,6 +57,51 @@ def fingerprint(venv: Path) -> dict[str, list[int]]:
     return out
 
 
+def record_dirs(venv: Path) -> list[str]:
+    """Every directory (relative to the venv) that holds a file some RECORD lists, with its ancestors up to the
+    site directory: deleting any installed file — or a whole package folder — changes one of their times, which
+    the no-op check compares (a stat each, no directory is listed). Byte-code caches are left out."""
+    import csv
+
+    out: set[str] = set()
+    root = os.path.realpath(venv)
+    for site in site_dirs(venv):
+        real = os.path.realpath(site)
+        out.add(os.path.relpath(real, root))
+        parents: set[str] = set()
+        for d in dist_infos(site):
+            out.add(os.path.relpath(os.path.join(real, d.name), root))
+            try:
+                text = (d / "RECORD").read_text(encoding="utf-8", errors="replace")
+                lines = text.replace("\0", "").splitlines()
+                paths = ([line.split(",", 1)[0] for line in lines] if '"' not in text
+                         else [row[0] for row in csv.reader(lines) if row])
+            except (OSError, csv.Error):
+                continue
+            parents.update(os.path.dirname(p) for p in paths if p and "__pycache__" not in p)
+        for raw in parents:  # (a few hundred distinct folders for thousands of files)
+            parent = os.path.normpath(os.path.join(real, raw))
+            while parent.startswith(root + os.sep):
+                rel = os.path.relpath(parent, root)
+                if rel in out:
+                    break
+                out.add(rel)
+                parent = os.path.dirname(parent)
+    return sorted(out)
+
+
+def dirs_digest(venv: Path, dirs: list[str]) -> str:
+    """The modification times of these directories of the venv (see `record_dirs`), as one digest."""
+    base, stat = str(venv), os.stat
+    parts: list[str] = []
+    for rel in dirs:
+        try:
+            parts.append(f"{rel}\0{stat(os.path.join(base, rel)).st_mtime_ns}")
+        except (OSError, ValueError):
+            parts.append(f"{rel}\0-")
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def site_listing(sites: list[str]) -> list[list[str]]:
     """The .dist-info names in each of these directories (the preinstalled stack a venv sees)."""
     return [sorted(p.name for p in dist_infos(Path(s))) for s in sites]
@@ -89,7 +134,8 @@ def _synced_ok(d: dict[str, Any]) -> bool:
             and isinstance(d.get("packages"), int) and isinstance(d.get("system-site-packages"), bool)
             and isinstance(d.get("cfg"), str) and isinstance(dists, dict)
             and all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in dists.values())
-            and isinstance(base, list) and all(_strs(x) for x in base))
+            and isinstance(base, list) and all(_strs(x) for x in base)
+            and _strs(d.get("dirs")) and isinstance(d.get("dirs-digest"), str))
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -130,9 +176,11 @@ def drop_synced(venv: Path) -> dict[str, Any] | None:
 
 def write_synced(venv: Path, *, key: str | None, target: str, packages: int, system_site_packages: bool,
                  base_sites: list[str]) -> None:
+    dirs = record_dirs(venv)
     _write_json(venv / SYNCED, {"key": key, "target": target, "packages": packages,
                                 "system-site-packages": system_site_packages, "dists": fingerprint(venv),
-                                "base": site_listing(base_sites), "cfg": cfg_digest(venv)})
+                                "base": site_listing(base_sites), "cfg": cfg_digest(venv), "dirs": dirs,
+                                "dirs-digest": dirs_digest(venv, dirs)})
 
 
 def cfg_digest(venv: Path) -> str:
@@ -172,20 +220,34 @@ def _code_stamp() -> list[object]:
     return stats
 
 
+def target_files(project: Path, intent_bytes: bytes | None) -> str:
+    """The digest of the host files the intent's `target-files` includes (their edits make a lock stale, so they
+    are inputs of a sync's answer as much as the intent itself)."""
+    if intent_bytes is None or b"target-files" not in intent_bytes:
+        return ""
+    from tritonlock._fast import target_files_key
+
+    try:
+        return target_files_key(project / "triton-env.toml", intent_bytes)
+    except (OSError, ValueError):
+        return "unreadable"
+
+
 def sync_key(*, lock_bytes: bytes, intent_bytes: bytes | None, machine: str | None, target: str | None,
-             python: str | None) -> str | None:
-    """Everything besides the venv that a sync's answer depends on; None when it cannot be told cheaply."""
+             python: str | None, files: str = "") -> str | None:
+    """Everything besides the venv that a sync's answer depends on (`files`: see `target_files`); None when it
+    cannot be told cheaply."""
     if machine is None:
         return None
     h = hashlib.sha256()
     for part in (lock_bytes, intent_bytes if intent_bytes is not None else b"\0none",
-                 json.dumps([machine, target, python, _code_stamp()]).encode()):
+                 json.dumps([machine, target, python, files, _code_stamp()]).encode()):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 
 
 def already_synced(project: Path, venv: Path, *, target: str | None, python: str | None,
-                   system_site_packages: bool | None) -> str | None:
+                   system_site_packages: bool | None, locked: bool = False) -> str | None:
     """The "already matches" line when the last completed sync of this venv had exactly these inputs and no
     distribution (nor the preinstalled stack it sees) changed since; None means "take the full path"."""
     stamp = read_synced(venv)
@@ -201,13 +263,15 @@ def already_synced(project: Path, venv: Path, *, target: str | None, python: str
         intent_bytes = relevant_bytes(intent_path) if intent_path.exists() else None
     except OSError:
         return None
+    if locked and intent_bytes is None:
+        return None  # (--locked checks the lock against the intent: the full path says it is missing)
     from tritonlock._machine import raw_machine_key
 
     key = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=raw_machine_key(), target=target,
-                   python=python)
+                   python=python, files=target_files(project, intent_bytes))
     if (key is None or key != stamp["key"] or cfg_digest(venv) != stamp.get("cfg")
-            or fingerprint(venv) != stamp.get("dists")):
-        return None
+            or fingerprint(venv) != stamp.get("dists") or dirs_digest(venv, stamp["dirs"]) != stamp["dirs-digest"]):
+        return None  # (a file or folder deleted behind sync's back changes its directory's time: look in depth)
     made = read_made(venv) or {}
     if stamp.get("system-site-packages") and site_listing(made.get("base-sites") or []) != stamp.get("base"):
         return None

@@ -3,7 +3,7 @@ download size and its text."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +59,10 @@ def _same(locked: LockedPackage, have: str, equivalent_backend: str | None) -> s
 
 
 def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[str, str] | None = None,
-         equivalent_backend: str | None = None, damaged: Mapping[str, str] | None = None) -> Plan:
-    """Pure: what to install, upgrade, reinstall (damaged), remove and keep so the venv matches the target."""
+         equivalent_backend: str | None = None, damaged: Mapping[str, str] | None = None,
+         again: Collection[str] = ()) -> Plan:
+    """Pure: what to install, upgrade, reinstall (damaged, or named in `again`: `sync --reinstall`), remove and
+    keep so the venv matches the target."""
     steps: list[Step] = []
     system = system_dists or {}
     broken = damaged or {}
@@ -72,6 +74,10 @@ def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[st
             if name in broken:
                 steps.append(Step(name=name, action="reinstall" if note is not None else "upgrade", have=have,
                                   want=pkg.version, note=f"damaged: {broken[name]}"))
+                continue
+            if name in again:
+                steps.append(Step(name=name, action="reinstall" if note is not None else "upgrade", have=have,
+                                  want=pkg.version, note="--reinstall"))
                 continue
             steps.append(Step(name=name, action="keep" if note is not None else "upgrade", have=have,
                               want=pkg.version, note=note or ""))
@@ -161,21 +167,26 @@ def format_plan(p: Plan, *, style: Callable[..., str] | None = None) -> str:
     def st(text: str, **kw: Any) -> str:
         return style(text, **kw) if style else text
 
-    counts = [(len(p.of(a)), w) for a, w in (("install", "to install"), ("upgrade", "to upgrade"),
-                                             ("reinstall", "to repair"), ("remove", "to remove"))]
+    asked = sum(1 for s in p.of("reinstall") if s.note == "--reinstall")
+    counts = [(len(p.of(a)) - (asked if a == "reinstall" else 0), w)
+              for a, w in (("install", "to install"), ("upgrade", "to upgrade"), ("reinstall", "to repair"))]
+    counts += [(asked, "to reinstall"), (len(p.of("remove")), "to remove")]
     head = ", ".join(f"{n} {w}" for n, w in counts if n or w in ("to install", "to remove"))
     head += f", {len(p.of('keep'))} unchanged"
     if p.download is not None and (p.download or p.unsized):
         size = human_size(p.download) if p.download else ""
         extra = f"{p.unsized} of unknown size" if p.unsized else ""
         head += f"; download {' + '.join(x for x in (size, extra) if x)}"
+    from tritonlock._term import printable  # names and versions read from a venv's files: never raw escapes
+
     lines = [st(f"plan for target {p.target}: {head}", bold=True)]
     for s in p.steps:
         if s.action == "keep" and not s.note:
             continue
         ver = {"install": s.want, "upgrade": f"{s.have} -> {s.want}", "reinstall": s.want, "remove": s.have,
                "keep": s.have, "leave": s.have}[s.action]
-        line = f"  {_SIGN[s.action]} {s.name} {ver}"
+        line = printable(f"  {_SIGN[s.action]} {s.name} {ver}", 400)
         colour = _COLOUR[s.action]
-        lines.append((st(line, fg=colour) if colour else st(line, dim=True)) + (f"  ({s.note})" if s.note else ""))
+        lines.append((st(line, fg=colour) if colour else st(line, dim=True))
+                     + (f"  ({printable(s.note, 600)})" if s.note else ""))
     return "\n".join(lines)

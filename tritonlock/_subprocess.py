@@ -39,10 +39,30 @@ def uv_version() -> tuple[int, ...]:
     return tuple(int(x) for x in m.groups(default="0")) if m else (0,)
 
 
+# The user's uv settings that may reach tritonlock's uv runs: where uv keeps its cache and Pythons, how it talks to
+# the network, how it links files. Every other UV_* variable (UV_OVERRIDE, UV_CONSTRAINT, UV_RESOLUTION,
+# UV_PRERELEASE, UV_INDEX*, UV_EXTRA_INDEX_URL, UV_FIND_LINKS, UV_NO_BINARY, UV_OFFLINE, UV_PYTHON, …) would change
+# what is locked or installed behind the lock's back, and is dropped: tritonlock passes what it means explicitly.
+UV_ALLOWED = frozenset({
+    "UV_CACHE_DIR", "UV_NO_CACHE", "UV_PYTHON_DOWNLOADS", "UV_PYTHON_INSTALL_DIR", "UV_PYTHON_PREFERENCE",
+    "UV_NO_PROGRESS", "UV_NO_COLOR", "UV_HTTP_TIMEOUT", "UV_REQUEST_TIMEOUT", "UV_HTTP_RETRIES",
+    "UV_CONCURRENT_DOWNLOADS", "UV_CONCURRENT_BUILDS", "UV_CONCURRENT_INSTALLS", "UV_LINK_MODE",
+    "UV_SYSTEM_CERTS", "UV_NATIVE_TLS",
+})
+
+
+def clean_env(unset: Sequence[str] = ()) -> dict[str, str]:
+    """This process's environment for a child: without `unset`, and without any UV_* setting outside
+    UV_ALLOWED."""
+    return {k: v for k, v in os.environ.items()
+            if k not in unset and not (k.startswith("UV_") and k not in UV_ALLOWED)}
+
+
 def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
         timeout: float | None = None, unset: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
-    """Run and capture; the caller decides what a non-zero exit means. `unset` drops inherited variables."""
-    full_env = {k: v for k, v in os.environ.items() if k not in unset}
+    """Run and capture; the caller decides what a non-zero exit means. `unset` drops inherited variables (and
+    every UV_* setting outside UV_ALLOWED is dropped always)."""
+    full_env = clean_env(unset)
     full_env.setdefault("UV_NO_PROGRESS", "1")
     if env:
         full_env.update(env)
@@ -51,15 +71,18 @@ def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
 
 
 def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, capture: bool = True,
-                 on_interrupt: Callable[[str], None] = lambda s: None, unset: Sequence[str] = ()) -> tuple[int, str]:
-    """Run a step that must not stop half-way (an install): Ctrl-C reaches only us, the child finishes.
+                 on_interrupt: Callable[[str], None] = lambda s: None, unset: Sequence[str] = (),
+                 shield: bool = True) -> tuple[int, str, bool]:
+    """Run a step that must not stop half-way (an install into a venv in use): Ctrl-C reaches only us, and the
+    child finishes. Returns (exit code, captured stderr, whether Ctrl-C was pressed meanwhile).
 
     The child gets its own session, so the terminal's SIGINT is not delivered to it. A first Ctrl-C
-    says so and keeps waiting; a second one stops the child and re-raises KeyboardInterrupt.
+    says so and keeps waiting; a second one stops the child and re-raises KeyboardInterrupt. With `shield` False
+    (nothing to protect: a venv built beside the old one) the first Ctrl-C stops the child at once and re-raises.
     """
     import tempfile
 
-    full_env = {k: v for k, v in os.environ.items() if k not in unset}
+    full_env = clean_env(unset)
     if env:
         full_env.update(env)
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
@@ -71,12 +94,30 @@ def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, c
                 rc = proc.wait()
                 break
             except KeyboardInterrupt:
-                if interrupted:
-                    proc.terminate()
-                    proc.wait()
+                if interrupted or not shield:
+                    _stop(proc)
                     raise
                 interrupted = True
                 on_interrupt("interrupted: letting the install finish so the environment is not left half-done "
                              "(press Ctrl-C again to stop now)")
         err.seek(0)
-        return rc, err.read() if capture else ""
+        return rc, err.read() if capture else "", interrupted
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a child (and what it started: it leads its own session) now; a third Ctrl-C does not interrupt this."""
+    import signal
+
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError, AttributeError):
+            proc.terminate() if sig == signal.SIGTERM else proc.kill()
+        while True:
+            try:
+                proc.wait(timeout=wait)
+                return
+            except KeyboardInterrupt:
+                continue
+            except subprocess.TimeoutExpired:
+                break

@@ -71,7 +71,8 @@ def with_credentials(url: str, user: str, password: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{auth}@{host}"))
 
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@")
+# Up to the *last* @ before the host: a password with a raw @ in it ("user:p@ss@host") is hidden whole.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s'\"<>]+@")
 
 
 def redact(text: str) -> str:

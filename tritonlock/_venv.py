@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlock._noop import (MADE, SYNCED, already_synced, dist_infos, drop_synced, fingerprint, read_made,
-                              read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, write_made,
-                              write_synced)
+                              read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, target_files,
+                              write_made, write_synced)
 
 __all__ = ["MADE", "SYNCED", "Damage", "already_synced", "dist_infos", "drop_synced", "fingerprint",
            "invalid_dist_infos", "normalize", "read_dists", "read_dists_one", "read_made", "read_synced",
-           "restore_synced", "siblings", "site_dirs", "site_listing", "snapshot", "sync_key", "valid_name",
+           "restore_synced", "siblings", "site_dirs", "site_listing", "snapshot", "sync_key", "target_files", "valid_name",
            "venv_config", "venv_damage", "venv_dists", "venv_python", "venv_python_minor", "venv_ssp", "write_made",
            "write_synced"]
 
@@ -135,9 +135,14 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     wrong: list[str] = []
     total = 0
     try:
-        rows = list(csv.reader(text.replace("\0", "").splitlines()))
+        rows = record_rows(text)
     except csv.Error as err:  # a line past csv's field limit: not a RECORD an installer wrote
         return f"its RECORD cannot be read ({err})"
+    torn = torn_record(text, rows)
+    if torn:
+        return f"its RECORD is torn ({torn}: a kill while it was written?)"
+    base = str(site)
+    join, stat, digits = os.path.join, os.stat, _DIGITS.fullmatch
     for row in rows:
         if not row or not row[0]:
             continue
@@ -146,11 +151,11 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
             continue  # RECORD itself and byte-code: listed without hash or size, may come and go
         total += 1
         try:
-            st = os.stat(site / rel)
+            st = stat(join(base, rel))
         except (OSError, ValueError):  # ValueError: a path too odd to stat (a NUL in it) is not there either
             missing.append(rel)
             continue
-        if re.fullmatch(r"[0-9]{1,20}", size) and st.st_size != int(size):  # ASCII digits ("²".isdigit() is True)
+        if digits(size) and st.st_size != int(size):  # ASCII digits ("²".isdigit() is True)
             wrong.append(rel)
     if not total:
         return "its RECORD lists no files (it was cut short)"
@@ -167,11 +172,76 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
     return "; ".join(parts) or None
 
 
-def venv_damage(venv: Path, only: set[str] | None = None) -> list[Damage]:
+_HASH = re.compile(r"[A-Za-z0-9_]+=[A-Za-z0-9_=-]+")
+_DIGITS = re.compile(r"[0-9]{1,20}")
+
+
+def _good_row(row: list[str]) -> bool:
+    """A RECORD row as installers write it (PEP 376 / the wheel spec): path, hash or nothing, size or nothing."""
+    return (len(row) == 3 and bool(row[0]) and (not row[1] or _HASH.fullmatch(row[1]) is not None)
+            and (not row[2] or _DIGITS.fullmatch(row[2]) is not None))
+
+
+def torn_record(text: str, rows: list[list[str]]) -> str | None:
+    """How a RECORD is cut short or garbled (a partial last line, a row that is not path,hash,size), or None."""
+    if text and not text.endswith("\n"):
+        return "its last line is cut short"
+    bad = [i for i, row in enumerate(rows, 1) if row and not _good_row(row)]
+    if bad:
+        return f"line {bad[0]} is not path,hash,size" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+    return None
+
+
+def record_rows(text: str) -> list[list[str]]:
+    """A RECORD's rows, one per line: a stray quote (a torn or garbled line) never swallows the lines after it."""
+    import csv
+
+    lines = text.replace("\0", "").splitlines()
+    if '"' not in text:
+        return list(csv.reader(lines))
+    return [next(csv.reader([line]), []) for line in lines]
+
+
+def mend_record(dist_info: Path) -> None:
+    """Rewrite a torn RECORD as an installer would have: its well-formed rows, the paths that can still be read
+    from the others, and every file in the .dist-info directory — so that an installer can uninstall the package
+    through it before installing it again (uv refuses a RECORD it cannot parse)."""
+    import csv
+    import io
+
+    record = dist_info / "RECORD"
+    site = dist_info.parent
+    try:
+        text = record.read_text(encoding="utf-8", errors="replace")
+        rows = record_rows(text)
+    except (OSError, csv.Error):
+        text, rows = "", []
+    keep: dict[str, list[str]] = {}
+    for i, row in enumerate(rows):
+        cut = i == len(rows) - 1 and not text.endswith("\n")
+        if row and _good_row(row) and not cut:
+            keep.setdefault(row[0], row)
+            continue
+        line = text.splitlines()[i] if i < len(text.splitlines()) else ""
+        path = line.split(",", 1)[0]
+        if path and '"' not in path and (site / path).is_file():  # the path survived; its hash and size did not
+            keep.setdefault(path, [path, "", ""])
+    for f in sorted(dist_info.rglob("*")):
+        rel = f"{dist_info.name}/{f.relative_to(dist_info).as_posix()}"
+        if f.is_file() and rel not in keep:
+            keep[rel] = [rel, "", ""]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(keep.values())
+    tmp = record.with_name("RECORD.tritonlock-tmp")
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, record)
+
+
+def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None = None) -> list[Damage]:
     """Distributions in the venv whose files do not match their RECORD, or that are installed twice.
 
     `only` limits the check to these .dist-info directory names (sync checks those whose RECORD changed since
-    its last completed run); doctor checks them all.
+    its last completed run); doctor checks them all. `names` limits it to these (normalized) distributions.
     """
     out: list[Damage] = []
     for site in site_dirs(venv):
@@ -180,21 +250,30 @@ def venv_damage(venv: Path, only: set[str] | None = None) -> list[Damage]:
             nv = _meta(d)
             name = normalize(nv[0]) if nv else normalize(d.name[: -len(".dist-info")].split("-")[0])
             seen.setdefault(name, []).append((d, nv[1] if nv else None))
-            if only is not None and d.name not in only:
+            if (only is not None and d.name not in only) or (names is not None and name not in names):
                 continue
             problem = "its METADATA is missing or unreadable" if nv is None else _record_problem(site, d)
             if problem:
+                from tritonlock._term import printable  # (a name or version from the file, shown: no raw escapes)
+
                 # sizes that differ with every file present: modified after install (an image that swaps in the
                 # system CA bundle does this on purpose) or truncated by a kill; sync repairs both alike
                 kind = ("metadata" if nv is None else "record" if problem.startswith("its RECORD")
                         else "files" if "missing" in problem else "modified")
-                out.append(Damage(name=name, version=nv[1] if nv else None, dist_info=str(d), problem=problem,
-                                  kind=kind))
+                out.append(Damage(name=printable(name, 200), version=printable(nv[1], 200) if nv else None,
+                                  dist_info=str(d), problem=problem, kind=kind))
         for name, copies in seen.items():
+            if names is not None and name not in names:
+                continue
             if len(copies) > 1 and not any(x.name == name for x in out):
+                from tritonlock._term import printable
+
                 vs = " and ".join(v or "?" for _, v in copies)
-                out.append(Damage(name=name, version=copies[-1][1], dist_info=str(copies[-1][0]),
-                                  problem=f"it is installed twice ({vs}: {', '.join(p.name for p, _ in copies)})",
+                last = copies[-1][1]
+                out.append(Damage(name=printable(name, 200), version=printable(last, 200) if last else None,
+                                  dist_info=str(copies[-1][0]),
+                                  problem=printable(f"it is installed twice ({vs}: "
+                                                    f"{', '.join(p.name for p, _ in copies)})", 600),
                                   kind="twice"))
     return out
 

@@ -30,6 +30,7 @@ Exit codes:
   4  a package index or uv failed while resolving
   5  sync failed (the message says what state the venv is in)
   6  the verify runner could not run at all
+  130  interrupted (Ctrl-C); sync says, as checked, what state the venv is in
 """
 
 
@@ -434,23 +435,33 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 @click.option("--python", "python_", metavar="VERSION|PATH", help="Interpreter for the venv (default: the locked Python).")
 @click.option("--target", "target_name", help="Use this lock target instead of the one that fits this host.")
 @click.option("--no-verify", is_flag=True, help="Skip running the Triton reference kernels afterwards.")
+@click.option("--reinstall", is_flag=True,
+              help="Install the named packages (PKG…) again from the lock, whatever state they are in; every locked "
+                   "package when none is named.")
+@click.argument("packages", nargs=-1, metavar="[PKG]...")
 @_json_opt
 def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: bool, find_links: str | None,
          system_site_packages: bool | None, python_: str | None, target_name: str | None, no_verify: bool,
-         as_json: bool) -> None:
+         reinstall: bool, packages: tuple[str, ...], as_json: bool) -> None:
     """Make the venv match the lock for this machine, then verify it with Triton kernels.
 
     The plan (with the download size) is printed before anything is installed. A venv that must be rebuilt (another
     Python, --system-site-packages changed) is built beside the old one and replaces it only when complete.
+    Every package's files are checked against its RECORD, and damaged ones (a file or folder deleted, a RECORD
+    torn by a kill) are installed again; `--reinstall [PKG]...` does so on request. Ctrl-C stops at once and
+    exits 130 (a venv being built beside the old one is removed; an in-place install is let finish first).
     """
+    if packages and not reinstall:
+        raise UsageError(f"sync takes package names only with --reinstall (got {' '.join(packages)!r}) — "
+                         "`tritonlock sync --reinstall PKG...`")
     root = Path(project)
     venv_dir = Path(venv) if venv else root / ".venv"
-    if no_verify and not dry_run and not as_json:
+    if no_verify and not dry_run and not as_json and not reinstall:
         # No-op fast path: the venv's completed-sync stamp vs the lock, intent, matrix and machine (file stats only).
         from tritonlock._venv import already_synced
 
         line = already_synced(root, venv_dir, target=target_name, python=python_,
-                              system_site_packages=system_site_packages)
+                              system_site_packages=system_site_packages, locked=locked)
         if line is not None:
             click.echo(line)
             return
@@ -474,6 +485,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
     out = sync_project(root, venv=venv_dir, dry_run=dry_run, locked=locked,
                        offline=offline, find_links=Path(find_links) if find_links else None,
                        system_site_packages=system_site_packages, python=python_, target_name=target_name,
+                       reinstall=packages if reinstall else None,
                        say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan)
     result = None
     if not dry_run and not no_verify:
@@ -497,6 +509,12 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
             done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
                                                               ("reinstall", "repaired"), ("remove", "removed"))
                     if out.plan.of(a)]
+            asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
+            if asked:
+                fixed = len(out.plan.of("reinstall")) - asked
+                done = [d for d in done if not d.endswith(" repaired")]
+                done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
+                    [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
             click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
                        + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:

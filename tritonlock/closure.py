@@ -313,7 +313,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                                f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
                                f"for Python {sel.python} on {python_platform(sel, floor)}"
-                               + (f" (macOS {macos})" if macos else ""))
+                               + (f" (macOS {macos})" if macos else "") + index.extra_index_note())
         data = _toml.loads(out.read_text(encoding="utf-8"))
     packages = data.get("packages", [])
     return [p for p in packages if isinstance(p, dict)]

@@ -92,6 +92,12 @@ class SyncError(TritonlockError):
     exit_code = 5
 
 
+class SyncInterrupted(SyncError):
+    """Ctrl-C (SIGINT) stopped a sync; the message says, as checked, what state the venv is in."""
+
+    exit_code = 130
+
+
 class VerifyError(TritonlockError):
     """The verify runner could not be started or answered garbage (a failed check is not an error)."""
 

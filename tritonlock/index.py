@@ -99,8 +99,10 @@ def _uv_default_index() -> str | None:
     from tritonlock._subprocess import uv_bin
 
     try:
+        from tritonlock._subprocess import clean_env
+
         out = subprocess.run([uv_bin(), "pip", "compile", "--help"], capture_output=True, text=True, timeout=30,
-                             env={**os.environ, "NO_COLOR": "1"}).stdout
+                             env={**clean_env(), "NO_COLOR": "1"}).stdout  # (no UV_DEFAULT_INDEX of the user's)
     except (OSError, subprocess.SubprocessError, TritonlockError):
         return None
     m = re.search(r"--default-index\b.*?by\s+default:\s+<([^>\s]+)>", out, re.S)
@@ -178,11 +180,44 @@ def _keyring(url: str) -> tuple[str, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def _learn_pip_urls() -> None:
+    """Learn the credentials written in pip's index-url and extra-index-url (PIP_INDEX_URL, pip.conf), so that a
+    process that never asked for the default index — `sync`, installing a lock that `resolve` made in another
+    process — still reaches a private index the way pip (and that resolve) did."""
+    try:
+        found = pip_setting("index-url")
+        if found and _urls.problem(found[0]) is None:
+            _urls.learn(found[0])
+        network()
+    except TritonlockError:  # a configuration pip refuses: the command that needs the index says so
+        pass
+
+
+def extra_index_note() -> str:
+    """When pip's extra-index-url is set: a note saying it is not used, and why (for errors about a package that
+    was not found)."""
+    try:
+        found = pip_setting("extra-index-url")
+    except TritonlockError:
+        return ""
+    if not found:
+        return ""
+    urls = ", ".join(_urls.redact(_urls.strip_credentials(u)) for u in found[0].split())
+    return (f"\n  note: pip's extra-index-url ({found[1]}: {urls}) is not used: tritonlock binds every package to "
+            "exactly one index (the torch index for the torch family, the default index for everything else), so "
+            "that no same-named package on another index can stand in for it. A package that only that index serves "
+            "is not found — make an index that serves all of them the default ([indexes].default in "
+            "triton-env.toml, or PIP_INDEX_URL; a proxy repository that merges both, as Artifactory, Nexus or "
+            "devpi offer, does this), or name that index in [indexes].default if it serves them all")
+
+
 def credentials(url: str, *, keyring: bool = False) -> tuple[str, str] | None:
     """(user, password) for an index or file URL: written in a URL the user configured for the same scheme, host
     and port (pip matches credentials by host), then ~/.netrc, then — when asked — keyring."""
     if _urls.has_credentials(url):
         return _urls.credentials(url)
+    _learn_pip_urls()
     here = _urls.origin(url)
     if here is None:
         return None

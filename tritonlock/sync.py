@@ -172,10 +172,9 @@ def _look(venv: Path, python: str, flag: bool | None, base_given: str | None) ->
         else:  # a venv made by an older tritonlock or by hand: ask its interpreter what it sees
             system = _interp.system_dists(venv_python(venv))
         system = {k: v for k, v in system.items() if k not in dists}
-    stamp = _venv.read_synced(venv)
-    fp = _venv.fingerprint(venv)
-    only = None if stamp is None else {d for d, v in fp.items() if (stamp.get("dists") or {}).get(d) != v}
-    damage = tuple(venv_damage(venv, only)) if only is None or only else ()
+    # Every package's files, every time the full path runs: the stamp only lets a no-op answer early (file and
+    # directory times); it never outranks what the files themselves say (a file deleted, a RECORD torn).
+    damage = tuple(venv_damage(venv))
     return _State(exists=True, rebuild=None, ssp=ssp, inherited=flag is None and ssp, base=base,
                   base_sites=base_sites, dists=dists, system=system, damage=damage)
 
@@ -191,6 +190,39 @@ def source_build_rebuild(p: Plan, target: LockedTarget) -> str | None:
         return None
     return (f"{', '.join(f'{pk.name} {pk.version}' for pk in built)} {'is' if len(built) == 1 else 'are'} built from "
             "source against torch, so the change is made in a copy (a failed build leaves this venv as it is)")
+
+
+def _reinstall_names(target: LockedTarget, names: tuple[str, ...] | None, lock_path: str) -> frozenset[str]:
+    """The locked packages `sync --reinstall` names (every one when none is named); a name the target does not
+    lock is bad input."""
+    if names is None:
+        return frozenset()
+    locked = {p.name for p in target.packages}
+    if not names:
+        return frozenset(locked)
+    want = {_venv.normalize(n): n for n in names}
+    unknown = [n for k, n in want.items() if k not in locked]
+    if unknown:
+        from tritonlock._term import printable
+
+        raise UsageError(f"--reinstall {', '.join(printable(n, 100) for n in unknown)}: target {target.name!r} in "
+                         f"{lock_path} does not lock {'it' if len(unknown) == 1 else 'them'} — name packages the lock "
+                         "lists (`tritonlock show`), or give --reinstall alone to reinstall every package")
+    return frozenset(want)
+
+
+def _still_damaged(venv: Path, p: Plan) -> None:
+    """The claim "repaired" / "now matches", checked: the packages just installed have every file their RECORD
+    lists."""
+    done = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
+    left = venv_damage(venv, names=done) if done else []
+    if left:
+        from tritonlock._term import printable
+
+        raise SyncError(f"{venv} is still damaged after the install (checked against each package's RECORD): "
+                        + "; ".join(printable(f"{d.name}: {d.problem}", 300) for d in left)
+                        + "\n  fix: `tritonlock sync --reinstall " + " ".join(d.name for d in left) + "`, or remove "
+                        f"{venv} and sync again")
 
 
 def _own_prefixes(venv: Path) -> tuple[Path, ...]:
@@ -221,10 +253,11 @@ class SyncOutcome:
 def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = False, locked: bool = False,
                  offline: bool = False, find_links: Path | None = None, system_site_packages: bool | None = None,
                  python: str | None = None, target_name: str | None = None, host: HostProfile | None = None,
-                 say: Callable[[str], None] = lambda s: None,
+                 reinstall: tuple[str, ...] | None = None, say: Callable[[str], None] = lambda s: None,
                  show_plan: Callable[[Plan], None] = lambda p: None) -> SyncOutcome:
     """Read the lock, pick this host's target, plan, and (unless dry_run) apply. `system_site_packages` None
-    means "as the venv was made"; `show_plan` sees the plan before anything is installed."""
+    means "as the venv was made"; `reinstall` names packages to install again whatever their state (() means
+    all of them); `show_plan` sees the plan before anything is installed."""
     import re
 
     from tritonlock.lockfile import read_lock
@@ -289,11 +322,13 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         except TritonlockError:  # the matrix is advisory here; the lock alone is enough to sync
             equivalent = None
     key = None if stale else _venv.sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes,
-                                            machine=raw_machine_key(), target=target_name, python=python)
+                                            machine=raw_machine_key(), target=target_name, python=python,
+                                            files=_venv.target_files(project, intent_bytes))
+    again = _reinstall_names(target, reinstall, str(lock_path))
 
     def decide() -> tuple[_State, Plan]:
         st = _look(venv, sel.python or "", system_site_packages, base_given)
-        p = plan(target, st.dists, st.system, equivalent, {d.name: d.problem for d in st.damage})
+        p = plan(target, st.dists, st.system, equivalent, {d.name: d.problem for d in st.damage}, again)
         why = source_build_rebuild(p, target) if st.rebuild is None and not st.ssp else None
         if why:  # a build that may fail after torch is in: never in the venv itself
             import dataclasses
@@ -316,13 +351,17 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         if st.rebuild is None:
             junk = p.of("leave")
             if junk and not p.noop:
-                dirs = ", ".join(str(d) for d in _venv.invalid_dist_infos(venv))
+                from tritonlock._term import printable
+
+                dirs = ", ".join(printable(str(d), 300) for d in _venv.invalid_dist_infos(venv))
                 raise SyncError(f"{venv} holds distributions whose names are not valid ({dirs}): installers refuse "
                                 "to work on such a venv, and tritonlock never hands such a name to one; nothing was "
                                 "changed\n  fix: remove those directories (no installer made them), then sync again")
             for j in junk:
-                say(f"warning: {venv} holds a .dist-info named {j.name!r}, which is not a valid distribution name "
-                    "— remove it by hand")
+                from tritonlock._term import printable
+
+                say(f"warning: {venv} holds a .dist-info named {printable(repr(j.name), 300)}, which is not a valid "
+                    "distribution name — remove it by hand")
             if p.noop:
                 _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
                 return SyncOutcome(target=target, plan=p, applied=False, venv=venv, host=host)
@@ -330,9 +369,16 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
                 say(f"{venv}: {len(st.damage)} package(s) damaged (a sync or install was stopped half-way?); "
                     "reinstalling them")
             show_plan(with_download(p, target, sel.python))
-            _apply.apply(p, lock, target, venv, offline=offline or find_links is not None, wheelhouse=find_links,
-                         say=say, damage=st.damage)
+            stopped = _apply.apply(p, lock, target, venv, offline=offline or find_links is not None,
+                                   wheelhouse=find_links, say=say, damage=st.damage)
+            _still_damaged(venv, p)
             _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
+            if stopped:
+                from tritonlock.errors import SyncInterrupted
+
+                raise SyncInterrupted(f"interrupted (Ctrl-C) while installing into {venv}, which was let finish: it "
+                                      f"now matches target {target.name} (checked: every installed package's files "
+                                      "as its RECORD lists); nothing after the install was run")
             return SyncOutcome(target=target, plan=p, applied=True, venv=venv, host=host)
         p = _apply.rebuild(venv, st.rebuild if st.exists else None, sel.python, lock, target, equivalent,
                            system_site_packages=st.ssp, base=st.base, key=key,

@@ -329,8 +329,12 @@ def check_integrity(c: Context) -> list[Finding]:
         # Every file is there, some with other sizes: edited after install (images that swap certifi's bundle
         # for the system's do this on purpose) or cut short by a kill; only the owner knows which.
         n = len(v.modified)
+        names = " ".join(dict.fromkeys(e.split(" ", 1)[0] for e in v.modified))
+        again = (f"`tritonlock sync --reinstall {names}` installs {'it' if n == 1 else 'them'} again from the lock"
+                 if c.lock and c.lock.lock else f"reinstall {'it' if n == 1 else 'them'} "
+                 f"(`uv pip install --reinstall-package NAME`), or lock the project and `tritonlock sync`")
         out.append(Finding(id="venv-modified", severity="warning",
                            title=f"{plural(n, 'package')} in {c.where} {'has' if n == 1 else 'have'} files of another "
                                  "size than their RECORD lists: changed after install, or cut short by a killed install",
-                           evidence=v.modified, fix="if the change was not deliberate: " + fix))
+                           evidence=v.modified, fix="if the change was not deliberate: " + again))
     return out
