@@ -104,3 +104,19 @@ def test_ctrl_c_during_the_install_lets_it_finish(tmp_path: Path) -> None:
     out, _ = proc.communicate(timeout=30)
     assert "letting the install finish" in out and "rc 0 interrupted True" in out
     assert marker.read_text() == "ok"
+
+
+def test_a_target_that_does_not_fit_names_every_blocker() -> None:
+    """"No target fits" named one blocker per target: fixing it only revealed the next."""
+    from tritonlock.models import Gpu, HostProfile, LockedTarget, Selection, TargetSpec
+    from tritonlock.sync import target_fit
+
+    spec = TargetSpec(name="a", os="linux", arch="x86_64", glibc="2.35", driver="580.65.06", gpus=("9.0",))
+    sel = Selection(target=spec, ok=True, python="3.12", torch="2.11.0", backend="cu130", index="https://i/cu130",
+                    driver_floor="580.65.06", archs=("sm_90",))
+    host = HostProfile(os="linux", arch="x86_64", python="3.11.7", glibc="2.31", driver="535.104.05",
+                       gpus=(Gpu(index=0, name="NVIDIA A100", cc="8.0"),))
+    why = target_fit(LockedTarget(selection=sel), host, "3.11")
+    assert why == ("it is for Python 3.12; this environment has 3.11; it needs glibc >= 2.35; this host has 2.31; "
+                   "cu130 needs driver >= 580.65.06; this host has 535.104.05; its build (cu130) has no code for "
+                   "NVIDIA A100 (compute capability 8.0)")

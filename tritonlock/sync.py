@@ -38,36 +38,38 @@ def _v(s: str) -> Version:
 
 
 def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) -> str | None:
-    """Why target t does not fit this host, or None when it does."""
+    """Why target t does not fit this host (every reason, "; "-joined: fixing one should not reveal the next), or
+    None when it does."""
     from tritonlock.matrix import gpu_runs
 
     sel, spec = t.selection, t.selection.target
     if not sel.ok:
         return "the lock holds a conflict for it, not packages"
+    why: list[str] = []
     if (spec.os, spec.arch) != (host.os, host.arch):
-        return f"it is for {spec.os}/{spec.arch}; this host is {host.os}/{host.arch}"
+        why.append(f"it is for {spec.os}/{spec.arch}; this host is {host.os}/{host.arch}")
     if python and sel.python and sel.python != python:
-        return f"it is for Python {sel.python}; this environment has {python}"
+        why.append(f"it is for Python {sel.python}; this environment has {python}")
     if spec.glibc and host.glibc and _v(host.glibc) < _v(spec.glibc):
-        return f"it needs glibc >= {spec.glibc}; this host has {host.glibc}"
+        why.append(f"it needs glibc >= {spec.glibc}; this host has {host.glibc}")
     if spec.macos and host.macos and _v(host.macos) < _v(spec.macos):
-        return f"it is for macOS {spec.macos} or newer; this Mac has {host.macos}"
+        why.append(f"it is for macOS {spec.macos} or newer; this Mac has {host.macos}")
     if sel.backend and sel.backend.startswith("cu") and spec.driver is not None:
         # (a target locked without a driver runs its build on the CPU: PyPI's CUDA wheel on a laptop)
         if host.driver is None:
-            return f"it is a CUDA target ({sel.backend}) and this host has no NVIDIA driver"
-        if sel.driver_floor and _v(host.driver) < _v(sel.driver_floor):
-            return f"{sel.backend} needs driver >= {sel.driver_floor}; this host has {host.driver}"
-        for g in host.gpus:
-            if gpu_runs(g.cc, sel.archs, sel.ptx) is None:
-                return f"its build ({sel.backend}) has no code for {g.name} (compute capability {g.cc})"
+            why.append(f"it is a CUDA target ({sel.backend}) and this host has no NVIDIA driver")
+        elif sel.driver_floor and _v(host.driver) < _v(sel.driver_floor):
+            why.append(f"{sel.backend} needs driver >= {sel.driver_floor}; this host has {host.driver}")
+        why += [f"its build ({sel.backend}) has no code for {g.name} (compute capability {g.cc})"
+                for g in host.gpus if gpu_runs(g.cc, sel.archs, sel.ptx) is None]
     if sel.backend and sel.backend.startswith(("rocm", "xpu")):
         # AMD / Intel builds: this host's GPUs of that vendor, each one's target in the build (no cross-target
         # compatibility on AMD GPUs; an override counts only as the target records it)
         vendor = "amd" if sel.backend.startswith("rocm") else "intel"
         mine = [g for g in host.vendor_gpus if g.vendor == vendor]
         if not mine:
-            return f"it is an {'AMD' if vendor == 'amd' else 'Intel'} target ({sel.backend}) and this host has no such GPU"
+            why.append(f"it is an {'AMD' if vendor == 'amd' else 'Intel'} target ({sel.backend}) and this host has "
+                       "no such GPU")
         from tritonlock.matrix_vendor import gfx_from_override, isa_major
 
         override = gfx_from_override(spec.hsa_override) if spec.hsa_override else None
@@ -75,8 +77,8 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
             runs = (override if override and vg.vendor == "amd" and isa_major(override) == isa_major(vg.target)
                     else vg.target)
             if runs not in sel.archs:
-                return f"its build ({sel.backend}) has no code for {vg.target}"
-    return None
+                why.append(f"its build ({sel.backend}) has no code for {vg.target}")
+    return "; ".join(dict.fromkeys(why)) or None
 
 
 def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, python: str | None = None,
