@@ -19,11 +19,12 @@ from tlverify.report import Report  # noqa: E402
 
 B, H, N = 8, 16, 4096
 CANDIDATES = {
-    64: [(128, 64, 4, 3), (128, 64, 4, 4), (128, 128, 8, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 4)],
-    128: [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 32, 8, 3)],
+    64: [(128, 64, 8, 3), (128, 64, 4, 3), (128, 64, 8, 4), (128, 64, 8, 2), (128, 128, 8, 2), (128, 128, 8, 3)],
+    128: [(128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 8, 3), (128, 64, 8, 2), (64, 128, 4, 3), (128, 128, 4, 2)],
 }
 ctx = Ctx(Report(), torch, Plan(True, quick=False), "cuda:0", 0, None, False)
 dt = torch.float16 if os.environ.get("DTYPE", "fp16") == "fp16" else torch.bfloat16
+print("dtype", dt)
 jobs = []
 t = torch.empty(16, device="cuda", dtype=dt)
 for d, cfgs in CANDIDATES.items():

@@ -158,7 +158,7 @@ def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
     first: dict[tuple[int, int], Ctx] = {}
     for ctx in ctxs:
         first.setdefault(tuple(torch.cuda.get_device_capability(ctx.index)), ctx)
-    jobs: list[tuple[Ctx, str, Callable[[], None]]] = []
+    jobs: list[tuple[Ctx, str, Callable[[], Any]]] = []
     for ctx in first.values():
         with torch.cuda.device(ctx.index):
             for fam in fams:
@@ -168,12 +168,14 @@ def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
                     traceback.print_exc()
     lock = threading.Lock()
 
-    def do(job: tuple[Ctx, str, Callable[[], None]]) -> None:
+    def do(job: tuple[Ctx, str, Callable[[], Any]]) -> None:
         ctx, key, fn = job
         t0 = time.perf_counter()
         try:
             with torch.cuda.device(ctx.index):
-                fn()
+                kernel = fn()
+                # load it and build its launcher now, in parallel, rather than at its first launch
+                getattr(kernel, "_init_handles", lambda: None)()
         except Exception:  # noqa: BLE001 - see above
             traceback.print_exc()
         with lock:

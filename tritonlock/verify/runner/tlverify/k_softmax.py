@@ -33,13 +33,13 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, x_stride, out_stride, BLOCK: tl.const
     tl.store(out_ptr + row.to(tl.int64) * out_stride + cols, num / den, mask=live)
 
 
-def _launch(x: Any, out: Any, rows: int, cols: int, fault: int, warmup: bool = False) -> None:
+def _launch(x: Any, out: Any, rows: int, cols: int, fault: int, warmup: bool = False) -> Any:
     """x and out are contiguous rows x cols (a warm-up passes any tensor of the dtype: only the ints matter)."""
     block = triton.next_power_of_2(cols)
     warps = 4 if block <= 1024 else (8 if block <= 4096 else 16)
     args = (x, out, cols, cols, cols)
     if warmup:
-        softmax_kernel.warmup(*args, BLOCK=block, FAULT=fault, num_warps=warps, grid=(rows,))
+        return softmax_kernel.warmup(*args, BLOCK=block, FAULT=fault, num_warps=warps, grid=(rows,))
     else:
         softmax_kernel[(rows,)](*args, BLOCK=block, FAULT=fault, num_warps=warps)
 
@@ -48,7 +48,7 @@ def _sizes(ctx: Ctx) -> list[tuple[int, int]]:
     return list(ctx.plan.sm_sizes) + ([ctx.plan.sm_timed] if ctx.plan.sm_timed else [])
 
 
-def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], None]]]:
+def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     torch = ctx.torch
     fault = ctx.faulty(FAMILY)
     t = torch.empty(16, device=ctx.device)

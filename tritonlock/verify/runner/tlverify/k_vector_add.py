@@ -33,16 +33,17 @@ def vector_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, FAULT: tl.c
     tl.store(out_ptr + offs, out, mask=live)
 
 
-def _launch(ctx: Ctx, x: Any, y: Any, out: Any, n: int, fault: int, warmup: bool = False) -> None:
+def _launch(ctx: Ctx, x: Any, y: Any, out: Any, n: int, fault: int, warmup: bool = False) -> Any:
     p = ctx.plan
     grid = (triton.cdiv(n, p.vadd_block),)
     if warmup:
-        vector_add_kernel.warmup(x, y, out, n, BLOCK=p.vadd_block, FAULT=fault, num_warps=p.vadd_warps, grid=grid)
+        return vector_add_kernel.warmup(x, y, out, n, BLOCK=p.vadd_block, FAULT=fault, num_warps=p.vadd_warps,
+                                        grid=grid)
     else:
         vector_add_kernel[grid](x, y, out, n, BLOCK=p.vadd_block, FAULT=fault, num_warps=p.vadd_warps)
 
 
-def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], None]]]:
+def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     """Compile-only warm-ups, one per binary the check launches (n divisible by 16 or not)."""
     torch = ctx.torch
     t = torch.empty(16, device=ctx.device)
