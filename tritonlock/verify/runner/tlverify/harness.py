@@ -166,6 +166,15 @@ def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
                     jobs += [(ctx, key, fn) for key, fn in fam.jobs(ctx)]
                 except Exception:  # noqa: BLE001 - the family's check reports it
                     traceback.print_exc()
+    # Triton creates a kernel's per-device cache on its first use, unguarded: two threads getting there at once
+    # each make one, and the binaries compiled into the one that loses are forgotten (compiled again at launch).
+    # Create them here, one thread, first.
+    for ctx in first.values():
+        with torch.cuda.device(ctx.index):
+            for fam in fams:
+                for kernel in getattr(fam, "KERNELS", ()):
+                    with contextlib.suppress(Exception):  # a Triton without device_caches
+                        kernel.device_caches[torch.cuda.current_device()]
     lock = threading.Lock()
 
     def do(job: tuple[Ctx, str, Callable[[], Any]]) -> None:

@@ -70,6 +70,9 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_live)
 
 
+KERNELS = (matmul_kernel,)  # what the harness primes before compiling in parallel
+
+
 def _cfg(bm: int, bn: int, bk: int, warps: int, stages: int) -> Any:
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
 

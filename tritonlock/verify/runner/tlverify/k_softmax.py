@@ -33,6 +33,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, x_stride, out_stride, BLOCK: tl.const
     tl.store(out_ptr + row.to(tl.int64) * out_stride + cols, num / den, mask=live)
 
 
+KERNELS = (softmax_kernel,)  # what the harness primes before compiling in parallel
+
+
 def _launch(x: Any, out: Any, rows: int, cols: int, fault: int, warmup: bool = False) -> Any:
     """x and out are contiguous rows x cols (a warm-up passes any tensor of the dtype: only the ints matter)."""
     block = triton.next_power_of_2(cols)
