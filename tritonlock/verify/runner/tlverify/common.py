@@ -22,8 +22,8 @@ def parse_fault(value: str | None) -> tuple[str | None, int]:
     """("matmul", FAULT_WRONG) for "matmul:wrong"; (None, 0) for None. Raises ValueError on a bad value."""
     if value is None:
         return None, 0
-    name, _, kind = value.partition(":")
-    if name not in (*FAULT_TARGETS, "all") or kind not in ("", "wrong"):
+    name, colon, kind = value.partition(":")
+    if name not in (*FAULT_TARGETS, "all") or (colon and kind != "wrong"):
         raise ValueError(value)
     return name, FAULT_WRONG if kind == "wrong" else FAULT_SKIP
 
