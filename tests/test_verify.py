@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -150,8 +151,12 @@ def test_report_reads_plainly(interpreter_run: VerifyResult) -> None:
     text = format_report(interpreter_run)
     lines = text.splitlines()
     assert lines[0].startswith("verify: Triton interpreter on the CPU; python ")
-    assert "  kernel      dtype  device             ok  max err  triton  torch  ratio" in lines
-    assert any(line.startswith("  matmul      bf16   cpu (interpreter)  ok") for line in lines)
+    assert any(re.fullmatch(r"  kernel +dtype +device +mode +ok +max err +triton +torch +ratio +compile s", line)
+               for line in lines)
+    assert any(re.match(r"  matmul +bf16 +cpu \(interpreter\) +interpreter +ok ", line) for line in lines)
+    assert any(re.match(r"  attention d128 causal +fp16 +cpu \(interpreter\) +interpreter +ok ", line) for line in lines)
+    assert any(re.match(r"  torch_compile +fp32 +cpu +inductor-cpp +ok ", line) for line in lines)
+    assert any(line.startswith("  skip  fp8_matmul on cpu (interpreter): no GPU") for line in lines)
     assert "note: GPU not tested: ran the kernels in the Triton interpreter on the CPU" in lines
     assert lines[-1] == "RESULT: OK"
 
@@ -160,12 +165,13 @@ def test_report_reads_plainly(interpreter_run: VerifyResult) -> None:
 def test_json_shape(interpreter_run: VerifyResult) -> None:
     doc = interpreter_run.to_json()
     assert json.loads(json.dumps(doc)) == doc  # plain JSON: no NaN, no tuples, no objects
+    # schema 1's fields, in their order, plus the ones added since (never removed: older readers keep working)
     assert list(doc) == ["schema", "ok", "mode", "python", "torch", "triton", "checks", "kernels",
-                         "jit_seconds", "total_seconds", "gpus", "notes"]
+                         "jit_seconds", "compile_seconds", "caches", "total_seconds", "gpus", "notes"]
     assert doc["schema"] == 1 and doc["ok"] is True and doc["mode"] == "interpreter"
     assert set(doc["checks"][0]) == {"name", "ok", "detail", "fix"}  # type: ignore[index]
     assert list(doc["kernels"][0]) == ["kernel", "device", "dtype", "ok", "max_err", "metric",  # type: ignore[index]
-                                       "value", "torch_value", "ratio", "detail"]
+                                       "value", "torch_value", "ratio", "detail", "mode", "compile_seconds"]
 
 
 @pytest.mark.slow
@@ -347,8 +353,9 @@ def test_report_is_parsed_into_typed_results(tmp_path: Path) -> None:
     k = r.kernels[0]
     assert (k.metric, k.value, k.torch_value, k.ratio) == ("GB/s", 4260.0, 4251.0, 1.002)
     table = format_report(r).splitlines()
-    assert "  kernel      dtype  device  ok  max err      triton       torch  ratio" in table
-    assert "  vector_add  fp32   cuda:0  ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00" in table
+    # an older runner's report (no mode, no compile time) reads with "-" in the added columns
+    assert "  kernel      dtype  device  mode  ok  max err      triton       torch  ratio  compile s" in table
+    assert "  vector_add  fp32   cuda:0  -     ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00          -" in table
     assert "first kernel launch incl. JIT compile 0.46 s; total " in format_report(r)
 
 
