@@ -6,6 +6,7 @@ scaled_dot_product_attention. Block-pointer loads feeding tl.dot are the code pa
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -181,7 +182,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], None]]]:
     for dt, d, causal in variants(torch):
         t = torch.empty(16, device=ctx.device, dtype=dt)
         out.append((f"attention d{d}{' causal' if causal else ''} {dtype_name(torch, dt)}",
-                    lambda t=t, d=d, causal=causal: _launch(ctx, t, t, t, t, dims, d, causal, fault, warmup=True)))
+                    functools.partial(_launch, ctx, t, t, t, t, dims, d, causal, fault, warmup=True)))
     return out
 
 

@@ -6,6 +6,7 @@ elsewhere."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -105,7 +106,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     c = torch.empty(16, device=ctx.device, dtype=torch.bfloat16)
     s = torch.ones((), device=ctx.device)
     fault = ctx.faulty(FAMILY)
-    return [(FAMILY, lambda dims=dims: _launch(ctx, t8, t8, c, s, s, dims, fault, warmup=True))
+    return [(FAMILY, functools.partial(_launch, ctx, t8, t8, c, s, s, dims, fault, warmup=True))
             for dims in ctx.plan.fp8_sizes]
 
 

@@ -5,6 +5,7 @@ over the two best-fitting tilings and timed against torch.matmul (cuBLAS)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from typing import Any, Callable
@@ -212,7 +213,8 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
         t = torch.empty(16, device=ctx.device, dtype=dt)
         for si, dims in enumerate(ctx.plan.mm_sizes):
             for cfg in _configs(ctx, dt) if si == 0 else _configs(ctx, dt)[:1]:
-                out.append((f"{FAMILY} {dtype_name(torch, dt)}", lambda t=t, dims=dims, cfg=cfg: _launch(ctx, t, t, t, dims, cfg, fault, True)))
+                out.append((f"{FAMILY} {dtype_name(torch, dt)}",
+                            functools.partial(_launch, ctx, t, t, t, dims, cfg, fault, True)))
     return out
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import triton
@@ -55,7 +56,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     torch = ctx.torch
     fault = ctx.faulty(FAMILY)
     t = torch.empty(16, device=ctx.device)
-    return [(FAMILY, lambda rows=rows, cols=cols: _launch(t, t, rows, cols, fault, warmup=True))  # type: ignore[misc]
+    return [(FAMILY, functools.partial(_launch, t, t, rows, cols, fault, True))
             for rows, cols in _sizes(ctx)]
 
 
@@ -63,7 +64,8 @@ def run(ctx: Ctx) -> None:
     torch, p = ctx.torch, ctx.plan
     fault = ctx.faulty(FAMILY)
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
-    x = out = None
+    x: Any = None
+    out: Any = None
     for rows, cols in _sizes(ctx):
         x = torch.randn(rows, cols, device=ctx.device) * 4
         out = ctx.poison((rows, cols), torch.float32)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable
 
@@ -51,7 +52,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     torch = ctx.torch
     t = torch.empty(16, device=ctx.device)
     fault = ctx.faulty(FAMILY)
-    return [(FAMILY, lambda n=n: _launch(ctx, t, t, t, n, fault, warmup=True))  # type: ignore[misc]
+    return [(FAMILY, functools.partial(_launch, ctx, t, t, t, n, fault, True))
             for n in sorted({16 if n % 16 == 0 else 17 for n in ctx.plan.vadd_sizes})]
 
 
@@ -60,7 +61,9 @@ def run(ctx: Ctx) -> None:
     fault = ctx.faulty(FAMILY)
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
     sizes = list(p.vadd_sizes) + ([p.vadd_timed] if p.vadd_timed else [])
-    x = y = out = None
+    x: Any = None
+    y: Any = None
+    out: Any = None
     for i, n in enumerate(sizes):
         x = torch.randn(n, device=ctx.device)
         y = torch.randn(n, device=ctx.device)
