@@ -132,11 +132,61 @@ def attention_kernel(Q, K, V, O, sm_scale, stride_qz, stride_qh, stride_qm, stri
         tl.store(o_blk, out.to(O.dtype.element_ty), boundary_check=(0,))
 
 
-KERNELS = (attention_kernel,)  # what the harness primes before compiling in parallel
+@triton.jit
+def _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, start, end, offs_m, n_ctx, qk_scale,
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr):
+    """_attend with K and V read by the tensor memory accelerator: out-of-range rows of a head arrive as zeros."""
+    for s in range(start, end, BLOCK_N):
+        k = k_desc.load([off_hz, s, 0]).reshape(BLOCK_N, HEAD_DIM)
+        v = v_desc.load([off_hz, s, 0]).reshape(BLOCK_N, HEAD_DIM)
+        acc, l_i, m_i = _fold(acc, l_i, m_i, q, tl.trans(k), v, qk_scale, offs_m, s + tl.arange(0, BLOCK_N), start,
+                              n_ctx, MASK, CAUSAL, False)
+    return acc, l_i, m_i
 
 
-# (BLOCK_M, BLOCK_N, warps, stages) per head dim on a GPU; small blocks in the interpreter
+@triton.jit(do_not_specialize=["sm_scale"])
+def attention_tma_kernel(q_desc, k_desc, v_desc, O, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, FAULT: tl.constexpr):
+    """The same attention with Q, K and V read through TMA tensor descriptors (Hopper and later), each (batch x head,
+    token, dim); the output is stored through a block pointer."""
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0) if CAUSAL else tl.program_id(0)
+    off_hz = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if FAULT == 2:
+        qk_scale = sm_scale
+    q = q_desc.load([off_hz, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+    if CAUSAL:
+        diag = start_m * BLOCK_M
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, 0, diag, offs_m, N_CTX, qk_scale,
+                                    BLOCK_N, HEAD_DIM, False, True)
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, diag,
+                                    tl.minimum(diag + BLOCK_M, N_CTX), offs_m, N_CTX, qk_scale, BLOCK_N, HEAD_DIM,
+                                    True, True)
+    else:
+        full = (N_CTX // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, 0, full, offs_m, N_CTX, qk_scale,
+                                    BLOCK_N, HEAD_DIM, False, False)
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, full, N_CTX, offs_m, N_CTX, qk_scale,
+                                    BLOCK_N, HEAD_DIM, True, False)
+    out = acc / l_i[:, None]
+    o_blk = tl.make_block_ptr(O + off_hz.to(tl.int64) * N_CTX * HEAD_DIM, shape=(N_CTX, HEAD_DIM),
+                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM),
+                              order=(1, 0))
+    if FAULT != 1 or start_m < tl.num_programs(0) - 1:
+        tl.store(o_blk, out.to(O.dtype.element_ty), boundary_check=(0,))
+
+
+KERNELS = (attention_kernel, attention_tma_kernel)  # what the harness primes before compiling in parallel
+
+
+# (BLOCK_M, BLOCK_N, warps, stages) per head dim on a GPU; small blocks in the interpreter. From the H200 sweeps in
+# bench/RESULTS.md (bench/attention_sweep.py, bench/attention_tma_probe.py).
 GPU_CONFIG = {64: (128, 64, 8, 3), 128: (128, 128, 8, 3)}
+TMA_CONFIG = {64: (128, 64, 4, 3), 128: (128, 128, 8, 3)}
 INTERPRETER_CONFIG = (16, 16, 1, 1)
 
 
@@ -169,6 +219,38 @@ def _launch(ctx: Ctx, q: Any, k: Any, v: Any, o: Any, dims: tuple[int, int, int]
     return None
 
 
+def has_tma(ctx: Ctx) -> bool:
+    """Hopper and later, with a Triton that takes host tensor descriptors (3.4+)."""
+    if ctx.interpret or getattr(ctx.torch.version, "hip", None):
+        return False
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return bool(ctx.torch.cuda.get_device_capability(ctx.index)[0] >= 9)
+
+
+def _launch_tma(ctx: Ctx, q: Any, k: Any, v: Any, o: Any, dims: tuple[int, int, int], d: int, causal: bool,
+                fault: int, warmup: bool = False) -> Any:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    b, h, n = dims
+    bm, bn, warps, stages = TMA_CONFIG[d]
+    # (batch x head, token, dim) views: a block never crosses into the next head (those rows read as zeros)
+    descs = [TensorDescriptor(t, [b * h, n, d], [n * d, d, 1], [1, blk, d]) for t, blk in ((q, bm), (k, bn), (v, bn))]
+    grid = (triton.cdiv(n, bm), b * h)
+    kw = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, FAULT=fault, num_warps=warps, num_stages=stages)
+    if warmup:
+        return attention_tma_kernel.warmup(*descs, o, 1.0 / math.sqrt(d), n, grid=grid, **kw)
+    attention_tma_kernel[grid](*descs, o, 1.0 / math.sqrt(d), n, **kw)
+    return None
+
+
+def _tma_dims(ctx: Ctx) -> tuple[int, int, int]:
+    """Where the TMA path is checked (and timed): the timed size, or the first check size under --quick."""
+    return ctx.plan.attn_timed or ctx.plan.attn_sizes[0]
+
+
 def _sizes(ctx: Ctx) -> list[tuple[int, int, int]]:
     return list(ctx.plan.attn_sizes) + ([ctx.plan.attn_timed] if ctx.plan.attn_timed else [])
 
@@ -179,10 +261,16 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], None]]]:
     # one binary per variant: H and N_CTX are not specialised on, and the tail loop runs zero times when even
     dims = _sizes(ctx)[0]
     out: list[tuple[str, Callable[[], Any]]] = []
+    tma = has_tma(ctx)
     for dt, d, causal in variants(torch):
         t = torch.empty(16, device=ctx.device, dtype=dt)
-        out.append((f"attention d{d}{' causal' if causal else ''} {dtype_name(torch, dt)}",
-                    functools.partial(_launch, ctx, t, t, t, t, dims, d, causal, fault, warmup=True)))
+        key = f"attention d{d}{' causal' if causal else ''} {dtype_name(torch, dt)}"
+        out.append((key, functools.partial(_launch, ctx, t, t, t, t, dims, d, causal, fault, warmup=True)))
+        if tma:
+            b, h, n = _tma_dims(ctx)
+            big = torch.empty(b * h * n * d, device=ctx.device, dtype=dt)  # descriptors check the extent
+            out.append((key, functools.partial(_launch_tma, ctx, big, big, big, big, (b, h, n), d, causal, fault,
+                                               warmup=True)))
     return out
 
 
@@ -208,12 +296,24 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
     rtol, atol = TOL[name]
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
     kernel = f"attention d{d}{' causal' if causal else ''}"
-    q = k = v = o = None
-    for dims in _sizes(ctx):
+    tma = has_tma(ctx)
+    # with TMA, the block-pointer kernel is checked at the check sizes and the TMA one at the timed size
+    runs = [(dims, "block pointers") for dims in (p.attn_sizes if tma else _sizes(ctx))]
+    if tma:
+        runs.append((_tma_dims(ctx), "TMA descriptors"))
+    q: Any = None
+    k: Any = None
+    v: Any = None
+    o: Any = None
+    for dims, path in runs:
         b, h, n = dims
-        q, k, v = (torch.randn(b, h, n, d, device=ctx.device, dtype=dt) for _ in range(3))
+        if q is None or tuple(q.shape) != (b, h, n, d):
+            q, k, v = (torch.randn(b, h, n, d, device=ctx.device, dtype=dt) for _ in range(3))
         o = ctx.poison((b, h, n, d), dt)
-        _launch(ctx, q, k, v, o, dims, d, causal, fault)
+        if path == "TMA descriptors":
+            _launch_tma(ctx, q, k, v, o, dims, d, causal, fault)
+        else:
+            _launch(ctx, q, k, v, o, dims, d, causal, fault)
         ctx.sync()
         # the timed size is checked on its first two heads (its float64 scores would not fit)
         heads = slice(0, 2) if dims == p.attn_timed else slice(None)
@@ -223,18 +323,22 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
         good, err, text = ctx.compare(got, ref, rtol, atol)
         ok &= good
         worst = None if err is None or worst is None else max(worst, err)
-        words.append(f"{b}x{h}x{n}x{d}{' (2 heads checked)' if dims == p.attn_timed else ''}: {text}")
+        words.append(f"{path} {b}x{h}x{n}x{d}{' (2 heads checked)' if dims == p.attn_timed else ''}: {text}")
         del ref
     timing = None
     if p.timed and ok and p.attn_timed is not None:
         b, h, n = p.attn_timed
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        ms, ms_t = ctx.race(lambda: _launch(ctx, q, k, v, o, (b, h, n), d, causal, 0),
-                            lambda: sdpa(q, k, v, is_causal=causal))
+        if tma:
+            ms, ms_t = ctx.race(lambda: _launch_tma(ctx, q, k, v, o, (b, h, n), d, causal, 0),
+                                lambda: sdpa(q, k, v, is_causal=causal))
+        else:
+            ms, ms_t = ctx.race(lambda: _launch(ctx, q, k, v, o, (b, h, n), d, causal, 0),
+                                lambda: sdpa(q, k, v, is_causal=causal))
         flops = 4 * b * h * n * n * d * (0.5 if causal else 1.0)
         tflops = lambda t: flops / (t * 1e-3) / 1e12  # noqa: E731
         timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
-        bm, bn, warps, stages = _config(ctx, d)
-        words.append(f"timed {b}x{h}x{n}x{d} [{bm}x{bn}, {warps} warps, {stages} stages] vs "
-                     "torch scaled_dot_product_attention")
+        bm, bn, warps, stages = TMA_CONFIG[d] if tma else _config(ctx, d)
+        words.append(f"timed {b}x{h}x{n}x{d}, {'TMA descriptors' if tma else 'block pointers'} [{bm}x{bn}, "
+                     f"{warps} warps, {stages} stages] vs torch scaled_dot_product_attention")
     ctx.record(kernel, name, ok, worst, words, timing, family=FAMILY)
