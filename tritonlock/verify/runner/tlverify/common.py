@@ -62,7 +62,7 @@ class Plan:
             self.fp8_timed = None if quick else (8192, 8192, 8192)
             # alternating rounds of short do_bench runs (milliseconds of warm-up and of timed repeats):
             # steadier against clock drift than one long run, and as quick
-            self.bench = {"warmup": 2, "rep": 10}
+            self.bench = {"warmup": 3, "rep": 15}
             self.rounds = 2
         else:
             self.vadd_block, self.vadd_warps = 256, 4
