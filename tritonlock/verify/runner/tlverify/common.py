@@ -113,16 +113,18 @@ class Ctx:
         be within atol + rtol * |ref|."""
         return compare(self.torch, out, ref, rtol, atol)
 
-    def race(self, fn: Callable[[], Any], torch_fn: Callable[[], Any]) -> tuple[float, float]:
+    def race(self, fn: Callable[[], Any], torch_fn: Callable[[], Any], long: bool = False) -> tuple[float, float]:
         """Median milliseconds of fn and of torch's equivalent, in alternating rounds: a big matmul runs at the
-        power limit and the clocks drift over seconds, which would otherwise favour whichever side ran first."""
+        power limit and the clocks drift over seconds, which would otherwise favour whichever side ran first.
+        `long`: twice the repeats, for kernels of milliseconds whose ratio is a target (attention)."""
         import triton
 
+        bench = {k: v * 2 for k, v in self.plan.bench.items()} if long else self.plan.bench
         ours: list[float] = []
         theirs: list[float] = []
         for _ in range(self.plan.rounds):
-            ours.append(float(triton.testing.do_bench(fn, return_mode="median", **self.plan.bench)))
-            theirs.append(float(triton.testing.do_bench(torch_fn, return_mode="median", **self.plan.bench)))
+            ours.append(float(triton.testing.do_bench(fn, return_mode="median", **bench)))
+            theirs.append(float(triton.testing.do_bench(torch_fn, return_mode="median", **bench)))
         return sorted(ours)[len(ours) // 2], sorted(theirs)[len(theirs) // 2]
 
     def record(self, kernel: str, dtype: str, ok: bool, worst: float | None, words: list[str],

@@ -331,10 +331,10 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
         sdpa = torch.nn.functional.scaled_dot_product_attention
         if tma:
             ms, ms_t = ctx.race(lambda: _launch_tma(ctx, q, k, v, o, (b, h, n), d, causal, 0),
-                                lambda: sdpa(q, k, v, is_causal=causal))
+                                lambda: sdpa(q, k, v, is_causal=causal), long=True)
         else:
             ms, ms_t = ctx.race(lambda: _launch(ctx, q, k, v, o, (b, h, n), d, causal, 0),
-                                lambda: sdpa(q, k, v, is_causal=causal))
+                                lambda: sdpa(q, k, v, is_causal=causal), long=True)
         flops = 4 * b * h * n * n * d * (0.5 if causal else 1.0)
         tflops = lambda t: flops / (t * 1e-3) / 1e12  # noqa: E731
         timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
