@@ -35,6 +35,9 @@ runs = [("cold", {"cold": True}, {}),
         ("cold-1thread", {"cold": True}, {"TRITONLOCK_VERIFY_COMPILE_THREADS": "1"}),
         ("warm-fill", {}, {}), ("warm-1", {}, {}), ("warm-2", {}, {}),
         ("quick-1", {"quick": True}, {}), ("quick-2", {"quick": True}, {})]
+only = os.environ.get("RUNS")  # e.g. RUNS=cold,warm-1: a subset, in this order
+if only:
+    runs = [r for r in runs if r[0] in only.split(",")]
 rows = []
 for name, kw, env in runs:
     saved = {k: os.environ.get(k) for k in env}
