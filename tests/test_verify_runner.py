@@ -224,3 +224,17 @@ def test_verify_result_round_trips_the_added_fields() -> None:
 
     again = _parse(json.loads(json.dumps(doc)), 1.0)
     assert again.kernels == (k,) and again.caches == r.caches
+
+
+@pytest.mark.slow
+def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str) -> None:
+    r = run_verify(real_torch_python, backend="cpu", quick=True, cold=True)
+    assert r.ok, format_report(r)
+    assert "cold: compiled into fresh, empty Triton and Inductor caches" in r.notes
+    caches = dict(r.caches)
+    assert set(caches) == {"triton", "inductor"}
+    tmp = Path(caches["triton"]).parent
+    assert tmp == Path(caches["inductor"]).parent and tmp.name.startswith("tritonlock-verify-cache-")
+    assert not tmp.exists()  # removed after the run: nothing of a cold run is left to warm the next one
+    venv = Path(real_torch_python).parent.parent
+    assert venv not in tmp.parents
