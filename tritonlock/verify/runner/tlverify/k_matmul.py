@@ -140,13 +140,14 @@ def _autotune(fn: Any, configs: list[Any]) -> Any:
     return triton.autotune(configs=configs, key=["M", "N", "K"], **kwargs)(fn)
 
 
-_TUNED: dict[str, Any] = {}
+_TUNED: dict[int, Any] = {}
 
 
-def tuned() -> Any:
-    if "mm" not in _TUNED:
-        _TUNED["mm"] = _autotune(matmul_kernel, CONFIGS)
-    return _TUNED["mm"]
+def tuned(device: int) -> Any:
+    """One autotuner per GPU: an autotuner keeps its state between calls, and the GPUs run at the same time."""
+    if device not in _TUNED:
+        _TUNED[device] = _autotune(matmul_kernel, CONFIGS)
+    return _TUNED[device]
 
 
 def cfg_words(cfg: Any, interpret: bool = False) -> str:
@@ -248,7 +249,7 @@ def check(ctx: Ctx, dt: Any) -> None:
         m, n, kk = p.mm_timed
         a, b = inputs(ctx, m, n, kk, dt)
         c = torch.empty((m, n), device=ctx.device, dtype=dt)
-        tuned_mm = tuned()
+        tuned_mm = tuned(ctx.index)
         grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
 
         def go() -> None:
