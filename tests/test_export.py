@@ -22,7 +22,7 @@ from tritonlock import export as ex  # noqa: E402
 from tritonlock import lockfile  # noqa: E402
 from tritonlock.cli import main  # noqa: E402
 from tritonlock.errors import UnknownTargetError  # noqa: E402
-from tritonlock.verify import RUNNER  # noqa: E402
+from tritonlock.verify import RUNNER, runner_files  # noqa: E402
 from tritonlock.models import Conflict, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel  # noqa: E402
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -397,13 +397,18 @@ def test_dockerfile_parses_and_matches_the_lock(index: LocalIndex, backend: str,
     cuda = ex._cuda_of(backend)
     if cuda:  # the base image's CUDA is the lock's backend's
         assert re.match(rf"nvidia/cuda:{re.escape(cuda)}\.\d+-runtime-", final)
-    assert facts["context"] == [["tritonlock-image/requirements-host.txt"], ["tritonlock-image/verify.py"],
+    assert facts["context"] == [["tritonlock-image/requirements-host.txt"], ["tritonlock-image/verify"],
                                 ["triton-env.lock"]]
-    reqs, runner = ex.image_context(lock, t)
+    reqs, *runner = ex.image_context(lock, t)
     assert (reqs.path, reqs.in_context) == ("tritonlock-image/requirements-host.txt", True)
     assert reqs.text == ex.requirements(lock, t, glibc="2.35")
-    assert runner.text == RUNNER.read_text()  # tritonlock's own runner: nothing in the image imports tritonlock
-    assert facts["cmd"] == ["python", "/opt/tritonlock/verify.py", "--backend", backend, "--expect-gpu",
+    # tritonlock's own runner folder, file for file: nothing in the image imports tritonlock
+    assert {f.path: f.text for f in runner} == {
+        f"tritonlock-image/verify/{p.relative_to(RUNNER).as_posix()}": p.read_text()
+        for p in RUNNER.rglob("*.py") if "__pycache__" not in p.parts}
+    assert "tritonlock-image/verify/__main__.py" in {f.path for f in runner}
+    assert all(f.in_context for f in runner)
+    assert facts["cmd"] == ["python", "/opt/tritonlock/verify", "--backend", backend, "--expect-gpu",
                             "yes" if gpu else "no", "--triton", "3.2.0"]
     assert (f"# Check: docker run --rm {'--gpus all ' if gpu else ''}IMAGE    — runs Triton's reference kernels") in text
     assert f"uv venv /app/.venv --python {PY}" in text and "tritonlock==" not in text
@@ -485,7 +490,8 @@ def test_devcontainer(project: Path) -> None:
     assert out == ("warning: target 'host' has files on an index on this machine (127.0.0.1): the image builds only "
                    "here, with the host's network\n"
                    f"wrote {ctx / 'requirements-host.txt'} (the Dockerfile copies it from the build context)\n"
-                   f"wrote {ctx / 'verify.py'} (the Dockerfile copies it from the build context)\n"
+                   + "".join(f"wrote {ctx / 'verify' / rel} (the Dockerfile copies it from the build context)\n"
+                             for rel, _ in runner_files()) +
                    f"wrote {d / 'devcontainer.json'}\nwrote {d / 'Dockerfile'}\n")
     doc = json.loads((d / "devcontainer.json").read_text())
     assert doc == {
@@ -593,9 +599,9 @@ def test_devcontainer_keeps_a_hand_written_devcontainer(project: Path) -> None:
     code, out = cli("export", "-p", str(project), "--format", "devcontainer")
     assert code == 0, out
     # the build context's files follow the same rule
-    (project / "tritonlock-image" / "verify.py").write_text("print('mine')\n")
+    (project / "tritonlock-image" / "verify" / "__main__.py").write_text("print('mine')\n")
     code, out = cli("export", "-p", str(project), "--format", "dockerfile")
-    assert code == 2 and "tritonlock-image/verify.py exists and was not written by tritonlock" in out
+    assert code == 2 and "tritonlock-image/verify/__main__.py exists and was not written by tritonlock" in out
 
 
 def test_a_failing_export_leaves_nothing_behind(project: Path) -> None:

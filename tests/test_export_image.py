@@ -20,7 +20,7 @@ from conftest import need_system_packages, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lockfile import read_lock
-from tritonlock.verify import RUNNER
+from tritonlock.verify import runner_files
 
 pytestmark = pytest.mark.slow
 
@@ -151,17 +151,17 @@ def test_exported_dockerfile_builds_the_locked_venv_and_the_runner_runs_in_it(bu
         meta = (d / "METADATA").read_text()
         installed[re.search(r"^Name: (.+)$", meta, re.M)[1].lower()] = re.search(r"^Version: (.+)$", meta, re.M)[1]
     assert installed == {p.name: p.version for p in target.packages}  # exactly the lock: nothing else, no tritonlock
-    assert (root / "opt/tritonlock/verify.py").read_text() == RUNNER.read_text()
+    assert all((root / "opt/tritonlock/verify" / rel).read_text() == text for rel, text in runner_files())
     cmd = json.loads(_sh("podman", "image", "inspect", "--format", "{{json .Config.Cmd}}", tag))
     sel = target.selection
-    assert cmd == ["python", "/opt/tritonlock/verify.py", "--backend", sel.backend, "--expect-gpu", "yes", "--triton",
+    assert cmd == ["python", "/opt/tritonlock/verify", "--backend", sel.backend, "--expect-gpu", "yes", "--triton",
                    sel.triton]
     env = json.loads(_sh("podman", "image", "inspect", "--format", "{{json .Config.Env}}", tag))
     assert "VIRTUAL_ENV=/app/.venv" in env
     # The image's own interpreter runs the runner against the image's venv (podman run is not available here:
     # chroot into the image's filesystem instead). The test wheels' torch is a stub: it imports, names its CUDA.
     chroot = shutil.which("chroot") or "/usr/sbin/chroot"
-    proc = subprocess.run([chroot, str(root), "/app/.venv/bin/python", "/opt/tritonlock/verify.py", "--backend",
+    proc = subprocess.run([chroot, str(root), "/app/.venv/bin/python", "/opt/tritonlock/verify", "--backend",
                            str(sel.backend), "--expect-gpu", "no", "--quick"], capture_output=True, text=True,
                           timeout=120,
                           env={"PATH": "/app/.venv/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8"})

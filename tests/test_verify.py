@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -22,8 +23,11 @@ from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
 
 TORCH = "2.13.0"
 TRITON = "3.6.0"
-KERNELS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
-           ("softmax", "fp32")]
+TRITON_KERNELS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
+                  ("softmax", "fp32")] + [
+    (f"attention d{d}{c}", dt) for dt in ("fp16", "bf16") for d in (64, 128) for c in ("", " causal")]
+# the interpreter runs every Triton kernel; FP8 needs a GPU (skipped, with why); torch.compile runs Inductor's CPU backend
+KERNELS = TRITON_KERNELS + [("fp8_matmul", "e4m3"), ("torch_compile", "fp32")]
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -54,13 +58,12 @@ def _check(result: VerifyResult, name: str) -> Any:
     return found[0]
 
 
-def _runner_module() -> ModuleType:
-    """The runner imported as a module in this process (it imports nothing but the stdlib at load)."""
-    spec = importlib.util.spec_from_file_location("tritonlock_verify_runner", RUNNER)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _runner_module(name: str = "envchecks") -> ModuleType:
+    """One of the runner's modules imported in this process (envchecks, common, harness and report import nothing
+    but the stdlib at load)."""
+    if str(RUNNER) not in sys.path:
+        sys.path.insert(0, str(RUNNER))
+    return importlib.import_module(f"tlverify.{name}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,14 +78,22 @@ def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult) -> 
     assert r.torch is not None and r.torch.startswith(TORCH)
     assert r.triton == TRITON
     assert [(k.kernel, k.dtype) for k in r.kernels] == KERNELS
-    assert all(k.ok and k.device == "cpu (interpreter)" for k in r.kernels)
-    assert all(k.max_err is not None for k in r.kernels)
+    triton_rows = r.kernels[:len(TRITON_KERNELS)]
+    assert all(k.ok and k.device == "cpu (interpreter)" and k.mode == "interpreter" for k in triton_rows)
+    assert all(k.max_err is not None for k in triton_rows)
+    fp8, compiled = r.kernels[len(TRITON_KERNELS):]
+    assert (fp8.ok, fp8.mode, fp8.max_err) == (True, "skipped", None)
+    assert fp8.detail.startswith("skipped: no GPU: FP8 tensor cores need a GPU of compute capability 8.9")
+    assert (compiled.ok, compiled.device, compiled.mode) == (True, "cpu", "inductor-cpp"), compiled.detail
+    assert compiled.max_err is not None and compiled.compile_seconds is not None
+    assert any(g.startswith("cpp_fused_") and g.endswith("(cpp)") for g in compiled.generated), compiled.generated
+    assert "Triton's interpreter was not used" in compiled.detail
     # no timing on the CPU: it would not mean anything
     assert all(k.metric is None and k.value is None and k.ratio is None for k in r.kernels)
     assert r.jit_seconds is None
     assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in r.notes
     assert r.gpus == ()
-    assert r.total_seconds < 60
+    assert r.total_seconds < 240  # Inductor's first CPU compile on a busy 2-core machine: ~30 s; warm runs ~10 s
 
 
 @pytest.mark.slow
@@ -150,8 +161,12 @@ def test_report_reads_plainly(interpreter_run: VerifyResult) -> None:
     text = format_report(interpreter_run)
     lines = text.splitlines()
     assert lines[0].startswith("verify: Triton interpreter on the CPU; python ")
-    assert "  kernel      dtype  device             ok  max err  triton  torch  ratio" in lines
-    assert any(line.startswith("  matmul      bf16   cpu (interpreter)  ok") for line in lines)
+    assert any(re.fullmatch(r"  kernel +dtype +device +mode +ok +max err +triton +torch +ratio +compile s", line)
+               for line in lines)
+    assert any(re.match(r"  matmul +bf16 +cpu \(interpreter\) +interpreter +ok ", line) for line in lines)
+    assert any(re.match(r"  attention d128 causal +fp16 +cpu \(interpreter\) +interpreter +ok ", line) for line in lines)
+    assert any(re.match(r"  torch_compile +fp32 +cpu +inductor-cpp +ok ", line) for line in lines)
+    assert any(line.startswith("  skip  fp8_matmul on cpu (interpreter): no GPU") for line in lines)
     assert "note: GPU not tested: ran the kernels in the Triton interpreter on the CPU" in lines
     assert lines[-1] == "RESULT: OK"
 
@@ -160,12 +175,13 @@ def test_report_reads_plainly(interpreter_run: VerifyResult) -> None:
 def test_json_shape(interpreter_run: VerifyResult) -> None:
     doc = interpreter_run.to_json()
     assert json.loads(json.dumps(doc)) == doc  # plain JSON: no NaN, no tuples, no objects
+    # schema 1's fields, in their order, plus the ones added since (never removed: older readers keep working)
     assert list(doc) == ["schema", "ok", "mode", "python", "torch", "triton", "checks", "kernels",
-                         "jit_seconds", "total_seconds", "gpus", "notes"]
+                         "jit_seconds", "compile_seconds", "caches", "total_seconds", "gpus", "notes"]
     assert doc["schema"] == 1 and doc["ok"] is True and doc["mode"] == "interpreter"
     assert set(doc["checks"][0]) == {"name", "ok", "detail", "fix"}  # type: ignore[index]
     assert list(doc["kernels"][0]) == ["kernel", "device", "dtype", "ok", "max_err", "metric",  # type: ignore[index]
-                                       "value", "torch_value", "ratio", "detail"]
+                                       "value", "torch_value", "ratio", "detail", "mode", "compile_seconds"]
 
 
 @pytest.mark.slow
@@ -347,8 +363,9 @@ def test_report_is_parsed_into_typed_results(tmp_path: Path) -> None:
     k = r.kernels[0]
     assert (k.metric, k.value, k.torch_value, k.ratio) == ("GB/s", 4260.0, 4251.0, 1.002)
     table = format_report(r).splitlines()
-    assert "  kernel      dtype  device  ok  max err      triton       torch  ratio" in table
-    assert "  vector_add  fp32   cuda:0  ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00" in table
+    # an older runner's report (no mode, no compile time) reads with "-" in the added columns
+    assert "  kernel      dtype  device  mode  ok  max err      triton       torch  ratio  compile s" in table
+    assert "  vector_add  fp32   cuda:0  -     ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00          -" in table
     assert "first kernel launch incl. JIT compile 0.46 s; total " in format_report(r)
 
 
@@ -398,14 +415,19 @@ def test_interpreter_choice_reaches_the_runner_environment(tmp_path: Path) -> No
 
 
 def test_runner_imports_only_torch_triton_and_stdlib() -> None:
-    tree = ast.parse(RUNNER.read_text())
+    files = sorted(RUNNER.rglob("*.py"))
+    assert {p.relative_to(RUNNER).as_posix() for p in files} >= {
+        "__main__.py", "tlverify/harness.py", "tlverify/k_vector_add.py", "tlverify/k_matmul.py",
+        "tlverify/k_softmax.py", "tlverify/k_attention.py", "tlverify/k_fp8.py", "tlverify/inductor.py"}
     names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    assert names - set(sys.stdlib_module_names) == {"torch", "triton"}
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    # tlverify is the runner's own package, beside __main__.py
+    assert names - set(sys.stdlib_module_names) == {"torch", "triton", "tlverify"}
 
 
 def test_api_module_stays_light() -> None:

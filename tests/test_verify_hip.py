@@ -8,7 +8,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from tritonlock.verify import _runner
+import importlib
+import sys
+
+from tritonlock.verify import RUNNER
+
+if str(RUNNER) not in sys.path:
+    sys.path.insert(0, str(RUNNER))
+envchecks = importlib.import_module("tlverify.envchecks")
+report = importlib.import_module("tlverify.report")
 
 
 def rocm_torch(gcn: str, archs: list[str]) -> Any:
@@ -21,14 +29,14 @@ def rocm_torch(gcn: str, archs: list[str]) -> Any:
 
 
 def test_gfx_in_the_build_passes_and_is_reported() -> None:
-    r = _runner.Report()
-    _runner.check_archs(r, rocm_torch("gfx942:sramecc+:xnack-", ["gfx90a", "gfx942"]))
+    r = report.Report()
+    envchecks.check_archs(r, rocm_torch("gfx942:sramecc+:xnack-", ["gfx90a", "gfx942"]))
     assert r.to_json()["checks"][-1]["ok"] is True
     assert r.gpus[0].startswith("cuda:0 AMD Instinct MI300X (gfx942, 192.0 GiB; HIP 7.2.26015; Triton backend ")
 
 
 def test_gfx_missing_from_the_build_fails() -> None:
-    r = _runner.Report()
-    _runner.check_archs(r, rocm_torch("gfx1151", ["gfx90a", "gfx942"]))
+    r = report.Report()
+    envchecks.check_archs(r, rocm_torch("gfx1151", ["gfx90a", "gfx942"]))
     check = r.to_json()["checks"][-1]
     assert check["ok"] is False and "no code object for gfx1151" in check["detail"]

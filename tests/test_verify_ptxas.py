@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
@@ -23,9 +24,9 @@ FLOORS = {"12": "525.60.13", "13": "580.65.06"}
 def _in_venv(python: str, body: str, env: dict[str, str] | None = None) -> object:
     """Run `body` inside the real venv with the runner importable as `R` and triton loaded; return its JSON."""
     code = textwrap.dedent(f"""
-        import importlib.util, json, sys
-        spec = importlib.util.spec_from_file_location("R", {str(RUNNER)!r})
-        R = importlib.util.module_from_spec(spec); spec.loader.exec_module(R)
+        import json, sys
+        sys.path.insert(0, {str(RUNNER)!r})
+        from tlverify import envchecks as R
         import triton
         R.triton = triton
     """) + textwrap.dedent(body)
@@ -86,11 +87,10 @@ def test_check_ptxas_per_gpu_against_the_driver(real_torch_python: str) -> None:
 
 
 def _runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tritonlock_verify_runner_px", RUNNER)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The runner's environment checks, imported in this process (they import nothing but the stdlib at load)."""
+    if str(RUNNER) not in sys.path:
+        sys.path.insert(0, str(RUNNER))
+    return importlib.import_module("tlverify.envchecks")
 
 
 @pytest.mark.parametrize("error", ["CUDA error: device kernel image is invalid",

@@ -539,8 +539,8 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 @_project_opt
 @click.option("--venv", metavar="DIR", help="The environment to verify (default: PROJECT/.venv).")
 @click.option("--python", "python_", metavar="PATH", help="Verify this interpreter instead of a venv.")
-@click.option("--quick", is_flag=True, help="Correctness only, small sizes, no timing.")
-@click.option("--cold", is_flag=True, help="Measure JIT compile time with an empty Triton cache.")
+@click.option("--quick", is_flag=True, help="Correctness only, small sizes, no timing, no torch.compile check.")
+@click.option("--cold", is_flag=True, help="Compile into fresh, empty Triton and Inductor caches (cold compile times).")
 @click.option("--profile", metavar="FILE", help="Write a torch.profiler trace of the kernels (chrome JSON).")
 @click.option("--interpret", is_flag=True, help="Force the Triton interpreter (CPU), even with a GPU.")
 @click.option("--record", is_flag=True,

@@ -21,7 +21,7 @@ LOCK_FILE = "triton-env.lock"
 VENV = "/app/.venv"  # where the image keeps the project's venv (venvs are not relocatable: same path in both stages)
 # The files the Dockerfile copies from its build context (the project): the hashed requirements and the verify runner.
 IMAGE_DIR = "tritonlock-image"
-RUNNER_IN_IMAGE = "/opt/tritonlock/verify.py"
+RUNNER_IN_IMAGE = "/opt/tritonlock/verify"  # the runner folder: `python /opt/tritonlock/verify` runs it
 
 # nvidia/cuda publishes one image set per toolkit *patch* release ("12.6.3-runtime-ubuntu22.04"). These are the
 # releases and Ubuntu versions in NVIDIA's image sources, gitlab.com/nvidia/container-images/cuda, dist/<version>/
@@ -299,12 +299,12 @@ def _refuse_local_files(t: LockedTarget) -> None:
 
 def image_context(lock: Lock, t: LockedTarget) -> tuple[ExportFile, ...]:
     """The files the Dockerfile copies from the build context: the requirements it installs and the verify runner."""
-    from tritonlock.verify import RUNNER
+    from tritonlock.verify import runner_files
 
     _, _, ubuntu = base_images(t)
     reqs = requirements(lock, t, glibc=dict(UBUNTU_GLIBC)[ubuntu])
     return (ExportFile(path=f"{IMAGE_DIR}/requirements-{file_stem(t.name)}.txt", text=reqs, in_context=True),
-            ExportFile(path=f"{IMAGE_DIR}/verify.py", text=RUNNER.read_text(encoding="utf-8"), in_context=True))
+            *(ExportFile(path=f"{IMAGE_DIR}/verify/{rel}", text=text, in_context=True) for rel, text in runner_files()))
 
 
 def dockerfile(lock: Lock, t: LockedTarget) -> str:
@@ -353,7 +353,7 @@ def dockerfile(lock: Lock, t: LockedTarget) -> str:
         "COPY --from=build /opt/python /opt/python",
         f"COPY --from=build {VENV} {VENV}",
         "# tritonlock's verify runner: it imports only torch, triton and the standard library.",
-        f"COPY {IMAGE_DIR}/verify.py {RUNNER_IN_IMAGE}",
+        f"COPY {IMAGE_DIR}/verify {RUNNER_IN_IMAGE}",
         f"COPY {LOCK_FILE} /app/",
         "WORKDIR /app",
         f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH",

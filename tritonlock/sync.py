@@ -45,9 +45,9 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
     sel, spec = t.selection, t.selection.target
     if not sel.ok:
         return "the lock holds a conflict for it, not packages"
+    if (spec.os, spec.arch) != (host.os, host.arch):  # another platform: nothing else about it can be fixed here
+        return f"it is for {spec.os}/{spec.arch}; this host is {host.os}/{host.arch}"
     why: list[str] = []
-    if (spec.os, spec.arch) != (host.os, host.arch):
-        why.append(f"it is for {spec.os}/{spec.arch}; this host is {host.os}/{host.arch}")
     if python and sel.python and sel.python != python:
         why.append(f"it is for Python {sel.python}; this environment has {python}")
     if spec.glibc and host.glibc and _v(host.glibc) < _v(spec.glibc):

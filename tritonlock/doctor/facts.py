@@ -256,9 +256,9 @@ def probe_ptxas(python: str, ccs: tuple[str, ...], *, timeout: float = 120) -> t
     from tritonlock.verify import RUNNER
 
     archs = {cc: int(cc.split(".")[0]) * 10 + int(cc.split(".")[1]) for cc in ccs}
-    code = ("import importlib.util, json\n"
-            f"spec = importlib.util.spec_from_file_location('tritonlock_runner', {str(RUNNER)!r})\n"
-            "R = importlib.util.module_from_spec(spec); spec.loader.exec_module(R)\n"
+    code = ("import json, sys\n"
+            f"sys.path.insert(0, {str(RUNNER)!r})\n"
+            "from tlverify import envchecks as R\n"
             "import triton\nR.triton = triton\n"
             f"print({_MARK!r} + json.dumps({{cc: R.triton_ptxas(a) for cc, a in {archs!r}.items()}}))\n")
     try:

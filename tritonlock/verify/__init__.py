@@ -20,8 +20,15 @@ from tritonlock.errors import VerifyError
 __all__ = ["Check", "KernelResult", "VerifyResult", "run_verify", "format_report", "RUNNER"]
 
 # The runner runs under the target venv's interpreter and imports only torch, triton and the
-# standard library; it is shipped as a plain file next to this module.
-RUNNER = Path(__file__).with_name("_runner.py")
+# standard library. It is a folder next to this module that Python runs as it is (`python -I runner`):
+# runner/__main__.py and the package runner/tlverify (the harness, one module per kernel family).
+RUNNER = Path(__file__).with_name("runner")
+
+
+def runner_files() -> tuple[tuple[str, str], ...]:
+    """(path relative to RUNNER, text) of every file of the runner: what a copy of it needs (export's image)."""
+    return tuple((p.relative_to(RUNNER).as_posix(), p.read_text(encoding="utf-8"))
+                 for p in sorted(RUNNER.rglob("*.py")) if "__pycache__" not in p.parts)
 SCHEMA = 1
 _STDERR_TAIL = 2000
 
@@ -50,6 +57,10 @@ class KernelResult:
     torch_value: float | None
     ratio: float | None  # value / torch_value: above 1 means the Triton kernel is faster
     detail: str = ""
+    # how it ran: "gpu", "interpreter", "inductor-triton", "inductor-cpp" or "skipped" (None: an older runner)
+    mode: str | None = None
+    compile_seconds: float | None = None  # its binaries' compile (or cache load) time before the checks
+    generated: tuple[str, ...] = ()  # torch.compile: the kernels Inductor generated
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,6 +78,8 @@ class VerifyResult:
     total_seconds: float
     gpus: tuple[str, ...]
     notes: tuple[str, ...]
+    compile_seconds: float | None = None  # wall time of the parallel compile step
+    caches: tuple[tuple[str, str], ...] = ()  # ("triton", path), ("inductor", path)
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -91,10 +104,14 @@ class VerifyResult:
                     "kernel": k.kernel, "device": k.device, "dtype": k.dtype, "ok": k.ok,
                     "max_err": k.max_err, "metric": k.metric, "value": k.value,
                     "torch_value": k.torch_value, "ratio": k.ratio, "detail": k.detail,
+                    "mode": k.mode, "compile_seconds": k.compile_seconds,
+                    **({"generated": list(k.generated)} if k.generated else {}),
                 }
                 for k in self.kernels
             ],
             "jit_seconds": self.jit_seconds,
+            "compile_seconds": self.compile_seconds,
+            "caches": dict(self.caches),
             "total_seconds": self.total_seconds,
             "gpus": list(self.gpus),
             "notes": list(self.notes),
@@ -231,6 +248,9 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
             value=_opt_num(k, "value", f"kernels[{i}]"),
             torch_value=_opt_num(k, "torch_value", f"kernels[{i}]"),
             ratio=_opt_num(k, "ratio", f"kernels[{i}]"), detail=_str(k, "detail", f"kernels[{i}]"),
+            mode=_opt_str(k, "mode", f"kernels[{i}]"),
+            compile_seconds=_opt_num(k, "compile_seconds", f"kernels[{i}]"),
+            generated=tuple(_str_list(k, "generated")) if "generated" in k else (),
         )
         for i, k in enumerate(_objs(d, "kernels"))
     )
@@ -244,7 +264,16 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
         triton=_opt_str(d, "triton", "report"), checks=checks, kernels=kernels,
         jit_seconds=_opt_num(d, "jit_seconds", "report"), total_seconds=elapsed,
         gpus=tuple(_str_list(d, "gpus")), notes=tuple(_str_list(d, "notes")),
+        compile_seconds=_opt_num(d, "compile_seconds", "report"),
+        caches=tuple(sorted(_caches(d).items())),
     )
+
+
+def _caches(d: dict[str, Any]) -> dict[str, str]:
+    v = d.get("caches", {})
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+        raise _bad("caches", "is not an object of strings")
+    return dict(v)
 
 
 def _bad(path: str, what: str) -> VerifyError:
@@ -320,14 +349,24 @@ def format_report(result: VerifyResult) -> str:
         if not c.ok and c.fix:
             lines.append(f"        fix: {c.fix}")
     if result.kernels:
-        lines.append("")
-        lines.append("kernels")
-        lines += _kernel_table(result.kernels)
+        # one table per device ("cpu (interpreter)" and Inductor's "cpu" are one machine)
+        devices = list(dict.fromkeys(k.device.split(" ")[0] for k in result.kernels))
+        for device in devices:
+            lines.append("")
+            lines.append("kernels" if len(devices) == 1 else f"kernels on {device}")
+            lines += _kernel_table(tuple(k for k in result.kernels if k.device.split(" ")[0] == device))
+        for k in result.kernels:
+            if k.mode == "skipped":
+                lines.append(f"  skip  {k.kernel} on {k.device}: {k.detail.removeprefix('skipped: ')}")
+            elif k.generated:
+                lines.append(f"  {k.kernel} on {k.device} ({k.mode}): Inductor generated {', '.join(k.generated)}")
         failed = [k for k in result.kernels if not k.ok]
         for k in failed:
             lines.append(f"  FAIL  {k.kernel} {k.dtype} on {k.device}: {k.detail}")
     lines.append("")
     timing = f"total {result.total_seconds:.1f} s"
+    if result.compile_seconds is not None:
+        timing = f"parallel compile {result.compile_seconds:.2f} s; " + timing
     if result.jit_seconds is not None:
         timing = f"first kernel launch incl. JIT compile {result.jit_seconds:.2f} s; " + timing
     lines.append(timing)
@@ -338,19 +377,20 @@ def format_report(result: VerifyResult) -> str:
 
 
 def _kernel_table(kernels: tuple[KernelResult, ...]) -> list[str]:
-    head = ("kernel", "dtype", "device", "ok", "max err", "triton", "torch", "ratio")
+    head = ("kernel", "dtype", "device", "mode", "ok", "max err", "triton", "torch", "ratio", "compile s")
     rows = [head]
     for k in kernels:
         unit = f" {k.metric}" if k.metric else ""
         rows.append((
-            k.kernel, k.dtype, k.device, "ok" if k.ok else "FAIL",
+            k.kernel, k.dtype, k.device, k.mode or "-", "skip" if k.mode == "skipped" else ("ok" if k.ok else "FAIL"),
             "-" if k.max_err is None else f"{k.max_err:.2g}",
             "-" if k.value is None else f"{k.value:,.0f}{unit}",
             "-" if k.torch_value is None else f"{k.torch_value:,.0f}{unit}",
             "-" if k.ratio is None else f"{k.ratio:.2f}",
+            "-" if k.compile_seconds is None else f"{k.compile_seconds:.2f}",
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    right = {4, 5, 6, 7}  # numbers line up on the right
+    right = {5, 6, 7, 8, 9}  # numbers line up on the right
     return [
         "  " + "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
         for r in rows

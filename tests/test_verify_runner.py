@@ -1,0 +1,240 @@
+"""verify's runner as a package: finite-but-wrong faults (and the mutation that must catch them), the concurrency
+helpers it runs every GPU with, fault names, and the JSON contract it keeps (fields are only ever added)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+
+# The Triton kernel families the interpreter runs at --quick (attention: two variants covering both dtypes)
+QUICK_TRITON_ROWS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
+                     ("softmax", "fp32"), ("attention d64 causal", "fp16"), ("attention d128", "bf16")]
+# What schema 1 rows and reports always had: a newer runner adds, never removes
+OLD_ROW_KEYS = {"kernel", "device", "dtype", "ok", "max_err", "metric", "value", "torch_value", "ratio", "detail"}
+OLD_REPORT_KEYS = {"schema", "ok", "mode", "python", "torch", "triton", "checks", "kernels", "jit_seconds",
+                   "total_seconds", "gpus", "notes"}
+
+
+def _module(name: str) -> ModuleType:
+    if str(RUNNER) not in sys.path:
+        sys.path.insert(0, str(RUNNER))
+    return importlib.import_module(f"tlverify.{name}")
+
+
+def _run(python: str, runner: Path, *args: str) -> dict[str, Any]:
+    proc = subprocess.run([python, "-I", str(runner), "--interpret", "yes", "--quick", *args],
+                          capture_output=True, text=True, timeout=600)
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return doc
+
+
+# ---------------------------------------------------------------------------------------------
+# Finite but wrong: only the tolerance check can catch it
+
+
+@pytest.fixture(scope="module")
+def wrong_run(real_torch_python: str) -> dict[str, Any]:
+    return _run(real_torch_python, RUNNER, "--inject-fault", "all:wrong")
+
+
+@pytest.mark.slow
+def test_finite_but_wrong_output_fails_every_kernel(wrong_run: dict[str, Any]) -> None:
+    """Each family computes a plausible wrong answer (an extra 1e-3, rows summing to 0.999, a dropped K tile, a
+    softmax at the wrong temperature): every value is finite, so no NaN check sees it — the tolerance must."""
+    rows = [k for k in wrong_run["kernels"] if k["mode"] == "interpreter"]
+    assert [(k["kernel"], k["dtype"]) for k in rows] == QUICK_TRITON_ROWS
+    for k in rows:
+        assert k["ok"] is False, k
+        assert "outputs outside tolerance" in k["detail"] and "NaN" not in k["detail"], k["detail"]
+        assert k["max_err"] is not None and k["max_err"] > 0  # finite: written, and wrong
+        assert k["detail"].startswith("WRONG RESULTS: fault injected on purpose (--inject-fault all:wrong)")
+    assert wrong_run["ok"] is False
+
+
+@pytest.mark.slow
+def test_the_tolerance_check_is_what_catches_it(real_torch_python: str, tmp_path: Path) -> None:
+    """The mutation: a copy of the runner whose compare() no longer checks the tolerance (NaN still fails). The same
+    finite-but-wrong kernels then pass — so the test above fails if the tolerance check is ever disabled."""
+    mutant = tmp_path / "runner"
+    shutil.copytree(RUNNER, mutant, ignore=shutil.ignore_patterns("__pycache__"))
+    common = mutant / "tlverify" / "common.py"
+    text = common.read_text()
+    check = "if not math.isfinite(max_err) or worst > 1.0:"
+    assert text.count(check) == 1
+    common.write_text(text.replace(check, "if not math.isfinite(max_err):"))
+    doc = _run(real_torch_python, mutant, "--inject-fault", "all:wrong")
+    rows = [k for k in doc["kernels"] if k["mode"] == "interpreter"]
+    assert [(k["kernel"], k["dtype"]) for k in rows] == QUICK_TRITON_ROWS
+    assert all(k["ok"] for k in rows), [k["detail"] for k in rows if not k["ok"]]
+    # the NaN check alone still catches a kernel that never writes its last block
+    doc = _run(real_torch_python, mutant, "--inject-fault", "softmax")
+    (softmax,) = [k for k in doc["kernels"] if k["kernel"] == "softmax"]
+    assert softmax["ok"] is False and "still NaN" in softmax["detail"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSON contract on the CPU: the compile check and the attention kernel, with honest modes
+
+
+@pytest.mark.slow
+def test_quick_json_lists_compile_check_and_attention_with_modes(real_torch_python: str) -> None:
+    r = run_verify(real_torch_python, backend="cpu", quick=True)
+    assert r.ok, format_report(r)
+    doc = r.to_json()
+    rows = doc["kernels"]
+    assert isinstance(rows, list)
+    modes = {(k["kernel"], k["dtype"]): k["mode"] for k in rows}
+    assert [key for key in modes if key[0].startswith("attention")] == QUICK_TRITON_ROWS[5:]
+    assert all(modes[key] == "interpreter" for key in QUICK_TRITON_ROWS)
+    assert modes[("fp8_matmul", "e4m3")] == "skipped"
+    assert modes[("torch_compile", "fp32")] == "skipped"  # --quick: named, with why, not silently left out
+    (tc,) = [k for k in r.kernels if k.kernel == "torch_compile"]
+    assert tc.detail.startswith("skipped: --quick")
+    text = format_report(r)
+    assert "  skip  torch_compile on cpu: --quick" in text and "compile s" in text
+    for k in rows:
+        assert OLD_ROW_KEYS <= set(k), k
+    assert OLD_REPORT_KEYS <= set(doc)
+    caches = doc["caches"]
+    assert isinstance(caches, dict)
+    # the caches persist inside the venv, so a warm verify loads what a cold one compiled
+    venv = Path(real_torch_python).parent.parent
+    assert caches == {"triton": str(venv / ".tritonlock-cache" / "triton"),
+                      "inductor": str(venv / ".tritonlock-cache" / "inductor")}
+
+
+def test_an_older_runners_report_still_parses(tmp_path: Path) -> None:
+    """A report without the added fields (mode, compile_seconds, generated, caches) reads as before."""
+    row = {"kernel": "matmul", "device": "cuda:0", "dtype": "fp16", "ok": True, "max_err": 0.06,
+           "metric": "TFLOP/s", "value": 700.0, "torch_value": 690.0, "ratio": 1.01, "detail": "x"}
+    doc = {"schema": 1, "ok": True, "mode": "gpu", "python": "3.12", "torch": "2.11", "triton": "3.6.0",
+           "checks": [], "kernels": [row], "jit_seconds": 0.4, "total_seconds": 4.0, "gpus": ["cuda:0 H200"],
+           "notes": []}
+    (tmp_path / "doc.json").write_text(json.dumps(doc))
+    exe = tmp_path / "python"
+    exe.write_text(f"#!/bin/sh\ncat '{tmp_path / 'doc.json'}'\n")
+    exe.chmod(0o755)
+    r = run_verify(str(exe))
+    (k,) = r.kernels
+    assert (k.mode, k.compile_seconds, k.generated, r.caches, r.compile_seconds) == (None, None, (), (), None)
+    assert r.to_json()["kernels"][0]["ratio"] == 1.01  # type: ignore[index]
+    assert "matmul  fp16   cuda:0  -     ok" in format_report(r)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every GPU at once: the concurrency the harness runs devices with (threads, one per device)
+
+
+def test_devices_run_at_the_same_time_and_failures_stay_per_device() -> None:
+    harness = _module("harness")
+    started: list[float] = []
+    lock = threading.Lock()
+
+    def work(i: int) -> None:
+        with lock:
+            started.append(time.perf_counter())
+        time.sleep(0.4)
+        if i == 2:
+            raise RuntimeError("device 2 broke")
+
+    t0 = time.perf_counter()
+    errors = harness.run_concurrently([0, 1, 2, 3], work)
+    took = time.perf_counter() - t0
+    assert took < 1.2, took  # one after the other would take 1.6 s
+    assert max(started) - min(started) < 0.3  # all four were running together
+    assert [type(e).__name__ if e else None for e in errors] == [None, None, "RuntimeError", None]
+
+
+def test_rows_from_concurrent_devices_come_out_in_device_order() -> None:
+    report = _module("report")
+    r = report.Report()
+
+    def device(i: int) -> None:
+        for step in range(1, 4):
+            time.sleep(0.01 * (3 - i))  # device 2 writes first
+            r.kernel(f"k{step}", f"cuda:{i}", "fp16", True, 0.0, "", order=(i, step))
+
+    threads = [threading.Thread(target=device, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    r.kernel("nccl_all_reduce", "cuda:0..2", "fp32", True, 0.0, "", order=(1 << 20, 0))
+    rows = r.to_json()["kernels"]
+    assert [(k["device"], k["kernel"]) for k in rows] == [
+        (f"cuda:{i}", f"k{s}") for i in range(3) for s in range(1, 4)] + [("cuda:0..2", "nccl_all_reduce")]
+    assert all("_order" not in k for k in rows)
+
+
+def test_one_table_per_gpu() -> None:
+    def row(kernel: str, device: str) -> dict[str, Any]:
+        return {"kernel": kernel, "device": device, "dtype": "fp16", "ok": True, "max_err": 0.0, "metric": None,
+                "value": None, "torch_value": None, "ratio": None, "detail": "", "mode": "gpu",
+                "compile_seconds": 1.25}
+
+    from tritonlock.verify import _parse
+
+    doc = {"schema": 1, "ok": True, "mode": "gpu", "python": "3.12", "torch": "2.11", "triton": "3.6.0",
+           "checks": [], "kernels": [row("matmul", "cuda:0"), row("matmul", "cuda:1")], "jit_seconds": None,
+           "total_seconds": 1.0, "gpus": [], "notes": [], "compile_seconds": 2.5, "caches": {}}
+    text = format_report(_parse(doc, 1.0))
+    assert "kernels on cuda:0" in text and "kernels on cuda:1" in text
+    assert text.index("kernels on cuda:0") < text.index("kernels on cuda:1")
+    assert "parallel compile 2.50 s" in text and "1.25" in text
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    (None, (None, 0)), ("matmul", ("matmul", 1)), ("attention:wrong", ("attention", 2)), ("all:wrong", ("all", 2)),
+])
+def test_fault_names(value: str | None, want: tuple[str | None, int]) -> None:
+    assert _module("common").parse_fault(value) == want
+
+
+@pytest.mark.parametrize("value", ["nope", "matmul:nan", "matmul:", ":wrong"])
+def test_bad_fault_names_are_refused(value: str) -> None:
+    with pytest.raises(ValueError):
+        _module("common").parse_fault(value)
+    with pytest.raises(SystemExit):
+        _module("harness").parse_options(["--inject-fault", value])
+
+
+def test_verify_result_round_trips_the_added_fields() -> None:
+    from tritonlock.verify import KernelResult
+
+    k = KernelResult(kernel="torch_compile", device="cpu", dtype="fp32", ok=True, max_err=1e-5, metric=None,
+                     value=None, torch_value=None, ratio=None, detail="d", mode="inductor-cpp", compile_seconds=3.0,
+                     generated=("cpp_fused_gelu_sum_0 (cpp)",))
+    r = VerifyResult(ok=True, mode="interpreter", python="3.11", torch="2.13", triton="3.6.0", checks=(), kernels=(k,),
+                     jit_seconds=None, total_seconds=1.0, gpus=(), notes=(), compile_seconds=None,
+                     caches=(("triton", "/v/.tritonlock-cache/triton"),))
+    doc = r.to_json()
+    from tritonlock.verify import _parse
+
+    again = _parse(json.loads(json.dumps(doc)), 1.0)
+    assert again.kernels == (k,) and again.caches == r.caches
+
+
+@pytest.mark.slow
+def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str) -> None:
+    r = run_verify(real_torch_python, backend="cpu", quick=True, cold=True)
+    assert r.ok, format_report(r)
+    assert "cold: compiled into fresh, empty Triton and Inductor caches" in r.notes
+    caches = dict(r.caches)
+    assert set(caches) == {"triton", "inductor"}
+    tmp = Path(caches["triton"]).parent
+    assert tmp == Path(caches["inductor"]).parent and tmp.name.startswith("tritonlock-verify-cache-")
+    assert not tmp.exists()  # removed after the run: nothing of a cold run is left to warm the next one
+    venv = Path(real_torch_python).parent.parent
+    assert venv not in tmp.parents

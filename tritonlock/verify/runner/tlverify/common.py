@@ -1,0 +1,187 @@
+# tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
+"""What every kernel family shares: the sizes of one mode (Plan) and the per-device context (Ctx) that compares an
+output with its reference, times a kernel against torch, injects faults and records the row."""
+
+# mypy: disable-error-code="no-untyped-def,import-not-found,unused-ignore"
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+from .report import Report
+
+# --inject-fault NAME or NAME:wrong. A plain NAME makes the kernel's last program skip its stores (the output keeps
+# its NaN poison); NAME:wrong makes it compute a finite but wrong answer (a dropped K tile, a wrong scale, ...), which
+# only the tolerance check can catch.
+FAULT_TARGETS = ("vector_add", "matmul", "softmax", "attention", "fp8_matmul")
+FAULT_SKIP, FAULT_WRONG = 1, 2
+
+
+def parse_fault(value: str | None) -> tuple[str | None, int]:
+    """("matmul", FAULT_WRONG) for "matmul:wrong"; (None, 0) for None. Raises ValueError on a bad value."""
+    if value is None:
+        return None, 0
+    name, colon, kind = value.partition(":")
+    if name not in (*FAULT_TARGETS, "all") or (colon and kind != "wrong"):
+        raise ValueError(value)
+    return name, FAULT_WRONG if kind == "wrong" else FAULT_SKIP
+
+
+class Plan:
+    """Sizes and timing for one mode (GPU or interpreter, full or --quick)."""
+
+    vadd_timed: int | None
+    mm_timed: tuple[int, int, int] | None
+    sm_timed: tuple[int, int] | None
+    attn_timed: tuple[int, int, int] | None
+    fp8_timed: tuple[int, int, int] | None
+    bench: dict[str, int]
+
+    def __init__(self, gpu: bool, quick: bool) -> None:
+        self.gpu = gpu
+        self.quick = quick
+        self.timed = gpu and not quick
+        if gpu:
+            self.vadd_block, self.vadd_warps = 1024, 4
+            # a multiple of BLOCK and not a multiple; the timed size is 768 MiB of traffic
+            self.vadd_sizes = [1024 * 97, 98_765]
+            self.vadd_timed = None if quick else 1 << 26
+            # 1008 = 16 * 63: masked edges on every axis (not a multiple of any block) while sharing
+            # the compiled binary with the timed 8192 (same divisibility by 16); 1000 adds the
+            # unaligned specialisation for one config.
+            self.mm_sizes = [(1008, 1008, 1008)] if quick else [(1008, 1008, 1008), (1000, 1000, 1000)]
+            self.mm_timed = (8192, 8192, 8192)
+            self.sm_sizes = [(1823, 781)]
+            self.sm_timed = None if quick else (16384, 4000)
+            # (batch, heads, sequence): 333 is no multiple of any block (masked tails); the timed size is
+            # 128 heads of 4096 tokens, a few milliseconds of work
+            self.attn_sizes = [(1, 2, 333)] if quick else [(1, 2, 333), (2, 3, 256)]
+            self.attn_timed = None if quick else (8, 16, 4096)
+            self.fp8_sizes = [(1008, 1008, 1008)]
+            self.fp8_timed = None if quick else (8192, 8192, 8192)
+            # alternating rounds of short do_bench runs (milliseconds of warm-up and of timed repeats):
+            # steadier against clock drift than one long run, and as quick
+            self.bench = {"warmup": 3, "rep": 15}
+            self.rounds = 2
+        else:
+            self.vadd_block, self.vadd_warps = 256, 4
+            self.vadd_sizes = [256 * 3, 1031]
+            self.vadd_timed = None
+            self.mm_sizes = [(67, 45, 99)] if quick else [(64, 64, 64), (67, 45, 99)]
+            self.mm_timed = None
+            self.sm_sizes = [(9, 100)] if quick else [(9, 100), (4, 256)]
+            self.sm_timed = None
+            self.attn_sizes = [(1, 1, 37)]
+            self.attn_timed = None
+            self.fp8_sizes = []
+            self.fp8_timed = None
+            self.bench = {}
+            self.rounds = 0
+
+
+def dtype_name(torch: Any, dt: Any) -> str:
+    return {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}.get(dt, str(dt).replace("torch.", ""))
+
+
+class Ctx:
+    """One device: runs kernel families against their references and records the rows."""
+
+    def __init__(self, r: Report, torch: Any, plan: Plan, device: str, index: int, fault: str | None,
+                 interpret: bool, step: int = 0) -> None:
+        self.r, self.torch, self.plan = r, torch, plan
+        self.device, self.index, self.interpret = device, index, interpret
+        self.fault, self.fault_kind = parse_fault(fault)
+        self.label = "cpu (interpreter)" if interpret else device
+        self.compile_seconds: dict[str, float] = {}  # kernel family -> seconds its compile jobs took
+        self.step = step  # row order within this device
+
+    def faulty(self, kernel: str) -> int:
+        """0, or the FAULT code the kernel gets: FAULT_SKIP (never writes its last block) or FAULT_WRONG."""
+        return self.fault_kind if self.fault in (kernel, "all") else 0
+
+    def sync(self) -> None:
+        if not self.interpret:
+            self.torch.cuda.synchronize()
+
+    def poison(self, shape: Any, dtype: Any) -> Any:
+        """An output buffer full of NaN: an element the kernel never writes fails the check."""
+        return self.torch.full(shape, float("nan"), device=self.device, dtype=dtype)
+
+    def compare(self, out: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float | None, str]:
+        """(ok, max abs error, words) for out against a float64 reference: NaN never passes, and every element must
+        be within atol + rtol * |ref|."""
+        return compare(self.torch, out, ref, rtol, atol)
+
+    def race(self, fn: Callable[[], Any], torch_fn: Callable[[], Any], long: bool = False) -> tuple[float, float]:
+        """Median milliseconds of fn and of torch's equivalent, in alternating rounds: a big matmul runs at the
+        power limit and the clocks drift over seconds, which would otherwise favour whichever side ran first.
+        `long`: twice the repeats, for kernels of milliseconds whose ratio is a target (attention)."""
+        import triton
+
+        bench = {k: v * 2 for k, v in self.plan.bench.items()} if long else self.plan.bench
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(self.plan.rounds):
+            ours.append(float(triton.testing.do_bench(fn, return_mode="median", **bench)))
+            theirs.append(float(triton.testing.do_bench(torch_fn, return_mode="median", **bench)))
+        return sorted(ours)[len(ours) // 2], sorted(theirs)[len(theirs) // 2]
+
+    def record(self, kernel: str, dtype: str, ok: bool, worst: float | None, words: list[str],
+               timing: tuple[str, float, float | None] | None, *, family: str | None = None,
+               mode: str | None = None) -> None:
+        if not ok and self.faulty(family or kernel):
+            words.insert(0, f"fault injected on purpose (--inject-fault {self.fault}"
+                            f"{':wrong' if self.fault_kind == FAULT_WRONG else ''})")
+        if self.interpret:
+            words.append("interpreter: no timing (not meaningful on the CPU)")
+        elif not self.plan.timed:
+            words.append("quick: no timing")
+        elif not ok:
+            words.append("not timed because the results are wrong")
+        head = "" if ok else "WRONG RESULTS: "
+        self.step += 1
+        self.r.kernel(kernel, self.label, dtype, ok, worst, head + "; ".join(words), timing,
+                      mode=mode or ("interpreter" if self.interpret else "gpu"),
+                      compile_seconds=self._compile_seconds(kernel, dtype, family),
+                      order=(self.index, self.step))
+
+    def _compile_seconds(self, kernel: str, dtype: str, family: str | None) -> float | None:
+        for key in (f"{kernel} {dtype}", f"{kernel} {dtype.split()[0]}", family or kernel):
+            if key in self.compile_seconds:
+                return self.compile_seconds[key]
+        return None
+
+    def skip(self, kernel: str, dtype: str, why: str) -> None:
+        """A row for a check this device cannot run: ok (nothing is wrong), mode "skipped", and why."""
+        self.step += 1
+        self.r.kernel(kernel, self.label, dtype, True, None, f"skipped: {why}", mode="skipped",
+                      order=(self.index, self.step))
+
+
+def compare(torch: Any, out: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float | None, str]:
+    out64 = out.to(torch.float64)
+    unwritten = torch.isnan(out64)
+    n_bad = int(unwritten.sum())
+    if n_bad:
+        first = int(unwritten.flatten().nonzero()[0])
+        return False, None, (f"{n_bad} of {out.numel()} outputs are still NaN (the poison written "
+                             f"before the run), first at flat index {first}: never written or "
+                             "computed as NaN")
+    err = (out64 - ref).abs()
+    limit = atol + rtol * ref.abs()
+    worst = float((err / limit).max())
+    max_err = float(err.max())
+    if not math.isfinite(max_err) or worst > 1.0:
+        n_out = int((~(err <= limit)).sum())
+        return False, max_err if math.isfinite(max_err) else None, (
+            f"{n_out} of {out.numel()} outputs outside tolerance (rtol {rtol:g}, atol {atol:.3g}); "
+            f"max |error| {max_err:.3g}")
+    return True, max_err, f"max |error| {max_err:.3g} ({worst:.0%} of tolerance)"
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0

@@ -1,0 +1,434 @@
+# tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
+"""The harness: options, caches, the order of the steps, parallel compiles, every GPU at once, and the report.
+
+Steps, in time order:
+1. the torch.compile check starts in a process of its own (full runs only), so Inductor's imports and compiles
+   overlap everything below;
+2. torch imports, the CUDA build / driver / arch checks, triton imports, Triton's ptxas;
+3. every kernel binary the checks launch is compiled in parallel threads (Triton's compiler releases the GIL in its
+   C++ passes and ptxas is a process), once per kind of GPU; the other GPUs load the binaries from the cache;
+4. each GPU runs every kernel family at the same time as the others (one thread per GPU): its reference, its
+   tolerance, its timing against torch;
+5. the NCCL all-reduce across GPUs; the torch.compile process's rows are merged in.
+"""
+
+# mypy: disable-error-code="no-untyped-def,import-not-found,unused-ignore"
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from . import envchecks
+from .common import FAULT_TARGETS, Ctx, Plan, parse_fault
+from .report import Report, tail
+
+INTERPRETER_NOTE = "GPU not tested: ran the kernels in the Triton interpreter on the CPU"
+RUNNER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMPILE_CHECK_ORDER = 1 << 19  # the torch.compile row comes after its device's kernel rows
+
+
+def families() -> list[Any]:
+    """The kernel families in report order (imported here: they import triton, which must come after the
+    TRITON_INTERPRET decision)."""
+    from . import k_attention, k_fp8, k_matmul, k_softmax, k_vector_add
+
+    return [k_vector_add, k_matmul, k_softmax, k_attention, k_fp8]
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+
+def parse_options(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="tritonlock verify runner (prints one JSON document)")
+    p.add_argument("--json-args", help="all options as one JSON object (what tritonlock passes)")
+    p.add_argument("--json", action="store_true", help="accepted for readability; output is always JSON")
+    p.add_argument("--backend", help="expected torch backend: cu130, cu126, cpu, rocm6.4 ...")
+    p.add_argument("--triton", help="expected triton version (the lock's pin)")
+    p.add_argument("--expect-gpu", choices=("yes", "no", "auto"), default="auto")
+    p.add_argument("--driver", help="the host's NVIDIA driver version, when the caller knows it")
+    p.add_argument("--ptxas-floors", type=json.loads, default=None,
+                   help='least driver that loads code from a ptxas of each CUDA major, as JSON: {"12": "525.60.13"}')
+    p.add_argument("--interpret", choices=("yes", "no", "auto"), default="auto")
+    p.add_argument("--quick", action="store_true", help="correctness only, small sizes, no timing, no torch.compile")
+    p.add_argument("--profile", help="write a torch.profiler chrome trace of the kernels here")
+    p.add_argument("--cold", action="store_true", help="compile into fresh, empty Triton and Inductor caches")
+    p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes
+    p.add_argument("--compile-check-only", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process
+    p.add_argument("--inject-fault", metavar="KERNEL[:wrong]",
+                   help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
+                        ":wrong computes a finite but wrong answer")
+    ns = p.parse_args(argv)
+    tri = {"yes": True, "no": False, "auto": None}
+    ns.expect_gpu = tri[ns.expect_gpu]
+    ns.interpret = tri[ns.interpret]
+    if ns.json_args:
+        for key, value in json.loads(ns.json_args).items():
+            if not hasattr(ns, key):
+                p.error(f"--json-args: unknown option {key!r}")
+            setattr(ns, key, value)
+    try:
+        parse_fault(ns.inject_fault)
+    except ValueError:
+        p.error(f"--inject-fault: unknown kernel {ns.inject_fault!r}")
+    return ns
+
+
+# ---------------------------------------------------------------------------------------------
+# Caches
+
+
+def setup_caches(r: Report, cold: bool) -> str | None:
+    """Point Triton's and Inductor's caches at folders that outlive this run: inside the venv, so they go with it
+    (a recreated venv starts cold, never stale). A variable the user set wins. `cold`: fresh, empty folders, removed
+    afterwards (returned)."""
+    if cold:
+        tmp = tempfile.mkdtemp(prefix="tritonlock-verify-cache-")
+        os.environ["TRITON_CACHE_DIR"] = r.caches["triton"] = os.path.join(tmp, "triton")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = r.caches["inductor"] = os.path.join(tmp, "inductor")
+        r.notes.append("cold: compiled into fresh, empty Triton and Inductor caches")
+        return tmp
+    base = os.path.join(sys.prefix, ".tritonlock-cache") if sys.prefix != sys.base_prefix else None
+    for var, name in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor")):
+        if os.environ.get(var):
+            r.caches[name] = os.environ[var]
+            continue
+        if base is None:
+            continue  # not a venv: leave the tools' own per-user defaults alone
+        path = os.path.join(base, name)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(path, os.W_OK):
+            os.environ[var] = r.caches[name] = path
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency
+
+
+def run_concurrently(items: list[Any], fn: Callable[[Any], None]) -> list[BaseException | None]:
+    """fn(item) for every item at once, one thread each (inline for a single item); each item's exception, or None,
+    in item order. One item failing never stops the others."""
+    errors: list[BaseException | None] = [None] * len(items)
+
+    def one(i: int) -> None:
+        try:
+            fn(items[i])
+        except BaseException as e:  # noqa: BLE001 - reported per item by the caller
+            errors[i] = e
+
+    if len(items) <= 1:
+        for i in range(len(items)):
+            one(i)
+        return errors
+    threads = [threading.Thread(target=one, args=(i,), name=f"verify-{i}") for i in range(len(items))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def compile_workers(n_jobs: int) -> int:
+    """Threads for the parallel compile step; TRITONLOCK_VERIFY_COMPILE_THREADS overrides (1: one at a time)."""
+    env = os.environ.get("TRITONLOCK_VERIFY_COMPILE_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, min(n_jobs, os.cpu_count() or 4, 16))
+
+
+def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
+    """Compile every binary the checks will launch, in parallel, before anything is timed: once per kind of GPU
+    (the other GPUs load it from the cache). Each job's seconds go to its row's compile column. A job that fails
+    is left for its check to hit again, which reports it with its explanation."""
+    first: dict[tuple[int, int], Ctx] = {}
+    for ctx in ctxs:
+        first.setdefault(tuple(torch.cuda.get_device_capability(ctx.index)), ctx)
+    jobs: list[tuple[Ctx, str, Callable[[], Any]]] = []
+    for ctx in first.values():
+        with torch.cuda.device(ctx.index):
+            for fam in fams:
+                try:
+                    jobs += [(ctx, key, fn) for key, fn in fam.jobs(ctx)]
+                except Exception:  # noqa: BLE001 - the family's check reports it
+                    traceback.print_exc()
+    # Triton creates a kernel's per-device cache on its first use, unguarded: two threads getting there at once
+    # each make one, and the binaries compiled into the one that loses are forgotten (compiled again at launch).
+    # Create them here, one thread, first.
+    for ctx in first.values():
+        with torch.cuda.device(ctx.index):
+            for fam in fams:
+                for kernel in getattr(fam, "KERNELS", ()):
+                    with contextlib.suppress(Exception):  # a Triton without device_caches
+                        kernel.device_caches[torch.cuda.current_device()]
+    lock = threading.Lock()
+
+    def do(job: tuple[Ctx, str, Callable[[], Any]]) -> None:
+        ctx, key, fn = job
+        t0 = time.perf_counter()
+        try:
+            with torch.cuda.device(ctx.index):
+                kernel = fn()
+                # load it and build its launcher now, in parallel, rather than at its first launch
+                getattr(kernel, "_init_handles", lambda: None)()
+        except Exception:  # noqa: BLE001 - see above
+            traceback.print_exc()
+        with lock:
+            ctx.compile_seconds[key] = ctx.compile_seconds.get(key, 0.0) + time.perf_counter() - t0
+
+    workers = compile_workers(len(jobs))
+    t0 = time.perf_counter()
+    if workers == 1:
+        for job in jobs:
+            do(job)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="compile") as pool:
+            list(pool.map(do, jobs))
+    r.compile_seconds = time.perf_counter() - t0
+    r.notes.append(f"compile: {len(jobs)} kernel binaries on {workers} thread(s) in {r.compile_seconds:.2f} s "
+                   "before any timing (a warm cache loads them instead)")
+
+
+def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpret: bool,
+                explain: Callable[[int, str], str] | None = None) -> None:
+    """Every family on every device; devices run at the same time, one thread each."""
+    many = len(ctxs) > 1
+
+    def device_run(ctx: Ctx) -> None:
+        with contextlib.nullcontext() if interpret else torch.cuda.device(ctx.index):
+            for fam in fams:
+                try:
+                    with r.phase(f"{fam.FAMILY} {ctx.device}" if many else fam.FAMILY):
+                        fam.run(ctx)
+                except Exception as e:  # a compile error or a crash in one kernel must not hide the others
+                    why = explain(ctx.index, str(e)) if explain is not None else ""
+                    ctx.step += 1
+                    r.kernel("error", ctx.label, "-", False, None,
+                             f"{fam.FAMILY}: a kernel raised {type(e).__name__}: {tail(str(e))}{why}",
+                             order=(ctx.index, ctx.step))
+                    traceback.print_exc()
+
+    for ctx, err in zip(ctxs, run_concurrently(ctxs, device_run)):
+        if err is not None:
+            r.kernel("error", ctx.label, "-", False, None, f"the device's run crashed: {type(err).__name__}: "
+                     f"{tail(str(err))}", order=(ctx.index, 1 << 18))
+
+
+# ---------------------------------------------------------------------------------------------
+# The torch.compile check's process
+
+
+def start_compile_check(opts: argparse.Namespace) -> subprocess.Popen[str] | None:
+    args = {k: v for k, v in vars(opts).items() if k not in ("json_args", "json") and v is not None}
+    args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False)
+    # in-process compiles: a pool of compile workers costs more to start than one small graph takes
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
+    try:
+        return subprocess.Popen([sys.executable, "-I", RUNNER_DIR, "--json-args", json.dumps(args)],
+                                stdout=subprocess.PIPE, text=True, env=env)
+    except OSError:
+        traceback.print_exc()
+        return None
+
+
+def finish_compile_check(r: Report, proc: subprocess.Popen[str] | None, label: str, timeout: float = 600) -> None:
+    if proc is None:
+        r.kernel("torch_compile", label, "fp32", False, None, "could not start the torch.compile check's process",
+                 order=(0, COMPILE_CHECK_ORDER))
+        return
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        doc = json.loads(out)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        r.kernel("torch_compile", label, "fp32", False, None, f"torch.compile did not finish within {timeout:g} s",
+                 order=(0, COMPILE_CHECK_ORDER))
+        return
+    except ValueError:
+        r.kernel("torch_compile", label, "fp32", False, None,
+                 f"the torch.compile check's process exited with code {proc.returncode} without a report "
+                 "(its error is on stderr)", order=(0, COMPILE_CHECK_ORDER))
+        return
+    doc["checks"] = [c for c in doc.get("checks", []) if not c.get("ok")]  # its import checks repeat ours
+    r.merge(doc, order=(0, COMPILE_CHECK_ORDER))
+
+
+def compile_check_main(opts: argparse.Namespace, r: Report) -> None:
+    """The torch.compile process: Inductor on the first GPU, or its CPU backend."""
+    from . import inductor
+
+    torch = envchecks.import_torch(r)
+    if torch is None:
+        return
+    r.checks.clear()
+    gpu = opts.interpret is not True and bool(torch.cuda.is_available())
+    r.mode = "gpu" if gpu else "interpreter"
+    inductor.run(r, torch, "cuda:0" if gpu else "cpu", "cuda:0" if gpu else "cpu")
+
+
+# ---------------------------------------------------------------------------------------------
+# Profile
+
+
+def write_profile(r: Report, torch: Any, path: str, interpret: bool) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    from . import k_matmul, k_softmax, k_vector_add
+
+    acts = [ProfilerActivity.CPU] + ([] if interpret else [ProfilerActivity.CUDA])
+    ctx = Ctx(Report(), torch, Plan(not interpret, quick=True), "cpu" if interpret else "cuda:0", 1, None, interpret)
+    with profile(activities=acts) as prof:
+        k_vector_add.run(ctx)
+        k_matmul.check(ctx, torch.float16)
+        k_softmax.run(ctx)
+        ctx.sync()
+    prof.export_chrome_trace(path)
+    r.notes.append(f"profile: chrome trace of the kernels written to {path}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+
+
+def verify(opts: argparse.Namespace, r: Report) -> None:
+    compile_proc = None
+    if not opts.quick:
+        compile_proc = start_compile_check(opts)  # first: it overlaps everything below
+    try:
+        _verify(opts, r, compile_proc)
+        compile_proc = None
+    finally:
+        if compile_proc is not None and compile_proc.poll() is None:
+            compile_proc.kill()
+            compile_proc.communicate()
+
+
+def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[str] | None) -> None:
+    with r.phase("import torch"):
+        torch = envchecks.import_torch(r)
+    if torch is None:
+        return
+    envchecks.check_backend(r, torch, opts.backend)
+    with r.phase("CUDA init"):
+        cuda_ok = envchecks.check_cuda(r, torch, opts.expect_gpu, opts.driver)
+        if cuda_ok:
+            torch.zeros(1, device="cuda")  # create the context here, not inside the first kernel's time
+    if opts.interpret is True:
+        interpret = True
+    elif opts.interpret is False:
+        if not cuda_ok:
+            r.check("GPU mode", False, "GPU mode was asked for (no interpreter) but CUDA is not "
+                    "available, so no kernel ran", "see the CUDA available check")
+            return
+        interpret = False
+    else:
+        interpret = not cuda_ok
+    r.mode = "interpreter" if interpret else "gpu"
+    if cuda_ok:
+        envchecks.check_archs(r, torch)
+    if interpret and not envchecks.check_interpreter_deps(r, asked=opts.interpret is True):
+        return
+    with r.phase("import triton"):
+        if not envchecks.load_triton(r, interpret):
+            return
+    envchecks.check_triton_version(r, opts.triton)
+    driver = opts.driver or (envchecks.driver_version() if not interpret else None)
+    ptxas: dict[int, dict[str, Any]] = {}
+    if not interpret and not getattr(torch.version, "hip", None):  # ROCm: Triton's AMD backend uses no ptxas
+        ptxas = envchecks.check_ptxas(r, torch, driver, opts.ptxas_floors)
+    seed = int.from_bytes(os.urandom(4), "little")
+    torch.manual_seed(seed)
+    r.notes.append(f"inputs are fresh random numbers (torch seed {seed})")
+    with r.phase("import kernels"):
+        fams = families()
+    plan = Plan(gpu=not interpret, quick=opts.quick)
+    n = 0 if interpret else torch.cuda.device_count()
+    ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True)] if interpret else \
+        [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False) for i in range(n)]
+    if not interpret:
+        with r.phase("compile"):
+            precompile(r, torch, ctxs, fams)
+    tf32 = None
+    if not interpret:  # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does
+        tf32, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
+    try:
+        run_devices(r, torch, ctxs, fams, interpret,
+                    explain=lambda i, text: envchecks.explain_load_failure(text, ptxas.get(i), driver,
+                                                                         opts.ptxas_floors))
+    finally:
+        if tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+    if n > 1:
+        r.notes.append(f"the {n} GPUs ran their kernels at the same time, one thread each")
+    if interpret:  # said only once the kernels really ran
+        r.notes.append(INTERPRETER_NOTE)
+    if opts.allreduce_cpu:
+        with r.phase("gloo all-reduce"):
+            from .allreduce import run_allreduce
+            run_allreduce(r, int(opts.allreduce_cpu), backend="gloo")
+    if n > 1 and not opts.quick:
+        with r.phase("NCCL all-reduce"):
+            from .allreduce import run_allreduce
+            run_allreduce(r, n)
+    elif not interpret:
+        r.notes.append("NCCL all-reduce skipped: " + ("--quick" if n > 1 else
+                       "only 1 GPU visible (it needs 2 or more)"))
+    label = "cpu" if interpret else "cuda:0"
+    if opts.quick:
+        r.kernel("torch_compile", label, "fp32", True, None,
+                 "skipped: --quick (a full `tritonlock verify` compiles a function with torch.compile / Inductor)",
+                 mode="skipped", order=(0, COMPILE_CHECK_ORDER))
+    else:
+        with r.phase("torch.compile (waited for)"):
+            finish_compile_check(r, compile_proc, label)
+    if opts.profile:
+        try:
+            write_profile(r, torch, opts.profile, interpret)
+        except Exception as e:
+            r.check("profile", False, f"could not write the profile: {type(e).__name__}: {e}",
+                    "check that the profile path is writable")
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_options(sys.argv[1:] if argv is None else argv)
+    # Keep stdout for the JSON alone: triton, torch and the compilers may print, even from C.
+    sys.stdout.flush()
+    json_fd = os.dup(1)
+    os.dup2(2, 1)
+    r = Report()
+    r.mode = "interpreter" if opts.interpret else "gpu"  # until the runner decides
+    cache_dir = None
+    try:
+        if opts.compile_check_only:
+            compile_check_main(opts, r)
+        else:
+            cache_dir = setup_caches(r, opts.cold)
+            verify(opts, r)
+    except BaseException as e:  # report whatever happened, in JSON, rather than die silently
+        traceback.print_exc()
+        r.check("runner", False, f"the verify runner crashed: {type(e).__name__}: {tail(str(e))}",
+                "report this as a tritonlock bug, with the runner's stderr")
+    finally:
+        if cache_dir:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+        sys.stdout.flush()
+        doc = json.dumps(r.to_json(), indent=1) + "\n"
+        with os.fdopen(json_fd, "w", encoding="utf-8") as out:
+            out.write(doc)
+    return 0 if r.to_json()["ok"] else 1

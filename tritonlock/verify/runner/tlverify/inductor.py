@@ -1,0 +1,109 @@
+# tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
+"""torch.compile: Inductor compiles a small model-like function (matmul + bias + GELU + row sum), which runs and is
+compared with eager torch and a float64 reference; the row names the kernels Inductor generated and compiled.
+
+On a GPU Inductor writes Triton kernels and Triton compiles them. On the CPU Inductor's CPU backend writes C++ and a
+C++ compiler builds it: Triton, and Triton's interpreter, take no part, and the row says so. The harness runs this
+in a process of its own, started first, so Inductor's imports and compiles overlap the Triton kernels' checks."""
+
+# mypy: disable-error-code="no-untyped-def,import-not-found,unused-ignore"
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+import time
+from typing import Any
+
+from .report import Report, tail
+
+KERNEL = "torch_compile"
+SHAPE = (256, 512, 384)  # x is M x K, w is K x N: one cuBLAS/extern matmul, one fused bias+GELU+sum kernel
+# fp32 throughout; the eager and compiled matmuls may sum in another order: relative 1e-4 of sqrt(K)-sized terms
+RTOL, ATOL_K = 1e-4, 1e-4
+
+_DEF = re.compile(r"^(\w+) = async_compile\.(triton|cpp_pybinding|cpp|cuda|halide|mps)\(", re.M)
+_EXTERN = re.compile(r"extern_kernels\.(\w+)\(")
+
+
+def model(torch: Any, x: Any, w: Any, b: Any) -> Any:
+    return torch.nn.functional.gelu(x @ w + b).sum(dim=-1)
+
+
+def generated_kernels(modules: list[Any]) -> tuple[list[str], list[str]]:
+    """(kernels, extern calls) in Inductor's output code modules: 'name (triton, compiled)' / 'name (cpp)'."""
+    found: list[str] = []
+    extern: list[str] = []
+    for mod in modules:
+        path = getattr(mod, "__file__", None)
+        if not path:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                src = f.read()
+        except OSError:
+            continue
+        for name, kind in _DEF.findall(src):
+            kind = "cpp" if kind.startswith("cpp") else kind
+            obj = getattr(mod, name, None)
+            compiled = bool(getattr(obj, "launchers", None) or getattr(obj, "compile_results", None))
+            found.append(f"{name} ({kind}{', compiled' if kind == 'triton' and compiled else ''})")
+        extern += [e for e in _EXTERN.findall(src) if e not in extern]
+    return found, extern
+
+
+def run(r: Report, torch: Any, device: str, label: str) -> None:
+    gpu = device != "cpu"
+    t0 = time.perf_counter()
+    try:
+        importlib.import_module("torch._dynamo")  # the import alone is a large part of a first torch.compile
+        from torch._inductor.codecache import PyCodeCache
+
+        mods = PyCodeCache.modules
+        before = list(mods.values() if isinstance(mods, dict) else mods)
+        m, kk, n = SHAPE
+        x = torch.randn(m, kk, device=device)
+        w = torch.randn(kk, n, device=device) / math.sqrt(kk)
+        b = torch.randn(n, device=device)
+        compiled = torch.compile(lambda x, w, b: model(torch, x, w, b), backend="inductor", fullgraph=True,
+                                 dynamic=False)
+        t1 = time.perf_counter()
+        out = compiled(x, w, b)
+        if gpu:
+            torch.cuda.synchronize()
+        compile_s = time.perf_counter() - t1
+        eager = model(torch, x, w, b)
+        ref = model(torch, x.double(), w.double(), b.double())
+        mods = PyCodeCache.modules
+        after = [mod for mod in (mods.values() if isinstance(mods, dict) else mods) if mod not in before]
+    except Exception as e:  # a torch.compile failure is the finding: say it, with the error
+        r.kernel(KERNEL, label, "fp32", False, None,
+                 f"torch.compile (Inductor) failed: {type(e).__name__}: {tail(str(e))}",
+                 mode="inductor-triton" if gpu else "inductor-cpp", compile_seconds=time.perf_counter() - t0)
+        return
+    err = (out.double() - ref).abs()
+    limit = ATOL_K * math.sqrt(kk) * (1 + ref.abs()) + RTOL * ref.abs()
+    ok = bool(torch.isfinite(out).all()) and bool((err <= limit).all())
+    max_err = float(err.max()) if bool(torch.isfinite(err).all()) else None
+    vs_eager = float((out - eager).abs().max())
+    kernels, extern = generated_kernels(after)
+    triton_kernels = [k for k in kernels if "(triton" in k]
+    if gpu:
+        mode = "inductor-triton"
+        what = (f"Inductor generated {len(kernels)} kernel(s): {', '.join(kernels) or 'none'}"
+                + (f"; extern calls: {', '.join(extern)}" if extern else ""))
+        if not triton_kernels and ok:
+            ok = False
+            what += "; no Triton kernel was generated, so Triton was not exercised"
+    else:
+        mode = "inductor-cpp"
+        what = (f"Inductor's CPU backend generated {len(kernels)} kernel(s): {', '.join(kernels) or 'none'}"
+                + (f"; extern calls: {', '.join(extern)}" if extern else "")
+                + "; on the CPU Inductor writes C++, not Triton, so Triton's interpreter was not used")
+    words = [f"{m}x{kk} @ {kk}x{n} + bias, GELU, row sum", what,
+             f"compiled and ran in {compile_s:.2f} s (Inductor's and Triton's caches are kept between runs)",
+             f"max |compiled - eager| {vs_eager:.3g}",
+             f"vs float64: max |error| {max_err if max_err is None else f'{max_err:.3g}'}"]
+    r.kernel(KERNEL, label, "fp32", ok, max_err, ("" if ok else "WRONG RESULTS: ") + "; ".join(words),
+             mode=mode, compile_seconds=time.perf_counter() - t0, generated=kernels)

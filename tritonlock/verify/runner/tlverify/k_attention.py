@@ -1,0 +1,345 @@
+# tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
+"""attention: a flash-attention-style forward kernel (online softmax over key blocks, tl.dot on block pointers),
+causal and not, fp16 and bf16, head dims 64 and 128; against float64 attention and timed against torch's
+scaled_dot_product_attention. Block-pointer loads feeding tl.dot are the code path ptxas and new GPUs break first."""
+
+# mypy: disable-error-code="no-untyped-def,untyped-decorator,no-untyped-call,import-not-found,unused-ignore"
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import triton
+import triton.language as tl
+
+from .common import Ctx, dtype_name
+
+FAMILY = "attention"
+HEAD_DIMS = (64, 128)
+# (rtol, atol): outputs are convex combinations of N(0, 1) values; the probabilities are rounded to the input
+# type before the second dot, and the output once more
+TOL = {"fp16": (1e-2, 2e-3), "bf16": (4e-2, 1.6e-2)}
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, offs_n, lo, hi,
+          MASK: tl.constexpr, CAUSAL: tl.constexpr, DOT_FP32: tl.constexpr):
+    """One key/value block into the running output (acc), row sums (l_i) and row maxima (m_i): online softmax."""
+    if DOT_FP32:  # interpreter only: its tl.dot multiplies bf16 bit patterns as integers
+        qk = tl.dot(q.to(tl.float32), k.to(tl.float32))
+    else:
+        qk = tl.dot(q, k)
+    if MASK:  # keys outside [lo, hi) and, causal, keys after the query
+        keep = (offs_n[None, :] >= lo) & (offs_n[None, :] < hi)
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        qk = tl.where(keep, qk, float("-inf"))
+    # the scale (log2(e) / sqrt(d), positive) goes into one multiply-add per score below
+    m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    if MASK:  # a row that has seen no key yet keeps m = -inf; exp2(-inf - -inf) would be NaN
+        m_new = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+    alpha = tl.math.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    p = p.to(v.dtype)
+    if DOT_FP32:
+        acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc)
+    else:
+        acc = tl.dot(p, v, acc)
+    return acc, l_i, m_new
+
+
+@triton.jit
+def _attend(acc, l_i, m_i, q, k_blk, v_blk, start, end, offs_m, n_ctx, qk_scale,
+            BLOCK_N: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr, DOT_FP32: tl.constexpr,
+            TRIPS: tl.constexpr):
+    """Fold key/value blocks [start, end) into the running (acc, l_i, m_i); MASK only on diagonal and tail blocks."""
+    if TRIPS > 0:
+        # Interpreter only: triton <= 3.6's interpreter cannot take a runtime loop bound with numpy >= 2.4
+        # (triton-lang/triton#9171), so it visits every block and masks those outside [start, end).
+        for i in range(TRIPS):
+            offs_n = i * BLOCK_N + tl.arange(0, BLOCK_N)
+            k = tl.load(tl.advance(k_blk, (0, i * BLOCK_N)), boundary_check=(1,), padding_option="zero")
+            v = tl.load(tl.advance(v_blk, (i * BLOCK_N, 0)), boundary_check=(0,), padding_option="zero")
+            acc, l_i, m_i = _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, offs_n, start,
+                                  tl.minimum(end, n_ctx), True, CAUSAL, DOT_FP32)
+    else:
+        k_blk = tl.advance(k_blk, (0, start))
+        v_blk = tl.advance(v_blk, (start, 0))
+        for s in range(start, end, BLOCK_N):
+            if MASK:
+                k = tl.load(k_blk, boundary_check=(1,), padding_option="zero")
+                v = tl.load(v_blk, boundary_check=(0,), padding_option="zero")
+            else:
+                k = tl.load(k_blk)
+                v = tl.load(v_blk)
+            acc, l_i, m_i = _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, s + tl.arange(0, BLOCK_N), start,
+                                  n_ctx, MASK, CAUSAL, DOT_FP32)
+            k_blk = tl.advance(k_blk, (0, BLOCK_N))
+            v_blk = tl.advance(v_blk, (BLOCK_N, 0))
+    return acc, l_i, m_i
+
+
+@triton.jit(do_not_specialize=["H", "N_CTX"])
+def attention_kernel(Q, K, V, O, sm_scale, stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
+                     stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om, H, N_CTX,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                     DOT_FP32: tl.constexpr, FAULT: tl.constexpr,
+                     TRIPS: tl.constexpr):
+    # One program per BLOCK_M queries of one (batch, head); tensors are (batch, head, token, dim), dim contiguous.
+    # Causal: the last query blocks have the most keys to visit, so they start first (fewer idle SMs at the end).
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0) if CAUSAL else tl.program_id(0)
+    off_hz = tl.program_id(1)
+    z = (off_hz // H).to(tl.int64)
+    h = (off_hz % H).to(tl.int64)
+    q_blk = tl.make_block_ptr(Q + z * stride_qz + h * stride_qh, shape=(N_CTX, HEAD_DIM), strides=(stride_qm, 1),
+                              offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
+    # K is read transposed: a (HEAD_DIM, N_CTX) view, so tl.dot(q, k) gives the scores directly
+    k_blk = tl.make_block_ptr(K + z * stride_kz + h * stride_kh, shape=(HEAD_DIM, N_CTX), strides=(1, stride_kn),
+                              offsets=(0, 0), block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
+    v_blk = tl.make_block_ptr(V + z * stride_vz + h * stride_vh, shape=(N_CTX, HEAD_DIM), strides=(stride_vn, 1),
+                              offsets=(0, 0), block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
+    o_blk = tl.make_block_ptr(O + z * stride_oz + h * stride_oh, shape=(N_CTX, HEAD_DIM), strides=(stride_om, 1),
+                              offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    # softmax(x) with exp2: exp(x * scale) = exp2(x * scale * log2(e))
+    qk_scale = sm_scale * 1.4426950408889634
+    if FAULT == 2:
+        qk_scale = sm_scale  # the injected bug: exp2 without log2(e), a softmax at the wrong temperature
+    q = tl.load(q_blk, boundary_check=(0,), padding_option="zero")
+    if CAUSAL:
+        # blocks left of the diagonal need no mask; the diagonal ones (BLOCK_M // BLOCK_N of them) do
+        diag = start_m * BLOCK_M
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, 0, diag, offs_m, N_CTX, qk_scale,
+                                BLOCK_N, False, True, DOT_FP32, TRIPS)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, diag, tl.minimum(diag + BLOCK_M, N_CTX), offs_m,
+                                N_CTX, qk_scale, BLOCK_N, True, True, DOT_FP32, TRIPS)
+    else:
+        # whole key blocks unmasked, then the tail block (none when N_CTX is a multiple of BLOCK_N) masked
+        full = (N_CTX // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, 0, full, offs_m, N_CTX, qk_scale,
+                                BLOCK_N, False, False, DOT_FP32, TRIPS)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, full, N_CTX, offs_m, N_CTX, qk_scale,
+                                BLOCK_N, True, False, DOT_FP32, TRIPS)
+    out = acc / l_i[:, None]
+    if FAULT != 1 or start_m < tl.num_programs(0) - 1:  # FAULT 1: the last query block is never written
+        tl.store(o_blk, out.to(O.dtype.element_ty), boundary_check=(0,))
+
+
+@triton.jit
+def _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, start, end, offs_m, n_ctx, qk_scale,
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr):
+    """_attend with K and V read by the tensor memory accelerator: out-of-range rows of a head arrive as zeros."""
+    for s in range(start, end, BLOCK_N):
+        k = k_desc.load([off_hz, s, 0]).reshape(BLOCK_N, HEAD_DIM)
+        v = v_desc.load([off_hz, s, 0]).reshape(BLOCK_N, HEAD_DIM)
+        acc, l_i, m_i = _fold(acc, l_i, m_i, q, tl.trans(k), v, qk_scale, offs_m, s + tl.arange(0, BLOCK_N), start,
+                              n_ctx, MASK, CAUSAL, False)
+    return acc, l_i, m_i
+
+
+@triton.jit(do_not_specialize=["sm_scale"])
+def attention_tma_kernel(q_desc, k_desc, v_desc, O, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, FAULT: tl.constexpr):
+    """The same attention with Q, K and V read through TMA tensor descriptors (Hopper and later), each (batch x head,
+    token, dim); the output is stored through a block pointer."""
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0) if CAUSAL else tl.program_id(0)
+    off_hz = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if FAULT == 2:
+        qk_scale = sm_scale
+    q = q_desc.load([off_hz, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+    if CAUSAL:
+        diag = start_m * BLOCK_M
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, 0, diag, offs_m, N_CTX, qk_scale,
+                                    BLOCK_N, HEAD_DIM, False, True)
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, diag,
+                                    tl.minimum(diag + BLOCK_M, N_CTX), offs_m, N_CTX, qk_scale, BLOCK_N, HEAD_DIM,
+                                    True, True)
+    else:
+        full = (N_CTX // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, 0, full, offs_m, N_CTX, qk_scale,
+                                    BLOCK_N, HEAD_DIM, False, False)
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, full, N_CTX, offs_m, N_CTX, qk_scale,
+                                    BLOCK_N, HEAD_DIM, True, False)
+    out = acc / l_i[:, None]
+    o_blk = tl.make_block_ptr(O + off_hz.to(tl.int64) * N_CTX * HEAD_DIM, shape=(N_CTX, HEAD_DIM),
+                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM),
+                              order=(1, 0))
+    if FAULT != 1 or start_m < tl.num_programs(0) - 1:
+        tl.store(o_blk, out.to(O.dtype.element_ty), boundary_check=(0,))
+
+
+KERNELS = (attention_kernel, attention_tma_kernel)  # what the harness primes before compiling in parallel
+
+
+# (BLOCK_M, BLOCK_N, warps, stages) per head dim on a GPU; small blocks in the interpreter. From the H200 sweeps in
+# bench/RESULTS.md (bench/attention_sweep.py, bench/attention_tma_probe.py).
+GPU_CONFIG = {64: (128, 64, 8, 3), 128: (128, 128, 8, 3)}
+TMA_CONFIG = {64: (128, 64, 4, 3), 128: (128, 128, 8, 3)}
+INTERPRETER_CONFIG = (16, 16, 1, 1)
+
+
+def _config(ctx: Ctx, d: int) -> tuple[int, int, int, int]:
+    return INTERPRETER_CONFIG if ctx.interpret else GPU_CONFIG[d]
+
+
+def variants(torch: Any, interpret_quick: bool = False) -> list[tuple[Any, int, bool]]:
+    """(dtype, head dim, causal) in report order. The interpreter's --quick takes two that cover both of each (the
+    interpreter runs a block a second, not a microsecond)."""
+    if interpret_quick:
+        return [(torch.float16, 64, True), (torch.bfloat16, 128, False)]
+    return [(dt, d, causal) for dt in (torch.float16, torch.bfloat16) for d in HEAD_DIMS for causal in (False, True)]
+
+
+def _launch(ctx: Ctx, q: Any, k: Any, v: Any, o: Any, dims: tuple[int, int, int], d: int, causal: bool,
+            fault: int, cfg: tuple[int, int, int, int] | None = None, warmup: bool = False) -> Any:
+    b, h, n = dims
+    bm, bn, warps, stages = cfg or _config(ctx, d)
+    strides = (h * n * d, n * d, d)  # contiguous (batch, head, token, dim)
+    grid = (triton.cdiv(n, bm), b * h)
+    dot_fp32 = ctx.interpret and q.dtype == ctx.torch.bfloat16
+    args = (q, k, v, o, 1.0 / math.sqrt(d), *strides, *strides, *strides, *strides, h, n)
+    kw: dict[str, Any] = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, DOT_FP32=dot_fp32, FAULT=fault, TRIPS=triton.cdiv(n, bn) if ctx.interpret else 0)
+    if not ctx.interpret:
+        kw.update(num_warps=warps, num_stages=stages)
+    if warmup:
+        return attention_kernel.warmup(*args, grid=grid, **kw)
+    attention_kernel[grid](*args, **kw)
+    return None
+
+
+def has_tma(ctx: Ctx) -> bool:
+    """Hopper and later, with a Triton that takes host tensor descriptors (3.4+)."""
+    if ctx.interpret or getattr(ctx.torch.version, "hip", None):
+        return False
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return bool(ctx.torch.cuda.get_device_capability(ctx.index)[0] >= 9)
+
+
+def _launch_tma(ctx: Ctx, q: Any, k: Any, v: Any, o: Any, dims: tuple[int, int, int], d: int, causal: bool,
+                fault: int, warmup: bool = False) -> Any:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    b, h, n = dims
+    bm, bn, warps, stages = TMA_CONFIG[d]
+    # (batch x head, token, dim) views: a block never crosses into the next head (those rows read as zeros)
+    descs = [TensorDescriptor(t, [b * h, n, d], [n * d, d, 1], [1, blk, d]) for t, blk in ((q, bm), (k, bn), (v, bn))]
+    grid = (triton.cdiv(n, bm), b * h)
+    kw = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, FAULT=fault, num_warps=warps, num_stages=stages)
+    if warmup:
+        return attention_tma_kernel.warmup(*descs, o, 1.0 / math.sqrt(d), n, grid=grid, **kw)
+    attention_tma_kernel[grid](*descs, o, 1.0 / math.sqrt(d), n, **kw)
+    return None
+
+
+def _tma_dims(ctx: Ctx) -> tuple[int, int, int]:
+    """Where the TMA path is checked (and timed): the timed size, or the first check size under --quick."""
+    return ctx.plan.attn_timed or ctx.plan.attn_sizes[0]
+
+
+def _sizes(ctx: Ctx) -> list[tuple[int, int, int]]:
+    return list(ctx.plan.attn_sizes) + ([ctx.plan.attn_timed] if ctx.plan.attn_timed else [])
+
+
+def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], None]]]:
+    torch = ctx.torch
+    fault = ctx.faulty(FAMILY)
+    # one binary per variant: H and N_CTX are not specialised on, and the tail loop runs zero times when even
+    dims = _sizes(ctx)[0]
+    out: list[tuple[str, Callable[[], Any]]] = []
+    tma = has_tma(ctx)
+    for dt, d, causal in variants(torch):
+        t = torch.empty(16, device=ctx.device, dtype=dt)
+        key = f"attention d{d}{' causal' if causal else ''} {dtype_name(torch, dt)}"
+        out.append((key, functools.partial(_launch, ctx, t, t, t, t, dims, d, causal, fault, warmup=True)))
+        if tma:
+            b, h, n = _tma_dims(ctx)
+            big = torch.empty(b * h * n * d, device=ctx.device, dtype=dt)  # descriptors check the extent
+            out.append((key, functools.partial(_launch_tma, ctx, big, big, big, big, (b, h, n), d, causal, fault,
+                                               warmup=True)))
+    return out
+
+
+def reference(torch: Any, q: Any, k: Any, v: Any, causal: bool) -> Any:
+    """Attention in float64, on the device: softmax(q k^T / sqrt(d), masked) v."""
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    s = (q64 @ k64.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v64
+
+
+def run(ctx: Ctx) -> None:
+    for dt, d, causal in variants(ctx.torch, ctx.interpret and ctx.plan.quick):
+        check(ctx, dt, d, causal)
+
+
+def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
+    torch, p = ctx.torch, ctx.plan
+    name = dtype_name(torch, dt)
+    fault = ctx.faulty(FAMILY)
+    rtol, atol = TOL[name]
+    ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
+    kernel = f"attention d{d}{' causal' if causal else ''}"
+    tma = has_tma(ctx)
+    # with TMA, the block-pointer kernel is checked at the check sizes and the TMA one at the timed size
+    runs = [(dims, "block pointers") for dims in (p.attn_sizes if tma else _sizes(ctx))]
+    if tma:
+        runs.append((_tma_dims(ctx), "TMA descriptors"))
+    q: Any = None
+    k: Any = None
+    v: Any = None
+    o: Any = None
+    for dims, path in runs:
+        b, h, n = dims
+        if q is None or tuple(q.shape) != (b, h, n, d):
+            q, k, v = (torch.randn(b, h, n, d, device=ctx.device, dtype=dt) for _ in range(3))
+        o = ctx.poison((b, h, n, d), dt)
+        if path == "TMA descriptors":
+            _launch_tma(ctx, q, k, v, o, dims, d, causal, fault)
+        else:
+            _launch(ctx, q, k, v, o, dims, d, causal, fault)
+        ctx.sync()
+        # the timed size is checked on its first two heads (its float64 scores would not fit)
+        heads = slice(0, 2) if dims == p.attn_timed else slice(None)
+        ref = reference(torch, q[:1, heads], k[:1, heads], v[:1, heads], causal) if dims == p.attn_timed else \
+            reference(torch, q, k, v, causal)
+        got = o[:1, heads] if dims == p.attn_timed else o
+        good, err, text = ctx.compare(got, ref, rtol, atol)
+        ok &= good
+        worst = None if err is None or worst is None else max(worst, err)
+        words.append(f"{path} {b}x{h}x{n}x{d}{' (2 heads checked)' if dims == p.attn_timed else ''}: {text}")
+        del ref
+    timing = None
+    if p.timed and ok and p.attn_timed is not None:
+        b, h, n = p.attn_timed
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        if tma:
+            ms, ms_t = ctx.race(lambda: _launch_tma(ctx, q, k, v, o, (b, h, n), d, causal, 0),
+                                lambda: sdpa(q, k, v, is_causal=causal), long=True)
+        else:
+            ms, ms_t = ctx.race(lambda: _launch(ctx, q, k, v, o, (b, h, n), d, causal, 0),
+                                lambda: sdpa(q, k, v, is_causal=causal), long=True)
+        flops = 4 * b * h * n * n * d * (0.5 if causal else 1.0)
+        tflops = lambda t: flops / (t * 1e-3) / 1e12  # noqa: E731
+        timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
+        bm, bn, warps, stages = TMA_CONFIG[d] if tma else _config(ctx, d)
+        words.append(f"timed {b}x{h}x{n}x{d}, {'TMA descriptors' if tma else 'block pointers'} [{bm}x{bn}, "
+                     f"{warps} warps, {stages} stages] vs torch scaled_dot_product_attention")
+    ctx.record(kernel, name, ok, worst, words, timing, family=FAMILY)

@@ -1,0 +1,149 @@
+# tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
+"""fp8_matmul: an FP8 (e4m3) matmul with per-tensor scales on GPUs that have FP8 tensor cores (compute capability
+8.9 and up); against float64 on the dequantised inputs, timed against torch._scaled_mm. Skipped, with the reason,
+elsewhere."""
+
+# mypy: disable-error-code="no-untyped-def,untyped-decorator,no-untyped-call,import-not-found,unused-ignore"
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import triton
+import triton.language as tl
+
+from .common import Ctx
+
+FAMILY = "fp8_matmul"
+# bf16 output (2^-8 relative) of exact fp8 products summed in fp32 (Hopper's FP8 units keep fewer accumulator bits);
+# the tolerance is relative to the dequantised operands' float64 product, |C| ~ sqrt(K)
+RTOL, ATOL_K = 2e-2, 4e-3
+E4M3_MAX = 448.0
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): 3 stages of 128x128 A and 128x256 B bytes are 144 KiB
+CONFIG = (128, 256, 128, 8, 3)
+
+
+@triton.jit
+def fp8_matmul_kernel(a_ptr, b_ptr, c_ptr, scale_a, scale_b, M, N, K, stride_am, stride_bn, stride_cm,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                      FAULT: tl.constexpr):
+    # A is row-major (M x K); B is column-major (K x N, stored as N x K), the layout FP8 tensor cores and
+    # torch._scaled_mm want; C = (A @ B) * scale_a * scale_b in bf16.
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    band = GROUP_M * tiles_n
+    first_m = (pid // band) * GROUP_M
+    band_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    tile_m = first_m + (pid % band) % band_rows
+    tile_n = (pid % band) // band_rows
+    offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_n[None, :] * stride_bn + offs_k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kt in range(tl.cdiv(K, BLOCK_K)):
+        k_left = K - kt * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    scale = tl.load(scale_a) * tl.load(scale_b)
+    if FAULT == 2:
+        scale = tl.load(scale_a)  # the injected bug: one scale forgotten
+    live = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if FAULT == 1:
+        live = live & (pid < tl.num_programs(0) - 1)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], (acc * scale).to(c_ptr.dtype.element_ty), mask=live)
+
+
+KERNELS = (fp8_matmul_kernel,)  # what the harness primes before compiling in parallel
+
+
+def unsupported(ctx: Ctx) -> str | None:
+    """Why this device cannot run the FP8 check, or None when it can."""
+    torch = ctx.torch
+    if ctx.interpret:
+        return "no GPU: FP8 tensor cores need a GPU of compute capability 8.9 or higher (Ada, Hopper, Blackwell)"
+    if getattr(torch.version, "hip", None):
+        return "ROCm GPU: this check compares with torch._scaled_mm on NVIDIA FP8 (e4m3fn) only"
+    major, minor = torch.cuda.get_device_capability(ctx.index)
+    if (major, minor) < (8, 9):
+        return (f"{torch.cuda.get_device_name(ctx.index)} is compute capability {major}.{minor}; FP8 tensor cores "
+                "need 8.9 or higher (Ada, Hopper, Blackwell)")
+    if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return f"torch {torch.__version__} has no float8_e4m3fn / _scaled_mm"
+    return None
+
+
+def quantize(torch: Any, x: Any) -> tuple[Any, Any]:
+    """x in e4m3 with one fp32 scale: x ~ q * scale."""
+    scale = (x.abs().max().float() / E4M3_MAX).clamp(min=1e-12)
+    return (x / scale).to(torch.float8_e4m3fn), scale.reshape(())
+
+
+def _launch(ctx: Ctx, a: Any, b: Any, c: Any, sa: Any, sb: Any, dims: tuple[int, int, int], fault: int,
+            warmup: bool = False) -> Any:
+    m, n, kk = dims
+    bm, bn, bk, warps, stages = CONFIG
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    args = (a, b, c, sa, sb, m, n, kk, kk, kk, n)
+    kw = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, FAULT=fault, num_warps=warps, num_stages=stages)
+    if warmup:
+        return fp8_matmul_kernel.warmup(*args, grid=grid, **kw)
+    else:
+        fp8_matmul_kernel[grid](*args, **kw)
+
+
+def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
+    if unsupported(ctx):
+        return []
+    torch = ctx.torch
+    t8 = torch.empty(16, device=ctx.device, dtype=torch.float8_e4m3fn)
+    c = torch.empty(16, device=ctx.device, dtype=torch.bfloat16)
+    s = torch.ones((), device=ctx.device)
+    fault = ctx.faulty(FAMILY)
+    return [(FAMILY, functools.partial(_launch, ctx, t8, t8, c, s, s, dims, fault, warmup=True))
+            for dims in ctx.plan.fp8_sizes]
+
+
+def run(ctx: Ctx) -> None:
+    why = unsupported(ctx)
+    if why:
+        ctx.skip(FAMILY, "e4m3", why)
+        return
+    torch, p = ctx.torch, ctx.plan
+    fault = ctx.faulty(FAMILY)
+    ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
+
+    def operands(m: int, n: int, kk: int) -> tuple[Any, Any, Any, Any]:
+        a, sa = quantize(torch, torch.randn(m, kk, device=ctx.device))
+        bt, sb = quantize(torch, torch.randn(n, kk, device=ctx.device))
+        return a, bt.t(), sa, sb  # b: K x N, column-major
+
+    for m, n, kk in p.fp8_sizes:
+        a, b, sa, sb = operands(m, n, kk)
+        c = ctx.poison((m, n), torch.bfloat16)
+        _launch(ctx, a, b, c, sa, sb, (m, n, kk), fault)
+        ctx.sync()
+        ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+        good, err, text = ctx.compare(c, ref, RTOL, ATOL_K * math.sqrt(kk))
+        ok &= good
+        worst = None if err is None or worst is None else max(worst, err)
+        words.append(f"{m}x{n}x{kk} e4m3 -> bf16: {text}")
+    timing = None
+    if p.timed and ok and p.fp8_timed is not None:
+        m, n, kk = p.fp8_timed
+        a, b, sa, sb = operands(m, n, kk)
+        c = torch.empty((m, n), device=ctx.device, dtype=torch.bfloat16)
+        ms, ms_t = ctx.race(lambda: _launch(ctx, a, b, c, sa, sb, (m, n, kk), 0),
+                            lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16))
+        tflops = lambda t: 2 * m * n * kk / (t * 1e-3) / 1e12  # noqa: E731
+        timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
+        bm, bn, bk, warps, stages = CONFIG
+        words.append(f"timed {m}x{n}x{kk} [{bm}x{bn}x{bk}, {warps} warps, {stages} stages] vs torch._scaled_mm")
+    ctx.record(FAMILY, "e4m3", ok, worst, words, timing)
