@@ -118,7 +118,7 @@ def main() -> None:
             budget_rows.append((f"tritonlock {sub}", wall, CPU[" ".join(cmd)], BUDGET[sub] / 1000))
         idx.stop()
         if args.network:
-            from tritonlock.index import default_index
+            from tritonlock.lock.index import default_index
 
             real = root / "real"
             real.mkdir()

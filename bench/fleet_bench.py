@@ -44,8 +44,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,8,32")
     args = ap.parse_args()
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
-    from tritonlock import closure, project
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock import closure
+    from tritonlock import project
+    from tritonlock.lock.lockfile import read_lock
 
     shared_key = closure.compile_key
     rows = []
@@ -72,7 +73,7 @@ def main() -> None:
                     result[mode] = statistics.median(times)
                 closure.compile_key = shared_key  # type: ignore[assignment]
                 lock = read_lock(proj / "triton-env.lock")
-                from tritonlock.matrix import load_matrix
+                from tritonlock.decide.matrix import load_matrix
 
                 keys = {shared_key(t.selection, load_matrix(), lock.default_index) for t in lock.targets}
                 rows.append((n, len(keys), result["shared"], result["one per target"]))

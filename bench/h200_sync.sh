@@ -125,7 +125,7 @@ summary "numpy damaged, then sync: exit $rc, $dt s; repaired: $held"
 import os, random, signal, subprocess, sys, time
 from pathlib import Path
 tl, house, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-from tritonlock._venv import venv_damage
+from tritonlock.environment._venv import venv_damage
 
 def tree(pid):
     kids = {}

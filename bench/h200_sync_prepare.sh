@@ -37,8 +37,8 @@ EOF
 "$PY" - "$C/proj/triton-env.lock" "$C/house" <<'PYEOF'
 import hashlib, sys, urllib.request
 from pathlib import Path
-from tritonlock._plan import wheel_for
-from tritonlock.lockfile import read_lock
+from tritonlock.environment._plan import wheel_for
+from tritonlock.lock.lockfile import read_lock
 
 lock = read_lock(sys.argv[1])
 house = Path(sys.argv[2])

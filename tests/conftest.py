@@ -33,7 +33,7 @@ def _torch_module(version: str, backend: str) -> dict[str, str]:
 
 
 def populate(idx: LocalIndex) -> None:
-    from tritonlock.matrix import load_matrix
+    from tritonlock.decide.matrix import load_matrix
 
     m = load_matrix()
     tritons = set()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tritonlock.intent import parse_intent
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.intent import parse_intent
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.models import Selection
-from tritonlock.resolve import resolve_one
-from tritonlock.why import advise, format_advice
+from tritonlock.decide.resolve import resolve_one
+from tritonlock.decide.why import advise, format_advice
 
 M = load_matrix()
 

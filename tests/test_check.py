@@ -15,7 +15,7 @@ from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.intent import read_intent
+from tritonlock.decide.intent import read_intent
 
 A100 = '[[targets]]\nname = "a100"\nos = "linux"\narch = "x86_64"\nglibc = "2.31"\ndriver = "550.54.15"\ngpus = ["8.0", "8.0"]\n'
 LAPTOP = '# no NVIDIA GPU; detected by tritonlock host\n[[targets]]\nname = "laptop"\nos = "linux"\narch = "x86_64"\nglibc = "2.35"\n'
@@ -164,14 +164,15 @@ def test_check_fails_for_a_missing_hash(locked: Path) -> None:
 def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
     """A newer compat/ where torch 2.6.0 lost the build a100 got: its decision moves to another backend."""
-    from tritonlock import _data, _fast, matrix
+    from tritonlock import _data, _fast
+    from tritonlock.decide import matrix
 
     compat = tmp_path / "compat"
     shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]
     torch_toml = compat / "torch.toml"
     text = torch_toml.read_text()
     start = text.index('version = "2.6.0"')
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock.lockfile import read_lock
 
     was = read_lock(locked / "triton-env.lock").targets[0].selection.backend
     cu126 = text.index(f'\nbackend = "{was}"', start)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.host import clear_cache
-from tritonlock.intent import read_intent
+from tritonlock.decide.intent import read_intent
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +126,7 @@ def test_init_shows_this_machine_as_host_save_writes_it(tmp_path: Path) -> None:
 @pytest.fixture
 def torch_index(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     """Point PyTorch's index (compat/'s template) somewhere else for this test."""
-    from tritonlock.matrix import Matrix
+    from tritonlock.decide.matrix import Matrix
 
     def point(template: str) -> None:
         monkeypatch.setattr(Matrix, "index_url", lambda self, backend: template.format(backend=backend))
@@ -137,7 +137,7 @@ def test_init_where_only_the_default_index_answers(tmp_path: Path, local_index: 
                                                     torch_index: Callable[[str], None],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The only-PyPI machine: init takes torch from the default index, and the first resolve works (not exit 4)."""
-    from tritonlock.index import default_index
+    from tritonlock.lock.index import default_index
 
     default_index.cache_clear()
     monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
@@ -168,7 +168,7 @@ def test_init_where_only_the_default_index_answers(tmp_path: Path, local_index: 
 def test_resolve_names_an_unreachable_torch_index_and_the_way_out(tmp_path: Path, local_index: LocalIndex,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Exit 4 still (an index failed), but the message says which one and how to do without it."""
-    from tritonlock.index import default_index
+    from tritonlock.lock.index import default_index
 
     default_index.cache_clear()
     monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))

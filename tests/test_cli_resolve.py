@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import write_default_index_intent, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
+from tritonlock.lock.lockfile import read_lock
 
 INTENT = """
 [environment]

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import tree, write_default_index_intent, write_intent
 from pkgindex import LocalIndex, build_wheel
 from tritonlock.cli import main
-from tritonlock._venv import read_dists as _read_dists, site_dirs as _site_dirs, venv_python
+from tritonlock.environment._venv import read_dists as _read_dists, site_dirs as _site_dirs, venv_python
 
 INTENT = """
 [environment]
@@ -68,7 +68,7 @@ def test_sync_installs_then_noop_then_removes_extras(tmp_path: Path, local_index
     assert code == 0, out
     # the plan comes once, with what it will download, then one line saying what was done
     assert out.count("plan for target host") == 1 and out.count("+ torch 2.6.0+cpu") == 1
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock.lockfile import read_lock
 
     size = sum(p.wheels[0].size or 0 for p in read_lock(proj / "triton-env.lock").targets[0].packages)
     assert f"6 to install, 0 to remove, 0 unchanged; download {size / 1000:.1f} KB" in out, out

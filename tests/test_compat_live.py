@@ -7,14 +7,14 @@ from types import ModuleType
 
 import pytest
 
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.matrix import load_matrix
 
 pytestmark = pytest.mark.network
 
 
 @pytest.fixture(scope="module")
 def check() -> ModuleType:
-    from tritonlock import _compat_check
+    from tritonlock.decide import _compat_check
 
     return _compat_check
 

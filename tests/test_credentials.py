@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from conftest import populate
 from pkgindex import LocalIndex
-from tritonlock import _urls, index
+from tritonlock import _urls
+from tritonlock.lock import index
 from tritonlock.cli import main
 
 SECRET = "s3cr3t-t0ken-4a1b"

@@ -103,8 +103,8 @@ def test_cuda_torch_on_an_amd_only_host(tmp_path: Path) -> None:
 
 def test_kfd_access_from_the_device_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe behind amd-no-gpu-access: /dev/kfd's group and mode against this user's groups."""
-    from tritonlock import _host_probes as p
-    from tritonlock import _host_vendor as hv
+    from tritonlock.host import _probes as p
+    from tritonlock.host import _vendor as hv
 
     monkeypatch.setattr(p, "ROOT", str(tmp_path))
     assert hv.kfd_access() == ("missing", None)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tritonlock.doctor import examine
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.models import Gpu, HostProfile
 
 M = load_matrix()

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pkgindex import LocalIndex  # noqa: E402
-from tritonlock import export as ex  # noqa: E402
-from tritonlock import lockfile  # noqa: E402
+from tritonlock import export as ex# noqa: E402
+from tritonlock.lock import lockfile# noqa: E402
 from tritonlock.cli import main  # noqa: E402
 from tritonlock.errors import UnknownTargetError  # noqa: E402
 from tritonlock.verify import RUNNER, runner_files  # noqa: E402
@@ -76,8 +76,8 @@ def make_lock(idx: LocalIndex, *, backend: str = "cu126", name: str = "host", py
 @pytest.fixture
 def project(tmp_path: Path, index: LocalIndex) -> Path:
     """A lock that is fresh against the intent beside it (a stale one would make export warn)."""
-    from tritonlock.intent import read_intent
-    from tritonlock.matrix import load_matrix
+    from tritonlock.decide.intent import read_intent
+    from tritonlock.decide.matrix import load_matrix
 
     (tmp_path / "triton-env.toml").write_text('[environment]\ntorch = "==2.6.0"\n')
     lock = replace(make_lock(index), intent_hash=read_intent(tmp_path / "triton-env.toml").content_hash,

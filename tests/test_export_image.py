@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import need_system_packages, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
+from tritonlock.lock.lockfile import read_lock
 from tritonlock.verify import runner_files
 
 pytestmark = pytest.mark.slow

@@ -15,8 +15,8 @@ from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock._subprocess import uv_bin
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
-from tritonlock.uvexport import pinned
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.export.uv import pinned
 
 pytestmark = pytest.mark.slow
 

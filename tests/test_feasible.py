@@ -7,10 +7,10 @@ import json
 
 from packaging.version import Version
 
-from tritonlock.intent import parse_intent
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.intent import parse_intent
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.models import Intent, TargetSpec
-from tritonlock.resolve import feasible, resolve_one
+from tritonlock.decide.resolve import feasible, resolve_one
 
 M = load_matrix()
 

@@ -373,7 +373,7 @@ def test_check_names_the_real_reason_a_gpu_record_does_not_count(tmp_path: Path)
     import stat
 
     from test_lockfile import sample
-    from tritonlock import lockfile
+    from tritonlock.lock import lockfile
 
     lockfile.write_lock(sample(), tmp_path / "triton-env.lock")
     (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')

@@ -16,11 +16,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tritonlock import export, lockfile
+from tritonlock import export
+from tritonlock.lock import lockfile
 from tritonlock.cli import main
 from tritonlock.errors import TritonlockError
 from tritonlock.models import Gpu, HostProfile
-from tritonlock.sync import pick_target, target_fit
+from tritonlock.environment.sync import pick_target, target_fit
 
 CI = settings(max_examples=int(os.environ.get("TRITONLOCK_FUZZ_EXAMPLES", "650")), deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

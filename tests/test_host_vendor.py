@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tritonlock import _host_probes as p
-from tritonlock import _host_vendor as hv
+from tritonlock.host import _probes as p
+from tritonlock.host import _vendor as hv
 from tritonlock import host
 from tritonlock.errors import HostError
 

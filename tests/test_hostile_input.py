@@ -99,7 +99,7 @@ def test_the_first_problem_keeps_its_line_number(tmp_path: Path) -> None:
     ({"PIP_INDEX_URL": "--extra-index-url=http://evil"}, "is not an http(s):// or file:// URL"),
 ])
 def test_bad_pip_configuration_is_bad_input(tmp_path: Path, env: dict[str, str], expected: str) -> None:
-    from tritonlock.index import default_index
+    from tritonlock.lock.index import default_index
 
     (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\ncuda = "cpu"\n')
     default_index.cache_clear()
@@ -193,7 +193,7 @@ def test_a_path_that_is_not_a_regular_file_is_an_error_not_a_hang(tmp_path: Path
     import os
 
     from test_lockfile import sample
-    from tritonlock import lockfile
+    from tritonlock.lock import lockfile
 
     (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
     (tmp_path / "triton-env.lock").write_text(lockfile.dumps(sample()))
@@ -301,7 +301,7 @@ def test_fleet_hosts_takes_no_file_name_or_toml_line_from_a_node(tmp_path: Path)
     probes = parse_probes("0: " + json.dumps(good) + "\n", "srun output")
     (path, _), = write_host_files(probes, tmp_path / "hosts")
     assert path.parent == tmp_path / "hosts" and ".." not in path.name
-    from tritonlock.intent import parse_intent
+    from tritonlock.decide.intent import parse_intent
 
     (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
     assert [t.name for t in parse_intent('target-files = ["hosts/*.toml"]\n',
@@ -315,7 +315,7 @@ def test_fleet_hosts_takes_no_file_name_or_toml_line_from_a_node(tmp_path: Path)
 
 def _sbatch(tmp_path: Path, *args: str) -> tuple[int, str]:
     from test_lockfile import sample
-    from tritonlock import lockfile
+    from tritonlock.lock import lockfile
 
     (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n')
     (tmp_path / "triton-env.lock").write_text(lockfile.dumps(sample()))
@@ -381,7 +381,7 @@ def test_sbatch_passes_options_through_as_words(tmp_path: Path) -> None:
 ])
 def test_a_damaged_record_file_is_damage_not_a_traceback(tmp_path: Path, record: str, expected: str) -> None:
     """RECORD files are read by sync (after a kill) and doctor: whatever a killed installer or a stranger left."""
-    from tritonlock._venv import venv_damage
+    from tritonlock.environment._venv import venv_damage
 
     site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
     d = site / "x-1.0.dist-info"
@@ -416,7 +416,7 @@ def test_bad_option_values_of_the_new_commands_are_exit_2(tmp_path: Path, args: 
 def test_a_pip_configuration_file_pip_refuses_is_bad_input_not_skipped(tmp_path: Path, body: bytes, expected: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Skipping it quietly used pip's default index instead of the mirror the file names."""
-    from tritonlock import index
+    from tritonlock.lock import index
 
     conf = tmp_path / "pip.conf"
     conf.write_bytes(body)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pkgindex import LocalIndex
-from tritonlock import index as idx_mod
+from tritonlock.lock import index as idx_mod
 from tritonlock.errors import IndexError_
-from tritonlock.index import IndexClient, default_index, project_files
+from tritonlock.lock.index import IndexClient, default_index, project_files
 
 
 def test_files_over_json_with_hashes(local_index: LocalIndex) -> None:

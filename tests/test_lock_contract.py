@@ -87,7 +87,8 @@ def test_reordered_packages_are_accepted(tmp_path: Path, locked: str) -> None:
 
 
 def test_a_newer_minor_lock_gives_one_warning_line(tmp_path: Path, locked: str) -> None:
-    from tritonlock import _toml, lockfile
+    from tritonlock import _toml
+    from tritonlock.lock import lockfile
 
     text = locked.replace(f'lock-version = "{lockfile.LOCK_VERSION}"', 'lock-version = "2.9"')
     data = _toml.loads(text)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonlock import lockfile
+from tritonlock.lock import lockfile
 from tritonlock.errors import LockfileError, LockfileWarning
-from tritonlock.intent import parse_intent
+from tritonlock.decide.intent import parse_intent
 from tritonlock.models import DirectPackage, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference.lock"

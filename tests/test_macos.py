@@ -14,12 +14,12 @@ from pkgindex import LocalIndex
 from tritonlock import host
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.intent import parse_intent
-from tritonlock.lockfile import read_lock
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.intent import parse_intent
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.models import HostProfile
-from tritonlock.resolve import resolve_one
-from tritonlock.sync import target_fit
+from tritonlock.decide.resolve import resolve_one
+from tritonlock.environment.sync import target_fit
 
 M = load_matrix()
 
@@ -79,7 +79,7 @@ def test_a_conflict_names_the_macos_that_unlocks_it() -> None:
 
 
 def test_why_names_the_macos_each_line_needs() -> None:
-    from tritonlock.why import advise, format_advice
+    from tritonlock.decide.why import advise, format_advice
 
     it = parse_intent('[[targets]]\nname = "mac"\nos = "macos"\narch = "arm64"\npython = "3.12"\nmacos = "13.6"\n')
     a = advise(it, M, it.targets[0], "3.12")

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from conftest import write_intent
 from pkgindex import LocalIndex
-from tritonlock import lockfile
+from tritonlock.lock import lockfile
 from tritonlock.cli import main
 from tritonlock.errors import LockfileError
 

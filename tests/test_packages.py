@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
-from tritonlock.matrix import load_matrix
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.decide.matrix import load_matrix
 
 TAG = "py3-none-manylinux_2_28_x86_64"
 # PyPI's builds (torch from the default index): 2.10.0 is cu128 (runs on R570), 2.11.0 and newer are cu130 / cu132

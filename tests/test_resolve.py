@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from tritonlock.intent import parse_intent
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.intent import parse_intent
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.models import Selection
-from tritonlock.resolve import gpu_runs, resolve, selection_json
+from tritonlock.decide.resolve import gpu_runs, resolve, selection_json
 
 M = load_matrix()
 

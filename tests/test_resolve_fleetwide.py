@@ -467,7 +467,7 @@ def test_resolve_dry_run_json(case: Case, tmp_path_factory: pytest.TempPathFacto
 
 
 def _intent_and_target(case: Case) -> tuple[Any, Any]:
-    from tritonlock.intent import parse_intent
+    from tritonlock.decide.intent import parse_intent
 
     env_lines, _, indexes = case.env.partition("[indexes]")
     body = f"[environment]\n{env_lines}\n" + (f"[indexes]{indexes}\n" if indexes else "")
@@ -480,8 +480,8 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
     """Resolve again with the changes a `why` line names, torch pinned to that line (never the advisor's code)."""
     import dataclasses
 
-    from tritonlock.matrix import load_matrix
-    from tritonlock.resolve import resolve_one
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.resolve import resolve_one
 
     it = dataclasses.replace(intent, torch=f"=={torch}")
     t = target
@@ -501,9 +501,9 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
 
 @pytest.mark.parametrize("name", [c.id for c in CASES])
 def test_why_each_line_is_unlocked_by_its_change_and_by_no_smaller_one(name: str) -> None:
-    from tritonlock.matrix import load_matrix
-    from tritonlock.resolve import driver_candidates, platform_of
-    from tritonlock.why import advise
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.resolve import driver_candidates, platform_of
+    from tritonlock.decide.why import advise
 
     m = load_matrix()
     case = next(c for c in CASES if c.id == name)
@@ -548,8 +548,8 @@ def _vv(v: str) -> Any:
 
 def test_why_never_advises_a_driver_that_does_not_know_the_gpu() -> None:
     """The gap an RTX 5090 on R535 exposed: 525.60.13 (the 12.x compatibility floor) cannot drive Blackwell."""
-    from tritonlock.matrix import load_matrix
-    from tritonlock.why import advise
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.why import advise
 
     m = load_matrix()
     for name, floor in (("rtx5090-r535", 570), ("b300-r570", 575), ("h100-r470", 520), ("a100-r440", 450)):

@@ -8,10 +8,10 @@ import json
 
 from packaging.version import Version
 
-from tritonlock.intent import parse_intent
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.intent import parse_intent
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.models import Selection
-from tritonlock.resolve import resolve
+from tritonlock.decide.resolve import resolve
 
 M = load_matrix()
 

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
-from tritonlock.matrix import load_matrix
-from tritonlock.matrix_vendor import load_vendor_matrix
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.decide.matrix import load_matrix
+from tritonlock.decide.matrix_vendor import load_vendor_matrix
 from tritonlock.models import Intent, TargetSpec
-from tritonlock.resolve import resolve_one
+from tritonlock.decide.resolve import resolve_one
 
 
 def _dry(tmp: Path, body: str) -> dict[str, dict[str, Any]]:
@@ -183,7 +183,7 @@ def test_rocm_and_xpu_lock_take_their_triton_from_the_torch_index(tmp_path: Path
     # sync's choice of target on the machine itself: the one whose build carries this GPU's code
     from tritonlock.errors import NoFittingTargetError
     from tritonlock.models import HostProfile, VendorGpu
-    from tritonlock.sync import pick_target
+    from tritonlock.environment.sync import pick_target
 
     def machine(vendor: str, target: str) -> HostProfile:
         return HostProfile(os="linux", arch="x86_64", python="3.11.7", glibc="2.35",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tritonlock import rules
-from tritonlock.matrix import TorchRelease, Variant, load_matrix
+from tritonlock.decide import rules
+from tritonlock.decide.matrix import TorchRelease, Variant, load_matrix
 from tritonlock.models import Intent, TargetSpec
 
 M = load_matrix()
@@ -31,7 +31,7 @@ def test_rules_is_pure_it_imports_only_the_matrix_and_models() -> None:
     tree = ast.parse(Path(rules.__file__).read_text(encoding="utf-8"))
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
         {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.matrix", "tritonlock.models"}
+    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.decide.matrix", "tritonlock.models"}
 
 
 def test_driver_window_rules() -> None:
@@ -73,7 +73,7 @@ def test_the_search_asks_the_release_and_build_rules_in_their_registries() -> No
     """A new rule is one function in a registry: the search (resolve.fit) asks every entry."""
     import dataclasses
 
-    from tritonlock.resolve import resolve_one
+    from tritonlock.decide.resolve import resolve_one
 
     it = Intent(path="triton-env.toml")
     t = TargetSpec(name="t", os="linux", arch="x86_64", python="3.12", driver="580.65.06", gpus=("9.0",))

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from conftest import LINUX_TAG, populate, tree, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
+from tritonlock.lock.lockfile import read_lock
 from tritonlock.models import LockedPackage
-from tritonlock.sync import venv_python
+from tritonlock.environment.sync import venv_python
 
 TORCH_EXT_LINE = ("torch-ext 1.0 has no wheel for this target: sync builds it from source, which imports torch (built "
                   "against the locked torch, without build isolation)")
@@ -202,7 +202,7 @@ def test_no_build_takes_the_newest_version_with_a_wheel_or_names_the_package(tmp
 
 def test_no_build_is_validated(tmp_path: Path) -> None:
     from tritonlock.errors import IntentError
-    from tritonlock.intent import parse_intent
+    from tritonlock.decide.intent import parse_intent
 
     assert parse_intent("[environment]\nno-build = true\n").no_build == (":all:",)
     assert parse_intent('[environment]\nno-build = ["Flash_Attn", "xformers"]\n').no_build == ("flash-attn",
@@ -250,7 +250,7 @@ def _sdist(files: dict[str, str], name: str = "pkg-1.0") -> bytes:
 
 
 def test_build_facts_come_from_the_sdist_and_the_curated_rows() -> None:
-    from tritonlock import builds
+    from tritonlock.lock import builds
 
     # flash-attn's shape: no pyproject.toml (PEP 517's setuptools default), a setup.py that imports torch and
     # declares CUDA extensions
@@ -283,7 +283,7 @@ def test_build_facts_come_from_the_sdist_and_the_curated_rows() -> None:
 
 
 def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
-    from tritonlock import lockfile
+    from tritonlock.lock import lockfile
     from tritonlock.errors import LockfileError
     from tritonlock.models import Lock, LockedTarget, Selection, TargetSpec, Wheel
 
@@ -304,7 +304,7 @@ def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
 
 
 def test_the_wider_family_is_data_with_a_source() -> None:
-    from tritonlock.matrix import load_matrix
+    from tritonlock.decide.matrix import load_matrix
 
     m = load_matrix()
     assert {"xformers", "torchao", "torchcodec", "fbgemm-gpu", "torchrec", "torchtune"} <= m.torch_index_packages

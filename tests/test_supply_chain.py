@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from conftest import LINUX_TAG, populate, write_intent
 from pkgindex import LocalIndex, build_wheel
 from tritonlock.cli import main
-from tritonlock.lockfile import read_lock
-from tritonlock.sync import venv_python
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.environment.sync import venv_python
 
 DECOY = "raise SystemExit('DECOY {name} from the default index was imported')\n"
 

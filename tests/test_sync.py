@@ -14,7 +14,7 @@ import pytest
 
 from tritonlock.errors import NoFittingTargetError
 from tritonlock.models import Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
-from tritonlock.sync import pick_target, plan
+from tritonlock.environment.sync import pick_target, plan
 
 
 def _pkg(name: str, version: str) -> LockedPackage:
@@ -109,7 +109,7 @@ def test_ctrl_c_during_the_install_lets_it_finish(tmp_path: Path) -> None:
 def test_a_target_that_does_not_fit_names_every_blocker() -> None:
     """"No target fits" named one blocker per target: fixing it only revealed the next."""
     from tritonlock.models import Gpu, HostProfile, LockedTarget, Selection, TargetSpec
-    from tritonlock.sync import target_fit
+    from tritonlock.environment.sync import target_fit
 
     spec = TargetSpec(name="a", os="linux", arch="x86_64", glibc="2.35", driver="580.65.06", gpus=("9.0",))
     sel = Selection(target=spec, ok=True, python="3.12", torch="2.11.0", backend="cu130", index="https://i/cu130",

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 
 from conftest import populate, tree, write_intent
 from pkgindex import LocalIndex
-from tritonlock import _venv
+from tritonlock.environment import _venv
 from tritonlock.cli import main
-from tritonlock.sync import siblings, venv_python
+from tritonlock.environment.sync import siblings, venv_python
 
 INTENT = """
 [environment]
@@ -175,7 +175,7 @@ def test_locked_refuses_a_lock_made_stale_by_a_host_file(tmp_path: Path, index: 
 def test_the_no_op_fast_path_covers_sync_locked(tmp_path: Path, index: LocalIndex) -> None:
     proj = _host_project(tmp_path, index)
     code = ("import sys\nfrom tritonlock._entry import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('click', 'tritonlock.cli', 'tritonlock.sync', 'tritonlock.lockfile') "
+            "print(sorted(m for m in ('click', 'tritonlock.cli', 'tritonlock.environment.sync', 'tritonlock.lock.lockfile') "
             "if m in sys.modules))")
     for argv in (["sync", "--locked", "-p", str(proj), "--no-verify"], ["sync", "--no-verify", "--locked",
                                                                         f"--project={proj}"]):

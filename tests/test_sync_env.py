@@ -14,7 +14,8 @@ import pytest
 
 from conftest import populate
 from pkgindex import LocalIndex
-from tritonlock import _urls, _venv
+from tritonlock import _urls
+from tritonlock.environment import _venv
 
 USER = "alice"
 SECRET = "p@ss-s3cr3t-9f2e"  # a raw @ in the password, as people paste it

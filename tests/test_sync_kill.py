@@ -22,9 +22,9 @@ import pytest
 from conftest import write_intent
 from pkgindex import LocalIndex
 from test_sync_safety import python312
-from tritonlock import _venv
-from tritonlock.lockfile import read_lock
-from tritonlock.sync import siblings, venv_python
+from tritonlock.environment import _venv
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.environment.sync import siblings, venv_python
 
 VARIANTS = {  # name: (python, packages)
     "a": ("3.11", '"bulk==1.0", "filelock==3.12.0"'),

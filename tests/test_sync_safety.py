@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from conftest import tree, write_intent
 from pkgindex import LocalIndex, build_wheel
-from tritonlock import _venv
+from tritonlock.environment import _venv
 from tritonlock.cli import main
-from tritonlock.sync import siblings, plan, venv_python
+from tritonlock.environment.sync import siblings, plan, venv_python
 
 INTENT = """
 [environment]
@@ -203,7 +203,7 @@ def test_damage_outranks_the_stamp_doctor_finds_it_and_the_next_sync_repairs_it(
 
 def test_a_partly_applied_failure_says_so(tmp_path: Path, index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """When uv fails after it changed the venv, the message says what changed — as found, not assumed."""
-    import tritonlock._apply as sync
+    import tritonlock.environment._apply as sync
 
     proj = _project(tmp_path, index)
     assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
@@ -284,7 +284,7 @@ def _noop_imports(proj: Path, env: dict[str, str] | None = None) -> tuple[str, l
             "with contextlib.redirect_stdout(buf):\n    try:\n"
             f"        main(['sync', '-p', {str(proj)!r}, '--no-verify'])\n    except SystemExit:\n        pass\n"
             "print(buf.getvalue().strip())\n"
-            "print([m for m in ('tritonlock.sync', 'tritonlock.lockfile', 'tritonlock.host', 'tritonlock.matrix',"
+            "print([m for m in ('tritonlock.environment.sync', 'tritonlock.lock.lockfile', 'tritonlock.host', 'tritonlock.decide.matrix',"
             " 'packaging.version') if m in sys.modules])")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={**os.environ, **(env or {})})
@@ -302,15 +302,15 @@ def test_a_noop_sync_reads_only_file_stats(tmp_path: Path, index: LocalIndex) ->
     intent = proj / "triton-env.toml"
     intent.write_text("# a comment\n" + intent.read_text())
     line, mods = _noop_imports(proj)
-    assert "already matches" in line and "tritonlock.sync" in mods
+    assert "already matches" in line and "tritonlock.environment.sync" in mods
     assert _noop_imports(proj)[1] == []
     line, mods = _noop_imports(proj, {"TRITONLOCK_DRIVER": "550.54.15"})  # another machine, as far as sync knows
-    assert "already matches" in line and "tritonlock.sync" in mods
-    assert "tritonlock.sync" in _noop_imports(proj)[1]  # and back
+    assert "already matches" in line and "tritonlock.environment.sync" in mods
+    assert "tritonlock.environment.sync" in _noop_imports(proj)[1]  # and back
     assert _noop_imports(proj)[1] == []
     # the console script answers before the CLI is imported at all (click included)…
     code = ("import sys\nfrom tritonlock._entry import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('click', 'tritonlock.cli', 'tritonlock.sync', 'tritonlock.lockfile', 'packaging')"
+            "print(sorted(m for m in ('click', 'tritonlock.cli', 'tritonlock.environment.sync', 'tritonlock.lock.lockfile', 'packaging')"
             " if m in sys.modules))")
     for argv in (["sync", "-p", str(proj), "--no-verify"], ["sync", "--no-verify", f"--project={proj}"],
                  ["sync", "--venv", str(venv), "--no-verify", "-p", str(proj)]):
@@ -377,7 +377,7 @@ def test_a_swap_that_fails_half_way_puts_the_old_venv_back(tmp_path: Path, index
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Where one atomic exchange is not available, the swap is two renames; the second one failing must not lose
     the old venv (nor leave the path empty)."""
-    import tritonlock._apply as apply_mod
+    import tritonlock.environment._apply as apply_mod
 
     proj = _project(tmp_path, index)
     assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0

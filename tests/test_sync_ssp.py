@@ -15,8 +15,8 @@ import pytest
 
 from conftest import tree, write_intent
 from pkgindex import LocalIndex
-from tritonlock import _venv
-from tritonlock.sync import find_base_python, venv_python
+from tritonlock.environment import _venv
+from tritonlock.environment.sync import find_base_python, venv_python
 
 INTENT = """
 [environment]

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from tritonlock.matrix import load_matrix
+from tritonlock.decide.matrix import load_matrix
 from tritonlock.verify import RUNNER
 
 TRITON = "3.6.0"

@@ -9,10 +9,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from tritonlock.cli import main
-from tritonlock.intent import parse_intent
-from tritonlock.matrix import load_matrix
-from tritonlock.resolve import resolve_one
-from tritonlock.why import Advice, advise, format_advice
+from tritonlock.decide.intent import parse_intent
+from tritonlock.decide.matrix import load_matrix
+from tritonlock.decide.resolve import resolve_one
+from tritonlock.decide.why import Advice, advise, format_advice
 
 M = load_matrix()
 EXAMPLES = Path(__file__).parents[1] / "examples"

@@ -45,7 +45,7 @@ def _noop_sync(args: list[str]) -> str | None:
     from pathlib import Path
 
     from tritonlock._discover import find_project
-    from tritonlock._noop import already_synced
+    from tritonlock.environment._noop import already_synced
 
     project = Path(values.get("--project") or find_project())
     venv = Path(values["--venv"]) if "--venv" in values else project / ".venv"

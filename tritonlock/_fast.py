@@ -125,7 +125,7 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
         return False
     # The header matches, but the rest must too: a lock that every other command refuses (not valid TOML, a
     # table edited after it was written) is never up to date — the full path replaces it and says why.
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock.lockfile import read_lock
 
     try:
         read_lock(lock_path)

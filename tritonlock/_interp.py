@@ -7,7 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from tritonlock import _subprocess, _venv
+from tritonlock import _subprocess
+from tritonlock.environment import _venv
 
 
 def venv_sites(python: str) -> list[str]:

@@ -99,7 +99,7 @@ def stale_problems(lock: Lock, intent: Intent, matrix_version: str, lock_path: s
     """The lock against the intent it was written for: one line for the intent, one per target that differs."""
     out: list[Problem] = []
     if lock.intent_hash != intent.content_hash:
-        from tritonlock.lockfile import changed_inputs
+        from tritonlock.lock.lockfile import changed_inputs
 
         what = changed_inputs(lock, intent)
         out.append(Problem(kind="stale", message=f"{lock_path} is stale: {what} changed since the lock was written — "
@@ -144,8 +144,8 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
 
     Each target is decided for the machine recorded in the lock, with the Python the lock chose as the default
     (the interpreter CI happens to run does not matter)."""
-    from tritonlock.matrix import load_matrix
-    from tritonlock.resolve import resolve
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.resolve import resolve
 
     matrix = load_matrix()
     under = (f"with the current {Path(intent.path).name} and matrix {matrix.version}" if intent_changed
@@ -157,7 +157,7 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
             continue
         (new,) = resolve(intent, matrix, (old.target,), old.python or "3.12")
         if intent.channel != "release":  # a nightly/test build: judged as the nearest release it was decided for
-            from tritonlock.channel import as_release
+            from tritonlock.decide.channel import as_release
 
             old = as_release(old, new)
         if not new.ok:
@@ -184,7 +184,7 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
 
 def host_problems(lock: Lock, host: HostProfile, lock_path: str) -> tuple[list[Problem], str | None]:
     """Whether this machine fits a lock target: the problem when none does, else the target's name."""
-    from tritonlock.sync import pick_target
+    from tritonlock.environment.sync import pick_target
 
     try:
         fits = pick_target(lock, host, lock_path=lock_path)
@@ -234,9 +234,9 @@ def verified_problems(lock: Lock, records_path: Path) -> tuple[list[Problem], li
 
 def run_check(project: Path, *, host: HostProfile | None = None, require_verified: bool = False) -> CheckReport:
     """Every problem with the project's lock; `host` given = also check that it matches a target."""
-    from tritonlock.intent import read_intent
-    from tritonlock.lockfile import read_lock
-    from tritonlock.matrix import load_matrix
+    from tritonlock.decide.intent import read_intent
+    from tritonlock.lock.lockfile import read_lock
+    from tritonlock.decide.matrix import load_matrix
     from tritonlock.records import RECORDS_FILE
 
     from tritonlock._discover import intent_file
@@ -266,7 +266,7 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)),
                 *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
     if (project / "uv.lock").is_file():  # a uv project beside the lock: does uv take the same torch files?
-        from tritonlock.uvexport import uv_lock_drift
+        from tritonlock.export.uv import uv_lock_drift
 
         problems += [Problem(kind="uv", target=t or None, message=m) for t, m in uv_lock_drift(lock, project / "uv.lock")]
     host_target = None

@@ -170,8 +170,8 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     default index does (PyPI or a mirror), it sets [indexes] torch = "default", so `tritonlock resolve` works here.
     """
     from tritonlock import host
-    from tritonlock.intent import starter
-    from tritonlock.lockfile import write_atomic
+    from tritonlock.decide.intent import starter
+    from tritonlock.lock.lockfile import write_atomic
 
     if in_pyproject:
         intent_path = Path(project) / "pyproject.toml"
@@ -196,7 +196,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     text = starter(py, comment, this_machine=host.target_toml(prof, host.default_target_name(prof)),
                    torch_default=torch_default)
     if in_pyproject:
-        from tritonlock.pyproject import add_tritonlock_table, dependencies_name_torch, pyproject_starter
+        from tritonlock.decide.pyproject import add_tritonlock_table, dependencies_name_torch, pyproject_starter
 
         add_tritonlock_table(intent_path, pyproject_starter(
             text, torch_in_dependencies=dependencies_name_torch(intent_path)))
@@ -238,7 +238,7 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
             raise UsageError(f"--name {tname!r}: not a usable target name (empty, 'host', over 100 characters, or "
                              "with control characters or line breaks) — give a short name, e.g. --name a100-cluster")
         from tritonlock._files import refuse_foreign
-        from tritonlock.lockfile import write_files
+        from tritonlock.lock.lockfile import write_files
 
         refuse_foreign([Path(save)], force=force, what="host --save")
         # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
@@ -265,9 +265,9 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     """Resolve triton-env.toml into triton-env.lock (pinned, with sha256 hashes)."""
     intent_path, lock_path = _project_paths(project)
     if dry_run:
-        from tritonlock.intent import read_intent
+        from tritonlock.decide.intent import read_intent
         from tritonlock.project import conflicts_error, select
-        from tritonlock.resolve import selection_json
+        from tritonlock.decide.resolve import selection_json
 
         intent = read_intent(intent_path)
         for w in intent.warnings:
@@ -303,7 +303,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
         click.echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
     if as_json:
-        from tritonlock.resolve import selection_json
+        from tritonlock.decide.resolve import selection_json
 
         locked = {t.name: t for t in out.lock.targets} if out.lock else {}
         _echo_json({"written": out.written, "reason": out.reason,
@@ -337,7 +337,7 @@ def _build_lines(t: Any, only: set[str] | None = None) -> list[str]:
     """A locked target's source builds and package notes, one indented line each (`only`: these packages)."""
     if t is None:
         return []
-    from tritonlock import builds
+    from tritonlock.lock import builds
     from tritonlock._term import styled
 
     pkgs = [p for p in t.packages if only is None or p.name in only]
@@ -346,7 +346,7 @@ def _build_lines(t: Any, only: set[str] | None = None) -> list[str]:
 
 
 def _package_build_json(p: Any) -> dict[str, Any]:
-    from tritonlock import builds
+    from tritonlock.lock import builds
 
     return builds.package_json(p) if p is not None else {}
 
@@ -355,7 +355,7 @@ def _builds_json(t: Any) -> dict[str, Any]:
     """--json: a locked target's source builds and package notes."""
     if t is None:
         return {}
-    from tritonlock import builds
+    from tritonlock.lock import builds
 
     return {"source_builds": [{"name": p.name, "version": p.version, **builds.package_json(p)}
                               for p in t.packages if p.build],
@@ -379,13 +379,13 @@ def _selection_text(s: Any) -> str:
 @click.option("--target", "target_name", help="Show one target only.")
 def show(project: str, as_json: bool, target_name: str | None) -> None:
     """Show the lock as a table: per target, the decision and every pinned package."""
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock.lockfile import read_lock
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
     _warn_if_stale(project, lock, "showing")
     if target_name is not None:
-        from tritonlock.lockfile import named_target
+        from tritonlock.lock.lockfile import named_target
 
         targets = [named_target(lock, target_name, lock_path, otherwise="show them all")]
     else:
@@ -394,7 +394,7 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 
     judged = records.judge(records.read_records(lock_path.parent / records.RECORDS_FILE), lock)
     if as_json:
-        from tritonlock.resolve import selection_json
+        from tritonlock.decide.resolve import selection_json
 
         _echo_json({"lock-version": lock.lock_version, "matrix-version": lock.matrix_version, "targets": [
             {**selection_json(t.selection), "packages": [
@@ -458,14 +458,14 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
     venv_dir = Path(venv) if venv else root / ".venv"
     if no_verify and not dry_run and not as_json and not reinstall:
         # No-op fast path: the venv's completed-sync stamp vs the lock, intent, matrix and machine (file stats only).
-        from tritonlock._venv import already_synced
+        from tritonlock.environment._venv import already_synced
 
         line = already_synced(root, venv_dir, target=target_name, python=python_,
                               system_site_packages=system_site_packages, locked=locked)
         if line is not None:
             click.echo(line)
             return
-    from tritonlock.sync import format_plan, sync_project
+    from tritonlock.environment.sync import format_plan, sync_project
 
     from tritonlock._term import colour, styled
 
@@ -527,7 +527,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
 
 
 def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
-    from tritonlock.sync import venv_python
+    from tritonlock.environment.sync import venv_python
     from tritonlock.verify import run_verify
 
     gpu_build = bool(sel.backend and sel.backend.startswith("cu") and sel.target.driver)
@@ -550,13 +550,13 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, profile: str | None,
            interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
-    from tritonlock.sync import venv_python
+    from tritonlock.environment.sync import venv_python
     from tritonlock.verify import format_report, run_verify
 
     root = Path(project)
     lock_path = root / LOCK_FILE
     if target_name is not None:  # an unknown --target is bad input before anything else is looked at
-        from tritonlock.lockfile import named_target, read_lock
+        from tritonlock.lock.lockfile import named_target, read_lock
 
         named_target(read_lock(lock_path), target_name, lock_path)
     env_dir = Path(venv) if venv else root / ".venv"
@@ -569,8 +569,8 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     expect_gpu = None
     if lock_path.exists():
         from tritonlock.host import detect
-        from tritonlock.lockfile import read_lock
-        from tritonlock.sync import pick_target
+        from tritonlock.lock.lockfile import read_lock
+        from tritonlock.environment.sync import pick_target
 
         host = detect(toolkit=False)
         driver = host.driver
@@ -699,7 +699,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         _export_pixi(project, target_name, output)
         return
     from tritonlock import export as ex
-    from tritonlock.lockfile import read_lock, write_atomic
+    from tritonlock.lock.lockfile import read_lock, write_atomic
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
@@ -728,7 +728,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         _existing_parent(output)
         writes.append((Path(output), main_files[0].text))
     from tritonlock._files import refuse_foreign
-    from tritonlock.lockfile import write_files
+    from tritonlock.lock.lockfile import write_files
 
     refuse_foreign([p for p, _ in writes], force=force, what=f"export --format {fmt}")
     write_files(writes)
@@ -756,8 +756,8 @@ def _export_pixi(project: str, target_name: str | None, output: str | None) -> N
     import dataclasses
     import re
 
-    from tritonlock.lockfile import named_target, read_lock, write_atomic
-    from tritonlock.pixiexport import render
+    from tritonlock.lock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.export.pixi import render
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
@@ -777,8 +777,8 @@ def _export_pixi(project: str, target_name: str | None, output: str | None) -> N
 def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
     """Every file the target installs into -o DIR, checked against the lock's sha256, for `sync --find-links DIR`."""
     from tritonlock import export as ex
-    from tritonlock.lockfile import read_lock
-    from tritonlock.wheelhouse import build, size_text
+    from tritonlock.lock.lockfile import read_lock
+    from tritonlock.export.wheelhouse import build, size_text
 
     if not output:
         raise UsageError("--format wheelhouse needs -o DIR (the directory to fill; a second run fetches only what is "
@@ -803,8 +803,8 @@ def _export_uv(project: str, target_name: str | None, output: str | None) -> Non
     """uv's tables from the lock: into -o FILE (a pyproject.toml, edited in place, the rest kept), else stdout."""
     import dataclasses
 
-    from tritonlock.lockfile import named_target, read_lock, write_atomic
-    from tritonlock.uvexport import render
+    from tritonlock.lock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.export.uv import render
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
@@ -847,10 +847,10 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     nothing written.
     """
     from tritonlock.errors import UnknownTargetError
-    from tritonlock.intent import read_intent
-    from tritonlock.matrix import load_matrix
+    from tritonlock.decide.intent import read_intent
+    from tritonlock.decide.matrix import load_matrix
     from tritonlock.project import running_python, targets_for
-    from tritonlock.why import advice_json, advise, format_advice
+    from tritonlock.decide.why import advice_json, advise, format_advice
 
     intent_path, _ = _project_paths(project)
     intent = read_intent(intent_path)
@@ -868,7 +868,7 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     if locked:
         import dataclasses
 
-        from tritonlock.why import package_advice
+        from tritonlock.decide.why import package_advice
 
         advice = [dataclasses.replace(a, packages=package_advice(intent, matrix, a.target, running_python(), a,
                                                                  locked.get(a.target.name))) for a in advice]
@@ -882,7 +882,7 @@ def _locked_selections(project: str, intent_path: Path) -> dict[str, Any]:
     """The lock's decisions by target name, for `why`'s word on the packages — only from a lock that is readable and
     fresh (a stale one decided for another intent; `why` then says nothing of the packages rather than old news)."""
     from tritonlock.errors import TritonlockError
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock.lockfile import read_lock
     from tritonlock.project import lock_staleness
 
     _, lock_path = _project_paths(project)
@@ -922,14 +922,14 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
                   namespace: str | None, reports_claim: str, node_selector: tuple[str, ...],
                   toleration: tuple[str, ...]) -> None:
     from tritonlock.fleet.steps import Steps
-    from tritonlock.lockfile import read_lock, write_atomic
+    from tritonlock.lock.lockfile import read_lock, write_atomic
 
     root = Path(project)
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
     chosen = None
     if target_name is not None:
-        from tritonlock.lockfile import named_target
+        from tritonlock.lock.lockfile import named_target
 
         chosen = named_target(lock, target_name, lock_path, otherwise="run them all")
     if fmt == "slurm":
@@ -1082,7 +1082,7 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
     Files of other names are ignored, and so are report.json and summary.json."""
     from tritonlock.fleet.nodes import read_report_dir
     from tritonlock.fleet.report import rows, table_html, table_json, table_text
-    from tritonlock.lockfile import write_atomic
+    from tritonlock.lock.lockfile import write_atomic
 
     reports = read_report_dir(directory)
     if not reports and not expect:
@@ -1128,20 +1128,20 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
     build, the ptxas each Triton wheel bundles, and the ROCm/XPU builds and the Triton they require."""
     if new:
-        from tritonlock._compat_check import main_new
+        from tritonlock.decide._compat_check import main_new
 
         text, said = main_new(index_url)
         for line in said:
             click.echo(line, err=True)
         if text and output:
-            from tritonlock.lockfile import write_atomic
+            from tritonlock.lock.lockfile import write_atomic
 
             write_atomic(output, text + "\n")
             click.echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
         elif text:
             click.echo(text)
         sys.exit(0)
-    from tritonlock._compat_check import main as check
+    from tritonlock.decide._compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])
     args += ["--wheels", wheels] + (["--no-vendor"] if no_vendor else [])

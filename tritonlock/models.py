@@ -135,7 +135,7 @@ class Selection:
     warnings: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     conflict: Conflict | None = None
-    direct: tuple[DirectPackage, ...] = ()  # the user's packages as locked (tritonlock.packages decides them)
+    direct: tuple[DirectPackage, ...] = ()  # the user's packages as locked (tritonlock.decide.packages decides them)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -160,7 +160,7 @@ class LockedPackage:
     # "source": no wheel fits the target, so sync builds the sdist (None: installed from a wheel).
     build: str | None = None
     # What that build needs beyond Python: "torch" (its build imports torch: built without isolation against the
-    # locked torch, after it), "nvcc" (compiles CUDA code), "compiler" (a C/C++ compiler). See tritonlock/builds.py.
+    # locked torch, after it), "nvcc" (compiles CUDA code), "compiler" (a C/C++ compiler). See tritonlock/lock/builds.py.
     build_needs: tuple[str, ...] = ()
     build_why: str | None = None  # where those needs were read: the sdist's pyproject/setup.py, or compat/builds.toml
     # Why this package comes from the index it does where that is not the rule (a torch-index family member the

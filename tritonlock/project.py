@@ -15,7 +15,7 @@ from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selecti
 
 if TYPE_CHECKING:
     from tritonlock._term import TargetProgress
-    from tritonlock.matrix import Matrix
+    from tritonlock.decide.matrix import Matrix
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -89,7 +89,7 @@ def saved_host_advice(saved: Path, project: Path) -> str:
 def _default_index(intent: Intent) -> str:
     if intent.default_index:
         return intent.default_index
-    from tritonlock.index import default_index
+    from tritonlock.lock.index import default_index
 
     return default_index()
 
@@ -142,11 +142,11 @@ def _complete(selections: tuple[Selection, ...], intent: Intent) -> tuple[Select
 
 
 def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, ...]:
-    from tritonlock.matrix import load_matrix
-    from tritonlock.resolve import resolve
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.resolve import resolve
 
     targets = targets_for(intent, target_file)
-    from tritonlock import channel
+    from tritonlock.decide import channel
 
     # a nightly/test channel: the nearest release's decision, from the channel's index (no network here)
     return channel.mark(_complete(resolve(intent, load_matrix(), targets, running_python()), intent), intent)
@@ -172,8 +172,8 @@ def _pin_triton(sel: Selection, packages: tuple[LockedPackage, ...]) -> Selectio
 
 def _candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selection, ...]:
     """The fitting torch releases the packages choose among (newest first); only `sel` when torch is pinned."""
-    from tritonlock.packages import exact_torch
-    from tritonlock.resolve import feasible
+    from tritonlock.decide.packages import exact_torch
+    from tritonlock.decide.resolve import feasible
 
     if exact_torch(intent):
         return (sel,)
@@ -183,12 +183,12 @@ def _candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selecti
 def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ...], dindex: str, *,
                  progress: TargetProgress | None = None) -> list[tuple[Selection, tuple[LockedPackage, ...]]]:
     """Each ok target's final selection and its closure. Without packages the resolver's torch is locked as it is;
-    with packages, tritonlock.packages picks among the fitting torch releases the one that gives the packages their
+    with packages, tritonlock.decide.packages picks among the fitting torch releases the one that gives the packages their
     newest versions. Targets whose inputs are the same share one computation (a fleet of 32 machines is a handful of
     distinct closures, so lock time grows with those, not the machines)."""
-    from tritonlock import packages as pk
+    from tritonlock.decide import packages as pk
     from tritonlock._subprocess import uv_bin
-    from tritonlock.closure import compile_key, compile_target
+    from tritonlock.lock.closure import compile_key, compile_target
 
     uv_bin()  # locate uv before the worker threads do
     # a nightly/test channel's torch is that channel's one newest build: nothing for the packages to choose among
@@ -246,8 +246,8 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
     """`resolve --dry-run`: with `packages` (--packages), the selections as the lock would make them — uv and the
     indexes decide the packages' versions and so, perhaps, an older torch; without it (no network), each target whose
     packages could hold torch back says so in a warning instead of claiming a torch the lock may not hold."""
-    from tritonlock.matrix import load_matrix
-    from tritonlock.packages import exact_torch, needs_decision
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.packages import exact_torch, needs_decision
 
     if (not all(s.ok for s in selections) or not any(needs_decision(intent, s) for s in selections)
             or exact_torch(intent)):  # a pinned torch stays what it is: nothing for the packages to move
@@ -265,9 +265,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                  target_file: str | None = None, progress: TargetProgress | None = None) -> LockOutcome:
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
     `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes)."""
-    from tritonlock import lockfile
-    from tritonlock.intent import read_intent
-    from tritonlock.matrix import load_matrix
+    from tritonlock.lock import lockfile
+    from tritonlock.decide.intent import read_intent
+    from tritonlock.decide.matrix import load_matrix
 
     intent = read_intent(intent_path)
     matrix = load_matrix()
@@ -287,12 +287,12 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
             reason = why or "the target machines changed"
     else:
         reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
-    from tritonlock.resolve import resolve
+    from tritonlock.decide.resolve import resolve
 
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
     if not all(s.ok for s in selections):
         raise conflicts_error(selections)
-    from tritonlock import channel
+    from tritonlock.decide import channel
 
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
@@ -315,7 +315,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                 input_digest=digest, inputs_from=inputs_from)
     lockfile.write_lock(lock, lock_path)
-    from tritonlock.releaseday import release_day
+    from tritonlock.decide.releaseday import release_day
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings + news)
@@ -324,7 +324,8 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
     """Why the project's lock is stale against its triton-env.toml and the matrix; None when it is fresh or there is
     no intent beside it to compare with. The byte-level digest answers first, so a fresh lock costs no TOML parse."""
-    from tritonlock import _fast, lockfile
+    from tritonlock import _fast
+    from tritonlock.lock import lockfile
 
     from tritonlock._discover import intent_file
 
@@ -333,7 +334,7 @@ def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
         return None
     if lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None):
         return None
-    from tritonlock.intent import read_intent
+    from tritonlock.decide.intent import read_intent
 
     try:
         intent = read_intent(intent_path)
@@ -357,8 +358,8 @@ def index_reachability() -> tuple[str, str]:
     PyTorch's own index is the default source of the torch family; where it does not answer but the default index
     (PyPI or the mirror pip is configured with) does, the starter intent takes torch from the default index instead,
     so that the first `tritonlock resolve` works."""
-    from tritonlock.index import default_index, unreachable
-    from tritonlock.matrix import load_matrix
+    from tritonlock.lock.index import default_index, unreachable
+    from tritonlock.decide.matrix import load_matrix
 
     torch_url = load_matrix().index_url("cpu")
     torch_problem = unreachable(torch_url, "torch")
@@ -385,7 +386,7 @@ def _unreachable_torch_index(err: ClosureError, intent: Intent, selections: tupl
     name the way out ([indexes].torch = "default"); otherwise uv's own words stand."""
     if intent.torch_index == "default":
         return err
-    from tritonlock.index import unreachable
+    from tritonlock.lock.index import unreachable
 
     urls = sorted({s.index for s in selections if s.index and s.index != dindex})
     down = [(u, why) for u in urls if (why := unreachable(u, "torch")) is not None]

@@ -98,7 +98,7 @@ def node_name() -> str:
 
 def target_digest(t: LockedTarget) -> str:
     """A target's packages digest (lockfile.packages_digest: everything installable), what records are keyed by."""
-    from tritonlock.lockfile import packages_digest
+    from tritonlock.lock.lockfile import packages_digest
 
     return packages_digest(tuple(sorted(t.packages, key=lambda p: p.name)))
 
@@ -142,7 +142,7 @@ def run_caveats(host: HostProfile, result: Any, *, interpreter: str, venv: Path 
     """What a verify run on this machine cannot vouch for: host facts that TRITONLOCK_* overrides set instead of
     detection, an interpreter that is not a venv `tritonlock sync` completed for this target (anything could answer
     there, a script that prints a passing report included), and a GPU run reported where no driver was found."""
-    from tritonlock._noop import read_synced
+    from tritonlock.environment._noop import read_synced
     from tritonlock.host import ENV_PREFIX, OVERRIDE_KEYS
 
     out: list[str] = []
@@ -208,7 +208,7 @@ def doubt(record: Record, target: LockedTarget) -> str | None:
                 "it carries no digest (recorded by an older tritonlock)") + " — run `tritonlock verify --record` again"
     if record.packages_digest != target_digest(target):
         return "the target's packages changed since"
-    from tritonlock.sync import target_fit
+    from tritonlock.environment.sync import target_fit
 
     host = machine(record)
     why = "its GPU list does not read" if host is None else target_fit(target, host, record.python)
@@ -270,7 +270,7 @@ def _v(value: Any) -> str:
         return "{ " + ", ".join(f"{k} = {_v(x)}" for k, x in value.items() if x is not None) + " }"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_v(x) for x in value) + "]"
-    from tritonlock.lockfile import toml_value
+    from tritonlock.lock.lockfile import toml_value
 
     return toml_value(value)
 
@@ -442,7 +442,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def add_records(path: str | Path, new: tuple[Record, ...] | list[Record]) -> tuple[Record, ...]:
     """Insert or replace entries (same target × fingerprint: the newer run wins); write atomically."""
-    from tritonlock.lockfile import write_atomic
+    from tritonlock.lock.lockfile import write_atomic
 
     p = Path(path)
     with _locked(p):

@@ -45,7 +45,7 @@ def _drift(c: Context, t: LockedTarget) -> list[Finding]:
     """The venv against the lock, judged by sync's own plan (so doctor and sync never disagree)."""
     from pathlib import Path
 
-    from tritonlock.sync import plan, venv_config
+    from tritonlock.environment.sync import plan, venv_config
 
     assert c.venv
     prefix = Path(c.venv.prefix)

@@ -15,7 +15,7 @@ from tritonlock.errors import TritonlockError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 
 if TYPE_CHECKING:  # matrix is imported lazily: its data may be missing, and doctor must still run
-    from tritonlock.matrix import Matrix
+    from tritonlock.decide.matrix import Matrix
 
 _MARK = "@@tritonlock-doctor@@"
 _PROBE = Path(__file__).with_name("_probe.py")
@@ -207,7 +207,7 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
     libcuda = got["libcuda"] if isinstance(got.get("libcuda"), dict) else {}
     triton = got["triton"] if isinstance(got.get("triton"), dict) else {}
     ld = static.get("ld_library_path_libs") or {}
-    from tritonlock._noop import MADE
+    from tritonlock.environment._noop import MADE
 
     damage = integrity(str(static.get("prefix")))
     return VenvFacts(
@@ -234,7 +234,7 @@ def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     check (what the next `tritonlock sync` repairs); "name version: problem" each, as (damaged, modified): files
     missing, RECORD/METADATA gone or two copies, apart from files that are all there with other sizes. Only for
     venvs."""
-    from tritonlock.sync import check_venv
+    from tritonlock.environment.sync import check_venv
 
     p = Path(prefix)
     if not (p / "pyvenv.cfg").is_file():
@@ -310,7 +310,7 @@ def toolkit_ptxas() -> tuple[ToolkitPtxas, ...]:
 
 def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: str | None = None) -> LockFacts | None:
     """Read the project's lock (None when there is none) and pick this host's target."""
-    from tritonlock import lockfile
+    from tritonlock.lock import lockfile
     from tritonlock.export import choose_target
 
     path = project / "triton-env.lock"
@@ -329,7 +329,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
         return LockFacts(path=str(path), error=str(err))
     if intent_path.exists():
         try:
-            from tritonlock.intent import read_intent
+            from tritonlock.decide.intent import read_intent
 
             intent = read_intent(intent_path)
         except TritonlockError as err:
@@ -342,7 +342,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
     target, target_error = None, None
     try:
         if len(lock.targets) > 1:  # the one sync would pick for this host and this venv's Python
-            from tritonlock.sync import pick_target
+            from tritonlock.environment.sync import pick_target
 
             target = pick_target(lock, host, python=python, lock_path=str(path))
         else:
@@ -356,7 +356,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
 
 def load_matrix_or_error() -> tuple[Matrix | None, str | None]:
     try:
-        from tritonlock.matrix import load_matrix
+        from tritonlock.decide.matrix import load_matrix
 
         return load_matrix(), None
     except (TritonlockError, NotImplementedError, ImportError, OSError) as err:

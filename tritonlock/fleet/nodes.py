@@ -81,7 +81,7 @@ def parse_probes(output: str, where: str) -> list[Probe]:
 
 
 def _toml_str(v: str) -> str:
-    from tritonlock.lockfile import toml_value
+    from tritonlock.lock.lockfile import toml_value
 
     return toml_value(v)
 
@@ -139,7 +139,7 @@ def write_host_files(probes: list[Probe], out_dir: Path, *, force: bool = False)
     """One NAME.toml per distinct machine; a file there that tritonlock did not write stops it (unless `force`)
     before anything is written."""
     from tritonlock._files import file_stem, refuse_foreign
-    from tritonlock.lockfile import write_files
+    from tritonlock.lock.lockfile import write_files
 
     # a node's answer never picks where a file goes; distinct names never share a file (file_stem)
     planned = [(out_dir / f"{file_stem(name)}.toml", name, members) for name, members in group_probes(probes)]

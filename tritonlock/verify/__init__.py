@@ -188,7 +188,7 @@ def run_verify(
 
 def _ptxas_floors() -> dict[str, str] | None:
     from tritonlock.errors import TritonlockError
-    from tritonlock.matrix import load_matrix
+    from tritonlock.decide.matrix import load_matrix
 
     try:
         m = load_matrix()

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from tritonlock.matrix import Matrix, TorchRelease
-from tritonlock.matrix_vendor import (RocmBuild, VendorMatrix, XpuBuild, gfx_from_override, isa_major,
+from tritonlock.decide.matrix import Matrix, TorchRelease
+from tritonlock.decide.matrix_vendor import (RocmBuild, VendorMatrix, XpuBuild, gfx_from_override, isa_major,
                                       load_vendor_matrix, target_vendor)
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 

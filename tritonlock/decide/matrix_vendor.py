@@ -10,9 +10,9 @@ from pathlib import Path
 from packaging.version import Version
 
 from tritonlock.errors import MatrixError
-from tritonlock.matrix import PLATFORMS
-from tritonlock.matrix import RowReader as _Row  # the same typed row reader as the CUDA rows
-from tritonlock.matrix import read_compat_file as _read
+from tritonlock.decide.matrix import PLATFORMS
+from tritonlock.decide.matrix import RowReader as _Row  # the same typed row reader as the CUDA rows
+from tritonlock.decide.matrix import read_compat_file as _read
 
 FILES = ("rocm.toml", "xpu.toml", "gpus.toml")
 

@@ -16,8 +16,8 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from tritonlock.errors import TritonlockError
-from tritonlock.index import IndexClient, IndexFile, default_index
-from tritonlock.matrix import Matrix, Ptxas, TorchRelease, TritonRelease, load_matrix
+from tritonlock.lock.index import IndexClient, IndexFile, default_index
+from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, TritonRelease, load_matrix
 
 Index = IndexClient  # the check reads the index through the project's one client
 
@@ -242,7 +242,7 @@ def check_vendor(matrix: Matrix, make_index: object = None, versions: set[str] |
     torch+rocmX.Y / +xpu wheel for each Python, tagged as the row says, whose METADATA requires the row's Triton
     package at the release's pin. An index that cannot be reached gives one "note:" line (not a failure)."""
     from tritonlock.errors import TritonlockError
-    from tritonlock.matrix_vendor import load_vendor_matrix
+    from tritonlock.decide.matrix_vendor import load_vendor_matrix
 
     vm = load_vendor_matrix()
     new = make_index if callable(make_index) else Index

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from tritonlock.matrix import Matrix
+from tritonlock.decide.matrix import Matrix
 
 
 def _versions(filenames: Iterable[str]) -> set[Version]:
@@ -46,7 +46,7 @@ def release_day(matrix: Matrix, indexes: Iterable[str]) -> tuple[str, ...]:
     """The lines for torch and triton on the indexes the lock takes them from; an index that does not answer adds no
     line (the closure reports it)."""
     from tritonlock.errors import TritonlockError
-    from tritonlock.index import project_files
+    from tritonlock.lock.index import project_files
 
     files: dict[str, set[str]] = {"torch": set(), "triton": set()}
     for url in dict.fromkeys(indexes):

@@ -11,10 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritonlock import _interp, _subprocess, _venv
-from tritonlock._plan import Plan, plan, with_download
-from tritonlock._venv import Damage, siblings, venv_python, venv_python_minor
-from tritonlock.builds import TORCH
+from tritonlock import _interp, _subprocess
+from tritonlock.environment import _venv
+from tritonlock.environment._plan import Plan, plan, with_download
+from tritonlock.environment._venv import Damage, siblings, venv_python, venv_python_minor
+from tritonlock.lock.builds import TORCH
 from tritonlock.errors import SyncError, SyncInterrupted
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def venv_lock(venv: Path) -> Iterator[None]:
 
 def pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Path | None) -> str:
     """A PEP 751 document holding only the packages to install (uv verifies every hash in it)."""
-    from tritonlock.lockfile import toml_value, wheel_table
+    from tritonlock.lock.lockfile import toml_value, wheel_table
 
     lines = ['lock-version = "1.0"', f'created-by = {toml_value(lock.created_by)}', ""]
     missing: list[LockedPackage] = []
@@ -139,7 +140,7 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
 
 def check_build_tools(source: list[LockedPackage]) -> None:
     """Failed (before anything is installed) when this machine lacks what a source build needs."""
-    from tritonlock import builds
+    from tritonlock.lock import builds
 
     lacking = [(pk, miss) for pk in source if (miss := builds.missing_tools(pk))]
     if not lacking:
@@ -180,7 +181,7 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
                 "build imports torch)")
         else:
             say(f"installing {len(names)} package(s)")
-        from tritonlock import index
+        from tritonlock.lock import index
 
         interrupted = False
         try:  # on a TTY uv draws its own progress bars; elsewhere its output is kept for the error

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonlock._noop import (MADE, SYNCED, already_synced, dist_infos, drop_synced, fingerprint, read_made,
+from tritonlock.environment._noop import (MADE, SYNCED, already_synced, dist_infos, drop_synced, fingerprint, read_made,
                               read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, target_files,
                               write_made, write_synced)
 

@@ -119,8 +119,8 @@ def apply(selections: tuple[Selection, ...], intent: Intent) -> tuple[Selection,
     Triton that build pins exactly (from its METADATA), and reasons that say so."""
     if intent.channel == "release":
         return selections
-    from tritonlock._compat_check import wheel_metadata
-    from tritonlock.index import IndexClient
+    from tritonlock.decide._compat_check import wheel_metadata
+    from tritonlock.lock.index import IndexClient
 
     out = []
     for s in mark(selections, intent):

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from . import _host_probes as p
-from . import _toml
-from .errors import HostError
-from .models import Gpu, HostProfile, TargetSpec, VendorGpu
+from tritonlock.host import _probes as p
+from tritonlock import _toml
+from tritonlock.errors import HostError
+from tritonlock.models import Gpu, HostProfile, TargetSpec, VendorGpu
 
 __all__ = [
     "OVERRIDE_KEYS",
@@ -63,7 +63,7 @@ T = TypeVar("T")
 
 def clear_cache() -> None:
     """Forget every probe's answer (tests; a long-lived process after a driver change)."""
-    from . import _host_vendor
+    from tritonlock.host import _vendor as _host_vendor
 
     p.clear_cache()
     _host_vendor.clear_cache()
@@ -169,7 +169,7 @@ def _parse_gpus(value: str) -> tuple[tuple[Gpu, ...], list[str]]:
 
 def _parse_vendor_gpus(items: list[str]) -> tuple[tuple[VendorGpu, ...], list[str]]:
     """AMD gfx targets and names, Intel GPUs among the items the NVIDIA table did not know."""
-    from .matrix_vendor import load_vendor_matrix, normalize_gfx
+    from tritonlock.decide.matrix_vendor import load_vendor_matrix, normalize_gfx
 
     out: list[VendorGpu] = []
     unknown: list[str] = []
@@ -249,7 +249,7 @@ def _probe_driver(cached: bool) -> DriverFacts:
     if path is not None:
         import time
 
-        from tritonlock import _matrix_cache
+        from tritonlock.decide import _matrix_cache
 
         try:
             fresh = time.time() - os.stat(path).st_mtime < _DRIVER_CACHE_SECONDS
@@ -264,7 +264,7 @@ def _probe_driver(cached: bool) -> DriverFacts:
     gpus = _first("gpus", lambda r: r.gpus, probes)
     facts = DriverFacts(driver=driver, cuda=cuda, gpus=gpus, probes=tuple(probes))
     if path is not None and facts.driver is not None and facts.gpus:
-        from tritonlock import _matrix_cache
+        from tritonlock.decide import _matrix_cache
 
         _matrix_cache.write(Path(path), facts)
     return facts
@@ -328,7 +328,7 @@ def detect(overrides: Mapping[str, str] | None = None, *, toolkit: bool = True, 
     nvcc = found_nvcc[0] if found_nvcc else None
     probes += [f"nvcc: {found_nvcc[1]}"] if found_nvcc else []
 
-    from . import _host_vendor
+    from tritonlock.host import _vendor as _host_vendor
 
     if ov.vendor_gpus is not None:  # TRITONLOCK_GPUS named the GPUs: no AMD/Intel probing
         vendor = _host_vendor.VendorReading(gpus=ov.vendor_gpus, hsa_override=_host_vendor.hsa_override())

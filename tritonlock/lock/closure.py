@@ -13,8 +13,8 @@ from packaging.utils import canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, TritonlockError
-from tritonlock.lockfile import toml_value
-from tritonlock.matrix import Matrix
+from tritonlock.lock.lockfile import toml_value
+from tritonlock.decide.matrix import Matrix
 from tritonlock.models import LockedPackage, Selection, Wheel
 
 
@@ -45,7 +45,7 @@ def macos_deployment_target(sel: Selection, matrix: Matrix) -> str | None:
         return None
     if t.macos:
         return t.macos
-    from tritonlock.resolve import platform_of
+    from tritonlock.decide.resolve import platform_of
 
     release = matrix.torch_release(sel.torch or "")
     floor = release.macos_floor(platform_of(t), sel.python) if release else None
@@ -57,7 +57,7 @@ def macos_deployment_target(sel: Selection, matrix: Matrix) -> str | None:
 def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
     """The top-level requirements of one compile. With `torch_spec` (the torch releases that fit the target, as a
     specifier) the user's packages come first and torch last, with no triton pin (torch pins its own): uv decides the
-    packages before torch, so each gets its newest version that some fitting torch allows (tritonlock.packages)."""
+    packages before torch, so each gets its newest version that some fitting torch allows (tritonlock.decide.packages)."""
     if torch_spec is not None:
         return list(sel.packages) + [f"torch{torch_spec}"]
     reqs = [f"torch=={sel.torch}"]
@@ -82,7 +82,7 @@ def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
     only where that backend's index publishes it (meta.toml triton_from_default: not for cpu)."""
     name = canonicalize_name(name)
     if (sel.backend or "").startswith("rocm"):
-        from tritonlock.matrix_vendor import load_vendor_matrix
+        from tritonlock.decide.matrix_vendor import load_vendor_matrix
 
         if load_vendor_matrix().rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
             return True
@@ -94,7 +94,7 @@ def _vendor_glibc(sel: Selection) -> str | None:
     backend = sel.backend or ""
     if not backend.startswith(("rocm", "xpu")) or not sel.torch:
         return None
-    from tritonlock.matrix_vendor import load_vendor_matrix
+    from tritonlock.decide.matrix_vendor import load_vendor_matrix
 
     vm = load_vendor_matrix()
     if backend == "xpu":
@@ -106,7 +106,7 @@ def _vendor_glibc(sel: Selection) -> str | None:
 def triton_owner_problem(sel: Selection, pkgs: Sequence[LockedPackage]) -> str | None:
     """Two distributions that both install the top-level `triton/` package (triton and triton-rocm, say) overwrite
     each other in one environment: which one `import triton` finds depends on install order. A lock holds one."""
-    from tritonlock.matrix_vendor import load_vendor_matrix
+    from tritonlock.decide.matrix_vendor import load_vendor_matrix
 
     owners = set(load_vendor_matrix().triton_owners)
     both = sorted(p.name for p in pkgs if p.name in owners)
@@ -128,7 +128,7 @@ _PASSES = 5
 def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: str | None = None, *,
                 no_build: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Everything compile_target's answer depends on: targets with equal keys can share one compile."""
-    from tritonlock.resolve import platform_of
+    from tritonlock.decide.resolve import platform_of
 
     release = matrix.torch_release(sel.torch or "")
     floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
@@ -140,7 +140,7 @@ def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | 
     """For a member of the wider PyTorch index family (compat/meta.toml torch_index_packages: xformers, torchao…):
     None when the selection's torch index serves it (it is bound there, like torch), else why it comes from the
     default index — the index is asked, through the index client, whether it has the project at all."""
-    from tritonlock import index
+    from tritonlock.lock import index
 
     assert sel.index
     try:
@@ -188,7 +188,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
 
     bound = {n for n in names if binds(n)}
     release = matrix.torch_release(sel.torch)
-    from tritonlock.resolve import platform_of
+    from tritonlock.decide.resolve import platform_of
 
     floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     pulled: list[str] = []  # family members that came in through other packages
@@ -225,7 +225,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
                                                     "isolation")
         pkg = LockedPackage(name=name, version=str(r["version"]), index=index, wheels=wheels, sdist=sdist, note=note)
         if not wheels and sdist is not None:
-            from tritonlock import builds
+            from tritonlock.lock import builds
 
             f = facts.get(sdist.url) or builds.facts_for(name, sdist.url, sdist.name)
             pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
@@ -245,7 +245,7 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed
     """The build requirements (besides torch) of the sdist-only packages whose build imports torch, not asked for
     yet: sync builds those without isolation, inside the venv, so what the build imports is locked too (each one
     added as a requirement, so that its version also meets the build's own specifier)."""
-    from tritonlock import builds
+    from tritonlock.lock import builds
 
     more: list[str] = []
     for r in raw:
@@ -274,7 +274,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
     never on its command line or in a file. As pip, keyring is asked only when an index wants credentials.
     """
-    from tritonlock import index
+    from tritonlock.lock import index
 
     assert sel.python and sel.index
     with tempfile.TemporaryDirectory(prefix="tritonlock-closure-") as tmp:

@@ -13,7 +13,7 @@ from packaging.utils import parse_wheel_filename
 
 from tritonlock._files import file_stem
 from tritonlock.errors import TritonlockError
-from tritonlock.lockfile import named_target, toml_value, wheel_table
+from tritonlock.lock.lockfile import named_target, toml_value, wheel_table
 from tritonlock.models import HostProfile, Lock, LockedPackage, LockedTarget, Selection, Wheel
 
 FORMATS = ("pylock", "requirements", "dockerfile", "devcontainer")
@@ -73,7 +73,7 @@ def choose_target(lock: Lock, name: str | None = None, host: HostProfile | None 
         raise ExportError(f"{lock_path} holds no targets — run `tritonlock resolve`")
     if host is not None:
         try:
-            from tritonlock.sync import pick_target
+            from tritonlock.environment.sync import pick_target
         except ImportError:  # sync is optional to this module: fall back to the name "host"
             pass
         else:

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritonlock import _apply, _interp, _venv
+from tritonlock.environment import _apply, _venv
+from tritonlock import _interp
 from tritonlock._files import read_bytes
-from tritonlock._apply import venv_lock
+from tritonlock.environment._apply import venv_lock
 from tritonlock._interp import find_base_python, python_minor_of
-from tritonlock._plan import Plan, Step, format_plan, plan, with_download
-from tritonlock._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
+from tritonlock.environment._plan import Plan, Step, format_plan, plan, with_download
+from tritonlock.environment._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
 from tritonlock.errors import NoFittingTargetError, SyncError, TritonlockError, UsageError
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def _v(s: str) -> Version:
 def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) -> str | None:
     """Why target t does not fit this host (every reason, "; "-joined: fixing one should not reveal the next), or
     None when it does."""
-    from tritonlock.matrix import gpu_runs
+    from tritonlock.decide.matrix import gpu_runs
 
     sel, spec = t.selection, t.selection.target
     if not sel.ok:
@@ -70,7 +71,7 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
         if not mine:
             why.append(f"it is an {'AMD' if vendor == 'amd' else 'Intel'} target ({sel.backend}) and this host has "
                        "no such GPU")
-        from tritonlock.matrix_vendor import gfx_from_override, isa_major
+        from tritonlock.decide.matrix_vendor import gfx_from_override, isa_major
 
         override = gfx_from_override(spec.hsa_override) if spec.hsa_override else None
         for vg in mine:
@@ -85,7 +86,7 @@ def pick_target(lock: Lock, host: HostProfile, *, name: str | None = None, pytho
                 lock_path: str = "triton-env.lock") -> LockedTarget:
     """The lock target for this host: the named one, else the best fit (GPU over CPU, exact GPUs first)."""
     if name is not None:
-        from tritonlock.lockfile import named_target
+        from tritonlock.lock.lockfile import named_target
 
         return named_target(lock, name, lock_path)
     fits: list[LockedTarget] = []
@@ -184,7 +185,7 @@ def _look(venv: Path, python: str, flag: bool | None, base_given: str | None) ->
 def source_build_rebuild(p: Plan, target: LockedTarget) -> str | None:
     """Why the venv is rebuilt beside itself rather than changed in place: the plan builds a package whose build
     imports torch, which runs after torch is installed and may fail — then the venv must be the one it was."""
-    from tritonlock.builds import TORCH
+    from tritonlock.lock.builds import TORCH
 
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     built = [pk for pk in target.packages if pk.name in todo and pk.build == "source" and TORCH in pk.build_needs]
@@ -262,7 +263,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     all of them); `show_plan` sees the plan before anything is installed."""
     import re
 
-    from tritonlock.lockfile import read_lock
+    from tritonlock.lock.lockfile import read_lock
 
     lock_path = project / "triton-env.lock"
     lock = read_lock(lock_path)
@@ -278,9 +279,9 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     from tritonlock._machine import raw_machine_key
 
     if intent_path.exists():
-        from tritonlock.intent import read_intent
-        from tritonlock.lockfile import staleness
-        from tritonlock.matrix import load_matrix
+        from tritonlock.decide.intent import read_intent
+        from tritonlock.lock.lockfile import staleness
+        from tritonlock.decide.matrix import load_matrix
 
         intent_bytes = relevant_bytes(intent_path)
         stale = staleness(lock, read_intent(intent_path), load_matrix().version)
@@ -317,7 +318,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     equivalent = None
     if sel.torch:
         try:
-            from tritonlock.matrix import load_matrix
+            from tritonlock.decide.matrix import load_matrix
 
             rel = load_matrix().torch_release(sel.torch)
             equivalent = rel.pypi_backend if rel else None

@@ -16,8 +16,8 @@ from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import DirectPackage, Intent, LockedPackage, Selection, TargetSpec
 
 if TYPE_CHECKING:
-    from tritonlock.index import IndexFile
-    from tritonlock.matrix import Matrix
+    from tritonlock.lock.index import IndexFile
+    from tritonlock.decide.matrix import Matrix
 
 Compile = Callable[..., tuple[LockedPackage, ...]]
 
@@ -179,7 +179,7 @@ class Facts:
             if future is None:
                 future = self._files[key] = Future()
         if mine:
-            from tritonlock.index import project_files
+            from tritonlock.lock.index import project_files
 
             try:
                 future.set_result(project_files(index, name))
@@ -241,14 +241,14 @@ def _read_metadata(index: str, f: IndexFile) -> str | None:
     does."""
     import re
 
-    from tritonlock.index import IndexClient
+    from tritonlock.lock.index import IndexClient
 
     try:
         client = IndexClient(index, timeout=30, retries=2)
         text = client.metadata(f)
         if text or not f.filename.endswith(".whl"):
             return text or None
-        from tritonlock._compat_check import RemoteZip
+        from tritonlock.decide._compat_check import RemoteZip
 
         z = RemoteZip(client.session, f.url, f.size)
         name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
@@ -300,7 +300,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     newest torch. uv decides (the packages listed before torch); the torch releases are grouped by the index they
     come from (one compile per index), and the best outcome wins. Returns the selection, with its reasons, warnings
     and `direct` records, and the target's packages."""
-    from tritonlock.closure import compile_target
+    from tritonlock.lock.closure import compile_target
 
     if compile is None:
         def compile(s: Selection, m: Matrix, d: str, **kw: object) -> tuple[LockedPackage, ...]:
@@ -427,7 +427,7 @@ def _torch_reqs(reqs: list[Requirement] | None) -> list[Requirement]:
 def _torch_limit(pkg: str, version: str, treq: Requirement, candidates: tuple[Selection, ...], intent: Intent,
                  matrix: Matrix, target: TargetSpec, default_python: str) -> str:
     """Why no torch that `pkg version` allows fits: the host (with the blocking fact), or the intent."""
-    from tritonlock.resolve import release_problem
+    from tritonlock.decide.resolve import release_problem
 
     allowed = [r for r in matrix.torch if treq.specifier.contains(r.version, prereleases=True)]
     head = f"{pkg} {version} requires {_spec_text(treq)}"

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock import rules
-from tritonlock.matrix import Matrix, Ptxas, TorchRelease, Variant, branch_floor, cc_tuple, driver_branch_number
+from tritonlock.decide import rules
+from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, Variant, branch_floor, cc_tuple, driver_branch_number
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
-from tritonlock.matrix import gpu_runs
-from tritonlock.rules import platform_of
+from tritonlock.decide.matrix import gpu_runs
+from tritonlock.decide.rules import platform_of
 
 __all__ = ["describe_target", "driver_branch", "driver_candidates", "feasible", "gpu_runs", "pinned_triton",
            "platform_of", "release_problem", "resolve", "resolve_one", "selection_json"]
@@ -634,7 +634,7 @@ def resolve(intent: Intent, matrix: Matrix, targets: tuple[TargetSpec, ...], def
 def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, *,
                 advise: bool = True) -> Selection:
     """One target's Selection; advise=False skips the search for ways out of a conflict (for what-if loops)."""
-    from tritonlock.resolve_vendor import resolve_vendor, vendor  # AMD (ROCm) and Intel (XPU) targets
+    from tritonlock.decide.resolve_vendor import resolve_vendor, vendor  # AMD (ROCm) and Intel (XPU) targets
 
     if vendor(target) is not None:
         return resolve_vendor(intent, matrix, target, default_python,
@@ -665,7 +665,7 @@ def release_problem(intent: Intent, matrix: Matrix, target: TargetSpec, release:
                     default_python: str) -> str | None:
     """Why one torch release does not fit this target under the intent (torch's own build or its Triton); None
     when it fits."""
-    from tritonlock.resolve_vendor import release_problem_vendor, vendor
+    from tritonlock.decide.resolve_vendor import release_problem_vendor, vendor
 
     if vendor(target) is not None:
         return release_problem_vendor(intent, matrix, target, release, default_python)

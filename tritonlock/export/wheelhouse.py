@@ -67,7 +67,8 @@ def _fetch(w: Wheel, dest: Path, session: object) -> int:
         else:
             import requests
 
-            from tritonlock import _urls, index
+            from tritonlock import _urls
+            from tritonlock.lock import index
 
             try:
                 resp = session.get(w.url, stream=True, timeout=60, auth=index.credentials(w.url),  # type: ignore[attr-defined]
@@ -97,7 +98,7 @@ def _fetch(w: Wheel, dest: Path, session: object) -> int:
 def build(target: LockedTarget, out: Path, *, say: Callable[[str], None] = lambda s: None) -> WheelhouseResult:
     """Fill `out` with the target's files. Resumable: a file already there with the pinned sha256 is kept; one with
     other bytes (a download cut off, a disk error) is fetched again."""
-    from tritonlock import index
+    from tritonlock.lock import index
 
     out.mkdir(parents=True, exist_ok=True)
     wheels = [w for p in target.packages for w in p.wheels]
@@ -133,7 +134,7 @@ def build(target: LockedTarget, out: Path, *, say: Callable[[str], None] = lambd
 def write_page(out: Path, wheels: list[Wheel]) -> None:
     """A find-links page (PEP 503 anchors with #sha256=) for serving the directory over HTTP; `--find-links DIR`
     reads the directory itself."""
-    from tritonlock.lockfile import write_atomic
+    from tritonlock.lock.lockfile import write_atomic
 
     links = "".join(f'<a href="{html.escape(w.name)}#sha256={w.sha256}">{html.escape(w.name)}</a><br>\n'
                     for w in sorted(wheels, key=lambda w: w.name))

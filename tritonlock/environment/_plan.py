@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from tritonlock import _venv
+from tritonlock.environment import _venv
 
 if TYPE_CHECKING:
     from tritonlock.models import LockedPackage, LockedTarget

@@ -145,7 +145,7 @@ def merge(sdist: BuildFacts, known: BuildFacts | None) -> BuildFacts:
 @lru_cache(maxsize=256)
 def facts_for(name: str, sdist_url: str, filename: str) -> BuildFacts:
     """Download the sdist (through the index client: pip's credentials and TLS settings) and read its facts."""
-    from tritonlock.index import fetch_file
+    from tritonlock.lock.index import fetch_file
 
     known = curated().get(_canon(name))
     try:

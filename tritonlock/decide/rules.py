@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock.matrix import (Matrix, Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant, arch_tuple, branch_floor,
+from tritonlock.decide.matrix import (Matrix, Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant, arch_tuple, branch_floor,
                                cc_tuple, driver_branch_number, gpu_runs)
 from tritonlock.models import Intent, TargetSpec
 

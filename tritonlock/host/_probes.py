@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .errors import MatrixError
-from .models import Gpu
+from tritonlock.errors import MatrixError
+from tritonlock.models import Gpu
 
 if TYPE_CHECKING:
-    from .matrix import Matrix
+    from tritonlock.decide.matrix import Matrix
 
 # Every absolute path is read under ROOT, so tests can point the probes at a fake tree.
 ROOT = "/"
@@ -249,7 +249,7 @@ def _smi_gpus(rows: list[dict[str, str]]) -> tuple[Gpu, ...] | None:
 @functools.lru_cache(maxsize=None)
 def gpu_table() -> Matrix | None:
     try:
-        from .matrix import load_matrix
+        from tritonlock.decide.matrix import load_matrix
 
         return load_matrix()
     except (NotImplementedError, MatrixError, OSError):

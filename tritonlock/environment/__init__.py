@@ -1,0 +1,1 @@
+"""Environment: make a venv match the lock — plan, apply (uv, atomically), venv helpers."""

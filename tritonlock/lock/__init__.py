@@ -1,0 +1,1 @@
+"""Lock: the closure (uv), the package-index client, and the triton-env.lock reader/writer."""
