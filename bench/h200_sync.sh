@@ -44,6 +44,8 @@ mkdir -p "$W/tl/bin-uv" && ln -sf "$UVB" "$W/tl/bin-uv/uv"  # `uv` for the steps
 "$TL" --version >> "$OUT/install.txt" 2>&1 || { summary "install FAILED"; exit 1; }
 cp -r "$C/proj" "$W/proj"
 cd "$W/proj"
+"$TL" host --json > "$OUT/host.json" 2>&1
+"$TL" resolve --dry-run --target-file "$REPO/bench/h200/h200.toml" > "$OUT/resolve-dry-run.txt" 2>&1
 
 step() {  # step NAME CMD...: run, keep output and exit code, time it
   local name=$1; shift
@@ -67,7 +69,9 @@ fi
   >> "$OUT/first-sync.txt" 2>&1
 
 # 2. the flag forgotten
-snap() { find .venv -path '*/__pycache__' -prune -o -type f -printf '%P %s %T@\n' | sort | sha256sum; }
+# (verify keeps its Triton/Inductor caches in .venv/.tritonlock-cache: verify's, not sync's, so left out)
+snap() { find .venv \( -path '*/__pycache__' -o -path .venv/.tritonlock-cache \) -prune -o -type f -printf '%P %s %T@\n' \
+         | sort | sha256sum; }
 before=$(snap)
 read rc dt < <(step plain-sync "$TL" sync --find-links "$C/house")
 after=$(snap)
@@ -96,9 +100,13 @@ print(f"median: tritonlock {statistics.median(a) * 1000:.0f} ms, uv {statistics.
 PYEOF
 summary "no-op: $(tail -1 "$OUT/noop.txt")"
 
-# 4. doctor
+# 4. doctor, then verify again (warm caches) and --quick, each beside a bare `import torch`
 read rc dt < <(step doctor "$TL" doctor)
 summary "doctor: exit $rc, $dt s"
+read rc dt < <(step verify-warm "$TL" verify --json)
+read rc2 dt2 < <(step verify-quick "$TL" verify --quick)
+read rc3 dt3 < <(step bare-import .venv/bin/python -c "import torch")
+summary "verify warm: exit $rc, $dt s; verify --quick: exit $rc2, $dt2 s; bare import torch: $dt3 s"
 
 # 5. asked to drop the preinstalled stack: torch is not in the wheelhouse, so the rebuild must fail, venv intact
 before=$(snap)
@@ -112,7 +120,7 @@ summary "sync --no-system-site-packages without torch wheels: exit $rc; venv unc
 
 # 6. damage and repair
 site=$(ls -d .venv/lib/python3*/site-packages)
-rm -f "$site/numpy/__init__.py" .venv/.tritonlock-synced.json
+rm -f "$site/numpy/__init__.py"  # the no-op stamp stays: damage must outrank it (issue 14)
 "$TL" doctor > "$OUT/repair.txt" 2>&1
 read rc dt < <(step repair-sync "$TL" sync --find-links "$C/house" --no-verify)
 cat "$OUT/repair-sync.txt" >> "$OUT/repair.txt"

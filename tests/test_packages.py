@@ -244,3 +244,10 @@ def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path
     intent.write_text(intent.read_text().replace('"servelm"', '"servelm", "plainlib"'))
     code, out = _run("why", "-p", str(pinned))
     assert code == 0 and "your packages" not in out
+
+
+def test_an_offline_dry_run_with_one_fitting_torch_has_nothing_to_warn(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["servelm"], R580, torch="==2.15.*")  # one release: 2.15.0
+    code, out = _run("resolve", "-p", str(root), "--dry-run", "--json")
+    (t,) = json.loads(out)["targets"]
+    assert code == 0 and t["torch"] == "2.15.0" and not any("not resolved" in w for w in t["warnings"])

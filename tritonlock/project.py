@@ -257,8 +257,10 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
     note = ("the packages were not resolved (--dry-run without --packages uses no network): torch {} is the newest "
             "this target allows, and [environment].packages may hold it back — `tritonlock resolve` (or --dry-run "
             "--packages) decides them with uv and the indexes")
-    return tuple(dataclasses.replace(s, warnings=s.warnings + (note.format(s.torch),)) if needs_decision(intent, s)
-                 else s for s in selections)
+    matrix = load_matrix()
+    # only where there is an older torch to hold back to: with one fitting release, the packages cannot move it
+    return tuple(dataclasses.replace(s, warnings=s.warnings + (note.format(s.torch),))
+                 if needs_decision(intent, s) and len(_candidates(intent, matrix, s)) > 1 else s for s in selections)
 
 
 def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
