@@ -155,3 +155,31 @@ def test_a_name_equal_to_another_names_hashed_form_still_gets_its_own_job() -> N
     assert len({j["metadata"]["labels"]["tritonlock/target"] for j in jobs}) == 3
     assert len({e["value"] for j in jobs for e in j["spec"]["template"]["spec"]["containers"][0]["env"]
                 if e["name"] == "TRITONLOCK_REPORTS"}) == 3
+
+
+@pytest.mark.parametrize(("backend", "gpus", "driver", "resource"), [
+    ("cu130", ("9.0", "9.0"), "580.65.06", "nvidia.com/gpu"),
+    ("rocm7.2", ("gfx942",) * 8, None, "amd.com/gpu"),
+    ("xpu", ("pvc",) * 4, None, "gpu.intel.com/i915"),
+    ("cpu", (), None, None),
+])
+def test_each_vendors_gpus_are_asked_for_by_its_device_plugin_resource(backend: str, gpus: tuple[str, ...],
+                                                                       driver: str | None, resource: str | None) -> None:
+    """An AMD or Intel target's pod asked for no GPU at all (only nvidia.com/gpu was known), so verify ran on none."""
+    import dataclasses
+
+    from test_lockfile import sample
+    from tritonlock.fleet.k8s import K8sJob, manifests
+    from tritonlock.fleet.slurm import gpus_of
+
+    lock = sample()
+    (t,) = lock.targets
+    t = dataclasses.replace(t, selection=dataclasses.replace(
+        t.selection, backend=backend, target=dataclasses.replace(t.selection.target, gpus=gpus, driver=driver)))
+    (job,) = [d for d in manifests(lock, [t], {"triton-env.toml": ""}, K8sJob(image="x")) if d["kind"] == "Job"]
+    pod = job["spec"]["template"]["spec"]
+    limits = pod["containers"][0]["resources"].get("limits", {})
+    assert limits == ({resource: len(gpus)} if resource else {})
+    assert [x["key"] for x in pod.get("tolerations", [])] == ([resource] if resource else [])
+    assert gpus_of(t) == len(gpus)  # Slurm's GRES gpu is vendor-neutral
+    kubernetes_validate.validate(job, K8S_VERSIONS[-1], strict=True)

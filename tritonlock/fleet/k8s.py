@@ -58,6 +58,22 @@ def _gpu(t: LockedTarget) -> bool:
     return bool((t.selection.backend or "").startswith("cu") and t.selection.target.driver)
 
 
+def gpu_resource(t: LockedTarget) -> str | None:
+    """The extended resource a pod asks its GPUs by, as each vendor's device plugin registers it: NVIDIA's
+    `nvidia.com/gpu`, AMD's `amd.com/gpu` (ROCm/k8s-device-plugin), Intel's `gpu.intel.com/i915`
+    (intel/intel-device-plugins-for-kubernetes); None for a CPU target."""
+    backend = t.selection.backend or ""
+    if _gpu(t):
+        return "nvidia.com/gpu"
+    if not t.selection.target.gpus:
+        return None
+    if backend.startswith("rocm"):
+        return "amd.com/gpu"
+    if backend.startswith("xpu"):
+        return "gpu.intel.com/i915"
+    return None
+
+
 def node_affinity(t: LockedTarget) -> list[dict[str, Any]]:
     """Node selector terms from the target: OS and architecture, and for a GPU target its compute capability
     and a driver branch at or above the build's floor (labels from GPU Feature Discovery)."""
@@ -165,11 +181,12 @@ def manifests(lock: Lock, targets: list[LockedTarget], files: dict[str, str], jo
     for t in runnable:
         name = job_names[t.name]
         labels = {"app.kubernetes.io/name": "tritonlock", "tritonlock/target": label_values[t.name]}
-        gpus = len(t.selection.target.gpus) if _gpu(t) else 0
+        resource = gpu_resource(t)
+        gpus = len(t.selection.target.gpus) if resource else 0
         resources: dict[str, Any] = {"requests": {"cpu": "2", "memory": "8Gi"}}
-        if gpus:
-            resources["limits"] = {"nvidia.com/gpu": gpus}
-        tolerations = ([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}] if gpus else [])
+        if resource:
+            resources["limits"] = {resource: gpus}
+        tolerations = ([{"key": resource, "operator": "Exists", "effect": "NoSchedule"}] if resource else [])
         tolerations += extra_tol
         env = [
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},

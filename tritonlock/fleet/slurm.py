@@ -70,9 +70,13 @@ def shell_words(option: str, value: str) -> str:
 
 def gpus_of(t: LockedTarget | None) -> int:
     """GPUs a node of this target has: GRES to request (0 for a CPU target or no target)."""
-    if t is None or not (t.selection.backend or "").startswith("cu") or not t.selection.target.driver:
+    if t is None or not t.selection.target.gpus:
         return 0
-    return len(t.selection.target.gpus)
+    backend = t.selection.backend or ""
+    if backend.startswith("cu") and t.selection.target.driver:
+        return len(t.selection.target.gpus)
+    # AMD (ROCm) and Intel (XPU) builds run on their GPUs too: GRES gpu is vendor-neutral in Slurm
+    return len(t.selection.target.gpus) if backend.startswith(("rocm", "xpu")) else 0
 
 
 def _q(s: str) -> str:
