@@ -65,7 +65,7 @@ def test_nightly_locks_a_dated_torch_and_its_exact_pytorch_triton(tmp_path: Path
     assert f'name = "pytorch-triton"\nversion = "{NIGHTLY_TRITON}"' in lock
     assert 'version = "0.0.1"' not in lock  # not the default index's placeholder
     assert "the newest nightly build for cu" in r.output and "built 2026-11-30" in r.output
-    assert (f"a nightly build of PyTorch's main branch, not a release; the matrix's rules (the cu" in r.output
+    assert ("a nightly build of PyTorch's main branch, not a release; the matrix's rules (the cu" in r.output
             and f"apply by the facts of the nearest release it knows, torch {m.torch[0].version}" in r.output)
     assert f"pytorch-triton {NIGHTLY_TRITON}: the exact Triton torch 2.17.0.dev20261130 requires" in r.output
     code = CliRunner().invoke(main, ["check", "-p", str(root)])

@@ -6,9 +6,7 @@ the torch index where that backend's index serves it, and from the default index
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 

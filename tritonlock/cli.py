@@ -699,7 +699,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         _export_pixi(project, target_name, output)
         return
     from tritonlock import export as ex
-    from tritonlock.lock.lockfile import read_lock, write_atomic
+    from tritonlock.lock.lockfile import read_lock
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlock import __version__
-from tritonlock._files import read_bytes
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec
 

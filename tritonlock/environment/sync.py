@@ -352,17 +352,15 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             say(f"keeping --system-site-packages: {venv} was made with it"
                 + (f" on {st.base}" if st.base else "") + " (pass --no-system-site-packages to rebuild it without)")
         if st.rebuild is None:
+            from tritonlock._term import printable
+
             junk = p.of("leave")
             if junk and not p.noop:
-                from tritonlock._term import printable
-
                 dirs = ", ".join(printable(str(d), 300) for d in _venv.invalid_dist_infos(venv))
                 raise SyncError(f"{venv} holds distributions whose names are not valid ({dirs}): installers refuse "
                                 "to work on such a venv, and tritonlock never hands such a name to one; nothing was "
                                 "changed\n  fix: remove those directories (no installer made them), then sync again")
             for j in junk:
-                from tritonlock._term import printable
-
                 say(f"warning: {venv} holds a .dist-info named {printable(repr(j.name), 300)}, which is not a valid "
                     "distribution name — remove it by hand")
             if p.noop:
