@@ -751,19 +751,28 @@ def _existing_parent(path: str) -> None:
                          "written")
 
 
-def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
-    """A pixi.toml: one feature and environment per target (or --target's), to -o FILE or stdout."""
+def _lock_to_export(project: str, target_name: str | None) -> Any:
+    """The project's lock (a stale one with its warning), narrowed to --target's target when one is named."""
     import dataclasses
-    import re
 
-    from tritonlock.lock.lockfile import named_target, read_lock, write_atomic
-    from tritonlock.export.pixi import render
+    from tritonlock.lock.lockfile import named_target, read_lock
 
     _, lock_path = _project_paths(project)
     lock = read_lock(lock_path)
     _warn_if_stale(project, lock, "exporting")
     if target_name is not None:
         lock = dataclasses.replace(lock, targets=(named_target(lock, target_name, str(lock_path)),))
+    return lock
+
+
+def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
+    """A pixi.toml: one feature and environment per target (or --target's), to -o FILE or stdout."""
+    import re
+
+    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock.export.pixi import render
+
+    lock = _lock_to_export(project, target_name)
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(project).resolve().name).strip("-._") or "project"
     text = render(lock, name)
     if output is None:
@@ -801,16 +810,10 @@ def _export_wheelhouse(project: str, target_name: str | None, output: str | None
 
 def _export_uv(project: str, target_name: str | None, output: str | None) -> None:
     """uv's tables from the lock: into -o FILE (a pyproject.toml, edited in place, the rest kept), else stdout."""
-    import dataclasses
-
-    from tritonlock.lock.lockfile import named_target, read_lock, write_atomic
+    from tritonlock.lock.lockfile import write_atomic
     from tritonlock.export.uv import render
 
-    _, lock_path = _project_paths(project)
-    lock = read_lock(lock_path)
-    _warn_if_stale(project, lock, "exporting")
-    if target_name is not None:
-        lock = dataclasses.replace(lock, targets=(named_target(lock, target_name, str(lock_path)),))
+    lock = _lock_to_export(project, target_name)
     text = None
     if output is not None and Path(output).exists():
         from tritonlock._files import read_text

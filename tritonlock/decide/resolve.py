@@ -12,6 +12,7 @@ from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, Variant, branc
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 from tritonlock.decide.matrix import gpu_runs
 from tritonlock.decide.rules import platform_of
+from tritonlock.decide._words import grouped
 
 __all__ = ["describe_target", "driver_branch", "driver_candidates", "feasible", "gpu_runs", "pinned_triton",
            "platform_of", "release_problem", "resolve", "resolve_one", "selection_json"]
@@ -340,7 +341,7 @@ class _Resolver:
                        "that fits this target" + (" with a Triton that works here" if any(pt.kind != "spec" for _, pt in passed)
                                                   else f" with a triton inside triton = {self.intent.triton!r}" if passed
                                                   else "")]
-            reasons += [f"passed over {line}" for line in _grouped(skipped)]
+            reasons += [f"passed over {line}" for line in grouped(skipped)]
             reasons += [self.python_reason(fit.python, r.version)]
             reasons += list(fit.reasons) + list(tri.reasons)
             warnings = list(fit.warnings) + list(tri.warnings)
@@ -353,7 +354,7 @@ class _Resolver:
                              index=index, triton_package=tri.package, triton=tri.version, packages=self.intent.packages,
                              driver_floor=fit.driver_floor, archs=fit.variant.archs, ptx=fit.variant.ptx,
                              warnings=tuple(warnings), reasons=tuple(reasons))
-        return self.conflict(_grouped(skipped), _Fixes(self).suggest(releases, passed) if advise else "")
+        return self.conflict(grouped(skipped), _Fixes(self).suggest(releases, passed) if advise else "")
 
     def index(self, backend: str) -> str:
         tmpl = self.intent.torch_index
@@ -598,20 +599,6 @@ def driver_candidates(matrix: Matrix, target: TargetSpec) -> list[str]:
         if d:
             floors.add(branch_floor(d) if tegra else d)
     return sorted((f for f in floors if _v(f) > _v(target.driver)), key=_v)
-
-
-def _grouped(skipped: list[tuple[str, str]]) -> list[str]:
-    """'torch 2.13.0–2.15.0: why' for consecutive releases blocked for the same reason."""
-    out: list[str] = []
-    i = 0
-    while i < len(skipped):
-        j = i
-        while j + 1 < len(skipped) and skipped[j + 1][1] == skipped[i][1]:
-            j += 1
-        span = skipped[i][0] if i == j else f"{skipped[j][0]}–{skipped[i][0]}"
-        out.append(f"torch {span}: {skipped[i][1]}")
-        i = j + 1
-    return out
 
 
 def _describe(t: TargetSpec, python: str) -> str:

@@ -12,6 +12,7 @@ from packaging.version import Version
 from tritonlock.decide.matrix import Matrix, TorchRelease
 from tritonlock.decide.matrix_vendor import (RocmBuild, VendorMatrix, XpuBuild, gfx_from_override, isa_major,
                                       load_vendor_matrix, target_vendor)
+from tritonlock.decide._words import grouped
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
@@ -292,7 +293,7 @@ class _Vendor:
         if not tried:
             return self._conflict([f"no torch release in the matrix matches torch = {self.intent.torch!r}"],
                                   "loosen torch in triton-env.toml")
-        return self._conflict(_grouped(skipped) + self._since_lines(tried), self._hint(tried, bool(passed_triton)))
+        return self._conflict(grouped(skipped) + self._since_lines(tried), self._hint(tried, bool(passed_triton)))
 
     def _unbuilt(self) -> list[str]:
         """GPUs no build in the matrix covers at all (their code, or the override's)."""
@@ -342,7 +343,7 @@ class _Vendor:
         what = "ROCm" if self.which == "amd" else "XPU"
         reasons = [f"torch {release.version}: the newest release whose {what} build runs on "
                    f"{', '.join(self.gpus)}" + (f" within torch = {self.intent.torch!r}" if self.intent.torch else "")]
-        reasons += [f"  passed over: {line}" for line in _grouped(skipped)]
+        reasons += [f"  passed over: {line}" for line in grouped(skipped)]
         reasons += list(fit.reasons)
         reasons.append(self._python_reason(fit.python, release.version))
         warns = list(self.warnings) + list(fit.warnings)
@@ -407,15 +408,3 @@ def describe(t: TargetSpec, python: str) -> str:
     return ", ".join(parts)
 
 
-def _grouped(skipped: list[tuple[str, str]]) -> list[str]:
-    """'torch 2.13.0–2.15.0: why' for consecutive releases blocked for the same reason."""
-    out: list[str] = []
-    i = 0
-    while i < len(skipped):
-        j = i
-        while j + 1 < len(skipped) and skipped[j + 1][1] == skipped[i][1]:
-            j += 1
-        span = skipped[i][0] if i == j else f"{skipped[j][0]}–{skipped[i][0]}"
-        out.append(f"torch {span}: {skipped[i][1]}")
-        i = j + 1
-    return out
