@@ -251,3 +251,21 @@ def test_an_offline_dry_run_with_one_fitting_torch_has_nothing_to_warn(tmp_path:
     code, out = _run("resolve", "-p", str(root), "--dry-run", "--json")
     (t,) = json.loads(out)["targets"]
     assert code == 0 and t["torch"] == "2.15.0" and not any("not resolved" in w for w in t["warnings"])
+
+
+def test_a_package_no_index_has_is_uvs_own_error_not_a_torch_story(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    root = _project(tmp_path, pkg_index, ["no-such-package-xyz", "servelm"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 4 and "Traceback" not in out and "no-such-package-xyz" in out
+    assert "cannot be locked with any torch" not in out  # no torch requirement explains it: uv's words stand
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_markers_and_extras_in_the_packages(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """A package for another platform is not locked and not warned about; an extra does not hide the package."""
+    root = _project(tmp_path, pkg_index, ["plainlib; sys_platform == 'win32'", "servelm[fast]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert "plainlib" not in versions and versions["servelm"] == "0.3"
+    assert {d.name: (d.version, d.held_by) for d in sel.direct} == {"plainlib": (None, None), "servelm": ("0.3", None)}

@@ -490,8 +490,11 @@ def package_advice(intent: Intent, matrix: Matrix, target: TargetSpec, default_p
     m = re.match(r"torch (\S+): the newest torch the packages allow \((.*)\); torch (\S+) would fit this target$",
                  first)
     if m:
-        out.append(f"torch {m[3]} fits this target, but the lock holds torch {m[1]}: {m[2]} — a newer release of "
-                   f"the package that allows torch {m[3]} would unlock it; no change to this machine would")
+        # a package's requirement: only a release of it that allows the newer torch helps (no machine change);
+        # otherwise (the index lacks that torch, or uv found no solution) say what held it, and no more
+        out.append(f"torch {m[3]} fits this target, but the lock holds torch {m[1]}: {m[2]}"
+                   + (f" — a newer release of the package that allows torch {m[3]} would unlock it; no change to this "
+                      "machine would" if " requires " in m[2] else ""))
     for d in locked.direct:
         if d.held_by is None:
             continue
