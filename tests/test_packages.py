@@ -269,3 +269,25 @@ def test_markers_and_extras_in_the_packages(tmp_path: Path, pkg_index: LocalInde
     versions, sel = _locked(root)
     assert "plainlib" not in versions and versions["servelm"] == "0.3"
     assert {d.name: (d.version, d.held_by) for d in sel.direct} == {"plainlib": (None, None), "servelm": ("0.3", None)}
+
+
+def test_a_torch_the_index_lacks_is_said_as_the_index_not_the_packages(tmp_path: Path) -> None:
+    idx = LocalIndex(tmp_path / "idx")
+    rel = load_matrix().torch_release("2.14.0")
+    assert rel is not None and rel.triton
+    idx.add("simple", "triton", rel.triton, tag=TAG)
+    idx.add("simple", "torch", "2.14.0", tag=TAG, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    idx.add("simple", "plainlib", "2.0")
+    idx.start()
+    try:
+        root = _project(tmp_path / "p", idx, ["plainlib"], R580)
+        code, out = _run("resolve", "-p", str(root))
+        assert code == 0, out
+        _, sel = _locked(root)
+        assert sel.torch == "2.14.0"
+        assert sel.reasons[0] == (f"torch 2.14.0: the newest torch the index serves (torch 2.15.0 is not on "
+                                  f"{idx.index_url('simple')}); torch 2.15.0 would fit this target")
+        code, out = _run("why", "-p", str(root))
+        assert code == 0 and "a newer release of the package" not in out
+    finally:
+        idx.stop()

@@ -563,7 +563,9 @@ def _explained(sel: Selection, chosen: Selection, packages: tuple[LockedPackage,
     reasons = list(sel.reasons)
     if chosen.torch != sel.torch:
         held_by = _torch_held_by(sel, chosen, packages, reqs, matrix, facts, python)
-        first = (f"torch {chosen.torch}: the newest torch the packages allow ({held_by}); torch {sel.torch} would "
+        lacking = held_by.startswith(f"torch {sel.torch} is not on ")  # the index, not a package, held it
+        first = (f"torch {chosen.torch}: the newest torch {'the index serves' if lacking else 'the packages allow'} "
+                 f"({held_by}); torch {sel.torch} would "
                  "fit this target")
         passed = [r for r in sel.reasons if r.startswith("passed over ")]
         rest = [r for r in chosen.reasons[1:] if not r.startswith("passed over ")]
