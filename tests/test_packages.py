@@ -202,7 +202,7 @@ def test_an_offline_dry_run_does_not_claim_the_torch_the_packages_may_hold_back(
     (t,) = json.loads(out)["targets"]
     assert t["torch"] == "2.15.0" and "direct" not in t
     assert ("the packages were not resolved (--dry-run without --packages uses no network): torch 2.15.0 is the "
-            "newest this target allows, and [environment].packages may hold it back") in t["warnings"][-1]
+            "newest this target allows, and the packages you named may hold it back") in t["warnings"][-1]
     # and the lock does hold it back
     code, out = _run("resolve", "-p", str(root))
     assert code == 0 and _locked(root)[1].torch == "2.14.0"

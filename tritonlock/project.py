@@ -254,7 +254,7 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
     if packages:
         return tuple(s for s, _ in lock_targets(intent, load_matrix(), selections, _default_index(intent)))
     note = ("the packages were not resolved (--dry-run without --packages uses no network): torch {} is the newest "
-            "this target allows, and [environment].packages may hold it back — `tritonlock resolve` (or --dry-run "
+            "this target allows, and the packages you named may hold it back — `tritonlock resolve` (or --dry-run "
             "--packages) decides them with uv and the indexes")
     matrix = load_matrix()
     # only where there is an older torch to hold back to: with one fitting release, the packages cannot move it
