@@ -291,3 +291,74 @@ def test_a_torch_the_index_lacks_is_said_as_the_index_not_the_packages(tmp_path:
         assert code == 0 and "a newer release of the package" not in out
     finally:
         idx.stop()
+
+
+def test_torch_spec_admits_exactly_the_fitting_releases() -> None:
+    from tritonlock.decide.packages import torch_spec
+
+    known = ["2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.14.0"]
+    assert torch_spec(["2.10.0"], known) == "==2.10.0"
+    spec = torch_spec(["2.9.1", "2.10.0", "2.12.0"], known)  # 2.11.0 does not fit: a hole, not a range
+    from packaging.specifiers import SpecifierSet
+
+    assert [v for v in known if v in SpecifierSet(spec)] == ["2.9.1", "2.10.0", "2.12.0"]
+
+
+@pytest.fixture(scope="module")
+def backend_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    """PyTorch-shaped: torch 2.6.0 and 2.7.1 per CUDA backend (conftest's), and a package whose newest release pins
+    the older torch, which the newest torch's backend index (cu126 for 2.7.1, cu124 for 2.6.0) cannot give it."""
+    from conftest import populate
+
+    idx = LocalIndex(tmp_path_factory.mktemp("backends"))
+    populate(idx)
+    idx.add("simple", "pin26", "1.0", requires=("torch",))
+    idx.add("simple", "pin26", "2.0", requires=("torch==2.6.0",))
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _backend_project(root: Path, idx: LocalIndex, packages: list[str]) -> Path:
+    from conftest import write_intent
+
+    write_intent(root, idx, f'[environment]\npython = "3.11"\ntorch = ">=2.6,<2.8"\npackages = {json.dumps(packages)}\n'
+                            f'[[targets]]\nname = "g"\nglibc = "2.35"\n{R580}\n')
+    return root
+
+
+def test_every_torch_index_is_asked_and_the_packages_newest_wins_over_torchs(tmp_path: Path,
+                                                                            backend_index: LocalIndex) -> None:
+    """The newest torch (2.7.1) comes from cu126; pin26 2.0 needs 2.6.0, which only cu124's group offers: the lock
+    takes pin26 2.0 with torch 2.6.0 (packages first), not pin26 1.0 with torch 2.7.1."""
+    root = _backend_project(tmp_path, backend_index, ["pin26"])
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["pin26"], sel.torch, sel.backend) == ("2.0", "2.6.0", "cu124")
+    assert sel.index == f"{backend_index.url}/whl/cu124"
+
+
+def test_a_package_at_its_newest_with_the_first_index_asks_no_other(tmp_path: Path, backend_index: LocalIndex) -> None:
+    from tritonlock.decide.intent import read_intent
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.decide.packages import decide
+    from tritonlock.decide.resolve import feasible
+    from tritonlock.lock.closure import compile_target
+    from tritonlock.project import select
+
+    root = _backend_project(tmp_path, backend_index, ["einops"])
+    intent = read_intent(root / "triton-env.toml")
+    matrix = load_matrix()
+    (sel,) = select(intent)
+    candidates = feasible(intent, matrix, sel.target, "3.11")
+    assert len({c.index for c in candidates}) == 2  # two torch indexes could be asked
+    calls: list[str] = []
+
+    def counting(s, m, d, **kw):  # type: ignore[no-untyped-def]
+        calls.append(str(s.index))
+        return compile_target(s, m, d, **kw)
+
+    chosen, packages = decide(sel, candidates, intent, matrix, backend_index.index_url("simple"), compile=counting,
+                              default_python="3.11")
+    assert chosen.torch == "2.7.1" and calls == [f"{backend_index.url}/whl/cu126"]
