@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -314,9 +314,10 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     for c in candidates:
         groups.setdefault(c.index or "", []).append(c)
     known = [r.version for r in matrix.torch]
+    sc = _Scene(sel=sel, candidates=candidates, intent=intent, matrix=matrix, facts=facts, reqs=reqs, python=python,
+                default_python=default_python, default_index=default_index)
     # the packages' own index pages (for their newest releases) load while uv works
-    where = [(sel.index if sel.index and matrix.bound_to_torch_index(canonicalize_name(r.name), sel.backend)
-              else default_index, r.name) for r in reqs if r.url is None]
+    where = [(sc.index_for(r.name), r.name) for r in reqs if r.url is None]
     pool = ThreadPoolExecutor(max_workers=1)
     pool.submit(facts.prefetch, where)
     pool.shutdown(wait=False)
@@ -334,16 +335,14 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
         if all(_at_newest(outcome.packages, r, newest_of) for r in reqs):
             break  # nothing can beat every package at its newest with this index's newest allowed torch
     if not outcomes:
-        raise _no_torch_fits(sel, candidates, intent, matrix, default_index, facts, reqs, failures, python,
-                             default_python)
+        raise _no_torch_fits(sc, failures)
     best = max(outcomes, key=lambda o: _score(o, reqs))
     chosen, packages = best.candidate, best.packages
     if not _triton_as_decided(chosen, packages):
         # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
         # torch does not pin): lock the chosen torch exactly, as without packages
         packages = compile(chosen, matrix, default_index)
-    return _explained(sel, chosen, packages, candidates, intent, matrix, facts, reqs, newest_of, python,
-                      default_python, default_index), packages
+    return _explained(sc, chosen, packages, newest_of), packages
 
 
 def _compile_group(group: list[Selection], known: list[str], matrix: Matrix, default_index: str,
@@ -424,11 +423,48 @@ def _torch_reqs(reqs: list[Requirement] | None) -> list[Requirement]:
     return [r for r in reqs or [] if canonicalize_name(r.name) == "torch"]
 
 
-def _torch_limit(pkg: str, version: str, treq: Requirement, candidates: tuple[Selection, ...], intent: Intent,
-                 matrix: Matrix, target: TargetSpec, default_python: str) -> str:
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class _Scene:
+    """What every explanation of one target's decision reads: the target's newest fitting selection (`sel`), the
+    fitting releases, the intent, the matrix, the index facts and the packages the user named."""
+
+    sel: Selection
+    candidates: tuple[Selection, ...]
+    intent: Intent
+    matrix: Matrix
+    facts: Facts
+    reqs: list[Requirement]
+    python: str
+    default_python: str
+    default_index: str
+
+    @property
+    def target(self) -> TargetSpec:
+        return self.sel.target
+
+    def index_for(self, name: str) -> str:
+        """The index a package comes from: the torch index for the torch family, else the default index."""
+        bound = self.sel.index and self.matrix.bound_to_torch_index(canonicalize_name(name), self.sel.backend)
+        return self.sel.index if bound and self.sel.index else self.default_index
+
+    def requires(self, index: str, name: str, version: str) -> list[Requirement] | None:
+        return self.facts.requires(index, name, version, self.target, self.python)
+
+    def others(self, packages: tuple[LockedPackage, ...],
+               name: str) -> Iterator[tuple[str, LockedPackage, list[Requirement]]]:
+        """The other packages the user named, as locked, with what they require on the target."""
+        for other in self.reqs:
+            oname = canonicalize_name(other.name)
+            olocked = _locked(packages, oname)
+            if oname != name and olocked is not None:
+                yield oname, olocked, self.requires(olocked.index, oname, olocked.version) or []
+
+
+def _torch_limit(sc: _Scene, pkg: str, version: str, treq: Requirement) -> str:
     """Why no torch that `pkg version` allows fits: the host (with the blocking fact), or the intent."""
     from tritonlock.decide.resolve import release_problem
 
+    intent, matrix = sc.intent, sc.matrix
     allowed = [r for r in matrix.torch if treq.specifier.contains(r.version, prereleases=True)]
     head = f"{pkg} {version} requires {_spec_text(treq)}"
     if not allowed:
@@ -439,18 +475,16 @@ def _torch_limit(pkg: str, version: str, treq: Requirement, candidates: tuple[Se
             return f"{head}, outside torch = {intent.torch!r} in {intent.path}"
     free = dataclasses.replace(intent, torch="")
     release = allowed[0]
-    problem = release_problem(free, matrix, target, release, default_python)
+    problem = release_problem(free, matrix, sc.target, release, sc.default_python)
     if problem:
         return f"{head}; torch {release.version} does not fit this target: {problem}"
     return f"{head}; torch {release.version} is not among this target's candidates"
 
 
-def _held_back(name: str, locked: LockedPackage, top: str, sel: Selection, chosen: Selection,
-               packages: tuple[LockedPackage, ...], candidates: tuple[Selection, ...], intent: Intent,
-               matrix: Matrix, facts: Facts, reqs: list[Requirement], python: str, default_python: str) -> str:
+def _held_back(sc: _Scene, name: str, locked: LockedPackage, top: str, packages: tuple[LockedPackage, ...]) -> str:
     """In words: what held `name` at its locked version below `top`, its newest release."""
-    target = sel.target
-    files = facts.release_files(locked.index, name, top)
+    target, python = sc.target, sc.python
+    files = sc.facts.release_files(locked.index, name, top)
     if files and not any(file_fits(f.filename, target, python) for f in files):
         return f"{name} {top} has no wheel for {_where(target, python)} (and no sdist)"
     rp = next((f.requires_python for f in files if f.requires_python), None)
@@ -461,30 +495,21 @@ def _held_back(name: str, locked: LockedPackage, top: str, sel: Selection, chose
                 return f"{name} {top} requires Python {rp} (this target: Python {python})"
         except InvalidSpecifier:
             pass
-    deps = facts.requires(locked.index, name, top, target, python)
+    deps = sc.requires(locked.index, name, top)
     for treq in _torch_reqs(deps):
-        fits = [c for c in candidates if _torch_in(treq.specifier, c)]
-        if not fits:
-            return (_torch_limit(name, top, treq, candidates, intent, matrix, target, default_python)
+        if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
+            return (_torch_limit(sc, name, top, treq)
                     + f"; the newest {name} whose torch fits here is {_public(locked.version)}")
-        for other in reqs:
-            oname = canonicalize_name(other.name)
-            olocked = _locked(packages, oname)
-            if oname == name or olocked is None:
-                continue
-            for oreq in _torch_reqs(facts.requires(olocked.index, oname, olocked.version, target, python)):
-                if not any(_torch_in(treq.specifier, c) and _torch_in(oreq.specifier, c) for c in candidates):
+        for oname, olocked, theirs in sc.others(packages, name):
+            for oreq in _torch_reqs(theirs):
+                if not any(_torch_in(treq.specifier, c) and _torch_in(oreq.specifier, c) for c in sc.candidates):
                     return (f"{name} {top} requires {_spec_text(treq)}, and {oname} {_public(olocked.version)} "
                             f"requires {_spec_text(oreq)}")
-    for other in reqs:  # another package the user named pins this one
-        oname = canonicalize_name(other.name)
-        olocked = _locked(packages, oname)
-        if oname == name or olocked is None:
-            continue
-        for oreq in facts.requires(olocked.index, oname, olocked.version, target, python) or []:
+    for oname, olocked, theirs in sc.others(packages, name):  # another package the user named pins this one
+        for oreq in theirs:
             if canonicalize_name(oreq.name) == name and not oreq.specifier.contains(top, prereleases=True):
                 return f"{oname} {_public(olocked.version)} requires {_spec_text(oreq)}"
-    direct = {canonicalize_name(r.name) for r in reqs}
+    direct = {canonicalize_name(r.name) for r in sc.reqs}
     for dep in deps or []:
         dname = canonicalize_name(dep.name)
         dl = _locked(packages, dname)
@@ -496,36 +521,31 @@ def _held_back(name: str, locked: LockedPackage, top: str, sel: Selection, chose
         dl = _locked(packages, dname)
         if dname in direct or dl is None or dep.specifier.contains(_public(dl.version), prereleases=True):
             continue
-        for other in reqs:
-            oname = canonicalize_name(other.name)
-            olocked = _locked(packages, oname)
-            if oname == name or olocked is None:
-                continue
-            for oreq in facts.requires(olocked.index, oname, olocked.version, target, python) or []:
+        for oname, olocked, theirs in sc.others(packages, name):
+            for oreq in theirs:
                 if canonicalize_name(oreq.name) == dname and str(oreq.specifier) and oreq.specifier.contains(
                         _public(dl.version), prereleases=True):
                     return (f"{name} {top} requires {_spec_text(dep)}, and {oname} {_public(olocked.version)} "
                             f"requires {_spec_text(oreq)}")
         return f"{name} {top} requires {_spec_text(dep)}; the packages hold {dname} {_public(dl.version)}"
-    if intent.torch and deps is not None:
+    if sc.intent.torch and deps is not None:
         return (f"{name} {top} cannot be installed with the other requirements on this target (torch = "
-                f"{intent.torch!r}, the other packages)")
+                f"{sc.intent.torch!r}, the other packages)")
     return f"{name} {top} cannot be installed with the other requirements on this target"
 
 
-def _torch_held_by(top: Selection, chosen: Selection, packages: tuple[LockedPackage, ...], reqs: list[Requirement],
-                   matrix: Matrix, facts: Facts, python: str) -> str:
-    """Which locked package keeps torch below `top` (the newest that fits the target), in words."""
-    target = chosen.target
+def _torch_held_by(sc: _Scene, chosen: Selection, packages: tuple[LockedPackage, ...]) -> str:
+    """Which locked package keeps torch below `sc.sel`'s (the newest that fits the target), in words."""
+    top = sc.sel
     said: list[str] = []
-    names = [canonicalize_name(r.name) for r in reqs]
+    names = [canonicalize_name(r.name) for r in sc.reqs]
     family = [p.name for p in packages if p.name not in names and p.name not in ("torch", "triton")
-              and matrix.bound_to_torch_index(p.name, chosen.backend)]
+              and sc.matrix.bound_to_torch_index(p.name, chosen.backend)]
     for name in names + family:
         p = _locked(packages, name)
         if p is None:
             continue
-        for treq in _torch_reqs(facts.requires(p.index, name, p.version, target, python)):
+        for treq in _torch_reqs(sc.requires(p.index, name, p.version)):
             if not _torch_in(treq.specifier, top):
                 said.append(f"{name} {_public(p.version)} requires {_spec_text(treq)}")
         if len(said) >= 3:
@@ -533,48 +553,43 @@ def _torch_held_by(top: Selection, chosen: Selection, packages: tuple[LockedPack
     if said:
         return "; ".join(said)
     torch = _locked(packages, "torch")
-    if torch is not None and facts.files(torch.index, "torch") is not None and not facts.release_files(
+    if torch is not None and sc.facts.files(torch.index, "torch") is not None and not sc.facts.release_files(
             torch.index, "torch", top.torch or ""):
         return f"torch {top.torch} is not on {torch.index}"
     return f"the packages' requirements (uv found no solution with torch {top.torch})"
 
 
-def _explained(sel: Selection, chosen: Selection, packages: tuple[LockedPackage, ...],
-               candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix, facts: Facts,
-               reqs: list[Requirement], newest_of: dict[str, str | None], python: str, default_python: str,
-               default_index: str) -> Selection:
+def _explained(sc: _Scene, chosen: Selection, packages: tuple[LockedPackage, ...],
+               newest_of: dict[str, str | None]) -> Selection:
+    sel = sc.sel
     direct: list[DirectPackage] = []
     warnings: list[str] = []
     at_newest: list[str] = []
-    _learn_newest(facts, reqs, packages, newest_of)
-    for r in reqs:
+    _learn_newest(sc.facts, sc.reqs, packages, newest_of)
+    for r in sc.reqs:
         name = canonicalize_name(r.name)
         p = _locked(packages, name)
         top = newest_of.get(name)
         version = _public(p.version) if p else None
         held = None
         if p is not None and top is not None and (_version(version) or Version("0")) < (_version(top) or Version("0")):
-            held = _held_back(name, p, top, sel, chosen, packages, candidates, intent, matrix, facts, reqs, python,
-                              default_python)
+            held = _held_back(sc, name, p, top, packages)
             warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
         elif version is not None:
             at_newest.append(f"{name} {version}")
         direct.append(DirectPackage(name=name, requirement=str(r), version=version, newest=top, held_by=held))
     reasons = list(sel.reasons)
+    base = sel
     if chosen.torch != sel.torch:
-        held_by = _torch_held_by(sel, chosen, packages, reqs, matrix, facts, python)
+        held_by = _torch_held_by(sc, chosen, packages)
         lacking = held_by.startswith(f"torch {sel.torch} is not on ")  # the index, not a package, held it
         first = (f"torch {chosen.torch}: the newest torch {'the index serves' if lacking else 'the packages allow'} "
-                 f"({held_by}); torch {sel.torch} would "
-                 "fit this target")
+                 f"({held_by}); torch {sel.torch} would fit this target")
         passed = [r for r in sel.reasons if r.startswith("passed over ")]
         rest = [r for r in chosen.reasons[1:] if not r.startswith("passed over ")]
         reasons = [first, *passed, *rest]
         base = chosen
-        warnings = [w for w in chosen.warnings] + warnings
-    else:
-        base = sel
-        warnings = list(sel.warnings) + warnings
+    warnings = list(base.warnings) + warnings
     if at_newest:  # after the torch lines (what the packages decided), before the build's own facts
         at = next((i for i, r in enumerate(reasons) if i and not r.startswith("passed over ")), len(reasons))
         reasons.insert(at, "packages at their newest release: " + ", ".join(at_newest))
@@ -582,39 +597,35 @@ def _explained(sel: Selection, chosen: Selection, packages: tuple[LockedPackage,
                                packages=sel.packages)
 
 
-def _no_torch_fits(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix,
-                   default_index: str, facts: Facts, reqs: list[Requirement], failures: list[tuple[str, ClosureError]],
-                   python: str, default_python: str) -> TritonlockError:
+def _no_torch_fits(sc: _Scene, failures: list[tuple[str, ClosureError]]) -> TritonlockError:
     """No fitting torch can be locked with the packages: name the packages whose torch does not fit, and uv's words.
     Where no package's torch requirement explains it (an index that does not answer, no-build, a package that does
     not exist), uv's own error stands, with its own fix."""
-    target = sel.target
     lines: list[str] = []
-    for r in reqs:
+    for r in sc.reqs:
         if r.url is not None:
             continue
         name = canonicalize_name(r.name)
-        index = sel.index if matrix.bound_to_torch_index(name, sel.backend) and sel.index else default_index
-        top = newest(facts, index, r)
+        index = sc.index_for(name)
+        top = newest(sc.facts, index, r)
         if top is None:
             continue
-        treqs = _torch_reqs(facts.requires(index, name, top, target, python))
-        for treq in treqs:
-            if not any(_torch_in(treq.specifier, c) for c in candidates):
-                lines.append(_torch_limit(name, top, treq, candidates, intent, matrix, target, default_python))
+        for treq in _torch_reqs(sc.requires(index, name, top)):
+            if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
+                lines.append(_torch_limit(sc, name, top, treq))
     if not lines and failures:
         return failures[0][1]
+    candidates = sc.candidates
     span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
             else f"torch {candidates[0].torch}")
     uv = str(failures[0][1]).strip() if failures else ""
-    msg = [f"target {target.name!r}: the packages cannot be locked with any torch that fits this target ({span})"]
+    msg = [f"target {sc.target.name!r}: the packages cannot be locked with any torch that fits this target ({span})"]
     msg += [f"  {line}" for line in lines]
     if uv:
         msg += ["  uv: " + uv.replace("\n", "\n  ")]
     msg.append("  fix: loosen the package's version in [environment].packages (an older release may allow a torch "
                "that fits), or lift what the target's limit names — `tritonlock why` shows the least change")
-    err = ResolveError("\n".join(msg))
-    return err
+    return ResolveError("\n".join(msg))
 
 
 def needs_decision(intent: Intent, sel: Selection) -> bool:
