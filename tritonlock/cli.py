@@ -700,17 +700,8 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         _export_pixi(project, target_name, output)
         return
     from tritonlock import export as ex
-    from tritonlock.lock.lockfile import read_lock
 
-    _, lock_path = _project_paths(project)
-    lock = read_lock(lock_path)
-    _warn_if_stale(project, lock, "exporting")
-    host_profile = None
-    if target_name is None and len(lock.targets) > 1:
-        from tritonlock.host import detect
-
-        host_profile = detect(toolkit=False, cached=True)
-    target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
+    lock, target = _export_target(project, target_name)
     out_dir = Path(output) if fmt == "devcontainer" and output else Path(project) / ".devcontainer"
     context = os.path.relpath(Path(project).resolve(), out_dir.resolve()) if fmt == "devcontainer" else ".."
     files = ex.export(lock, target, fmt, context=context)
@@ -752,6 +743,23 @@ def _existing_parent(path: str) -> None:
                          "written")
 
 
+def _export_target(project: str, target_name: str | None) -> tuple[Any, Any]:
+    """The project's lock (a stale one with its warning) and the target to export: --target's, else the one this
+    machine fits where the lock has several."""
+    from tritonlock import export as ex
+    from tritonlock.lock.lockfile import read_lock
+
+    _, lock_path = _project_paths(project)
+    lock = read_lock(lock_path)
+    _warn_if_stale(project, lock, "exporting")
+    host_profile = None
+    if target_name is None and len(lock.targets) > 1:
+        from tritonlock.host import detect
+
+        host_profile = detect(toolkit=False, cached=True)
+    return lock, ex.choose_target(lock, target_name, host_profile, str(lock_path))
+
+
 def _lock_to_export(project: str, target_name: str | None) -> Any:
     """The project's lock (a stale one with its warning), narrowed to --target's target when one is named."""
     import dataclasses
@@ -786,22 +794,12 @@ def _export_pixi(project: str, target_name: str | None, output: str | None) -> N
 
 def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
     """Every file the target installs into -o DIR, checked against the lock's sha256, for `sync --find-links DIR`."""
-    from tritonlock import export as ex
-    from tritonlock.lock.lockfile import read_lock
     from tritonlock.export.wheelhouse import build, size_text
 
     if not output:
         raise UsageError("--format wheelhouse needs -o DIR (the directory to fill; a second run fetches only what is "
                          "missing)")
-    _, lock_path = _project_paths(project)
-    lock = read_lock(lock_path)
-    _warn_if_stale(project, lock, "exporting")
-    host_profile = None
-    if target_name is None and len(lock.targets) > 1:
-        from tritonlock.host import detect
-
-        host_profile = detect(toolkit=False, cached=True)
-    target = ex.choose_target(lock, target_name, host_profile, str(lock_path))
+    lock, target = _export_target(project, target_name)
     r = build(target, Path(output), say=lambda line: click.echo(line, err=True))
     again = f", {r.refetched} fetched again" if r.refetched else ""
     click.echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
