@@ -42,7 +42,8 @@ def venv_python(real_torch_python: str) -> str:
 
 @pytest.fixture(scope="session")
 def interpreter_run(venv_python: str) -> VerifyResult:
-    return run_verify(venv_python, backend="cpu", triton=TRITON)
+    # reuse=False: the venv is kept between test sessions, and this run must compile (test_verify_memo.py covers reuse)
+    return run_verify(venv_python, backend="cpu", triton=TRITON, reuse=False)
 
 
 @pytest.fixture(scope="session")

@@ -542,14 +542,16 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 @click.option("--python", "python_", metavar="PATH", help="Verify this interpreter instead of a venv.")
 @click.option("--quick", is_flag=True, help="Correctness only, small sizes, no timing, no torch.compile check.")
 @click.option("--cold", is_flag=True, help="Compile into fresh, empty Triton and Inductor caches (cold compile times).")
+@click.option("--no-reuse", is_flag=True,
+              help="Run the torch.compile check even when it passed in this same environment before.")
 @click.option("--profile", metavar="FILE", help="Write a torch.profiler trace of the kernels (chrome JSON).")
 @click.option("--interpret", is_flag=True, help="Force the Triton interpreter (CPU), even with a GPU.")
 @click.option("--record", is_flag=True,
               help="Record the result in triton-env.verified.toml beside the lock (the lock is not changed).")
 @click.option("--target", "target_name", help="Check against this lock target instead of the one that fits this host.")
 @_json_opt
-def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, profile: str | None,
-           interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
+def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, no_reuse: bool,
+           profile: str | None, interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
     from tritonlock.environment.sync import venv_python
     from tritonlock.verify import format_report, run_verify
@@ -593,7 +595,8 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         raise UsageError(f"{lock_path}: no such file — --record names the lock target it verified; run "
                          "`tritonlock resolve` first")
     result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
-                        interpret=True if interpret else None, quick=quick, profile=profile, cold=cold)
+                        interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
+                        reuse=not no_reuse)
     rec = None
     if record:
         from tritonlock import records

@@ -61,6 +61,8 @@ class KernelResult:
     mode: str | None = None
     compile_seconds: float | None = None  # its binaries' compile (or cache load) time before the checks
     generated: tuple[str, ...] = ()  # torch.compile: the kernels Inductor generated
+    # torch.compile: when the check passed in this same environment and was not run again ("2026-12-01 16:07 UTC")
+    reused: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -106,6 +108,7 @@ class VerifyResult:
                     "torch_value": k.torch_value, "ratio": k.ratio, "detail": k.detail,
                     "mode": k.mode, "compile_seconds": k.compile_seconds,
                     **({"generated": list(k.generated)} if k.generated else {}),
+                    **({"reused": k.reused} if k.reused else {}),
                 }
                 for k in self.kernels
             ],
@@ -132,6 +135,7 @@ def run_verify(
     quick: bool = False,
     profile: str | None = None,
     cold: bool = False,
+    reuse: bool = True,
     inject_fault: str | None = None,
     timeout: float = 600,
     driver: str | None = None,
@@ -159,6 +163,8 @@ def run_verify(
     args = {
         "backend": backend, "triton": triton, "expect_gpu": expect_gpu, "interpret": interpret,
         "quick": quick, "profile": str(Path(profile).resolve()) if profile else None, "cold": cold,
+        # an older runner has no such option: sent only when it asks for something
+        **({} if reuse else {"no_reuse": True}),
         "inject_fault": inject_fault, "driver": driver,
         # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
         # so the runner can tell whether Triton's ptxas makes kernels this driver loads
@@ -251,6 +257,7 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
             mode=_opt_str(k, "mode", f"kernels[{i}]"),
             compile_seconds=_opt_num(k, "compile_seconds", f"kernels[{i}]"),
             generated=tuple(_str_list(k, "generated")) if "generated" in k else (),
+            reused=_opt_str(k, "reused", f"kernels[{i}]"),
         )
         for i, k in enumerate(_objs(d, "kernels"))
     )
@@ -358,6 +365,10 @@ def format_report(result: VerifyResult) -> str:
         for k in result.kernels:
             if k.mode == "skipped":
                 lines.append(f"  skip  {k.kernel} on {k.device}: {k.detail.removeprefix('skipped: ')}")
+            elif k.reused:
+                lines.append(f"  {k.kernel} on {k.device} ({k.mode}): not compiled again: it passed on {k.reused} in "
+                             "this same environment (installed packages, interpreter, driver, GPUs and variables "
+                             "unchanged); `--no-reuse` runs it again")
             elif k.generated:
                 lines.append(f"  {k.kernel} on {k.device} ({k.mode}): Inductor generated {', '.join(k.generated)}")
         failed = [k for k in result.kernels if not k.ok]
@@ -387,7 +398,7 @@ def _kernel_table(kernels: tuple[KernelResult, ...]) -> list[str]:
             "-" if k.value is None else f"{k.value:,.0f}{unit}",
             "-" if k.torch_value is None else f"{k.torch_value:,.0f}{unit}",
             "-" if k.ratio is None else f"{k.ratio:.2f}",
-            "-" if k.compile_seconds is None else f"{k.compile_seconds:.2f}",
+            "reused" if k.reused else "-" if k.compile_seconds is None else f"{k.compile_seconds:.2f}",
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     right = {5, 6, 7, 8, 9}  # numbers line up on the right

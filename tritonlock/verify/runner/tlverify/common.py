@@ -37,7 +37,7 @@ class Plan:
     sm_timed: tuple[int, int] | None
     attn_timed: tuple[int, int, int] | None
     fp8_timed: tuple[int, int, int] | None
-    bench: dict[str, int]
+    batch_ms: float
 
     def __init__(self, gpu: bool, quick: bool) -> None:
         self.gpu = gpu
@@ -61,10 +61,9 @@ class Plan:
             self.attn_timed = None if quick else (8, 16, 4096)
             self.fp8_sizes = [(1008, 1008, 1008)]
             self.fp8_timed = None if quick else (8192, 8192, 8192)
-            # alternating rounds of short do_bench runs (milliseconds of warm-up and of timed repeats):
-            # steadier against clock drift than one long run, and as quick
-            self.bench = {"warmup": 3, "rep": 15}
-            self.rounds = 2
+            # alternating batches of back-to-back calls, each about batch_ms long, timed with CUDA events
+            self.batch_ms = 3.0
+            self.rounds = 3
         else:
             self.vadd_block, self.vadd_warps = 256, 4
             self.vadd_sizes = [256 * 3, 1031]
@@ -77,7 +76,7 @@ class Plan:
             self.attn_timed = None
             self.fp8_sizes = []
             self.fp8_timed = None
-            self.bench = {}
+            self.batch_ms = 0.0
             self.rounds = 0
 
 
@@ -115,18 +114,40 @@ class Ctx:
         return compare(self.torch, out, ref, rtol, atol)
 
     def race(self, fn: Callable[[], Any], torch_fn: Callable[[], Any], long: bool = False) -> tuple[float, float]:
-        """Median milliseconds of fn and of torch's equivalent, in alternating rounds: a big matmul runs at the
-        power limit and the clocks drift over seconds, which would otherwise favour whichever side ran first.
-        `long`: twice the repeats, for kernels of milliseconds whose ratio is a target (attention)."""
-        import triton
+        """Milliseconds per call of fn and of torch's equivalent (each the median over rounds).
 
-        bench = {k: v * 2 for k, v in self.plan.bench.items()} if long else self.plan.bench
-        ours: list[float] = []
-        theirs: list[float] = []
+        One warm call of each side (first-call costs such as cuBLAS's heuristics or a lazily loaded module stay out),
+        timed to size the batches, then rounds of back-to-back batches, ours and torch's alternating: a big
+        matmul runs at the power limit and the clocks drift over seconds, which would otherwise favour whichever side
+        ran first. CUDA events time each batch on the GPU, with one synchronisation at the end, so the host never
+        stalls the queue. No L2 flush between calls: every timed kernel is compute-bound or moves far more bytes than
+        the L2 holds. `long`: batches twice as long, for kernels whose ratio is a target (attention)."""
+        torch = self.torch
+        sides = (fn, torch_fn)
+        per_call: list[float] = []
+        for f in sides:  # the warm call, timed to size the batches
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            f()
+            end.record()
+            end.synchronize()
+            per_call.append(max(float(start.elapsed_time(end)), 1e-3))
+        batch_ms = self.plan.batch_ms * (2 if long else 1)
+        reps = [max(1, min(500, round(batch_ms / t))) for t in per_call]
+        batches: list[tuple[int, Any, Any]] = []
         for _ in range(self.plan.rounds):
-            ours.append(float(triton.testing.do_bench(fn, return_mode="median", **bench)))
-            theirs.append(float(triton.testing.do_bench(torch_fn, return_mode="median", **bench)))
-        return sorted(ours)[len(ours) // 2], sorted(theirs)[len(theirs) // 2]
+            for side, f in enumerate(sides):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(reps[side]):
+                    f()
+                end.record()
+                batches.append((side, start, end))
+        torch.cuda.synchronize()
+        times: tuple[list[float], list[float]] = ([], [])
+        for side, start, end in batches:
+            times[side].append(float(start.elapsed_time(end)) / reps[side])
+        return sorted(times[0])[len(times[0]) // 2], sorted(times[1])[len(times[1]) // 2]
 
     def record(self, kernel: str, dtype: str, ok: bool, worst: float | None, words: list[str],
                timing: tuple[str, float, float | None] | None, *, family: str | None = None,

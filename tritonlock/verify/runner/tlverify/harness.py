@@ -3,10 +3,13 @@
 
 Steps, in time order:
 1. the torch.compile check starts in a process of its own (full runs only), so Inductor's imports and compiles
-   overlap everything below;
+   overlap everything below; a warm run whose environment is unchanged since the check last passed reuses that
+   row instead, and says so (memo.py); where the binaries are not known to be compiled yet, compile workers start
+   too (precompile.py);
 2. torch imports, the CUDA build / driver / arch checks, triton imports, Triton's ptxas;
-3. every kernel binary the checks launch is compiled in parallel threads (Triton's compiler releases the GIL in its
-   C++ passes and ptxas is a process), once per kind of GPU; the other GPUs load the binaries from the cache;
+3. every kernel binary the checks launch is compiled by the workers, or loaded from Triton's cache in threads, once
+   per kind of GPU (the other GPUs load the binaries from the cache); beside it, a thread makes torch's first calls
+   of the kernels the timings compare against (their first call loads them);
 4. each GPU runs every kernel family at the same time as the others (one thread per GPU): its reference, its
    tolerance, its timing against torch;
 5. the NCCL all-reduce across GPUs; the torch.compile process's rows are merged in.
@@ -17,7 +20,6 @@ Steps, in time order:
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import json
 import os
@@ -26,12 +28,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from typing import Any, Callable
 
-from . import envchecks
+from . import envchecks, memo
 from .common import FAULT_TARGETS, Ctx, Plan, parse_fault
+from .precompile import WorkerPool, precompile
 from .report import Report, tail
 
 INTERPRETER_NOTE = "GPU not tested: ran the kernels in the Triton interpreter on the CPU"
@@ -65,8 +67,11 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="correctness only, small sizes, no timing, no torch.compile")
     p.add_argument("--profile", help="write a torch.profiler chrome trace of the kernels here")
     p.add_argument("--cold", action="store_true", help="compile into fresh, empty Triton and Inductor caches")
+    p.add_argument("--no-reuse", action="store_true",
+                   help="run the torch.compile check even when it passed in this same environment before")
     p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes
     p.add_argument("--compile-check-only", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process
+    p.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)  # see precompile.py
     p.add_argument("--inject-fault", metavar="KERNEL[:wrong]",
                    help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
                         ":wrong computes a finite but wrong answer")
@@ -90,16 +95,16 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
 # Caches
 
 
-def setup_caches(r: Report, cold: bool) -> str | None:
+def setup_caches(r: Report, cold: bool) -> tuple[str | None, str | None]:
     """Point Triton's and Inductor's caches at folders that outlive this run: inside the venv, so they go with it
     (a recreated venv starts cold, never stale). A variable the user set wins. `cold`: fresh, empty folders, removed
-    afterwards (returned)."""
+    afterwards. Returns (the cold run's folder to remove, the folder for memo.py's records: None outside a venv)."""
     if cold:
         tmp = tempfile.mkdtemp(prefix="tritonlock-verify-cache-")
         os.environ["TRITON_CACHE_DIR"] = r.caches["triton"] = os.path.join(tmp, "triton")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = r.caches["inductor"] = os.path.join(tmp, "inductor")
         r.notes.append("cold: compiled into fresh, empty Triton and Inductor caches")
-        return tmp
+        return tmp, os.path.join(tmp, "memo")
     base = os.path.join(sys.prefix, ".tritonlock-cache") if sys.prefix != sys.base_prefix else None
     for var, name in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor")):
         if os.environ.get(var):
@@ -114,7 +119,15 @@ def setup_caches(r: Report, cold: bool) -> str | None:
             continue
         if os.access(path, os.W_OK):
             os.environ[var] = r.caches[name] = path
-    return None
+    memo_dir = os.path.join(base, "memo") if base is not None else None
+    if memo_dir is not None:
+        try:
+            os.makedirs(memo_dir, exist_ok=True)
+        except OSError:
+            memo_dir = None
+    if memo_dir is not None and not os.access(memo_dir, os.W_OK):
+        memo_dir = None
+    return None, memo_dir
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,64 +157,16 @@ def run_concurrently(items: list[Any], fn: Callable[[Any], None]) -> list[BaseEx
     return errors
 
 
-def compile_workers(n_jobs: int) -> int:
-    """Threads for the parallel compile step; TRITONLOCK_VERIFY_COMPILE_THREADS overrides (1: one at a time)."""
-    env = os.environ.get("TRITONLOCK_VERIFY_COMPILE_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, min(n_jobs, os.cpu_count() or 4, 16))
-
-
-def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
-    """Compile every binary the checks will launch, in parallel, before anything is timed: once per kind of GPU
-    (the other GPUs load it from the cache). Each job's seconds go to its row's compile column. A job that fails
-    is left for its check to hit again, which reports it with its explanation."""
-    first: dict[tuple[int, int], Ctx] = {}
+def warm_torch(torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
+    """Each family's torch side called once (its warm_torch), in a thread beside the compile step: torch's first call
+    of a kernel loads it, and that can overlap loading the Triton binaries. Failures are left for the checks."""
     for ctx in ctxs:
-        first.setdefault(tuple(torch.cuda.get_device_capability(ctx.index)), ctx)
-    jobs: list[tuple[Ctx, str, Callable[[], Any]]] = []
-    for ctx in first.values():
         with torch.cuda.device(ctx.index):
             for fam in fams:
                 try:
-                    jobs += [(ctx, key, fn) for key, fn in fam.jobs(ctx)]
-                except Exception:  # noqa: BLE001 - the family's check reports it
+                    getattr(fam, "warm_torch", lambda ctx: None)(ctx)
+                except Exception:  # noqa: BLE001 - the check meets it again and reports it
                     traceback.print_exc()
-    # Triton creates a kernel's per-device cache on its first use, unguarded: two threads getting there at once
-    # each make one, and the binaries compiled into the one that loses are forgotten (compiled again at launch).
-    # Create them here, one thread, first.
-    for ctx in first.values():
-        with torch.cuda.device(ctx.index):
-            for fam in fams:
-                for kernel in getattr(fam, "KERNELS", ()):
-                    with contextlib.suppress(Exception):  # a Triton without device_caches
-                        kernel.device_caches[torch.cuda.current_device()]
-    lock = threading.Lock()
-
-    def do(job: tuple[Ctx, str, Callable[[], Any]]) -> None:
-        ctx, key, fn = job
-        t0 = time.perf_counter()
-        try:
-            with torch.cuda.device(ctx.index):
-                kernel = fn()
-                # load it and build its launcher now, in parallel, rather than at its first launch
-                getattr(kernel, "_init_handles", lambda: None)()
-        except Exception:  # noqa: BLE001 - see above
-            traceback.print_exc()
-        with lock:
-            ctx.compile_seconds[key] = ctx.compile_seconds.get(key, 0.0) + time.perf_counter() - t0
-
-    workers = compile_workers(len(jobs))
-    t0 = time.perf_counter()
-    if workers == 1:
-        for job in jobs:
-            do(job)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="compile") as pool:
-            list(pool.map(do, jobs))
-    r.compile_seconds = time.perf_counter() - t0
-    r.notes.append(f"compile: {len(jobs)} kernel binaries on {workers} thread(s) in {r.compile_seconds:.2f} s "
-                   "before any timing (a warm cache loads them instead)")
 
 
 def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpret: bool,
@@ -235,7 +200,7 @@ def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpr
 
 def start_compile_check(opts: argparse.Namespace) -> subprocess.Popen[str] | None:
     args = {k: v for k, v in vars(opts).items() if k not in ("json_args", "json") and v is not None}
-    args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False)
+    args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False, no_reuse=False)
     # in-process compiles: a pool of compile workers costs more to start than one small graph takes
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
     try:
@@ -246,11 +211,13 @@ def start_compile_check(opts: argparse.Namespace) -> subprocess.Popen[str] | Non
         return None
 
 
-def finish_compile_check(r: Report, proc: subprocess.Popen[str] | None, label: str, timeout: float = 600) -> None:
+def finish_compile_check(r: Report, proc: subprocess.Popen[str] | None, label: str,
+                         timeout: float = 600) -> list[dict[str, Any]]:
+    """Merge the process's rows into the report; returns them (none when it failed to report)."""
     if proc is None:
         r.kernel("torch_compile", label, "fp32", False, None, "could not start the torch.compile check's process",
                  order=(0, COMPILE_CHECK_ORDER))
-        return
+        return []
     try:
         out, _ = proc.communicate(timeout=timeout)
         doc = json.loads(out)
@@ -259,14 +226,60 @@ def finish_compile_check(r: Report, proc: subprocess.Popen[str] | None, label: s
         proc.communicate()
         r.kernel("torch_compile", label, "fp32", False, None, f"torch.compile did not finish within {timeout:g} s",
                  order=(0, COMPILE_CHECK_ORDER))
-        return
+        return []
     except ValueError:
         r.kernel("torch_compile", label, "fp32", False, None,
                  f"the torch.compile check's process exited with code {proc.returncode} without a report "
                  "(its error is on stderr)", order=(0, COMPILE_CHECK_ORDER))
-        return
+        return []
     doc["checks"] = [c for c in doc.get("checks", []) if not c.get("ok")]  # its import checks repeat ours
     r.merge(doc, order=(0, COMPILE_CHECK_ORDER))
+    return list(doc.get("kernels", [])) if not doc["checks"] else []
+
+
+class CompileCheck:
+    """The torch.compile check of a full run: its own process, started first so that Inductor's imports and compiles
+    overlap everything else; or, in a warm run whose environment memo.py finds unchanged since the check last
+    passed, that passing row, said to be reused."""
+
+    def __init__(self, opts: argparse.Namespace, memo_dir: str | None) -> None:
+        self.opts, self.memo_dir = opts, memo_dir
+        self.devices: list[str] = []
+        self.key = memo.compile_check_key(opts) if memo_dir else None
+        self.reused = memo.load_compile_check(memo_dir, self.key) if self.key and not opts.no_reuse else None
+        self.proc = None if self.reused else start_compile_check(opts)
+
+    def devices_seen(self, devices: list[str]) -> None:
+        """The GPUs CUDA shows (names and capabilities): a reused row must have passed on the same ones."""
+        self.devices = devices
+        if self.reused is not None and self.reused.get("devices") != devices:
+            self.reused = None
+            self.proc = start_compile_check(self.opts)
+
+    def finish(self, r: Report, label: str) -> None:
+        if self.reused is not None:
+            row = dict(self.reused["row"])
+            row["detail"] = (f"not compiled again: torch.compile passed on {self.reused.get('when')} in this same "
+                             "environment (installed packages, interpreter, driver, GPUs, variables and tritonlock's "
+                             "checks unchanged); `tritonlock verify --no-reuse` runs it again. That run: "
+                             + str(row.get("detail", "")))
+            row["reused"] = self.reused.get("when")
+            row["compile_seconds"] = None
+            r.merge({"kernels": [row]}, order=(0, COMPILE_CHECK_ORDER))
+            return
+        rows = finish_compile_check(r, self.proc, label)
+        self.proc = None
+        if self.key is None:
+            return
+        if len(rows) == 1 and rows[0].get("ok"):
+            memo.save_compile_check(self.memo_dir, self.key, rows[0], self.devices)
+        else:
+            memo.forget_compile_check(self.memo_dir)
+
+    def abandon(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
 
 
 def compile_check_main(opts: argparse.Namespace, r: Report) -> None:
@@ -306,20 +319,21 @@ def write_profile(r: Report, torch: Any, path: str, interpret: bool) -> None:
 # Main
 
 
-def verify(opts: argparse.Namespace, r: Report) -> None:
-    compile_proc = None
-    if not opts.quick:
-        compile_proc = start_compile_check(opts)  # first: it overlaps everything below
+def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> None:
+    # first: the torch.compile process and any compile workers overlap everything below
+    check = CompileCheck(opts, memo_dir) if not opts.quick else None
+    pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True else None
     try:
-        _verify(opts, r, compile_proc)
-        compile_proc = None
+        _verify(opts, r, check, memo_dir, pool)
     finally:
-        if compile_proc is not None and compile_proc.poll() is None:
-            compile_proc.kill()
-            compile_proc.communicate()
+        if pool is not None:
+            pool.close()
+        if check is not None:
+            check.abandon()
 
 
-def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[str] | None) -> None:
+def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, memo_dir: str | None,
+            pool: WorkerPool | None = None) -> None:
     with r.phase("import torch"):
         torch = envchecks.import_torch(r)
     if torch is None:
@@ -340,6 +354,9 @@ def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[
     else:
         interpret = not cuda_ok
     r.mode = "interpreter" if interpret else "gpu"
+    if check is not None:
+        check.devices_seen([f"{torch.cuda.get_device_name(i)} {tuple(torch.cuda.get_device_capability(i))}"
+                            for i in range(torch.cuda.device_count())] if cuda_ok else [])
     if cuda_ok:
         envchecks.check_archs(r, torch)
     if interpret and not envchecks.check_interpreter_deps(r, asked=opts.interpret is True):
@@ -348,6 +365,10 @@ def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[
         if not envchecks.load_triton(r, interpret):
             return
     envchecks.check_triton_version(r, opts.triton)
+    if not interpret:
+        said = memo.install_triton_key(memo_dir)
+        if said:
+            r.notes.append(said)
     driver = opts.driver or (envchecks.driver_version() if not interpret else None)
     ptxas: dict[int, dict[str, Any]] = {}
     if not interpret and not getattr(torch.version, "hip", None):  # ROCm: Triton's AMD backend uses no ptxas
@@ -361,13 +382,18 @@ def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[
     n = 0 if interpret else torch.cuda.device_count()
     ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True)] if interpret else \
         [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False) for i in range(n)]
-    if not interpret:
-        with r.phase("compile"):
-            precompile(r, torch, ctxs, fams)
     tf32 = None
     if not interpret:  # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does
         tf32, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
     try:
+        if not interpret:
+            with r.phase("compile"):
+                warm = threading.Thread(target=warm_torch, args=(torch, ctxs, fams), name="warm-torch")
+                warm.start()
+                try:
+                    precompile(r, torch, ctxs, fams, memo_dir, pool)
+                finally:
+                    warm.join()
         run_devices(r, torch, ctxs, fams, interpret,
                     explain=lambda i, text: envchecks.explain_load_failure(text, ptxas.get(i), driver,
                                                                          opts.ptxas_floors))
@@ -394,9 +420,9 @@ def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[
         r.kernel("torch_compile", label, "fp32", True, None,
                  "skipped: --quick (a full `tritonlock verify` compiles a function with torch.compile / Inductor)",
                  mode="skipped", order=(0, COMPILE_CHECK_ORDER))
-    else:
+    elif check is not None:
         with r.phase("torch.compile (waited for)"):
-            finish_compile_check(r, compile_proc, label)
+            check.finish(r, label)
     if opts.profile:
         try:
             write_profile(r, torch, opts.profile, interpret)
@@ -407,6 +433,9 @@ def _verify(opts: argparse.Namespace, r: Report, compile_proc: subprocess.Popen[
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse_options(sys.argv[1:] if argv is None else argv)
+    if opts.compile_worker:
+        from .precompile import worker_main
+        return worker_main()
     # Keep stdout for the JSON alone: triton, torch and the compilers may print, even from C.
     sys.stdout.flush()
     json_fd = os.dup(1)
@@ -418,8 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         if opts.compile_check_only:
             compile_check_main(opts, r)
         else:
-            cache_dir = setup_caches(r, opts.cold)
-            verify(opts, r)
+            cache_dir, memo_dir = setup_caches(r, opts.cold)
+            verify(opts, r, memo_dir)
     except BaseException as e:  # report whatever happened, in JSON, rather than die silently
         traceback.print_exc()
         r.check("runner", False, f"the verify runner crashed: {type(e).__name__}: {tail(str(e))}",
