@@ -107,6 +107,10 @@ read rc dt < <(step verify-warm "$TL" verify --json)
 read rc2 dt2 < <(step verify-quick "$TL" verify --quick)
 read rc3 dt3 < <(step bare-import .venv/bin/python -c "import torch")
 summary "verify warm: exit $rc, $dt s; verify --quick: exit $rc2, $dt2 s; bare import torch: $dt3 s"
+# the table as a user reads it (warm: the torch.compile row reused, and said so), then with it run again
+read rc dt < <(step verify-warm-text "$TL" verify)
+read rc2 dt2 < <(step verify-no-reuse "$TL" verify --no-reuse)
+summary "verify warm (text): exit $rc, $dt s; verify --no-reuse: exit $rc2, $dt2 s"
 
 # 5. asked to drop the preinstalled stack: torch is not in the wheelhouse, so the rebuild must fail, venv intact
 before=$(snap)

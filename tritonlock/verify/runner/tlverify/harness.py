@@ -157,25 +157,31 @@ def run_concurrently(items: list[Any], fn: Callable[[Any], None]) -> list[BaseEx
     return errors
 
 
-def warm_torch(torch: Any, ctxs: list[Ctx], fams: list[Any]) -> None:
-    """Each family's torch side called once (its warm_torch), in a thread beside the compile step: torch's first call
-    of a kernel loads it, and that can overlap loading the Triton binaries. Failures are left for the checks."""
-    for ctx in ctxs:
-        with torch.cuda.device(ctx.index):
-            for fam in fams:
-                try:
-                    getattr(fam, "warm_torch", lambda ctx: None)(ctx)
-                except Exception:  # noqa: BLE001 - the check meets it again and reports it
-                    traceback.print_exc()
+def warm_torch(ctx: Ctx, fams: list[Any]) -> None:
+    """Each family's torch side called once (its warm_torch) on this device, in the thread that will time it, while
+    the compile step loads or compiles the Triton binaries: torch's first call of a kernel loads it, and cuDNN
+    builds its attention graphs per thread. Failures are left for the checks."""
+    for fam in fams:
+        try:
+            getattr(fam, "warm_torch", lambda ctx: None)(ctx)
+        except Exception:  # noqa: BLE001 - the check meets it again and reports it
+            traceback.print_exc()
 
 
 def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpret: bool,
-                explain: Callable[[int, str], str] | None = None) -> None:
-    """Every family on every device; devices run at the same time, one thread each."""
+                explain: Callable[[int, str], str] | None = None,
+                compiled: threading.Event | None = None) -> None:
+    """Every family on every device; devices run at the same time, one thread each. `compiled`: set once the compile
+    step (running in another thread) is done; each device makes torch's first calls meanwhile, then waits for it."""
     many = len(ctxs) > 1
 
     def device_run(ctx: Ctx) -> None:
         with contextlib.nullcontext() if interpret else torch.cuda.device(ctx.index):
+            if compiled is not None:
+                with r.phase(f"torch first calls {ctx.device}" if many else "torch first calls"):
+                    warm_torch(ctx, fams)
+                with r.phase(f"compile (waited for) {ctx.device}" if many else "compile (waited for)"):
+                    compiled.wait()
             for fam in fams:
                 try:
                     with r.phase(f"{fam.FAMILY} {ctx.device}" if many else fam.FAMILY):
@@ -365,7 +371,16 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         if not envchecks.load_triton(r, interpret):
             return
     envchecks.check_triton_version(r, opts.triton)
+    with r.phase("import kernels"):
+        fams = families()
+    plan = Plan(gpu=not interpret, quick=opts.quick)
+    n = 0 if interpret else torch.cuda.device_count()
+    ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True)] if interpret else \
+        [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False) for i in range(n)]
+    tf32 = None
     if not interpret:
+        # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does
+        tf32, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
         said = memo.install_triton_key(memo_dir)
         if said:
             r.notes.append(said)
@@ -376,28 +391,30 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
     seed = int.from_bytes(os.urandom(4), "little")
     torch.manual_seed(seed)
     r.notes.append(f"inputs are fresh random numbers (torch seed {seed})")
-    with r.phase("import kernels"):
-        fams = families()
-    plan = Plan(gpu=not interpret, quick=opts.quick)
-    n = 0 if interpret else torch.cuda.device_count()
-    ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True)] if interpret else \
-        [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False) for i in range(n)]
-    tf32 = None
-    if not interpret:  # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does
-        tf32, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
-    try:
-        if not interpret:
-            with r.phase("compile"):
-                warm = threading.Thread(target=warm_torch, args=(torch, ctxs, fams), name="warm-torch")
-                warm.start()
-                try:
+    compiled = compiler = None
+    if not interpret:
+        # the compile step in a thread of its own; the devices make torch's first calls meanwhile
+        compiled = threading.Event()
+
+        def compile_step() -> None:
+            try:
+                with r.phase("compile"):
                     precompile(r, torch, ctxs, fams, memo_dir, pool)
-                finally:
-                    warm.join()
+            except Exception:  # noqa: BLE001 - whatever did not compile compiles at its first launch, and says so
+                traceback.print_exc()
+            finally:
+                compiled.set()
+
+        compiler = threading.Thread(target=compile_step, name="compile-step", daemon=True)
+        compiler.start()
+    try:
         run_devices(r, torch, ctxs, fams, interpret,
                     explain=lambda i, text: envchecks.explain_load_failure(text, ptxas.get(i), driver,
-                                                                         opts.ptxas_floors))
+                                                                         opts.ptxas_floors),
+                    compiled=compiled)
     finally:
+        if compiler is not None:
+            compiler.join()
         if tf32 is not None:
             torch.backends.cuda.matmul.allow_tf32 = tf32
     if n > 1:
