@@ -70,11 +70,15 @@ fi
 
 # 2. the flag forgotten
 # (verify keeps its Triton/Inductor caches in .venv/.tritonlock-cache: verify's, not sync's, so left out)
-snap() { find .venv \( -path '*/__pycache__' -o -path .venv/.tritonlock-cache \) -prune -o -type f -printf '%P %s %T@\n' \
-         | sort | sha256sum; }
+list_venv() { find .venv \( -path '*/__pycache__' -o -path .venv/.tritonlock-cache \) -prune -o -type f \
+              -printf '%P %s %T@\n' | sort; }
+snap() { list_venv | sha256sum; }
+list_venv > "$W/venv-before.txt"
 before=$(snap)
 read rc dt < <(step plain-sync "$TL" sync --find-links "$C/house")
 after=$(snap)
+list_venv > "$W/venv-after.txt"
+diff "$W/venv-before.txt" "$W/venv-after.txt" > "$OUT/plain-sync-venv-diff.txt"
 held=$([ "$before" = "$after" ] && grep -q "already matches" "$OUT/plain-sync.txt" && echo yes || echo NO)
 summary "plain sync (flag forgotten, then verify): exit $rc, $dt s; venv untouched and 'already matches': $held"
 

@@ -121,7 +121,7 @@ class Ctx:
         matmul runs at the power limit and the clocks drift over seconds, which would otherwise favour whichever side
         ran first. CUDA events time each batch on the GPU, with one synchronisation at the end, so the host never
         stalls the queue. No L2 flush between calls: every timed kernel is compute-bound or moves far more bytes than
-        the L2 holds. `long`: batches twice as long, for kernels whose ratio is a target (attention)."""
+        the L2 holds. `long`: batches half as long again, for kernels whose ratio is a target (attention)."""
         torch = self.torch
         sides = (fn, torch_fn)
         per_call: list[float] = []
@@ -132,7 +132,7 @@ class Ctx:
             end.record()
             end.synchronize()
             per_call.append(max(float(start.elapsed_time(end)), 1e-3))
-        batch_ms = self.plan.batch_ms * (2 if long else 1)
+        batch_ms = self.plan.batch_ms * (1.5 if long else 1)
         reps = [max(1, min(500, round(batch_ms / t))) for t in per_call]
         batches: list[tuple[int, Any, Any]] = []
         for _ in range(self.plan.rounds):

@@ -158,14 +158,17 @@ def run_concurrently(items: list[Any], fn: Callable[[Any], None]) -> list[BaseEx
 
 
 def warm_torch(ctx: Ctx, fams: list[Any]) -> None:
-    """Each family's torch side called once (its warm_torch) on this device, in the thread that will time it, while
-    the compile step loads or compiles the Triton binaries: torch's first call of a kernel loads it, and cuDNN
-    builds its attention graphs per thread. Failures are left for the checks."""
-    for fam in fams:
-        try:
-            getattr(fam, "warm_torch", lambda ctx: None)(ctx)
-        except Exception:  # noqa: BLE001 - the check meets it again and reports it
-            traceback.print_exc()
+    """Each family's torch side called once (its warm_torch) on this device, each family in a thread of its own, while
+    the compile step loads or compiles the Triton binaries: torch's first call of a kernel loads it (for the whole
+    process). Failures are left for the checks."""
+    def one(fam: Any) -> None:
+        with ctx.torch.cuda.device(ctx.index):
+            fam.warm_torch(ctx)
+
+    warmed = [fam for fam in fams if hasattr(fam, "warm_torch")]
+    for err in run_concurrently(warmed, one):
+        if err is not None:
+            traceback.print_exception(type(err), err, err.__traceback__)
 
 
 def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpret: bool,

@@ -26,14 +26,14 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Tuple
 
 from . import memo
 from .common import Ctx
 from .report import Report, tail
 
 RUNNER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-Job = tuple[Ctx, str, Callable[[], Any]]
+Job = Tuple[Ctx, str, Callable[[], Any]]  # typing's Tuple: the runner also runs on Pythons before 3.9
 
 
 def compile_workers(n_jobs: int) -> int:
