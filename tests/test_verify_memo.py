@@ -210,6 +210,7 @@ def test_compile_worker_compiles_for_the_gpu_without_torch(real_torch_python: st
     lines = [json.loads(line) for line in proc.stdout.splitlines()]  # stdout: the JSON lines alone
     assert [x["job"] for x in lines] == [0, 1, 2]
     assert lines[0]["ok"] and lines[2]["ok"], lines
+    assert lines[0]["cache_hit"] is False and lines[2]["cache_hit"] is False  # as Triton's own listener counted
     assert not lines[1]["ok"] and "no_such_kernel" in lines[1]["error"]  # one bad job never stops the others
     metas = [json.loads(p.read_text()) for p in (tmp_path / "triton").glob("*/vector_add_kernel.json")]
     assert sorted((m["num_warps"], m["target"]["arch"]) for m in metas) == [(4, 90), (8, 90)]
@@ -217,3 +218,9 @@ def test_compile_worker_compiles_for_the_gpu_without_torch(real_torch_python: st
     imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
                 if line.startswith("import time:")}
     assert "triton" in imported and "torch" not in imported  # the workers never pay for torch or CUDA
+    # the same jobs again: Triton finds both binaries in its cache, and the workers say so
+    again = subprocess.run([real_torch_python, "-I", str(RUNNER), "--compile-worker"], input=json.dumps(jobs),
+                           capture_output=True, text=True, env=env, timeout=600)
+    lines = [json.loads(line) for line in again.stdout.splitlines()]
+    assert [(x["job"], x["ok"], x.get("cache_hit")) for x in lines] == [(0, True, True), (1, False, None),
+                                                                      (2, True, True)]

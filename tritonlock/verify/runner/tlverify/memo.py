@@ -80,6 +80,7 @@ def tree_stat(root: str) -> list[tuple[str, int, int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def runner_sources() -> str:
     """sha256 over this runner's own files: a new tritonlock (new checks, new kernels) is a new key."""
     h = hashlib.sha256()
