@@ -155,6 +155,17 @@ def build_sdist(
     return out
 
 
+def _uploaded(path: Path, when: str | None) -> Path:
+    if when is not None:
+        path.with_name(path.name + ".uploaded").write_text(f"{when}T00:00:00Z" if "T" not in when else when)
+    return path
+
+
+def _upload_time(path: Path) -> str | None:
+    side = path.with_name(path.name + ".uploaded")
+    return side.read_text().strip() if side.is_file() else None
+
+
 @dataclass
 class LocalIndex:
     """Wheels laid out per index path ("simple", "whl/cu126", ...) and served on 127.0.0.1."""
@@ -169,11 +180,12 @@ class LocalIndex:
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
     delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
 
-    def add(self, index: str, name: str, version: str, **kw: object) -> Path:
-        return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
+    def add(self, index: str, name: str, version: str, *, uploaded: str | None = None, **kw: object) -> Path:
+        """A wheel on `index`; `uploaded` ("2023-12-14"): the upload time its JSON page gives (PEP 700)."""
+        return _uploaded(build_wheel(self.root / index / "_files", name, version, **kw), uploaded)  # type: ignore[arg-type]
 
-    def add_sdist(self, index: str, name: str, version: str, **kw: object) -> Path:
-        return build_sdist(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
+    def add_sdist(self, index: str, name: str, version: str, *, uploaded: str | None = None, **kw: object) -> Path:
+        return _uploaded(build_sdist(self.root / index / "_files", name, version, **kw), uploaded)  # type: ignore[arg-type]
 
     def index_url(self, index: str) -> str:
         return f"{self.url}/{index}"
@@ -245,22 +257,22 @@ class LocalIndex:
                 for f in mine:
                     data = f.read_bytes()
                     entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data),
-                                    _requires_python(f)))
+                                    _requires_python(f), _upload_time(f)))
                 if "application/vnd.pypi.simple.v1+json" in accept:
                     doc = {
                         "meta": {"api-version": "1.1"},
                         "name": project,
                         "files": [
                             {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s,
-                             **({"requires-python": rp} if rp else {})}
-                            for n, u, h, s, rp in entries
+                             **({"requires-python": rp} if rp else {}), **({"upload-time": up} if up else {})}
+                            for n, u, h, s, rp, up in entries
                         ],
                     }
                     return self._send(200, json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json")
                 links = "".join(
                     f'<a href="{html.escape(u)}#sha256={h}"'
                     + (f' data-requires-python="{html.escape(rp)}"' if rp else "")
-                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp in entries
+                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp, _up in entries
                 )
                 return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
 

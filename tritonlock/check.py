@@ -139,6 +139,18 @@ def _same_triton(old: Selection, new: Selection) -> bool:
     return False
 
 
+def conflict_problems(lock: Lock) -> list[Problem]:
+    """A target the lock records as a conflict holds nothing to install: the lock is not right for it."""
+    out = []
+    for t in lock.targets:
+        if not t.selection.ok:
+            first = (t.selection.conflict.message if t.selection.conflict else "nothing fits").splitlines()[0]
+            out.append(Problem(kind="conflict", target=t.name,
+                               message=f"target {t.name!r} is recorded as a conflict, with nothing locked for it: "
+                                       f"{first} — `tritonlock resolve` says it in full with its fix"))
+    return out
+
+
 def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) -> list[Problem]:
     """Re-decide every locked target under the matrix this tritonlock ships: any change is a problem.
 
@@ -263,7 +275,7 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
         problems = hashes or [Problem(kind="lock", message=str(err).splitlines()[0])]
         return CheckReport(problems=tuple(problems), warnings=intent.warnings, targets=0, packages=0,
                            matrix_version=matrix_version)
-    problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)),
+    problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)), *conflict_problems(lock),
                 *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
     if (project / "uv.lock").is_file():  # a uv project beside the lock: does uv take the same torch files?
         from tritonlock.export.uv import uv_lock_drift

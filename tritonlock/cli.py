@@ -293,6 +293,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
         if lock_is_fresh(intent_path, lock_path, target_file):
             click.echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
+            _exit_on_recorded_conflicts(lock_path)
             return
     from tritonlock._term import Quiet, TargetProgress
     from tritonlock.project import lock_project
@@ -303,6 +304,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         from tritonlock._term import styled
 
         click.echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
+    conflicts = [s for s in out.selections if not s.ok]
     if as_json:
         from tritonlock.decide.resolve import selection_json
 
@@ -310,18 +312,50 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         _echo_json({"written": out.written, "reason": out.reason,
                     "targets": [{**selection_json(s), **_builds_json(locked.get(s.target.name))}
                                 for s in out.selections]})
+        if conflicts:
+            sys.exit(3)
         return
     if not out.written:
         click.echo(f"{out.reason} (use --upgrade to re-resolve)")
+        _exit_on_recorded_conflicts(lock_path)
         return
     locked = {t.name: t for t in out.lock.targets} if out.lock else {}
     for s in out.selections:
+        if not s.ok:
+            continue
         click.echo(_selection_text(s))
         for line in _build_lines(locked.get(s.target.name)):
             click.echo(line)
     n = sum(len(t.packages) for t in out.lock.targets) if out.lock else 0
-    k = len(out.selections)
-    click.echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}, {n} packages; {out.reason})")
+    k = len(out.selections) - len(conflicts)
+    recorded = (f" locked, {len(conflicts)} recorded as a conflict ({', '.join(s.target.name for s in conflicts)})"
+                if conflicts else "")
+    click.echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}{recorded}, {n} packages; {out.reason})")
+    if conflicts:
+        _print_conflicts(conflicts)
+        sys.exit(3)
+
+
+def _print_conflicts(selections: Any) -> None:
+    from tritonlock._term import styled
+
+    for s in selections:
+        assert s.conflict is not None
+        click.echo(styled("error:", err=True, fg="red", bold=True) + f" {s.conflict.message}", err=True)
+
+
+def _exit_on_recorded_conflicts(lock_path: Path) -> None:
+    """An up-to-date lock that records a target's conflict: say it again, and exit 3 as when it was written."""
+    from tritonlock.lock.lockfile import read_lock
+
+    try:
+        lock = read_lock(lock_path)
+    except TritonlockError:
+        return
+    conflicts = [t.selection for t in lock.targets if not t.selection.ok and t.selection.conflict]
+    if conflicts:
+        _print_conflicts(conflicts)
+        sys.exit(3)
 
 
 def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
@@ -406,6 +440,14 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
                           if j.record.target == t.name]} for t in targets]})
         return
     for t in targets:
+        if not t.selection.ok:  # recorded as a conflict: nothing is locked for it
+            from tritonlock._term import styled
+
+            message = t.selection.conflict.message if t.selection.conflict else "nothing fits"
+            click.echo(styled(f"target {t.name}:", bold=True) + " " + styled("conflict", fg="red")
+                       + " — nothing is locked for it (`tritonlock resolve` exits 3 until it is fixed)")
+            click.echo("\n".join(f"  {line}" for line in message.splitlines()) + "\n")
+            continue
         click.echo(_selection_text(t.selection))
         width = max((len(p.name) for p in t.packages), default=4)
         vwidth = max((len(p.version) for p in t.packages), default=7)

@@ -68,9 +68,13 @@ class IndexError_(TritonlockError):
 
 
 class ClosureError(TritonlockError):
-    """uv could not compute the transitive closure (message carries uv's own words)."""
+    """uv could not compute the transitive closure (message carries uv's own words; `uv` holds them alone)."""
 
     exit_code = 4
+
+    def __init__(self, message: str, *, uv: str = "") -> None:
+        super().__init__(message)
+        self.uv = uv  # uv's own explanation, as `tritonlock.lock.index.explain` gave it ("" when uv never ran)
 
 
 class UnknownTargetError(ValueError, TritonlockError):

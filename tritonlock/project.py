@@ -179,6 +179,13 @@ def _candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selecti
     return _complete(feasible(intent, matrix, sel.target, running_python()), intent) or (sel,)
 
 
+def _host_candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selection, ...]:
+    """The torch releases the target runs with the intent's torch = lifted: what a torch pin could reach."""
+    from tritonlock.decide.resolve import feasible
+
+    return _complete(feasible(dataclasses.replace(intent, torch=""), matrix, sel.target, running_python()), intent)
+
+
 def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ...], dindex: str, *,
                  progress: TargetProgress | None = None) -> list[tuple[Selection, tuple[LockedPackage, ...]]]:
     """Each ok target's final selection and its closure. Without packages the resolver's torch is locked as it is;
@@ -206,7 +213,9 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     keys = [key(s, c) for s, c in zip(selections, cands)]
     firsts = {k: (s, c) for k, s, c in reversed(list(zip(keys, selections, cands)))}
     names = {k: ", ".join(dict.fromkeys(t.target.name for kk, t in zip(keys, selections) if kk == k)) for k in firsts}
-    facts = pk.Facts()
+    from tritonlock.decide._pkgfacts import Facts
+
+    facts = Facts()
 
     def one(k: tuple[str, ...], pair: tuple[Selection, tuple[Selection, ...] | None]) -> tuple[
             Selection, tuple[LockedPackage, ...]]:
@@ -219,14 +228,25 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
             if c is None:
                 out = (s, compile_target(s, matrix, dindex, no_build=intent.no_build))
             else:
-                out = pk.decide(s, c, intent, matrix, dindex, facts=facts, default_python=running_python())
+                cache: list[tuple[Selection, ...]] = []
+
+                def host() -> tuple[Selection, ...]:
+                    if not cache:
+                        cache.append(_host_candidates(intent, matrix, s))
+                    return cache[0]
+
+                out = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,
+                                default_python=running_python(), host=host)
         except BaseException:
             if progress is not None:
                 progress.failed(names[k])
             raise
         if progress is not None:
-            progress.done(names[k], f"{len(out[1])} packages locked" + (
-                f" (torch {out[0].torch})" if c is not None else ""))
+            if out[0].ok:
+                progress.done(names[k], f"{len(out[1])} packages locked" + (
+                    f" (torch {out[0].torch})" if c is not None else ""))
+            else:
+                progress.failed(names[k])
         return out
 
     from concurrent.futures import ThreadPoolExecutor
@@ -291,17 +311,23 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock.decide.resolve import resolve
 
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
-    if not all(s.ok for s in selections):
+    if not any(s.ok for s in selections):  # nothing to lock anywhere: no lock is written (an earlier one stays)
         raise conflicts_error(selections)
     from tritonlock.decide import channel
 
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
+    fitting = tuple(s for s in selections if s.ok)
     try:
-        decided = lock_targets(intent, matrix, selections, dindex, progress=progress)
+        done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress))
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None
-    selections = tuple(_pin_triton(s, p) for s, p in decided)
+    # one target's conflict does not block the others: each target that fits is locked, each that does not is
+    # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
+    decided = [next(done) if s.ok else (s, ()) for s in selections]
+    if not any(s.ok for s, _ in decided):
+        raise conflicts_error(tuple(s for s, _ in decided))
+    selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
     closures = [p for _, p in decided]
     from tritonlock import _fast
 

@@ -517,7 +517,8 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
             targets.append(spec)
     globs, files = _target_files(p, data, Path(path).parent, names, targets)
     p.raise_if_any()
-    intent = Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(sorted(packages)),
+    # the order the user wrote the packages in is theirs: uv decides them in it, and ties favour the earlier one
+    intent = Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(dict.fromkeys(packages)),
                     cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                     targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
                     warnings=tuple(p.warnings) + _same_machines(targets), channel=channel)
@@ -529,7 +530,7 @@ def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
     """The hash a lock records of its intent, with these targets in it: with the intent's own targets it is the
     intent's content_hash; with a lock's targets it tells whether only the target machines changed since."""
     canonical: dict[str, object] = {
-        "python": intent.python, "torch": intent.torch, "triton": intent.triton, "packages": sorted(intent.packages),
+        "python": intent.python, "torch": intent.torch, "triton": intent.triton, "packages": list(intent.packages),
         "cuda": intent.cuda, "cuda-policy": intent.cuda_policy,
         "indexes": {"torch": intent.torch_index, "default": intent.default_index},
         # a target's macOS only when stated, so the hash of every other intent stays what it was

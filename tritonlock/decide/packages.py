@@ -1,44 +1,47 @@
-"""The user's packages in the decision: the fitting torch that gives each package its newest version, and why not."""
+"""The user's packages in the decision: uv's answer with the packages in the order the user wrote them, then checked —
+each named package below its newest release is asked for again, a better lock is taken, a held-back line quotes the
+check that failed — and an ancient release that pins nothing is a conflict, never the answer."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from tritonlock.decide import _pkgwords as words
+from tritonlock.decide import cudalibs
+from tritonlock.decide._pkgfacts import Facts, newest, parse_version, public, releases
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
-from tritonlock.models import DirectPackage, Intent, LockedPackage, Selection, TargetSpec
+from tritonlock.models import Conflict, DirectPackage, Intent, LockedPackage, Selection, TargetSpec
 
 if TYPE_CHECKING:
-    from tritonlock.lock.index import IndexFile
     from tritonlock.decide.matrix import Matrix
 
+# compile(selection, matrix, default_index, *, torch_spec, offline, constraints, no_build) -> the closure; the lock
+# stage's compile_target, handed in by tritonlock.project (the decision does not call into the lock stage itself)
 Compile = Callable[..., tuple[LockedPackage, ...]]
 
 # How many times a compile may land on a torch the matrix does not know (a release newer than the matrix, or a
 # patch it lacks) before the decision gives up on that index: each one is excluded and uv asked again.
 _UNKNOWN_TORCH_RETRIES = 3
-
-
-def _public(version: str) -> str:
-    return version.split("+", 1)[0]
-
-
-def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
+# How many times one answer may be locked again after passing over what the target cannot have (a CUDA library its
+# driver cannot load, a source build that needs nvcc where none exists).
+_MAX_PASSES = 6
+# A release this much older than the newest one that fits the target on its own is a fallback, not an answer.
+_AGE = timedelta(days=730)
+_ZERO = Version("0")
 
 
 def user_requirements(intent: Intent) -> list[Requirement]:
-    """The intent's packages as requirements (the intent checked them); URL requirements have no 'newest'."""
+    """The intent's packages as requirements, in the order the user wrote them (the intent checked them); URL
+    requirements have no 'newest'."""
     out: list[Requirement] = []
     for text in intent.packages:
         try:
@@ -57,7 +60,7 @@ def exact_torch(intent: Intent) -> bool:
     return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
 
 
-def torch_spec(versions: Iterable[str], known: Iterable[str]) -> str:
+def torch_spec(versions: list[str] | tuple[str, ...], known: list[str] | tuple[str, ...]) -> str:
     """A specifier admitting exactly `versions` among the `known` releases (and, between them, nothing the matrix
     knows otherwise): ">=2.9.0,<=2.14.0,!=2.10.0"."""
     vs = sorted({Version(v) for v in versions})
@@ -68,218 +71,16 @@ def torch_spec(versions: Iterable[str], known: Iterable[str]) -> str:
     return ",".join([f">={lo}", f"<={hi}"] + [f"!={h}" for h in holes])
 
 
-# --- the target as markers and wheel tags see it -------------------------------------------------------------------
-
-def marker_env(target: TargetSpec, python: str) -> dict[str, str]:
-    """PEP 508 marker values of the target machine (not this one)."""
-    system = {"linux": "Linux", "windows": "Windows", "macos": "Darwin"}.get(target.os, "Linux")
-    machine = target.arch
-    if target.os == "windows":
-        machine = "AMD64" if target.arch == "x86_64" else "ARM64"
-    elif target.os == "macos":
-        machine = "arm64"
-    return {"python_version": python, "python_full_version": f"{python}.0", "implementation_name": "cpython",
-            "implementation_version": f"{python}.0", "platform_python_implementation": "CPython",
-            "sys_platform": {"Linux": "linux", "Windows": "win32", "Darwin": "darwin"}[system],
-            "platform_system": system, "os_name": "nt" if system == "Windows" else "posix",
-            "platform_machine": machine, "platform_release": "", "platform_version": "", "extra": ""}
+def needs_decision(intent: Intent, sel: Selection) -> bool:
+    """Whether the user's packages take part in this target's decision (any ok target of an intent that names some)."""
+    return bool(sel.ok and user_requirements(intent))
 
 
-def _platform_fits(platform: str, target: TargetSpec) -> bool:
-    import re
-
-    if platform == "any":
-        return True
-    if target.os == "windows":
-        return platform == ("win_amd64" if target.arch == "x86_64" else "win_arm64")
-    if target.os == "macos":
-        m = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", platform)
-        if not m or m[3] not in ("arm64", "universal2"):
-            return False
-        return target.macos is None or (int(m[1]), int(m[2])) <= _mm(target.macos)
-    arch = target.arch
-    legacy = {f"manylinux1_{arch}": (2, 5), f"manylinux2010_{arch}": (2, 12), f"manylinux2014_{arch}": (2, 17),
-              f"linux_{arch}": (0, 0)}
-    if platform in legacy:
-        glibc = legacy[platform]
-    else:
-        m = re.fullmatch(rf"manylinux_(\d+)_(\d+)_{re.escape(arch)}", platform)
-        if not m:
-            return False
-        glibc = (int(m[1]), int(m[2]))
-    return target.glibc is None or glibc <= _mm(target.glibc)
-
-
-def _mm(version: str) -> tuple[int, int]:
-    parts = (version.split(".") + ["0"])[:2]
-    try:
-        return int(parts[0]), int(parts[1])
-    except ValueError:
-        return (0, 0)
-
-
-def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
-    """Whether a wheel installs on the target's Python and platform (an sdist always can, by building it)."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    if not filename.endswith(".whl"):
-        return True
-    try:
-        _, _, _, tags = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion):
-        return False
-    major, minor = _mm(python)
-    cp = f"cp{major}{minor}"
-    for t in tags:
-        if t.interpreter.startswith("cp") and t.abi == "abi3":
-            try:
-                ok_interp = int(t.interpreter[3:] or 0) <= minor and t.interpreter[2:3] == str(major)
-            except ValueError:
-                ok_interp = False
-        else:
-            ok_interp = t.interpreter in (cp, f"py{major}{minor}", f"py{major}") and t.abi in ("none", cp)
-        if ok_interp and _platform_fits(t.platform, target):
-            return True
-    return False
-
-
-# --- what an index says of a package ------------------------------------------------------------------------------
-
-def _file_version(filename: str) -> Version | None:
-    from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename,
-                                 parse_wheel_filename)
-
-    try:
-        if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)[1]
-        if filename.endswith((".tar.gz", ".zip")):
-            return parse_sdist_filename(filename)[1]
-    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
-        return None
-    return None
-
-
-class Facts:
-    """Index facts the decision explains itself with: files per project, metadata per release (cached per run)."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self._files: dict[tuple[str, str], Future[tuple[IndexFile, ...] | None]] = {}
-        self._meta: dict[tuple[str, str, str], str | None] = {}
-        self._lock = threading.Lock()
-
-    def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
-        """None when the index cannot be asked (the explanation then says less, never something false). Threads
-        asking for the same page wait for one request."""
-        key = (index, canonicalize_name(name))
-        with self._lock:
-            future = self._files.get(key)
-            mine = future is None
-            if future is None:
-                future = self._files[key] = Future()
-        if mine:
-            from tritonlock.lock.index import project_files
-
-            try:
-                future.set_result(project_files(index, name))
-            except (TritonlockError, OSError, ValueError):
-                future.set_result(None)
-            except BaseException:
-                future.set_result(None)  # no thread waits forever on a page that will never come
-                raise
-        return future.result()
-
-    def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
-        todo = [p for p in dict.fromkeys(pairs) if (p[0], canonicalize_name(p[1])) not in self._files]
-        if not todo:
-            return
-        with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
-            list(pool.map(lambda p: self.files(*p), todo))
-
-    def release_files(self, index: str, name: str, version: str) -> list[IndexFile]:
-        want = _version(version)
-        return [f for f in self.files(index, name) or () if not f.yanked and _file_version(f.filename) is not None
-                and _version(_public(str(_file_version(f.filename)))) == _version(_public(str(want)))]
-
-    def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
-        """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
-        key = (index, canonicalize_name(name), version)
-        if key not in self._meta:
-            files = self.release_files(index, name, version)
-            files.sort(key=lambda f: (not (f.filename.endswith(".whl") and file_fits(f.filename, target, python)),
-                                      not f.filename.endswith(".whl")))
-            text = None
-            for f in files[:3]:
-                text = _read_metadata(index, f)
-                if text:
-                    break
-            self._meta[key] = text
-        return self._meta[key]
-
-    def requires(self, index: str, name: str, version: str, target: TargetSpec,
-                 python: str) -> list[Requirement] | None:
-        """The release's Requires-Dist that apply on the target (markers evaluated there); None when unknown."""
-        text = self.metadata(index, name, version, target, python)
-        if text is None:
-            return None
-        env = marker_env(target, python)
-        out: list[Requirement] = []
-        for line in _headers(text, "Requires-Dist"):
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                continue
-            if req.marker is None or req.marker.evaluate(env):
-                out.append(req)
-        return out
-
-
-def _read_metadata(index: str, f: IndexFile) -> str | None:
-    """PEP 658's `.metadata` beside the file, else (an index without it, as many mirrors) the wheel's METADATA read
-    with HTTP Range requests — the zip's central directory and one member, a few kB of a wheel of any size, as uv
-    does."""
-    import re
-
-    from tritonlock.lock.index import IndexClient
-
-    try:
-        client = IndexClient(index, timeout=30, retries=2)
-        text = client.metadata(f)
-        if text or not f.filename.endswith(".whl"):
-            return text or None
-        from tritonlock.lock.remotezip import RemoteZip
-
-        z = RemoteZip(client.session, f.url, f.size)
-        name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
-        return z.read(name).decode("utf-8", "replace") if name else None
-    except (TritonlockError, OSError, ValueError, KeyError, IndexError):
-        return None
-
-
-def _headers(text: str, field: str) -> list[str]:
-    from email.parser import HeaderParser
-
-    return [str(v) for v in HeaderParser().parsestr(text).get_all(field) or []]
-
-
-def newest(facts: Facts, index: str, req: Requirement) -> str | None:
-    """The newest release on the index that the requirement admits (no pre-release unless it asks for one, nothing
-    yanked); None when the index cannot be read or has none."""
-    files = facts.files(index, req.name)
-    if not files:
-        return None
-    versions = {v for f in files if not f.yanked and (v := _file_version(f.filename)) is not None}
-    admitted = [v for v in versions if req.specifier.contains(v, prereleases=bool(req.specifier.prereleases))]
-    return str(max(admitted)) if admitted else None
-
-
-# --- the decision --------------------------------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
-class _Outcome:
-    candidate: Selection
-    packages: tuple[LockedPackage, ...]
+def with_spec(req: Requirement, spec: str) -> str:
+    """The requirement (its extras and marker kept) narrowed by `spec`: `vllm[audio]>=0.30` + `==0.33.0`."""
+    r = Requirement(str(req))
+    r.specifier = SpecifierSet(",".join(s for s in (str(req.specifier), spec) if s))
+    return str(r)
 
 
 def _locked(packages: tuple[LockedPackage, ...], name: str) -> LockedPackage | None:
@@ -287,146 +88,16 @@ def _locked(packages: tuple[LockedPackage, ...], name: str) -> LockedPackage | N
     return next((p for p in packages if p.name == want), None)
 
 
-def _torch_in(spec: SpecifierSet, sel: Selection) -> bool:
-    assert sel.torch
-    return spec.contains(sel.torch, prereleases=True) or spec.contains(f"{sel.torch}+{sel.backend}", prereleases=True)
+def _v(p: LockedPackage | None) -> Version:
+    return (parse_version(public(p.version)) or _ZERO) if p is not None else _ZERO
 
 
-def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix, default_index: str,
-           *, compile: Compile | None = None, facts: Facts | None = None,
-           default_python: str = "") -> tuple[Selection, tuple[LockedPackage, ...]]:
-    """Lock one target whose intent names packages: among the fitting torch releases (`candidates`, newest first,
-    `sel` the newest), the combination that gives every package its newest version the target allows, then the
-    newest torch. uv decides (the packages listed before torch); the torch releases are grouped by the index they
-    come from (one compile per index), and the best outcome wins. Returns the selection, with its reasons, warnings
-    and `direct` records, and the target's packages."""
-    from tritonlock.lock.closure import compile_target
-
-    if compile is None:
-        def compile(s: Selection, m: Matrix, d: str, **kw: object) -> tuple[LockedPackage, ...]:
-            return compile_target(s, m, d, no_build=intent.no_build, **kw)  # type: ignore[arg-type]
-    facts = facts or Facts()
-    reqs = user_requirements(intent)
-    python = sel.python or default_python
-    if not candidates:
-        candidates = (sel,)
-    groups: dict[str, list[Selection]] = {}
-    for c in candidates:
-        groups.setdefault(c.index or "", []).append(c)
-    known = [r.version for r in matrix.torch]
-    sc = _Scene(sel=sel, candidates=candidates, intent=intent, matrix=matrix, facts=facts, reqs=reqs, python=python,
-                default_python=default_python, default_index=default_index)
-    # the packages' own index pages (for their newest releases) load while uv works
-    where = [(sc.index_for(r.name), r.name) for r in reqs if r.url is None]
-    pool = ThreadPoolExecutor(max_workers=1)
-    pool.submit(facts.prefetch, where)
-    pool.shutdown(wait=False)
-    outcomes: list[_Outcome] = []
-    failures: list[tuple[str, ClosureError]] = []
-    newest_of: dict[str, str | None] = {}
-    for index, group in groups.items():
-        try:
-            outcome = _compile_group(group, known, matrix, default_index, compile)
-        except ClosureError as err:
-            failures.append((index, err))
-            continue
-        outcomes.append(outcome)
-        _learn_newest(facts, reqs, outcome.packages, newest_of)
-        if all(_at_newest(outcome.packages, r, newest_of) for r in reqs):
-            break  # nothing can beat every package at its newest with this index's newest allowed torch
-    if not outcomes:
-        raise _no_torch_fits(sc, failures)
-    best = max(outcomes, key=lambda o: _score(o, reqs))
-    chosen, packages = best.candidate, best.packages
-    if not _triton_as_decided(chosen, packages):
-        # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
-        # torch does not pin): lock the chosen torch exactly, as without packages
-        packages = compile(chosen, matrix, default_index)
-    return _explained(sc, chosen, packages, newest_of), packages
-
-
-def _compile_group(group: list[Selection], known: list[str], matrix: Matrix, default_index: str,
-                   compile: Compile) -> _Outcome:
-    versions = [c.torch for c in group if c.torch]
-    extra_known = list(known)
-    last: ClosureError | None = None
-    for _ in range(_UNKNOWN_TORCH_RETRIES):
-        spec = torch_spec(versions, extra_known)
-        packages = compile(group[0], matrix, default_index, torch_spec=spec)
-        torch = _locked(packages, "torch")
-        if torch is None:
-            raise ClosureError(f"uv locked no torch for target {group[0].target.name!r}")
-        public = _public(torch.version)
-        match = next((c for c in group if c.torch == public), None)
-        if match is not None:
-            return _Outcome(candidate=match, packages=packages)
-        # a torch the matrix does not know (newer than it, or a patch it lacks): never locked; ask again without it
-        extra_known.append(public)
-        last = ClosureError(f"uv chose torch {public}, which matrix {matrix.version} does not know")
-    raise last or ClosureError("no torch")
-
-
-def _learn_newest(facts: Facts, reqs: list[Requirement], packages: tuple[LockedPackage, ...],
-                  newest_of: dict[str, str | None]) -> None:
-    todo = [(p.index, r) for r in reqs if canonicalize_name(r.name) not in newest_of and r.url is None
-            and (p := _locked(packages, r.name)) is not None]
-    facts.prefetch((index, r.name) for index, r in todo)
-    for index, r in todo:
-        newest_of[canonicalize_name(r.name)] = newest(facts, index, r)
-
-
-def _at_newest(packages: tuple[LockedPackage, ...], req: Requirement, newest_of: dict[str, str | None]) -> bool:
-    p = _locked(packages, req.name)
-    top = newest_of.get(canonicalize_name(req.name))
-    if p is None or top is None:
-        return True  # nothing to compare with: not a reason to keep searching
-    return _version(_public(p.version)) == _version(_public(top))
-
-
-def _score(o: _Outcome, reqs: list[Requirement]) -> tuple[Version, ...]:
-    zero = Version("0")
-    out = []
-    for r in reqs:
-        p = _locked(o.packages, r.name)
-        out.append(_version(_public(p.version)) or zero if p else zero)
-    out.append(_version(o.candidate.torch) or zero)
-    return tuple(out)
-
-
-def _triton_as_decided(sel: Selection, packages: tuple[LockedPackage, ...]) -> bool:
-    if not sel.triton_package or not sel.triton:
-        return True
-    p = _locked(packages, sel.triton_package)
-    if p is None:
-        return False
-    spec = sel.triton if sel.triton[:1] in "<>=!~" else f"=={sel.triton}"
-    try:
-        return SpecifierSet(spec).contains(_public(p.version), prereleases=True)
-    except InvalidSpecifier:
-        return False
-
-
-# --- words ---------------------------------------------------------------------------------------------------------
-
-def _where(target: TargetSpec, python: str) -> str:
-    platform = {"linux": f"linux/{target.arch}" + (f" (glibc {target.glibc})" if target.glibc else ""),
-                "windows": f"windows/{target.arch}", "macos": "macOS arm64" + (f" {target.macos}" if target.macos
-                                                                               else "")}.get(target.os, target.os)
-    return f"Python {python} on {platform}"
-
-
-def _spec_text(req: Requirement) -> str:
-    return f"{req.name}{req.specifier}" if str(req.specifier) else req.name
-
-
-def _torch_reqs(reqs: list[Requirement] | None) -> list[Requirement]:
-    return [r for r in reqs or [] if canonicalize_name(r.name) == "torch"]
-
+# --- one target, as every step of its decision sees it --------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
-class _Scene:
-    """What every explanation of one target's decision reads: the target's newest fitting selection (`sel`), the
-    fitting releases, the intent, the matrix, the index facts and the packages the user named."""
+class Scene:
+    """What every step of one target's decision reads: the target's newest fitting selection (`sel`), the fitting
+    releases, the intent, the matrix, the index facts and the packages the user named (in the user's order)."""
 
     sel: Selection
     candidates: tuple[Selection, ...]
@@ -437,6 +108,8 @@ class _Scene:
     python: str
     default_python: str
     default_index: str
+    # the releases the target could run with the intent's torch = lifted (for "a torch pin would fix it")
+    host: Callable[[], tuple[Selection, ...]] | None = None
 
     @property
     def target(self) -> TargetSpec:
@@ -447,8 +120,15 @@ class _Scene:
         bound = self.sel.index and self.matrix.bound_to_torch_index(canonicalize_name(name), self.sel.backend)
         return self.sel.index if bound and self.sel.index else self.default_index
 
-    def requires(self, index: str, name: str, version: str) -> list[Requirement] | None:
-        return self.facts.requires(index, name, version, self.target, self.python)
+    def requires(self, index: str, name: str, version: str, extras: tuple[str, ...] = ()) -> list[Requirement] | None:
+        return self.facts.requires(index, name, version, self.target, self.python, extras)
+
+    def torch_reqs(self, index: str, name: str, version: str, extras: tuple[str, ...] = ()) -> list[Requirement] | None:
+        reqs = self.requires(index, name, version, extras)
+        return None if reqs is None else [r for r in reqs if canonicalize_name(r.name) == "torch"]
+
+    def newest(self, req: Requirement) -> str | None:
+        return newest(self.facts, self.index_for(req.name), req) if req.url is None else None
 
     def others(self, packages: tuple[LockedPackage, ...],
                name: str) -> Iterator[tuple[str, LockedPackage, list[Requirement]]]:
@@ -460,120 +140,277 @@ class _Scene:
                 yield oname, olocked, self.requires(olocked.index, oname, olocked.version) or []
 
 
-def _torch_limit(sc: _Scene, pkg: str, version: str, treq: Requirement) -> str:
-    """Why no torch that `pkg version` allows fits: the host (with the blocking fact), or the intent."""
-    from tritonlock.decide.resolve import release_problem
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Check:
+    """A check that failed: what was asked of uv, and uv's own words."""
 
-    intent, matrix = sc.intent, sc.matrix
-    allowed = [r for r in matrix.torch if treq.specifier.contains(r.version, prereleases=True)]
-    head = f"{pkg} {version} requires {_spec_text(treq)}"
-    if not allowed:
-        return f"{head}, a torch matrix {matrix.version} does not know"
-    if intent.torch:
-        spec = SpecifierSet(intent.torch)
-        if not any(spec.contains(r.version) for r in allowed):
-            return f"{head}, outside torch = {intent.torch!r} in {intent.path}"
-    free = dataclasses.replace(intent, torch="")
-    release = allowed[0]
-    problem = release_problem(free, matrix, sc.target, release, sc.default_python)
-    if problem:
-        return f"{head}; torch {release.version} does not fit this target: {problem}"
-    return f"{head}; torch {release.version} is not among this target's candidates"
+    asked: str  # "sglang==0.5.23"
+    held: tuple[str, ...]  # the packages named before it, kept at least where they were ("vllm>=0.33.0")
+    uv: str
 
 
-def _held_back(sc: _Scene, name: str, locked: LockedPackage, top: str, packages: tuple[LockedPackage, ...]) -> str:
-    """In words: what held `name` at its locked version below `top`, its newest release."""
-    target, python = sc.target, sc.python
-    files = sc.facts.release_files(locked.index, name, top)
-    if files and not any(file_fits(f.filename, target, python) for f in files):
-        return f"{name} {top} has no wheel for {_where(target, python)} (and no sdist)"
-    rp = next((f.requires_python for f in files if f.requires_python), None)
-    if rp:
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Outcome:
+    candidate: Selection
+    packages: tuple[LockedPackage, ...]
+    checks: tuple[tuple[str, Check], ...] = ()  # per named package below its newest: the check that failed
+    passed_over: tuple[str, ...] = ()  # what the target cannot have, in words (CUDA builds, impossible builds)
+    constraints: tuple[str, ...] = ()
+    no_build: tuple[str, ...] = ()
+
+    def check(self, name: str) -> Check | None:
+        return next((c for n, c in self.checks if n == name), None)
+
+
+class Impossible(ResolveError):
+    """What the target cannot have is all uv could lock: a conflict of the platform or the driver."""
+
+
+class Search:
+    """One torch index's fitting releases: uv locks the packages in the user's order, then each named package below
+    its newest is checked (asked for at its newest, the packages named before it kept at least where they are)."""
+
+    def __init__(self, sc: Scene, group: list[Selection], compile: Compile) -> None:
+        self.sc, self.group, self._compile = sc, group, compile
+        self.versions = [c.torch for c in group if c.torch]
+        self.known = [r.version for r in sc.matrix.torch]
+        self.constraints: list[str] = []
+        self.no_build: list[str] = list(sc.intent.no_build)
+        self.passed: list[str] = []
+        self.warm = False  # uv's cache holds what the first compile read: later ones answer from it first
+
+    def lock(self, reqs: list[str]) -> tuple[Selection, tuple[LockedPackage, ...]]:
+        """uv's answer for these requirements with this index's fitting torch releases; what the target cannot have
+        (CUDA builds its driver cannot load, source builds that need nvcc where none exists) is passed over and the
+        answer locked again. ClosureError (uv's words in `.uv`) when uv finds none."""
+        extra_known = list(self.known)
+        unknown = passes = 0
+        while True:
+            s = dataclasses.replace(self.group[0], packages=tuple(reqs))
+            try:
+                packages = self._compile(s, self.sc.matrix, self.sc.default_index,
+                                         torch_spec=torch_spec(self.versions, extra_known), offline=self.warm,
+                                         constraints=tuple(self.constraints), no_build=tuple(self.no_build),
+                                         build_facts=False)  # an answer the checks may replace: read once kept
+            except ClosureError as err:
+                if self.passed and passes:  # the answer without what the target cannot have: there is none
+                    raise Impossible(words.impossible(self.sc, self.passed, err)) from None
+                raise
+            finally:
+                self.warm = True
+            torch = _locked(packages, "torch")
+            if torch is None:
+                raise ClosureError(f"uv locked no torch for target {self.sc.target.name!r}")
+            match = next((c for c in self.group if c.torch == public(torch.version)), None)
+            if match is None:
+                # a torch the matrix does not know (newer than it, or a patch it lacks): never locked; ask again
+                unknown += 1
+                if unknown >= _UNKNOWN_TORCH_RETRIES:
+                    raise ClosureError(f"uv chose torch {public(torch.version)}, which matrix "
+                                       f"{self.sc.matrix.version} does not know")
+                extra_known.append(public(torch.version))
+                continue
+            if not self._pass_over(packages):
+                return match, packages
+            passes += 1
+            if passes > _MAX_PASSES:
+                raise ClosureError(f"target {self.sc.target.name!r}: passing over what the target cannot have did "
+                                   f"not settle after {_MAX_PASSES} passes ({'; '.join(self.passed)})")
+
+    def _pass_over(self, packages: tuple[LockedPackage, ...]) -> bool:
+        """Constraints for what in `packages` the target cannot have; True when there was any."""
+        from tritonlock.lock.builds import NVCC  # the lock's own word for the CUDA compiler (a constant, no code)
+
+        from tritonlock.lock.builds import facts_for, needs_of
+
+        target, new = self.sc.target, False
+        for p in packages:
+            if p.build == "source" and not p.build_needs and p.sdist is not None and not cudalibs.nvcc_possible(target):
+                p = dataclasses.replace(p, build_needs=needs_of(facts_for(p.name, p.sdist.url, p.sdist.name)))
+            major = cudalibs.cuda_major(p.name, p.version)
+            floor = self._driver_floor(major) if major is not None else None
+            if floor is not None and target.driver is not None and _driver_below(target.driver, floor):
+                c = cudalibs.constraint(p.name, major)  # type: ignore[arg-type]
+                if c not in self.constraints:
+                    self.constraints.append(c)
+                    self.passed.append(words.cuda_build(p, major, floor, target))  # type: ignore[arg-type]
+                    new = True
+            if p.build == "source" and NVCC in p.build_needs and not cudalibs.nvcc_possible(target) \
+                    and p.name not in self.no_build and ":all:" not in self.no_build:
+                self.no_build.append(p.name)
+                self.passed.append(words.nvcc_build(p, target, self.sc.python))
+                new = True
+        return new
+
+    def _driver_floor(self, major: int) -> str | None:
+        return self.sc.matrix.driver_floor(f"{major}.0", self.sc.target.os, self.sc.intent.cuda_policy)
+
+    def run(self) -> Outcome:
+        """uv's answer in the user's order, then the checks: a named package below its newest is asked for at its
+        newest (then at anything newer than it has) with the packages named before it kept at least where they
+        are; an answer the check finds is taken, and the next package is checked against it."""
+        reqs = self.sc.reqs
+        candidate, packages = self.lock([str(r) for r in reqs])
+        checks: list[tuple[str, Check]] = []
+        for i, r in enumerate(reqs):
+            name = canonicalize_name(r.name)
+            p, top = _locked(packages, name), self.sc.newest(r)
+            if p is None or top is None or _v(p) >= (parse_version(top) or _ZERO):
+                continue
+            held = tuple(with_spec(q, f">={public(qp.version)}") if (qp := _locked(packages, q.name)) is not None
+                         and q.url is None else str(q) for q in reqs[:i])
+            later = [str(q) for q in reqs[i + 1:]]
+            asked = with_spec(r, f"=={top}")
+            try:
+                candidate, packages = self.lock([*held, asked, *later])
+                continue
+            except Impossible as err:
+                checks.append((name, Check(asked=asked, held=held, uv=str(err))))
+            except ClosureError as err:
+                checks.append((name, Check(asked=asked, held=held, uv=err.uv or str(err))))
+            try:  # not its newest: perhaps something between (uv decides the package first)
+                c2, p2 = self.lock([with_spec(r, f">{public(p.version)}"), *held, *later])
+            except TritonlockError:
+                continue
+            if _v(_locked(p2, name)) > _v(p):
+                candidate, packages = c2, p2
+        return Outcome(candidate=candidate, packages=packages, checks=tuple(checks), passed_over=tuple(self.passed),
+                       constraints=tuple(self.constraints), no_build=tuple(self.no_build))
+
+
+def _driver_below(driver: str, floor: str) -> bool:
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+    return key(driver) < key(floor)
+
+
+# --- the decision --------------------------------------------------------------------------------------------------
+
+def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix, default_index: str,
+           *, compile: Compile, facts: Facts | None = None, default_python: str = "",
+           host: Callable[[], tuple[Selection, ...]] | None = None) -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """Lock one target whose intent names packages: among the fitting torch releases (`candidates`, newest first,
+    `sel` the newest), the answer that gives the packages, in the user's order, their newest releases the target
+    allows, then the newest torch — uv's answer in that order, checked (`Search`). The torch releases are grouped by
+    the index they come from; the best outcome wins. A named package that only an ancient release could satisfy
+    (one that needs a source build the newer ones do not, names no torch where they do, or is years older than the
+    newest that fits the target) is a conflict: the returned selection is not ok, its conflict names both sides
+    and the least fix, and no packages are locked for it."""
+    facts = facts or Facts()
+    reqs = user_requirements(intent)
+    python = sel.python or default_python
+    candidates = candidates or (sel,)
+    groups: dict[str, list[Selection]] = {}
+    for c in candidates:
+        groups.setdefault(c.index or "", []).append(c)
+    sc = Scene(sel=sel, candidates=candidates, intent=intent, matrix=matrix, facts=facts, reqs=reqs, python=python,
+               default_python=default_python, default_index=default_index, host=host)
+    # the packages' own index pages (for their newest releases) load while uv works
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.submit(facts.prefetch, [(sc.index_for(r.name), r.name) for r in reqs if r.url is None])
+    pool.shutdown(wait=False)
+    outcomes: list[tuple[Outcome, Search]] = []
+    failures: list[tuple[str, TritonlockError]] = []
+    for index, group in groups.items():
+        search = Search(sc, group, compile)
         try:
-            if not SpecifierSet(rp).contains(f"{python}.0", prereleases=True) and not SpecifierSet(rp).contains(
-                    f"{python}.99", prereleases=True):
-                return f"{name} {top} requires Python {rp} (this target: Python {python})"
-        except InvalidSpecifier:
-            pass
-    deps = sc.requires(locked.index, name, top)
-    for treq in _torch_reqs(deps):
-        if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
-            return (_torch_limit(sc, name, top, treq)
-                    + f"; the newest {name} whose torch fits here is {_public(locked.version)}")
-        for oname, olocked, theirs in sc.others(packages, name):
-            for oreq in _torch_reqs(theirs):
-                if not any(_torch_in(treq.specifier, c) and _torch_in(oreq.specifier, c) for c in sc.candidates):
-                    return (f"{name} {top} requires {_spec_text(treq)}, and {oname} {_public(olocked.version)} "
-                            f"requires {_spec_text(oreq)}")
-    for oname, olocked, theirs in sc.others(packages, name):  # another package the user named pins this one
-        for oreq in theirs:
-            if canonicalize_name(oreq.name) == name and not oreq.specifier.contains(top, prereleases=True):
-                return f"{oname} {_public(olocked.version)} requires {_spec_text(oreq)}"
-    direct = {canonicalize_name(r.name) for r in sc.reqs}
-    for dep in deps or []:
-        dname = canonicalize_name(dep.name)
-        dl = _locked(packages, dname)
-        if dname in direct and dname != name and dl is not None and not dep.specifier.contains(
-                _public(dl.version), prereleases=True):
-            return f"{name} {top} requires {_spec_text(dep)}, and {dname} {_public(dl.version)} is locked"
-    for dep in deps or []:  # a shared dependency the other packages hold where this release cannot have it
-        dname = canonicalize_name(dep.name)
-        dl = _locked(packages, dname)
-        if dname in direct or dl is None or dep.specifier.contains(_public(dl.version), prereleases=True):
+            outcome = search.run()
+        except (ClosureError, Impossible) as err:
+            failures.append((index, err))
             continue
-        for oname, olocked, theirs in sc.others(packages, name):
-            for oreq in theirs:
-                if canonicalize_name(oreq.name) == dname and str(oreq.specifier) and oreq.specifier.contains(
-                        _public(dl.version), prereleases=True):
-                    return (f"{name} {top} requires {_spec_text(dep)}, and {oname} {_public(olocked.version)} "
-                            f"requires {_spec_text(oreq)}")
-        return f"{name} {top} requires {_spec_text(dep)}; the packages hold {dname} {_public(dl.version)}"
-    if sc.intent.torch and deps is not None:
-        return (f"{name} {top} cannot be installed with the other requirements on this target (torch = "
-                f"{sc.intent.torch!r}, the other packages)")
-    return f"{name} {top} cannot be installed with the other requirements on this target"
+        outcomes.append((outcome, search))
+        if not outcome.checks:
+            break  # every package at its newest with this index's newest allowed torch: nothing can beat it
+    if not outcomes:
+        why = words.no_torch_fits(sc, failures)
+        if isinstance(why, ClosureError):
+            raise why  # uv's own error stands (an index that does not answer, a package no index has)
+        return _conflicted(sel, str(why)), ()
+    best, search = max(outcomes, key=lambda o: _score(o[0], reqs))
+    for r in reqs:
+        fallback = _fallback(sc, best.packages, r)
+        if fallback is not None:
+            return _conflicted(sel, words.fallback_conflict(sc, fallback, _least_fix(sc, search, best, fallback))), ()
+    best = _torch_checked(sc, best, search)
+    packages = best.packages
+    if not _triton_as_decided(best.candidate, packages):
+        # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
+        # torch does not pin): lock the chosen torch exactly, as without packages
+        packages = compile(best.candidate, matrix, default_index, no_build=best.no_build,
+                           constraints=best.constraints, offline=True)
+    elif any(p.build == "source" for p in packages):
+        # the answer kept builds from source: lock it once more with what those builds need read from their sdists
+        # (and their build requirements locked), each named package and torch held where the decision put them
+        pins = [with_spec(r, f"=={public(q.version)}") if (q := _locked(packages, r.name)) is not None
+                and r.url is None else str(r) for r in reqs]
+        packages = compile(dataclasses.replace(best.candidate, packages=tuple(pins)), matrix, default_index,
+                           torch_spec=f"=={best.candidate.torch}", no_build=best.no_build,
+                           constraints=best.constraints, offline=True)
+    return _explained(sc, best), packages
 
 
-def _torch_held_by(sc: _Scene, chosen: Selection, packages: tuple[LockedPackage, ...]) -> str:
-    """Which locked package keeps torch below `sc.sel`'s (the newest that fits the target), in words."""
+def _conflicted(sel: Selection, message: str) -> Selection:
+    """The target's decision as a conflict: nothing of the torch the host alone would allow is claimed."""
+    return Selection(target=sel.target, ok=False, conflict=Conflict(target=sel.target.name, message=message))
+
+
+def _score(o: Outcome, reqs: list[Requirement]) -> tuple[Version, ...]:
+    return (*(_v(_locked(o.packages, r.name)) for r in reqs), parse_version(o.candidate.torch) or _ZERO)
+
+
+def _triton_as_decided(sel: Selection, packages: tuple[LockedPackage, ...]) -> bool:
+    if not sel.triton_package or not sel.triton:
+        return True
+    p = _locked(packages, sel.triton_package)
+    if p is None:
+        return False
+    spec = sel.triton if sel.triton[:1] in "<>=!~" else f"=={sel.triton}"
+    try:
+        return SpecifierSet(spec).contains(public(p.version), prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+# --- torch: the newest the packages allow, checked ----------------------------------------------------------------
+
+def _torch_checked(sc: Scene, o: Outcome, search: Search) -> Outcome:
+    """Where the chosen torch is below the newest that fits the target, ask uv for that torch with the named packages
+    where they are: a lock it finds is taken (the same packages, a newer torch); otherwise its words say what
+    holds torch (kept as the torch check)."""
     top = sc.sel
-    said: list[str] = []
-    names = [canonicalize_name(r.name) for r in sc.reqs]
-    family = [p.name for p in packages if p.name not in names and p.name not in ("torch", "triton")
-              and sc.matrix.bound_to_torch_index(p.name, chosen.backend)]
-    for name in names + family:
-        p = _locked(packages, name)
-        if p is None:
-            continue
-        for treq in _torch_reqs(sc.requires(p.index, name, p.version)):
-            if not _torch_in(treq.specifier, top):
-                said.append(f"{name} {_public(p.version)} requires {_spec_text(treq)}")
-        if len(said) >= 3:
-            break
-    if said:
-        return "; ".join(said)
-    torch = _locked(packages, "torch")
-    if torch is not None and sc.facts.files(torch.index, "torch") is not None and not sc.facts.release_files(
-            torch.index, "torch", top.torch or ""):
-        return f"torch {top.torch} is not on {torch.index}"
-    return f"the packages' requirements (uv found no solution with torch {top.torch})"
+    if o.candidate.torch == top.torch or not top.torch or words.own_torch_limits(sc, o.packages):
+        return o  # (a named package's own release excludes that torch: no answer with them where they are has it)
+    pinned = [with_spec(r, f"=={public(p.version)}") if (p := _locked(o.packages, r.name)) is not None and r.url is None
+              else str(r) for r in sc.reqs]
+    probe = Search(sc, [top], search._compile)
+    probe.constraints, probe.no_build, probe.warm = list(o.constraints), list(o.no_build), True
+    try:
+        candidate, packages = probe.lock(pinned)
+    except TritonlockError as err:
+        uv = err.uv if isinstance(err, ClosureError) and err.uv else str(err)
+        return dataclasses.replace(o, checks=o.checks + (("torch", Check(asked=f"torch=={top.torch}",
+                                                                         held=tuple(pinned), uv=uv)),))
+    if candidate.torch == top.torch:
+        return dataclasses.replace(o, candidate=candidate, packages=packages)
+    return o
 
 
-def _explained(sc: _Scene, chosen: Selection, packages: tuple[LockedPackage, ...],
-               newest_of: dict[str, str | None]) -> Selection:
-    sel = sc.sel
+# --- a package below its newest: explained from its check ---------------------------------------------------------
+
+def _explained(sc: Scene, o: Outcome) -> Selection:
+    sel, chosen, packages = sc.sel, o.candidate, o.packages
     direct: list[DirectPackage] = []
     warnings: list[str] = []
     at_newest: list[str] = []
-    _learn_newest(sc.facts, sc.reqs, packages, newest_of)
     for r in sc.reqs:
         name = canonicalize_name(r.name)
         p = _locked(packages, name)
-        top = newest_of.get(name)
-        version = _public(p.version) if p else None
+        top = sc.newest(r)
+        version = public(p.version) if p else None
         held = None
-        if p is not None and top is not None and (_version(version) or Version("0")) < (_version(top) or Version("0")):
-            held = _held_back(sc, name, p, top, packages)
+        if p is not None and top is not None and _v(p) < (parse_version(top) or _ZERO):
+            held = words.held_back(sc, name, p, top, o.check(name), o.passed_over)
             warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
         elif version is not None:
             at_newest.append(f"{name} {version}")
@@ -581,14 +418,15 @@ def _explained(sc: _Scene, chosen: Selection, packages: tuple[LockedPackage, ...
     reasons = list(sel.reasons)
     base = sel
     if chosen.torch != sel.torch:
-        held_by = _torch_held_by(sc, chosen, packages)
-        lacking = held_by.startswith(f"torch {sel.torch} is not on ")  # the index, not a package, held it
+        held_by, lacking = words.torch_held_by(sc, chosen, packages, o.check("torch"))
         first = (f"torch {chosen.torch}: the newest torch {'the index serves' if lacking else 'the packages allow'} "
                  f"({held_by}); torch {sel.torch} would fit this target")
         passed = [r for r in sel.reasons if r.startswith("passed over ")]
         rest = [r for r in chosen.reasons[1:] if not r.startswith("passed over ")]
         reasons = [first, *passed, *rest]
         base = chosen
+    if o.passed_over:
+        reasons.insert(1 if reasons else 0, "passed over what this target cannot have: " + "; ".join(o.passed_over))
     warnings = list(base.warnings) + warnings
     if at_newest:  # after the torch lines (what the packages decided), before the build's own facts
         at = next((i for i, r in enumerate(reasons) if i and not r.startswith("passed over ")), len(reasons))
@@ -597,37 +435,152 @@ def _explained(sc: _Scene, chosen: Selection, packages: tuple[LockedPackage, ...
                                packages=sel.packages)
 
 
-def _no_torch_fits(sc: _Scene, failures: list[tuple[str, ClosureError]]) -> TritonlockError:
-    """No fitting torch can be locked with the packages: name the packages whose torch does not fit, and uv's words.
-    Where no package's torch requirement explains it (an index that does not answer, no-build, a package that does
-    not exist), uv's own error stands, with its own fix."""
-    lines: list[str] = []
-    for r in sc.reqs:
-        if r.url is not None:
-            continue
-        name = canonicalize_name(r.name)
-        index = sc.index_for(name)
-        top = newest(sc.facts, index, r)
-        if top is None:
-            continue
-        for treq in _torch_reqs(sc.requires(index, name, top)):
-            if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
-                lines.append(_torch_limit(sc, name, top, treq))
-    if not lines and failures:
-        return failures[0][1]
-    candidates = sc.candidates
-    span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
-            else f"torch {candidates[0].torch}")
-    uv = str(failures[0][1]).strip() if failures else ""
-    msg = [f"target {sc.target.name!r}: the packages cannot be locked with any torch that fits this target ({span})"]
-    msg += [f"  {line}" for line in lines]
-    if uv:
-        msg += ["  uv: " + uv.replace("\n", "\n  ")]
-    msg.append("  fix: loosen the package's version in [environment].packages (an older release may allow a torch "
-               "that fits), or lift what the target's limit names — `tritonlock why` shows the least change")
-    return ResolveError("\n".join(msg))
+# --- conflicts are conflicts: an ancient release is not an answer -------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Fallback:
+    """A named package locked at a release that only stands in for it (`locked`), and the releases that would be an
+    answer: `reference` (the newest that fits the target on its own) and `since` (the oldest without the defect)."""
+
+    req: Requirement
+    name: str
+    locked: LockedPackage
+    reference: str
+    since: str
+    why: tuple[str, ...]  # words: "needs a source build (0.33.0 has a wheel for this target)", …
 
 
-def needs_decision(intent: Intent, sel: Selection) -> bool:
-    """Whether the user's packages take part in this target's decision (any ok target of an intent that names some)."""
-    return bool(sel.ok and user_requirements(intent))
+def _host_torches(sc: Scene) -> list[str]:
+    """The torch releases the target runs, with the intent's torch = lifted (its own limits only)."""
+    host = sc.host() if sc.host is not None else ()
+    return [c.torch for c in (host or sc.candidates) if c.torch]
+
+
+def _fits_alone(sc: Scene, index: str, name: str, version: str, extras: tuple[str, ...],
+                torches: list[str]) -> bool:
+    """A release that installs on the target on its own: a file for its platform and Python, and a torch
+    requirement (if any) that some torch the target runs meets."""
+    if not sc.facts.fits(index, name, version, sc.target, sc.python):
+        return False
+    treqs = sc.torch_reqs(index, name, version, extras)
+    return treqs is None or all(any(t.specifier.contains(v, prereleases=True) for v in torches) for t in treqs)
+
+
+def _fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> Fallback | None:
+    """Whether the release `r` is locked at only stands in for it (see Fallback); None when it is an answer."""
+    if r.url is not None:
+        return None
+    name = canonicalize_name(r.name)
+    p = _locked(packages, name)
+    if p is None:
+        return None
+    newer = [v for v in releases(sc.facts, p.index, r) if v > _v(p)]
+    if not newer:
+        return None
+    extras = tuple(sorted(r.extras))
+    torches = _host_torches(sc)
+    ref = next((v for v in reversed(newer[-4:]) if _fits_alone(sc, p.index, name, str(v), extras, torches)), None)
+    if ref is None:
+        return None  # nothing newer installs on this target on its own: the target holds it, not the others
+    mine, theirs = str(_v(p)), str(ref)
+    why: list[str] = []
+    wheel = sc.facts.has_wheel
+    if p.build == "source" and wheel(p.index, name, theirs, sc.target, sc.python):
+        why.append(f"it needs a source build at sync, where {name} {theirs} has a wheel for this target")
+    lt = sc.torch_reqs(p.index, name, mine, extras)
+    rt = sc.torch_reqs(p.index, name, theirs, extras)
+    if lt == [] and rt:
+        why.append(f"its requirements name no torch, where {name} {theirs} requires {words.spec_text(rt[0])}")
+    t_mine, t_ref = sc.facts.uploaded(p.index, name, mine), sc.facts.uploaded(p.index, name, theirs)
+    if t_mine is not None and t_ref is not None and t_ref - t_mine > _AGE:
+        why.append(f"it is years older ({t_mine:%Y-%m-%d}; {name} {theirs}: {t_ref:%Y-%m-%d})")
+    if not why:
+        return None
+
+    def answer(v: Version) -> bool:  # a release without the defects `why` found
+        s = str(v)
+        if p.build == "source" and not wheel(p.index, name, s, sc.target, sc.python):
+            return False
+        t = sc.facts.uploaded(p.index, name, s)
+        return not (t_ref is not None and t is not None and t_ref - t > _AGE)
+
+    span = [v for v in newer if v <= ref and answer(v)] or [ref]
+    if lt == [] and rt:  # the oldest of them that names torch (releases name it from some release on)
+        lo, hi = 0, len(span) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if sc.torch_reqs(p.index, name, str(span[mid]), extras):
+                hi = mid
+            else:
+                lo = mid + 1
+        span = span[lo:]
+    return Fallback(req=r, name=name, locked=p, reference=theirs, since=str(span[0]), why=tuple(why))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Fix:
+    """What the checks found for a fallback: uv's words for the package at a recent release with the others, and
+    the least change that gives a lock (checked), if any."""
+
+    uv: str
+    change: str | None = None  # "torch = \"==2.14.*\"", "\"vllm<=0.18.1\""
+    gives: str | None = None  # what that lock holds: "vllm 0.33.0 with torch 2.14.0"
+    others: tuple[str, ...] = ()  # the other named packages on the other side
+    mutual: tuple[tuple[str, str], ...] = ()  # others that are recent only from a release on: (name, since)
+
+
+def _least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
+    """Checks for a fallback, each answered by uv: the package at `since` or newer with the others in the user's
+    order — a lock there that moves other packages down to releases that are answers themselves makes pinning them
+    the fix, one that moves them to fallbacks of their own is a conflict between recent releases of both (checked
+    with both held recent); failing that, the intent's torch lifted (a torch pin is the fix); failing that, the
+    target or the others are the other side (uv's words say which)."""
+    def attempt(texts: list[str]) -> tuple[tuple[LockedPackage, ...] | None, str]:
+        try:
+            return search.lock(texts)[1], ""
+        except TritonlockError as err:
+            return None, err.uv if isinstance(err, ClosureError) and err.uv else str(err)
+
+    def recent(bounds: dict[str, str]) -> list[str]:
+        return [with_spec(r, f">={bounds[n]}") if (n := canonicalize_name(r.name)) in bounds else str(r)
+                for r in sc.reqs]
+
+    packages, uv = attempt(recent({fb.name: fb.since}))
+    if packages is not None:
+        moved = [r for r in sc.reqs if canonicalize_name(r.name) != fb.name
+                 and _v(_locked(packages, r.name)) < _v(_locked(o.packages, r.name))]
+        mine = _locked(packages, fb.name)
+        theirs = [f for r in moved if (f := _fallback(sc, packages, r)) is not None]
+        if moved and mine is not None and not theirs:
+            pins = [(canonicalize_name(r.name), q) for r in moved if (q := _locked(packages, r.name)) is not None]
+            return Fix(uv="", change=", ".join(f'"{n}<={public(q.version)}"' for n, q in pins),
+                       gives=", ".join([f"{fb.name} {public(mine.version)}"] + [f"{n} {public(q.version)}"
+                                                                                 for n, q in pins]),
+                       others=tuple(n for n, _ in pins))
+        if theirs:
+            both = {fb.name: fb.since, **{f.name: f.since for f in theirs}}
+            checked, uv = attempt(recent(both))
+            if checked is None:
+                return Fix(uv=uv, others=tuple(f.name for f in theirs),
+                           mutual=tuple((f.name, f.since) for f in theirs))
+            return Fix(uv="", change=", ".join(f'"{n}>={v}"' for n, v in both.items()), others=tuple(both)[1:],
+                       gives=", ".join(f"{p.name} {public(p.version)}" for n in both
+                                       if (p := _locked(checked, n)) is not None))
+    others = tuple(n for r in sc.reqs if (n := canonicalize_name(r.name)) != fb.name and n in uv)
+    if sc.intent.torch and sc.host is not None:
+        lifted = [c for c in sc.host() if c.torch not in {x.torch for x in sc.candidates}]
+        by_index: dict[str, list[Selection]] = {}
+        for c in lifted:
+            by_index.setdefault(c.index or "", []).append(c)
+        for group in list(by_index.values())[:2]:
+            probe = Search(sc, group, search._compile)
+            probe.constraints, probe.no_build, probe.warm = list(o.constraints), list(o.no_build), True
+            try:
+                candidate, found = probe.lock(recent({fb.name: fb.since}))
+            except TritonlockError:
+                continue
+            mine = _locked(found, fb.name)
+            minor = ".".join((candidate.torch or "").split(".")[:2])
+            return Fix(uv=uv, change=f'torch = "=={minor}.*"', others=others,
+                       gives=f"{fb.name} {public(mine.version) if mine else '?'} with torch {candidate.torch}")
+    return Fix(uv=uv, others=others)

@@ -483,6 +483,11 @@ def package_advice(intent: Intent, matrix: Matrix, target: TargetSpec, default_p
     the target holds back, the least change that unlocks the torch they need (the same search as the lines above)."""
     import re
 
+    if locked is not None and not locked.ok and locked.conflict is not None:
+        # the lock records this target as a conflict of the packages (resolve exits 3 for it): say that first
+        head, *rest = locked.conflict.message.splitlines()
+        fix = next((x.strip() for x in rest if x.strip().startswith("fix:")), "")
+        return (f"the lock records a conflict for this target: {head}" + (f" — {fix}" if fix else ""),)
     if locked is None or not locked.ok:
         return ()
     out: list[str] = []

@@ -155,7 +155,8 @@ def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | 
 
 
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900,
-                   torch_spec: str | None = None, no_build: tuple[str, ...] = ()) -> tuple[LockedPackage, ...]:
+                   torch_spec: str | None = None, no_build: tuple[str, ...] = (), offline: bool = False,
+                   constraints: tuple[str, ...] = (), build_facts: bool = True) -> tuple[LockedPackage, ...]:
     """The full transitive set for one ok selection, each package bound to exactly one index.
 
     uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
@@ -169,6 +170,11 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     A package locked without a wheel for the target is marked `build = "source"` with what its build needs; when
     that build imports torch, its other build requirements are locked too (sync builds it without isolation).
     `no_build` (the intent's [environment].no-build; ":all:" for every package) forbids source builds.
+    `constraints` (PEP 508 lines, uv's --constraint) narrow what may be locked without asking for it (the decision's
+    checks and the CUDA libraries a driver cannot load). `offline`: answer from uv's cache, as a check right after a
+    compile can (uv asks the network again only where its cache lacks something). `build_facts` False: a package
+    without a wheel is marked `build = "source"` without reading its sdist (what its build needs, what it imports)
+    and without locking its build requirements — an answer the decision may still replace, read in full once kept.
     """
     assert sel.ok and sel.torch and sel.index and sel.python
     reqs = requirements(sel, torch_spec)
@@ -196,14 +202,16 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     macos = macos_deployment_target(sel, matrix)
     facts: dict[str, Any] = {}  # sdist url → builds.BuildFacts
     build_reqs: dict[str, str] = {}  # requirement name → the package whose torch-importing build needs it
-    for _ in range(_PASSES):
+    for npass in range(_PASSES):
         raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
-                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra})
+                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
+                       offline=offline or npass > 0,  # a later pass: uv's cache holds what the first one read
+                       constraints=constraints)
         found = {canonicalize_name(str(r["name"])) for r in raw}
         # torch from the default index ([indexes] torch = "default"): one index serves every package, so a family
         # member that came in through another package needs no binding (and no second compile, as with uv alone)
         unbound = sorted(n for n in found - bound if binds(n)) if own_index else []
-        more = _build_requirements(raw, facts, build_reqs)
+        more = _build_requirements(raw, facts, build_reqs) if build_facts else []
         if not unbound and not more:
             break
         bound.update(unbound)
@@ -227,8 +235,11 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
         if not wheels and sdist is not None:
             from tritonlock.lock import builds
 
-            f = facts.get(sdist.url) or builds.facts_for(name, sdist.url, sdist.name)
-            pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
+            if not build_facts:
+                pkg = dataclasses.replace(pkg, build="source")
+            else:
+                f = facts.get(sdist.url) or builds.facts_for(name, sdist.url, sdist.name)
+                pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
         pkgs.append(pkg)
     problem = triton_owner_problem(sel, pkgs)
     if problem is not None:
@@ -266,9 +277,14 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed
     return more
 
 
+# uv --offline when its cache lacks what a resolution needs (its hint, and the per-package cause)
+_CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
+
+
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
-             no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None) -> list[dict[str, Any]]:
+             no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None, offline: bool = False,
+             constraints: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -286,12 +302,18 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                 "--generate-hashes", "-o", str(out)]
         # [environment].no-build: uv takes the newest version with a wheel for the target, or fails naming it
         args += [f"--only-binary={n}" for n in no_build]
+        if constraints:
+            (Path(tmp) / "constraints.txt").write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
+            args += ["--constraint", str(Path(tmp) / "constraints.txt")]
         for keyring in (False, True):
             env = index.uv_env(named={"torch": sel.index}, default=default_index, keyring=keyring)
             if macos:
                 env["MACOSX_DEPLOYMENT_TARGET"] = macos
             unset = (*index.UV_UNSET, "MACOSX_DEPLOYMENT_TARGET")  # this machine's setting says nothing of the target
-            proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)
+            proc = _subprocess.run(args + (["--offline"] if offline else []), cwd=tmp, timeout=timeout, env=env,
+                                   unset=unset)
+            if offline and proc.returncode != 0 and _CACHE_MISS.search(proc.stderr or proc.stdout or ""):
+                proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)  # not cached: ask
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
         if proc.returncode != 0:
@@ -308,12 +330,12 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
             nb = _no_build_note(proc.stderr or proc.stdout or "", no_build, sel, floor)
             if nb:
                 raise ClosureError(f"uv could not resolve target {sel.target.name!r} ({', '.join(shown)}) with "
-                                   f"wheels only:\n{msg}{why}{nb}")
+                                   f"wheels only:\n{msg}{why}{nb}", uv=msg)
             raise ClosureError(f"uv could not resolve target {sel.target.name!r} "
                                f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
                                f"for Python {sel.python} on {python_platform(sel, floor)}"
-                               + (f" (macOS {macos})" if macos else "") + index.extra_index_note())
+                               + (f" (macOS {macos})" if macos else "") + index.extra_index_note(), uv=msg)
         data = _toml.loads(out.read_text(encoding="utf-8"))
     packages = data.get("packages", [])
     return [p for p in packages if isinstance(p, dict)]

@@ -312,6 +312,7 @@ class IndexFile:
     size: int | None
     yanked: bool = False
     requires_python: str | None = None  # PEP 691 "requires-python" / PEP 503 data-requires-python
+    upload_time: str | None = None  # PEP 700 "upload-time" (JSON pages only), ISO 8601
 
 
 class _Links(HTMLParser):
@@ -425,7 +426,8 @@ class IndexClient:
         if resp.headers.get("Content-Type", "").startswith(PEP691):
             return tuple(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
                                    sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
-                                   yanked=bool(f.get("yanked")), requires_python=f.get("requires-python") or None)
+                                   yanked=bool(f.get("yanked")), requires_python=f.get("requires-python") or None,
+                                   upload_time=f["upload-time"] if isinstance(f.get("upload-time"), str) else None)
                          for f in resp.json().get("files", []))
         parser = _Links()
         parser.feed(resp.text)

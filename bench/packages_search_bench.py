@@ -1,0 +1,120 @@
+"""The checked packages decision on real packages, side by side with a plain `uv pip compile` of the same
+requirements in the user's order (your default index: PyPI or your mirror): what each locks, and the time ratio.
+
+Usage: python bench/packages_search_bench.py [--repeat N] [--only NAME] [-o FILE]    (needs the network)
+
+Each case is resolved by both tools for the same machine (platform, Python). uv's cache is warmed by a first
+untimed run of each tool, so the ratio compares decisions, not downloads. The cases are issue 21's: package sets
+whose newest releases fight each other (vllm + sglang), whose greedy order matters (lmcache before vllm, which
+backtracks through every vllm release), whose old releases are unpinned sdists, and whose CUDA user libraries need a
+newer driver (lmcache's cupy-cuda13x on R550).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+H200 = {"name": "h200", "driver": "580.95.05", "gpus": ["9.0"], "glibc": "2.35"}
+RTX4090_R550 = {"name": "rtx4090", "driver": "550.54.15", "gpus": ["8.9"], "glibc": "2.35"}
+MAC = {"name": "mac", "os": "macos", "arch": "arm64", "macos": "14.5"}
+
+# name, packages (the user's order), target, torch =, what the best answer is (issue 21's table)
+CASES = [
+    ("vllm+lmcache", ["vllm", "lmcache"], H200, "", "vllm 0.33.0 + lmcache 0.5.6 + torch 2.14.0"),
+    ("lmcache+vllm", ["lmcache", "vllm"], H200, "", "vllm 0.33.0 + lmcache 0.5.6 (uv alone: vllm 0.2.5)"),
+    ("vllm+lmcache/R550", ["vllm", "lmcache"], RTX4090_R550, "", "vllm 0.19.1 + lmcache 0.4.3 + torch 2.10.0"),
+    ("vllm+sglang", ["vllm", "sglang"], H200, "", "a conflict naming both, with the least fix"),
+    ("vllm/torch2.15", ["vllm"], H200, "==2.15.*", "a conflict: fix torch = \"==2.14.*\""),
+    ("vllm/mac", ["vllm"], MAC, "", "refused: no CUDA compiler for macOS"),
+]
+
+
+def _platform(t: dict[str, object]) -> str:
+    return "aarch64-apple-darwin" if t.get("os") == "macos" else f"x86_64-manylinux_{str(t['glibc']).replace('.', '_')}"
+
+
+def _toml(v: object) -> str:
+    return json.dumps(v)
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env)
+    return time.perf_counter() - t0, proc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("-o", "--output", help="also write the report here")
+    args = ap.parse_args()
+    from uv import find_uv_bin
+
+    uv = str(find_uv_bin())
+    tl = [sys.executable, "-m", "tritonlock"]
+    report: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        report.append(line)
+
+    say("case                  uv pip compile    tritonlock resolve   ratio   uv locks / tritonlock locks")
+    for name, packages, target, torch, best in CASES:
+        if args.only and name not in args.only:
+            continue
+        with tempfile.TemporaryDirectory(prefix="tl-bench-search-") as tmp:
+            root = Path(tmp)
+            body = "".join(f"{k} = {_toml(v)}\n" for k, v in target.items())
+            (root / "triton-env.toml").write_text(
+                f'[environment]\npython = "3.12"\npackages = {_toml(packages)}\n'
+                + (f"torch = {_toml(torch)}\n" if torch else "")
+                + f'[indexes]\ntorch = "default"\n[[targets]]\n{body}', encoding="utf-8")
+            (root / "requirements.in").write_text("\n".join(packages + [f"torch{torch}" if torch else "torch"])
+                                                  + "\n", encoding="utf-8")
+            uv_cmd = [uv, "pip", "compile", "requirements.in", "--no-config", "--python-version", "3.12",
+                      "--python-platform", _platform(target), "--generate-hashes", "--quiet", "-o", "uv.txt"]
+            tl_cmd = [*tl, "resolve", "--upgrade", "--json"]
+            _run(uv_cmd, root)  # warm uv's cache for both
+            _run(tl_cmd, root)
+            uv_t: list[float] = []
+            tl_t: list[float] = []
+            for _ in range(args.repeat):  # interleaved, so load on the machine hits both alike
+                t, uvp = _run(uv_cmd, root)
+                uv_t.append(t)
+                t, tlp = _run(tl_cmd, root)
+                tl_t.append(t)
+            pins = {}
+            if uvp.returncode == 0:
+                pins = dict(line.split("==", 1) for line in (root / "uv.txt").read_text().splitlines()
+                            if "==" in line and not line.startswith((" ", "#")))
+            uv_says = " + ".join(f"{p} {pins.get(p, '?').split()[0]}" for p in [*packages, "torch"]) \
+                if pins else f"fails (exit {uvp.returncode})"
+            try:
+                doc = json.loads(tlp.stdout)
+                (t,) = doc["targets"]
+            except (ValueError, KeyError):
+                doc, t = {}, {}
+            if t.get("ok"):
+                got = {d["name"]: d["version"] for d in t.get("direct", [])}
+                tl_says = " + ".join(f"{p} {got.get(p, '?')}" for p in packages) + f" + torch {t.get('torch')}"
+            else:
+                first = (t.get("conflict") or tlp.stderr.strip() or "?").splitlines()[0]
+                tl_says = f"exit {tlp.returncode}: {first[:160]}"
+            u, w = statistics.median(uv_t), statistics.median(tl_t)
+            say(f"{name:20s}  {u:8.1f} s        {w:8.1f} s        {w / u:5.2f}x  uv: {uv_says}")
+            say(f"{'':20s}  {'':8s}          {'':8s}                  tritonlock: {tl_says}")
+            say(f"{'':20s}  best answer (issue 21): {best}")
+    if args.output:
+        Path(args.output).write_text("\n".join(report) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,260 @@
+"""The packages decision is the best answer, not uv's first one: checked against uv, in the user's order, conflicts
+named (an ancient release that pins nothing is no answer), CUDA user libraries held to the driver, nothing locked
+that the platform cannot have, one target's conflict not blocking the others.
+
+A small PyPI-shaped index that behaves as the real one does for vLLM, LMCache and SGLang (their requirements as
+their wheels' METADATA state them, scaled down): `servekit` pins torch exactly in every recent release and caps the
+transformers-like `tfm`, while its 2023 release pins nothing; `cachekit` needs a newer `tfm` and, from 0.5, CUDA 13
+libraries (cupy-cuda13x, cuda-python 13); `routerkit`'s early release names no torch (its torch is in an extra)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.decide.matrix import load_matrix
+from tritonlock.lock.lockfile import read_lock
+
+LINUX = "py3-none-manylinux_2_28_x86_64"
+MAC = "py3-none-macosx_11_0_arm64"
+ANY = "py3-none-any"
+TORCHES = ("2.9.1", "2.10.0", "2.11.0", "2.14.0", "2.14.1", "2.15.0")
+R580 = 'driver = "580.95.05"\ngpus = ["9.0"]'
+R550 = 'driver = "550.54.15"\ngpus = ["8.9"]'
+CUDA_SETUP = "from torch.utils.cpp_extension import CUDAExtension\nnvcc = 'nvcc'\n"
+
+
+@pytest.fixture(scope="module")
+def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path_factory.mktemp("pypi"))
+    m = load_matrix()
+    for tv in TORCHES:
+        rel = m.torch_release(tv)
+        assert rel is not None and rel.triton
+        idx.add("simple", "triton", rel.triton, tag=LINUX)
+        idx.add("simple", "torch", tv, tag=ANY, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    for v in ("4.57", "5.4", "5.16", "5.20", "5.24"):
+        idx.add("simple", "tfm", v)
+    # vLLM-like: recent releases pin torch and cap tfm; the 2023 release pins nothing; the first one is an sdist
+    idx.add_sdist("simple", "servekit", "0.1", requires=("torch>=2.0",), uploaded="2023-06-19", setup_py=CUDA_SETUP)
+    idx.add("simple", "servekit", "0.2", tag=LINUX, requires=("torch>=2.1", "tfm>=4.0"), uploaded="2023-12-14")
+    idx.add("simple", "servekit", "0.19", tag=LINUX, requires=("torch==2.10.0", "tfm>=4.57,<5.0"),
+            uploaded="2026-04-03")
+    idx.add("simple", "servekit", "0.33", tag=LINUX, requires=("torch==2.14.0", "tfm>=5.16,<5.21"),
+            uploaded="2026-11-02")
+    # LMCache-like: needs a newer tfm; from 0.5 on, CUDA 13 builds of cupy and cuda-python
+    idx.add("simple", "cachekit", "0.4.3", tag=LINUX, requires=("torch", "tfm>=4.51", "cupy-cuda12x"),
+            uploaded="2026-04-07")
+    idx.add("simple", "cachekit", "0.5.6", tag=LINUX,
+            requires=("torch", "tfm>=5.4", "cupy-cuda13x", "cuda-python>=13,<14"), uploaded="2026-10-15")
+    for name, v in (("cupy-cuda12x", "14.2.0"), ("cupy-cuda13x", "14.2.0"), ("cuda-python", "12.9.0"),
+                    ("cuda-python", "13.4.4")):
+        idx.add("simple", name, v, tag=LINUX)
+    # SGLang-like: 0.5.2 names no torch (it is in an extra); later releases pin a torch servekit's never shares
+    idx.add("simple", "routerkit", "0.5.2", requires=("tfm", "torch==2.9.1; extra == 'srt'"), uploaded="2025-09-11")
+    idx.add("simple", "routerkit", "0.5.10", tag=LINUX, requires=("torch==2.9.1", "tfm>=4.57,<5.0"),
+            uploaded="2026-04-05")
+    idx.add("simple", "routerkit", "0.5.23", tag=LINUX, requires=("torch==2.14.1", "tfm>=5.16"),
+            uploaded="2026-10-30")
+    # unsloth-like: an extra pins an xformers-like package that pins torch; torchvision pins torch too (and moves)
+    for tv, vv in (("2.10.0", "0.25.0"), ("2.14.0", "0.29.0"), ("2.15.0", "0.30.0")):
+        idx.add("simple", "torchvision", vv, tag=ANY, requires=(f"torch=={tv}",))
+    idx.add("simple", "xfmr", "0.0.28", tag=LINUX, requires=("torch==2.10.0",))
+    idx.add("simple", "xfmr", "0.0.30", tag=LINUX, requires=("torch==2.14.0",))
+    idx.add("simple", "tunekit", "1.0", requires=("torchvision", "xfmr==0.0.28; extra == 'cu121'"))
+    # CUDA kernels: a macOS wheel for 1.0 only; 2.0 is an sdist whose build needs nvcc; cudaonly has no wheel at all
+    idx.add("simple", "gpukern", "1.0", tag=MAC)
+    idx.add("simple", "gpukern", "1.0", tag=LINUX)
+    idx.add_sdist("simple", "gpukern", "2.0", setup_py=CUDA_SETUP)
+    idx.add_sdist("simple", "cudaonly", "1.0", setup_py=CUDA_SETUP)
+    # a dependency with Linux wheels only (no sdist), as pynvvideocodec's newer releases
+    idx.add("simple", "linuxcodec", "2.0", tag=LINUX)
+    idx.add("simple", "videokit", "1.0", requires=("linuxcodec",))
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _project(root: Path, idx: LocalIndex, packages: list[str], *targets: str, torch: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"\n[[targets]]\nname = \"{name}\"\n{spec}\n" for name, spec in
+                   (t.split("|", 1) for t in targets))
+    (root / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\npackages = {json.dumps(packages)}\n'
+        + (f'torch = "{torch}"\n' if torch else "")
+        + f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n{body}', encoding="utf-8")
+    return root
+
+
+def _linux(spec: str) -> str:
+    return f'gpu|glibc = "2.35"\n{spec}'
+
+
+MACBOOK = 'mac|os = "macos"\narch = "arm64"\nmacos = "14.5"'
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def _versions(root: Path, target: str = "gpu") -> tuple[dict[str, str], object]:
+    lock = read_lock(root / "triton-env.lock")
+    (t,) = [t for t in lock.targets if t.name == target]
+    return {p.name: p.version for p in t.packages}, t.selection
+
+
+@pytest.mark.parametrize("order", [["servekit", "cachekit"], ["cachekit", "servekit"]])
+def test_both_packages_get_their_newest_whatever_order_uv_decides_them_in(tmp_path: Path, pypi: LocalIndex,
+                                                                         order: list[str]) -> None:
+    """uv alone, cachekit first, takes tfm 5.24 and gives up servekit for its 2023 release; the check asks for
+    servekit 0.33 with cachekit kept where it is, and uv finds it (tfm 5.20 suits both)."""
+    root = _project(tmp_path, pypi, order, _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    assert (versions["servekit"], versions["cachekit"], versions["torch"]) == ("0.33", "0.5.6", "2.14.0")
+    assert versions["tfm"] == "5.20" and "cupy-cuda13x" in versions
+    assert not [w for w in sel.warnings if "is locked, not its newest" in w]
+    assert sel.reasons[0] == ("torch 2.14.0: the newest torch the packages allow (servekit 0.33 requires "
+                              "torch==2.14.0); torch 2.15.0 would fit this target")
+
+
+def test_cuda_13_libraries_are_passed_over_on_a_cuda_12_driver(tmp_path: Path, pypi: LocalIndex) -> None:
+    """An RTX 4090 on R550: cachekit 0.5.6's cupy-cuda13x and cuda-python 13 cannot load there (CUDA 13 needs
+    R580), like a cu130 torch; cachekit 0.4.3 (cupy-cuda12x) is locked, and the warning says why, checked."""
+    root = _project(tmp_path / "one", pypi, ["cachekit"], _linux(R550))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    assert (versions["cachekit"], versions["torch"]) == ("0.4.3", "2.10.0")
+    assert "cupy-cuda13x" not in versions and versions["cupy-cuda12x"] == "14.2.0"
+    passed = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    assert passed and "cupy-cuda13x 14.2.0 (a CUDA 13 build, which needs driver >= 580" in passed[0]
+    assert "this driver is 550.54.15" in passed[0]
+    (w,) = [w for w in sel.warnings if w.startswith("cachekit 0.4.3 is locked, not its newest release 0.5.6")]
+    assert "checked: uv finds no lock with cachekit==0.5.6" in w and "cupy-cuda13x" in w
+    assert "tritonlock passed over cupy-cuda13x 14.2.0 (a CUDA 13 build" in w
+    # the same machine with servekit named first: the issue's row (vllm 0.19.1 + lmcache 0.4.3 + torch 2.10.0)
+    root = _project(tmp_path / "two", pypi, ["servekit", "cachekit"], _linux(R550))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    assert (versions["servekit"], versions["cachekit"], versions["torch"]) == ("0.19", "0.4.3", "2.10.0")
+    assert not any(n.endswith("cu13") or n.endswith("cuda13x") or (n == "cuda-python" and v.startswith("13."))
+                   for n, v in versions.items())
+    # servekit below its newest because of the host: the driver is named, with the check
+    (w,) = [w for w in sel.warnings if w.startswith("servekit 0.19 is locked, not its newest release 0.33")]
+    assert "torch 2.14.0 does not fit this target" in w and "driver" in w and "checked: uv finds no lock" in w
+
+
+def test_two_packages_whose_recent_releases_exclude_each_other_are_a_conflict(tmp_path: Path,
+                                                                              pypi: LocalIndex) -> None:
+    """uv alone locks servekit 0.33 beside routerkit 0.5.2 (a release that names no torch) — or, routerkit first,
+    routerkit 0.5.23 beside servekit's 2023 release. Neither is an answer: exit 3, both named, uv's words, a fix."""
+    root = _project(tmp_path, pypi, ["servekit", "routerkit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()  # nothing fits anywhere: no lock
+    assert ("routerkit cannot be locked at a recent release — routerkit 0.5.2, the newest uv finds with the other "
+            "requirements, only stands in for it: its requirements name no torch, where routerkit 0.5.23 requires "
+            "torch==2.14.1") in out
+    assert "no routerkit >= 0.5.10 installs beside servekit >= 0.19" in out
+    assert "uv: Because" in out and "Traceback" not in out
+    assert "fix: put routerkit and servekit in two environments (or targets)" in out
+    assert 'pinning it ("routerkit==0.5.2" in [environment].packages)' in out
+
+
+def test_the_intents_torch_against_a_packages_recent_releases_is_a_conflict_with_the_torch_pin_as_fix(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """torch = "==2.15.*": only servekit's 2023 release allows it. Exit 3 with the fix a check found."""
+    root = _project(tmp_path, pypi, ["servekit"], _linux(R580), torch="==2.15.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "servekit cannot be locked at a recent release — servekit 0.2" in out
+    assert "it is years older (2023-12-14; servekit 0.33: 2026-11-02)" in out
+    assert "servekit 0.19 or newer cannot be installed with torch = '==2.15.*'" in out
+    assert 'fix: torch = "==2.14.*" in ' in out and "(checked: uv then locks servekit 0.33 with torch 2.14.0)" in out
+    # the fix works: with it, the lock holds servekit 0.33 and torch 2.14.0
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('torch = "==2.15.*"', 'torch = "==2.14.*"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert _versions(root)[0]["servekit"] == "0.33"
+
+
+def test_an_old_release_the_user_pins_is_taken(tmp_path: Path, pypi: LocalIndex) -> None:
+    root = _project(tmp_path, pypi, ["servekit==0.2"], _linux(R580), torch="==2.15.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert _versions(root)[0]["servekit"] == "0.2"
+
+
+def test_a_source_build_that_needs_nvcc_is_never_locked_for_a_mac(tmp_path: Path, pypi: LocalIndex) -> None:
+    """gpukern 2.0 is an sdist whose build needs nvcc, which macOS cannot have: the Mac gets 1.0's wheel, and the
+    warning says what was passed over; cudaonly has nothing else — exit 3 naming the platform, not exit 4."""
+    root = _project(tmp_path / "kern", pypi, ["gpukern"], MACBOOK)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root, "mac")
+    assert versions["gpukern"] == "1.0"
+    assert not [p for p in read_lock(root / "triton-env.lock").targets[0].packages if p.build == "source"]
+    (w,) = [w for w in sel.warnings if w.startswith("gpukern 1.0 is locked, not its newest release 2.0")]
+    assert "gpukern 2.0 as a source build" in w and "nvcc" in w
+    root = _project(tmp_path / "only", pypi, ["cudaonly"], MACBOOK)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "cudaonly 1.0 as a source build (no wheel for Python 3.11 on macOS arm64 14.5; its build needs nvcc" in out
+    assert "check that both indexes are reachable" not in out
+
+
+def test_one_targets_conflict_does_not_block_the_others(tmp_path: Path, pypi: LocalIndex) -> None:
+    """The GPU box is locked; the Mac, for which cudaonly cannot be built, is recorded as a conflict (exit 3), and
+    `show`, `check` and a second `resolve` read it from the lock."""
+    root = _project(tmp_path, pypi, ["cudaonly"], _linux(R580), MACBOOK)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "(1 target locked, 1 recorded as a conflict (mac), " in out
+    lock = read_lock(root / "triton-env.lock")
+    gpu, mac = lock.targets
+    assert gpu.selection.ok and {p.name for p in gpu.packages} >= {"cudaonly", "torch"}
+    assert not mac.selection.ok and not mac.packages and mac.selection.conflict is not None
+    assert "its build needs nvcc" in mac.selection.conflict.message
+    code, again = _run("resolve", "-p", str(root))
+    assert code == 3 and "up to date" in again and "its build needs nvcc" in again
+    code, out = _run("check", "-p", str(root))
+    assert code != 0 and "target 'mac' is recorded as a conflict, with nothing locked for it: " in out
+    code, out = _run("show", "-p", str(root))
+    assert code == 0 and "target mac: conflict — nothing is locked for it" in out and "torch None" not in out
+    code, out = _run("why", "-p", str(root), "--target", "mac")
+    assert code == 0 and "the lock records a conflict for this target: target 'mac': the packages need" in out
+
+
+def test_the_package_whose_pin_holds_torch_is_named_not_torchvision(tmp_path: Path, pypi: LocalIndex) -> None:
+    """tunekit[cu121] pins xfmr 0.0.28, which pins torch 2.10.0; torchvision pins torch too, but moves with it."""
+    root = _project(tmp_path, pypi, ["tunekit[cu121]"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    assert versions["torch"] == "2.10.0" and versions["xfmr"] == "0.0.28"
+    assert sel.reasons[0].startswith("torch 2.10.0: the newest torch the packages allow (xfmr 0.0.28 requires "
+                                     "torch==2.10.0 — checked: uv finds no lock with torch==2.15.0")
+    assert "torchvision" not in sel.reasons[0].split("—")[0]
+
+
+def test_a_dependency_with_no_wheel_for_the_platform_is_the_platforms_conflict(tmp_path: Path,
+                                                                             pypi: LocalIndex) -> None:
+    """videokit needs linuxcodec, which has Linux wheels only: on a Mac that is exit 3 naming linuxcodec and the
+    platform, not exit 4 asking whether the indexes are reachable."""
+    root = _project(tmp_path, pypi, ["videokit"], MACBOOK)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert ("target 'mac': linuxcodec has no wheel that installs on Python 3.11 on macOS arm64 14.5 (needed by "
+            "videokit), in any release the requirements allow: uv: Because") in out
+    assert "reachable" not in out and "Traceback" not in out

@@ -1,0 +1,281 @@
+"""What the indexes say of the user's packages: files per project, metadata per release, upload times, and which
+files install on a target (its Python, platform and glibc) — read once per run, shared by the decision's threads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from tritonlock.errors import TritonlockError
+from tritonlock.models import TargetSpec
+
+if TYPE_CHECKING:
+    from tritonlock.lock.index import IndexFile
+
+
+def public(version: str) -> str:
+    """A version without its local label ("2.11.0+cu130" -> "2.11.0")."""
+    return version.split("+", 1)[0]
+
+
+def parse_version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+# --- the target as markers and wheel tags see it -------------------------------------------------------------------
+
+def marker_env(target: TargetSpec, python: str) -> dict[str, str]:
+    """PEP 508 marker values of the target machine (not this one)."""
+    system = {"linux": "Linux", "windows": "Windows", "macos": "Darwin"}.get(target.os, "Linux")
+    machine = target.arch
+    if target.os == "windows":
+        machine = "AMD64" if target.arch == "x86_64" else "ARM64"
+    elif target.os == "macos":
+        machine = "arm64"
+    return {"python_version": python, "python_full_version": f"{python}.0", "implementation_name": "cpython",
+            "implementation_version": f"{python}.0", "platform_python_implementation": "CPython",
+            "sys_platform": {"Linux": "linux", "Windows": "win32", "Darwin": "darwin"}[system],
+            "platform_system": system, "os_name": "nt" if system == "Windows" else "posix",
+            "platform_machine": machine, "platform_release": "", "platform_version": "", "extra": ""}
+
+
+def _platform_fits(platform: str, target: TargetSpec) -> bool:
+    import re
+
+    if platform == "any":
+        return True
+    if target.os == "windows":
+        return platform == ("win_amd64" if target.arch == "x86_64" else "win_arm64")
+    if target.os == "macos":
+        m = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", platform)
+        if not m or m[3] not in ("arm64", "universal2"):
+            return False
+        return target.macos is None or (int(m[1]), int(m[2])) <= _mm(target.macos)
+    arch = target.arch
+    legacy = {f"manylinux1_{arch}": (2, 5), f"manylinux2010_{arch}": (2, 12), f"manylinux2014_{arch}": (2, 17),
+              f"linux_{arch}": (0, 0)}
+    if platform in legacy:
+        glibc = legacy[platform]
+    else:
+        m = re.fullmatch(rf"manylinux_(\d+)_(\d+)_{re.escape(arch)}", platform)
+        if not m:
+            return False
+        glibc = (int(m[1]), int(m[2]))
+    return target.glibc is None or glibc <= _mm(target.glibc)
+
+
+def _mm(version: str) -> tuple[int, int]:
+    parts = (version.split(".") + ["0"])[:2]
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        return (0, 0)
+
+
+def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
+    """Whether a wheel installs on the target's Python and platform (an sdist always can, by building it)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    if not filename.endswith(".whl"):
+        return True
+    try:
+        _, _, _, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    major, minor = _mm(python)
+    cp = f"cp{major}{minor}"
+    for t in tags:
+        if t.interpreter.startswith("cp") and t.abi == "abi3":
+            try:
+                ok_interp = int(t.interpreter[3:] or 0) <= minor and t.interpreter[2:3] == str(major)
+            except ValueError:
+                ok_interp = False
+        else:
+            ok_interp = t.interpreter in (cp, f"py{major}{minor}", f"py{major}") and t.abi in ("none", cp)
+        if ok_interp and _platform_fits(t.platform, target):
+            return True
+    return False
+
+
+# --- what an index says of a package ------------------------------------------------------------------------------
+
+def _file_version(filename: str) -> Version | None:
+    from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename,
+                                 parse_wheel_filename)
+
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[1]
+        if filename.endswith((".tar.gz", ".zip")):
+            return parse_sdist_filename(filename)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+    return None
+
+
+class Facts:
+    """Index facts the decision explains itself with: files per project, metadata per release (cached per run)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._files: dict[tuple[str, str], Future[tuple[IndexFile, ...] | None]] = {}
+        self._meta: dict[tuple[str, str, str], str | None] = {}
+        self._lock = threading.Lock()
+
+    def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
+        """None when the index cannot be asked (the explanation then says less, never something false). Threads
+        asking for the same page wait for one request."""
+        key = (index, canonicalize_name(name))
+        with self._lock:
+            future = self._files.get(key)
+            mine = future is None
+            if future is None:
+                future = self._files[key] = Future()
+        if mine:
+            from tritonlock.lock.index import project_files
+
+            try:
+                future.set_result(project_files(index, name))
+            except (TritonlockError, OSError, ValueError):
+                future.set_result(None)
+            except BaseException:
+                future.set_result(None)  # no thread waits forever on a page that will never come
+                raise
+        return future.result()
+
+    def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
+        todo = [p for p in dict.fromkeys(pairs) if (p[0], canonicalize_name(p[1])) not in self._files]
+        if not todo:
+            return
+        with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
+            list(pool.map(lambda p: self.files(*p), todo))
+
+    def release_files(self, index: str, name: str, version: str) -> list[IndexFile]:
+        want = parse_version(version)
+        return [f for f in self.files(index, name) or () if not f.yanked and _file_version(f.filename) is not None
+                and parse_version(public(str(_file_version(f.filename)))) == parse_version(public(str(want)))]
+
+    def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
+        """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
+        key = (index, canonicalize_name(name), version)
+        if key not in self._meta:
+            files = self.release_files(index, name, version)
+            files.sort(key=lambda f: (not (f.filename.endswith(".whl") and file_fits(f.filename, target, python)),
+                                      not f.filename.endswith(".whl")))
+            text = None
+            for f in files[:3]:
+                text = _read_metadata(index, f)
+                if text:
+                    break
+            self._meta[key] = text
+        return self._meta[key]
+
+    def requires(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                 extras: Iterable[str] = ()) -> list[Requirement] | None:
+        """The release's Requires-Dist that apply on the target (markers evaluated there), with those of `extras`;
+        None when unknown."""
+        text = self.metadata(index, name, version, target, python)
+        if text is None:
+            return None
+        envs = [{**marker_env(target, python), "extra": e} for e in ("", *extras)]
+        out: list[Requirement] = []
+        for line in _headers(text, "Requires-Dist"):
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
+                out.append(req)
+        return out
+
+    def has_wheel(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> bool:
+        """Whether the release has a wheel that installs on the target (else only its sdist, built at sync)."""
+        return any(f.filename.endswith(".whl") and file_fits(f.filename, target, python)
+                   for f in self.release_files(index, name, version))
+
+    def fits(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> bool:
+        """Whether some file of the release installs on the target: a fitting wheel, or an sdist, and its
+        Requires-Python admits the target's Python."""
+        files = self.release_files(index, name, version)
+        py = f"{python}.0"
+        for f in files:
+            if f.requires_python:
+                try:
+                    if not SpecifierSet(f.requires_python).contains(py, prereleases=True):
+                        continue
+                except InvalidSpecifier:
+                    pass
+            if not f.filename.endswith(".whl") or file_fits(f.filename, target, python):
+                return True
+        return False
+
+    def uploaded(self, index: str, name: str, version: str) -> datetime | None:
+        """When the release's first file was uploaded (PEP 700 upload-time; None where the index does not say)."""
+        times = [t for f in self.release_files(index, name, version) if (t := _when(f.upload_time)) is not None]
+        return min(times) if times else None
+
+
+def _when(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _read_metadata(index: str, f: IndexFile) -> str | None:
+    """PEP 658's `.metadata` beside the file, else (an index without it, as many mirrors) the wheel's METADATA read
+    with HTTP Range requests — the zip's central directory and one member, a few kB of a wheel of any size, as uv
+    does."""
+    import re
+
+    from tritonlock.lock.index import IndexClient
+
+    try:
+        client = IndexClient(index, timeout=30, retries=2)
+        text = client.metadata(f)
+        if text or not f.filename.endswith(".whl"):
+            return text or None
+        from tritonlock.lock.remotezip import RemoteZip
+
+        z = RemoteZip(client.session, f.url, f.size)
+        name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
+        return z.read(name).decode("utf-8", "replace") if name else None
+    except (TritonlockError, OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def _headers(text: str, field: str) -> list[str]:
+    from email.parser import HeaderParser
+
+    return [str(v) for v in HeaderParser().parsestr(text).get_all(field) or []]
+
+
+def releases(facts: Facts, index: str, req: Requirement) -> list[Version]:
+    """The public releases on the index that the requirement admits, oldest first (no pre-release unless it asks for
+    one, nothing yanked; local builds of one release, "0.21.0+cu124" and "+cu126", are that one release)."""
+    files = facts.files(index, req.name)
+    if not files:
+        return []
+    versions = {Version(public(str(v))) for f in files if not f.yanked and (v := _file_version(f.filename)) is not None}
+    return sorted(v for v in versions if req.specifier.contains(v, prereleases=bool(req.specifier.prereleases)))
+
+
+def newest(facts: Facts, index: str, req: Requirement) -> str | None:
+    """The newest release on the index that the requirement admits (public version; see `releases`); None when the
+    index cannot be read or has none."""
+    found = releases(facts, index, req)
+    return str(found[-1]) if found else None

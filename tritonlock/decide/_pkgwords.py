@@ -1,0 +1,309 @@
+"""What the packages decision says: held-back lines built from the check that failed (uv's own words, with the
+host's facts where they are the cause), what holds torch, and the conflicts — never from pairing two packages'
+requirement ranges."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING
+
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from tritonlock.decide._pkgfacts import file_fits, public
+from tritonlock.errors import ClosureError, ResolveError, TritonlockError
+from tritonlock.models import LockedPackage, Selection, TargetSpec
+
+if TYPE_CHECKING:
+    from tritonlock.decide.packages import Check, Fallback, Fix, Scene
+
+# torch's own family moves with torch: it is never what holds torch back
+_MOVES_WITH_TORCH = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
+                     "pytorch-triton-xpu", "triton-windows", "triton-xpu", "triton-rocm"}
+
+
+def spec_text(req: Requirement) -> str:
+    return f"{req.name}{req.specifier}" if str(req.specifier) else req.name
+
+
+def where(target: TargetSpec, python: str) -> str:
+    platform = {"linux": f"linux/{target.arch}" + (f" (glibc {target.glibc})" if target.glibc else ""),
+                "windows": f"windows/{target.arch}", "macos": "macOS arm64" + (f" {target.macos}" if target.macos
+                                                                               else "")}.get(target.os, target.os)
+    return f"Python {python} on {platform}"
+
+
+def uv_reason(text: str) -> str:
+    """uv's explanation on one line: its 'No solution found' banner, the cause/hint labels and the tree marks off."""
+    lines = []
+    for line in text.splitlines():
+        line = line.strip().lstrip("×╰─▶│ ").strip()
+        line = re.sub(r"^(error|cause|caused by):\s*", "", line)
+        if not line or line.startswith("hint:") or re.match(r"No solution found when resolving dependencies", line):
+            continue
+        lines.append(line)
+    # the requirements tritonlock hands uv are a project of its own: to the user they are "you require"
+    out = re.sub(r"\btritonlock-closure depends on\b", "you require", " ".join(lines))
+    return out if len(out) <= 900 else out[:897] + "..."
+
+
+def packages_key(intent_path: str) -> str:
+    return "[project].dependencies" if intent_path.endswith("pyproject.toml") else "[environment].packages"
+
+
+# --- what the target cannot have --------------------------------------------------------------------------------
+
+def cuda_build(p: LockedPackage, major: int, floor: str, target: TargetSpec) -> str:
+    return (f"{p.name} {p.version} (a CUDA {major} build, which needs driver >= {floor}; this driver is "
+            f"{target.driver})")
+
+
+def nvcc_build(p: LockedPackage, target: TargetSpec, python: str) -> str:
+    from tritonlock.decide.cudalibs import nvcc_platforms
+
+    return (f"{p.name} {p.version} as a source build (no wheel for {where(target, python)}; its build needs nvcc, "
+            f"the CUDA compiler, which NVIDIA ships only for {', '.join(nvcc_platforms())})")
+
+
+def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
+    """uv found no answer once what the target cannot have was passed over."""
+    reason = uv_reason(err.uv or str(err))
+    nvcc = [p for p in passed if "as a source build" in p]
+    fix = ("lock the packages that need nvcc for the GPU machines only (a target of their own), or name a release "
+           "with a wheel for this platform" if nvcc else
+           "a driver new enough for those builds (`tritonlock why` shows what a newer driver unlocks), or a release "
+           "of the package built for this driver's CUDA")
+    return (f"target {sc.target.name!r}: the packages need what this target cannot have — passed over: "
+            f"{'; '.join(passed)}; without it, uv finds no lock: {reason}\n  fix: {fix}")
+
+
+# --- a named package below its newest --------------------------------------------------------------------------
+
+def _torch_limit(sc: Scene, pkg: str, version: str, treq: Requirement) -> str:
+    """Why no torch that `pkg version` allows fits: the host (with the blocking fact), or the intent."""
+    from tritonlock.decide.resolve import release_problem
+
+    intent, matrix = sc.intent, sc.matrix
+    allowed = [r for r in matrix.torch if treq.specifier.contains(r.version, prereleases=True)]
+    head = f"{pkg} {version} requires {spec_text(treq)}"
+    if not allowed:
+        return f"{head}, a torch matrix {matrix.version} does not know"
+    if intent.torch:
+        spec = SpecifierSet(intent.torch)
+        if not any(spec.contains(r.version) for r in allowed):
+            return f"{head}, outside torch = {intent.torch!r} in {intent.path}"
+    free = dataclasses.replace(intent, torch="")
+    release = allowed[0]
+    problem = release_problem(free, matrix, sc.target, release, sc.default_python)
+    if problem:
+        return f"{head}; torch {release.version} does not fit this target: {problem}"
+    return f"{head}; torch {release.version} is not among this target's candidates"
+
+
+def _torch_in(spec: SpecifierSet, sel: Selection) -> bool:
+    assert sel.torch
+    return spec.contains(sel.torch, prereleases=True) or spec.contains(f"{sel.torch}+{sel.backend}", prereleases=True)
+
+
+def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str | None:
+    """A fact of the newest release alone that keeps it off this target: no file for its platform, a Python floor,
+    or a torch requirement no fitting torch meets (the host or the intent) — read from the index, not paired."""
+    target, python = sc.target, sc.python
+    files = sc.facts.release_files(locked.index, name, top)
+    if files and not any(file_fits(f.filename, target, python) for f in files):
+        return f"{name} {top} has no wheel for {where(target, python)} (and no sdist)"
+    rp = next((f.requires_python for f in files if f.requires_python), None)
+    if rp:
+        try:
+            if not SpecifierSet(rp).contains(f"{python}.0", prereleases=True) and not SpecifierSet(rp).contains(
+                    f"{python}.99", prereleases=True):
+                return f"{name} {top} requires Python {rp} (this target: Python {python})"
+        except InvalidSpecifier:
+            pass
+    for treq in [r for r in sc.requires(locked.index, name, top) or [] if canonicalize_name(r.name) == "torch"]:
+        if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
+            return (_torch_limit(sc, name, top, treq)
+                    + f"; the newest {name} whose torch fits here is {public(locked.version)}")
+    return None
+
+
+def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Check | None,
+              passed: tuple[str, ...] = ()) -> str:
+    """Why `name` is locked below `top`: the check that failed (uv's words), after the target's own fact where one
+    keeps the newest release off it, and what was passed over where uv's words name it."""
+    fact = _target_fact(sc, name, locked, top)
+    if check is None:
+        return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
+    asked = check.asked + (f" with {', '.join(check.held)}" if check.held else "")
+    said = f"uv finds no lock with {asked}: {uv_reason(check.uv)}"
+    ours = [p for p in passed if p.split(" ", 1)[0] in check.uv]
+    if ours:
+        said += f" (tritonlock passed over {'; '.join(ours)})"
+    return f"{fact} (checked: {said})" if fact else f"checked: {said}"
+
+
+# uv: "Because xformers==0.0.28.post1 depends on torch==2.4.1 and ...", "xfmr<=0.0.28 depends on torch==2.10.0",
+# "all versions of xfmr depend on torch==2.10.0"
+_DEPENDS_ON_TORCH = re.compile(r"(?:all versions of )?([A-Za-z0-9][A-Za-z0-9._-]*?)(?:\[[^\]]*\])?(?:[<>=!~]=?[^\s,]+)?"
+                               r" depends? on torch((?:[<>=!~]=?[^\s,]+)(?:,\s*[<>=!~]=?[^\s,]+)*)")
+
+
+def own_torch_limits(sc: Scene, packages: tuple[LockedPackage, ...]) -> list[str]:
+    """The packages the user named whose own locked release excludes the newest torch that fits (`sc.sel`): a fact
+    of that release's METADATA, which no other answer for it changes."""
+    said: list[str] = []
+    for r in sc.reqs:
+        name = canonicalize_name(r.name)
+        p = next((x for x in packages if x.name == name), None)
+        if p is None:
+            continue
+        for treq in [q for q in sc.requires(p.index, name, p.version, tuple(sorted(r.extras))) or []
+                     if canonicalize_name(q.name) == "torch"]:
+            if not _torch_in(treq.specifier, sc.sel):
+                said.append(f"{name} {public(p.version)} requires {spec_text(treq)}")
+        if len(said) >= 3:
+            break
+    return said
+
+
+def torch_held_by(sc: Scene, chosen: Selection, packages: tuple[LockedPackage, ...],
+                  check: Check | None) -> tuple[str, bool]:
+    """Which locked package keeps torch below `sc.sel`'s (the newest that fits the target), in words; True when it
+    is the index (it does not serve that torch), not a package."""
+    top = sc.sel
+    said = own_torch_limits(sc, packages)
+    if said:
+        return "; ".join(said), False
+    torch = next((x for x in packages if x.name == "torch"), None)
+    if torch is not None and sc.facts.files(torch.index, "torch") is not None and not sc.facts.release_files(
+            torch.index, "torch", top.torch or ""):
+        return f"torch {top.torch} is not on {torch.index}", True
+    if check is not None:
+        reason = uv_reason(check.uv)
+        locked = {p.name: public(p.version) for p in packages}
+        holders = [(canonicalize_name(n), s) for n, s in _DEPENDS_ON_TORCH.findall(reason)
+                   if canonicalize_name(n) not in _MOVES_WITH_TORCH and canonicalize_name(n) in locked]
+        checked = f"checked: uv finds no lock with torch=={top.torch} and the packages where they are: {reason}"
+        if holders:
+            n, s = holders[0]
+            return f"{n} {locked[n]} requires torch{s} — {checked}", False
+        return checked, False
+    return f"the packages' requirements (uv found no solution with torch {top.torch})", False
+
+
+# --- no torch that fits allows the packages ---------------------------------------------------------------------
+
+_MISSING = re.compile(r"(?:no versions? of|Because) ([A-Za-z0-9][A-Za-z0-9._-]*)(?:[<>=!~][^\s,]*)? (?:was not found|"
+                      r"has no versions|\(?not found)", re.I)
+
+
+def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> TritonlockError:
+    """No fitting torch can be locked with the packages: the packages whose torch does not fit, a torch-family package
+    the torch index lacks, or what the target cannot have — with uv's words. Where none of that explains it (an index
+    that does not answer, no-build, a package that does not exist), uv's own error stands, with its own fix."""
+    from tritonlock.decide._pkgfacts import newest
+
+    for _, err in failures:
+        if isinstance(err, ResolveError):  # what the target cannot have (packages.Impossible)
+            return ResolveError(str(err))
+    uv = next((e.uv or str(e) for _, e in failures if isinstance(e, ClosureError)), "")
+    lines: list[str] = []
+    index = sc.sel.index or ""
+    for name in dict.fromkeys(canonicalize_name(m) for m in _MISSING.findall(uv_reason(uv))):
+        if name in ("torch",) or not sc.matrix.bound_to_torch_index(name, sc.sel.backend) or index == sc.default_index:
+            continue
+        if sc.facts.files(index, name) == ():  # the torch index answered, and has no such project
+            lines.append(f"the torch index {index} does not serve {name}, which the packages need (the torch family "
+                         "is taken only from the torch index, never from the default index)")
+    for r in sc.reqs:
+        if r.url is not None:
+            continue
+        name = canonicalize_name(r.name)
+        top = newest(sc.facts, sc.index_for(name), r)
+        if top is None:
+            continue
+        for treq in [q for q in sc.requires(sc.index_for(name), name, top) or [] if canonicalize_name(q.name) == "torch"]:
+            if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
+                lines.append(_torch_limit(sc, name, top, treq))
+    if not lines:
+        platform = no_wheel_here(sc, uv)
+        if platform is not None:
+            return ResolveError(platform)
+    if not lines and failures:
+        return failures[0][1]
+    candidates = sc.candidates
+    span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
+            else f"torch {candidates[0].torch}")
+    msg = [f"target {sc.target.name!r}: the packages cannot be locked with any torch that fits this target ({span})"]
+    msg += [f"  {line}" for line in lines]
+    if uv:
+        msg += ["  uv: " + uv_reason(uv)]
+    if lines and lines[0].startswith("the torch index "):
+        msg.append("  fix: take the torch family from an index that serves it ([indexes] torch = …, e.g. \"default\" "
+                   "where your default index carries PyTorch's builds), or drop the package that needs it")
+    else:
+        msg.append(f"  fix: loosen the package's version in {packages_key(sc.intent.path)} (an older release may "
+                   "allow a torch that fits), or lift what the target's limit names — `tritonlock why` shows the "
+                   "least change")
+    return ResolveError("\n".join(msg))
+
+
+# uv: "Because pkg==1.0 has no wheels with a matching platform tag (e.g., `macosx_14_0_arm64`)", "… Python ABI tag"
+# ("has no usable wheels" is [environment].no-build's doing: uv's own error, with its note, stands for that)
+_NO_WHEEL = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*?)(?:[<>=!~]=?[^\s,]+)? has no wheels with a "
+                       r"matching (?:platform|Python ABI|Python implementation) tag")
+
+
+def no_wheel_here(sc: Scene, uv: str) -> str | None:
+    """uv failed because a package has no file this platform can install: the platform is the cause (a conflict,
+    exit 3), not the indexes."""
+    names = list(dict.fromkeys(canonicalize_name(n) for n in _NO_WHEEL.findall(uv_reason(uv))))
+    if not names:
+        return None
+    named = {canonicalize_name(r.name) for r in sc.reqs}
+    needed = [n for n in names if n not in named]
+    who = (f" (needed by {', '.join(sorted(named & set(uv_reason(uv).replace(',', ' ').split())))})"
+           if needed and named & set(uv_reason(uv).replace(",", " ").split()) else "")
+    return (f"target {sc.target.name!r}: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no wheel that "
+            f"installs on {where(sc.target, sc.python)}{who}, in any release the requirements allow: uv: "
+            f"{uv_reason(uv)}\n  fix: lock {'them' if len(names) > 1 else 'it'} for the machines that can install "
+            f"{'them' if len(names) > 1 else 'it'} only (a target or environment of their own), or drop the package "
+            "that needs it")
+
+
+# --- a fallback: the conflict, both sides, and the least fix --------------------------------------------------------
+
+def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix) -> str:
+    locked = public(fb.locked.version)
+    key = packages_key(sc.intent.path)
+    lines = [f"target {sc.target.name!r}: {fb.name} cannot be locked at a recent release — {fb.name} {locked}, the "
+             f"newest uv finds with the other requirements, only stands in for it: {'; '.join(fb.why)}"]
+    accept = f"or accept {fb.name} {locked} by pinning it (\"{fb.name}=={locked}\" in {key})"
+    if fix.change and fix.gives and fix.change.startswith("torch"):
+        lines.append(f"  {fb.name} {fb.since} or newer cannot be installed with torch = {sc.intent.torch!r}"
+                     + (f": uv: {uv_reason(fix.uv)}" if fix.uv else ""))
+        lines.append(f"  fix: {fix.change} in {sc.intent.path} (checked: uv then locks {fix.gives}), {accept}")
+    elif fix.change and fix.gives and ">=" in fix.change:
+        lines.append(f"  uv's answer in the order you named them gives up {fb.name}, but both can be recent together")
+        lines.append(f"  fix: require {fix.change} in {key} (checked: uv then locks {fix.gives}), {accept}")
+    elif fix.change and fix.gives:
+        lines.append(f"  {fb.name} {fb.since} or newer installs only if {', '.join(fix.others)} moves down")
+        lines.append(f"  fix: add {fix.change} to {key} (checked: uv then locks {fix.gives}), {accept}, or put them "
+                     "in two targets or environments")
+    elif fix.mutual:
+        beside = " and ".join(f"{n} >= {v}" for n, v in fix.mutual)
+        lines.append(f"  no {fb.name} >= {fb.since} installs beside {beside} (each older release only stands in, as "
+                     f"above): uv: {uv_reason(fix.uv)}")
+        lines.append(f"  fix: put {fb.name} and {', '.join(n for n, _ in fix.mutual)} in two environments (or "
+                     f"targets), or accept an old release of one of them by pinning it ({accept.removeprefix('or ')})")
+    elif fix.others:
+        lines.append(f"  no {fb.name} >= {fb.since} installs beside {', '.join(fix.others)}: uv: {uv_reason(fix.uv)}")
+        lines.append(f"  fix: put {fb.name} and {', '.join(fix.others)} in two environments (or targets), pin one of "
+                     f"them to a release that allows the other, {accept}")
+    else:
+        lines.append(f"  no {fb.name} >= {fb.since} installs on this target" + (
+            f": uv: {uv_reason(fix.uv)}" if fix.uv else ""))
+        lines.append(f"  fix: `tritonlock why` shows the change to the machine that would allow it, {accept}")
+    return "\n".join(lines)
