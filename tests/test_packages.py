@@ -214,9 +214,9 @@ def test_an_offline_dry_run_does_not_claim_the_torch_the_packages_may_hold_back(
 
 
 @pytest.mark.parametrize(("packages", "held", "warning"), [
-    (["pinner", "plainlib"], "plainlib", "plainlib 1.0 is locked, not its newest release 2.0: checked: uv finds no "
-                                          "lock with plainlib==2.0 with pinner>=1.0: Because all versions of pinner "
-                                          "depend on plainlib==1.0"),
+    (["pinner", "plainlib"], "plainlib", "plainlib 1.0 is locked, not its newest release 2.0: pinner 1.0 requires "
+                                          "plainlib==1.0 (checked: uv finds no lock with plainlib==2.0 with "
+                                          "pinner>=1.0: Because all versions of pinner depend on plainlib==1.0"),
     (["share-a", "share-b"], "share-a", "share-a 1.0 is locked, not its newest release 2.0: checked: uv finds no "
                                         "lock with share-a==2.0: Because all versions of share-b depend on "
                                         "shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"),

@@ -26,8 +26,9 @@ Exit codes:
      write, or a command-line value (an unknown --target, an override, a path that is not there,
      a file init would overwrite, or one export, host --save or fleet hosts would replace that
      tritonlock did not write: pass --force)
-  3  conflict: nothing in the matrix fits a target, or no torch that fits allows the packages you
-     named (the message names the blocking facts and a fix)
+  3  conflict: nothing in the matrix fits a target, no torch that fits allows the packages you
+     named, a package only an ancient release could satisfy, or what the platform cannot have (the
+     message names both sides and a fix; the targets that fit are still locked)
   4  a package index or uv failed while resolving
   5  sync failed (the message says what state the venv is in)
   6  the verify runner could not run at all

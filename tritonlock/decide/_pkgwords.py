@@ -129,11 +129,21 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
     return None
 
 
+def _pinned_by(sc: Scene, name: str, top: str, packages: tuple[LockedPackage, ...]) -> str | None:
+    """Another package the user named whose locked release's own requirement excludes `name`'s newest release."""
+    for oname, olocked, theirs in sc.others(packages, name):
+        for oreq in theirs:
+            if canonicalize_name(oreq.name) == name and not oreq.specifier.contains(top, prereleases=True):
+                return f"{oname} {public(olocked.version)} requires {spec_text(oreq)}"
+    return None
+
+
 def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Check | None,
-              passed: tuple[str, ...] = ()) -> str:
+              passed: tuple[str, ...] = (), packages: tuple[LockedPackage, ...] = ()) -> str:
     """Why `name` is locked below `top`: the check that failed (uv's words), after the target's own fact where one
-    keeps the newest release off it, and what was passed over where uv's words name it."""
-    fact = _target_fact(sc, name, locked, top)
+    keeps the newest release off it (or the named package whose release pins it), and what was passed over where
+    uv's words name it."""
+    fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages)
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
     asked = check.asked + (f" with {', '.join(check.held)}" if check.held else "")
@@ -297,7 +307,8 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix) -> str:
         lines.append(f"  no {fb.name} >= {fb.since} installs beside {beside} (each older release only stands in, as "
                      f"above): uv: {uv_reason(fix.uv)}")
         lines.append(f"  fix: put {fb.name} and {', '.join(n for n, _ in fix.mutual)} in two environments (or "
-                     f"targets), or accept an old release of one of them by pinning it ({accept.removeprefix('or ')})")
+                     f"targets), or accept an old release of one of them by pinning it, e.g. \"{fb.name}=={locked}\" "
+                     f"in {key}")
     elif fix.others:
         lines.append(f"  no {fb.name} >= {fb.since} installs beside {', '.join(fix.others)}: uv: {uv_reason(fix.uv)}")
         lines.append(f"  fix: put {fb.name} and {', '.join(fix.others)} in two environments (or targets), pin one of "

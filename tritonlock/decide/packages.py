@@ -410,7 +410,7 @@ def _explained(sc: Scene, o: Outcome) -> Selection:
         version = public(p.version) if p else None
         held = None
         if p is not None and top is not None and _v(p) < (parse_version(top) or _ZERO):
-            held = words.held_back(sc, name, p, top, o.check(name), o.passed_over)
+            held = words.held_back(sc, name, p, top, o.check(name), o.passed_over, packages)
             warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
         elif version is not None:
             at_newest.append(f"{name} {version}")
