@@ -46,9 +46,10 @@ def build_wheel(
     requires: tuple[str, ...] = (),
     tag: str = "py3-none-any",
     requires_python: str | None = None,
-    modules: dict[str, str] | None = None,
+    modules: dict[str, str | bytes] | None = None,
 ) -> Path:
-    """Write a minimal, valid wheel (METADATA, WHEEL, RECORD and a module) and return its path."""
+    """Write a minimal, valid wheel (METADATA, WHEEL, RECORD and a module) and return its path; `modules` maps
+    paths to text or bytes (a shared object the test compiled)."""
     dist = re.sub(r"[-.]+", "_", name)
     base = f"{dist}-{version}"
     info = f"{base}.dist-info"
@@ -61,7 +62,7 @@ def build_wheel(
         f"{dist.lower()}/__init__.py": f"__version__ = {version!r}\n"
     }
     for path, text in mods.items():
-        files[path] = text.encode()
+        files[path] = text.encode() if isinstance(text, str) else text
     files[f"{info}/METADATA"] = ("\n".join(meta) + "\n").encode()
     files[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: tritonlock-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
@@ -78,7 +79,7 @@ def build_wheel(
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for path, data in files.items():
             zi = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
-            zi.external_attr = 0o644 << 16
+            zi.external_attr = (0o755 if path.endswith(".so") or ".so." in path else 0o644) << 16
             zf.writestr(zi, data)
     out.write_bytes(buf.getvalue())
     return out

@@ -75,6 +75,18 @@ class HostProfile:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PackageBuilds:
+    """A package's own per-CUDA builds on an index of its own (compat/packages.toml, [[package-builds]])."""
+
+    name: str
+    index: str  # template: {version}, {cuda}, {torch}
+    cuda: tuple[str, ...]  # "cu129"
+    flat: bool = False  # a page of links (pip's find-links), not a PEP 503 index
+    inferred: str = ""  # what the row rests on that no source states ("" when all of it is read)
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Intent:
     """triton-env.toml, validated."""
 
@@ -94,6 +106,7 @@ class Intent:
     target_files: tuple[str, ...] = ()  # target-files globs (relative to the intent); their targets are in targets
     warnings: tuple[str, ...] = ()  # worth saying, not wrong (two targets describing the same machine)
     channel: str = "release"  # "release" | "nightly" | "test": which of PyTorch's indexes torch comes from
+    package_builds: tuple[PackageBuilds, ...] = ()  # [[package-builds]]: per-CUDA builds of packages, by index
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -214,8 +214,10 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     firsts = {k: (s, c) for k, s, c in reversed(list(zip(keys, selections, cands)))}
     names = {k: ", ".join(dict.fromkeys(t.target.name for kk, t in zip(keys, selections) if kk == k)) for k in firsts}
     from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.lock.native import Reader
 
     facts = Facts()
+    reader = Reader()  # the binary facts of the locked wheels, read once for every target that shares them
 
     def one(k: tuple[str, ...], pair: tuple[Selection, tuple[Selection, ...] | None]) -> tuple[
             Selection, tuple[LockedPackage, ...]]:
@@ -235,8 +237,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
                         cache.append(_host_candidates(intent, matrix, s))
                     return cache[0]
 
-                out = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,
-                                default_python=running_python(), host=host)
+                out = decide_native(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader)
         except BaseException:
             if progress is not None:
                 progress.failed(names[k])
@@ -259,6 +260,116 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
         # targets sharing a computation keep their own name and machine facts
         out.append((dataclasses.replace(chosen, target=s.target) if chosen.target != s.target else chosen, pkgs))
     return out
+
+
+# How many times the native-code rule may send one target's decision back (each round passes over the releases
+# whose native code cannot load there: the package's own build for the torch's CUDA first, then older releases)
+NATIVE_ROUNDS = 4
+
+
+def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[tuple[str, int | None, str, str, bool]]:
+    """The wheels whose binary facts the rule needs: each platform wheel the target installs, whole for the packages
+    whose native code is checked, only what it brings for the providers (torch, Triton, NVIDIA's libraries)."""
+    from tritonlock.decide.native import is_provider, target_wheel
+    from tritonlock.lock.native import may_hold_native_code
+
+    out = []
+    for p in packages:
+        shas = set(target_wheel(p, sel.target, sel.python or running_python()))
+        out += [(w.url, w.size, w.sha256, w.name, is_provider(p.name)) for w in p.wheels
+                if w.sha256 in shas and may_hold_native_code(w.name)]
+    return out
+
+
+def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
+                  facts: object, host: object, reader: object) -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """decide → lock → decide: the packages decision, then the lock stage's binary facts of its closure, then the
+    decision's native-code rule; a closure that breaks the rule is decided again with the release that broke it
+    passed over (its own build for the torch's CUDA first, where compat/packages.toml or [[package-builds]] knows
+    one) — until the closure is a lock, or no choice is left and the target is a conflict naming what it needs."""
+    import dataclasses
+
+    from tritonlock.decide import native as rule
+    from tritonlock.decide import packages as pk
+    from tritonlock.decide import pkgbuilds
+    from tritonlock.decide._pkgfacts import public
+    from tritonlock.lock.closure import compile_target
+    from tritonlock.models import Conflict
+
+    constraints: list[str] = []
+    passed: list[str] = []
+    own: list[tuple[str, str, str]] = []
+    own_release: dict[str, str] = {}
+    rejected: list[str] = []
+    tried: set[str] = set()
+    last: tuple[Selection, list[rule.Problem]] | None = None
+    for round_ in range(NATIVE_ROUNDS):
+        try:
+            sel, pkgs = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,  # type: ignore[arg-type]
+                                  default_python=running_python(), host=host,  # type: ignore[arg-type]
+                                  constraints=tuple(constraints), passed=tuple(passed), warm=round_ > 0,
+                                  package_indexes=tuple(own))
+        except ClosureError:
+            if own and own[-1][0] in own_release:
+                # a package's own index did not serve that build: pass the release over instead
+                name = own.pop()[0]
+                constraints.append(f"{name}!={own_release.pop(name)}")
+                passed[-1] += f"; {name}'s own index did not serve it"
+                continue
+            if last is None:
+                raise
+            sel = pkgs = None  # type: ignore[assignment]
+        if (sel is None or not sel.ok) and last is not None:
+            # with the releases whose native code cannot load passed over, nothing is left: that is the conflict
+            message = rule.conflict(last[0], last[1], rejected)
+            return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+        if not sel.ok:
+            return sel, pkgs
+        found = rule.problems(sel, pkgs, reader.facts(native_wanted(sel, pkgs)), matrix,  # type: ignore[attr-defined]
+                              policy=intent.cuda_policy)
+        if not found:
+            checked = _native_reason(pkgs, reader)
+            return (dataclasses.replace(sel, reasons=sel.reasons + (checked,)) if checked else sel), pkgs
+        last = (sel, found)
+        structural = [p for p in found if p.structural]
+        if structural or round_ == NATIVE_ROUNDS - 1:
+            message = rule.conflict(sel, structural or found, rejected)
+            return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+        by_release: dict[str, list[rule.Problem]] = {}
+        for p in found:
+            by_release.setdefault(f"{p.package} {public(p.version)}", []).append(p)
+        for key, probs in by_release.items():
+            if key in tried:
+                continue
+            tried.add(key)
+            rejected.append(key)
+            p = next((q for q in probs if q.kind in ("cuda-library", "cuda-driver")), probs[0])
+            why = "; ".join(q.text for q in probs)
+            # a CUDA the torch does not bring, or the driver does not run: the release's build for the torch's CUDA
+            choice = pkgbuilds.choose(p.package, p.version, sel.torch or "", sel.backend or "", cuda_major=None,
+                                      extra=intent.package_builds) if p.kind in ("cuda-library", "cuda-driver") else None
+            if choice is not None and p.package not in {n for n, _, _ in own}:
+                own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
+                own_release[choice.name] = public(p.version)
+                passed.append(f"{key}'s build from its default index (its native code cannot load here: {why}); "
+                              f"took {choice.why}")
+            else:
+                constraints.append(f"{p.package}!={public(p.version)}")
+                passed.append(f"{key} (its native code cannot load here: {why})")
+    raise AssertionError("unreachable")
+
+
+def _native_reason(packages: tuple[LockedPackage, ...], reader: object) -> str | None:
+    """What the rule checked, in one reason line (None when nothing in the closure carries native code)."""
+    facts = reader.read  # type: ignore[attr-defined]
+    with_code = [p for p in packages if any(w.sha256 in facts and facts[w.sha256].native for w in p.wheels)]
+    if not with_code:
+        return None
+    n = sum(len(facts[w.sha256].members) for p in with_code for w in p.wheels[:1] if w.sha256 in facts)
+    names = ", ".join(p.name for p in with_code[:6]) + (f" and {len(with_code) - 6} more" if len(with_code) > 6 else "")
+    return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
+            f"package{'' if len(with_code) == 1 else 's'} ({names}) find the CUDA libraries, torch build and GPU code "
+            "they need on this target (read from the wheels)")
 
 
 def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool) -> tuple[Selection, ...]:

@@ -143,6 +143,9 @@ def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Chec
     """Why `name` is locked below `top`: the check that failed (uv's words), after the target's own fact where one
     keeps the newest release off it (or the named package whose release pins it), and what was passed over where
     uv's words name it."""
+    native = next((p for p in passed if p.startswith(f"{name} {top} (its native code cannot load here: ")), None)
+    if native is not None:  # the rule on the closure passed it over: that is the reason, read from its wheel
+        return "its native code cannot load on this target: " + native.split(": ", 1)[1].removesuffix(")")
     fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages)
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"

@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from tritonlock import _toml, _urls
 from tritonlock._files import read_text
 from tritonlock.errors import IntentError
-from tritonlock.models import Intent, TargetSpec
+from tritonlock.models import Intent, PackageBuilds, TargetSpec
 
 _ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel")
 _INDEX_KEYS = ("torch", "default")
@@ -421,7 +421,7 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         raise IntentError(f"{where}: TOML syntax error: {msg} — fix the syntax (https://toml.io)") from None
     if Path(path).name == "pyproject.toml":  # [tool.tritonlock] + [project].dependencies: the same intent
         data = _from_pyproject(p, data)
-    _unknown(p, data, ("environment", "indexes", "targets", "target-files"), ())
+    _unknown(p, data, ("environment", "indexes", "targets", "target-files", "package-builds"), ())
     env = data.get("environment", {})
     if not isinstance(env, dict):
         p.add(("environment",), "expected a table", "write it as [environment]")
@@ -516,12 +516,14 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         if spec is not None:
             targets.append(spec)
     globs, files = _target_files(p, data, Path(path).parent, names, targets)
+    package_builds = _package_builds(p, data.get("package-builds", [])) if "package-builds" in data else ()
     p.raise_if_any()
     # the order the user wrote the packages in is theirs: uv decides them in it, and ties favour the earlier one
     intent = Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(dict.fromkeys(packages)),
                     cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                     targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
-                    warnings=tuple(p.warnings) + _same_machines(targets), channel=channel)
+                    warnings=tuple(p.warnings) + _same_machines(targets), channel=channel,
+                    package_builds=package_builds)
     del files  # (the files are the targets' origins, in order: content_hash reads them from there)
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
 
@@ -544,6 +546,8 @@ def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
         canonical["no-build"] = list(intent.no_build)
     if intent.channel != "release":  # only then, so that the hash of every release intent stays what it was
         canonical["channel"] = intent.channel
+    if intent.package_builds:  # only then, so that the hash of every other intent stays what it was
+        canonical["package-builds"] = [[b.name, b.index, list(b.cuda), b.flat] for b in intent.package_builds]
     if intent.target_files:  # only then, so that the hash of an intent without target-files stays what it was
         files = list(dict.fromkeys(t.origin[5:] for t in targets if t.origin.startswith("file:")))
         canonical["target-files"] = {"globs": list(intent.target_files), "files": files}
@@ -665,6 +669,34 @@ def _from_pyproject(p: _Problems, data: dict[str, Any]) -> dict[str, Any]:
     env["packages"] = packages
     out["environment"] = env
     return out
+
+
+_BUILD_KEYS = ("name", "index", "cuda", "format")
+
+
+def _package_builds(p: _Problems, raw: Any) -> tuple[PackageBuilds, ...]:
+    """[[package-builds]]: a package's own per-CUDA builds on an index of its own, as compat/packages.toml rows
+    (name, index with {version}/{cuda}/{torch}, cuda = ["cu128", ...], format = "simple" | "flat")."""
+    from tritonlock.decide.pkgbuilds import parse_rows
+
+    if not isinstance(raw, list):
+        p.add(("package-builds",), "expected an array of tables", "write each as a [[package-builds]] table")
+        return ()
+    out: list[PackageBuilds] = []
+    for i, row in enumerate(raw):
+        if not isinstance(row, dict):
+            p.add(("package-builds", i), "expected a table", "write it as a [[package-builds]] table")
+            continue
+        _unknown(p, row, _BUILD_KEYS, ("package-builds", i))
+        try:
+            (b,) = parse_rows([row], "", "package-builds")
+        except ValueError as err:
+            what = str(err).split(": ", 2)[-1]
+            p.add(("package-builds", i), what, 'write e.g. name = "vllm", index = '
+                  '"https://wheels.vllm.ai/{version}/{cuda}", cuda = ["cu129"]')
+            continue
+        out.append(b)
+    return tuple(out)
 
 
 def _no_build(p: _Problems, raw: Any) -> tuple[str, ...]:

@@ -110,13 +110,22 @@ class Scene:
     default_index: str
     # the releases the target could run with the intent's torch = lifted (for "a torch pin would fix it")
     host: Callable[[], tuple[Selection, ...]] | None = None
+    # what an earlier round of the decision passed over (the native-code rule): uv constraints, and why in words
+    constraints: tuple[str, ...] = ()
+    passed: tuple[str, ...] = ()
+    warm: bool = False  # uv's cache already holds this target's pages (a later round)
+    package_indexes: tuple[tuple[str, str, str], ...] = ()  # (name, index, format): a package's own build
 
     @property
     def target(self) -> TargetSpec:
         return self.sel.target
 
     def index_for(self, name: str) -> str:
-        """The index a package comes from: the torch index for the torch family, else the default index."""
+        """The index a package comes from: its own build's index where the decision took one, the torch index for
+        the torch family, else the default index."""
+        own = {n: u for n, u, _ in self.package_indexes}.get(canonicalize_name(name))
+        if own:
+            return own
         bound = self.sel.index and self.matrix.bound_to_torch_index(canonicalize_name(name), self.sel.backend)
         return self.sel.index if bound and self.sel.index else self.default_index
 
@@ -174,10 +183,10 @@ class Search:
         self.sc, self.group, self._compile = sc, group, compile
         self.versions = [c.torch for c in group if c.torch]
         self.known = [r.version for r in sc.matrix.torch]
-        self.constraints: list[str] = []
+        self.constraints: list[str] = list(sc.constraints)
         self.no_build: list[str] = list(sc.intent.no_build)
-        self.passed: list[str] = []
-        self.warm = False  # uv's cache holds what the first compile read: later ones answer from it first
+        self.passed: list[str] = list(sc.passed)
+        self.warm = sc.warm  # uv's cache holds what the first compile read: later ones answer from it first
 
     def lock(self, reqs: list[str]) -> tuple[Selection, tuple[LockedPackage, ...]]:
         """uv's answer for these requirements with this index's fitting torch releases; what the target cannot have
@@ -191,7 +200,8 @@ class Search:
                 packages = self._compile(s, self.sc.matrix, self.sc.default_index,
                                          torch_spec=torch_spec(self.versions, extra_known), offline=self.warm,
                                          constraints=tuple(self.constraints), no_build=tuple(self.no_build),
-                                         build_facts=False)  # an answer the checks may replace: read once kept
+                                         build_facts=False,  # an answer the checks may replace: read once kept
+                                         package_indexes=self.sc.package_indexes)
             except ClosureError as err:
                 if self.passed and passes:  # the answer without what the target cannot have: there is none
                     raise Impossible(words.impossible(self.sc, self.passed, err)) from None
@@ -289,7 +299,9 @@ def _driver_below(driver: str, floor: str) -> bool:
 
 def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, matrix: Matrix, default_index: str,
            *, compile: Compile, facts: Facts | None = None, default_python: str = "",
-           host: Callable[[], tuple[Selection, ...]] | None = None) -> tuple[Selection, tuple[LockedPackage, ...]]:
+           host: Callable[[], tuple[Selection, ...]] | None = None, constraints: tuple[str, ...] = (),
+           passed: tuple[str, ...] = (), warm: bool = False,
+           package_indexes: tuple[tuple[str, str, str], ...] = ()) -> tuple[Selection, tuple[LockedPackage, ...]]:
     """Lock one target whose intent names packages: among the fitting torch releases (`candidates`, newest first,
     `sel` the newest), the answer that gives the packages, in the user's order, their newest releases the target
     allows, then the newest torch — uv's answer in that order, checked (`Search`). The torch releases are grouped by
@@ -305,7 +317,8 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     for c in candidates:
         groups.setdefault(c.index or "", []).append(c)
     sc = Scene(sel=sel, candidates=candidates, intent=intent, matrix=matrix, facts=facts, reqs=reqs, python=python,
-               default_python=default_python, default_index=default_index, host=host)
+               default_python=default_python, default_index=default_index, host=host, constraints=constraints,
+               passed=passed, warm=warm, package_indexes=package_indexes)
     # the packages' own index pages (for their newest releases) load while uv works
     pool = ThreadPoolExecutor(max_workers=1)
     pool.submit(facts.prefetch, [(sc.index_for(r.name), r.name) for r in reqs if r.url is None])
@@ -338,7 +351,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
         # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
         # torch does not pin): lock the chosen torch exactly, as without packages
         packages = compile(best.candidate, matrix, default_index, no_build=best.no_build,
-                           constraints=best.constraints, offline=True)
+                           constraints=best.constraints, offline=True, package_indexes=package_indexes)
     elif any(p.build == "source" for p in packages):
         # the answer kept builds from source: lock it once more with what those builds need read from their sdists
         # (and their build requirements locked), each named package and torch held where the decision put them
@@ -346,7 +359,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
                 and r.url is None else str(r) for r in reqs]
         packages = compile(dataclasses.replace(best.candidate, packages=tuple(pins)), matrix, default_index,
                            torch_spec=f"=={best.candidate.torch}", no_build=best.no_build,
-                           constraints=best.constraints, offline=True)
+                           constraints=best.constraints, offline=True, package_indexes=package_indexes)
     return _explained(sc, best), packages
 
 

@@ -67,13 +67,24 @@ def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
     return reqs + list(sel.packages)
 
 
-def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> str:
+def _own_name(package: str) -> str:
+    """The uv index name of a package's own build index ("build-vllm")."""
+    return "build-" + re.sub(r"[^a-z0-9]+", "-", package.lower())
+
+
+def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str], own: dict[str, str],
+              flat: set[str]) -> str:
     lines = ["[project]", 'name = "tritonlock-closure"', 'version = "0"',
              f'requires-python = ">={sel.python}"', "dependencies = ["]
     lines += [f"  {toml_value(r)}," for r in reqs]
     lines += ["]", "", "[[tool.uv.index]]", 'name = "torch"', f"url = {toml_value(sel.index or '')}",
-              "explicit = true", "", "[tool.uv.sources]"]
+              "explicit = true"]
+    for name, url in sorted(own.items()):
+        lines += ["", "[[tool.uv.index]]", f"name = {toml_value(_own_name(name))}", f"url = {toml_value(url)}",
+                  "explicit = true"] + (['format = "flat"'] if name in flat else [])
+    lines += ["", "[tool.uv.sources]"]
     lines += [f'{toml_value(p)} = {{ index = "torch" }}' for p in torch_pkgs]
+    lines += [f"{toml_value(n)} = {{ index = {toml_value(_own_name(n))} }}" for n in sorted(own)]
     return "\n".join(lines) + "\n"
 
 
@@ -156,7 +167,8 @@ def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | 
 
 def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900,
                    torch_spec: str | None = None, no_build: tuple[str, ...] = (), offline: bool = False,
-                   constraints: tuple[str, ...] = (), build_facts: bool = True) -> tuple[LockedPackage, ...]:
+                   constraints: tuple[str, ...] = (), build_facts: bool = True,
+                   package_indexes: tuple[tuple[str, str, str], ...] = ()) -> tuple[LockedPackage, ...]:
     """The full transitive set for one ok selection, each package bound to exactly one index.
 
     uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
@@ -175,6 +187,8 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     compile can (uv asks the network again only where its cache lacks something). `build_facts` False: a package
     without a wheel is marked `build = "source"` without reading its sdist (what its build needs, what it imports)
     and without locking its build requirements — an answer the decision may still replace, read in full once kept.
+    `package_indexes` ((name, url, "simple" | "flat"), …): a package taken from an index of its own (its per-CUDA
+    builds, as vLLM publishes them; "flat": a page of links), bound there like the torch family.
     """
     assert sel.ok and sel.torch and sel.index and sel.python
     reqs = requirements(sel, torch_spec)
@@ -192,7 +206,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
             notes[n] = why or ""
         return not notes[n]
 
-    bound = {n for n in names if binds(n)}
+    own_builds: dict[str, str] = {canonicalize_name(n): u for n, u, _ in package_indexes}
+    flat: set[str] = {canonicalize_name(n) for n, _, f in package_indexes if f == "flat"}
+    bound = {n for n in names if binds(n) and n not in own_builds}
     release = matrix.torch_release(sel.torch)
     from tritonlock.decide.resolve import platform_of
 
@@ -206,7 +222,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
         raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
                        no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
                        offline=offline or npass > 0,  # a later pass: uv's cache holds what the first one read
-                       constraints=constraints)
+                       constraints=constraints, own=own_builds, flat=flat)
         found = {canonicalize_name(str(r["name"])) for r in raw}
         # torch from the default index ([indexes] torch = "default"): one index serves every package, so a family
         # member that came in through another package needs no binding (and no second compile, as with uv alone)
@@ -223,7 +239,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     pkgs: list[LockedPackage] = []
     for r in raw:
         name = canonicalize_name(str(r["name"]))
-        index = sel.index if name in bound else default_index
+        index = own_builds.get(name) or (sel.index if name in bound else default_index)
         wheels = tuple(_file(w) for w in r.get("wheels", []))
         sdist = _file(r["sdist"]) if "sdist" in r else None
         note = notes.get(name) or None
@@ -284,7 +300,8 @@ _CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
              no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None, offline: bool = False,
-             constraints: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+             constraints: tuple[str, ...] = (), own: dict[str, str] | None = None,
+             flat: set[str] | None = None) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -295,7 +312,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
     assert sel.python and sel.index
     with tempfile.TemporaryDirectory(prefix="tritonlock-closure-") as tmp:
         pyproject = Path(tmp) / "pyproject.toml"
-        pyproject.write_text(_pyproject(sel, reqs, torch_pkgs), encoding="utf-8")
+        pyproject.write_text(_pyproject(sel, reqs, torch_pkgs, own or {}, flat or set()), encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
         args = [_subprocess.uv_bin(), "pip", "compile", str(pyproject), "--no-config", "--no-header", "--quiet",
                 f"--python-version={sel.python}", f"--python-platform={python_platform(sel, floor)}",
@@ -306,7 +323,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
             (Path(tmp) / "constraints.txt").write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
             args += ["--constraint", str(Path(tmp) / "constraints.txt")]
         for keyring in (False, True):
-            env = index.uv_env(named={"torch": sel.index}, default=default_index, keyring=keyring)
+            env = index.uv_env(named={"torch": sel.index, **{_own_name(n): u for n, u in (own or {}).items()}},
+                               default=default_index, keyring=keyring)
             if macos:
                 env["MACOSX_DEPLOYMENT_TARGET"] = macos
             unset = (*index.UV_UNSET, "MACOSX_DEPLOYMENT_TARGET")  # this machine's setting says nothing of the target

@@ -21,6 +21,10 @@ class RemoteZip:
         resp = self.session.head(self.url, allow_redirects=True, timeout=60)  # type: ignore[attr-defined]
         return int(resp.headers["Content-Length"])
 
+    def read_range(self, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive) of the file."""
+        return self._get(start, end)
+
     def _get(self, start: int, end: int) -> bytes:
         """Bytes start..end (inclusive)."""
         from tritonlock.errors import IndexError_

@@ -1,0 +1,79 @@
+"""Real shared objects for the native-code tests, compiled here with the system C compiler: stub CUDA runtime and
+torch libraries (each with its real soname), Python extension modules that link them (so DT_NEEDED and the
+undefined symbols are the linker's), and a `.nv_fatbin` section of CUDA fatbin container headers added with objcopy
+(the layout tritonlock/lock/gpucode.py reads, as nvcc writes it). Importing such an extension is a real import:
+a library the loader cannot find, or a symbol a library lacks, fails as it does for a user."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+CC = shutil.which("cc") or shutil.which("gcc")
+OBJCOPY = shutil.which("objcopy")
+
+
+def need_tools() -> None:
+    if CC is None or OBJCOPY is None:
+        pytest.skip("a C compiler and objcopy are needed (apt-get install gcc binutils)")
+
+
+def stub_library(out_dir: Path, soname: str, symbols: tuple[str, ...] = ("stub_version",)) -> Path:
+    """A shared library named and sonamed `soname` that defines `symbols` (C functions; a C++ name is given
+    mangled, "_ZN3c1010TensorImpl7releaseEv", which is a valid C identifier)."""
+    need_tools()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    src = out_dir / f"{soname}.c"
+    src.write_text("".join(f"int {s}(void) {{ return 0; }}\n" for s in symbols), encoding="utf-8")
+    out = out_dir / soname
+    subprocess.run([CC, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(out), str(src)], check=True,
+                   capture_output=True)
+    return out
+
+
+def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]], rpath: str = "$ORIGIN",
+              fatbin: tuple[tuple[int, int], ...] = ()) -> bytes:
+    """A Python extension module `module` (PyInit_<last part>) that links each library in `links` (found at its
+    path when built; at `rpath` when imported) and calls the symbols given for it; `fatbin`: (kind, arch) entries of
+    a `.nv_fatbin` section (kind 2: a cubin, 1: PTX; arch 80 for sm_80)."""
+    need_tools()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = module.rsplit(".", 1)[-1]
+    calls = [s for syms in links.values() for s in syms]
+    src = out_dir / f"{base}.c"
+    src.write_text(
+        "#include <Python.h>\n" + "".join(f"extern int {s}(void);\n" for s in calls)
+        + f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, NULL}};\n"
+        + f"PyMODINIT_FUNC PyInit_{base}(void) {{\n"
+        + "".join(f"  (void){s}();\n" for s in calls)
+        + "  return PyModule_Create(&def);\n}\n", encoding="utf-8")
+    out = out_dir / f"{base}.so"
+    args = [CC, "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o", str(out), str(src),
+            f"-Wl,-rpath,{rpath}", "-Wl,--no-as-needed"]
+    for lib in links:
+        args += [f"-L{lib.parent}", f"-l:{lib.name}"]
+    subprocess.run(args, check=True, capture_output=True)
+    if fatbin:
+        section = out_dir / f"{base}.fatbin"
+        section.write_bytes(fatbin_bytes(fatbin))
+        subprocess.run([OBJCOPY, "--add-section", f".nv_fatbin={section}", str(out)], check=True,
+                       capture_output=True)
+    return out.read_bytes()
+
+
+def fatbin_bytes(entries: tuple[tuple[int, int], ...]) -> bytes:
+    """One fatbin container: u32 magic 0xBA55ED50, u16 version, u16 header size (16), u64 size of the entries; each
+    entry a 64-byte header (u16 kind, u16 version, u32 header size, u64 payload size, …, u32 arch at +28) and an
+    8-byte payload."""
+    body = b""
+    for kind, arch in entries:
+        head = bytearray(64)
+        struct.pack_into("<HHIQ", head, 0, kind, 0x0101, 64, 8)
+        struct.pack_into("<I", head, 28, arch)
+        body += bytes(head) + b"\0" * 8
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body

@@ -1,0 +1,85 @@
+"""A package's own per-CUDA builds on an index of its own (compat/packages.toml, and [[package-builds]] in the
+intent): which index holds the build of a release for a torch's CUDA, as a choice like torch's backend."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from packaging.utils import canonicalize_name
+
+from tritonlock.models import PackageBuilds
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildChoice:
+    name: str
+    url: str
+    variant: str  # "cu129"
+    flat: bool
+    why: str  # in words, with the row's inference said
+
+
+@lru_cache(maxsize=1)
+def curated() -> dict[str, PackageBuilds]:
+    """compat/packages.toml, by normalized name."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    path = root / "packages.toml" if root else None
+    if path is None or not path.is_file():
+        return {}
+    return {b.name: b for b in parse_rows(_toml.loads(path.read_text(encoding="utf-8")).get("build", []),
+                                           str(path), "build")}
+
+
+def parse_rows(rows: object, where: str, key: str) -> list[PackageBuilds]:
+    """Rows of [[build]] (compat) or [[package-builds]] (an intent); MatrixError / IntentError-worthy problems are
+    raised as ValueError naming the row."""
+    out = []
+    for i, row in enumerate(rows if isinstance(rows, list) else []):
+        name, index, cuda = (row.get("name"), row.get("index"), row.get("cuda")) if isinstance(row, dict) else (
+            None, None, None)
+        if not (isinstance(name, str) and isinstance(index, str) and isinstance(cuda, list) and cuda
+                and all(isinstance(c, str) and re.fullmatch(r"cu[0-9]{3}|cpu", c) for c in cuda)):
+            raise ValueError(f"{where}: {key}[{i}]: needs name, index (a URL with {{version}}, {{cuda}} or {{torch}}) "
+                             "and cuda (a list like [\"cu128\", \"cu130\"])")
+        if not re.match(r"https?://|file://", index):
+            raise ValueError(f"{where}: {key}[{i}].index: {index!r} is not an http(s):// or file:// URL")
+        fmt = row.get("format", "simple")
+        if fmt not in ("simple", "flat"):
+            raise ValueError(f"{where}: {key}[{i}].format: {fmt!r} — use \"simple\" (an index) or \"flat\" (a page "
+                             "of links, pip's find-links)")
+        out.append(PackageBuilds(name=canonicalize_name(name), index=index, cuda=tuple(cuda), flat=fmt == "flat",
+                                 inferred=str(row.get("inferred", "")), source=str(row.get("source", ""))))
+    return out
+
+
+def _cuda(variant: str) -> tuple[int, int] | None:
+    m = re.fullmatch(r"cu([0-9]+)([0-9])", variant)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def choose(name: str, version: str, torch: str, backend: str, *, cuda_major: int | None,
+           extra: tuple[PackageBuilds, ...] = ()) -> BuildChoice | None:
+    """The index of `name` `version`'s build for a torch of `backend` (cu128): a variant of the same CUDA major as
+    the torch (`cuda_major` when the need is one major), the nearest at or below the torch's CUDA, else above."""
+    rows = {b.name: b for b in (*curated().values(), *extra)}
+    b = rows.get(canonicalize_name(name))
+    torch_cuda = _cuda(backend)
+    if b is None or torch_cuda is None:
+        return None
+    major = cuda_major or torch_cuda[0]
+    same = [v for v in b.cuda if (c := _cuda(v)) is not None and c[0] == major]
+    if not same:
+        return None
+    at_or_below = [v for v in same if (_cuda(v) or (0, 0)) <= torch_cuda]
+    variant = max(at_or_below, key=lambda v: _cuda(v) or (0, 0)) if at_or_below else min(
+        same, key=lambda v: _cuda(v) or (0, 0))
+    url = b.index.format(version=version.split("+", 1)[0], cuda=variant, torch=torch.split("+", 1)[0])
+    why = f"{b.name}'s {variant} build from its own index {url}"
+    if b.inferred:
+        why += f" (inferred: {b.inferred})"
+    return BuildChoice(name=b.name, url=url, variant=variant, flat=b.flat, why=why)
