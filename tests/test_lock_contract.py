@@ -3,6 +3,8 @@ command (with `--locked` or not); a newer minor format gives one `warning:` line
 
 from __future__ import annotations
 
+from tritonlock import LOCK_VERSION
+
 import re
 from pathlib import Path
 
@@ -103,7 +105,7 @@ def test_a_newer_minor_lock_gives_one_warning_line(tmp_path: Path, locked: str) 
 
 
 def test_a_lock_from_the_old_format_says_regenerate(tmp_path: Path, locked: str) -> None:
-    text = locked.replace('lock-version = "2.1"', 'lock-version = "1.0"')
+    text = locked.replace(f'lock-version = "{LOCK_VERSION}"', 'lock-version = "1.0"')
     (tmp_path / "triton-env.lock").write_text(text, encoding="utf-8")
     code, out, err = _run("sync", "-p", str(tmp_path), "--dry-run")
     assert code == 2
@@ -112,7 +114,7 @@ def test_a_lock_from_the_old_format_says_regenerate(tmp_path: Path, locked: str)
 
 def test_resolve_replaces_a_lock_of_the_old_format(tmp_path: Path, locked: str, local_index: LocalIndex) -> None:
     write_intent(tmp_path, local_index, INTENT)
-    (tmp_path / "triton-env.lock").write_text(locked.replace('lock-version = "2.1"', 'lock-version = "1.0"'))
+    (tmp_path / "triton-env.lock").write_text(locked.replace(f'lock-version = "{LOCK_VERSION}"', 'lock-version = "1.0"'))
     code, out, err = _run("resolve", "-p", str(tmp_path))
     assert code == 0, err
     assert "written by an older tritonlock" in out and "re-resolving" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import pytest
 from tritonlock.lock import lockfile
 from tritonlock.errors import LockfileError, LockfileWarning
 from tritonlock.decide.intent import parse_intent
-from tritonlock.models import DirectPackage, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
+from tritonlock.models import (DirectPackage, Lock, LockedPackage, LockedTarget, NativeFacts, NativeMember, Selection,
+                               TargetSpec, Wheel)
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference.lock"
 
@@ -34,9 +36,15 @@ def sample() -> Lock:
             Wheel(name="filelock-3.16.1-py3-none-any.whl", url="https://files.example/f/filelock-3.16.1-py3-none-any.whl",
                   sha256="b" * 64, size=16_163),)),
     )
+    native = (NativeFacts(sha256="a" * 64, filename="torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+                          provides=("libc10.so", "libtorch_cuda.so"), names_only=True),
+              NativeFacts(sha256="d" * 64, filename="kern-1.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                          provides=("_C.abi3.so",), built_for_torch="2.11", members=(NativeMember(
+                              path="kern/_C.abi3.so", extension=True, needed=("libcudart.so.13", "libtorch_cuda.so"),
+                              torch_abi="stable", sm=("sm_80", "sm_90a"), ptx=("compute_90",), gpu="read"),)))
     return Lock(lock_version="1.0", created_by="tritonlock 0.1.0", intent_hash="sha256:" + "c" * 64,
                 matrix_version="2026.11.30", default_index="https://mirror.example/simple",
-                targets=(LockedTarget(selection=sel, packages=pkgs),))
+                targets=(LockedTarget(selection=sel, packages=pkgs),), native=native)
 
 
 def test_matches_reference_bytes_and_round_trips() -> None:
@@ -47,16 +55,20 @@ def test_matches_reference_bytes_and_round_trips() -> None:
     assert lockfile.dumps(back) == text
     assert back.targets[0].selection.ptx == ("sm_120",)
     assert back.targets[0].selection.direct == sample().targets[0].selection.direct
+    assert [dataclasses.replace(f, source="") for f in back.native] == list(sample().native)
     # packages come out sorted, whatever order they went in
     assert [p.name for p in back.targets[0].packages] == ["filelock", "torch"]
 
 
 def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_warns() -> None:
+    from tritonlock import LOCK_VERSION
+
     text = lockfile.dumps(sample())
-    assert 'lock-version = "2.1"' in text
+    assert f'lock-version = "{LOCK_VERSION}"' in text
+    major, minor = (int(x) for x in LOCK_VERSION.split("."))
 
     def with_version(v: str) -> str:
-        return text.replace('lock-version = "2.1"', f'lock-version = "{v}"')
+        return text.replace(f'lock-version = "{LOCK_VERSION}"', f'lock-version = "{v}"')
 
     with pytest.raises(LockfileError) as ei:
         lockfile.loads(with_version("1.0"), "x.lock")
@@ -69,14 +81,14 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
         with pytest.raises(LockfileError, match=r"x.lock: lock-version: .* is not a lock version"):
             lockfile.loads(with_version(bad), "x.lock")
     # a newer minor: the header digest still holds (it covers lock-version), so re-stamp it as a newer writer would
-    newer = _restamp(with_version("2.3"))
+    newer = _restamp(with_version(f"{major}.{minor + 1}"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lockfile.loads(newer, "x.lock")
     (w,) = caught
     assert w.category is LockfileWarning
-    assert str(w.message) == ("x.lock: lock-version 2.3 is newer than this tritonlock's 2.1; reading only the fields "
-                              "it knows — upgrade tritonlock")
+    assert str(w.message) == (f"x.lock: lock-version {major}.{minor + 1} is newer than this tritonlock's "
+                              f"{LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock")
 
 
 def _restamp(text: str) -> str:

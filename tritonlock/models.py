@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 
@@ -194,6 +195,64 @@ class LockedTarget:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class NativeMember:
+    """One shared object in a wheel: an extension module (imported by Python) or a library it loads."""
+
+    path: str  # "vllm/_C.abi3.so", as in the wheel
+    extension: bool
+    needed: tuple[str, ...] = ()  # DT_NEEDED sonames
+    torch_abi: str = ""  # "" (links no torch), "stable" (torch's stable C ABI) or "cxx" (torch's C++ API)
+    sm: tuple[str, ...] = ()  # "sm_80", "sm_90a": cubins
+    ptx: tuple[str, ...] = ()  # "compute_90": PTX the driver can JIT
+    gfx: tuple[str, ...] = ()  # "gfx942": AMD code objects
+    gpu: str = "none"  # "read" (sm/ptx/gfx are what it carries), "none" (it links no GPU library), or why not read
+
+    @property
+    def module(self) -> str | None:
+        """The module name Python imports it as ("vllm._C"), for an extension module."""
+        if not self.extension:
+            return None
+        parts = self.path.split("/")
+        if any(p.endswith((".data", ".libs", ".dist-info")) for p in parts[:-1]):
+            return None
+        base = parts[-1].split(".", 1)[0]
+        return ".".join([*parts[:-1], base]) if base.isidentifier() else None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NativeFacts:
+    """What one wheel file's native code needs and brings; `problem` says what could not be read."""
+
+    sha256: str
+    filename: str
+    provides: tuple[str, ...] = ()  # the file names of every shared object in the wheel (what its loader finds)
+    members: tuple[NativeMember, ...] = ()
+    built_for_torch: str | None = None  # "2.9": its METADATA's exact torch pin, its local label or file name
+    source: str = ""  # where the facts were read
+    problem: str | None = None
+    names_only: bool = False  # only what the wheel brings was read (a provider's: torch's, NVIDIA's libraries)
+
+    @property
+    def native(self) -> bool:
+        return bool(self.members)
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> NativeFacts:
+        members = tuple(NativeMember(path=m["path"], extension=bool(m["extension"]), needed=tuple(m.get("needed", ())),
+                               torch_abi=m.get("torch_abi", ""), sm=tuple(m.get("sm", ())),
+                               ptx=tuple(m.get("ptx", ())), gfx=tuple(m.get("gfx", ())), gpu=m.get("gpu", "none"))
+                        for m in d.get("members", []))
+        return cls(sha256=d["sha256"], filename=d["filename"], provides=tuple(d.get("provides", [])),
+                   members=members, built_for_torch=d.get("built_for_torch"), source=d.get("source", ""),
+                   problem=d.get("problem"), names_only=bool(d.get("names_only")))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Lock:
     """triton-env.lock."""
 
@@ -205,3 +264,4 @@ class Lock:
     targets: tuple[LockedTarget, ...] = field(default_factory=tuple)
     input_digest: str = ""  # raw intent bytes + matrix version + machine: the no-change fast path
     inputs_from: str = ""  # "intent" | "host" | "file": where the targets came from
+    native: tuple[NativeFacts, ...] = ()  # the binary facts of the locked wheels with native code, by sha256 (2.2)

@@ -10,11 +10,15 @@ from typing import TYPE_CHECKING
 
 from tritonlock import __version__
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
-from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, Selection, TargetSpec
+from tritonlock.models import Intent, Lock, LockedPackage, LockedTarget, NativeFacts, Selection, TargetSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tritonlock._term import TargetProgress
+    from tritonlock.decide._pkgfacts import Facts
     from tritonlock.decide.matrix import Matrix
+    from tritonlock.lock.native import Reader
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -187,7 +191,8 @@ def _host_candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Se
 
 
 def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ...], dindex: str, *,
-                 progress: TargetProgress | None = None) -> list[tuple[Selection, tuple[LockedPackage, ...]]]:
+                 progress: TargetProgress | None = None,
+                 reader: Reader | None = None) -> list[tuple[Selection, tuple[LockedPackage, ...]]]:
     """Each ok target's final selection and its closure. Without packages the resolver's torch is locked as it is;
     with packages, tritonlock.decide.packages picks among the fitting torch releases the one that gives the packages their
     newest versions. Targets whose inputs are the same share one computation (a fleet of 32 machines is a handful of
@@ -217,7 +222,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     from tritonlock.lock.native import Reader
 
     facts = Facts()
-    reader = Reader()  # the binary facts of the locked wheels, read once for every target that shares them
+    reader = reader or Reader()  # the binary facts of the locked wheels, read once for every target sharing them
 
     def one(k: tuple[str, ...], pair: tuple[Selection, tuple[Selection, ...] | None]) -> tuple[
             Selection, tuple[LockedPackage, ...]]:
@@ -282,7 +287,8 @@ def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[t
 
 
 def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
-                  facts: object, host: object, reader: object) -> tuple[Selection, tuple[LockedPackage, ...]]:
+                  facts: Facts, host: Callable[[], tuple[Selection, ...]],
+                  reader: Reader) -> tuple[Selection, tuple[LockedPackage, ...]]:
     """decide → lock → decide: the packages decision, then the lock stage's binary facts of its closure, then the
     decision's native-code rule; a closure that breaks the rule is decided again with the release that broke it
     passed over (its own build for the torch's CUDA first, where compat/packages.toml or [[package-builds]] knows
@@ -304,11 +310,11 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
     tried: set[str] = set()
     last: tuple[Selection, list[rule.Problem]] | None = None
     for round_ in range(NATIVE_ROUNDS):
+        decision: tuple[Selection, tuple[LockedPackage, ...]] | None
         try:
-            sel, pkgs = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,  # type: ignore[arg-type]
-                                  default_python=running_python(), host=host,  # type: ignore[arg-type]
-                                  constraints=tuple(constraints), passed=tuple(passed), warm=round_ > 0,
-                                  package_indexes=tuple(own))
+            decision = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,
+                                 default_python=running_python(), host=host, constraints=tuple(constraints),
+                                 passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own))
         except ClosureError:
             if own and own[-1][0] in own_release:
                 # a package's own index did not serve that build: pass the release over instead
@@ -318,15 +324,16 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
                 continue
             if last is None:
                 raise
-            sel = pkgs = None  # type: ignore[assignment]
-        if (sel is None or not sel.ok) and last is not None:
+            decision = None
+        if (decision is None or not decision[0].ok) and last is not None:
             # with the releases whose native code cannot load passed over, nothing is left: that is the conflict
             message = rule.conflict(last[0], last[1], rejected)
             return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+        assert decision is not None
+        sel, pkgs = decision
         if not sel.ok:
             return sel, pkgs
-        found = rule.problems(sel, pkgs, reader.facts(native_wanted(sel, pkgs)), matrix,  # type: ignore[attr-defined]
-                              policy=intent.cuda_policy)
+        found = rule.problems(sel, pkgs, reader.facts(native_wanted(sel, pkgs)), matrix, policy=intent.cuda_policy)
         if not found:
             checked = _native_reason(pkgs, reader)
             return (dataclasses.replace(sel, reasons=sel.reasons + (checked,)) if checked else sel), pkgs
@@ -359,9 +366,9 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
     raise AssertionError("unreachable")
 
 
-def _native_reason(packages: tuple[LockedPackage, ...], reader: object) -> str | None:
+def _native_reason(packages: tuple[LockedPackage, ...], reader: Reader) -> str | None:
     """What the rule checked, in one reason line (None when nothing in the closure carries native code)."""
-    facts = reader.read  # type: ignore[attr-defined]
+    facts = reader.read
     with_code = [p for p in packages if any(w.sha256 in facts and facts[w.sha256].native for w in p.wheels)]
     if not with_code:
         return None
@@ -429,8 +436,11 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
     fitting = tuple(s for s in selections if s.ok)
+    from tritonlock.lock.native import Reader
+
+    reader = Reader()
     try:
-        done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress))
+        done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None
     # one target's conflict does not block the others: each target that fits is locked, each that does not is
@@ -451,12 +461,19 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
                 intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
-                input_digest=digest, inputs_from=inputs_from)
+                input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings + news)
+
+
+def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:
+    """The binary facts the lock keeps: of the locked wheels the rule read that carry native code or bring it."""
+    shas = {w.sha256 for pkgs in closures for p in pkgs for w in p.wheels}
+    return tuple(f for sha, f in sorted(reader.read.items()) if sha in shas and not f.problem and
+                 (f.members or f.provides))
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:

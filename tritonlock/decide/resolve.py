@@ -8,9 +8,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tritonlock.decide import rules
-from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, Variant, branch_floor, cc_tuple, driver_branch_number
+from tritonlock._archs import cc_tuple
+from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, Variant, branch_floor, driver_branch_number
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
-from tritonlock.decide.matrix import gpu_runs
+from tritonlock._archs import gpu_runs
 from tritonlock.decide.rules import platform_of
 from tritonlock.decide._words import grouped
 

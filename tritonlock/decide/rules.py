@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tritonlock.decide.matrix import (Matrix, Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant, arch_tuple, branch_floor,
-                               cc_tuple, driver_branch_number, gpu_runs)
+from tritonlock._archs import arch_tuple, cc_tuple, gpu_runs
+from tritonlock.decide.matrix import (Matrix, Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant, branch_floor, driver_branch_number)
 from tritonlock.models import Intent, TargetSpec
 
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",

@@ -146,7 +146,7 @@ def _cuda_unavailable(c: Context, driver_too_old: bool) -> Finding:
 
 
 def _arch_findings(c: Context) -> list[Finding]:
-    from tritonlock.decide.matrix import gpu_runs
+    from tritonlock._archs import gpu_runs
 
     assert c.venv and c.venv.torch
     t = c.venv.torch

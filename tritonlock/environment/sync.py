@@ -41,7 +41,7 @@ def _v(s: str) -> Version:
 def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) -> str | None:
     """Why target t does not fit this host (every reason, "; "-joined: fixing one should not reveal the next), or
     None when it does."""
-    from tritonlock.decide.matrix import gpu_runs
+    from tritonlock._archs import gpu_runs
 
     sel, spec = t.selection, t.selection.target
     if not sel.ok:

@@ -12,9 +12,12 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
+
+from tritonlock.models import NativeFacts
+from tritonlock.models import NativeMember as Member
 
 # v2: a member's `gpu` says whether its GPU code was read ("read", "none", or why not)
 _CACHE_VERSION = "native-v2"
@@ -29,62 +32,6 @@ _GPU_LIB = re.compile(r"^lib(?:cudart|cuda|cublas|cublasLt|cufft|curand|cusolver
                       r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._]")
 # Bytes of a library's start inflated at most to find its dynamic section, symbols and string table.
 _HEAD_MAX = 64 << 20
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Member:
-    """One shared object in a wheel: an extension module (imported by Python) or a library it loads."""
-
-    path: str  # "vllm/_C.abi3.so", as in the wheel
-    extension: bool
-    needed: tuple[str, ...] = ()  # DT_NEEDED sonames
-    torch_abi: str = ""  # "" (links no torch), "stable" (torch's stable C ABI) or "cxx" (torch's C++ API)
-    sm: tuple[str, ...] = ()  # "sm_80", "sm_90a": cubins
-    ptx: tuple[str, ...] = ()  # "compute_90": PTX the driver can JIT
-    gfx: tuple[str, ...] = ()  # "gfx942": AMD code objects
-    gpu: str = "none"  # "read" (sm/ptx/gfx are what it carries), "none" (it links no GPU library), or why not read
-
-    @property
-    def module(self) -> str | None:
-        """The module name Python imports it as ("vllm._C"), for an extension module."""
-        if not self.extension:
-            return None
-        parts = self.path.split("/")
-        if any(p.endswith((".data", ".libs", ".dist-info")) for p in parts[:-1]):
-            return None
-        base = parts[-1].split(".", 1)[0]
-        return ".".join([*parts[:-1], base]) if base.isidentifier() else None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NativeFacts:
-    """What one wheel file's native code needs and brings; `problem` says what could not be read."""
-
-    sha256: str
-    filename: str
-    provides: tuple[str, ...] = ()  # the file names of every shared object in the wheel (what its loader finds)
-    members: tuple[Member, ...] = ()
-    built_for_torch: str | None = None  # "2.9": its METADATA's exact torch pin, its local label or file name
-    source: str = ""  # where the facts were read
-    problem: str | None = None
-    names_only: bool = False  # only what the wheel brings was read (a provider's: torch's, NVIDIA's libraries)
-
-    @property
-    def native(self) -> bool:
-        return bool(self.members)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> NativeFacts:
-        members = tuple(Member(path=m["path"], extension=bool(m["extension"]), needed=tuple(m.get("needed", ())),
-                               torch_abi=m.get("torch_abi", ""), sm=tuple(m.get("sm", ())),
-                               ptx=tuple(m.get("ptx", ())), gfx=tuple(m.get("gfx", ())), gpu=m.get("gpu", "none"))
-                        for m in d.get("members", []))
-        return cls(sha256=d["sha256"], filename=d["filename"], provides=tuple(d.get("provides", [])),
-                   members=members, built_for_torch=d.get("built_for_torch"), source=d.get("source", ""),
-                   problem=d.get("problem"), names_only=bool(d.get("names_only")))
 
 
 def may_hold_native_code(filename: str) -> bool:

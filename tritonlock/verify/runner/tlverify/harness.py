@@ -72,6 +72,10 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes
     p.add_argument("--compile-check-only", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process
     p.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)  # see precompile.py
+    p.add_argument("--import-job", help=argparse.SUPPRESS)  # one distribution's imports (imports.py)
+    p.add_argument("--imports", type=json.loads, default=[],
+                   help='the packages the user named, imported even without native code, as JSON: ["vllm"]')
+    p.add_argument("--no-imports", action="store_true", help="do not import the packages with native code")
     p.add_argument("--inject-fault", metavar="KERNEL[:wrong]",
                    help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
                         ":wrong computes a finite but wrong answer")
@@ -332,6 +336,10 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     # first: the torch.compile process and any compile workers overlap everything below
     check = CompileCheck(opts, memo_dir) if not opts.quick else None
     pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True else None
+    # the packages' native code: each distribution's imports in a process of its own, beside the kernels
+    from .imports import ImportChecks
+
+    imports = ImportChecks(RUNNER_DIR, list(opts.imports or [])) if not opts.no_imports else None
     try:
         _verify(opts, r, check, memo_dir, pool)
     finally:
@@ -339,6 +347,9 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
             pool.close()
         if check is not None:
             check.abandon()
+        if imports is not None:
+            with r.phase("package imports (waited for)"):
+                imports.finish(r, gpu=r.mode == "gpu")
 
 
 def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, memo_dir: str | None,
@@ -456,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts.compile_worker:
         from .precompile import worker_main
         return worker_main()
+    if opts.import_job:
+        from .imports import import_job_main
+        return import_job_main(json.loads(opts.import_job))
     # Keep stdout for the JSON alone: triton, torch and the compilers may print, even from C.
     sys.stdout.flush()
     json_fd = os.dup(1)

@@ -28,6 +28,7 @@ class Report:
         self.gpus: list[str] = []
         self.notes: list[str] = []
         self.caches: dict[str, str] = {}
+        self.imports: list[dict[str, Any]] = []  # per distribution with native code (imports.py)
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -81,7 +82,8 @@ class Report:
             self.notes += [n for n in doc.get("notes", []) if not n.startswith("time: ")]
 
     def to_json(self) -> dict[str, Any]:
-        ok = all(c["ok"] for c in self.checks) and all(k["ok"] for k in self.kernels)
+        ok = all(c["ok"] for c in self.checks) and all(k["ok"] for k in self.kernels) and all(
+            i["ok"] for i in self.imports)
         notes = list(self.notes)
         if self.phases:
             notes.append("time: " + ", ".join(f"{n} {t:.2f} s" for n, t in self.phases))
@@ -93,7 +95,7 @@ class Report:
             "kernels": rows, "jit_seconds": self.jit_seconds,
             "compile_seconds": finite(self.compile_seconds), "caches": self.caches,
             "total_seconds": time.perf_counter() - self.started, "gpus": self.gpus,
-            "notes": notes,
+            "notes": notes, **({"imports": self.imports} if self.imports else {}),
         }
 
 

@@ -1,0 +1,176 @@
+"""The native-code rule's core, shared by the decision (on a closure's binary facts, before a lock is written),
+verify and doctor (on an environment's installed files): every extension module finds what it needs — the CUDA
+libraries its ELF names (brought by the torch build, an NVIDIA wheel or its own wheel), the driver they need, the
+torch build and release it links, and code or PTX for the GPUs. Small predicates over facts; each problem names
+the package, the library or arch, and the file it was read from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tritonlock._archs import gpu_runs
+from tritonlock.models import NativeFacts, NativeMember
+
+# Packages whose native code is the provider, not a consumer: torch's own builds (their facts are the matrix's:
+# backend, archs), Triton (it compiles at run time) and NVIDIA's CUDA libraries (compat/cudalibs.toml).
+_PROVIDERS = {"torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu", "triton-windows",
+              "triton-xpu", "triton-rocm"}
+# sonames whose number is the CUDA major (cuFFT, cuSOLVER, cuRAND, cuSPARSE, cuDNN and NCCL number their own)
+_CUDA_MAJOR_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z")
+# CUDA user libraries: a lock must bring each one a locked extension names (a machine's own toolkit is no lock)
+_CUDA_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn[A-Za-z_]*|"
+                       r"nccl|nvshmem[A-Za-z_]*|cupti|nvToolsExt|cufile)\.so(\.[0-9]+)*\Z")
+# which NVIDIA wheel brings a CUDA library, by CUDA major (CUDA 13's dropped the -cuNN suffix: compat/cudalibs.toml)
+_WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas",
+             "nvrtc": "nvidia-cuda-nvrtc", "nvJitLink": "nvidia-nvjitlink", "cufft": "nvidia-cufft",
+             "curand": "nvidia-curand", "cusolver": "nvidia-cusolver", "cusparse": "nvidia-cusparse",
+             "cudnn": "nvidia-cudnn", "nccl": "nvidia-nccl", "cupti": "nvidia-cuda-cupti"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Problem:
+    """One package's native code that cannot load (or run) on the target: what, and what would change it."""
+
+    package: str
+    version: str
+    kind: str  # "driver", "torch-build", "cuda-library", "cuda-driver", "torch-release", "gpu-code"
+    needs: str  # "libcudart.so.13", "torch's CUDA build", "torch 2.9", "sm_70"
+    text: str  # in words, naming the package, its file and what it needs
+    structural: bool = False  # no other release of the package can change it (a CPU target and CUDA code)
+
+    @property
+    def line(self) -> str:
+        return f"{self.package} {self.version}: {self.text}"
+
+
+def is_provider(name: str) -> bool:
+    """torch's family, Triton and NVIDIA's CUDA libraries: their native code is what the others need."""
+    n = re.sub(r"[-_.]+", "-", name).lower()
+    return n in _PROVIDERS or n.startswith(("nvidia-", "cuda-", "cupy-cuda"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Item:
+    """One distribution's native code to judge: its name, version and binary facts."""
+
+    name: str
+    version: str
+    facts: NativeFacts
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Setting:
+    """What the native code meets: the torch release and build (backend), the NVIDIA driver, the GPUs, and the
+    least driver each CUDA major needs (compat/cuda.toml [[minor_compat]] under the intent's policy)."""
+
+    torch: str | None
+    backend: str
+    driver: str | None
+    gpus: tuple[str, ...]
+    floors: dict[int, str]
+
+
+def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Problem]:
+    """What in the items' native code cannot load or run in the setting (empty: all of it can)."""
+    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
+    out: list[Problem] = []
+    for item in items:
+        if is_provider(item.name) or not item.facts.native:
+            continue
+        f = item.facts
+        found: dict[str, Problem] = {}
+        for m in f.members:
+            for prob in _member_problems(item, m, at, provided):
+                found.setdefault(prob.kind + prob.needs, prob)
+        # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
+        # kernels among them by architecture, and one that lacks an arch is no failure while another has it
+        with_code = [m for m in f.members if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        if with_code and ccs and at.backend.startswith("cu"):
+            sm = tuple(sorted({a for m in with_code for a in m.sm}))
+            ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
+            for cc in dict.fromkeys(ccs):
+                if gpu_runs(cc, sm, ptx) is None:
+                    found.setdefault(f"gpu-code{cc}", Problem(
+                        package=item.name, version=item.version, kind="gpu-code", needs=f"sm_{cc.replace('.', '')}",
+                        text=(f"its GPU code is built for {_archs(sm, ptx)}, which has no code for this target's "
+                              f"GPU (compute capability {cc}): its first kernel launch would fail ('no kernel image "
+                              f"is available'; read from {f.filename})")))
+        out += found.values()
+    return out
+
+
+def _archs(sm: tuple[str, ...], ptx: tuple[str, ...]) -> str:
+    return ", ".join(sm) + (f" and PTX {', '.join(ptx)}" if ptx else " (no PTX)")
+
+
+def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str]) -> list[Problem]:
+    f, backend = item.facts, at.backend
+    where = f"{m.path} in {f.filename}"
+    out: list[Problem] = []
+
+    def add(kind: str, needs: str, text: str, structural: bool = False) -> None:
+        out.append(Problem(package=item.name, version=item.version, kind=kind, needs=needs, text=text,
+                           structural=structural))
+
+    for lib in m.needed:
+        if lib == "libcuda.so.1":
+            if at.driver is None:
+                add("driver", lib, f"{where} needs libcuda.so.1, the NVIDIA driver's library, and this target has no "
+                                   "NVIDIA driver: the import fails ('libcuda.so.1: cannot open shared object file')",
+                    structural=True)
+            continue
+        if lib in ("libtorch_cuda.so", "libc10_cuda.so") and not backend.startswith("cu"):
+            add("torch-build", "torch's CUDA build",
+                f"{where} needs {lib}, which only torch's CUDA builds have; torch {at.torch} here is the "
+                f"{backend or 'unknown'} build", structural=not at.driver)
+            continue
+        if lib in ("libtorch_hip.so", "libc10_hip.so") and not backend.startswith("rocm"):
+            add("torch-build", "torch's ROCm build",
+                f"{where} needs {lib}, which only torch's ROCm builds have; torch {at.torch} here is the "
+                f"{backend or 'unknown'} build", structural=True)
+            continue
+        if _CUDA_LIB.match(lib) and lib not in provided:
+            add("cuda-library", lib, f"{where} needs {lib}, which no locked wheel brings ({_brings(lib, at)})")
+        major = _CUDA_MAJOR_LIB.match(lib)
+        if major and at.driver is not None:
+            floor = at.floors.get(int(major[2]))
+            if floor is not None and _key(at.driver) < _key(floor):
+                add("cuda-driver", f"CUDA {major[2]}",
+                    f"{where} is built for CUDA {major[2]} ({lib}), which needs driver >= {floor}; this driver is "
+                    f"{at.driver}")
+    built = f.built_for_torch
+    if m.torch_abi == "cxx" and built and public_minor(at.torch) not in (None, built):
+        add("torch-release", f"torch {built}",
+            f"{where} links torch's C++ API and was built for torch {built} ({_built_from(f)}); torch here is "
+            f"{at.torch}: the import would fail with an undefined symbol")
+    return out
+
+
+def public_minor(version: str | None) -> str | None:
+    m = re.match(r"([0-9]+)\.([0-9]+)", version or "")
+    return f"{m[1]}.{m[2]}" if m else None
+
+
+def _key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+
+def _built_from(f: NativeFacts) -> str:
+    return f"{f.filename}'s METADATA pins it, or its version's label says so"
+
+
+def _brings(lib: str, at: Setting) -> str:
+    m = re.match(r"^lib([A-Za-z]+?)(?:Lt)?\.so\.([0-9]+)", lib)
+    wheel = _WHEEL_OF.get(m[1]) if m else None
+    said = f"torch {at.torch} ({at.backend}) brings CUDA {_backend_cuda(at.backend)}"
+    if wheel and m:
+        suffix = "" if int(m[2]) >= 13 else f"-cu{m[2]}"
+        said += f"; {wheel}{suffix} would bring it" if _CUDA_MAJOR_LIB.match(lib) else f"; {wheel} brings it"
+    return said
+
+
+def _backend_cuda(backend: str | None) -> str:
+    m = re.fullmatch(r"cu([0-9]+)([0-9])", backend or "")
+    return f"{m[1]}.{m[2]}" if m else "no CUDA"

@@ -1,0 +1,143 @@
+# tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
+"""The packages' native code, proven by loading it: every installed distribution whose files hold extension modules
+(read from its RECORD, so a build put into the venv by hand is found too) and every package the user named is
+imported in a process of its own — torch first where the distribution requires it — and each of its extension
+modules loaded by name. The processes run beside the kernels, several at a time; the rows name the distribution
+and quote what the loader said (a library it cannot find, a symbol a library lacks)."""
+
+# mypy: disable-error-code="no-untyped-def,import-not-found,unused-ignore"
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from typing import Any
+
+# what the loader says when native code cannot load (anything else a module raises is the module's own business)
+NATIVE_ERROR = re.compile(r"cannot open shared object file|undefined symbol|version `[^']+' not found|wrong ELF class|"
+                          r"no kernel image|invalid ELF header|cannot enable executable stack|"
+                          r"does not define module export function", re.I)
+SKIP_DISTS = {"torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu", "triton-windows"}
+_EXT = re.compile(r"^(?P<mod>(?:[A-Za-z_][A-Za-z0-9_]*/)*[A-Za-z_][A-Za-z0-9_]*)\.[^/]*(?:\.so|\.pyd)\Z")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_with_native_code(named: list[str]) -> list[dict[str, Any]]:
+    """One job per distribution to import: its extension modules (by RECORD), its top-level modules, whether it
+    requires torch (then torch is imported first, as its own code would have done)."""
+    from importlib import metadata
+
+    wanted = {_norm(n) for n in named}
+    jobs: dict[str, dict[str, Any]] = {}
+    for dist in metadata.distributions():
+        name = _norm(dist.metadata["Name"] or "")
+        if not name or name in SKIP_DISTS or name in jobs:
+            continue
+        files = [str(f).replace("\\", "/") for f in (dist.files or ())]
+        modules = []
+        for f in files:
+            m = _EXT.match(f)
+            if m and not m["mod"].rsplit("/", 1)[-1].startswith("lib"):
+                modules.append(m["mod"].replace("/", "."))
+        if not modules and name not in wanted:
+            continue
+        tops = [t.strip() for t in (dist.read_text("top_level.txt") or "").split() if t.strip().isidentifier()]
+        if not tops:
+            tops = sorted({f.split("/", 1)[0].removesuffix(".py") for f in files
+                           if "/" in f and f.split("/", 1)[0].isidentifier()
+                           or f.endswith(".py") and "/" not in f and f.removesuffix(".py").isidentifier()})
+        requires = [r for r in (dist.requires or []) if re.match(r"torch\b", r) and "extra ==" not in r]
+        jobs[name] = {"dist": name, "version": dist.version, "tops": tops[:8], "modules": sorted(set(modules)),
+                      "torch": bool(requires) or any(m.startswith("torch") for m in modules),
+                      "requires_torch": requires[0] if requires else None, "named": name in wanted}
+    return sorted(jobs.values(), key=lambda j: j["dist"])
+
+
+def import_job_main(job: dict[str, Any]) -> int:
+    """In the job's own process: import torch first where asked, the top-level modules, then each extension
+    module; one JSON line with what happened to each."""
+    out: list[dict[str, Any]] = []
+
+    def attempt(module: str) -> None:
+        import importlib
+
+        try:
+            importlib.import_module(module)
+            out.append({"module": module, "ok": True})
+        except BaseException as e:  # noqa: BLE001 - SystemExit from a module's import is a failure to report too
+            out.append({"module": module, "ok": False, "error": f"{type(e).__name__}: {str(e)[:600]}"})
+
+    if job.get("torch"):
+        attempt("torch")
+    for m in job.get("tops", []):
+        attempt(m)
+    for m in job.get("modules", []):
+        attempt(m)
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+class ImportChecks:
+    """The import jobs, started at once (a few processes at a time) and collected into rows at the end."""
+
+    def __init__(self, runner_dir: str, named: list[str], limit: int | None = None) -> None:
+        self.jobs = installed_with_native_code(named)
+        self.results: dict[str, tuple[int, str, str]] = {}
+        self._runner = runner_dir
+        self._limit = limit or max(2, min(8, os.cpu_count() or 2))
+        self._threads: list[threading.Thread] = []
+        self._gate = threading.Semaphore(self._limit)
+        for job in self.jobs:
+            t = threading.Thread(target=self._run, args=(job,), name=f"import-{job['dist']}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _run(self, job: dict[str, Any]) -> None:
+        with self._gate:
+            env = dict(os.environ, PYTHONWARNINGS="ignore")
+            try:
+                p = subprocess.run([sys.executable, "-I", self._runner, "--import-job", json.dumps(job)],
+                                   capture_output=True, text=True, timeout=300, env=env)
+                self.results[job["dist"]] = (p.returncode, p.stdout, p.stderr[-1500:])
+            except subprocess.TimeoutExpired:
+                self.results[job["dist"]] = (-1, "", "did not finish within 300 s")
+            except OSError as e:
+                self.results[job["dist"]] = (-1, "", f"could not start: {e}")
+
+    def finish(self, r: Any, gpu: bool) -> None:
+        for t in self._threads:
+            t.join()
+        for job in self.jobs:
+            code, stdout, stderr = self.results.get(job["dist"], (-1, "", "no result"))
+            r.imports.append(_row(job, code, stdout, stderr, gpu))
+
+
+def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) -> dict[str, Any]:
+    """One distribution's row: ok, or the first failure with the loader's words (the caller explains them)."""
+    base = {"dist": job["dist"], "version": job["version"], "named": job["named"], "modules": job["modules"],
+            "requires_torch": job["requires_torch"]}
+    try:
+        tried = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else None
+    except ValueError:
+        tried = None
+    if tried is None:
+        why = f"its import process exited with code {code}" + (f" (signal {-code})" if code < 0 else "")
+        return {**base, "ok": False, "native": True, "module": None, "error": f"{why}: {stderr.strip()[-600:]}"}
+    failed = [t for t in tried if not t["ok"]]
+    if not failed:
+        return {**base, "ok": True, "loaded": len(tried)}
+    first = next((t for t in failed if NATIVE_ERROR.search(t["error"])), failed[0])
+    native = bool(NATIVE_ERROR.search(first["error"]))
+    top = first["module"] in job["tops"] or first["module"] == "torch"
+    needs_driver = "libcuda.so" in first["error"] and not gpu
+    return {**base, "ok": (not native and not top and not job["named"]) or needs_driver, "native": native,
+            "needs_driver": needs_driver, "module": first["module"], "error": first["error"],
+            "also": [t["module"] for t in failed if t is not first][:5]}
