@@ -1,4 +1,4 @@
-"""compat/ against the live default index (tools/compat_check.py): wheel tags and METADATA pins agree."""
+"""compat/ against the live default index (tritonlock/maintain/compat_check.py): wheel tags and METADATA pins agree."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.network
 
 @pytest.fixture(scope="module")
 def check() -> ModuleType:
-    from tritonlock.decide import _compat_check
+    from tritonlock.maintain import compat_check as _compat_check
 
     return _compat_check
 

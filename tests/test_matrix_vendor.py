@@ -91,7 +91,7 @@ def test_a_row_without_source_is_refused(tmp_path: Path) -> None:
 
 def test_the_live_check_finds_a_missing_build_and_a_wrong_tag(tmp_path: Path) -> None:
     """check_vendor against a local index shaped like PyTorch's rocm7.2 index (the real one is a network test)."""
-    from tritonlock.decide._compat_check import check_vendor
+    from tritonlock.maintain.compat_check import check_vendor
 
     idx = LocalIndex(tmp_path / "idx")
     idx.add("whl/rocm7.2", "torch", "2.13.0+rocm7.2", tag="cp311-cp311-manylinux_2_28_x86_64",

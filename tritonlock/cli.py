@@ -1133,7 +1133,7 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
     build, the ptxas each Triton wheel bundles, and the ROCm/XPU builds and the Triton they require."""
     if new:
-        from tritonlock.decide._compat_check import main_new
+        from tritonlock.maintain.drafts import main_new
 
         text, said = main_new(index_url)
         for line in said:
@@ -1146,7 +1146,7 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
         elif text:
             click.echo(text)
         sys.exit(0)
-    from tritonlock.decide._compat_check import main as check
+    from tritonlock.maintain.compat_check import main as check
 
     args = (["--index", index_url] if index_url else []) + (["--versions", versions] if versions else [])
     args += ["--wheels", wheels] + (["--no-vendor"] if no_vendor else [])

@@ -99,3 +99,14 @@ class RemoteZip:
         return b"" if until is not None else data
 
 
+
+
+def wheel_metadata(index: object, file: object, deep: bool) -> str | None:
+    """A wheel's METADATA: the PEP 658 file beside it on the index, else (deep) the member read from inside the wheel
+    with Range requests. `index` is an IndexClient and `file` one of its IndexFiles."""
+    meta: str | None = index.metadata(file)  # type: ignore[attr-defined]
+    if meta is None and deep:
+        z = RemoteZip(index.session, file.url, file.size)  # type: ignore[attr-defined]
+        name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
+        meta = z.read(name).decode("utf-8", "replace") if name else None
+    return meta
