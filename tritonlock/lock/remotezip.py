@@ -79,6 +79,17 @@ class RemoteZip:
         self._members = out
         return out
 
+    def get(self, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive) of the wheel file itself."""
+        return self._get(start, end)
+
+    def span(self, name: str) -> tuple[int, int, int, int]:
+        """(compression method, where the member's data starts in the wheel, its compressed and its real size)."""
+        method, csize, usize, offset = self.members()[name]
+        head = self._get(offset, offset + 29)
+        nlen, elen = struct.unpack("<HH", head[26:30])
+        return method, offset + 30 + nlen + elen, csize, usize
+
     def read(self, name: str, until: re.Pattern[bytes] | None = None, chunk: int = 1 << 20) -> bytes:
         """A member's bytes; with `until`, stream it and stop at the first match (returning that match only)."""
         method, csize, _, offset = self.members()[name]

@@ -1,15 +1,17 @@
 """Inside the wheels, read with HTTP Range: the ptxas a Triton wheel bundles and which GPUs use it, the build a torch
-wheel is (torch/version.py)."""
+wheel is (torch/version.py), and the GPU code its libraries carry (lock/gpucode.py over ranged reads)."""
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from packaging.version import Version
 
 from tritonlock.decide.matrix import Ptxas
+from tritonlock.lock.gpucode import GpuCode, gpu_code_from
 from tritonlock.lock.index import IndexFile
 from tritonlock.lock.remotezip import RemoteZip
 from tritonlock.maintain.tags import wheels
@@ -105,3 +107,94 @@ def read_torch_build(session: object, file: IndexFile) -> str:
     return "cu" + "".join(cuda.split(".")[:2]) if cuda else "cpu"
 
 
+
+
+# --- the GPU code of a wheel's libraries -------------------------------------------------------------------
+
+_BLOCK = 1 << 16
+
+
+class _Ranged:
+    """read(off, n) over a stored (uncompressed) zip member: HTTP Range reads in 64 KB blocks, each read once."""
+
+    def __init__(self, z: RemoteZip, start: int, size: int) -> None:
+        self.z, self.start, self.size = z, start, size
+        self.blocks: dict[int, bytes] = {}
+
+    def __call__(self, off: int, n: int) -> bytes:
+        out = b""
+        end = min(self.size, off + n)
+        while off < end:
+            b = off // _BLOCK
+            if b not in self.blocks:
+                lo = self.start + b * _BLOCK
+                self.blocks[b] = self.z.get(lo, min(self.start + self.size, lo + _BLOCK) - 1)
+            chunk = self.blocks[b][off - b * _BLOCK:end - b * _BLOCK]
+            if not chunk:
+                break
+            out += chunk
+            off += len(chunk)
+        return out
+
+
+class _Inflating:
+    """read(off, n) over a deflated zip member, decompressed as it streams by: forward reads cost only what lies
+    between; a read behind the kept window starts the stream again (the ELF header, then its section headers at the
+    end, then the fatbin sections in the middle: at most two passes over the member)."""
+
+    WINDOW = 8 << 20
+
+    def __init__(self, z: RemoteZip, start: int, csize: int) -> None:
+        self.z, self.start, self.csize = z, start, csize
+        self.small: dict[tuple[int, int], bytes] = {}
+        self._restart()
+
+    def _restart(self) -> None:
+        self.inflate = zlib.decompressobj(-15)
+        self.cpos = 0  # compressed bytes consumed
+        self.wstart, self.window = 0, b""  # uncompressed bytes kept: [wstart, wstart + len(window))
+
+    def __call__(self, off: int, n: int) -> bytes:
+        if (off, n) in self.small:
+            return self.small[(off, n)]
+        if off < self.wstart:
+            self._restart()
+        while self.wstart + len(self.window) < off + n and self.cpos < self.csize:
+            raw = self.z.get(self.start + self.cpos, self.start + min(self.csize, self.cpos + (1 << 20)) - 1)
+            self.cpos += len(raw)
+            self.window += self.inflate.decompress(raw)
+            keep = max(0, len(self.window) - self.WINDOW)
+            drop = min(keep, max(0, off - self.wstart))  # never drop what this read asks for
+            self.window, self.wstart = self.window[drop:], self.wstart + drop
+        got = self.window[off - self.wstart:off - self.wstart + n]
+        if n <= 4096:
+            self.small[(off, n)] = got
+        return got
+
+
+def member_gpu_code(z: RemoteZip, name: str) -> GpuCode:
+    """The GPU code of one library inside a wheel: its ELF section headers, then only its fatbin sections' container
+    headers (lock/gpucode.py), read with HTTP Range requests."""
+    method, start, csize, usize = z.span(name)
+    if method == 0:
+        return gpu_code_from(_Ranged(z, start, usize), usize)
+    if method == 8:
+        return gpu_code_from(_Inflating(z, start, csize), usize)
+    return GpuCode((), (), (), f"{name}: zip compression method {method} is not read")
+
+
+def read_wheel_gpu_code(session: object, file: IndexFile, kind: str, budget: int = 2 << 30) -> tuple[GpuCode, str]:
+    """(GPU code, the library it was read from) of a torch wheel: its torch/lib/ libraries with "cuda" (kind
+    "cuda") or "hip" (kind "rocm") in the name, smallest first, until one carries GPU code or `budget` bytes are
+    read."""
+    z = RemoteZip(session, file.url, file.size)
+    word = "hip" if kind == "rocm" else "cuda"
+    libs = sorted((n for n, m in z.members().items() if n.startswith("torch/lib/") and word in n.rsplit("/", 1)[-1]
+                   and re.search(r"\.so(\.|$)", n)), key=lambda n: z.members()[n][1])
+    for name in libs:
+        if z.bytes_read > budget:
+            return GpuCode((), (), (), f"stopped after {z.bytes_read >> 20} MB: no library read carries GPU code"), ""
+        code = member_gpu_code(z, name)
+        if code.any or code.unreadable:
+            return code, name
+    return GpuCode((), (), (), f"no torch/lib/ library with {word!r} in its name carries GPU code"), ""
