@@ -37,13 +37,15 @@ class Indexes:
             return self.seen[url]
         host = urlsplit(url).netloc
         if host in self.down:
-            got: tuple[IndexClient, list[Wheel]] | str = self.down[host]
+            got: tuple[IndexClient, list[Wheel]] | str = f"was not asked: {self.down[host]}"
         else:
             try:
                 client = self.make(url)
                 got = (client, wheels(client.files("torch")))
             except TritonlockError as err:
-                got = self.down[host] = str(err).splitlines()[0][:200]
+                why = str(err).splitlines()[0].split(" (HTTPConnectionPool", 1)[0][:200]
+                self.down[host] = f"{host} did not answer for {url} ({why})"
+                got = f"did not answer ({why})"
         self.seen[url] = got
         return got
 
@@ -78,7 +80,7 @@ def _one(matrix: Matrix, indexes: Indexes, counts: Counter[str], read: Reader, r
     got = indexes.torch(url)
     where = f"{backend} torch {rel.version}"
     if isinstance(got, str):
-        return [f"note: {where}: arch list not read ({url}: {got})"]
+        return [f"note: {where}: arch list not read ({url} {got})"]
     client, files = got
     w = _pick(files, f"{rel.version}+{backend}")
     if w is None:

@@ -72,7 +72,7 @@ def check_torch(rel: TorchRelease, all_wheels: list[Wheel], index: Index, deep: 
         if meta is None and deep and first is not None:
             meta = wheel_metadata(index, first, deep)
         if meta is None:
-            say(f"note: torch {rel.version}: no readable METADATA for {plat}; pins not checked")
+            say(f"note: torch {rel.version}: no readable METADATA for {plat}: its pins are unread")
             continue
         reqs = [Requirement(line.split(":", 1)[1].strip()) for line in meta.splitlines()
                 if line.startswith("Requires-Dist:")]
@@ -204,7 +204,7 @@ def check_vendor(matrix: Matrix, make_index: object = None, versions: set[str] |
         url = matrix.index_url(backend)
         got = indexes.torch(url)
         if isinstance(got, str):
-            found.append(f"note: {backend} torch {', '.join(r.version for r in rels)}: not checked ({url}: {got})")
+            found.append(f"note: {backend} torch {', '.join(r.version for r in rels)}: {url} {got}")
             continue
         index, files = got
         for rel in rels:
@@ -238,7 +238,7 @@ def _vendor_metadata(index: Index, file: IndexFile, backend: str, rel: TorchRele
         meta = _small_wheel_metadata(index, file)
     where = f"{backend} torch {rel.version}"
     if meta is None:
-        return [f"note: {where}: no readable METADATA for {file.filename}; its Triton pin not checked"]
+        return [f"note: {where}: no readable METADATA for {file.filename}: its Triton pin is unread"]
     reqs = [Requirement(v.strip()) for k, v in (ln.split(":", 1) for ln in meta.splitlines() if ":" in ln)
             if k == "Requires-Dist"]
     env = {"platform_system": "Windows" if plat == "win_amd64" else "Linux", "sys_platform":
@@ -279,7 +279,7 @@ def check_cuda_variants(matrix: Matrix, indexes: Indexes, versions: set[str] | N
             url = matrix.index_url(v.backend)
             got = indexes.torch(url)
             if isinstance(got, str):
-                found.append(f"note: {v.backend} torch {rel.version}: not checked ({url}: {got})")
+                found.append(f"note: {v.backend} torch {rel.version}: {url} {got}")
                 continue
             local = f"{rel.version}+{v.backend}"
             have = {w.platform for w in got[1] if str(w.version) == local}
@@ -398,7 +398,7 @@ def check(matrix: Matrix, index: Index, *, versions: set[str] | None = None, ins
     if inside == "none":
         left.append("everything inside the wheels (--wheels none)")
     bad = tuple(f for f in found if not f.startswith("note:"))
-    unchecked = tuple(f[len("note: "):] for f in found if f.startswith("note:"))
+    unchecked = tuple(dict.fromkeys(f[len("note: "):] for f in found if f.startswith("note:")))
     compared = tuple((k, n) for k, n in counts.items() if n)
     return Outcome(index=index.url, matrix=matrix.version, disagreements=bad, unchecked=unchecked, compared=compared,
                    left_out=tuple(left))
