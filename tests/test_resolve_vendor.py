@@ -307,6 +307,8 @@ def test_reasons_on_inferred_rows_say_so_and_cite_no_table_they_did_not_read(tmp
     assert "inferred" in stable and "RELEASE.md" not in stable
     code = next(r for r in t["reasons"] if r.startswith("rocm7.14 carries native code for gfx942"))
     assert "— inferred: " in code
+    tri = next(r for r in t["reasons"] if "AMD backend compiles for gfx942" in r)
+    assert "(compat/rocm.toml triton_amd 3.3.0 — inferred: " in tri
     # the 7.14 wheels take their libraries from TheRock's SDK wheels: they do not bundle the ROCm user space
     assert not any("bundle the ROCm" in r for r in t["reasons"])
     assert any(r.startswith("the rocm7.14 wheels take the ROCm 7.14 libraries from TheRock's SDK wheels") for r in

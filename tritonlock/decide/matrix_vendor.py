@@ -205,12 +205,17 @@ class VendorMatrix:
     def newest_amdgpu(self) -> AmdgpuDriver | None:
         return max(self.amdgpu, key=lambda d: Version(d.release), default=None)
 
-    def triton_amd_support(self, triton: str, gfx: str) -> str | None:
-        """'supported', 'runs' (compiles, not in Triton's CI) or None (no AMD backend support) for a Triton release."""
+    def triton_amd_row(self, triton: str) -> TritonAmd | None:
+        """The [[triton_amd]] row a Triton release falls under (the newest at or below it)."""
         row = None
         for r in self.triton_amd:
             if Version(r.triton) <= Version(triton.split("+")[0]):
                 row = r
+        return row
+
+    def triton_amd_support(self, triton: str, gfx: str) -> str | None:
+        """'supported', 'runs' (compiles, not in Triton's CI) or None (no AMD backend support) for a Triton release."""
+        row = self.triton_amd_row(triton)
         if row is None:
             return None
         return "supported" if gfx in row.supported else "runs" if gfx in row.runs else None

@@ -315,7 +315,10 @@ class _Vendor:
                 if how == "runs":
                     warns.append(f"Triton {pin} compiles for {eff} but does not list it as supported (not in "
                                  "Triton's CI): some kernels (tl.dot paths) may fail or be slow")
-            reasons.append(f"Triton {pin}'s AMD backend compiles for {', '.join(sorted(set(self.effective.values())))}")
+            row = self.vm.triton_amd_row(pin)
+            note = row.note if row is not None and row.note.startswith("inferred") else ""
+            reasons.append(f"Triton {pin}'s AMD backend compiles for {', '.join(sorted(set(self.effective.values())))}"
+                           + (f" (compat/rocm.toml triton_amd {row.triton} — {note})" if row is not None and note else ""))
         return _Fit(triton_package=package, triton=pin, reasons=tuple(reasons), warnings=tuple(warns))
 
     # ---- the search
