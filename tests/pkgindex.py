@@ -47,15 +47,18 @@ def build_wheel(
     tag: str = "py3-none-any",
     requires_python: str | None = None,
     modules: dict[str, str | bytes] | None = None,
+    extras: tuple[str, ...] = (),
 ) -> Path:
     """Write a minimal, valid wheel (METADATA, WHEEL, RECORD and a module) and return its path; `modules` maps
-    paths to text or bytes (a shared object the test compiled)."""
+    paths to text or bytes (a shared object the test compiled). `extras` are its Provides-Extra names (their
+    requirements carry `extra == "…"` markers in `requires`)."""
     dist = re.sub(r"[-.]+", "_", name)
     base = f"{dist}-{version}"
     info = f"{base}.dist-info"
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
+    meta += [f"Provides-Extra: {e}" for e in extras]
     meta += [f"Requires-Dist: {r}" for r in requires]
     files: dict[str, bytes] = {}
     mods = modules if modules is not None else {

@@ -24,6 +24,7 @@ extern "C" void launch(float* a, const float* b, int n) { add<<<(n + 255) / 256,
 def nvcc_so(tmp: Path, name: str, *flags: str) -> bytes:
     if NVCC is None:
         pytest.skip("nvcc is not installed (CI machines have CUDA 13.0 at /usr/local/cuda/bin/nvcc)")
+    tmp.mkdir(parents=True, exist_ok=True)
     src = tmp / "k.cu"
     src.write_text(KERNEL, encoding="utf-8")
     out = tmp / name
@@ -97,6 +98,7 @@ def gcc_so(tmp: Path, section: bytes | None = None) -> bytes:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None or shutil.which("objcopy") is None:
         pytest.skip("gcc and objcopy (binutils) are needed to build the test library")
+    tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "h.c").write_text("int hip_host_stub(int x) { return x + 1; }\n", encoding="utf-8")
     so = tmp / "libhost.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(tmp / "h.c")], check=True, capture_output=True)

@@ -186,9 +186,12 @@ def test_resolve_on_a_recorded_mi300x_host_locks_rocm(machine: Machine) -> None:
     run = _cli(machine, "resolve", "--dry-run", "--json")
     assert run.returncode == 0, run.stderr
     (t,) = json.loads(run.stdout)["targets"]
-    # amdgpu 6.12.12 is the ROCm 6.4 driver: user space up to ROCm 7.0 (AMD's support matrix) -> torch 2.10's rocm7.0
-    assert (t["name"], t["backend"], t["triton_package"]) == ("host", "rocm7.0", "triton-rocm")
-    assert any(r.startswith("amdgpu driver 6.12.12 (release 6.4) supports the ROCm 7.0 user space") for r in t["reasons"])
+    # amdgpu 6.12.12 is the ROCm 6.4 driver: ROCm 6.1 … 7.2 (AMD's compatibility matrix) -> the newest torch's rocm7.2
+    assert (t["name"], t["backend"], t["triton_package"]) == ("host", "rocm7.2", "triton-rocm")
+    assert ("amdgpu driver module 6.12.12, taken as release 6.4 (inferred: amdgpu-dkms 6.12.x shipped with ROCm 6.4, not "
+            "read from a host) supports ROCm 7.2 (AMD's amdgpu compatibility matrix)") in t["reasons"]
+    assert any(w.endswith("the lock holds its rocm7.2 build — amdgpu 30.10 or newer (AMD's amdgpu compatibility "
+                          "matrix) would allow rocm7.14") for w in t["warnings"])
 
 
 def test_resolve_on_a_mixed_nvidia_amd_host_asks_for_a_choice(machine: Machine) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from packaging.version import Version
+
 from pkgindex import LocalIndex
 from tritonlock.errors import MatrixError
 from tritonlock.decide.matrix import load_matrix
@@ -30,7 +32,7 @@ def test_rows_cover_every_torch_series_from_2_5() -> None:
 def test_questions() -> None:
     vm = load_vendor_matrix()
     assert [b.backend for b in vm.rocm_builds("2.9.1")] == ["rocm6.4", "rocm6.3"]
-    assert vm.first_series_with("gfx950") == "2.8" and vm.first_series_with("gfx90c") is None
+    assert vm.first_series_with("gfx950") == "2.10" and vm.first_series_with("gfx90c") is None
     assert vm.last_series_with("gfx900") == vm.rocm[-1].torch  # the 7.2 builds still carry it
     assert "gfx900" not in next(b for b in vm.rocm_builds("2.14.0") if b.backend == "rocm7.14").gfx
     assert vm.rocm_builds("2.10.0")[0].triton_package == "triton-rocm"
@@ -91,7 +93,7 @@ def test_a_row_without_source_is_refused(tmp_path: Path) -> None:
 
 def test_the_live_check_finds_a_missing_build_and_a_wrong_tag(tmp_path: Path) -> None:
     """check_vendor against a local index shaped like PyTorch's rocm7.2 index (the real one is a network test)."""
-    from tritonlock.decide._compat_check import check_vendor
+    from tritonlock.maintain.compat_check import check_vendor
 
     idx = LocalIndex(tmp_path / "idx")
     idx.add("whl/rocm7.2", "torch", "2.13.0+rocm7.2", tag="cp311-cp311-manylinux_2_28_x86_64",
@@ -107,3 +109,58 @@ def test_the_live_check_finds_a_missing_build_and_a_wrong_tag(tmp_path: Path) ->
     assert ("rocm7.2 torch 2.12.0: wheel_tag: compat has manylinux_2_28_x86_64, the index has "
             "torch-2.12.0+rocm7.2-cp311-cp311-linux_x86_64.whl") in found
     assert "rocm7.2 torch 2.13.0: triton: METADATA pins ['3.6.0'], compat has 3.7.1" in found
+
+
+def test_gfx_lists_follow_the_dated_pull_requests() -> None:
+    """Each target arrives with the release the PR that added it to PYTORCH_ROCM_ARCH reached: gfx1101 in 2.6
+    (pytorch #141667), gfx1102 in 2.7 (#147761), gfx950/gfx1150/gfx1151 with the ROCm >= 7.0 builds of 2.10
+    (#167299), gfx1103 not in 2.11/2.12 (#179653; uv #18730 read the 2.11 rocm7.2 wheel's list)."""
+    vm = load_vendor_matrix()
+    assert {g: vm.first_series_with(g) for g in ("gfx1101", "gfx1102", "gfx950", "gfx1150", "gfx1151", "gfx1103")} == {
+        "gfx1101": "2.6", "gfx1102": "2.7", "gfx950": "2.10", "gfx1150": "2.10", "gfx1151": "2.10", "gfx1103": "2.13"}
+    for v in ("2.8.0", "2.9.1"):
+        assert all(g not in b.gfx for b in vm.rocm_builds(v) for g in ("gfx950", "gfx1150", "gfx1151")), v
+    for v in ("2.11.0", "2.12.1"):
+        assert all("gfx1103" not in b.gfx for b in vm.rocm_builds(v)), v
+    # where a target's presence is not read, the row says so, and the decision can tell
+    for b in vm.rocm:
+        if "gfx1103" in b.gfx:
+            assert b.gfx_inferred == ("gfx1103",) and "#179653" in b.gfx_inferred_note, (b.torch, b.backend)
+    # rocBLAS of ROCm >= 6.4 ships no Tensile library for gfx900/gfx906: listed, not runnable
+    assert all(b.gfx_unusable == ("gfx900", "gfx906") for b in vm.rocm
+               if Version(b.rocm) >= Version("6.4") and "gfx906" in b.gfx)
+
+
+def test_amdgpu_window_as_amd_states_it() -> None:
+    """AMD's amdgpu compatibility matrix (the edition with 31.50): both ways, a year apart from ROCm 6.4 on."""
+    vm = load_vendor_matrix()
+    assert vm.amdgpu_supports("30.30", "6.3") is True  # amdgpu-docs #97
+    assert vm.amdgpu_supports("30.30", "6.2") is False and vm.amdgpu_supports("30.10", "6.2") is True
+    assert vm.amdgpu_supports("6.4", "7.2") is True and vm.amdgpu_supports("6.4", "7.14") is False
+    assert vm.amdgpu_supports("6.12.12", "7.1") is True  # the 6.4 driver's DKMS module
+    # 30.20 and 30.30 both ship 6.16.x modules: such a host is judged by what both support
+    assert [d.release for d in vm.amdgpu_releases("6.16.13")] == ["30.20", "30.30"]
+    assert vm.amdgpu_supports("6.16.13", "7.14") is True
+    assert vm.newer_amdgpu_for("6.4", "7.14").release == "30.10"  # type: ignore[union-attr]
+    assert vm.newer_amdgpu_for("30.30", "6.2") is None  # older than it supports: no newer driver helps
+    assert vm.amdgpu_release("31.50.1") is not None and vm.amdgpu_release("31.50.1").module == ""  # type: ignore[union-attr]
+
+
+def test_the_rocm_sdk_family_is_a_class() -> None:
+    """Every name TheRock publishes is bound to the rocm* index, whatever its gfx or family suffix."""
+    vm = load_vendor_matrix()
+    for name in ("rocm", "rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-libraries-gfx94x-dcgpu",
+                 "rocm-sdk-device-gfx942", "rocm-sdk-device-gfx1250", "rocm-sdk-devel", "rocm-profiler",
+                 "amd-torch-device-gfx1151"):
+        assert vm.rocm_only_name(name), name
+    assert not vm.rocm_only_name("rocmate") and not vm.rocm_only_name("filelock")
+    assert vm.rocm_served_name("amdsmi") and not vm.rocm_served_name("numpy")
+
+
+def test_xpu_windows_wheels_pin_triton_from_2_7() -> None:
+    """pytorch #148755 (2025-03-10) made the Triton XPU package a dependency of the Windows XPU wheel."""
+    vm = load_vendor_matrix()
+    assert "win_amd64" not in vm.xpu_build("2.6.0").triton_platforms  # type: ignore[union-attr]
+    for x in vm.xpu:
+        if Version(x.torch) >= Version("2.7"):
+            assert x.triton_platforms == ("linux_x86_64", "win_amd64") and "148755" in x.triton_platforms_source

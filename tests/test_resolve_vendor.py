@@ -91,19 +91,24 @@ def test_pinned_torch_predating_the_gfx_target_says_from_which_torch(tmp_path: P
                          'gpus = ["MI355X"]\n')
     c = got["mi355"]
     assert not c["ok"]
-    assert "  - gfx950 is in ROCm builds from torch 2.8\n" in c["conflict"]
+    # gfx950 came only with the ROCm >= 7.0 images (torch 2.10's), not 2.8/2.9's rocm6.4 (pytorch #167299)
+    assert "  - gfx950 is in ROCm builds from torch 2.10\n" in c["conflict"]
     assert "torch 2.7.0–2.7.1: rocm6.3 carries code for gfx900…gfx1201, not for gfx950" in c["conflict"]
-    assert 'fix: allow torch >= 2.8.0 (torch = ">=2.8.0" in triton-env.toml)' in c["conflict"]
+    assert 'fix: allow torch >= 2.10.0 (torch = ">=2.10.0" in triton-env.toml)' in c["conflict"]
 
 
 def test_old_amdgpu_driver_holds_torch_to_the_rocm_it_supports(tmp_path: Path) -> None:
     got = _dry(tmp_path, '[environment]\npython = "3.12"\n\n[[targets]]\nname = "mi210"\ngpus = ["MI210"]\n'
                          'amdgpu = "6.1"\n')
     t = got["mi210"]
-    # amdgpu 6.1.x supports user space 5.7 … 6.4 (AMD's table): torch 2.9's rocm6.4 is the newest that fits
+    # amdgpu 6.1.x supports ROCm 5.7 … 6.4 (AMD's table): torch 2.9's rocm6.4 is the newest that fits
     assert (t["torch"], t["backend"]) == ("2.9.1", "rocm6.4")
-    assert any("amdgpu 30.20 or newer supports it" in r or "amdgpu 30.30 or newer supports it" in r
-               for r in t["reasons"])
+    assert any("rocm7.0: ROCm 7.0 is not supported on amdgpu driver 6.1 (AMD's amdgpu compatibility matrix; amdgpu "
+               "6.1 supports ROCm 5.7–6.4); amdgpu 6.2 or newer supports it" in r for r in t["reasons"])
+    # as an NVIDIA target is told of its driver: what a newer one would allow
+    assert ("newer torch 2.10.0–2.15.0 has ROCm builds for gfx90a that amdgpu 6.1 does not support (it supports ROCm "
+            "5.7–6.4); the lock holds torch 2.9.1 — amdgpu 6.2 or newer (AMD's amdgpu compatibility matrix) would "
+            "allow torch 2.10.0, amdgpu 6.4 or newer torch 2.15.0") in t["warnings"]
 
 
 def test_override_is_an_opt_in_with_warnings(tmp_path: Path) -> None:
@@ -206,12 +211,12 @@ def test_two_triton_owners_never_share_a_lock(tmp_path: Path, rocm_index: LocalI
 
 
 def test_why_names_the_amdgpu_driver_that_unlocks_newer_torch(tmp_path: Path) -> None:
-    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n\n[[targets]]\nname = "mi300x"\n'
-                                              'gpus = ["gfx942"]\namdgpu = "6.4"\n', encoding="utf-8")
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n\n[[targets]]\nname = "mi210"\n'
+                                              'gpus = ["gfx90a"]\namdgpu = "6.0"\n', encoding="utf-8")
     r = CliRunner().invoke(main, ["why", "-p", str(tmp_path), "--no-sources"])
     assert r.exit_code == 0, r.output
-    assert "  now: torch 2.10.0 (rocm7.0) + triton-rocm 3.6.0" in r.output
-    assert ("needs amdgpu driver >= 30.30 (you have 6.4; it supports the ROCm 7.14 user space of rocm7.14)"
+    assert "  now: torch 2.7.1 (rocm6.2.4) + pytorch-triton-rocm 3.3.1" in r.output
+    assert ("needs amdgpu driver >= 6.4 (you have 6.0; it supports the ROCm 7.2 user space of rocm7.2)"
             in r.output)
 
 
@@ -247,3 +252,113 @@ def test_older_rocm_builds_lock_with_their_own_tags(tmp_path: Path) -> None:
     by = {t.name: {p.name: p.version for p in t.packages} for t in read_lock(tmp_path / "p" / "triton-env.lock").targets}
     assert by["mi250"] == {"torch": "2.6.0+rocm6.2.4", "pytorch-triton-rocm": "3.2.0"}
     assert by["rhel7"] == {"torch": "2.5.1+rocm6.2", "pytorch-triton-rocm": "3.1.0"}
+
+
+# ---- the facts the audit found wrong, tried as a new user would ---------------------------------------------
+
+def _one(tmp: Path, env: str, target: str) -> dict[str, Any]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    got = _dry(tmp, '[environment]\npython = "3.12"\n' + env + '\n[[targets]]\nname = "t"\n' + target)
+    return got["t"]
+
+
+@pytest.mark.parametrize("torch, gpu, gfx, first", [
+    ("==2.5.1", "RX 7800 XT", "gfx1101", "2.6"),  # pytorch #141667
+    ("==2.9.1", "Radeon 8060S", "gfx1151", "2.10"),  # Strix Halo; #167299: ROCm >= 7.0 builds only
+    ("==2.9.1", "MI355X", "gfx950", "2.10"),
+    ("==2.6.0", "RX 7600", "gfx1102", "2.7"),  # #147761
+])
+def test_a_pinned_torch_whose_build_lacks_the_gpu_is_refused(tmp_path: Path, torch: str, gpu: str, gfx: str,
+                                                             first: str) -> None:
+    t = _one(tmp_path, f'torch = "{torch}"\n', f'gpus = ["{gpu}"]\n')
+    assert not t["ok"], t
+    assert f"  - {gfx} is in ROCm builds from torch {first}" in t["conflict"]
+    assert f'fix: allow torch >= {first}.0 (torch = ">={first}.0" in triton-env.toml)' in t["conflict"]
+
+
+def test_gfx1103_is_inferred_and_said_so(tmp_path: Path) -> None:
+    """Radeon 780M (gfx1103): not in 2.11/2.12's builds; in 2.13+ only inferred (#179653's landing not read)."""
+    pinned_old = _one(tmp_path / "a", 'torch = "==2.12.1"\n', 'gpus = ["Radeon 780M"]\n')
+    assert not pinned_old["ok"]
+    assert ("  - gfx1103 is in ROCm builds from torch 2.13 (inferred: pytorch #179653 added gfx1103 to the manywheel "
+            "PYTORCH_ROCM_ARCH on main after the 2.12 branch") in pinned_old["conflict"]
+    assert 'allow torch == 2.13.0 (torch = "==2.13.0" in triton-env.toml; its code for gfx1103 is inferred' \
+        in pinned_old["conflict"]
+    # unpinned: the surely right choice (the CPU build), and what would take the ROCm one
+    free = _one(tmp_path / "b", "", 'gpus = ["Radeon 780M"]\n')
+    assert (free["ok"], free["backend"]) == (True, "cpu")
+    assert free["reasons"][0].startswith("cpu: no PyTorch ROCm build surely carries code for gfx1103: gfx1103 in "
+                                         "torch 2.15's rocm7.14 build is inferred (pytorch #179653")
+    newest = load_matrix().torch[0].version
+    assert any(f'torch = "=={newest}" in triton-env.toml takes its rocm7.14 build' in w for w in free["warnings"])
+    # an exact pin takes it, with the warning
+    taken = _one(tmp_path / "c", 'torch = "==2.13.0"\n', 'gpus = ["gfx1103"]\n')
+    assert (taken["ok"], taken["backend"]) == (True, "rocm7.2")
+    assert ("gfx1103 in torch 2.13's rocm7.2 build is inferred (pytorch #179653 added gfx1103 to the manywheel "
+            "PYTORCH_ROCM_ARCH on main after the 2.12 branch; that it reached this release branch is not read); "
+            "`tritonlock verify` on the machine settles it") in taken["warnings"]
+
+
+def test_reasons_on_inferred_rows_say_so_and_cite_no_table_they_did_not_read(tmp_path: Path) -> None:
+    newest = load_matrix().torch[0].version
+    t = _one(tmp_path, "", 'gpus = ["MI300X"]\namdgpu = "30.30"\n')
+    assert (t["torch"], t["backend"]) == (newest, "rocm7.14")
+    stable = next(r for r in t["reasons"] if r.startswith("rocm7.14: "))
+    assert "inferred" in stable and "RELEASE.md" not in stable
+    code = next(r for r in t["reasons"] if r.startswith("rocm7.14 carries native code for gfx942"))
+    assert "— inferred: " in code
+    tri = next(r for r in t["reasons"] if "AMD backend compiles for gfx942" in r)
+    assert "(compat/rocm.toml triton_amd 3.3.0 — inferred: " in tri
+    # the 7.14 wheels take their libraries from TheRock's SDK wheels: they do not bundle the ROCm user space
+    assert not any("bundle the ROCm" in r for r in t["reasons"])
+    assert any(r.startswith("the rocm7.14 wheels take the ROCm 7.14 libraries from TheRock's SDK wheels") for r in
+               t["reasons"])
+
+
+def test_amdgpu_30_30_runs_rocm_6_3(tmp_path: Path) -> None:
+    """AMD's matrix: 30.30.x with ROCm 6.3 … 7.14 (amdgpu-docs #97)."""
+    t = _one(tmp_path, 'torch = "==2.7.1"\n', 'gpus = ["MI300X"]\namdgpu = "30.30"\n')
+    assert (t["ok"], t["backend"]) == (True, "rocm6.3")
+
+
+def test_an_mi300x_on_amdgpu_6_4_is_told_what_a_newer_driver_unlocks(tmp_path: Path) -> None:
+    newest = load_matrix().torch[0].version
+    t = _one(tmp_path, "", 'gpus = ["MI300X"]\namdgpu = "6.4"\n')
+    assert (t["torch"], t["backend"]) == (newest, "rocm7.2")  # 6.4 supports ROCm 6.1 … 7.2, a year apart
+    assert (f"torch {newest}'s stable rocm7.14 build is not supported on amdgpu 6.4: the lock holds its rocm7.2 build "
+            "— amdgpu 30.10 or newer (AMD's amdgpu compatibility matrix) would allow rocm7.14") in t["warnings"]
+
+
+def test_conflict_texts_name_only_real_levers(tmp_path: Path) -> None:
+    """A host already past the newest driver that supports an old ROCm is not told to update it; glibc that blocks
+    nothing is not offered as a way out."""
+    t = _one(tmp_path, 'torch = "==2.5.1"\n', 'glibc = "2.35"\ngpus = ["MI300X"]\namdgpu = "30.30"\n')
+    assert not t["ok"]
+    assert ("rocm6.2: ROCm 6.2 is not supported on amdgpu driver 30.30 (AMD's amdgpu compatibility matrix; amdgpu 30.30 "
+            "supports ROCm 6.3–10.0); it is older than this driver supports (amdgpu 6.0–30.10 support ROCm 6.2)"
+            in t["conflict"])
+    assert "or newer supports it" not in t["conflict"]
+    assert "update the amdgpu kernel driver" not in t["conflict"] and "glibc" not in t["conflict"].split("fix:")[1]
+    assert 'fix: allow torch >= 2.7.0 (torch = ">=2.7.0" in triton-env.toml)' in t["conflict"]
+    # an older driver is told which newer one would do
+    old = _one(tmp_path / "b", 'torch = "==2.10.0"\n', 'gpus = ["MI210"]\namdgpu = "6.1"\n')
+    assert "update the amdgpu kernel driver to 6.2 or newer (amdgpu-install)" in old["conflict"].split("fix:")[1]
+
+
+def test_a_listed_target_without_library_kernels_does_not_run_the_build(tmp_path: Path) -> None:
+    """MI50 (gfx906): the rocm6.4+ builds list it but ship a rocBLAS without its Tensile library (ROCm #4625): the
+    newest build that runs it is 2.9's rocm6.3."""
+    t = _one(tmp_path, 'triton = "none"\n', 'gpus = ["gfx906"]\n')
+    assert (t["ok"], t["torch"], t["backend"]) == (True, "2.9.1", "rocm6.3")
+    assert any("rocm6.4 lists gfx906 but its bundled ROCm 6.4 libraries have no kernels for it" in r
+               for r in t["reasons"])
+
+
+def test_intel_on_windows_gets_the_triton_its_xpu_wheels_require(tmp_path: Path) -> None:
+    rel = load_matrix().torch_release("2.13.0")
+    assert rel is not None
+    t = _one(tmp_path, 'torch = "==2.13.0"\n', 'os = "windows"\ngpus = ["Arc B580"]\n')
+    assert (t["backend"], t["triton_package"], t["triton"]) == ("xpu", "triton-xpu", rel.triton)
+    old = _one(tmp_path / "b", 'torch = "==2.6.0"\n', 'os = "windows"\ngpus = ["Arc B580"]\n')
+    assert old["triton_package"] is None
+    assert "torch 2.6.0's XPU wheels for win_amd64 pin no Triton: the lock has none" in old["warnings"]

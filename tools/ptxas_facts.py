@@ -13,7 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tritonlock.decide._compat_check import Index, ptxas_wheel, read_wheel_ptxas  # noqa: E402
+from tritonlock.lock.index import IndexClient as Index  # noqa: E402
+from tritonlock.maintain.wheels import ptxas_wheel, read_wheel_ptxas  # noqa: E402
 from tritonlock.lock.index import default_index  # noqa: E402
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from dataclasses import dataclass
@@ -41,9 +42,22 @@ class RocmBuild:
     gfx: tuple[str, ...]  # PYTORCH_ROCM_ARCH: targets with native code objects
     stable: bool  # RELEASE.md's "Stable ROCm" for the series
     triton_package: str  # "pytorch-triton-rocm" | "triton-rocm"
-    bundles_runtime: bool
+    bundles_runtime: bool  # the wheel carries the ROCm user space
     source: str
-    note: str = ""
+    note: str = ""  # "inferred: ..." where the build's facts (its gfx list) were not read for it
+    series_note: str = ""  # the series row's "inferred: ..." (its variants, which one is stable)
+    stable_note: str = ""  # "inferred: ..." where the stable variant was not read from RELEASE.md
+    triton_note: str = ""  # "inferred: ..." for the Triton package name
+    gfx_source: str = ""
+    gfx_inferred: tuple[str, ...] = ()  # listed targets no source shows in this build
+    gfx_inferred_note: str = ""  # why they are listed
+    gfx_unusable: tuple[str, ...] = ()  # listed targets the bundled ROCm libraries have no kernels for
+    gfx_unusable_source: str = ""
+    sdk_wheels: bool = False  # the ROCm libraries come from TheRock's SDK wheels (rocm[libraries]), not the wheel
+
+    def inferred(self) -> str:
+        """The build's own "inferred: ..." note, else the series row's; "" when its facts were read."""
+        return next((n for n in (self.note, self.series_note) if n.startswith("inferred")), "")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,10 +65,11 @@ class AmdgpuDriver:
     """An amdgpu kernel-driver release and the ROCm user spaces AMD supports on it."""
 
     release: str  # "6.4" | "30.10"
-    module: str  # the DKMS module version prefix it reports, "6.12"
+    module: str  # the DKMS module version prefix it reports, "6.12"; "" when not read (matched by release only)
     user_space: tuple[str, ...]  # ("6.1", ..., "7.0")
     source: str
     note: str = ""
+    module_note: str = ""  # "inferred: ..." where the module version was not read
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,10 +91,11 @@ class XpuBuild:
     platforms: tuple[str, ...]
     glibc: str
     triton_package: str  # "pytorch-triton-xpu" | "triton-xpu"
-    triton_platforms: tuple[str, ...]
+    triton_platforms: tuple[str, ...]  # the platforms whose xpu wheels require the Triton package
     devices: tuple[str, ...]  # AOT device names of the supported families, "pvc", "bmg"
     source: str
     note: str = ""
+    triton_platforms_source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -108,12 +124,18 @@ class VendorMatrix:
     xpu: tuple[XpuBuild, ...]
     amd_gpus: tuple[AmdGpu, ...]
     intel_gpus: tuple[IntelGpu, ...]
-    rocm_only: tuple[str, ...] = ()  # distribution names (a trailing "*" is a prefix) bound to the rocm* index
+    rocm_only: tuple[str, ...] = ()  # name patterns ("*": any run of characters) bound to the rocm* index
     triton_owners: tuple[str, ...] = ()  # distributions that install the top-level triton/ package
+    rocm_served: tuple[str, ...] = ()  # name patterns bound to the rocm* index where that index serves them
 
     def rocm_only_name(self, name: str) -> bool:
-        """Whether a distribution exists only for ROCm builds (rocm.toml [binding] rocm_only)."""
-        return any(name == n or (n.endswith("*") and name.startswith(n[:-1])) for n in self.rocm_only)
+        """Whether a distribution is of the ROCm SDK family, taken only from a rocm* torch index (rocm.toml
+        [binding] rocm_only: rocm, rocm-sdk-*, ...)."""
+        return any(fnmatch.fnmatchcase(name, n) for n in self.rocm_only)
+
+    def rocm_served_name(self, name: str) -> bool:
+        """Whether a distribution is bound to a rocm* torch index wherever that index serves it (rocm_served)."""
+        return any(fnmatch.fnmatchcase(name, n) for n in self.rocm_served)
 
     # -- ROCm
     def rocm_builds(self, torch_version: str) -> tuple[RocmBuild, ...]:
@@ -137,34 +159,63 @@ class VendorMatrix:
         """'MI300X' / 'AMD Instinct MI300X' / 'RX 7900 XTX' -> the gfx target; None when unknown."""
         return _best_name(name, ((g.names, g.gfx) for g in self.amd_gpus))
 
-    def amdgpu_release(self, module_version: str) -> AmdgpuDriver | None:
-        """The amdgpu driver release a DKMS module version ('6.12.12') or release name ('6.4', '30.10.1') is."""
+    def amdgpu_releases(self, module_version: str) -> tuple[AmdgpuDriver, ...]:
+        """The amdgpu driver releases a DKMS module version ('6.12.12') or release name ('6.4', '30.10.1') may be:
+        one, or several where releases ship the same module (30.20 and 30.30: 6.16.x); () when unknown."""
         parts = module_version.split(".")
         two = ".".join(parts[:2])
-        by_release = next((d for d in self.amdgpu if d.release == two), None)
-        if by_release is not None and (len(parts) <= 2 or int(parts[0]) >= 30):
+        by_release = tuple(d for d in self.amdgpu if d.release == two)
+        if by_release and (len(parts) <= 2 or int(parts[0]) >= 30):
             return by_release
-        return next((d for d in self.amdgpu if d.module == two), by_release)
+        by_module = tuple(d for d in self.amdgpu if d.module and d.module == two)
+        return by_module or by_release
+
+    def amdgpu_release(self, module_version: str) -> AmdgpuDriver | None:
+        """The (oldest) amdgpu driver release a module version or release name is; None when unknown."""
+        found = self.amdgpu_releases(module_version)
+        return min(found, key=lambda d: Version(d.release)) if found else None
 
     def amdgpu_supports(self, driver: str, rocm: str) -> bool | None:
-        """Whether the amdgpu driver supports ROCm user space `rocm` ("6.2.4" -> 6.2); None when the driver is unknown."""
-        d = self.amdgpu_release(driver)
-        if d is None:
+        """Whether the amdgpu driver supports ROCm `rocm` ("6.2.4" -> 6.2) in AMD's table: True only when every
+        release the driver may be supports it; None when the driver is unknown."""
+        found = self.amdgpu_releases(driver)
+        if not found:
             return None
-        return ".".join(rocm.split(".")[:2]) in d.user_space
+        minor = ".".join(rocm.split(".")[:2])
+        return all(minor in d.user_space for d in found)
+
+    def amdgpu_window(self, rocm: str) -> tuple[AmdgpuDriver, ...]:
+        """The driver releases that support ROCm `rocm`, oldest first (AMD's window runs both ways)."""
+        minor = ".".join(rocm.split(".")[:2])
+        return tuple(sorted((d for d in self.amdgpu if minor in d.user_space), key=lambda d: Version(d.release)))
 
     def least_amdgpu_for(self, rocm: str) -> AmdgpuDriver | None:
         """The oldest driver release that supports ROCm user space `rocm`."""
-        minor = ".".join(rocm.split(".")[:2])
-        fits = [d for d in self.amdgpu if minor in d.user_space]
-        return min(fits, key=lambda d: Version(d.release), default=None)
+        window = self.amdgpu_window(rocm)
+        return window[0] if window else None
 
-    def triton_amd_support(self, triton: str, gfx: str) -> str | None:
-        """'supported', 'runs' (compiles, not in Triton's CI) or None (no AMD backend support) for a Triton release."""
+    def newer_amdgpu_for(self, driver: str, rocm: str) -> AmdgpuDriver | None:
+        """The oldest driver release newer than `driver` that supports ROCm `rocm`; None when none is (the ROCm is
+        older than the driver supports, or no release newer than the driver's is in the table)."""
+        have = self.amdgpu_release(driver)
+        if have is None:
+            return None
+        return next((d for d in self.amdgpu_window(rocm) if Version(d.release) > Version(have.release)), None)
+
+    def newest_amdgpu(self) -> AmdgpuDriver | None:
+        return max(self.amdgpu, key=lambda d: Version(d.release), default=None)
+
+    def triton_amd_row(self, triton: str) -> TritonAmd | None:
+        """The [[triton_amd]] row a Triton release falls under (the newest at or below it)."""
         row = None
         for r in self.triton_amd:
             if Version(r.triton) <= Version(triton.split("+")[0]):
                 row = r
+        return row
+
+    def triton_amd_support(self, triton: str, gfx: str) -> str | None:
+        """'supported', 'runs' (compiles, not in Triton's CI) or None (no AMD backend support) for a Triton release."""
+        row = self.triton_amd_row(triton)
         if row is None:
             return None
         return "supported" if gfx in row.supported else "runs" if gfx in row.runs else None
@@ -276,11 +327,12 @@ def _load(root: Path) -> VendorMatrix:
         row.get("stable_source", None, "https://github.com/pytorch/pytorch/blob/main/RELEASE.md")
         pkg = row.get("triton_package", re.compile(r"^(pytorch-triton-rocm|triton-rocm)\Z"), "triton-rocm") or ""
         row.get("triton_package_source", None, "https://...")
-        row.get("triton_package_note", None, "inferred: ...", required=False)
+        tnote = row.get("triton_package_note", None, "inferred: ...", required=False) or ""
+        snote = row.get("stable_note", None, "inferred: ...", required=False) or ""
         bundles = row.boolean("bundles_runtime")
         row.get("bundles_runtime_source", None, "https://...")
         src = row.source()
-        row.get("note", None, "inferred: ...", required=False)
+        series_note = row.get("note", None, "inferred: ...", required=False) or ""
         variants = row.rows("variant")
         for vr in variants:
             rocm = vr.get("rocm", _ROCM, "6.4") or ""
@@ -288,13 +340,30 @@ def _load(root: Path) -> VendorMatrix:
             if rocm and backend and backend != f"rocm{rocm}":
                 vr.bad("backend", f"{backend!r} does not match rocm = {rocm!r}")
             gfx = vr.strings("gfx", _GFX, "gfx942")
+            inferred = vr.strings("gfx_inferred", _GFX, "gfx1103", required=False)
+            inferred_note = vr.get("gfx_inferred_note", None, "pytorch #179653 ...", required=bool(inferred)) or ""
+            unusable = vr.strings("gfx_unusable", _GFX, "gfx906", required=False)
+            unusable_src = vr.get("gfx_unusable_source", None, "https://github.com/ROCm/ROCm/issues/4625",
+                                  required=bool(unusable)) or ""
+            sdk = vr.boolean("sdk_wheels")
+            if sdk:
+                vr.get("sdk_wheels_source", None, "https://github.com/pytorch/test-infra/...")
+            for key, names in (("gfx_inferred", inferred), ("gfx_unusable", unusable)):
+                for g in names:
+                    if g not in gfx:
+                        vr.bad(key, f"{g!r} is not in this variant's gfx list")
             b = RocmBuild(torch=series, backend=backend, rocm=rocm,
                           platforms=vr.strings("platforms", lambda s: s in PLATFORMS, "linux_x86_64"),
                           glibc=vr.get("glibc", _GLIBC, "2.28") or "", wheel_tag=vr.get("wheel_tag", _TAG,
                                                                                       "manylinux_2_28_x86_64") or "",
-                          gfx=gfx, stable=rocm == stable, triton_package=pkg, bundles_runtime=bundles,
-                          source=vr.source(inherited=src), note=vr.get("note", None, "inferred: ...", required=False) or "")
-            vr.get("gfx_source", None, "https://github.com/pytorch/pytorch/blob/main/.ci/docker/manywheel/build.sh")
+                          gfx=gfx, stable=rocm == stable, triton_package=pkg, bundles_runtime=bundles and not sdk,
+                          source=vr.source(inherited=src), note=vr.get("note", None, "inferred: ...", required=False) or "",
+                          series_note=series_note, stable_note=snote, triton_note=tnote,
+                          gfx_source=vr.get("gfx_source", None,
+                                            "https://github.com/pytorch/pytorch/blob/main/.ci/docker/manywheel/build.sh")
+                          or "",
+                          gfx_inferred=inferred, gfx_inferred_note=inferred_note, gfx_unusable=unusable,
+                          gfx_unusable_source=unusable_src, sdk_wheels=sdk)
             vr.done()
             builds.append(b)
         if variants and stable and not any(b.torch == series and b.stable for b in builds):
@@ -302,10 +371,11 @@ def _load(root: Path) -> VendorMatrix:
         row.done()
     drivers: list[AmdgpuDriver] = []
     for row in rocm_f.rows("amdgpu"):
-        d = AmdgpuDriver(release=row.get("release", _DRV, "6.4") or "", module=row.get("module", _DRV, "6.12") or "",
+        d = AmdgpuDriver(release=row.get("release", _DRV, "6.4") or "",
+                         module=row.get("module", _DRV, "6.12", required=False) or "",
                          user_space=row.strings("user_space", _DRV, "6.4"), source=row.source(),
-                         note=row.get("note", None, "inferred: ...", required=False) or "")
-        row.get("module_note", None, "inferred: ...", required=False)
+                         note=row.get("note", None, "inferred: ...", required=False) or "",
+                         module_note=row.get("module_note", None, "inferred: ...", required=False) or "")
         row.done()
         drivers.append(d)
     tamd: list[TritonAmd] = []
@@ -317,7 +387,8 @@ def _load(root: Path) -> VendorMatrix:
         row.done()
     bind = _Row(rocm_f.data.get("binding") or {}, "binding", rocm_f.file, problems)
     rocm_f.seen.add("binding")
-    rocm_only = bind.strings("rocm_only", re.compile(r"^[a-z0-9][a-z0-9-]*\*?\Z"), "rocm-sdk-core")
+    rocm_only = bind.strings("rocm_only", re.compile(r"^[a-z0-9*][a-z0-9*-]*\Z"), "rocm-sdk-*")
+    served = bind.strings("rocm_served", re.compile(r"^[a-z0-9*][a-z0-9*-]*\Z"), "*rocm*", required=False)
     owners = bind.strings("triton_owners", _PKG, "triton-rocm")
     bind.source()
     bind.get("note", None, "inferred: ...", required=False)
@@ -331,6 +402,8 @@ def _load(root: Path) -> VendorMatrix:
             glibc=row.get("glibc", _GLIBC, "2.28") or "",
             triton_package=row.get("triton_package", re.compile(r"^(pytorch-triton-xpu|triton-xpu)\Z"), "triton-xpu") or "",
             triton_platforms=row.strings("triton_platforms", lambda s: s in PLATFORMS, "linux_x86_64", required=False),
+            triton_platforms_source=row.get("triton_platforms_source", None, "https://github.com/pytorch/pytorch/pull/148755",
+                                            required=False) or "",
             devices=row.strings("devices", _INTEL, "pvc"), source=row.source(),
             note=row.get("note", None, "inferred: ...", required=False) or ""))
         row.done()
@@ -363,7 +436,8 @@ def _load(root: Path) -> VendorMatrix:
         raise MatrixError("\n".join(problems))
     return VendorMatrix(rocm=tuple(builds), amdgpu=tuple(drivers),
                         triton_amd=tuple(sorted(tamd, key=lambda r: Version(r.triton))), xpu=tuple(xpus),
-                        amd_gpus=tuple(amd), intel_gpus=tuple(intel), rocm_only=rocm_only, triton_owners=owners)
+                        amd_gpus=tuple(amd), intel_gpus=tuple(intel), rocm_only=rocm_only, triton_owners=owners,
+                        rocm_served=served)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------

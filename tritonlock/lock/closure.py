@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, TritonlockError
@@ -90,14 +90,61 @@ def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str], own: 
 
 def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
     """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml) — triton
-    only where that backend's index publishes it (meta.toml triton_from_default: not for cpu)."""
+    only where that backend's index publishes it (meta.toml triton_from_default: not for cpu). For a rocm* build
+    also the ROCm SDK family (compat/rocm.toml [binding] rocm_only: rocm, rocm-sdk-*, …), always, and the names of
+    rocm_served (a "rocm" or "amd" in the name) wherever that index serves them."""
     name = canonicalize_name(name)
     if (sel.backend or "").startswith("rocm"):
         from tritonlock.decide.matrix_vendor import load_vendor_matrix
 
-        if load_vendor_matrix().rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
+        vm = load_vendor_matrix()
+        if vm.rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
+            return True
+        if vm.rocm_served_name(name) and sel.index and _served(sel.index, name):
             return True
     return matrix.bound_to_torch_index(name, sel.backend)
+
+
+def _served(index_url: str, name: str) -> bool:
+    from tritonlock.lock import index
+
+    try:
+        return index.serves(index_url, name)
+    except TritonlockError:
+        return False
+
+
+# the packages a failed `uv pip compile` names as missing or unsatisfiable
+_UV_NAMED = re.compile(r"(?:no versions? of |versions of |depend on |depends on )([A-Za-z0-9][A-Za-z0-9._-]*)"
+                       r"|([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])? was not found in the package registry")
+
+
+def uv_named(output: str) -> set[NormalizedName]:
+    """The distribution names uv's resolution failure is about ("no version of rocm[libraries]==7.14.0",
+    "rocm-sdk-device-gfx942 was not found in the package registry")."""
+    return {canonicalize_name(a or b) for a, b in _UV_NAMED.findall(output)}
+
+
+def not_served_error(err: ClosureError, sel: Selection, bound: Collection[str]) -> ClosureError:
+    """A failed compile whose cause is a ROCm SDK package the rocm* torch index lacks: the error names it (the torch
+    index is the only place it may come from); any other failure is returned as it is."""
+    if not (sel.backend or "").startswith("rocm") or not sel.index:
+        return err
+    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+
+    vm = load_vendor_matrix()
+    lacking = sorted(n for n in uv_named(str(err)) if n in bound and vm.rocm_only_name(n) and not _served(sel.index, n))
+    if not lacking:
+        return err
+    what = " and ".join(lacking)
+    one = len(lacking) == 1
+    return ClosureError(
+        f"target {sel.target.name!r}: {what} {'is' if one else 'are'} part of the ROCm SDK that torch {sel.torch} "
+        f"({sel.backend}) needs, taken only from its torch index {sel.index}, and that index does not serve "
+        f"{'it' if one else 'them'} — a same-named package on another index is never taken for "
+        f"{'it' if one else 'them'} (PyPI holds placeholders of some of these names)\n  fix: point [indexes].torch "
+        f"at an index that serves the {sel.backend} torch build with its ROCm SDK wheels, or pin a torch whose ROCm "
+        "build bundles its libraries (an older torch in triton-env.toml)")
 
 
 def _vendor_glibc(sel: Selection) -> str | None:
@@ -219,10 +266,20 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     facts: dict[str, Any] = {}  # sdist url → builds.BuildFacts
     build_reqs: dict[str, str] = {}  # requirement name → the package whose torch-importing build needs it
     for npass in range(_PASSES):
-        raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
-                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
-                       offline=offline or npass > 0,  # a later pass: uv's cache holds what the first one read
-                       constraints=constraints, own=own_builds, flat=flat)
+        try:
+            raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
+                           no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
+                           offline=offline or npass > 0,  # a later pass: uv's cache holds what the first one read
+                           constraints=constraints, own=own_builds, flat=flat)
+        except ClosureError as err:
+            # a torch-family member the failure names (rocm[libraries], looked up on the default index as a
+            # dependency of torch) is bound to the torch index and the compile repeated
+            retry = sorted(n for n in uv_named(str(err)) - bound if own_index and binds(n))
+            if not retry:
+                raise not_served_error(err, sel, bound) from None
+            bound.update(retry)
+            pulled += retry
+            continue
         found = {canonicalize_name(str(r["name"])) for r in raw}
         # torch from the default index ([indexes] torch = "default"): one index serves every package, so a family
         # member that came in through another package needs no binding (and no second compile, as with uv alone)

@@ -77,7 +77,7 @@ def gpu_code_from(read: Reader, size: int) -> GpuCode:
             gfx |= set(g)
         if problem:
             problems.append(f"{name}: {problem}")
-    return GpuCode(_sorted(sm), _sorted(ptx), tuple(sorted(gfx, key=_gfx_key)), "; ".join(problems) or None)
+    return GpuCode(_sorted(sm), _sorted(ptx), tuple(sorted(gfx, key=gfx_order)), "; ".join(problems) or None)
 
 
 def fatbin_sections(read: Reader, size: int) -> list[tuple[str, int, int]] | str:
@@ -162,7 +162,7 @@ def bundle_targets(read: Reader, size: int) -> tuple[tuple[str, ...], str | None
         problems.append(f"{zstd} compressed offload bundle(s) use zstd (CCOB method 1): their targets are not read")
     if bad:
         problems.append(f"{bad} offload bundle(s) have no readable entry table")
-    return tuple(sorted(gfx, key=_gfx_key)), "; ".join(problems) or None
+    return tuple(sorted(gfx, key=gfx_order)), "; ".join(problems) or None
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def _sorted(names: set[str]) -> tuple[str, ...]:
     return tuple(sorted(names, key=key))
 
 
-def _gfx_key(target: str) -> tuple[int, str]:
+def gfx_order(target: str) -> tuple[int, str]:
     """gfx942 after gfx90a after gfx908; gfx1030 after all gfx9: the ISA's major, then its name."""
     base = target.split(":")[0][3:]
     return (int(base[:-2] or 0), target)

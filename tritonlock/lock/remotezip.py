@@ -83,6 +83,17 @@ class RemoteZip:
         self._members = out
         return out
 
+    def get(self, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive) of the wheel file itself."""
+        return self._get(start, end)
+
+    def span(self, name: str) -> tuple[int, int, int, int]:
+        """(compression method, where the member's data starts in the wheel, its compressed and its real size)."""
+        method, csize, usize, offset = self.members()[name]
+        head = self._get(offset, offset + 29)
+        nlen, elen = struct.unpack("<HH", head[26:30])
+        return method, offset + 30 + nlen + elen, csize, usize
+
     def read(self, name: str, until: re.Pattern[bytes] | None = None, chunk: int = 1 << 20) -> bytes:
         """A member's bytes; with `until`, stream it and stop at the first match (returning that match only)."""
         method, csize, _, offset = self.members()[name]
@@ -103,3 +114,14 @@ class RemoteZip:
         return b"" if until is not None else data
 
 
+
+
+def wheel_metadata(index: object, file: object, deep: bool) -> str | None:
+    """A wheel's METADATA: the PEP 658 file beside it on the index, else (deep) the member read from inside the wheel
+    with Range requests. `index` is an IndexClient and `file` one of its IndexFiles."""
+    meta: str | None = index.metadata(file)  # type: ignore[attr-defined]
+    if meta is None and deep:
+        z = RemoteZip(index.session, file.url, file.size)  # type: ignore[attr-defined]
+        name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
+        meta = z.read(name).decode("utf-8", "replace") if name else None
+    return meta
