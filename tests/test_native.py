@@ -23,7 +23,8 @@ CP = "cp311-cp311-manylinux_2_17_x86_64"
 LINUX = "py3-none-manylinux_2_17_x86_64"
 R580_H100 = 'driver = "580.95.05"\ngpus = ["9.0"]'
 R580_V100 = 'driver = "580.95.05"\ngpus = ["7.0"]'
-C10_CXX = "_ZN3c106detail14torchCheckFailEPKcS2_jS2_"  # c10::detail::torchCheckFail — torch's C++ API
+# a c10:: function (torch's C++ API, mangled) that torch 2.9's libc10 stub defines and no other libc10 does
+C10_CXX = "_ZN3c1013only_in_2_9v1Ev"
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +78,9 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     # a build for one torch release (PyG-style local label) that links torch's C++ API and pins no torch
     idx.add("simple", "tiedpkg", "1.0+pt29cu128", tag=CP, requires=("torch",), modules={
         "tiedpkg/_C.so": extension(tmp / "tied", "tiedpkg._C", links={stubs["libc10.so@2.9"]: (C10_CXX,)})})
+    # the same C++-API build with nothing saying which torch (as sgl-kernel's wheels: no torch requirement at all)
+    idx.add("simple", "anontied", "1.0", tag=CP, modules={
+        "anontied/_C.so": extension(tmp / "anon", "anontied._C", links={stubs["libc10.so@2.9"]: (C10_CXX,)})})
     idx.start()
     yield idx
     idx.stop()
@@ -203,3 +207,151 @@ def test_a_build_for_another_torch_release_is_refused_with_the_torch_it_was_buil
     assert "tiedpkg's native code cannot load on this target" in out
     assert "links torch's C++ API and was built for torch 2.9" in out and "undefined symbol" in out
     assert 'fix: torch = "==2.9.*"' in out and "Traceback" not in out
+
+
+# --- verify: the packages' native code, loaded for real ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def broken_venv(real_torch_python: str, pypi: LocalIndex, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The real torch + triton venv (linked), with kernelpkg 1.0 — a CUDA 12 build — put in by hand, and no CUDA 12
+    runtime (installed or on this machine: its system toolkit is CUDA 13): a wrong pairing made by hand."""
+    import subprocess
+    import sys
+
+    from tritonlock._subprocess import uv_bin
+
+    venv = tmp_path_factory.mktemp("broken") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    src = Path(subprocess.run([real_torch_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip())
+    dst = next((venv / "lib").glob("python3*/site-packages"))
+    for entry in src.iterdir():
+        (dst / entry.name).symlink_to(entry)
+    wheels = [next((pypi.root / "simple" / "_files").glob(f"{n}-*.whl")) for n in ("kernelpkg-1.0", "tiedpkg")]
+    subprocess.run([uv_bin(), "pip", "install", "--python", str(venv / "bin" / "python"), "--no-deps", "--offline",
+                    *map(str, wheels)], check=True, capture_output=True)
+    return str(venv / "bin" / "python")
+
+
+def test_verify_imports_a_stray_native_build_and_names_what_it_cannot_load(
+        broken_venv: str, stubs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import is real: the loader cannot find libcudart.so.12. verify fails naming kernelpkg, says it is a CUDA 12
+    build that nothing installed brings the runtime of, and how to fix it; numpy (native too) imports. (A stub
+    libcuda.so.1 on the loader's path stands in for the NVIDIA driver this machine has not.)"""
+    from tritonlock.verify import run_verify
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(stubs["libcuda.so.1"].parent))
+    result = run_verify(broken_venv, interpret=True, quick=True, imports=("kernelpkg",))
+    checks = {c.name: c for c in result.checks}
+    bad = checks["import kernelpkg"]
+    assert not bad.ok and not result.ok
+    assert bad.detail.startswith("kernelpkg 1.0: importing kernelpkg failed: it needs libcudart.so.12, which no "
+                                 "installed package brings: kernelpkg 1.0 is a CUDA 12 build")
+    assert "libcudart.so.12: cannot open shared object file" in bad.detail  # the loader's own words
+    assert bad.fix and "`tritonlock resolve` picks a pair that loads" in bad.fix
+    assert checks["import numpy"].ok and "extension module" in checks["import numpy"].detail
+    assert "kernelpkg" in " ".join(result.failures)
+
+
+def test_a_cuda_extension_on_a_cpu_torch_is_said_as_that() -> None:
+    from tritonlock.verify.natives import ImportRow, explain
+
+    row = ImportRow(dist="xformers", version="0.0.33", ok=False, native=True, module="xformers._C",
+                    error="ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory")
+    detail, fix = explain(row, torch="2.13.0+cpu", lock=None)
+    assert detail.startswith("xformers 0.0.33: importing xformers._C failed: it needs libtorch_cuda.so, which only "
+                             "torch's CUDA builds have, and this environment's torch 2.13.0+cpu is not one")
+    assert fix and fix.startswith("torch's CUDA build")
+
+
+def test_without_a_driver_the_other_missing_library_is_still_found(broken_venv: str) -> None:
+    """On a machine without a driver the loader may stop at libcuda.so.1 (not a failure there by itself); the
+    installed files still say libcudart.so.12 is missing whatever the machine — that is the failure. The row is what
+    the runner reports on such a machine; the files are the real installed ones."""
+    import subprocess
+
+    from tritonlock.verify.natives import ImportRow, import_checks
+
+    site = subprocess.run([broken_venv, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    row = ImportRow(dist="kernelpkg", version="1.0", ok=True, native=True, needs_driver=True, module="kernelpkg",
+                    error="ImportError: libcuda.so.1: cannot open shared object file", modules=("kernelpkg._C",))
+    ((name, ok, detail, _),) = import_checks([row], torch="2.13.0+cpu", lock=None, site=[site])
+    assert (name, ok) == ("import kernelpkg", False)
+    assert "it needs libcudart.so.12, which no installed package brings" in detail
+    assert detail.endswith("the import stopped earlier, at libcuda.so.1 (no NVIDIA driver here)")
+    # a library this machine's own loader finds (its CUDA 13 toolkit) is no such failure
+    from tritonlock.binary.elf import system_sonames
+
+    if "libcudart.so.13" in system_sonames():
+        row13 = ImportRow(dist="numpy", version="x", ok=True, needs_driver=True)
+        assert import_checks([row13], torch=None, lock=None, site=[site])[0][1] is True
+
+
+def test_verify_names_the_locked_wheel_that_should_have_brought_the_library(
+        broken_venv: str, stubs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{stubs['libcuda.so.1'].parent}:{stubs['libtorch_cuda.so'].parent}")
+    from tritonlock.verify import run_verify
+    from tritonlock.verify.natives import LockFacts
+
+    lock = LockFacts(brings={"libcudart.so.12": "nvidia-cuda-runtime-cu12 12.8.90"}, facts={})
+    result = run_verify(broken_venv, interpret=True, quick=True, lock_facts=lock)
+    bad = next(c for c in result.checks if c.name == "import kernelpkg")
+    assert ("it needs libcudart.so.12, which the lock's nvidia-cuda-runtime-cu12 12.8.90 brings, and the loader finds "
+            "none here") in bad.detail and bad.fix == "`tritonlock sync` makes the environment match the lock"
+
+
+def test_installed_gpu_code_is_checked_against_each_gpu(broken_venv: str) -> None:
+    """What an import cannot show: kernelpkg 1.0's files carry sm_70/sm_80 and PTX 8.0; a P100 (6.0) gets none of it,
+    an H100 (9.0) runs it only through PTX. The files are the installed ones; only the GPU lines stand in for a GPU."""
+    import subprocess
+
+    from tritonlock.verify.natives import ImportRow, gpu_code_checks
+
+    site = subprocess.run([broken_venv, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    row = ImportRow(dist="kernelpkg", version="1.0", ok=True, modules=("kernelpkg._C",))
+    ((name, ok, detail, fix),) = gpu_code_checks([site], [row], ["cuda:0 Tesla P100-PCIE-16GB (sm_60, 15.9 GiB)"])
+    assert (name, ok) == ("GPU code kernelpkg", False)
+    assert detail.startswith("kernelpkg 1.0's extension modules carry code for sm_70, sm_80 and PTX compute_80, and "
+                             "none for cuda:0 Tesla P100-PCIE-16GB (compute capability 6.0)")
+    ((_, ok, detail, _),) = gpu_code_checks([site], [row], ["cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"])
+    assert ok and "only through PTX (compute_80)" in detail
+    assert gpu_code_checks([site], [row], ["cuda:0 NVIDIA A100-SXM4-80GB (sm_80, 79.1 GiB)"]) == []
+
+
+def test_doctor_reports_the_same_on_a_venv_tritonlock_did_not_make(broken_venv: str) -> None:
+    """doctor reads the installed files: kernelpkg 1.0 needs libcudart.so.12, which nothing installed (nor this
+    machine's loader) brings."""
+    code, out = _run("doctor", "--python", broken_venv)
+    assert code == 1, out
+    assert "kernelpkg 1.0's native code cannot load here: it needs libcudart.so.12" in out
+    assert "kernelpkg/_C.so in kernelpkg 1.0 in " in out and "Traceback" not in out
+
+
+def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(broken_venv: str) -> None:
+    """tiedpkg 1.0+pt29cu128 links torch's C++ API (built for torch 2.9); this venv's torch is 2.13: the import
+    fails for real with an undefined symbol, and both verify and doctor say which torch it was built for."""
+    from tritonlock.verify import run_verify
+
+    result = run_verify(broken_venv, interpret=True, quick=True)
+    bad = next(c for c in result.checks if c.name == "import tiedpkg")
+    assert not bad.ok and f"undefined symbol" not in "" and C10_CXX in bad.detail
+    assert "it was built for torch 2.9, and this environment has torch 2.13.0+cpu" in bad.detail
+    code, out = _run("doctor", "--python", broken_venv)
+    assert code == 1
+    assert ("tiedpkg 1.0+pt29cu128 was built for torch 2.9 CUDA 12.8; this venv has torch 2.13.0+cpu (CPU build): "
+            "its native code fails to load (an undefined symbol)") in out
+
+
+def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(tmp_path: Path,
+                                                                                pypi: LocalIndex) -> None:
+    """As sgl-kernel's wheels: torch's C++ API, no torch requirement, no per-torch label — the rule cannot judge it,
+    so the lock says so instead of claiming it loads."""
+    root = _project(tmp_path, pypi, ["anontied"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    (w,) = [w for w in _target(root)[1].warnings if w.startswith("anontied 1.0: ")]
+    assert ("anontied/_C.so in anontied-1.0-cp311-cp311-manylinux_2_17_x86_64.whl link torch's C++ API, and the wheel "
+            "names no torch release they were built for") in w
+    assert "`tritonlock verify` imports it on the machine" in w

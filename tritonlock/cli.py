@@ -534,7 +534,10 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                        say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan)
     result = None
     if not dry_run and not no_verify:
-        result = _run_verify(out.venv, out.target.selection, out.host)
+        from tritonlock.lock.lockfile import read_lock
+
+        result = _run_verify(out.venv, out.target.selection, out.host,
+                             **_native_args(read_lock(root / LOCK_FILE), out.target))
     if as_json:
         _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
                     "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note,
@@ -580,6 +583,14 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
                       expect_gpu=gpu_build and host.driver is not None, driver=host.driver, **kw)
 
 
+def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
+    """What verify needs of the lock for the packages' native code: the packages the user named, and the facts."""
+    from tritonlock.verify.natives import lock_facts
+
+    return {"imports": tuple(d.name for d in locked.selection.direct),
+            "lock_facts": lock_facts(locked.packages, lock.native)}
+
+
 @main.command()
 @_project_opt
 @click.option("--venv", metavar="DIR", help="The environment to verify (default: PROJECT/.venv).")
@@ -614,6 +625,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                                          "--python PATH"))
     backend = triton = driver = None
     expect_gpu = None
+    native: dict[str, Any] = {}
     if lock_path.exists():
         from tritonlock.host import detect
         from tritonlock.lock.lockfile import read_lock
@@ -635,12 +647,13 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
+            native = _native_args(lock, locked)
     elif record:
         raise UsageError(f"{lock_path}: no such file — --record names the lock target it verified; run "
                          "`tritonlock resolve` first")
     result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                         interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
-                        reuse=not no_reuse)
+                        reuse=not no_reuse, **native)
     rec = None
     if record:
         from tritonlock import records

@@ -20,7 +20,7 @@ _PROVIDERS = {"torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytor
 # sonames whose number is the CUDA major (cuFFT, cuSOLVER, cuRAND, cuSPARSE, cuDNN and NCCL number their own)
 _CUDA_MAJOR_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z")
 # CUDA user libraries: a lock must bring each one a locked extension names (a machine's own toolkit is no lock)
-_CUDA_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn[A-Za-z_]*|"
+CUDA_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn[A-Za-z_]*|"
                        r"nccl|nvshmem[A-Za-z_]*|cupti|nvToolsExt|cufile)\.so(\.[0-9]+)*\Z")
 # which NVIDIA wheel brings a CUDA library, by CUDA major (CUDA 13's dropped the -cuNN suffix: compat/cudalibs.toml)
 _WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas",
@@ -70,6 +70,34 @@ class Setting:
     driver: str | None
     gpus: tuple[str, ...]
     floors: dict[int, str]
+    # what is judged: a lock's target ("this target", "no locked wheel") or an installed environment
+    installed: bool = False
+
+    @property
+    def here(self) -> str:
+        return "this machine" if self.installed else "this target"
+
+    @property
+    def bringer(self) -> str:
+        return "nothing installed here (nor this machine's loader)" if self.installed else "no locked wheel"
+
+
+def loaded(members: Iterable[NativeMember]) -> list[NativeMember]:
+    """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
+    package loads them with torch.ops.load_library: xformers' and torchao's _C.so), and the wheel's libraries those
+    need by soname. A library nothing names is loaded, if at all, by the package's own choice at run time (one of
+    bitsandbytes' per-CUDA libraries): it is not judged."""
+    members = list(members)
+    by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
+    todo = [m for m in members if m.extension or m.torch_abi]
+    seen: dict[str, NativeMember] = {m.path: m for m in todo}
+    while todo:
+        for lib in todo.pop().needed:
+            dep = by_name.get(lib)
+            if dep is not None and dep.path not in seen:
+                seen[dep.path] = dep
+                todo.append(dep)
+    return list(seen.values())
 
 
 def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Problem]:
@@ -81,12 +109,12 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
             continue
         f = item.facts
         found: dict[str, Problem] = {}
-        for m in f.members:
+        for m in loaded(f.members):
             for prob in _member_problems(item, m, at, provided):
                 found.setdefault(prob.kind + prob.needs, prob)
         # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
         # kernels among them by architecture, and one that lacks an arch is no failure while another has it
-        with_code = [m for m in f.members if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        with_code = [m for m in loaded(f.members) if m.gpu.startswith("read") and (m.sm or m.ptx)]
         if with_code and ccs and at.backend.startswith("cu"):
             sm = tuple(sorted({a for m in with_code for a in m.sm}))
             ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
@@ -94,7 +122,7 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                 if gpu_runs(cc, sm, ptx) is None:
                     found.setdefault(f"gpu-code{cc}", Problem(
                         package=item.name, version=item.version, kind="gpu-code", needs=f"sm_{cc.replace('.', '')}",
-                        text=(f"its GPU code is built for {_archs(sm, ptx)}, which has no code for this target's "
+                        text=(f"its GPU code is built for {_archs(sm, ptx)}, which has no code for {at.here}'s "
                               f"GPU (compute capability {cc}): its first kernel launch would fail ('no kernel image "
                               f"is available'; read from {f.filename})")))
         out += found.values()
@@ -117,7 +145,7 @@ def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str
     for lib in m.needed:
         if lib == "libcuda.so.1":
             if at.driver is None:
-                add("driver", lib, f"{where} needs libcuda.so.1, the NVIDIA driver's library, and this target has no "
+                add("driver", lib, f"{where} needs libcuda.so.1, the NVIDIA driver's library, and {at.here} has no "
                                    "NVIDIA driver: the import fails ('libcuda.so.1: cannot open shared object file')",
                     structural=True)
             continue
@@ -131,8 +159,8 @@ def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str
                 f"{where} needs {lib}, which only torch's ROCm builds have; torch {at.torch} here is the "
                 f"{backend or 'unknown'} build", structural=True)
             continue
-        if _CUDA_LIB.match(lib) and lib not in provided:
-            add("cuda-library", lib, f"{where} needs {lib}, which no locked wheel brings ({_brings(lib, at)})")
+        if CUDA_LIB.match(lib) and lib not in provided:
+            add("cuda-library", lib, f"{where} needs {lib}, which {at.bringer} brings ({_brings(lib, at)})")
         major = _CUDA_MAJOR_LIB.match(lib)
         if major and at.driver is not None:
             floor = at.floors.get(int(major[2]))
@@ -158,13 +186,18 @@ def _key(v: str) -> tuple[int, ...]:
 
 
 def _built_from(f: NativeFacts) -> str:
-    return f"{f.filename}'s METADATA pins it, or its version's label says so"
+    """Where the torch a build was made for was read: its version's label, or its METADATA's exact torch pin."""
+    local = f.filename.split(" ")[1] if " " in f.filename else (f.filename.split("-")[1] if "-" in f.filename else "")
+    label = local.split("+", 1)[1] if "+" in local else ""
+    return f"its version's label +{label} says so" if label and re.search(r"pt[0-9]|torch", label) else \
+        "its METADATA pins that torch"
 
 
 def _brings(lib: str, at: Setting) -> str:
     m = re.match(r"^lib([A-Za-z]+?)(?:Lt)?\.so\.([0-9]+)", lib)
     wheel = _WHEEL_OF.get(m[1]) if m else None
-    said = f"torch {at.torch} ({at.backend}) brings CUDA {_backend_cuda(at.backend)}"
+    said = (f"torch {at.torch} ({at.backend}) brings CUDA {_backend_cuda(at.backend)}" if at.backend.startswith("cu")
+            else f"torch {at.torch} is the {at.backend or 'unknown'} build, which brings no CUDA")
     if wheel and m:
         suffix = "" if int(m[2]) >= 13 else f"-cu{m[2]}"
         said += f"; {wheel}{suffix} would bring it" if _CUDA_MAJOR_LIB.match(lib) else f"; {wheel} brings it"
@@ -174,3 +207,18 @@ def _brings(lib: str, at: Setting) -> str:
 def _backend_cuda(backend: str | None) -> str:
     m = re.fullmatch(r"cu([0-9]+)([0-9])", backend or "")
     return f"{m[1]}.{m[2]}" if m else "no CUDA"
+
+
+def unknown_torch(items: Iterable[Item]) -> list[str]:
+    """The packages whose loaded native code links torch's C++ API while their wheel names no torch release it was
+    built for (no exact torch pin, no per-torch label): whether it loads with a torch is unknown from its files."""
+    out = []
+    for item in items:
+        if is_provider(item.name) or item.facts.built_for_torch:
+            continue
+        tied = [m.path for m in loaded(item.facts.members) if m.torch_abi == "cxx"]
+        if tied:
+            out.append(f"{item.name} {item.version}: {tied[0]}" + (f" and {len(tied) - 1} more" if len(tied) > 1 else "")
+                       + f" in {item.facts.filename} link torch's C++ API, and the wheel names no torch release they "
+                         "were built for (its METADATA pins no torch, its version has no per-torch label)")
+    return out

@@ -333,10 +333,12 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
         sel, pkgs = decision
         if not sel.ok:
             return sel, pkgs
-        found = rule.problems(sel, pkgs, reader.facts(native_wanted(sel, pkgs)), matrix, policy=intent.cuda_policy)
+        read = reader.facts(native_wanted(sel, pkgs))
+        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy)
         if not found:
             checked = _native_reason(pkgs, reader)
-            return (dataclasses.replace(sel, reasons=sel.reasons + (checked,)) if checked else sel), pkgs
+            return dataclasses.replace(sel, reasons=sel.reasons + ((checked,) if checked else ()),
+                                       warnings=sel.warnings + tuple(rule.unknowns(sel, pkgs, read))), pkgs
         last = (sel, found)
         structural = [p for p in found if p.structural]
         if structural or round_ == NATIVE_ROUNDS - 1:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from tritonlock.decide.matrix import Matrix
     from tritonlock.models import NativeFacts
 
-__all__ = ["Problem", "is_provider", "problems", "conflict", "target_wheel"]
+__all__ = ["Problem", "is_provider", "problems", "conflict", "target_wheel", "unknowns"]
 
 
 def target_wheel(p: LockedPackage, target: TargetSpec, python: str) -> list[str]:
@@ -39,6 +39,16 @@ def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     floors = {m: f for m in (11, 12, 13, 14) if (f := matrix.driver_floor(f"{m}.0", target.os, policy))}
     at = Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors)
     return check(items, provided, at)
+
+
+def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) -> list[str]:
+    """Warnings for native code the rule cannot judge: a build of torch's C++ API whose wheel names no torch."""
+    from tritonlock.nativerule import unknown_torch
+
+    items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
+             if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
+    return [f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing) — "
+            "`tritonlock verify` imports it on the machine and says" for u in unknown_torch(items)]
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str]) -> str:

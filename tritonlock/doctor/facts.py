@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonlock import _subprocess
 from tritonlock.errors import TritonlockError
-from tritonlock.models import HostProfile, Lock, LockedTarget
+from tritonlock.models import HostProfile, Lock, LockedTarget, NativeFacts
 
 if TYPE_CHECKING:  # matrix is imported lazily: its data may be missing, and doctor must still run
     from tritonlock.decide.matrix import Matrix
@@ -110,6 +110,9 @@ class VenvFacts:
     managed: bool = False  # made by `tritonlock sync` (its marker file), or the project's own .venv
     ptxas: tuple[TritonPtxas, ...] = ()  # per GPU of the host (probe_ptxas), when triton imports
     toolkit_ptxas: tuple[ToolkitPtxas, ...] = ()  # the machine's own ptxas binaries, a TRITON_PTXAS_PATH can use
+    # the installed distributions' native code, read from their files (tritonlock.binary): (name, version, facts)
+    native: tuple[tuple[str, str, NativeFacts], ...] = ()
+    system_libs: frozenset[str] = frozenset()  # what this machine's loader finds outside the venv (ldconfig -p)
 
     @property
     def minor(self) -> str:
@@ -226,7 +229,47 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
         triton_version=_opt(triton.get("version")), triton_file=_opt(triton.get("file")),
         triton_error=_opt(triton.get("error")), loaded_libs=_strs(got.get("loaded_libs")),
         damaged=damage[0], modified=damage[1], managed=(Path(str(static.get("prefix"))) / MADE).is_file(),
+        native=installed_native(tuple(_dist(d) for d in static.get("dists") or [] if isinstance(d, dict))),
+        system_libs=frozenset(_system_sonames()),
     )
+
+
+def _system_sonames() -> frozenset[str]:
+    from tritonlock.binary.elf import system_sonames
+
+    return system_sonames()
+
+
+def installed_native(dists: tuple[Dist, ...]) -> tuple[tuple[str, str, NativeFacts], ...]:
+    """The native code of each installed distribution, read from its files: whole for the packages whose code is
+    judged, only what it brings for the providers (torch, Triton, NVIDIA's libraries)."""
+    from tritonlock.binary.elf import SO, built_for_torch, read_installed
+    from tritonlock.nativerule import is_provider
+
+    out = []
+    for d in dists:
+        root = Path(d.location)
+        want = re.sub(r"[-_.]+", "_", d.name).lower()
+        info = next((p for p in sorted(root.glob("*.dist-info")) if p.name.lower().split("-", 1)[0] == want
+                     and (p / "RECORD").is_file()), None)
+        if info is None:
+            continue
+        try:
+            paths = [line.split(",", 1)[0] for line in (info / "RECORD").read_text(encoding="utf-8",
+                                                                                    errors="replace").splitlines()]
+        except OSError:
+            continue
+        sos = [p for p in paths if SO.search(p)]
+        if not sos:
+            continue
+        provides = tuple(sorted({p.rsplit("/", 1)[-1] for p in sos}))
+        members = () if is_provider(d.name) else tuple(read_installed(root, sos))
+        meta = "\n".join(f"Requires-Dist: {r}" for r in d.requires)
+        out.append((d.name, d.version, NativeFacts(
+            sha256="", filename=f"{d.name} {d.version} in {root}", provides=provides, members=members,
+            built_for_torch=built_for_torch(f"{d.name}-{d.version}-x.whl", meta) if members else None,
+            names_only=not members, source=f"read from the files in {root}")))
+    return tuple(out)
 
 
 def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

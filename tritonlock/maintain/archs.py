@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tritonlock.decide.matrix import Matrix, TorchRelease, Variant
 from tritonlock.decide.matrix_vendor import RocmBuild, VendorMatrix, normalize_gfx
 from tritonlock.errors import TritonlockError
-from tritonlock.lock.gpucode import GpuCode, gfx_order
+from tritonlock.binary.gpucode import GpuCode, gfx_order
 from tritonlock.lock.index import IndexClient, IndexFile
 from tritonlock.maintain.tags import Wheel, wheels
 from tritonlock.maintain.wheels import read_wheel_gpu_code

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from tritonlock.decide.matrix import Ptxas
-from tritonlock.lock.gpucode import GpuCode, gpu_code_from
+from tritonlock.binary.gpucode import GpuCode, gpu_code_from
 from tritonlock.lock.index import IndexFile
 from tritonlock.lock.remotezip import RemoteZip
 from tritonlock.maintain.tags import wheels

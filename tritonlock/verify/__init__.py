@@ -140,6 +140,8 @@ def run_verify(
     timeout: float = 600,
     driver: str | None = None,
     ptxas_floors: dict[str, str] | None = None,
+    imports: tuple[str, ...] = (),
+    lock_facts: Any = None,
 ) -> VerifyResult:
     """Run the verify runner under `python` (the venv's interpreter) and parse its report.
 
@@ -147,7 +149,9 @@ def run_verify(
     True makes an unusable CUDA a failed check rather than a quiet switch to the interpreter;
     `interpret` None lets the runner pick (GPU when torch sees one). Raises VerifyError only when
     the runner cannot run or answers something that is not its report. `driver` is the host's
-    NVIDIA driver version when the caller has detected it (the runner probes otherwise).
+    NVIDIA driver version when the caller has detected it (the runner probes otherwise). `imports`: the packages
+    the user named (imported even without native code, beside every distribution that has some); `lock_facts`
+    (tritonlock.verify.natives.LockFacts): what the lock knows of their native code, to explain a failed import.
     """
     # a bare name ("python3") is looked up on PATH, like the shell would
     found = shutil.which(python) if os.sep not in python else python
@@ -165,7 +169,7 @@ def run_verify(
         "quick": quick, "profile": str(Path(profile).resolve()) if profile else None, "cold": cold,
         # an older runner has no such option: sent only when it asks for something
         **({} if reuse else {"no_reuse": True}),
-        "inject_fault": inject_fault, "driver": driver,
+        "inject_fault": inject_fault, "driver": driver, **({"imports": list(imports)} if imports else {}),
         # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
         # so the runner can tell whether Triton's ptxas makes kernels this driver loads
         "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
@@ -189,7 +193,25 @@ def run_verify(
             f"verify: the runner under {python} exited with code {code} without a report"
             f"{_stderr_words(stderr)}"
         ) from None
-    return _parse(doc, elapsed)
+    result = _parse(doc, elapsed)
+    return _with_natives(result, doc, lock_facts)
+
+
+def _with_natives(result: VerifyResult, doc: Any, lock_facts: Any) -> VerifyResult:
+    """The runner's import rows as checks, explained with the lock's facts, and the installed GPU code checked
+    against the GPUs the runner saw."""
+    import dataclasses
+
+    from tritonlock.verify import natives
+
+    rows = natives.parse_rows(doc.get("imports") if isinstance(doc, dict) else None)
+    if not rows:
+        return result
+    site = [s for s in doc.get("site", []) if isinstance(s, str)] if isinstance(doc.get("site"), list) else []
+    found = natives.import_checks(rows, torch=result.torch, lock=lock_facts, site=site)
+    found += natives.gpu_code_checks(site, rows, result.gpus)
+    checks = result.checks + tuple(Check(name=n, ok=ok, detail=d, fix=f) for n, ok, d, f in found)
+    return dataclasses.replace(result, checks=checks, ok=result.ok and all(c.ok for c in checks))
 
 
 def _ptxas_floors() -> dict[str, str] | None:

@@ -22,7 +22,8 @@ NATIVE_ERROR = re.compile(r"cannot open shared object file|undefined symbol|vers
                           r"no kernel image|invalid ELF header|cannot enable executable stack|"
                           r"does not define module export function", re.I)
 SKIP_DISTS = {"torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu", "triton-windows"}
-_EXT = re.compile(r"^(?P<mod>(?:[A-Za-z_][A-Za-z0-9_]*/)*[A-Za-z_][A-Za-z0-9_]*)\.[^/]*(?:\.so|\.pyd)\Z")
+# "pkg/_C.so", "pkg/_C.abi3.so", "pkg/mod.cpython-312-x86_64-linux-gnu.so", "pkg\\_C.cp312-win_amd64.pyd"
+_EXT = re.compile(r"^(?P<mod>(?:[A-Za-z_][A-Za-z0-9_]*/)*[A-Za-z_][A-Za-z0-9_]*)(?:\.[^/]*)?\.(?:so|pyd)\Z")
 
 
 def _norm(name: str) -> str:

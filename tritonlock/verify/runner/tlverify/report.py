@@ -29,6 +29,10 @@ class Report:
         self.notes: list[str] = []
         self.caches: dict[str, str] = {}
         self.imports: list[dict[str, Any]] = []  # per distribution with native code (imports.py)
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        self.site = list(dict.fromkeys([paths["purelib"], paths["platlib"]]))  # where the distributions are
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -95,7 +99,7 @@ class Report:
             "kernels": rows, "jit_seconds": self.jit_seconds,
             "compile_seconds": finite(self.compile_seconds), "caches": self.caches,
             "total_seconds": time.perf_counter() - self.started, "gpus": self.gpus,
-            "notes": notes, **({"imports": self.imports} if self.imports else {}),
+            "notes": notes, **({"imports": self.imports} if self.imports else {}), "site": self.site,
         }
 
 

@@ -1,0 +1,61 @@
+"""The binary facts of real PyPI wheels, read by ranged reads (the wheels are not downloaded whole where the zip's
+members are what is asked for): what each one's native code needs. Marked `network` (run with -m network): they
+need your default index, and read a few hundred MB."""
+
+from __future__ import annotations
+
+import pytest
+
+from tritonlock.lock import native
+from tritonlock.lock.index import default_index, project_files, session
+from tritonlock.nativerule import loaded
+
+pytestmark = pytest.mark.network
+
+
+def _facts(name: str, version: str, like: str = "manylinux") -> native.NativeFacts:
+    files = [f for f in project_files(default_index(), name) if f"-{version}-" in f.filename
+             and f.filename.endswith(".whl") and "x86_64" in f.filename and like in f.filename]
+    assert files, f"{name} {version} has no x86_64 wheel on {default_index()}"
+    f = files[0]
+    facts = native.read_remote(f.url, f.size, f.sha256 or "", f.filename, session=session(), gpu=True)
+    assert facts.problem is None
+    return facts
+
+
+def test_vllm_0_33_is_a_cuda_13_build_on_the_stable_abi_for_torch_2_14() -> None:
+    f = _facts("vllm", "0.33.0")
+    assert f.built_for_torch == "2.14"  # its METADATA pins torch==2.14.0
+    ext = [m for m in f.members if m.extension]
+    assert len(ext) >= 10 and all(m.torch_abi == "stable" for m in ext)  # no c10::/at:: symbols
+    needs = {n for m in ext for n in m.needed}
+    assert {"libcudart.so.13", "libcuda.so.1", "libtorch_cuda.so"} <= needs
+    sm = {a for m in ext for a in m.sm}
+    assert {"sm_80", "sm_90", "sm_100"} <= sm and "sm_70" not in sm  # no V100 code
+
+
+def test_xformers_op_library_is_loaded_by_torch_and_needs_cuda_12() -> None:
+    f = _facts("xformers", "0.0.35")
+    (c,) = [m for m in f.members if m.path == "xformers/_C.so"]
+    assert not c.extension and c.torch_abi and c in loaded(f.members)  # torch.ops.load_library, not import
+    assert "libcudart.so.12" in c.needed and "libtorch_cuda.so" in c.needed
+
+
+def test_sgl_kernel_links_torchs_cxx_api_and_names_no_torch() -> None:
+    f = _facts("sgl-kernel", "0.3.21")
+    assert f.built_for_torch is None
+    assert any(m.torch_abi == "cxx" for m in loaded(f.members))
+
+
+def test_bitsandbytes_per_cuda_libraries_are_loaded_by_its_own_choice() -> None:
+    """Its libbitsandbytes_cudaNNN.so are ctypes-loaded by the runtime's CUDA: none is judged as always loaded."""
+    f = _facts("bitsandbytes", "0.50.2")
+    libs = {m.path.rsplit("/", 1)[-1]: m for m in f.members}
+    assert "libcudart.so.13" in libs["libbitsandbytes_cuda130.so"].needed
+    assert "libcudart.so.12" in libs["libbitsandbytes_cuda128.so"].needed
+    assert loaded(f.members) == []
+
+
+def test_torchao_kernels_are_cuda_13_builds() -> None:
+    f = _facts("torchao", "0.18.0")
+    assert all("libcudart.so.13" in m.needed for m in f.members if m.torch_abi)

@@ -1,0 +1,174 @@
+"""ELF facts of a shared object through pyelftools, over whatever gives its bytes (a file on disk, a zip member
+inflated from an index): the libraries it needs (DT_NEEDED), whether it is a Python extension module, whether it
+links torch's C++ API (one torch release) or torch's stable C ABI, and the GPU code its fatbins carry; and the torch
+a wheel was built for, from its METADATA or its version's label."""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, cast
+
+from tritonlock.models import NativeMember as Member
+
+SO = re.compile(r"\.so(\.[0-9]+)*\Z")
+# torch's C++ API (c10::, at::, torch:: — mangled): an extension that calls into it is built for one torch release;
+# one that calls only the stable C shim (aoti_torch_*, torch_* C functions; `*_stable_libtorch.abi3.so`) is not
+_TORCH_CXX = re.compile(r"^_Z(?:N|NK|TV|TI|TS|ZN)?(?:N|K)?(?:3c10|2at|5torch)[0-9A-Z_]")
+# libraries whose use means CUDA / HIP code: their members' GPU code is read
+_GPU_LIB = re.compile(r"^lib(?:cudart|cuda|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn|nccl|"
+                      r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._]")
+# Bytes of a library's start inflated at most to find its dynamic section, symbols and string table.
+_HEAD_MAX = 64 << 20
+
+
+class _Bytes(io.RawIOBase):
+    """A seekable file over `read(offset, n)` of a known size, so pyelftools reads only the ranges it parses."""
+
+    def __init__(self, read: Callable[[int, int], bytes], size: int) -> None:
+        self._read, self._size, self._pos = read, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._pos = offset if whence == 0 else self._pos + offset if whence == 1 else self._size + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._size - self._pos if n is None or n < 0 else min(n, max(0, self._size - self._pos))
+        data = self._read(self._pos, n) if n > 0 else b""
+        self._pos += len(data)
+        return data
+
+
+def elf_links(read: Callable[[int, int], bytes], size: int) -> tuple[tuple[str, ...], bool, str, str | None]:
+    """(DT_NEEDED, defines PyInit_*, torch ABI, problem) of an ELF file, from its program headers and dynamic segment
+    only (near its start): no section header is read, so a library inflated from a zip is read no further."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSegment
+    from elftools.elf.elffile import ELFFile
+
+    class _Segments(ELFFile):
+        """pyelftools' ELFFile as for a file whose section table is stripped (which it supports): the dynamic
+        segment's own tags find the string and symbol tables."""
+
+        def _get_section_header_stringtable(self) -> None:
+            return None
+
+        def num_sections(self) -> int:
+            return 0
+
+        def iter_sections(self, type: str | None = None) -> Iterator[Any]:  # noqa: A002
+            return iter(())
+
+    try:
+        elf = _Segments(cast("IO[bytes]", _Bytes(read, size)))
+        dyn = next((s for s in elf.iter_segments() if isinstance(s, DynamicSegment)), None)
+        if dyn is None:
+            return (), False, "", None  # statically linked: needs nothing
+        needed = tuple(str(getattr(t, "needed")) for t in dyn.iter_tags() if t.entry.d_tag == "DT_NEEDED")
+        pyinit = cxx = False
+        for sym in dyn.iter_symbols():
+            name = sym.name
+            if sym["st_shndx"] == "SHN_UNDEF":
+                cxx = cxx or bool(_TORCH_CXX.match(name))
+            elif name.startswith("PyInit_"):
+                pyinit = True
+        torchy = any(n.startswith(("libtorch", "libc10")) for n in needed)
+        return needed, pyinit, ("cxx" if cxx else "stable") if torchy else "", None
+    except (ELFError, ValueError, KeyError, IndexError, OSError, AttributeError) as err:
+        return (), False, "", f"not an ELF file pyelftools can read ({str(err)[:100]})"
+
+
+def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu: bool) -> Member:
+    """One shared object's facts; its GPU code only where `gpu` and it links a GPU library."""
+    from tritonlock.binary.gpucode import gpu_code_from
+
+    needed, pyinit, abi, problem = elf_links(read, size)
+    if problem:
+        return Member(path=path, extension=False, gpu=problem)
+    m = Member(path=path, extension=pyinit, needed=needed, torch_abi=abi)
+    if not any(_GPU_LIB.match(n) for n in needed):
+        return m
+    if not gpu:
+        return _replace(m, gpu="not read (not asked for)")
+    code = gpu_code_from(read, size)
+    return _replace(m, sm=tuple(code.sm), ptx=tuple(code.ptx), gfx=tuple(code.gfx),
+                    gpu=f"read; {code.unreadable}" if code.unreadable else "read")
+
+
+def _replace(m: Member, **kw: Any) -> Member:
+    from dataclasses import replace
+
+    return replace(m, **kw)
+
+
+# --- the torch a wheel was built for ------------------------------------------------------------------------------
+
+# local labels and file names of per-torch builds: "+pt29cu128" (PyG), "+cu12torch2.8cxx11abiTRUE" (flash-attn's
+# releases), "+torch2.5" — the torch minor they were built against
+_TORCH_TAG = re.compile(r"(?:\bpt|torch)(?P<major>[0-9])(?:\.?(?P<minor>[0-9]{1,2}))")
+
+
+def built_for_torch(filename: str, metadata: str | None) -> str | None:
+    """The torch minor ("2.9") a wheel was built against: its METADATA's exact `torch==` pin (a wheel that pins one
+    torch was built for it), else a per-torch tag in its version's local label or file name."""
+    for line in (metadata or "").splitlines():
+        m = re.match(r"Requires-Dist:\s*torch\s*(?:\[[^\]]*\])?\s*\(?\s*==\s*([0-9]+)\.([0-9]+)", line, re.I)
+        if m and ";" not in line.split("==", 1)[0]:
+            return f"{m[1]}.{m[2]}"
+    local = filename.split("-")[1] if filename.count("-") >= 2 else ""
+    m = _TORCH_TAG.search(local.split("+", 1)[1] if "+" in local else "")
+    return f"{m['major']}.{m['minor']}" if m and m["minor"] else None
+
+
+def read_installed(root: Path, files: Iterable[str], *, gpu: bool = True) -> list[Member]:
+    """The shared objects of an installed distribution (its RECORD's paths under site-packages `root`)."""
+    out = []
+    for rel in files:
+        if not SO.search(rel):
+            continue
+        p = root / rel
+        try:
+            with open(p, "rb") as fh:
+                if fh.read(4) != b"\x7fELF":
+                    continue
+                size = os.fstat(fh.fileno()).st_size
+
+                def read(o: int, n: int, f: IO[bytes] = fh) -> bytes:
+                    f.seek(o)
+                    return f.read(n)
+
+                out.append(member_facts(rel, read, size, gpu=gpu))
+        except OSError:
+            continue
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def system_sonames() -> frozenset[str]:
+    """The libraries this machine's loader finds by name outside any venv (its `ldconfig -p` cache: a CUDA toolkit
+    installed system-wide, the driver's own libraries)."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("ldconfig") or next((p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if Path(p).exists()),
+                                           None)
+    if exe is None:
+        return frozenset()
+    try:
+        out = subprocess.run([exe, "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(line.split()[0] for line in out.splitlines()[1:] if line.strip())

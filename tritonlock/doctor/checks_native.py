@@ -1,0 +1,67 @@
+"""doctor: the installed packages' native code, on any venv (one tritonlock made or not), from its files — the CUDA
+libraries an extension module names that nothing brings, libcuda.so.1 where there is no driver, torch's CUDA build,
+the torch release a build was made for, and GPU code for this host's GPUs (the same rule the decision applies to a
+lock, tritonlock.nativerule)."""
+
+from __future__ import annotations
+
+import re
+
+from tritonlock.doctor.context import Context, Finding
+from tritonlock.nativerule import Item, Problem, Setting, check
+
+_FIX = {
+    "driver": "run it on a machine with an NVIDIA driver (a container needs the GPU passed to it), or leave the "
+              "package out of this machine's environment",
+    "torch-build": "install torch's CUDA build for it (a lock for this host: `tritonlock resolve` then `tritonlock "
+                   "sync`), or a build of the package for this torch",
+    "cuda-library": "install the package's build for this torch's CUDA (or a torch of the CUDA it was built for); "
+                    "`tritonlock resolve` locks a pair that loads and `tritonlock sync` installs it",
+    "cuda-driver": "a newer NVIDIA driver (`tritonlock why` shows what it unlocks), or the package's build for an "
+                   "older CUDA",
+    "torch-release": "install the package's build for this venv's torch (or the torch it was built for); `tritonlock "
+                     "resolve` then `tritonlock sync` makes a venv whose builds match",
+    "gpu-code": "install a release or build of the package with code for this GPU",
+}
+
+
+def _backend(cuda: str | None, hip: str | None) -> str:
+    if hip:
+        return "rocm" + ".".join(hip.split(".")[:2])
+    m = re.fullmatch(r"([0-9]+)\.([0-9]+)", cuda or "")
+    return f"cu{m[1]}{m[2]}" if m else "cpu"
+
+
+def _cuda_of(p: Problem, facts: dict[str, str]) -> str:
+    """ "CUDA 12.8" of the package's build where its version says so ("+cu128"), else from its runtime's soname."""
+    m = re.search(r"\+(?:[a-z0-9.]*?)cu([0-9]+)([0-9])(?![0-9])", facts.get(p.package, ""))
+    return f" CUDA {m[1]}.{m[2]}" if m else ""
+
+
+def check_native(c: Context) -> list[Finding]:
+    v = c.venv
+    if v is None or not v.native or v.torch is None or v.torch.version is None:
+        return []
+    provided = set(v.system_libs)
+    for _, _, f in v.native:
+        provided.update(f.provides)
+    floors: dict[int, str] = {}
+    if c.matrix is not None:
+        floors = {m: fl for m in (11, 12, 13, 14) if (fl := c.matrix.driver_floor(f"{m}.0", c.host.os))}
+    at = Setting(torch=v.torch.version, backend=_backend(v.torch.cuda, v.torch.hip), driver=c.host.driver,
+                 gpus=tuple(g.cc for g in c.host.gpus), floors=floors, installed=True)
+    items = [Item(name=n, version=ver, facts=f) for n, ver, f in v.native if f.members]
+    versions = {n: ver for n, ver, _ in v.native}
+    out = []
+    for p in check(items, provided, at):
+        torch_cuda = f" CUDA {v.torch.cuda}" if v.torch.cuda else " (CPU build)"
+        if p.kind == "torch-release":
+            title = (f"{p.package} {p.version} was built for {p.needs}{_cuda_of(p, versions)}; this venv has torch "
+                     f"{v.torch.version}{torch_cuda}: its native code fails to load (an undefined symbol)")
+        elif p.kind == "gpu-code":
+            title = f"{p.package} {p.version} has no GPU code for this host's GPU: its kernels fail at their first launch"
+        else:
+            title = f"{p.package} {p.version}'s native code cannot load here: it needs {p.needs}"
+        out.append(Finding(id=f"native-{p.kind}", severity="error", title=title, evidence=(p.text,),
+                           fix=_FIX.get(p.kind, "see the evidence")))
+    return out
