@@ -37,7 +37,7 @@ def test_vllm_0_33_is_a_cuda_13_build_on_the_stable_abi_for_torch_2_14() -> None
 def test_xformers_op_library_is_loaded_by_torch_and_needs_cuda_12() -> None:
     f = _facts("xformers", "0.0.35")
     (c,) = [m for m in f.members if m.path == "xformers/_C.so"]
-    assert not c.extension and c.torch_abi and c in loaded(f.members)  # torch.ops.load_library, not import
+    assert c.torch_abi and c in loaded(f.members)  # it links torch: loaded at import (torch.ops.load_library)
     assert "libcudart.so.12" in c.needed and "libtorch_cuda.so" in c.needed
 
 

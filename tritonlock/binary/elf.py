@@ -52,9 +52,12 @@ class _Bytes(io.RawIOBase):
         return data
 
 
-def elf_links(read: Callable[[int, int], bytes], size: int) -> tuple[tuple[str, ...], bool, str, str | None]:
-    """(DT_NEEDED, defines PyInit_*, torch ABI, problem) of an ELF file, from its program headers and dynamic segment
-    only (near its start): no section header is read, so a library inflated from a zip is read no further."""
+def elf_links(read: Callable[[int, int], bytes], size: int,
+              module: str = "") -> tuple[tuple[str, ...], bool, str, str | None]:
+    """(DT_NEEDED, is a Python extension module, torch ABI, problem) of an ELF file, from its program headers and
+    dynamic segment (its tags read once); the undefined symbols are read — one block of the symbol table, parsed
+    with pyelftools' own Elf_Sym — only where the file links torch. `module`: the file name, which says whether it
+    is an extension module ("_C.abi3.so", "x.cpython-312-x86_64-linux-gnu.so", a plain "name.so" not named lib*)."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.dynamic import DynamicSegment
     from elftools.elf.elffile import ELFFile
@@ -72,22 +75,39 @@ def elf_links(read: Callable[[int, int], bytes], size: int) -> tuple[tuple[str, 
         def iter_sections(self, type: str | None = None) -> Iterator[Any]:  # noqa: A002
             return iter(())
 
+    extension = bool(module) and not module.startswith("lib")
     try:
         elf = _Segments(cast("IO[bytes]", _Bytes(read, size)))
         dyn = next((s for s in elf.iter_segments() if isinstance(s, DynamicSegment)), None)
         if dyn is None:
-            return (), False, "", None  # statically linked: needs nothing
-        needed = tuple(str(getattr(t, "needed")) for t in dyn.iter_tags() if t.entry.d_tag == "DT_NEEDED")
-        pyinit = cxx = False
-        for sym in dyn.iter_symbols():
-            name = sym.name
-            if sym["st_shndx"] == "SHN_UNDEF":
-                cxx = cxx or bool(_TORCH_CXX.match(name))
-            elif name.startswith("PyInit_"):
-                pyinit = True
+            return (), extension, "", None  # statically linked: needs nothing
+        tags = [t for t in dyn.iter_tags()]
+        needed = tuple(str(getattr(t, "needed")) for t in tags if t.entry.d_tag == "DT_NEEDED")
         torchy = any(n.startswith(("libtorch", "libc10")) for n in needed)
-        return needed, pyinit, ("cxx" if cxx else "stable") if torchy else "", None
-    except (ELFError, ValueError, KeyError, IndexError, OSError, AttributeError) as err:
+        if not torchy:
+            return needed, extension, "", None
+        values = {t.entry.d_tag: int(t.entry.d_val) for t in tags if t.entry.d_tag in ("DT_SYMTAB", "DT_STRTAB",
+                                                                                          "DT_STRSZ", "DT_SYMENT")}
+        symtab = next(iter(elf.address_offsets(values["DT_SYMTAB"])), None)
+        strtab = next(iter(elf.address_offsets(values["DT_STRTAB"])), None)
+        if symtab is None or strtab is None:
+            return needed, extension, "stable", None
+        entsize = values.get("DT_SYMENT") or elf.structs.Elf_Sym.sizeof()
+        count = dyn.num_symbols()
+        table = read(symtab, count * entsize)
+        names = read(strtab, values.get("DT_STRSZ", 0))
+        cxx = False
+        for i in range(len(table) // entsize):
+            sym = elf.structs.Elf_Sym.parse(table[i * entsize:(i + 1) * entsize])
+            if sym["st_shndx"] != "SHN_UNDEF":
+                continue
+            start = sym["st_name"]
+            name = names[start:names.find(b"\0", start)]
+            if _TORCH_CXX.match(name.decode("ascii", "replace")):
+                cxx = True
+                break
+        return needed, extension, "cxx" if cxx else "stable", None
+    except (ELFError, ValueError, KeyError, IndexError, OSError, AttributeError, StopIteration) as err:
         return (), False, "", f"not an ELF file pyelftools can read ({str(err)[:100]})"
 
 
@@ -95,7 +115,7 @@ def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu
     """One shared object's facts; its GPU code only where `gpu` and it links a GPU library."""
     from tritonlock.binary.gpucode import gpu_code_from
 
-    needed, pyinit, abi, problem = elf_links(read, size)
+    needed, pyinit, abi, problem = elf_links(read, size, path.rsplit("/", 1)[-1])
     if problem:
         return Member(path=path, extension=False, gpu=problem)
     m = Member(path=path, extension=pyinit, needed=needed, torch_abi=abi)

@@ -94,8 +94,30 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
     from tritonlock.lock.remotezip import RemoteZip
 
     z = RemoteZip(session, url, size)
-    return read_wheel(filename, sha256, members=z.members(), fetch=z.read_range, gpu=gpu,
-                      source=f"read from {filename} by ranged reads", names_only=names_only)
+    members = z.members()
+    if names_only:
+        return read_wheel(filename, sha256, members=members, fetch=z.read_range, gpu=gpu,
+                          source=f"read from {filename} by ranged reads", names_only=True)
+    wanted = [v for n, v in members.items() if _SO.search(n) or re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+    if not wanted:
+        return read_wheel(filename, sha256, members=members, fetch=z.read_range, gpu=gpu,
+                          source=f"read from {filename} by ranged reads")
+    # the shared objects' span of the zip in one request, into a temporary file; parsed from there
+    start = min(v[3] for v in wanted)
+    end = min(z.size, max(v[3] + v[1] for v in wanted) + 64 * 1024) - 1  # + their local headers' names
+    import tempfile
+
+    with tempfile.TemporaryFile(prefix="tritonlock-wheel-") as fh:
+        z.span_to(start, end, fh)
+
+        def fetch(a: int, b: int) -> bytes:
+            if a < start or b > end:
+                return z.read_range(a, b)
+            fh.seek(a - start)
+            return fh.read(b - a + 1)
+
+        return read_wheel(filename, sha256, members=members, fetch=fetch, gpu=gpu,
+                          source=f"read from {filename} by ranged reads")
 
 
 def read_file(path: Path, sha256: str, *, gpu: bool = True) -> NativeFacts:

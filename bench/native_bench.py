@@ -1,0 +1,75 @@
+"""`tritonlock resolve` of examples/inference with the native-code rule, beside the same resolve by another
+tritonlock (one without the rule), side by side, interleaved: the first run reads every locked wheel's binary facts
+(an empty fact cache), the next ones find them kept per sha256.
+
+Usage: python bench/native_bench.py --other PYTHON [--repeat N] [-o FILE]
+    PYTHON: the interpreter of a venv with the tritonlock to compare against (e.g. a worktree of the commit before)
+
+Both resolve with uv's cache warm (an untimed run of each first), so what differs is the decision and the reading
+of the wheels, not index downloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "inference"
+
+
+def run(python: str, root: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    p = subprocess.run([python, "-m", "tritonlock", "resolve", "--upgrade", "--json"], cwd=root, env=env,
+                       capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{python}: resolve failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    return took
+
+
+def main() -> None:
+    import os
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--other", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("-o", "--output")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tl-bench-native-") as tmp:
+        root = Path(tmp) / "inference"
+        shutil.copytree(EXAMPLE, root)
+        (root / "triton-env.lock").unlink(missing_ok=True)
+        cache = Path(tmp) / "native-cache"
+        env = dict(os.environ, TRITONLOCK_NATIVE_CACHE=str(cache))
+        run(sys.executable, root, env)  # uv's cache warm for both
+        run(args.other, root, env)
+        first, warm, other = [], [], []
+        for _ in range(args.repeat):
+            shutil.rmtree(cache, ignore_errors=True)
+            first.append(run(sys.executable, root, env))  # every wheel's facts read
+            warm.append(run(sys.executable, root, env))  # kept per sha256
+            other.append(run(args.other, root, env))
+        o = statistics.median(other)
+        lines = [f"resolve examples/inference (2 targets), median of {args.repeat}, interleaved:",
+                 f"  without the native rule ({args.other}): {o:6.1f} s",
+                 f"  with it, facts read (empty cache):  {statistics.median(first):6.1f} s   "
+                 f"{statistics.median(first) / o:.2f}x (goal 1.3x)",
+                 f"  with it, facts cached:              {statistics.median(warm):6.1f} s   "
+                 f"{statistics.median(warm) / o:.2f}x (goal 1.05x)",
+                 f"  runs: {[round(x, 1) for x in other]} / {[round(x, 1) for x in first]} / "
+                 f"{[round(x, 1) for x in warm]}",
+                 f"  cache: {sum(f.stat().st_size for f in cache.glob('*.json')) / 1e3:.0f} kB in "
+                 f"{len(list(cache.glob('*.json')))} files"]
+        print("\n".join(lines))
+        if args.output:
+            Path(args.output).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
