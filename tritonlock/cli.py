@@ -24,8 +24,9 @@ Exit codes:
      stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), a lock
      with no target for this machine (sync, verify --record, export), a lock target export cannot
      write, or a command-line value (an unknown --target, an override, a path that is not there,
-     a file init would overwrite, or one export, host --save or fleet hosts would replace that
-     tritonlock did not write: pass --force)
+     a path that is not a regular file — a device, pipe, socket, directory or link, refused even
+     with --force —, a file init would overwrite, or one a command would replace that tritonlock
+     did not write: pass --force)
   3  conflict: nothing in the matrix fits a target, or no torch that fits allows the packages you
      named (the message names the blocking facts and a fix)
   4  a package index or uv failed while resolving
@@ -171,8 +172,8 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     default index does (PyPI or a mirror), it sets [indexes] torch = "default", so `tritonlock resolve` works here.
     """
     from tritonlock import host
+    from tritonlock._files import check_writes, write_file
     from tritonlock.decide.intent import starter
-    from tritonlock.lock.lockfile import write_atomic
 
     if in_pyproject:
         intent_path = Path(project) / "pyproject.toml"
@@ -181,7 +182,9 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
                              f"one: move it into {intent_path} by hand, or keep it and leave pyproject.toml be")
     else:
         intent_path, _ = _project_paths(project)
-    if intent_path.exists() and not force and not in_pyproject:
+    # never a device, pipe, socket, directory or link, with or without --force (init -p DIR makes DIR when missing)
+    check_writes([intent_path], what="init", force=True, replace="edit", parents=True)
+    if os.path.lexists(intent_path) and not force and not in_pyproject:
         raise UsageError(f"{intent_path} already exists — edit it, or pass --force to overwrite it")
     prof = host.detect()
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in prof.gpus) or "no NVIDIA GPU"
@@ -202,7 +205,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
         add_tritonlock_table(intent_path, pyproject_starter(
             text, torch_in_dependencies=dependencies_name_torch(intent_path)))
     else:
-        write_atomic(intent_path, text)
+        write_file(intent_path, text, what="init", force=True, parents=True)
     if note:
         click.echo(note, err=True)
     from tritonlock._discover import find_project
@@ -238,12 +241,16 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
             # the rule triton-env.toml applies to a target's name: refuse now, not when the file is included
             raise UsageError(f"--name {tname!r}: not a usable target name (empty, 'host', over 100 characters, or "
                              "with control characters or line breaks) — give a short name, e.g. --name a100-cluster")
-        from tritonlock._files import refuse_foreign
-        from tritonlock.lock.lockfile import write_files
+        from tritonlock._files import write_files
 
-        refuse_foreign([Path(save)], force=force, what="host --save")
+        if save == "-":  # standard output, not a file named "-"
+            if as_json:
+                raise UsageError("--save - and --json both write to standard output — pass one of them, or --save "
+                                 "FILE")
+            click.echo(host.target_toml(prof, tname), nl=False)
+            return
         # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
-        write_files([(Path(save), host.target_toml(prof, tname))])
+        write_files([(Path(save), host.target_toml(prof, tname))], what="host --save", force=force, parents=True)
         click.echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
                    err=True)
     if as_json:
@@ -553,11 +560,18 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, no_reuse: bool,
            profile: str | None, interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
+    from tritonlock._files import check_writes
     from tritonlock.environment.sync import venv_python
     from tritonlock.verify import format_report, run_verify
 
     root = Path(project)
     lock_path = root / LOCK_FILE
+    if profile is not None:  # what it will write is checked before anything runs
+        check_writes([Path(profile)], what="verify --profile", force=False, force_flag=None)
+    if record:
+        from tritonlock.records import RECORDS_FILE
+
+        check_writes([root / RECORDS_FILE], what="verify --record", force=False, replace="edit")
     if target_name is not None:  # an unknown --target is bad input before anything else is looked at
         from tritonlock.lock.lockfile import named_target, read_lock
 
@@ -690,17 +704,22 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
 
     slurm and k8s write a job that syncs and verifies the lock on every node (see `tritonlock report merge`).
     """
+    if output == "-":  # standard output, as without -o (never a file named "-"); a directory cannot go there
+        if fmt in ("wheelhouse", "devcontainer"):
+            raise UsageError(f"-o -: --format {fmt} writes a directory, which standard output cannot hold — pass "
+                             "-o DIR; nothing was written")
+        output = None
     if fmt in ("slurm", "k8s"):
         _export_fleet(project, fmt, target_name, output, force=force, **fleet)
         return
     if fmt == "uv":
-        _export_uv(project, target_name, output)
+        _export_uv(project, target_name, output, force=force)
         return
     if fmt == "wheelhouse":
-        _export_wheelhouse(project, target_name, output)
+        _export_wheelhouse(project, target_name, output, force=force)
         return
     if fmt == "pixi":
-        _export_pixi(project, target_name, output)
+        _export_pixi(project, target_name, output, force=force)
         return
     from tritonlock import export as ex
 
@@ -713,20 +732,23 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
             click.echo(line, err=True)
     if fmt != "devcontainer" and output is not None:
         ex.check_output_name(fmt, output)
-    # Every destination is checked before anything is written: a missing -o directory or a file tritonlock did not
-    # write (without --force) stops the command with nothing written; a write that fails takes back the others.
+    # Every destination is checked before anything is written: a missing -o directory, anything but a regular file
+    # (with or without --force) or a file tritonlock did not write (without --force) stops the command with nothing
+    # written; a write that fails takes back the others.
+    from tritonlock._files import check_writes, write_files
+
+    what = f"export --format {fmt}"
     main_files = [f for f in files if not f.in_context]
     writes = [(Path(project) / f.path, f.text) for f in files if f.in_context]
     if fmt == "devcontainer":
         writes += [(out_dir / f.path, f.text) for f in main_files]
+        if output is not None:  # -o DIR: the directory must be there (only the default .devcontainer/ is made)
+            check_writes([out_dir / f.path for f in main_files], what=what, force=force)
     elif output is not None:
-        _existing_parent(output)
         writes.append((Path(output), main_files[0].text))
-    from tritonlock._files import refuse_foreign
-    from tritonlock.lock.lockfile import write_files
-
-    refuse_foreign([p for p, _ in writes], force=force, what=f"export --format {fmt}")
-    write_files(writes)
+        check_writes([Path(output)], what=what, force=force)
+    # the build context (tritonlock-image/) and the default .devcontainer/ are made in the project when missing
+    write_files(writes, what=what, force=force, parents=True)
     for p, _ in writes:
         if fmt == "devcontainer" and p.parent == out_dir:
             click.echo(f"wrote {p}", err=True)
@@ -736,14 +758,6 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
         click.echo(main_files[0].text, nl=False)
     elif fmt != "devcontainer":
         click.echo(f"wrote {output} (target {target.name})", err=True)
-
-
-def _existing_parent(path: str) -> None:
-    """-o PATH: its directory must be there (a typo is not created), checked before anything is written."""
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise UsageError(f"-o {path}: {parent} is not a directory — create it first or fix the path; nothing was "
-                         "written")
 
 
 def _export_target(project: str, target_name: str | None) -> tuple[Any, Any]:
@@ -777,25 +791,27 @@ def _lock_to_export(project: str, target_name: str | None) -> Any:
     return lock
 
 
-def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
+def _export_pixi(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
     """A pixi.toml: one feature and environment per target (or --target's), to -o FILE or stdout."""
     import re
 
-    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock._files import check_writes, write_file
     from tritonlock.export.pixi import render
 
+    if output is not None:
+        check_writes([Path(output)], what="export --format pixi", force=force)
     lock = _lock_to_export(project, target_name)
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(project).resolve().name).strip("-._") or "project"
     text = render(lock, name)
     if output is None:
         click.echo(text, nl=False)
         return
-    write_atomic(output, text)
+    write_file(output, text, what="export --format pixi", force=force)
     click.echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
                + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
 
 
-def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
+def _export_wheelhouse(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
     """Every file the target installs into -o DIR, checked against the lock's sha256, for `sync --find-links DIR`."""
     from tritonlock.export.wheelhouse import build, size_text
 
@@ -803,21 +819,31 @@ def _export_wheelhouse(project: str, target_name: str | None, output: str | None
         raise UsageError("--format wheelhouse needs -o DIR (the directory to fill; a second run fetches only what is "
                          "missing)")
     lock, target = _export_target(project, target_name)
-    r = build(target, Path(output), say=lambda line: click.echo(line, err=True))
+    intent_path, _ = _project_paths(project)
+    if intent_path.exists():  # the credentials written in [indexes] reach the downloads, as they reach sync's
+        from tritonlock.decide.intent import read_intent
+
+        try:
+            read_intent(intent_path)
+        except TritonlockError:
+            pass  # (a stale or broken intent: pip's configuration, ~/.netrc and keyring still apply)
+    r = build(target, Path(output), force=force, say=lambda line: click.echo(line, err=True))
     again = f", {r.refetched} fetched again" if r.refetched else ""
     click.echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
                f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
                f"the machine without network: tritonlock sync --find-links {output}", err=True)
 
 
-def _export_uv(project: str, target_name: str | None, output: str | None) -> None:
+def _export_uv(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
     """uv's tables from the lock: into -o FILE (a pyproject.toml, edited in place, the rest kept), else stdout."""
-    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock._files import check_writes, write_file
     from tritonlock.export.uv import render
 
+    if output is not None:  # a pyproject.toml is edited in place (the rest kept), never through a link or a pipe
+        check_writes([Path(output)], what="export --format uv", force=force, replace="edit")
     lock = _lock_to_export(project, target_name)
     text = None
-    if output is not None and Path(output).exists():
+    if output is not None and os.path.lexists(output):
         from tritonlock._files import read_text
 
         text = read_text(output)
@@ -828,7 +854,7 @@ def _export_uv(project: str, target_name: str | None, output: str | None) -> Non
     if output is None:
         click.echo(out, nl=False)
     else:
-        write_atomic(output, out)
+        write_file(output, out, what="export --format uv", force=force, replace="edit")
         click.echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
                    + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
     for target, cmd in plan.commands:
@@ -927,7 +953,7 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
                   namespace: str | None, reports_claim: str, node_selector: tuple[str, ...],
                   toleration: tuple[str, ...]) -> None:
     from tritonlock.fleet.steps import Steps
-    from tritonlock.lock.lockfile import read_lock, write_atomic
+    from tritonlock.lock.lockfile import read_lock
 
     root = Path(project)
     _, lock_path = _project_paths(project)
@@ -965,11 +991,9 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
     if output is None:
         click.echo(text, nl=False)
         return
-    from tritonlock._files import refuse_foreign
+    from tritonlock._files import write_file
 
-    _existing_parent(output)
-    refuse_foreign([Path(output)], force=force, what=f"export --format {fmt}")
-    write_atomic(output, text)
+    write_file(output, text, what=f"export --format {fmt}", force=force)
     click.echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
                                     f" — apply it with `kubectl apply -f {output}`")
 , err=True)
@@ -1071,9 +1095,10 @@ def report() -> None:
               help="Mark a node below this fraction of the median of its peers (same GPU model).")
 @click.option("--update-records", is_flag=True,
               help="Also add the nodes' records to PROJECT/triton-env.verified.toml (e.g. after a Kubernetes run).")
+@click.option("--force", is_flag=True, help="Replace an --out or --html file that tritonlock did not write.")
 @_project_opt
 def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out: str | None, expect: int | None,
-                 outlier: float, update_records: bool, project: str) -> None:
+                 outlier: float, update_records: bool, project: str, force: bool = False) -> None:
     """One table across the nodes of a Slurm or Kubernetes run: node, GPU, driver, target, pass/fail, vector add
     GB/s, matmul TFLOP/s and the ratios to torch, with nodes far below their peers marked. Exit 1 when a node
     failed or is missing.
@@ -1085,17 +1110,27 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
       TAG.json                     `tritonlock verify --json --record`'s report (a pass needs its record)
       TAG.verify.rc, TAG.verify.log  verify's exit code and output
     Files of other names are ignored, and so are report.json and summary.json."""
+    from tritonlock._files import MARKERS, check_writes, write_file
+    from tritonlock._term import printable
     from tritonlock.fleet.nodes import read_report_dir
     from tritonlock.fleet.report import rows, table_html, table_json, table_text
-    from tritonlock.lock.lockfile import write_atomic
 
+    if html_out == "-" and (text_out in (None, "-")):
+        raise UsageError("--html - and the table both go to standard output — pass --html FILE, or --out FILE for "
+                         "the table")
+    files = [Path(f) for f in (html_out, text_out) if f not in (None, "-")]
+    check_writes(files, what="report merge", force=force)  # before anything is read or written
     reports = read_report_dir(directory)
     if not reports and not expect:
         raise UsageError(f"{directory}: no node reports in it (TAG.json, TAG.sync.rc, … as the job scripts "
                          "write them) — is this the reports directory of the job?")
     table = rows(reports, expect=expect, threshold=outlier)
     if html_out:
-        write_atomic(html_out, table_html(table, subtitle=f"{len(table)} node(s) from {directory}"))
+        page = table_html(table, subtitle=f"{len(table)} node(s) from {directory}")
+        if html_out == "-":
+            click.echo(page)
+        else:
+            write_file(html_out, page, what="report merge", force=force)
     if update_records:
         from tritonlock import records
 
@@ -1103,8 +1138,11 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
         records.add_records(Path(project) / records.RECORDS_FILE, recs)
         click.echo(f"recorded {len(recs)} run(s) in {Path(project) / records.RECORDS_FILE}", err=True)
     text = json.dumps(table_json(table), indent=2, sort_keys=True) if as_json else table_text(table)
-    if text_out:
-        write_atomic(text_out, text + "\n")
+    if text_out and text_out != "-":
+        # the file says who wrote it, so that the next merge may replace it (JSON: its "generated-by" key)
+        text = (json.dumps({"generated-by": f"tritonlock report merge {directory}", **table_json(table)}, indent=2,
+                           sort_keys=True) if as_json else f"# {MARKERS['report merge']} {printable(str(directory), 300)}`\n{text}")
+        write_file(text_out, text + "\n", what="report merge", force=force)
     else:
         click.echo(text)
     sys.exit(0 if all(r.ok for r in table) else 1)
@@ -1128,20 +1166,23 @@ def compat() -> None:
 @click.option("-o", "--output", metavar="FILE", help="With --new: write the draft here instead of stdout.")
 @click.option("--no-vendor", is_flag=True, help="Leave out the ROCm and XPU rows (checked against PyTorch's "
                                                 "rocm*/xpu indexes; an unreachable one is a note).")
+@click.option("--force", is_flag=True, help="With -o: replace FILE even when tritonlock did not write it.")
 def compat_check(index_url: str | None, versions: str | None, wheels: str, new: bool = False,
-                 output: str | None = None, no_vendor: bool = False) -> None:
+                 output: str | None = None, no_vendor: bool = False, force: bool = False) -> None:
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
     build, the ptxas each Triton wheel bundles, and the ROCm/XPU builds and the Triton they require."""
     if new:
+        from tritonlock._files import check_writes, write_file
         from tritonlock.decide._compat_check import main_new
 
+        output = None if output == "-" else output  # standard output, never a file named "-"
+        if output:
+            check_writes([Path(output)], what="compat check --new", force=force)
         text, said = main_new(index_url)
         for line in said:
             click.echo(line, err=True)
         if text and output:
-            from tritonlock.lock.lockfile import write_atomic
-
-            write_atomic(output, text + "\n")
+            write_file(output, text + "\n", what="compat check --new", force=force)
             click.echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
         elif text:
             click.echo(text)

@@ -288,6 +288,10 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
             reason = why or "the target machines changed"
     else:
         reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
+    from tritonlock._files import check_writes
+
+    # before the slow part: the lock goes only over nothing or a lock tritonlock wrote (never a link, pipe or device)
+    check_writes([lock_path], what="resolve", force=False, force_flag=None, fix=lockfile.LOCK_FOREIGN_FIX)
     from tritonlock.decide.resolve import resolve
 
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
