@@ -119,8 +119,13 @@ def line_of(text: str, path: tuple[str | int, ...]) -> int | None:
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """repr() of a value for a message, cut short: a hostile file must not make a megabyte of error text."""
+    """repr() of a value for a message, cut short: a hostile file must not make a megabyte of error text. A URL's
+    user:password@ is taken out first (cut first, a secret's head could lose the "@" that marks it)."""
     text = repr(value)
+    if "://" in text:
+        from tritonlock._urls import redact
+
+        text = redact(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -36,23 +36,33 @@ Exit codes:
 """
 
 
+def _echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:
+    """The one way cli.py prints. Whatever a lock, an index, a node or a venv put into the text, it reaches the
+    terminal with every control character escaped (tritonlock's own colours kept, on a colour terminal only) and
+    without user:token@ in any URL."""
+    from tritonlock._term import clean, colour
+    from tritonlock._urls import redact
+
+    click.echo(clean(redact(str(message)), styles=colour(sys.stderr if err else sys.stdout)), err=err, nl=nl)
+
+
 def _fail(err: TritonlockError) -> NoReturn:
     from tritonlock._urls import redact
 
     from tritonlock._term import styled
 
-    click.echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
+    _echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
     sys.exit(err.exit_code)
 
 
 def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
+    _echo(json.dumps(data, indent=2, sort_keys=True))
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
     from tritonlock._term import styled
 
-    click.echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
+    _echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
 
 
 def _quiet_stdout() -> None:
@@ -85,11 +95,11 @@ class _Group(click.Group):
             sys.exit(141)  # 128 + SIGPIPE, as a shell reports a pipeline member that the pipe closed on
         except OSError as err:  # a file we were asked to write or read: say which, never a traceback
             name = err.filename if isinstance(err.filename, str) else ""
-            click.echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
+            _echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
                        "permissions", err=True)
             sys.exit(2)  # a path that is not there or not ours: bad input, as WriteError says
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+            _echo("interrupted", err=True)
             sys.exit(130)
 
 
@@ -207,15 +217,15 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     else:
         write_file(intent_path, text, what="init", force=True, parents=True)
     if note:
-        click.echo(note, err=True)
+        _echo(note, err=True)
     from tritonlock._discover import find_project
 
     outer = find_project(str(Path(project).resolve().parent))
     if (Path(outer) / "triton-env.toml").is_file() or (Path(outer) / "triton-env.lock").is_file():
         here = "here" if Path(project) == Path(".") else f"in {project}"
-        click.echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
+        _echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
                    err=True)
-    click.echo(f"wrote {intent_path} — next: `tritonlock resolve`")
+    _echo(f"wrote {intent_path} — next: `tritonlock resolve`")
 
 
 @main.command("host")
@@ -247,16 +257,16 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
             if as_json:
                 raise UsageError("--save - and --json both write to standard output — pass one of them, or --save "
                                  "FILE")
-            click.echo(host.target_toml(prof, tname), nl=False)
+            _echo(host.target_toml(prof, tname), nl=False)
             return
         # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
         write_files([(Path(save), host.target_toml(prof, tname))], what="host --save", force=force, parents=True)
-        click.echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
+        _echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
                    err=True)
     if as_json:
         _echo_json(host.profile_json(prof))
     elif not save:
-        click.echo(host.format_profile(prof))
+        _echo(host.format_profile(prof))
 
 
 @main.command()
@@ -279,7 +289,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
         intent = read_intent(intent_path)
         for w in intent.warnings:
-            click.echo(f"warning: {w}", err=True)
+            _echo(f"warning: {w}", err=True)
         sels = select(intent, target_file)
         if intent.packages and all(s.ok for s in sels):
             from tritonlock.project import decided
@@ -293,13 +303,13 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         if not all(s.ok for s in sels):
             raise conflicts_error(sels)
         for s in sels:
-            click.echo(_selection_text(s))
+            _echo(_selection_text(s))
         return
     if not upgrade and not as_json:
         from tritonlock._fast import lock_is_fresh
 
         if lock_is_fresh(intent_path, lock_path, target_file):
-            click.echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
+            _echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
             return
     from tritonlock._term import Quiet, TargetProgress
     from tritonlock.project import lock_project
@@ -309,7 +319,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     for w in out.warnings:
         from tritonlock._term import styled
 
-        click.echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
+        _echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
     if as_json:
         from tritonlock.decide.resolve import selection_json
 
@@ -319,16 +329,16 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
                                 for s in out.selections]})
         return
     if not out.written:
-        click.echo(f"{out.reason} (use --upgrade to re-resolve)")
+        _echo(f"{out.reason} (use --upgrade to re-resolve)")
         return
     locked = {t.name: t for t in out.lock.targets} if out.lock else {}
     for s in out.selections:
-        click.echo(_selection_text(s))
+        _echo(_selection_text(s))
         for line in _build_lines(locked.get(s.target.name)):
-            click.echo(line)
+            _echo(line)
     n = sum(len(t.packages) for t in out.lock.targets) if out.lock else 0
     k = len(out.selections)
-    click.echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}, {n} packages; {out.reason})")
+    _echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}, {n} packages; {out.reason})")
 
 
 def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
@@ -338,7 +348,7 @@ def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
     if line:
         from tritonlock._term import styled
 
-        click.echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
+        _echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
 
 
 def _build_lines(t: Any, only: set[str] | None = None) -> list[str]:
@@ -413,18 +423,18 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
                           if j.record.target == t.name]} for t in targets]})
         return
     for t in targets:
-        click.echo(_selection_text(t.selection))
+        _echo(_selection_text(t.selection))
         width = max((len(p.name) for p in t.packages), default=4)
         vwidth = max((len(p.version) for p in t.packages), default=7)
-        click.echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
+        _echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
         for p in t.packages:
-            click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
+            _echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
                        + ("  (built from source at sync)" if p.build == "source" else ""))
         for line in _build_lines(t):
-            click.echo(line)
+            _echo(line)
         for line in records.verified_lines(judged, t):
-            click.echo(f"  {line}")
-        click.echo("")
+            _echo(f"  {line}")
+        _echo("")
 
 
 @main.command()
@@ -471,7 +481,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         line = already_synced(root, venv_dir, target=target_name, python=python_,
                               system_site_packages=system_site_packages, locked=locked)
         if line is not None:
-            click.echo(line)
+            _echo(line)
             return
     from tritonlock.environment.sync import format_plan, sync_project
 
@@ -484,11 +494,11 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         head, sep, rest = msg.partition(": ")
         if head == "warning" and sep:
             msg = styled("warning:", err=True, fg="yellow") + " " + rest
-        click.echo(msg, err=True)
+        _echo(msg, err=True)
 
     def show_plan(p: Any) -> None:
         if not as_json:
-            click.echo(format_plan(p, style=style))
+            _echo(format_plan(p, style=style))
 
     out = sync_project(root, venv=venv_dir, dry_run=dry_run, locked=locked,
                        offline=offline, find_links=Path(find_links) if find_links else None,
@@ -510,9 +520,9 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
             show_plan(out.plan)
             todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
             for line in _build_lines(out.target, todo):
-                click.echo(line)
+                _echo(line)
         elif not out.applied:
-            click.echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+            _echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
         else:
             done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
                                                               ("reinstall", "repaired"), ("remove", "removed"))
@@ -523,13 +533,13 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                 done = [d for d in done if not d.endswith(" repaired")]
                 done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
                     [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
-            click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
+            _echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
                        + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:
             from tritonlock._term import highlight
             from tritonlock.verify import format_report
 
-            click.echo(highlight(format_report(result)))
+            _echo(highlight(format_report(result)))
     if result is not None and not result.ok:
         sys.exit(1)
 
@@ -601,7 +611,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                 raise
             # every target's blocker, as sync names them (the fix line is sync's, not verify's)
             lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
-            click.echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
+            _echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
@@ -625,12 +635,12 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     else:
         from tritonlock._term import highlight
 
-        click.echo(highlight(format_report(result)))
+        _echo(highlight(format_report(result)))
         if rec:
-            click.echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
+            _echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
                        f"{root / records.RECORDS_FILE}")
             for c in rec.caveats:
-                click.echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
+                _echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
     sys.exit(0 if result.ok else 1)
 
@@ -653,7 +663,7 @@ def doctor(project: str, venv: str | None, python_: str | None, as_json: bool) -
     else:
         from tritonlock._term import highlight
 
-        click.echo(highlight(format_report(report)))
+        _echo(highlight(format_report(report)))
     sys.exit(report.exit_code)
 
 
@@ -729,7 +739,7 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     files = ex.export(lock, target, fmt, context=context)
     if fmt in ("dockerfile", "devcontainer"):
         for line in ex.image_warnings(lock, target):
-            click.echo(line, err=True)
+            _echo(line, err=True)
     if fmt != "devcontainer" and output is not None:
         ex.check_output_name(fmt, output)
     # Every destination is checked before anything is written: a missing -o directory, anything but a regular file
@@ -751,13 +761,13 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     write_files(writes, what=what, force=force, parents=True)
     for p, _ in writes:
         if fmt == "devcontainer" and p.parent == out_dir:
-            click.echo(f"wrote {p}", err=True)
+            _echo(f"wrote {p}", err=True)
         elif output is None or p != Path(output):
-            click.echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
+            _echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
     if output is None and fmt != "devcontainer":
-        click.echo(main_files[0].text, nl=False)
+        _echo(main_files[0].text, nl=False)
     elif fmt != "devcontainer":
-        click.echo(f"wrote {output} (target {target.name})", err=True)
+        _echo(f"wrote {output} (target {target.name})", err=True)
 
 
 def _export_target(project: str, target_name: str | None) -> tuple[Any, Any]:
@@ -804,10 +814,10 @@ def _export_pixi(project: str, target_name: str | None, output: str | None, *, f
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(project).resolve().name).strip("-._") or "project"
     text = render(lock, name)
     if output is None:
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         return
     write_file(output, text, what="export --format pixi", force=force)
-    click.echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
+    _echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
                + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
 
 
@@ -827,9 +837,9 @@ def _export_wheelhouse(project: str, target_name: str | None, output: str | None
             read_intent(intent_path)
         except TritonlockError:
             pass  # (a stale or broken intent: pip's configuration, ~/.netrc and keyring still apply)
-    r = build(target, Path(output), force=force, say=lambda line: click.echo(line, err=True))
+    r = build(target, Path(output), force=force, say=lambda line: _echo(line, err=True))
     again = f", {r.refetched} fetched again" if r.refetched else ""
-    click.echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
+    _echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
                f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
                f"the machine without network: tritonlock sync --find-links {output}", err=True)
 
@@ -852,13 +862,13 @@ def _export_uv(project: str, target_name: str | None, output: str | None, *, for
 
     out, plan = render(lock, text, project_name=re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "project")
     if output is None:
-        click.echo(out, nl=False)
+        _echo(out, nl=False)
     else:
         write_file(output, out, what="export --format uv", force=force, replace="edit")
-        click.echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
+        _echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
                    + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
     for target, cmd in plan.commands:
-        click.echo(f"target {target}: {cmd}", err=True)
+        _echo(f"target {target}: {cmd}", err=True)
 
 
 @main.command()
@@ -906,7 +916,7 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     if as_json:
         _echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
         return
-    click.echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
+    _echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
 
 
 def _locked_selections(project: str, intent_path: Path) -> dict[str, Any]:
@@ -989,12 +999,12 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
         targets = [chosen] if chosen else list(lock.targets)
         text = to_yaml(manifests(lock, targets, project_files(root, lock), job))
     if output is None:
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         return
     from tritonlock._files import write_file
 
     write_file(output, text, what=f"export --format {fmt}", force=force)
-    click.echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
+    _echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
                                     f" — apply it with `kubectl apply -f {output}`")
 , err=True)
 
@@ -1023,7 +1033,7 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
     if as_json:
         _echo_json(report_json(report))
     else:
-        click.echo(format_report(report, str(_project_paths(project)[1])))
+        _echo(format_report(report, str(_project_paths(project)[1])))
     sys.exit(0 if report.ok else 1)
 
 
@@ -1065,8 +1075,8 @@ def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: st
         _echo_json({"files": [{"path": str(p), "nodes": [m.node for m in members]} for p, members in written]})
         return
     for path, members in written:
-        click.echo(f"wrote {path} ({len(members)} node(s): {', '.join(m.node for m in members)})")
-    click.echo(f'next: target-files = ["{Path(out_dir).as_posix()}/*.toml"] in triton-env.toml, then '
+        _echo(f"wrote {path} ({len(members)} node(s): {', '.join(m.node for m in members)})")
+    _echo(f'next: target-files = ["{Path(out_dir).as_posix()}/*.toml"] in triton-env.toml, then '
                "`tritonlock resolve`")
 
 
@@ -1077,7 +1087,7 @@ def fleet_probe() -> None:
     from tritonlock.host import detect
     from tritonlock.records import node_name
 
-    click.echo(json.dumps(probe_json(node_name(), detect()), sort_keys=True))
+    _echo(json.dumps(probe_json(node_name(), detect()), sort_keys=True))
 
 
 @main.group()
@@ -1128,7 +1138,7 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
     if html_out:
         page = table_html(table, subtitle=f"{len(table)} node(s) from {directory}")
         if html_out == "-":
-            click.echo(page)
+            _echo(page)
         else:
             write_file(html_out, page, what="report merge", force=force)
     if update_records:
@@ -1136,7 +1146,7 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
 
         recs = [r.record for r in reports if r.record is not None]
         records.add_records(Path(project) / records.RECORDS_FILE, recs)
-        click.echo(f"recorded {len(recs)} run(s) in {Path(project) / records.RECORDS_FILE}", err=True)
+        _echo(f"recorded {len(recs)} run(s) in {Path(project) / records.RECORDS_FILE}", err=True)
     text = json.dumps(table_json(table), indent=2, sort_keys=True) if as_json else table_text(table)
     if text_out and text_out != "-":
         # the file says who wrote it, so that the next merge may replace it (JSON: its "generated-by" key)
@@ -1144,7 +1154,7 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
                            sort_keys=True) if as_json else f"# {MARKERS['report merge']} {printable(str(directory), 300)}`\n{text}")
         write_file(text_out, text + "\n", what="report merge", force=force)
     else:
-        click.echo(text)
+        _echo(text)
     sys.exit(0 if all(r.ok for r in table) else 1)
 
 
@@ -1180,12 +1190,12 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
             check_writes([Path(output)], what="compat check --new", force=force)
         text, said = main_new(index_url)
         for line in said:
-            click.echo(line, err=True)
+            _echo(line, err=True)
         if text and output:
             write_file(output, text + "\n", what="compat check --new", force=force)
-            click.echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
+            _echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
         elif text:
-            click.echo(text)
+            _echo(text)
         sys.exit(0)
     from tritonlock.decide._compat_check import main as check
 

@@ -221,7 +221,8 @@ def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
     if s == "default" and torch:
         return s  # the torch family from the default index: PyPI's (or your mirror's) builds
     fix = "give the index's full address" + (', or "default" to take torch from the default index' if torch else "")
-    # {backend} is the one placeholder a torch index may carry; any other brace is a typo.
+    s = _urls.normalize(s)  # a password written as it is ("S3@CR/ET", "{x}"): percent-encoded, the host the real one
+    # {backend} is the one placeholder a torch index may carry; any other brace (outside a password) is a typo.
     rest = s.replace("{backend}", "cu126") if torch else s
     if "{" in rest or "}" in rest:
         p.add(key, f"{_urls.redact(_toml.shown(s, 120))} has a brace that is not {{backend}}" if torch else
