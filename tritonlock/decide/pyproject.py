@@ -73,4 +73,6 @@ def dependencies_name_torch(path: Path) -> bool:
     _, data = _read(path)
     project = data.get("project")
     deps = project.get("dependencies") if isinstance(project, dict) else None
-    return any(isinstance(d, str) and re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", d, re.I) for d in deps or [])
+    if not isinstance(deps, list):  # (not a list: resolve names the problem; the starter cannot lean on it)
+        return False
+    return any(isinstance(d, str) and re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", d, re.I) for d in deps)

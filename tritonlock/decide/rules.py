@@ -86,8 +86,11 @@ class Host:
 
     @property
     def ccs(self) -> list[str]:
-        """The target's compute capabilities, each once, oldest first."""
-        return sorted(set(self.target.gpus), key=cc_tuple)
+        """The target's compute capabilities, each once, oldest first — NVIDIA GPUs only: an AMD gfx target or an
+        Intel device name is no compute capability, and the CUDA rules have nothing to say about it."""
+        from tritonlock.decide.matrix_vendor import vendor_of
+
+        return sorted({g for g in self.target.gpus if vendor_of(g) == "nvidia"}, key=cc_tuple)
 
     def floor(self, driver: str | None) -> str | None:
         """A driver floor as this target's driver is numbered: by branch on a Jetson ('580.65.06' -> '580.00')."""
