@@ -101,6 +101,10 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             _echo("interrupted", err=True)
             sys.exit(130)
+        except MemoryError:  # (the readers bound their work; this is the last word, never a traceback)
+            _echo("error: ran out of memory — is an input (the intent, a host file, the lock) far larger than any "
+                  "real one? check the files this command reads", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES)
