@@ -353,3 +353,25 @@ def test_a_gzip_bomb_sdist_is_read_only_up_to_a_bound_on_what_it_unpacks_to(loca
     (files / "bomb-1.0.tar.gz").write_bytes(bomb)
     got = builds.facts_for("bomb", f"{local_index.index_url('simple')}/_files/bomb-1.0.tar.gz", "bomb-1.0.tar.gz")
     assert got.why.startswith("bomb-1.0.tar.gz: unpacks to more than 256 MB"), got.why
+
+
+def test_resolve_runs_the_build_backend_of_an_sdist_without_static_metadata_unless_no_build(
+        tmp_path: Path, local_index: LocalIndex) -> None:
+    """What the README says of resolving: an sdist whose PKG-INFO a resolver cannot trust (Metadata-Version 2.1) is
+    built to learn its dependencies — its backend's code runs on this machine at `resolve` — and `no-build` is the
+    way to forbid that: then nothing of the package runs, and resolve names it."""
+    marker = tmp_path / "backend-ran"
+    local_index.add_sdist("simple", "dynmeta", "1.0", static_metadata=False,
+                          prelude=f"open({str(marker)!r}, 'a').write('ran\\n')")
+    proj = _intent(tmp_path / "a", local_index, '"dynmeta"')
+    _resolve(proj)
+    assert marker.exists(), "the backend did not run: the README's word on resolving would be wrong"
+    marker.unlink()
+    proj = _intent(tmp_path / "b", local_index, '"dynmeta"', extra='no-build = ["dynmeta"]\n')
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 4 and "dynmeta has no wheel for this target" in out, out
+    assert not marker.exists()  # nothing of the package ran
+    # static metadata (Metadata-Version 2.2, PEP 643) is read, not built for
+    local_index.add_sdist("simple", "statmeta", "1.0", prelude=f"open({str(marker)!r}, 'a').write('ran\\n')")
+    _resolve(_intent(tmp_path / "c", local_index, '"statmeta"'))
+    assert not marker.exists()
