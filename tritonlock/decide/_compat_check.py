@@ -339,10 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     found = run(matrix, index, set(args.versions.split(",")) if args.versions else None, inside=args.wheels)
     if not args.no_vendor:
         found += check_vendor(matrix, versions=set(args.versions.split(",")) if args.versions else None)
-    for line in found:
-        print(line)
+    from tritonlock._term import clean
+    from tritonlock._urls import redact
+
+    for line in found:  # (words from an index: shown as the CLI shows everything, no control character raw)
+        print(clean(redact(line)))
     bad = [f for f in found if not f.startswith("note:")]
-    print(f"{len(bad)} disagreement(s) with {index.url} (matrix {matrix.version})", file=sys.stderr)
+    print(clean(redact(f"{len(bad)} disagreement(s) with {index.url} (matrix {matrix.version})")), file=sys.stderr)
     return 1 if bad else 0
 
 
