@@ -96,7 +96,7 @@ class _Group(click.Group):
         except OSError as err:  # a file we were asked to write or read: say which, never a traceback
             name = err.filename if isinstance(err.filename, str) else ""
             _echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
-                       "permissions", err=True)
+                  "permissions", err=True)
             sys.exit(2)  # a path that is not there or not ours: bad input, as WriteError says
         except KeyboardInterrupt:
             _echo("interrupted", err=True)
@@ -228,7 +228,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     if (Path(outer) / "triton-env.toml").is_file() or (Path(outer) / "triton-env.lock").is_file():
         here = "here" if Path(project) == Path(".") else f"in {project}"
         _echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
-                   err=True)
+              err=True)
     _echo(f"wrote {intent_path} — next: `tritonlock resolve`")
 
 
@@ -266,7 +266,7 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
         # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
         write_files([(Path(save), host.target_toml(prof, tname))], what="host --save", force=force, parents=True)
         _echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
-                   err=True)
+              err=True)
     if as_json:
         _echo_json(host.profile_json(prof))
     elif not save:
@@ -433,7 +433,7 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         _echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
         for p in t.packages:
             _echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
-                       + ("  (built from source at sync)" if p.build == "source" else ""))
+                  + ("  (built from source at sync)" if p.build == "source" else ""))
         for line in _build_lines(t):
             _echo(line)
         for line in records.verified_lines(judged, t):
@@ -538,7 +538,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                 done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
                     [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
             _echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
-                       + f": {', '.join(done) or 'nothing to change'}")
+                  + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:
             from tritonlock._term import highlight
             from tritonlock.verify import format_report
@@ -642,7 +642,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         _echo(highlight(format_report(result)))
         if rec:
             _echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
-                       f"{root / records.RECORDS_FILE}")
+                  f"{root / records.RECORDS_FILE}")
             for c in rec.caveats:
                 _echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
@@ -822,7 +822,7 @@ def _export_pixi(project: str, target_name: str | None, output: str | None, *, f
         return
     write_file(output, text, what="export --format pixi", force=force)
     _echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
-               + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
+          + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
 
 
 def _export_wheelhouse(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
@@ -844,8 +844,8 @@ def _export_wheelhouse(project: str, target_name: str | None, output: str | None
     r = build(target, Path(output), force=force, say=lambda line: _echo(line, err=True))
     again = f", {r.refetched} fetched again" if r.refetched else ""
     _echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
-               f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
-               f"the machine without network: tritonlock sync --find-links {output}", err=True)
+          f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
+          f"the machine without network: tritonlock sync --find-links {output}", err=True)
 
 
 def _export_uv(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
@@ -870,7 +870,7 @@ def _export_uv(project: str, target_name: str | None, output: str | None, *, for
     else:
         write_file(output, out, what="export --format uv", force=force, replace="edit")
         _echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
-                   + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
+              + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
     for target, cmd in plan.commands:
         _echo(f"target {target}: {cmd}", err=True)
 
@@ -1081,7 +1081,7 @@ def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: st
     for path, members in written:
         _echo(f"wrote {path} ({len(members)} node(s): {', '.join(m.node for m in members)})")
     _echo(f'next: target-files = ["{Path(out_dir).as_posix()}/*.toml"] in triton-env.toml, then '
-               "`tritonlock resolve`")
+          "`tritonlock resolve`")
 
 
 @fleet.command("probe", hidden=True)
