@@ -126,16 +126,19 @@ def build_sdist(
     build_requires: tuple[str, ...] = (),
     prelude: str = "",
     setup_py: str | None = None,
+    static_metadata: bool = True,
 ) -> Path:
     """Write a minimal sdist: PKG-INFO with static metadata (what a resolver reads without building), and an
     in-tree build backend that runs `prelude` first (e.g. `import torch`, as a build that needs torch does) and
     records `BUILT_AGAINST` (if the prelude sets it) in the module it builds. `setup_py`: a setup.py to ship too
-    (read by tools that inspect sdists; the backend does not run it)."""
+    (read by tools that inspect sdists; the backend does not run it). `static_metadata` False: PKG-INFO says
+    Metadata-Version 2.1, which a resolver may not trust (PEP 643), so it must run the backend to learn the
+    dependencies."""
     import tarfile
 
     dist = re.sub(r"[-.]+", "_", name)
     base = f"{dist}-{version}"
-    meta = ["Metadata-Version: 2.2", f"Name: {name}", f"Version: {version}"]
+    meta = [f"Metadata-Version: {'2.2' if static_metadata else '2.1'}", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
     reqs = ", ".join('"' + r + '"' for r in build_requires)
     files: dict[str, str] = {

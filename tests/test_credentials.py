@@ -196,3 +196,134 @@ def test_redact_and_strip() -> None:
     assert _urls.credentials("https://us%40er:p%3Ass@h.example/") == ("us@er", "p:ss")
     assert _urls.redact("failed: https://u:tok@h.example/x and http://a@b/c") == \
         "failed: https://***@h.example/x and http://***@b/c"
+
+
+# ---------------------------------------------------------------- secrets with raw "/", "@" and more
+
+from urllib.parse import unquote  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# What people paste into index URLs without percent-encoding: any printable ASCII but space, quotes and backslash
+# (a base64 token: letters, digits, "+", "/", "="; a password: "@", ":", "#", "?", "%"…).
+BROAD = "".join(c for c in map(chr, range(33, 127)) if c not in "\"'\\`<>")
+BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_@"
+secrets_ = st.text(BROAD, min_size=10, max_size=40).filter(lambda s: len(set(s)) >= 5)
+tokens = st.text(BASE64, min_size=12, max_size=40).filter(lambda s: len(set(s)) >= 5)
+HOSTS = ["127.0.0.1:8123", "pypi.example.com", "nexus:8081", "localhost:8123", "[::1]:8123", "mirror.example:443"]
+
+
+def _hidden(secret: str, text: str) -> bool:
+    return all(s not in text for s in {secret, unquote(secret)} if len(s) >= 8)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(secret=secrets_, token=tokens, host=st.sampled_from(HOSTS), path=st.sampled_from(["/simple", "/whl/cu126",
+                                                                                          "/simple/", ""]))
+def test_a_url_with_a_raw_secret_parses_to_its_host_and_the_secret_is_never_shown(secret: str, token: str, host: str,
+                                                                                path: str) -> None:
+    bare = f"https://{host}{path}"
+    name, _, port = host.rpartition(":") if host.rsplit(":", 1)[-1].isdigit() else (host, "", "")
+    for url, user, password in ((f"https://alice:{secret}@{host}{path}", "alice", secret),
+                                (f"https://{token}@{host}{path}", token, None)):
+        assert _urls.origin(url) == ("https", name.strip("[]"), int(port) if port else None), url
+        got = _urls.credentials(url)
+        assert got == (unquote(user), unquote(password) if password is not None else ""), (url, got)
+        assert _urls.strip_credentials(url) == bare and not _urls.has_credentials(bare)
+        assert _urls.problem(url) is None, url
+        for text in (_urls.redact(f"uv said: {url} (HTTP 401)"), _urls.strip_credentials(url), _urls.shown(url, 60),
+                     _urls.strip_all_credentials(f"url: {url}\n")):
+            assert _hidden(password or user, text), text
+        again = _urls.with_credentials(bare, *got)
+        assert _urls.credentials(again) == got and _urls.origin(again) == _urls.origin(url)
+
+
+def _dry_run(proj: Path, env: dict[str, str]) -> tuple[int, str]:
+    _urls.forget()
+    index.default_index.cache_clear()
+    index._learn_pip_urls.cache_clear()
+    r = CliRunner().invoke(main, ["resolve", "--dry-run", "--json", "-p", str(proj)], env=env)
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    return r.exit_code, r.stdout + (r.stderr if r.stderr_bytes is not None else "")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(secret=secrets_, source=st.sampled_from(["intent", "PIP_INDEX_URL", "pip.conf"]),
+       bad_port=st.booleans())
+def test_every_source_of_a_raw_secret_gives_the_right_host_and_never_the_secret(tmp_path: Path, secret: str,
+                                                                              source: str, bad_port: bool) -> None:
+    """resolve --dry-run names the index it would use (its host parsed right, the secret nowhere); a URL that is
+    otherwise wrong (a port out of range) is an error that shows no secret either — whichever source it came from."""
+    port = "99999" if bad_port else "8123"
+    url = f"http://alice:{secret}@127.0.0.1:{port}/simple"
+    import tempfile
+
+    proj = Path(tempfile.mkdtemp(dir=tmp_path))
+    indexes = '[indexes]\ntorch = "default"\n'
+    env = {"PIP_INDEX_URL": None, "PIP_CONFIG_FILE": os.devnull}
+    conf = proj / "pip.conf"
+    if source == "intent":
+        import json as _json
+
+        indexes += f"default = {_json.dumps(url)}\n"
+    elif source == "PIP_INDEX_URL":
+        env["PIP_INDEX_URL"] = url
+    else:
+        conf.write_text(f"[global]\nindex-url = {url}\n")
+        env["PIP_CONFIG_FILE"] = str(conf)
+    (proj / "triton-env.toml").write_text('[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n'
+                                          + indexes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index, "_pip_config_files", lambda: [conf] if source == "pip.conf" else [])
+        code, out = _dry_run(proj, env)
+    assert _hidden(secret, out), out
+    if bad_port:
+        assert code == 2 and "not a valid URL" in out, out
+    else:
+        assert code == 0 and '"index": "http://127.0.0.1:8123/simple"' in out, out
+
+
+NASTY = ["S3@CR/ET", "ab/cd+ef/gh==", "p@ss:w/rd#1?x%z"]
+
+
+@pytest.fixture(scope="module", params=NASTY)
+def nasty_index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path_factory.mktemp("nasty-index"), auth=(USER, unquote(request.param)))
+    populate(idx)
+    idx.start()
+    idx.secret = request.param  # type: ignore[attr-defined]
+    yield idx
+    idx.stop()
+
+
+@pytest.mark.parametrize("source", ["intent", "PIP_INDEX_URL", "pip.conf"])
+def test_a_raw_secret_reaches_its_own_host_and_appears_nowhere(tmp_path: Path, nasty_index: LocalIndex, source: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index wants exactly that password: resolve, sync, show, export, check and why work (so the host and the
+    password were parsed right) and neither the secret nor its decoded form is in any output or file."""
+    secret = nasty_index.secret  # type: ignore[attr-defined]
+    host = nasty_index.url.split("//")[1]
+    url = f"http://{USER}:{secret}@{host}"
+    proj = tmp_path / "p"
+    proj.mkdir()
+    indexes = f'[indexes]\ntorch = "http://{host}/whl/{{backend}}"\n'
+    if source == "intent":
+        indexes = f'[indexes]\ntorch = "{url}/whl/{{backend}}"\ndefault = "{url}/simple"\n'
+    elif source == "PIP_INDEX_URL":
+        monkeypatch.setenv("PIP_INDEX_URL", f"{url}/simple")
+    else:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nindex-url = {url}/simple\n")
+        monkeypatch.setattr(index, "_pip_config_files", lambda: [conf])
+    (proj / "triton-env.toml").write_text(INTENT + indexes)
+    outputs = _lock_sync_export(proj)
+    assert _installed(proj) == "2.6.0+cpu" and set(nasty_index.seen_auth) == {USER}
+    lock = (proj / "triton-env.lock").read_text()
+    assert f'index = "http://{host}/whl/cpu"' in lock
+    for text in outputs + [lock]:
+        assert _hidden(secret, text), text
+    for f in proj.rglob("*"):
+        if f.is_file() and not f.is_symlink() and f.name != "triton-env.toml":
+            data = f.read_bytes()
+            assert secret.encode() not in data and unquote(secret).encode() not in data, f

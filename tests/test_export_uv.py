@@ -128,3 +128,33 @@ def test_one_target_in_place_keeps_the_users_file_and_pins_the_family(tmp_path: 
     uv = _uv_lock(root, tmp_path)
     assert _same_files(root, uv) == 2
     assert _run("check", "-p", str(root))[0] == 0
+
+
+def test_an_inline_index_array_is_kept_extended_and_read_by_uv(tmp_path: Path, local_index: LocalIndex) -> None:
+    """`index = [{...}]` under [tool.uv] is valid uv configuration (it was a traceback): the user's entry stays,
+    tritonlock's are added in the same layout, a re-export changes nothing, and the real `uv lock` takes torch and
+    triton from the lock's index with the lock's sha256. A shape uv refuses (index a string) is a clean error."""
+    import tomllib
+
+    root = tmp_path / "proj"
+    write_intent(root, local_index, TWO)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    mine = local_index.index_url("simple")
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "myproj"\nversion = "1.0"\nrequires-python = ">=3.11"\n'
+                         'dependencies = ["einops>=0.8"]\n\n[tool.uv]\n'
+                         f'index = [{{ name = "mine", url = "{mine}" }}]\n')
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(pyproject))
+    assert code == 0, out
+    text = pyproject.read_text()
+    assert "[[tool.uv.index]]" not in text  # the user's layout, kept
+    doc = tomllib.loads(text)
+    names = [e["name"] for e in doc["tool"]["uv"]["index"]]
+    assert names[0] == "mine" and "tritonlock-cu124" in names, names
+    assert _run("export", "-p", str(root), "--format", "uv", "-o", str(pyproject))[0] == 0
+    assert pyproject.read_text() == text
+    assert _same_files(root, _uv_lock(root, tmp_path)) == 4
+    pyproject.write_text('[project]\nname = "myproj"\n[tool.uv]\nindex = "https://x.example/simple"\n')
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(pyproject))
+    assert code == 2 and ("pyproject.toml: tool.uv.index is a string, where uv expects a list of index tables — fix "
+                          "it") in out, out

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -332,3 +333,179 @@ def test_fuzz_report_merge(files: dict[str, str]) -> None:
         assert (r.exit_code == 0) == (doc["passed"] == doc["total"] > 0), (files, doc)
         for node in doc["nodes"]:
             assert all(v is None or not isinstance(v, str) or v.isprintable() for v in node.values()), node
+
+
+# ---------------------------------------------------------------- AMD and Intel targets: resolve and why
+
+AMD_GPUS = ["gfx942", "gfx90a", "gfx1100", "gfx1103", "gfx942:sramecc+:xnack-", "gfx9999", "MI300X", "MI250X",
+            "RX 7900 XTX", "Radeon 780M", "gfx1201"]
+INTEL_GPUS = ["Arc B580", "Data Center GPU Max 1550", "bmg", "pvc", "lnl-m", "Arc A770", "mtl-h"]
+ODD_GPUS = ["8.0", "9.0", "H200", "", "gfx", "gfx1100 ", "٩.٠"]
+VENDOR_VALUES = {"amdgpu": ["6.4", "6.8.5", "30.10", "6.2.4", "1.0", "x", ""], "hsa-override": ["11.0.0", "10.3.0",
+                 "9.4.2", "99.0.0", "x"], "os": ["linux", "linux", "windows", "macos"], "arch": ["x86_64", "aarch64"],
+                 "glibc": ["2.35", "2.28", "2.17"], "python": ["3.12", "3.11", "3.10", "3.13"],
+                 "driver": ["535.104.05", "none"]}
+
+
+@st.composite
+def vendor_intents(draw: st.DrawFn) -> str:
+    """Mostly valid AMD and Intel targets (so that `why` has lines to search), with a wrong value now and then."""
+    lines = ["[environment]"]
+    for key, pool in (("python", ["3.12", "3.11", "3.10", "3.9"]), ("torch", ["*", ">=2.6", "==2.9.0", "==2.10.0",
+                                                                              "2.6", ">=99"]),
+                      ("triton", ["auto", "none", ">=3.3"]), ("cuda", ["auto", "cpu"])):
+        if draw(st.booleans()):
+            lines.append(f"{key} = {_toml(draw(st.sampled_from(pool)))}")
+    for i in range(draw(st.integers(1, 3))):
+        lines += ["[[targets]]", f'name = "t{i}"']
+        pool = draw(st.sampled_from([AMD_GPUS, INTEL_GPUS, AMD_GPUS + ODD_GPUS]))
+        gpus = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+        lines.append(f"gpus = {_toml(gpus if draw(st.integers(0, 19)) else draw(values))}")
+        if pool is not INTEL_GPUS and draw(st.integers(0, 4)):
+            lines.append(f"amdgpu = {_toml(draw(st.sampled_from(VENDOR_VALUES['amdgpu'])))}")
+        for key in draw(st.lists(st.sampled_from(["hsa-override", "os", "arch", "glibc", "python", "driver"]),
+                                 max_size=3, unique=True)):
+            value = draw(st.sampled_from(VENDOR_VALUES[key])) if draw(st.integers(0, 9)) else draw(values)
+            lines.append(f"{json.dumps(key)} = {_toml(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _check_vendor(text: str) -> None:
+    d = _write(text)
+    for args, codes in ((["resolve", "--dry-run", "--json"], (0, 2, 3)), (["why"], (0, 2)), (["why", "--json"], (0, 2)),
+                        (["why", "--sources", "--torch", "2.9"], (0, 2))):
+        r = CliRunner().invoke(main, [*args, "-p", str(d)])
+        assert r.exception is None or isinstance(r.exception, SystemExit), (text, args, repr(r.exception))
+        assert r.exit_code in codes, (text, args, r.exit_code, r.output)
+
+
+@settings(CI, max_examples=int(os.environ.get("TRITONLOCK_FUZZ_EXAMPLES", "650")) // 4)
+@given(vendor_intents())
+def test_fuzz_vendor_targets_resolve_and_why(text: str) -> None:
+    _check_vendor(text)
+
+
+@pytest.mark.long
+@settings(LONG, max_examples=3000)
+@given(vendor_intents())
+def test_fuzz_vendor_targets_long(text: str) -> None:
+    _check_vendor(text)
+
+
+# ---------------------------------------------------------------- pyproject.toml intents, init --pyproject, uv export
+
+REQS = ["torch", "torch>=2.6", "torch[,]", "torch[a,,b]", "torch[cuda]", "torch; sys_platform == 'linux'",
+        "torch @ https://x.example/t.whl", "triton>=3", "numpy>=1.26", "einops", "x[,]", "x[ ]", "mymodel[train]",
+        "vllm>=0.30", "name @ https://u:p@x.example/a.whl", "-e .", "", "torch==2.6.0+cu124", "torch>=2.6,<2.8",
+        "Torch >= 2.6", "torch===2.6"]
+UV_INDEX = ['index = [{name = "mine", url = "https://m.example/simple"}]',
+            'index = [{name = "mine", url = "https://m.example/simple", default = true}]',
+            'index = []', 'index = "https://m.example/simple"', 'index = [1, "x"]',
+            'index = [{name = "tritonlock-cu124", url = "https://old.example/whl/cu124", explicit = true}]',
+            'index = [{url = "https://nameless.example/simple"}]', 'index = [{name = 3}]']
+UV_OTHER = ['sources = {numpy = {index = "mine"}}', 'sources = {torch = [{index = "x", extra = "a"}]}', 'sources = 1',
+            'constraint-dependencies = ["numpy<3"]', 'constraint-dependencies = "numpy"',
+            'conflicts = [[{extra = "a"}, {extra = "b"}]]', 'conflicts = ["x", [1]]', 'conflicts = 1',
+            'dev-dependencies = ["pytest"]', 'package = false']
+
+
+@st.composite
+def pyprojects(draw: st.DrawFn) -> str:
+    out: list[str] = []
+    shape = draw(st.sampled_from(["table", "table", "inline", "none", "odd"]))
+    deps = draw(st.one_of(st.lists(st.sampled_from(REQS), max_size=4), st.sampled_from(REQS),
+                          st.sampled_from([1, True, 2.5, {"torch": ">=2"}, [1, "torch"], [["torch"]]]), values))
+    opt = draw(st.one_of(st.none(), st.dictionaries(st.sampled_from(["train", "gpu", "x y"]),
+                                                    st.one_of(st.lists(st.sampled_from(REQS), max_size=2), values),
+                                                    max_size=2), values))
+    if shape == "table":
+        out += ["[project]", 'name = "mymodel"', f"dependencies = {_toml(deps)}"]
+        if draw(st.booleans()):
+            out.append(f"dynamic = {_toml(draw(st.sampled_from([['dependencies'], ['version'], 'x', []])))}")
+        if isinstance(opt, dict):
+            out.append("[project.optional-dependencies]")
+            out += [f"{json.dumps(k)} = {_toml(v)}" for k, v in opt.items()]
+        elif opt is not None:
+            out.append(f"optional-dependencies = {_toml(opt)}")
+    elif shape == "inline":
+        out.append(f'project = {{ name = "mymodel", dependencies = {_toml(deps)} }}')
+    elif shape == "odd":
+        out.append(f"project = {_toml(draw(values))}")
+    if draw(st.booleans()):
+        out.append("[tool.tritonlock]")
+        if draw(st.booleans()):
+            out.append(f"extras = {_toml(draw(st.one_of(st.lists(st.sampled_from(['train', 'gpu', 'nope']), max_size=2), values)))}")
+        out.append("[tool.tritonlock.environment]")
+        for key in draw(st.lists(st.sampled_from(KEYS[:6]), max_size=4, unique=True)):
+            out.append(f"{json.dumps(key)} = {_toml(draw(st.one_of(values, st.sampled_from(TRICKY))))}")
+    uv_shape = draw(st.sampled_from(["none", "table", "aot", "inline", "dotted"]))
+    body = draw(st.lists(st.sampled_from(UV_OTHER), max_size=3, unique=True))
+    index = draw(st.sampled_from(UV_INDEX))
+    if uv_shape == "table":
+        out += ["[tool.uv]", index, *body]
+    elif uv_shape == "aot":
+        out += ["[[tool.uv.index]]", 'name = "mine"', 'url = "https://m.example/simple"', "[tool.uv]", *body]
+    elif uv_shape == "inline":
+        out += ["[tool]", f"uv = {{ {index}{', ' if body else ''}{', '.join(body)} }}"]
+    elif uv_shape == "dotted":
+        out += ["[tool]", f"uv.{index}", *(f"uv.{b}" for b in body)]
+    return "\n".join(out) + "\n"
+
+
+def _uv_locks() -> list[Any]:
+    import dataclasses
+
+    from test_lockfile import sample
+
+    one = sample()
+    t = one.targets[0]
+    cpu_torch = tuple(dataclasses.replace(p, version="2.11.0+cpu", index="https://mirror.example/whl/cpu")
+                      if p.name == "torch" else p for p in t.packages)
+    cpu = dataclasses.replace(t, packages=cpu_torch, selection=dataclasses.replace(
+        t.selection, backend="cpu", index="https://mirror.example/whl/cpu", driver_floor=None, archs=(), ptx=(),
+        target=dataclasses.replace(t.selection.target, name="laptop", driver=None, cuda=None, gpus=())))
+    return [one, dataclasses.replace(one, targets=(t, cpu))]
+
+
+UV_LOCKS = _uv_locks()
+
+
+def _check_pyproject(text: str) -> None:
+    d = Path(tempfile.mkdtemp(prefix="pyproject-", dir=_DIR))
+    (d / "pyproject.toml").write_text(text, encoding="utf-8")
+    for args, codes in ((["resolve", "--dry-run", "--json"], (0, 2, 3)), (["why"], (0, 2))):
+        r = CliRunner().invoke(main, [*args, "-p", str(d)])
+        assert r.exception is None or isinstance(r.exception, SystemExit), (text, args, repr(r.exception))
+        assert r.exit_code in codes, (text, args, r.exit_code, r.output)
+    bare = d / "bare"
+    bare.mkdir()
+    (bare / "pyproject.toml").write_text(text.split("[tool.tritonlock]")[0], encoding="utf-8")
+    r = CliRunner().invoke(main, ["init", "--pyproject", "--no-index-check", "-p", str(bare)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), (text, "init", repr(r.exception))
+    assert r.exit_code in (0, 2), (text, r.output)
+    from tritonlock.export.uv import PREFIX, render
+
+    for lock in UV_LOCKS:
+        try:
+            out, p = render(lock, text)
+        except TritonlockError as err:
+            assert err.exit_code == 2 and "nothing was written" in str(err) or "fix it first" in str(err), str(err)
+            continue
+        data = tomllib.loads(out)
+        ours = {e["name"]: e["url"] for e in data["tool"]["uv"]["index"] if str(e.get("name", "")).startswith(PREFIX)}
+        assert set(ours) >= {n for n, _ in p.indexes}, (text, out)
+        again, _ = render(lock, out)  # a re-export changes nothing
+        assert again == out, (text, out, again)
+
+
+@settings(CI, max_examples=int(os.environ.get("TRITONLOCK_FUZZ_EXAMPLES", "650")) // 3)
+@given(pyprojects())
+def test_fuzz_pyproject_intents_init_and_uv_export(text: str) -> None:
+    _check_pyproject(text)
+
+
+@pytest.mark.long
+@settings(LONG, max_examples=5000)
+@given(pyprojects())
+def test_fuzz_pyproject_long(text: str) -> None:
+    _check_pyproject(text)

@@ -506,6 +506,32 @@ def test_a_long_dotted_key_is_refused_fast_and_small(tmp_path: Path, shape: str)
     assert "parts (at most 64 are read)" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("kind", ["keys", "tables", "inline"])
+def test_many_dotted_keys_just_under_the_cap_are_refused_small(tmp_path: Path, kind: str) -> None:
+    """One key of 63 parts is fine; 13 MB of them cost tomllib minutes and died with MemoryError. Under a 1 GiB
+    address-space limit, the whole file's key paths are bounded: one clean error naming the file and a line."""
+    import os
+    import subprocess
+    import sys
+
+    part = ".".join(f"p{j}" for j in range(62))
+    one = {"keys": "k{i}." + part + " = 1", "tables": "[k{i}." + part + "]",
+           "inline": "x{i} = {{ a." + part + " = 1 }}"}[kind]
+    lines, size = [], 0
+    while size < 13_000_000:
+        lines.append(one.format(i=len(lines)))
+        size += len(lines[-1]) + 1
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.11"\n' + "\n".join(lines) + "\n")
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+            "from tritonlock.cli import main; sys.argv = ['tritonlock', 'resolve', '--dry-run', '-p', sys.argv[1]]; "
+            "main()")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.startswith(f"error: {tmp_path / 'triton-env.toml'}:"), r.stderr[:500]
+    assert "TOML syntax error: its keys and table names hold" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_dotted_keys_a_real_file_has_still_read() -> None:
     from tritonlock import _toml
 

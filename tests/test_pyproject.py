@@ -154,3 +154,23 @@ def test_lock_from_pyproject_goes_stale_on_dependencies_not_on_description(tmp_p
     assert code == 0, out
     assert 'name = "typing-extensions"' in (tmp_path / "triton-env.lock").read_text()
     assert os.path.exists(tmp_path / "triton-env.lock") and not (tmp_path / "triton-env.toml").exists()
+
+
+@pytest.mark.parametrize("req", ["torch[,]", "torch[a,,b]", "einops[,]", "torch[cuda,]"])
+def test_a_requirement_packaging_refuses_is_a_clean_error_never_a_traceback(tmp_path: Path, req: str) -> None:
+    """The quick check of a requirement once let through what packaging refuses, and the next parse raised."""
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "1"\ndependencies = ["{req}"]\n'
+                                             '[tool.tritonlock.environment]\npython = "3.11"\n')
+    r = CliRunner().invoke(main, ["resolve", "--dry-run", "-p", str(tmp_path)])
+    assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert f"project.dependencies[0]: '{req}' is not a valid requirement" in r.output, r.output
+
+
+@pytest.mark.parametrize("deps", ["1", '"torch"', "{ torch = 1 }", "true"])
+def test_init_pyproject_when_dependencies_is_not_a_list(tmp_path: Path, deps: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "1"\ndependencies = {deps}\n')
+    r = CliRunner().invoke(main, ["init", "--pyproject", "--no-index-check", "-p", str(tmp_path)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert r.exit_code == 0 and "[tool.tritonlock]" in (tmp_path / "pyproject.toml").read_text(), r.output
+    r = CliRunner().invoke(main, ["resolve", "--dry-run", "-p", str(tmp_path)])  # and resolve names the problem
+    assert r.exit_code == 2 and "project.dependencies: expected a list of requirement strings" in r.output, r.output

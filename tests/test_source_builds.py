@@ -311,3 +311,69 @@ def test_the_wider_family_is_data_with_a_source() -> None:
     assert not m.torch_index_packages & m.torch_family  # torch, triton…: bound always, never from the default index
     assert not any(n.startswith(("nvidia-", "cuda-")) for n in m.torch_index_packages)
     assert m.served_by_torch_index("xformers") and not m.served_by_torch_index("numpy")
+
+
+def _gzip_bomb(unpacked: int, name: str = "bomb-1.0") -> bytes:
+    """A .tar.gz of about unpacked / 1000 bytes: a first member of `unpacked` zero bytes, then a setup.py that
+    imports torch. (gzip members concatenate: one 1 MiB block of zeros, compressed once, repeated.)"""
+    import gzip
+    import io
+    import tarfile
+
+    def header(path: str, size: int) -> bytes:
+        info = tarfile.TarInfo(f"{name}/{path}")
+        info.size = size
+        return info.tobuf(format=tarfile.GNU_FORMAT)
+
+    setup = b"import torch\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+    block = gzip.compress(b"\0" * (1 << 20), compresslevel=9)
+    tail = header("setup.py", len(setup)) + setup + b"\0" * (-len(setup) % 512) + b"\0" * 1024
+    out = io.BytesIO()
+    out.write(gzip.compress(header("zeros.bin", unpacked)))
+    for _ in range(unpacked >> 20):
+        out.write(block)
+    out.write(gzip.compress(tail))
+    return out.getvalue()
+
+
+def test_a_gzip_bomb_sdist_is_read_only_up_to_a_bound_on_what_it_unpacks_to(local_index: LocalIndex) -> None:
+    """1 GiB of zeros in a 1 MB sdist, before its setup.py: resolve used to unpack all of it (and more, without end,
+    for a bigger bomb) to find setup.py. The facts are read from what the first 256 MB unpack to, then given up,
+    through the index as resolve fetches them."""
+    from tritonlock.lock import builds
+
+    bomb = _gzip_bomb(1 << 30)
+    assert len(bomb) < 4 * 1024 * 1024
+    f = builds.inspect_sdist(bomb, "bomb-1.0.tar.gz")
+    assert f.why == ("bomb-1.0.tar.gz: unpacks to more than 256 MB before its pyproject.toml and setup.py — not read "
+                     "(its build facts are unknown)"), f.why
+    assert not f.imports_torch
+    small = _gzip_bomb(1 << 20)  # the same layout, unpacking to 1 MB: read, and its facts found
+    assert builds.inspect_sdist(small, "bomb-1.0.tar.gz").imports_torch
+    files = local_index.root / "simple" / "_files"
+    files.mkdir(parents=True, exist_ok=True)
+    (files / "bomb-1.0.tar.gz").write_bytes(bomb)
+    got = builds.facts_for("bomb", f"{local_index.index_url('simple')}/_files/bomb-1.0.tar.gz", "bomb-1.0.tar.gz")
+    assert got.why.startswith("bomb-1.0.tar.gz: unpacks to more than 256 MB"), got.why
+
+
+def test_resolve_runs_the_build_backend_of_an_sdist_without_static_metadata_unless_no_build(
+        tmp_path: Path, local_index: LocalIndex) -> None:
+    """What the README says of resolving: an sdist whose PKG-INFO a resolver cannot trust (Metadata-Version 2.1) is
+    built to learn its dependencies — its backend's code runs on this machine at `resolve` — and `no-build` is the
+    way to forbid that: then nothing of the package runs, and resolve names it."""
+    marker = tmp_path / "backend-ran"
+    local_index.add_sdist("simple", "dynmeta", "1.0", static_metadata=False,
+                          prelude=f"open({str(marker)!r}, 'a').write('ran\\n')")
+    proj = _intent(tmp_path / "a", local_index, '"dynmeta"')
+    _resolve(proj)
+    assert marker.exists(), "the backend did not run: the README's word on resolving would be wrong"
+    marker.unlink()
+    proj = _intent(tmp_path / "b", local_index, '"dynmeta"', extra='no-build = ["dynmeta"]\n')
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 4 and "dynmeta has no wheel for this target" in out, out
+    assert not marker.exists()  # nothing of the package ran
+    # static metadata (Metadata-Version 2.2, PEP 643) is read, not built for
+    local_index.add_sdist("simple", "statmeta", "1.0", prelude=f"open({str(marker)!r}, 'a').write('ran\\n')")
+    _resolve(_intent(tmp_path / "c", local_index, '"statmeta"'))
+    assert not marker.exists()

@@ -107,6 +107,49 @@ def test_a_python_change_builds_beside_and_a_failure_leaves_the_old_venv(
     assert r.stdout.split() == [str(venv.resolve()), str(venv.resolve() / "bin" / "python")]
 
 
+def test_a_venv_that_is_a_link_is_rebuilt_where_it_points_and_keeps_its_link(tmp_path: Path,
+                                                                             index: LocalIndex) -> None:
+    """`.venv -> /scratch/envs/x` rebuilt (another Python): the directory it points at is replaced, the link stays
+    the user's, nothing is left beside either, and the next sync removes nothing (so says nothing of it)."""
+    proj = _project(tmp_path / "proj", index)
+    store = tmp_path / "scratch" / "envs"
+    store.mkdir(parents=True)
+    venv = proj / ".venv"
+    assert _run("sync", "-p", str(proj), "--no-verify", "--venv", str(store / "x"))[0] == 0
+    venv.symlink_to(store / "x")
+    _project(proj, index, python="3.12")
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--python", python312())
+    assert code == 0 and "now matches target host (rebuilt)" in out, out
+    assert venv.is_symlink() and os.readlink(venv) == str(store / "x")
+    assert _venv.venv_python_minor(store / "x") == "3.12" and _imports(venv).returncode == 0
+    assert sorted(p.name for p in proj.iterdir() if p.name.startswith(".")) == [".venv"], list(proj.iterdir())
+    assert sorted(p.name for p in store.iterdir()) == ["x"]
+    code, out = _run("sync", "-p", str(proj), "--no-verify")
+    assert code == 0 and "removed" not in out and "already matches" in out, out
+    shutil.rmtree(store / "x")  # a link to a venv not made yet: it is made where the link points
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--python", python312())
+    assert code == 0 and venv.is_symlink() and _imports(venv).returncode == 0, out
+    assert sorted(p.name for p in store.iterdir()) == ["x"]
+
+
+def test_a_link_an_older_rebuild_left_is_removed_and_what_it_points_at_kept(tmp_path: Path,
+                                                                           index: LocalIndex) -> None:
+    """An older tritonlock swapped a linked .venv's link itself aside, as `..venv.tritonlock-new`, and every later
+    sync said it "removed" it. Now the link goes (and it is said once); the directory it points at stays."""
+    proj = _project(tmp_path / "proj", index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    old_venv = tmp_path / "old-venv"
+    old_venv.mkdir()
+    (old_venv / "keep").write_text("x\n")
+    stray = proj / "..venv.tritonlock-new"
+    stray.symlink_to(old_venv)
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--reinstall", "einops")
+    assert code == 0 and f"removed {stray}" in out and not os.path.lexists(stray), out
+    assert (old_venv / "keep").read_text() == "x\n"
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--reinstall", "einops")
+    assert code == 0 and "removed" not in out, out
+
+
 def test_a_first_sync_that_fails_creates_nothing(tmp_path: Path, index: LocalIndex,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     proj = _project(tmp_path, index)

@@ -139,3 +139,22 @@ def test_why_reads_in_one_screen_and_its_sources_are_behind_a_flag() -> None:
     assert code == 0 and "      rests on torch 2.15.0: https://" in cited
     code, old = _run("why", "-p", str(EXAMPLES / "clusters"), "--no-sources")  # still accepted
     assert code == 0 and old == plain
+
+
+def test_why_for_amd_and_intel_targets_answers_without_a_traceback(tmp_path: Path) -> None:
+    """AMD gfx targets and Intel device names are no compute capabilities: the CUDA rules once parsed them as
+    such (`cc_tuple('gfx1100')`). `why` now answers for each target, in every form."""
+    (tmp_path / "triton-env.toml").write_text(
+        '[environment]\npython = "3.12"\n'
+        '[[targets]]\nname = "mi300x"\ngpus = ["MI300X"]\namdgpu = "6.4"\n'
+        '[[targets]]\nname = "arc"\ngpus = ["Arc B580"]\n'
+        '[[targets]]\nname = "rx-win"\ngpus = ["gfx1100"]\namdgpu = "6.4"\nos = "windows"\n'
+        '[[targets]]\nname = "apu-arm"\ngpus = ["gfx942"]\namdgpu = "6.4"\narch = "aarch64"\n')
+    for args in (["why"], ["why", "--json"], ["why", "--sources"], ["why", "--torch", "2.9"]):
+        r = CliRunner().invoke(main, [*args, "-p", str(tmp_path)])
+        assert r.exception is None or isinstance(r.exception, SystemExit), (args, repr(r.exception))
+        assert r.exit_code == 0, (args, r.output)
+    text = CliRunner().invoke(main, ["why", "-p", str(tmp_path)]).output
+    for name in ("mi300x", "arc", "rx-win", "apu-arm"):
+        assert f"target {name} (" in text
+    assert "PyTorch publishes ROCm builds for linux_x86_64 only, not win_amd64" in text

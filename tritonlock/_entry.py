@@ -9,7 +9,9 @@ import sys
 def main() -> None:
     line = _noop_sync(sys.argv[1:])
     if line is not None:
-        sys.stdout.write(line + "\n")
+        from tritonlock._term import clean
+
+        sys.stdout.write(clean(line) + "\n")  # (as every line the CLI prints: no control character raw)
         return
     from tritonlock.cli import main as cli
 

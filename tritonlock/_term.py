@@ -7,6 +7,7 @@ stream is a terminal; CI logs and pipes get plain text.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from types import TracebackType
@@ -20,6 +21,37 @@ def printable(text: str, limit: int = 1000) -> str:
     if not text.isprintable():
         text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# The colour codes tritonlock itself writes (click.style: reset, bold, dim, red, green, yellow, magenta, cyan): the
+# only escape sequences `clean` lets through, and only on a colour terminal. None of them moves the cursor, hides
+# text, sets a title or makes a link.
+_OURS = re.compile(r"\x1b\[(?:0|1|2|22|31|32|33|35|36|39)m")
+
+
+def _escape(text: str) -> str:
+    return "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def clean(text: str, *, styles: bool = False) -> str:
+    """Text about to be printed, whole (a report, a table, a message): every control character in it but newline
+    and tab shown as its \\x/\\u escape, so that nothing a lock, an index, a node or a venv holds can drive the
+    terminal (an escape sequence, a carriage return that overwrites a line). `styles`: keep tritonlock's own colour
+    codes (the caller checked that the stream is a colour terminal)."""
+    if _printable_lines(text):
+        return text
+    if not styles:
+        return _escape(text)
+    out, pos = [], 0
+    for m in _OURS.finditer(text):
+        out += [_escape(text[pos:m.start()]), m.group(0)]
+        pos = m.end()
+    out.append(_escape(text[pos:]))
+    return "".join(out)
+
+
+def _printable_lines(text: str) -> bool:
+    return all(line.isprintable() for line in text.replace("\t", " ").split("\n"))
 
 
 def colour(stream: IO[str] | None = None) -> bool:

@@ -37,23 +37,51 @@ class _KeyTooLong(tomllib.TOMLDecodeError):  # type: ignore[misc, unused-ignore]
         self.lineno = line
 
 
+# Past one key's length, the work adds up: 10,000 keys of 63 parts each (2.7 MB) cost tomllib 16 s and 744 MB, and
+# 13 MB of them a MemoryError. So the key paths of a whole file are bounded too: Σ parts² (tomllib's time) and Σ parts
+# (its memory: a table per part). A lock of thousands of packages uses a few percent of either.
+MAX_KEY_WORK = 4_000_000
+MAX_KEY_NODES = 1_000_000
+
+
+class _KeysTooMany(tomllib.TOMLDecodeError):  # type: ignore[misc, unused-ignore]
+    def __init__(self, what: str, line: int) -> None:
+        ValueError.__init__(self, f"{what} — more than any real file has, and more than is read (at line {line}, "
+                                  "column 1)")
+        self.lineno = line
+
+
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
 _DOTTED = re.compile(r"[A-Za-z0-9_-]+(?:[ \t]*\.[ \t]*[A-Za-z0-9_-]+)*")
+_WORD = r"[A-Za-z0-9_-]+(?:[ \t]*\.[ \t]*[A-Za-z0-9_-]+)*"
+# a key (at a line's start, or after "{" or "," in an inline table) or a table name
+_KEYS = re.compile(rf"(?:^|[{{,])[ \t]*({_WORD})[ \t]*=|^[ \t]*\[\[?[ \t]*({_WORD})[ \t]*\]")
 
 
 def _check_key_lengths(text: str) -> None:
     """Linear: per line, quoted strings become one word and a comment goes, then every run of dotted words is
-    counted."""
-    if text.count(".") < MAX_KEY_PARTS:
+    counted; in a large file, every key and table name adds to the file's budget."""
+    large = len(text) > 256 * 1024
+    if text.count(".") < MAX_KEY_PARTS and not large:
         return
+    work = nodes = 0
     for no, line in enumerate(text.splitlines(), start=1):
-        if line.count(".") < MAX_KEY_PARTS:
+        if line.count(".") < MAX_KEY_PARTS and not large:
             continue
         bare = _STRING.sub("s", line).split("#", 1)[0]  # (a comment is not a key)
-        for m in _DOTTED.finditer(bare):
-            parts = m.group(0).count(".") + 1
-            if parts > MAX_KEY_PARTS:
-                raise _KeyTooLong(parts, no)
+        if line.count(".") >= MAX_KEY_PARTS:
+            for m in _DOTTED.finditer(bare):
+                parts = m.group(0).count(".") + 1
+                if parts > MAX_KEY_PARTS:
+                    raise _KeyTooLong(parts, no)
+        if large:
+            for m in _KEYS.finditer(bare):
+                parts = (m.group(1) or m.group(2) or "").count(".") + 1
+                work += parts * parts
+                nodes += parts
+            if work > MAX_KEY_WORK or nodes > MAX_KEY_NODES:
+                raise _KeysTooMany(f"its keys and table names hold {nodes:,} parts ({work:,} by their squares; at "
+                                   f"most {MAX_KEY_NODES:,} and {MAX_KEY_WORK:,} are read)", no)
 
 
 def loads(text: str) -> dict[str, Any]:
@@ -119,8 +147,13 @@ def line_of(text: str, path: tuple[str | int, ...]) -> int | None:
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """repr() of a value for a message, cut short: a hostile file must not make a megabyte of error text."""
+    """repr() of a value for a message, cut short: a hostile file must not make a megabyte of error text. A URL's
+    user:password@ is taken out first (cut first, a secret's head could lose the "@" that marks it)."""
     text = repr(value)
+    if "://" in text:
+        from tritonlock._urls import redact
+
+        text = redact(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -24,8 +24,9 @@ Exit codes:
      stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), a lock
      with no target for this machine (sync, verify --record, export), a lock target export cannot
      write, or a command-line value (an unknown --target, an override, a path that is not there,
-     a file init would overwrite, or one export, host --save or fleet hosts would replace that
-     tritonlock did not write: pass --force)
+     a path that is not a regular file — a device, pipe, socket, directory or link, refused even
+     with --force —, a file init would overwrite, or one a command would replace that tritonlock
+     did not write: pass --force)
   3  conflict: nothing in the matrix fits a target, no torch that fits allows the packages you
      named, a package only an ancient release could satisfy, or what the platform cannot have (the
      message names both sides and a fix; the targets that fit are still locked)
@@ -37,23 +38,33 @@ Exit codes:
 """
 
 
+def _echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:
+    """The one way cli.py prints. Whatever a lock, an index, a node or a venv put into the text, it reaches the
+    terminal with every control character escaped (tritonlock's own colours kept, on a colour terminal only) and
+    without user:token@ in any URL."""
+    from tritonlock._term import clean, colour
+    from tritonlock._urls import redact
+
+    click.echo(clean(redact(str(message)), styles=colour(sys.stderr if err else sys.stdout)), err=err, nl=nl)
+
+
 def _fail(err: TritonlockError) -> NoReturn:
     from tritonlock._urls import redact
 
     from tritonlock._term import styled
 
-    click.echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
+    _echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
     sys.exit(err.exit_code)
 
 
 def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
+    _echo(json.dumps(data, indent=2, sort_keys=True))
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
     from tritonlock._term import styled
 
-    click.echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
+    _echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
 
 
 def _quiet_stdout() -> None:
@@ -86,12 +97,16 @@ class _Group(click.Group):
             sys.exit(141)  # 128 + SIGPIPE, as a shell reports a pipeline member that the pipe closed on
         except OSError as err:  # a file we were asked to write or read: say which, never a traceback
             name = err.filename if isinstance(err.filename, str) else ""
-            click.echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
-                       "permissions", err=True)
+            _echo(f"error: {name + ': ' if name else ''}{err.strerror or err} — check the path and its "
+                  "permissions", err=True)
             sys.exit(2)  # a path that is not there or not ours: bad input, as WriteError says
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+            _echo("interrupted", err=True)
             sys.exit(130)
+        except MemoryError:  # (the readers bound their work; this is the last word, never a traceback)
+            _echo("error: ran out of memory — is an input (the intent, a host file, the lock) far larger than any "
+                  "real one? check the files this command reads", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES)
@@ -173,8 +188,8 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     default index does (PyPI or a mirror), it sets [indexes] torch = "default", so `tritonlock resolve` works here.
     """
     from tritonlock import host
+    from tritonlock._files import check_writes, write_file
     from tritonlock.decide.intent import starter
-    from tritonlock.lock.lockfile import write_atomic
 
     if in_pyproject:
         intent_path = Path(project) / "pyproject.toml"
@@ -183,7 +198,9 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
                              f"one: move it into {intent_path} by hand, or keep it and leave pyproject.toml be")
     else:
         intent_path, _ = _project_paths(project)
-    if intent_path.exists() and not force and not in_pyproject:
+    # never a device, pipe, socket, directory or link, with or without --force (init -p DIR makes DIR when missing)
+    check_writes([intent_path], what="init", force=True, replace="edit", parents=True)
+    if os.path.lexists(intent_path) and not force and not in_pyproject:
         raise UsageError(f"{intent_path} already exists — edit it, or pass --force to overwrite it")
     prof = host.detect()
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in prof.gpus) or "no NVIDIA GPU"
@@ -204,17 +221,17 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
         add_tritonlock_table(intent_path, pyproject_starter(
             text, torch_in_dependencies=dependencies_name_torch(intent_path)))
     else:
-        write_atomic(intent_path, text)
+        write_file(intent_path, text, what="init", force=True, parents=True)
     if note:
-        click.echo(note, err=True)
+        _echo(note, err=True)
     from tritonlock._discover import find_project
 
     outer = find_project(str(Path(project).resolve().parent))
     if (Path(outer) / "triton-env.toml").is_file() or (Path(outer) / "triton-env.lock").is_file():
         here = "here" if Path(project) == Path(".") else f"in {project}"
-        click.echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
-                   err=True)
-    click.echo(f"wrote {intent_path} — next: `tritonlock resolve`")
+        _echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
+              err=True)
+    _echo(f"wrote {intent_path} — next: `tritonlock resolve`")
 
 
 @main.command("host")
@@ -240,18 +257,22 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
             # the rule triton-env.toml applies to a target's name: refuse now, not when the file is included
             raise UsageError(f"--name {tname!r}: not a usable target name (empty, 'host', over 100 characters, or "
                              "with control characters or line breaks) — give a short name, e.g. --name a100-cluster")
-        from tritonlock._files import refuse_foreign
-        from tritonlock.lock.lockfile import write_files
+        from tritonlock._files import write_files
 
-        refuse_foreign([Path(save)], force=force, what="host --save")
+        if save == "-":  # standard output, not a file named "-"
+            if as_json:
+                raise UsageError("--save - and --json both write to standard output — pass one of them, or --save "
+                                 "FILE")
+            _echo(host.target_toml(prof, tname), nl=False)
+            return
         # `host --save hosts/NAME.toml` in a new project creates hosts/ (and removes it again if the write fails)
-        write_files([(Path(save), host.target_toml(prof, tname))])
-        click.echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
-                   err=True)
+        write_files([(Path(save), host.target_toml(prof, tname))], what="host --save", force=force, parents=True)
+        _echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
+              err=True)
     if as_json:
         _echo_json(host.profile_json(prof))
     elif not save:
-        click.echo(host.format_profile(prof))
+        _echo(host.format_profile(prof))
 
 
 @main.command()
@@ -274,7 +295,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
         intent = read_intent(intent_path)
         for w in intent.warnings:
-            click.echo(f"warning: {w}", err=True)
+            _echo(f"warning: {w}", err=True)
         sels = select(intent, target_file)
         if intent.packages and all(s.ok for s in sels):
             from tritonlock.project import decided
@@ -288,13 +309,13 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         if not all(s.ok for s in sels):
             raise conflicts_error(sels)
         for s in sels:
-            click.echo(_selection_text(s))
+            _echo(_selection_text(s))
         return
     if not upgrade and not as_json:
         from tritonlock._fast import lock_is_fresh
 
         if lock_is_fresh(intent_path, lock_path, target_file):
-            click.echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
+            _echo(f"{lock_path} is up to date (use --upgrade to re-resolve)")
             _exit_on_recorded_conflicts(lock_path)
             return
     from tritonlock._term import Quiet, TargetProgress
@@ -305,7 +326,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     for w in out.warnings:
         from tritonlock._term import styled
 
-        click.echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
+        _echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
     conflicts = [s for s in out.selections if not s.ok]
     if as_json:
         from tritonlock.decide.resolve import selection_json
@@ -318,21 +339,21 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
             sys.exit(3)
         return
     if not out.written:
-        click.echo(f"{out.reason} (use --upgrade to re-resolve)")
+        _echo(f"{out.reason} (use --upgrade to re-resolve)")
         _exit_on_recorded_conflicts(lock_path)
         return
     locked = {t.name: t for t in out.lock.targets} if out.lock else {}
     for s in out.selections:
         if not s.ok:
             continue
-        click.echo(_selection_text(s))
+        _echo(_selection_text(s))
         for line in _build_lines(locked.get(s.target.name)):
-            click.echo(line)
+            _echo(line)
     n = sum(len(t.packages) for t in out.lock.targets) if out.lock else 0
     k = len(out.selections) - len(conflicts)
     recorded = (f" locked, {len(conflicts)} recorded as a conflict ({', '.join(s.target.name for s in conflicts)})"
                 if conflicts else "")
-    click.echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}{recorded}, {n} packages; {out.reason})")
+    _echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}{recorded}, {n} packages; {out.reason})")
     if conflicts:
         _print_conflicts(conflicts)
         sys.exit(3)
@@ -343,7 +364,7 @@ def _print_conflicts(selections: Any) -> None:
 
     for s in selections:
         assert s.conflict is not None
-        click.echo(styled("error:", err=True, fg="red", bold=True) + f" {s.conflict.message}", err=True)
+        _echo(styled("error:", err=True, fg="red", bold=True) + f" {s.conflict.message}", err=True)
 
 
 def _exit_on_recorded_conflicts(lock_path: Path) -> None:
@@ -367,7 +388,7 @@ def _warn_if_stale(project: str, lock: Any, doing: str) -> None:
     if line:
         from tritonlock._term import styled
 
-        click.echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
+        _echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
 
 
 def _build_lines(t: Any, only: set[str] | None = None) -> list[str]:
@@ -446,22 +467,22 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
             from tritonlock._term import styled
 
             message = t.selection.conflict.message if t.selection.conflict else "nothing fits"
-            click.echo(styled(f"target {t.name}:", bold=True) + " " + styled("conflict", fg="red")
+            _echo(styled(f"target {t.name}:", bold=True) + " " + styled("conflict", fg="red")
                        + " — nothing is locked for it (`tritonlock resolve` exits 3 until it is fixed)")
-            click.echo("\n".join(f"  {line}" for line in message.splitlines()) + "\n")
+            _echo("\n".join(f"  {line}" for line in message.splitlines()) + "\n")
             continue
-        click.echo(_selection_text(t.selection))
+        _echo(_selection_text(t.selection))
         width = max((len(p.name) for p in t.packages), default=4)
         vwidth = max((len(p.version) for p in t.packages), default=7)
-        click.echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
+        _echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
         for p in t.packages:
-            click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
-                       + ("  (built from source at sync)" if p.build == "source" else ""))
+            _echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
+                  + ("  (built from source at sync)" if p.build == "source" else ""))
         for line in _build_lines(t):
-            click.echo(line)
+            _echo(line)
         for line in records.verified_lines(judged, t):
-            click.echo(f"  {line}")
-        click.echo("")
+            _echo(f"  {line}")
+        _echo("")
 
 
 @main.command()
@@ -508,7 +529,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         line = already_synced(root, venv_dir, target=target_name, python=python_,
                               system_site_packages=system_site_packages, locked=locked)
         if line is not None:
-            click.echo(line)
+            _echo(line)
             return
     from tritonlock.environment.sync import format_plan, sync_project
 
@@ -521,11 +542,11 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         head, sep, rest = msg.partition(": ")
         if head == "warning" and sep:
             msg = styled("warning:", err=True, fg="yellow") + " " + rest
-        click.echo(msg, err=True)
+        _echo(msg, err=True)
 
     def show_plan(p: Any) -> None:
         if not as_json:
-            click.echo(format_plan(p, style=style))
+            _echo(format_plan(p, style=style))
 
     out = sync_project(root, venv=venv_dir, dry_run=dry_run, locked=locked,
                        offline=offline, find_links=Path(find_links) if find_links else None,
@@ -550,9 +571,9 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
             show_plan(out.plan)
             todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
             for line in _build_lines(out.target, todo):
-                click.echo(line)
+                _echo(line)
         elif not out.applied:
-            click.echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+            _echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
         else:
             done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
                                                               ("reinstall", "repaired"), ("remove", "removed"))
@@ -563,13 +584,13 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                 done = [d for d in done if not d.endswith(" repaired")]
                 done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
                     [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
-            click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
-                       + f": {', '.join(done) or 'nothing to change'}")
+            _echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
+                  + f": {', '.join(done) or 'nothing to change'}")
         if result is not None:
             from tritonlock._term import highlight
             from tritonlock.verify import format_report
 
-            click.echo(highlight(format_report(result)))
+            _echo(highlight(format_report(result)))
     if result is not None and not result.ok:
         sys.exit(1)
 
@@ -608,11 +629,18 @@ def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, no_reuse: bool,
            profile: str | None, interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
+    from tritonlock._files import check_writes
     from tritonlock.environment.sync import venv_python
     from tritonlock.verify import format_report, run_verify
 
     root = Path(project)
     lock_path = root / LOCK_FILE
+    if profile is not None:  # what it will write is checked before anything runs
+        check_writes([Path(profile)], what="verify --profile", force=False, force_flag=None)
+    if record:
+        from tritonlock.records import RECORDS_FILE
+
+        check_writes([root / RECORDS_FILE], what="verify --record", force=False, replace="edit")
     if target_name is not None:  # an unknown --target is bad input before anything else is looked at
         from tritonlock.lock.lockfile import named_target, read_lock
 
@@ -643,7 +671,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                 raise
             # every target's blocker, as sync names them (the fix line is sync's, not verify's)
             lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
-            click.echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
+            _echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
         else:
             backend, triton = sel.backend, sel.triton
             expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
@@ -668,12 +696,12 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     else:
         from tritonlock._term import highlight
 
-        click.echo(highlight(format_report(result)))
+        _echo(highlight(format_report(result)))
         if rec:
-            click.echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
-                       f"{root / records.RECORDS_FILE}")
+            _echo(f"recorded: target {rec.target} on {rec.host} ({'passed' if rec.ok else 'FAILED'}) in "
+                  f"{root / records.RECORDS_FILE}")
             for c in rec.caveats:
-                click.echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
+                _echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
     sys.exit(0 if result.ok else 1)
 
@@ -696,7 +724,7 @@ def doctor(project: str, venv: str | None, python_: str | None, as_json: bool) -
     else:
         from tritonlock._term import highlight
 
-        click.echo(highlight(format_report(report)))
+        _echo(highlight(format_report(report)))
     sys.exit(report.exit_code)
 
 
@@ -747,17 +775,22 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
 
     slurm and k8s write a job that syncs and verifies the lock on every node (see `tritonlock report merge`).
     """
+    if output == "-":  # standard output, as without -o (never a file named "-"); a directory cannot go there
+        if fmt in ("wheelhouse", "devcontainer"):
+            raise UsageError(f"-o -: --format {fmt} writes a directory, which standard output cannot hold — pass "
+                             "-o DIR; nothing was written")
+        output = None
     if fmt in ("slurm", "k8s"):
         _export_fleet(project, fmt, target_name, output, force=force, **fleet)
         return
     if fmt == "uv":
-        _export_uv(project, target_name, output)
+        _export_uv(project, target_name, output, force=force)
         return
     if fmt == "wheelhouse":
-        _export_wheelhouse(project, target_name, output)
+        _export_wheelhouse(project, target_name, output, force=force)
         return
     if fmt == "pixi":
-        _export_pixi(project, target_name, output)
+        _export_pixi(project, target_name, output, force=force)
         return
     from tritonlock import export as ex
 
@@ -767,40 +800,35 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     files = ex.export(lock, target, fmt, context=context)
     if fmt in ("dockerfile", "devcontainer"):
         for line in ex.image_warnings(lock, target):
-            click.echo(line, err=True)
+            _echo(line, err=True)
     if fmt != "devcontainer" and output is not None:
         ex.check_output_name(fmt, output)
-    # Every destination is checked before anything is written: a missing -o directory or a file tritonlock did not
-    # write (without --force) stops the command with nothing written; a write that fails takes back the others.
+    # Every destination is checked before anything is written: a missing -o directory, anything but a regular file
+    # (with or without --force) or a file tritonlock did not write (without --force) stops the command with nothing
+    # written; a write that fails takes back the others.
+    from tritonlock._files import check_writes, write_files
+
+    what = f"export --format {fmt}"
     main_files = [f for f in files if not f.in_context]
     writes = [(Path(project) / f.path, f.text) for f in files if f.in_context]
     if fmt == "devcontainer":
         writes += [(out_dir / f.path, f.text) for f in main_files]
+        if output is not None:  # -o DIR: the directory must be there (only the default .devcontainer/ is made)
+            check_writes([out_dir / f.path for f in main_files], what=what, force=force)
     elif output is not None:
-        _existing_parent(output)
         writes.append((Path(output), main_files[0].text))
-    from tritonlock._files import refuse_foreign
-    from tritonlock.lock.lockfile import write_files
-
-    refuse_foreign([p for p, _ in writes], force=force, what=f"export --format {fmt}")
-    write_files(writes)
+        check_writes([Path(output)], what=what, force=force)
+    # the build context (tritonlock-image/) and the default .devcontainer/ are made in the project when missing
+    write_files(writes, what=what, force=force, parents=True)
     for p, _ in writes:
         if fmt == "devcontainer" and p.parent == out_dir:
-            click.echo(f"wrote {p}", err=True)
+            _echo(f"wrote {p}", err=True)
         elif output is None or p != Path(output):
-            click.echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
+            _echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
     if output is None and fmt != "devcontainer":
-        click.echo(main_files[0].text, nl=False)
+        _echo(main_files[0].text, nl=False)
     elif fmt != "devcontainer":
-        click.echo(f"wrote {output} (target {target.name})", err=True)
-
-
-def _existing_parent(path: str) -> None:
-    """-o PATH: its directory must be there (a typo is not created), checked before anything is written."""
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise UsageError(f"-o {path}: {parent} is not a directory — create it first or fix the path; nothing was "
-                         "written")
+        _echo(f"wrote {output} (target {target.name})", err=True)
 
 
 def _export_target(project: str, target_name: str | None) -> tuple[Any, Any]:
@@ -834,25 +862,27 @@ def _lock_to_export(project: str, target_name: str | None) -> Any:
     return lock
 
 
-def _export_pixi(project: str, target_name: str | None, output: str | None) -> None:
+def _export_pixi(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
     """A pixi.toml: one feature and environment per target (or --target's), to -o FILE or stdout."""
     import re
 
-    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock._files import check_writes, write_file
     from tritonlock.export.pixi import render
 
+    if output is not None:
+        check_writes([Path(output)], what="export --format pixi", force=force)
     lock = _lock_to_export(project, target_name)
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(project).resolve().name).strip("-._") or "project"
     text = render(lock, name)
     if output is None:
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         return
-    write_atomic(output, text)
-    click.echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
-               + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
+    write_file(output, text, what="export --format pixi", force=force)
+    _echo(f"wrote {output} — then `pixi install -e ENV` with ENV one of: "
+          + ", ".join(re.sub(r"[^a-z0-9]+", "-", t.name.lower()).strip("-") for t in lock.targets), err=True)
 
 
-def _export_wheelhouse(project: str, target_name: str | None, output: str | None) -> None:
+def _export_wheelhouse(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
     """Every file the target installs into -o DIR, checked against the lock's sha256, for `sync --find-links DIR`."""
     from tritonlock.export.wheelhouse import build, size_text
 
@@ -860,21 +890,31 @@ def _export_wheelhouse(project: str, target_name: str | None, output: str | None
         raise UsageError("--format wheelhouse needs -o DIR (the directory to fill; a second run fetches only what is "
                          "missing)")
     lock, target = _export_target(project, target_name)
-    r = build(target, Path(output), say=lambda line: click.echo(line, err=True))
+    intent_path, _ = _project_paths(project)
+    if intent_path.exists():  # the credentials written in [indexes] reach the downloads, as they reach sync's
+        from tritonlock.decide.intent import read_intent
+
+        try:
+            read_intent(intent_path)
+        except TritonlockError:
+            pass  # (a stale or broken intent: pip's configuration, ~/.netrc and keyring still apply)
+    r = build(target, Path(output), force=force, say=lambda line: _echo(line, err=True))
     again = f", {r.refetched} fetched again" if r.refetched else ""
-    click.echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
-               f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
-               f"the machine without network: tritonlock sync --find-links {output}", err=True)
+    _echo(f"wrote {output}: {r.files} files, {size_text(r.bytes_total)} for target {target.name} "
+          f"({r.downloaded} downloaded, {size_text(r.bytes_downloaded)}; {r.reused} already there{again}) — on "
+          f"the machine without network: tritonlock sync --find-links {output}", err=True)
 
 
-def _export_uv(project: str, target_name: str | None, output: str | None) -> None:
+def _export_uv(project: str, target_name: str | None, output: str | None, *, force: bool) -> None:
     """uv's tables from the lock: into -o FILE (a pyproject.toml, edited in place, the rest kept), else stdout."""
-    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock._files import check_writes, write_file
     from tritonlock.export.uv import render
 
+    if output is not None:  # a pyproject.toml is edited in place (the rest kept), never through a link or a pipe
+        check_writes([Path(output)], what="export --format uv", force=force, replace="edit")
     lock = _lock_to_export(project, target_name)
     text = None
-    if output is not None and Path(output).exists():
+    if output is not None and os.path.lexists(output):
         from tritonlock._files import read_text
 
         text = read_text(output)
@@ -883,13 +923,13 @@ def _export_uv(project: str, target_name: str | None, output: str | None) -> Non
 
     out, plan = render(lock, text, project_name=re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "project")
     if output is None:
-        click.echo(out, nl=False)
+        _echo(out, nl=False)
     else:
-        write_atomic(output, out)
-        click.echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
-                   + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
+        write_file(output, out, what="export --format uv", force=force, replace="edit")
+        _echo(f"wrote {output} ([[tool.uv.index]], [tool.uv.sources]"
+              + (", an extra per target and [tool.uv] conflicts" if plan.extras else "") + ")", err=True)
     for target, cmd in plan.commands:
-        click.echo(f"target {target}: {cmd}", err=True)
+        _echo(f"target {target}: {cmd}", err=True)
 
 
 @main.command()
@@ -937,7 +977,7 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     if as_json:
         _echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
         return
-    click.echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
+    _echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
 
 
 def _locked_selections(project: str, intent_path: Path) -> dict[str, Any]:
@@ -984,7 +1024,7 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
                   namespace: str | None, reports_claim: str, node_selector: tuple[str, ...],
                   toleration: tuple[str, ...]) -> None:
     from tritonlock.fleet.steps import Steps
-    from tritonlock.lock.lockfile import read_lock, write_atomic
+    from tritonlock.lock.lockfile import read_lock
 
     root = Path(project)
     _, lock_path = _project_paths(project)
@@ -1020,14 +1060,12 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
         targets = [chosen] if chosen else list(lock.targets)
         text = to_yaml(manifests(lock, targets, project_files(root, lock), job))
     if output is None:
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         return
-    from tritonlock._files import refuse_foreign
+    from tritonlock._files import write_file
 
-    _existing_parent(output)
-    refuse_foreign([Path(output)], force=force, what=f"export --format {fmt}")
-    write_atomic(output, text)
-    click.echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
+    write_file(output, text, what=f"export --format {fmt}", force=force)
+    _echo(f"wrote {output}" + (f" — submit it with `sbatch {output}`" if fmt == "slurm" else
                                     f" — apply it with `kubectl apply -f {output}`")
 , err=True)
 
@@ -1056,7 +1094,7 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
     if as_json:
         _echo_json(report_json(report))
     else:
-        click.echo(format_report(report, str(_project_paths(project)[1])))
+        _echo(format_report(report, str(_project_paths(project)[1])))
     sys.exit(0 if report.ok else 1)
 
 
@@ -1098,9 +1136,9 @@ def fleet_hosts(use_slurm: bool, nodes: int, nodelist: str | None, partition: st
         _echo_json({"files": [{"path": str(p), "nodes": [m.node for m in members]} for p, members in written]})
         return
     for path, members in written:
-        click.echo(f"wrote {path} ({len(members)} node(s): {', '.join(m.node for m in members)})")
-    click.echo(f'next: target-files = ["{Path(out_dir).as_posix()}/*.toml"] in triton-env.toml, then '
-               "`tritonlock resolve`")
+        _echo(f"wrote {path} ({len(members)} node(s): {', '.join(m.node for m in members)})")
+    _echo(f'next: target-files = ["{Path(out_dir).as_posix()}/*.toml"] in triton-env.toml, then '
+          "`tritonlock resolve`")
 
 
 @fleet.command("probe", hidden=True)
@@ -1110,7 +1148,7 @@ def fleet_probe() -> None:
     from tritonlock.host import detect
     from tritonlock.records import node_name
 
-    click.echo(json.dumps(probe_json(node_name(), detect()), sort_keys=True))
+    _echo(json.dumps(probe_json(node_name(), detect()), sort_keys=True))
 
 
 @main.group()
@@ -1128,9 +1166,10 @@ def report() -> None:
               help="Mark a node below this fraction of the median of its peers (same GPU model).")
 @click.option("--update-records", is_flag=True,
               help="Also add the nodes' records to PROJECT/triton-env.verified.toml (e.g. after a Kubernetes run).")
+@click.option("--force", is_flag=True, help="Replace an --out or --html file that tritonlock did not write.")
 @_project_opt
 def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out: str | None, expect: int | None,
-                 outlier: float, update_records: bool, project: str) -> None:
+                 outlier: float, update_records: bool, project: str, force: bool = False) -> None:
     """One table across the nodes of a Slurm or Kubernetes run: node, GPU, driver, target, pass/fail, vector add
     GB/s, matmul TFLOP/s and the ratios to torch, with nodes far below their peers marked. Exit 1 when a node
     failed or is missing.
@@ -1142,28 +1181,41 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
       TAG.json                     `tritonlock verify --json --record`'s report (a pass needs its record)
       TAG.verify.rc, TAG.verify.log  verify's exit code and output
     Files of other names are ignored, and so are report.json and summary.json."""
+    from tritonlock._files import MARKERS, check_writes, write_file
+    from tritonlock._term import printable
     from tritonlock.fleet.nodes import read_report_dir
     from tritonlock.fleet.report import rows, table_html, table_json, table_text
-    from tritonlock.lock.lockfile import write_atomic
 
+    if html_out == "-" and (text_out in (None, "-")):
+        raise UsageError("--html - and the table both go to standard output — pass --html FILE, or --out FILE for "
+                         "the table")
+    files = [Path(f) for f in (html_out, text_out) if f not in (None, "-")]
+    check_writes(files, what="report merge", force=force)  # before anything is read or written
     reports = read_report_dir(directory)
     if not reports and not expect:
         raise UsageError(f"{directory}: no node reports in it (TAG.json, TAG.sync.rc, … as the job scripts "
                          "write them) — is this the reports directory of the job?")
     table = rows(reports, expect=expect, threshold=outlier)
     if html_out:
-        write_atomic(html_out, table_html(table, subtitle=f"{len(table)} node(s) from {directory}"))
+        page = table_html(table, subtitle=f"{len(table)} node(s) from {directory}")
+        if html_out == "-":
+            _echo(page)
+        else:
+            write_file(html_out, page, what="report merge", force=force)
     if update_records:
         from tritonlock import records
 
         recs = [r.record for r in reports if r.record is not None]
         records.add_records(Path(project) / records.RECORDS_FILE, recs)
-        click.echo(f"recorded {len(recs)} run(s) in {Path(project) / records.RECORDS_FILE}", err=True)
+        _echo(f"recorded {len(recs)} run(s) in {Path(project) / records.RECORDS_FILE}", err=True)
     text = json.dumps(table_json(table), indent=2, sort_keys=True) if as_json else table_text(table)
-    if text_out:
-        write_atomic(text_out, text + "\n")
+    if text_out and text_out != "-":
+        # the file says who wrote it, so that the next merge may replace it (JSON: its "generated-by" key)
+        text = (json.dumps({"generated-by": f"tritonlock report merge {directory}", **table_json(table)}, indent=2,
+                           sort_keys=True) if as_json else f"# {MARKERS['report merge']} {printable(str(directory), 300)}`\n{text}")
+        write_file(text_out, text + "\n", what="report merge", force=force)
     else:
-        click.echo(text)
+        _echo(text)
     sys.exit(0 if all(r.ok for r in table) else 1)
 
 
@@ -1191,9 +1243,10 @@ def compat() -> None:
               help="Exit 0, not 7, when everything read agrees but some rows could not be checked (an index that "
                    "does not answer, unreadable METADATA or libraries).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--force", is_flag=True, help="With -o: replace FILE even when tritonlock did not write it.")
 def compat_check(index_url: str | None, versions: str | None, wheels: str, new: bool = False,
                  output: str | None = None, no_vendor: bool = False, compat_dir: str | None = None,
-                 allow_unchecked: bool = False, as_json: bool = False) -> None:
+                 allow_unchecked: bool = False, as_json: bool = False, force: bool = False) -> None:
     """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
     build, the ptxas each Triton wheel bundles, the CUDA variants, ROCm and XPU builds on PyTorch's indexes and the
     Triton they require, and the GPU code inside torch's wheels. Says what it compared and what it could not check.
@@ -1202,18 +1255,20 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
     lacks: --new drafts its rows); 7: what was read agrees but some of it could not be checked (--allow-unchecked
     accepts that)."""
     if new:
+        from tritonlock._files import check_writes, write_file
         from tritonlock.maintain.drafts import main_new
 
+        output = None if output == "-" else output  # standard output, never a file named "-"
+        if output:
+            check_writes([Path(output)], what="compat check --new", force=force)
         text, said = main_new(index_url, compat_dir)
         for line in said:
-            click.echo(line, err=True)
+            _echo(line, err=True)
         if text and output:
-            from tritonlock.lock.lockfile import write_atomic
-
-            write_atomic(output, text + "\n")
-            click.echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
+            write_file(output, text + "\n", what="compat check --new", force=force)
+            _echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
         elif text:
-            click.echo(text)
+            _echo(text)
         sys.exit(0)
     from tritonlock.lock.index import default_index
     from tritonlock.decide.matrix import load_matrix
@@ -1223,10 +1278,10 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
     out = check(matrix, Index(index_url or default_index()), versions=set(versions.split(",")) if versions else None,
                 inside=wheels, vendor=not no_vendor, compat=compat_dir)
     if as_json:
-        click.echo(json.dumps(out.as_json(allow_unchecked), indent=2, sort_keys=True))
+        _echo(json.dumps(out.as_json(allow_unchecked), indent=2, sort_keys=True))
     else:
         for line in out.text(allow_unchecked):
-            click.echo(line)
+            _echo(line)
     sys.exit(out.exit_code(allow_unchecked))
 
 

@@ -418,9 +418,11 @@ def _locked(path: Path) -> Iterator[None]:
     is gone (or was replaced) when it gets the lock opens the current one and waits again."""
     import fcntl
 
+    from tritonlock._files import open_lock_file
+
     lock = path.with_name(f".{path.name}.lock")
     while True:
-        fh = open(lock, "a")
+        fh = os.fdopen(open_lock_file(lock), "r+")  # never through a link planted under its name, never a FIFO
         try:
             fcntl.lockf(fh, fcntl.LOCK_EX)  # POSIX locks also hold across NFS clients (lockd)
             try:
@@ -442,9 +444,11 @@ def _locked(path: Path) -> Iterator[None]:
 
 def add_records(path: str | Path, new: tuple[Record, ...] | list[Record]) -> tuple[Record, ...]:
     """Insert or replace entries (same target × fingerprint: the newer run wins); write atomically."""
-    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock._files import check_writes, write_file
 
     p = Path(path)
+    # the records file is read, merged and written back (what it holds is kept): never a link, device or pipe
+    check_writes([p], what="verify --record", force=False, replace="edit")
     with _locked(p):
         merged = {r.key: r for r in read_records(p)}
         for rec in new:
@@ -452,7 +456,7 @@ def add_records(path: str | Path, new: tuple[Record, ...] | list[Record]) -> tup
             if old is None or old.when <= rec.when:
                 merged[rec.key] = rec
         out = tuple(sorted(merged.values(), key=lambda x: x.key))
-        write_atomic(p, dumps(out))
+        write_file(p, dumps(out), what="verify --record", force=False, replace="edit")
     return out
 
 

@@ -127,14 +127,13 @@ def read(path: Path, cls: type[T]) -> T | None:
 
 def write(path: Path, obj: Any) -> None:
     """Best effort: a read-only or foreign cache directory only costs speed."""
+    from tritonlock._files import write_atomic
+    from tritonlock.errors import TritonlockError
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if os.name != "nt" and path.parent.stat().st_mode & 0o022 and path.parent.stat().st_uid == os.getuid():
             path.parent.chmod(0o700)  # made by an older tritonlock under a lax umask: ours, so tighten it
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(encode(obj), fh, separators=(",", ":"))
-        os.replace(tmp, path)
-    except (OSError, TypeError):
+        write_atomic(path, json.dumps(encode(obj), separators=(",", ":")), mode=0o600, what="matrix cache")
+    except (OSError, TypeError, TritonlockError):
         pass

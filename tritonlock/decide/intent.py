@@ -57,7 +57,11 @@ class _Problems:
                               + "\n  ".join(_toml.capped(self.items)))
 
 
-_SIMPLE_REQ = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[A-Za-z0-9._,\s-]*\])?\s*"
+# The fast path must accept only what packaging accepts (every later parse of the text trusts it): extras are names
+# separated by single commas ("torch[,]" and "x[a,,b]" go to the full parser, which words the error).
+_SIMPLE_REQ = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
+                         r"(\[\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+                         r"(?:\s*,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)*)?\s*\])?\s*"
                          r"((?:[<>=!~]=?=?)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:[<>=!~]=?=?)\s*[A-Za-z0-9.*+!_-]+)*)?\s*$")
 
 
@@ -221,7 +225,8 @@ def _index(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
     if s == "default" and torch:
         return s  # the torch family from the default index: PyPI's (or your mirror's) builds
     fix = "give the index's full address" + (', or "default" to take torch from the default index' if torch else "")
-    # {backend} is the one placeholder a torch index may carry; any other brace is a typo.
+    s = _urls.normalize(s)  # a password written as it is ("S3@CR/ET", "{x}"): percent-encoded, the host the real one
+    # {backend} is the one placeholder a torch index may carry; any other brace (outside a password) is a typo.
     rest = s.replace("{backend}", "cu126") if torch else s
     if "{" in rest or "}" in rest:
         p.add(key, f"{_urls.redact(_toml.shown(s, 120))} has a brace that is not {{backend}}" if torch else
@@ -650,9 +655,14 @@ def _from_pyproject(p: _Problems, data: dict[str, Any]) -> dict[str, Any]:
             elif isinstance(packages, list):
                 packages.append(req)
             continue
-        from packaging.requirements import Requirement
+        from packaging.requirements import InvalidRequirement, Requirement
 
-        r = Requirement(req)
+        try:
+            r = Requirement(req)
+        except InvalidRequirement as err:  # (the fast check above agrees with packaging; this is its backstop)
+            p.add(key, f"{_toml.shown(req)} is not a valid requirement ({str(err).splitlines()[0]})",
+                  f'write e.g. "{canon}>=2.6"', absolute=True)
+            continue
         if r.marker is not None or r.url or r.extras:
             p.add(key, f"{_toml.shown(req, 120)}: tritonlock picks {canon}'s build per target, so it takes a plain "
                   "version specifier here", f'write e.g. "{canon}>=2.6" (no extras, markers or URL)', absolute=True)
@@ -780,7 +790,7 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
             continue
         rels.append(rel)
         try:
-            text = read_text(f)
+            text = read_text(f, limit=INTENT_LIMIT)
         except (OSError, UnicodeDecodeError) as err:
             p.items.append(f"{shown}: cannot read ({err}) — fix the file or the target-files pattern")
             continue
@@ -828,11 +838,14 @@ def _where(t: TargetSpec) -> str:
     return t.origin[5:] if t.origin.startswith("file:") else "inline [[targets]]"
 
 
+INTENT_LIMIT = 16 * 1024 * 1024  # an intent (or a host file) is a few KB; 50,000 packages are about 1 MB
+
+
 def read_intent(path: str | Path) -> Intent:
     """Read triton-env.toml from disk."""
     p = Path(path)
-    try:
-        text = read_text(p, encoding="utf-8-sig")  # a BOM (Windows editors) is not TOML, but is no error either
+    try:  # a BOM (Windows editors) is not TOML, but is no error either; an intent is a few KB, a large one 1 MB
+        text = read_text(p, encoding="utf-8-sig", limit=INTENT_LIMIT)
     except FileNotFoundError:
         raise IntentError(f"{p}: no such file — run `tritonlock init` to write one") from None
     except (OSError, UnicodeDecodeError) as err:

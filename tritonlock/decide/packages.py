@@ -5,6 +5,7 @@ check that failed — and an ancient release that pins nothing is a conflict, ne
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -42,13 +43,18 @@ _ZERO = Version("0")
 def user_requirements(intent: Intent) -> list[Requirement]:
     """The intent's packages as requirements, in the order the user wrote them (the intent checked them); URL
     requirements have no 'newest'."""
+    return list(_parsed(intent.packages))  # (parsed once per intent, not once per target: 50,000 packages)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(packages: tuple[str, ...]) -> tuple[Requirement, ...]:
     out: list[Requirement] = []
-    for text in intent.packages:
+    for text in packages:
         try:
             out.append(Requirement(text))
         except InvalidRequirement:
             continue
-    return out
+    return tuple(out)
 
 
 def exact_torch(intent: Intent) -> bool:

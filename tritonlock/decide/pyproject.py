@@ -61,9 +61,9 @@ def add_tritonlock_table(path: Path, table_text: str) -> None:
         _toml.loads(new.decode("utf-8-sig"))
     except _toml.TOMLDecodeError as err:  # e.g. a [tool] table that already defines tritonlock with dotted keys
         raise UsageError(f"{path}: cannot add [tool.tritonlock] at its end ({err}) — add the table by hand") from None
-    from tritonlock.lock.lockfile import write_atomic
+    from tritonlock._files import write_file
 
-    write_atomic(path, new.decode("utf-8"))  # no newline translation: every byte comes back as it was
+    write_file(path, new, what="init --pyproject", force=False, replace="edit")  # no newline translation: every byte comes back as it was
 
 
 def dependencies_name_torch(path: Path) -> bool:
@@ -73,4 +73,6 @@ def dependencies_name_torch(path: Path) -> bool:
     _, data = _read(path)
     project = data.get("project")
     deps = project.get("dependencies") if isinstance(project, dict) else None
-    return any(isinstance(d, str) and re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", d, re.I) for d in deps or [])
+    if not isinstance(deps, list):  # (not a list: resolve names the problem; the starter cannot lean on it)
+        return False
+    return any(isinstance(d, str) and re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", d, re.I) for d in deps)

@@ -7,6 +7,7 @@ entry in the search where it applies, and one test.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
@@ -15,6 +16,8 @@ from packaging.version import Version
 from tritonlock._archs import arch_tuple, cc_tuple, gpu_runs
 from tritonlock.decide.matrix import (Matrix, Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant, branch_floor, driver_branch_number)
 from tritonlock.models import Intent, TargetSpec
+
+_CC = re.compile(r"^[0-9]+\.[0-9]+\Z")  # an NVIDIA GPU's compute capability, as matrix_vendor.vendor_of reads it
 
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
              ("windows", "x86_64"): "win_amd64", ("macos", "aarch64"): "macos_arm64",
@@ -86,8 +89,9 @@ class Host:
 
     @property
     def ccs(self) -> list[str]:
-        """The target's compute capabilities, each once, oldest first."""
-        return sorted(set(self.target.gpus), key=cc_tuple)
+        """The target's compute capabilities, each once, oldest first — NVIDIA GPUs only: an AMD gfx target or an
+        Intel device name is no compute capability, and the CUDA rules have nothing to say about it."""
+        return sorted({g for g in self.target.gpus if _CC.match(g)}, key=cc_tuple)
 
     def floor(self, driver: str | None) -> str | None:
         """A driver floor as this target's driver is numbered: by branch on a Jetson ('580.65.06' -> '580.00')."""

@@ -31,6 +31,14 @@ _CONDA_TORCH = ("pytorch", "pytorch-cuda", "pytorch-gpu", "torchvision", "torcha
 # ---------------------------------------------------------------- triton pins
 
 
+def _names_torch(line: str) -> bool:
+    """Whether a Requires-Dist line from a venv's METADATA requires torch (a malformed line requires nothing)."""
+    try:
+        return canonicalize_name(Requirement(line).name) == "torch"
+    except InvalidRequirement:
+        return False
+
+
 def _torch_pin(c: Context) -> tuple[str, SpecifierSet, str] | None:
     """The triton-family requirement torch's METADATA pins for this interpreter: (name, spec, line)."""
     d = c.dist("torch")
@@ -274,7 +282,7 @@ def mixed_causes(c: Context, error: str) -> list[tuple[str, str]]:
     if m:
         pkg, tv = m[2], c.torch_version()
         d = c.dist(pkg)
-        pins = [r for r in (d.requires if d else ()) if canonicalize_name(Requirement(r).name) == "torch"]
+        pins = [r for r in (d.requires if d else ()) if _names_torch(r)]
         out.append((f"{pkg} {d.version if d else '?'} was built for {', '.join(pins) or 'another torch'}; torch is "
                     f"{tv}", f"install the {pkg} that matches torch {tv}: {sync_fix(c)}"))
     return out

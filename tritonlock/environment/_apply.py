@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlock import _interp, _subprocess
+from tritonlock._files import open_lock_file, write_atomic
 from tritonlock.environment import _venv
 from tritonlock.environment._plan import Plan, plan, with_download
 from tritonlock.environment._venv import Damage, siblings, venv_python, venv_python_minor
@@ -32,8 +33,8 @@ def venv_lock(venv: Path) -> Iterator[None]:
     where = (venv.parent.resolve() / venv.name).as_posix()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonlock" / "venv-locks"
     path = cache / (hashlib.sha256(where.encode()).hexdigest()[:32] + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as fh:
+    path.parent.mkdir(parents=True, exist_ok=True)  # tritonlock's own cache directory
+    with os.fdopen(open_lock_file(path), "r+") as fh:  # never through a link planted under its name
         if os.name != "nt":
             import fcntl
 
@@ -53,6 +54,29 @@ def pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Pa
 
     lines = ['lock-version = "1.0"', f'created-by = {toml_value(lock.created_by)}', ""]
     missing: list[LockedPackage] = []
+    odd: list[str] = []
+
+    def there(local: Path) -> bool:
+        """A wheelhouse file is there only as a regular file (a link to one is read through): a FIFO, socket,
+        device or directory under a wheel's name would hang or break uv, so it is named instead."""
+        import stat
+
+        try:
+            st = os.stat(local)
+        except FileNotFoundError:
+            if os.path.islink(local):
+                odd.append(f"{local} is a symbolic link that leads nowhere")
+            return False
+        except OSError as err:
+            odd.append(f"{local} cannot be read ({err.strerror or err})")
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            from tritonlock._files import not_a_file
+
+            odd.append(f"{local} {not_a_file(local) or 'is not a regular file'}")
+            return False
+        return True
+
     for p in target.packages:
         if p.name not in names:
             continue
@@ -64,20 +88,25 @@ def pylock_for(lock: Lock, target: LockedTarget, names: set[str], wheelhouse: Pa
             url = w.url
             if wheelhouse is not None:
                 local = wheelhouse / w.name
-                if not local.exists():
+                if not there(local):
                     continue
                 url = local.resolve().as_uri()
             wheels.append({**wheel_table(w), "url": url})
         # a source build (no wheel for the target) installs from its sdist, which a wheelhouse may hold too
         local_sdist = wheelhouse / p.sdist.name if wheelhouse is not None and p.sdist and not p.wheels else None
-        if wheelhouse is not None and not wheels and not (local_sdist and local_sdist.exists()):
+        sdist_there = local_sdist is not None and there(local_sdist)
+        if wheelhouse is not None and not wheels and not sdist_there:
             missing.append(p)
         lines.append("wheels = [" + ", ".join(toml_value(w) for w in wheels) + "]")
         if p.sdist and wheelhouse is None:
             lines.append(f"sdist = {toml_value(wheel_table(p.sdist))}")
-        elif p.sdist and local_sdist is not None and local_sdist.exists():
+        elif p.sdist and local_sdist is not None and sdist_there:
             lines.append(f"sdist = {toml_value({**wheel_table(p.sdist), 'url': local_sdist.resolve().as_uri()})}")
         lines.append("")
+    if odd:
+        raise Failed(f"the wheelhouse {wheelhouse} holds what is not a file under a wheel's name: {'; '.join(odd)}",
+                     fix="remove these and put the wheels there (`tritonlock export --format wheelhouse -o DIR` on a "
+                         "machine with network fetches them)")
     if missing:
         raise Failed(f"{len(missing)} package(s) to install are not in the wheelhouse {wheelhouse}: "
                       + ", ".join(f"{p.name} {p.version}" for p in missing),
@@ -164,8 +193,8 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="tritonlock-sync-") as tmp:
-        doc = Path(tmp) / "pylock.toml"
-        doc.write_text(pylock_for(lock, target, names, wheelhouse), encoding="utf-8")
+        doc = Path(tmp) / "pylock.toml"  # in a directory of its own, made by mkdtemp (mode 0700)
+        write_atomic(doc, pylock_for(lock, target, names, wheelhouse), what="sync")
         args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
                 f"--python={py}", "--no-deps", "-r", str(doc)]
         for s in p.of("reinstall"):
@@ -298,18 +327,34 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def swap(new: Path, venv: Path) -> None:
-    """Put the completed venv `new` in place of `venv`, then delete the old one."""
-    if not venv.exists():
-        os.rename(new, venv)
+    """Put the completed venv `new` in place of `venv`, then delete the old one. A venv that is a symbolic link
+    keeps its link: the directory it points at is what is replaced."""
+    at = _venv.place(venv)
+    if not os.path.lexists(at):
+        os.rename(new, at)
         return
-    if exchange(new, venv):
-        shutil.rmtree(new, ignore_errors=True)  # it now holds the old venv
+    if exchange(new, at):
+        _remove(new)  # it now holds the old venv
         return
     old = siblings(venv)[1]
-    shutil.rmtree(old, ignore_errors=True)
-    os.rename(venv, old)  # a kill between these two renames is undone by the next sync (recover)
-    os.rename(new, venv)
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
+    os.rename(at, old)  # a kill between these two renames is undone by the next sync (recover)
+    os.rename(new, at)
+    _remove(old)
+
+
+def _remove(path: Path) -> bool:
+    """Remove a directory tree, or a link itself (never what it points at); whether nothing is there now."""
+    if os.path.islink(path):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+    return not os.path.lexists(path)
 
 
 @contextmanager
@@ -329,18 +374,30 @@ def _no_sigint() -> Iterator[None]:
 
 
 def recover(venv: Path, say: Callable[[str], None]) -> None:
-    """Undo what a killed sync left beside the venv: a half-built replacement, or an old venv mid-swap."""
+    """Undo what a killed sync left beside the venv: a half-built replacement, or an old venv mid-swap. Says only
+    what it did, as checked."""
     new, old = siblings(venv)
-    if old.exists():
-        if not venv.exists():
-            os.rename(old, venv)
+    at = _venv.place(venv)
+    if os.path.lexists(old):
+        if not os.path.lexists(at):
+            os.rename(old, at)
             say(f"put {venv} back: a sync that was replacing it stopped between moving it aside and moving the new "
                 "one in")
+        elif not _remove(old):
+            say(f"warning: could not remove {old}, left by a sync that was stopped — remove it by hand")
+    if os.path.lexists(new):
+        if _remove(new):
+            say(f"removed {new}, left by a sync that was stopped")
         else:
-            shutil.rmtree(old, ignore_errors=True)
-    if new.exists():
-        shutil.rmtree(new, ignore_errors=True)
-        say(f"removed {new}, left by a sync that was stopped")
+            say(f"warning: could not remove {new}, left by a sync that was stopped — remove it by hand")
+    # An older tritonlock rebuilt a venv that is a link by swapping the link itself aside: the link it left under
+    # the -new name beside the venv points at the old venv. The link goes; what it points at is not touched.
+    stray = venv.parent / f".{venv.name}.tritonlock-new"
+    if stray != new and os.path.islink(stray):
+        to = os.readlink(stray)
+        if _remove(stray):
+            say(f"removed {stray}, a link an earlier tritonlock's rebuild left behind (what it points at, {to}, is "
+                "left as it is)")
 
 
 def create(path: Path, python: str, *, system_site_packages: bool, base: str | None) -> list[str]:
@@ -365,7 +422,7 @@ def create(path: Path, python: str, *, system_site_packages: bool, base: str | N
             # The interpreter with the preinstalled stack is itself a venv (NGC images, /opt/*/.venv): a new
             # venv's "system" site is that venv's *base*, so chain its site-packages in explicitly.
             for site in _venv.site_dirs(path):
-                (site / "_tritonlock_base.pth").write_text("\n".join(chained) + "\n", encoding="utf-8")
+                write_atomic(site / "_tritonlock_base.pth", "\n".join(chained) + "\n", what="sync")
     if system_site_packages:
         own = {os.path.realpath(s) for s in _venv.site_dirs(path)}
         base_sites = [s for s in _interp.path_sites(str(venv_python(path))) if os.path.realpath(s) not in own]

@@ -37,9 +37,17 @@ def dist_infos(site: Path) -> list[Path]:
         return []
 
 
+def place(venv: Path) -> Path:
+    """Where the venv's directory is: a venv that is a symbolic link (`.venv -> /scratch/envs/x`) is rebuilt and
+    swapped where the link points, so the link stays the user's, as it was."""
+    return Path(os.path.realpath(venv)) if os.path.islink(venv) else venv
+
+
 def siblings(venv: Path) -> tuple[Path, Path]:
-    """Where a rebuild is made (…-new) and where the old venv waits during a two-step swap (…-old)."""
-    return (venv.parent / f".{venv.name}.tritonlock-new", venv.parent / f".{venv.name}.tritonlock-old")
+    """Where a rebuild is made (…-new) and where the old venv waits during a two-step swap (…-old): beside the
+    venv's directory (beside what a symbolic link points at)."""
+    at = place(venv)
+    return (at.parent / f".{at.name}.tritonlock-new", at.parent / f".{at.name}.tritonlock-old")
 
 
 def fingerprint(venv: Path) -> dict[str, list[int]]:
@@ -145,9 +153,9 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
             return  # a no-op sync leaves the venv untouched, its markers included
     except (OSError, UnicodeDecodeError):
         pass
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    from tritonlock._files import write_atomic
+
+    write_atomic(path, text, what="sync")  # never through a link planted in the venv
 
 
 def read_made(venv: Path) -> dict[str, Any] | None:

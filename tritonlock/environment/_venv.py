@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonlock.environment._noop import (MADE, SYNCED, already_synced, dist_infos, drop_synced, fingerprint, read_made,
-                              read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, target_files,
+from tritonlock.environment._noop import (MADE, SYNCED, already_synced, dist_infos, drop_synced, fingerprint, place,
+                              read_made, read_synced, restore_synced, siblings, site_dirs, site_listing, sync_key, target_files,
                               write_made, write_synced)
 
-__all__ = ["MADE", "SYNCED", "Damage", "already_synced", "dist_infos", "drop_synced", "fingerprint",
+__all__ = ["MADE", "SYNCED", "Damage", "already_synced", "dist_infos", "drop_synced", "fingerprint", "place",
            "invalid_dist_infos", "normalize", "read_dists", "read_dists_one", "read_made", "read_synced",
            "restore_synced", "siblings", "site_dirs", "site_listing", "snapshot", "sync_key", "target_files", "valid_name",
            "venv_config", "venv_damage", "venv_dists", "venv_python", "venv_python_minor", "venv_ssp", "write_made",
@@ -232,9 +232,9 @@ def mend_record(dist_info: Path) -> None:
             keep[rel] = [rel, "", ""]
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(keep.values())
-    tmp = record.with_name("RECORD.tritonlock-tmp")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
-    os.replace(tmp, record)
+    from tritonlock._files import write_atomic
+
+    write_atomic(record, buf.getvalue(), what="sync")
 
 
 def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None = None) -> list[Damage]:

@@ -121,9 +121,58 @@ def _base_requirements(lock: Lock) -> list[str]:
     return [r for r in lock.targets[0].selection.packages if all(r in t.selection.packages for t in lock.targets)]
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__
+
+
+def _bad(path: str, value: Any, want: str) -> UvExportError:
+    return UvExportError(f"pyproject.toml: {path} is {_kind(value)}, where uv expects {want} — fix it (uv would "
+                         "refuse the file too), then export again; nothing was written")
+
+
+def _table(parent: Any, key: str, path: str, *, super_table: bool = False) -> Any:
+    """parent[key] as a table to edit: the one there (a [table], an inline table or dotted keys), else a new one."""
+    import tomlkit
+
+    value = parent.get(key)
+    if value is None:
+        value = tomlkit.inline_table() if _inline(parent) else tomlkit.table(is_super_table=super_table)
+        parent[key] = value
+        return parent[key]
+    if not isinstance(value, dict):
+        raise _bad(path, value, "a table")
+    return value
+
+
+def _inline(container: Any) -> bool:
+    from tomlkit.items import InlineTable
+
+    return isinstance(container, InlineTable)
+
+
+def _array(parent: Any, key: str, path: str, want: str = "a list") -> list[Any]:
+    value = parent.get(key, [])
+    if not isinstance(value, list):
+        raise _bad(path, value, want)
+    return list(value)
+
+
 def render(lock: Lock, text: str | None, *, project_name: str = "project") -> tuple[str, UvPlan]:
     """The pyproject.toml text with uv's tables set from the lock. `text` None: a new file (a [project] with the
-    intent's packages); else the user's file, every table this export does not own left as it was."""
+    intent's packages); else the user's file, every table this export does not own left as it was — in the layout
+    the user chose ([[tool.uv.index]] tables, or an inline `index = [{...}]` array). A shape uv itself would refuse
+    (tool.uv.index a string, project.dependencies a table) is a clean error, and the result is read back and
+    checked before it is handed out."""
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
@@ -132,6 +181,22 @@ def render(lock: Lock, text: str | None, *, project_name: str = "project") -> tu
         doc = tomlkit.parse(text) if text is not None else tomlkit.document()
     except TOMLKitError as err:
         raise UvExportError(f"pyproject.toml cannot be read as TOML ({err}) — fix it first") from None
+    try:
+        _edit(doc, lock, p, project_name)
+        out = _one_blank_line_after_index(tomlkit.dumps(doc))
+    except (TOMLKitError, ValueError, TypeError, KeyError, AttributeError) as err:
+        if isinstance(err, UvExportError):
+            raise
+        raise UvExportError(f"pyproject.toml: its layout of [project] and [tool.uv] cannot be edited in place "
+                            f"({type(err).__name__}: {str(err)[:200]}) — write [tool.uv] as plain tables, or export "
+                            "to a new file (-o another/pyproject.toml) and copy the tables; nothing was written") from None
+    _check_written(out, p)
+    return out, p
+
+
+def _edit(doc: Any, lock: Lock, p: UvPlan, project_name: str) -> None:
+    import tomlkit
+
     if "project" not in doc:
         proj = tomlkit.table()
         proj.add("name", project_name)
@@ -142,60 +207,77 @@ def render(lock: Lock, text: str | None, *, project_name: str = "project") -> tu
             deps.append(r)
         proj.add("dependencies", deps.multiline(True))
         doc.add("project", proj)
-    project = doc["project"]
+    project = _table(doc, "project", "project")
+    dynamic = _array(project, "dynamic", "project.dynamic", "a list of field names")
     if not p.extras:
+        if "dependencies" in dynamic:
+            raise UvExportError("pyproject.toml: project.dependencies is dynamic (a build backend computes it), so "
+                                "the export cannot add torch to it — make the dependencies static, or export to a new "
+                                "file (-o another/pyproject.toml); nothing was written")
         deps = project.get("dependencies")
         if deps is None:
             project["dependencies"] = tomlkit.array('["torch"]')
+        elif not isinstance(deps, list):
+            raise _bad("project.dependencies", deps, "a list of requirement strings")
         elif not any(re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", str(d)) for d in deps):
             deps.append("torch")  # the constraints pin it; a project that never names torch would not install it
     else:
-        opt = project.get("optional-dependencies")
-        if opt is None:
-            opt = tomlkit.table()
-            project["optional-dependencies"] = opt
+        if "optional-dependencies" in dynamic:
+            raise UvExportError("pyproject.toml: project.optional-dependencies is dynamic, so the export cannot add "
+                                "an extra per target to it — make them static, or export to a new file; nothing was "
+                                "written")
+        opt = _table(project, "optional-dependencies", "project.optional-dependencies")
         for e, pins in p.extras.items():
             arr = tomlkit.array()
             for pin in pins:
                 arr.append(pin)
             opt[e] = arr
-    tool = doc.get("tool")
-    if tool is None:
-        tool = tomlkit.table(is_super_table=True)
-        doc["tool"] = tool
-    uv = tool.get("uv")
-    if uv is None:
-        uv = tomlkit.table()
-        tool["uv"] = uv
-    # [[tool.uv.index]]: ours replaced, the user's kept
-    old = [e for e in uv.get("index", []) if not str(e.get("name", "")).startswith(PREFIX)]
-    aot = tomlkit.aot()
-    for e in old:
-        aot.append(e)
-    for name, url in p.indexes:
-        entry = tomlkit.table()
-        entry.add("name", name)
-        entry.add("url", url)
-        entry.add("explicit", True)
-        aot.append(entry)
+    tool = _table(doc, "tool", "tool", super_table=True)
+    uv = _table(tool, "uv", "tool.uv")
+    # [[tool.uv.index]]: ours replaced, the user's kept, in the user's layout
+    current = uv.get("index")
+    if current is not None and not isinstance(current, list):
+        raise _bad("tool.uv.index", current, "a list of index tables")
+    for i, e in enumerate(current or []):
+        if not isinstance(e, dict):
+            raise _bad(f"tool.uv.index[{i}]", e, "a table (name, url)")
+    old = [e for e in current or [] if not str(e.get("name", "")).startswith(PREFIX)]
+    entries: list[dict[str, Any]] = [{"name": n, "url": u, "explicit": True} for n, u in p.indexes]
     if p.default_index and not any(e.get("default") for e in old):
-        entry = tomlkit.table()
-        entry.add("name", PREFIX + "default")
-        entry.add("url", p.default_index)
-        entry.add("default", True)
-        aot.append(entry)
+        entries.append({"name": PREFIX + "default", "url": p.default_index, "default": True})
+    from tomlkit.items import AoT
+
+    if isinstance(current, AoT) or (current is None and not _inline(uv)):
+        aot = tomlkit.aot()
+        for e in old:
+            aot.append(e)
+        for new in entries:
+            t = tomlkit.table()
+            t.update(new)
+            aot.append(t)
+        uv["index"] = aot
+    else:  # index = [{...}] (valid uv configuration), or a [tool.uv] written inline
+        arr = tomlkit.array()
+        for e in old:
+            arr.append(e)
+        for new in entries:
+            it = tomlkit.inline_table()
+            it.update(new)
+            arr.append(it)
+        uv["index"] = arr.multiline(True)
     if p.constraints:
         fam = {re.split(r"[=<>!~ ;\[]", c, maxsplit=1)[0] for c in p.constraints}
-        cons = [c for c in uv.get("constraint-dependencies", []) if re.split(r"[=<>!~ ;\[]", str(c), maxsplit=1)[0]
-                not in fam]
+        cons = [c for c in _array(uv, "constraint-dependencies", "tool.uv.constraint-dependencies",
+                                  "a list of requirement strings")
+                if re.split(r"[=<>!~ ;\[]", str(c), maxsplit=1)[0] not in fam]
         arr = tomlkit.array()
         for c in [*cons, *p.constraints]:
             arr.append(c)
         uv["constraint-dependencies"] = arr
     if p.extras:
         ours = set(p.extras)
-        keep = [c for c in uv.get("conflicts", []) if not all(isinstance(i, dict) and i.get("extra") in ours
-                                                                 for i in c)]
+        keep = [c for c in _array(uv, "conflicts", "tool.uv.conflicts", "a list of lists of {extra = …}")
+                if not (isinstance(c, list) and c and all(isinstance(i, dict) and i.get("extra") in ours for i in c))]
         arr = tomlkit.array()
         for c in keep:
             arr.append(c)
@@ -206,11 +288,7 @@ def render(lock: Lock, text: str | None, *, project_name: str = "project") -> tu
             group.append(it)
         arr.append(group)
         uv["conflicts"] = arr
-    uv["index"] = aot
-    sources = uv.get("sources")
-    if sources is None:
-        sources = tomlkit.table()
-        uv["sources"] = sources
+    sources = _table(uv, "sources", "tool.uv.sources")
     for name, value in p.sources.items():
         if isinstance(value, list):
             arr = tomlkit.array()
@@ -223,7 +301,27 @@ def render(lock: Lock, text: str | None, *, project_name: str = "project") -> tu
             it = tomlkit.inline_table()
             it.update(value)
             sources[name] = it
-    return _one_blank_line_after_index(tomlkit.dumps(doc)), p
+
+
+def _check_written(out: str, p: UvPlan) -> None:
+    """The edited file, read back: uv's tables say what the plan says (a layout tomlkit edits wrongly is refused,
+    never written)."""
+    from tritonlock import _toml
+
+    try:
+        data = _toml.loads(out)
+        uv = data["tool"]["uv"]
+        got = {e["name"]: e["url"] for e in uv["index"] if str(e.get("name", "")).startswith(PREFIX)}
+        want = dict(p.indexes) | ({PREFIX + "default": p.default_index} if PREFIX + "default" in got else {})
+        ok = got == want and all(uv["sources"].get(n) == v for n, v in p.sources.items())
+        ok = ok and all(data["project"]["optional-dependencies"].get(e) == pins for e, pins in p.extras.items())
+        ok = ok and all(c in uv.get("constraint-dependencies", []) for c in p.constraints)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        raise UvExportError("pyproject.toml: its layout of [project] and [tool.uv] cannot be edited in place (the "
+                            "result would not say what the lock says) — write [tool.uv] as plain tables, or export to "
+                            "a new file (-o another/pyproject.toml) and copy the tables; nothing was written")
 
 
 def _one_blank_line_after_index(text: str) -> str:
@@ -232,6 +330,8 @@ def _one_blank_line_after_index(text: str) -> str:
     start = text.rfind("[[tool.uv.index]]")
     if start < 0:
         return text
+    text = re.sub(r"\n{3,}(?=\[\[tool\.uv\.index\]\])", "\n\n", text)  # (a kept entry brings its blank line)
+    start = text.rfind("[[tool.uv.index]]")
     m = re.compile(r"\n\s*\n?(?=\[)").search(text, start)
     if m is None:
         return text

@@ -138,15 +138,15 @@ def host_file_text(name: str, members: list[Probe], *, today: datetime.date | No
 def write_host_files(probes: list[Probe], out_dir: Path, *, force: bool = False) -> list[tuple[Path, list[Probe]]]:
     """One NAME.toml per distinct machine; a file there that tritonlock did not write stops it (unless `force`)
     before anything is written."""
-    from tritonlock._files import file_stem, refuse_foreign
-    from tritonlock.lock.lockfile import write_files
+    from tritonlock._files import file_stem, write_files
 
     # a node's answer never picks where a file goes; distinct names never share a file (file_stem)
     planned = [(out_dir / f"{file_stem(name)}.toml", name, members) for name, members in group_probes(probes)]
     if len({str(p).casefold() for p, _, _ in planned}) != len(planned):  # file_stem's promise, kept by a check
         raise FleetError(f"two machines would share a file in {out_dir} — give the nodes distinct names")
-    refuse_foreign([p for p, _, _ in planned], force=force, what="fleet hosts")
-    write_files([(p, host_file_text(name, members)) for p, name, members in planned])
+    # --out DIR is made when missing (the default, hosts/, in a new project)
+    write_files([(p, host_file_text(name, members)) for p, name, members in planned], what="fleet hosts",
+                force=force, parents=True)
     return [(p, members) for p, _, members in planned]
 
 

@@ -62,9 +62,39 @@ def _req_name(req: str) -> str:
     return _canon(m[1]) if m else ""
 
 
+# What is read of an sdist is bounded by what it *unpacks* to, not by its size: a 1 MB .tar.gz can hold 10 GB of
+# zeros before its setup.py, and tarfile decompresses everything it skips. Past these, the facts stay unknown.
+_MAX_UNPACKED = 256 * 1024 * 1024
+_MAX_MEMBERS = 100_000
+_MAX_MEMBER = 16 * 1024 * 1024  # pyproject.toml and setup.py are small
+
+
+class _TooLarge(OSError):
+    pass
+
+
+class _Bounded:
+    """A file object over a decompressor that stops after `limit` unpacked bytes (raising _TooLarge)."""
+
+    def __init__(self, raw: object, limit: int) -> None:
+        self.raw, self.left = raw, limit
+
+    def read(self, n: int = -1) -> bytes:
+        want = self.left + 1 if n is None or n < 0 else min(n, self.left + 1)
+        data: bytes = self.raw.read(want)  # type: ignore[attr-defined]
+        self.left -= len(data)
+        if self.left < 0:
+            raise _TooLarge(f"unpacks to more than {_MAX_UNPACKED // (1024 * 1024)} MB")
+        return data
+
+
 def _members(data: bytes, filename: str) -> dict[str, bytes]:
-    """pyproject.toml and setup.py at the top of an sdist (a .tar.gz or .zip), by name."""
+    """pyproject.toml and setup.py at the top of an sdist (a .tar.gz or .zip), by name; reading stops once both are
+    found, and after _MAX_UNPACKED unpacked bytes or _MAX_MEMBERS members (_TooLarge)."""
+    import bz2
+    import gzip
     import io
+    import lzma
     import tarfile
     import zipfile
 
@@ -72,18 +102,33 @@ def _members(data: bytes, filename: str) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     if filename.endswith(".zip"):
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            for n in zf.namelist():
-                parts = n.split("/")
-                if len(parts) == 2 and parts[1] in want:
-                    out[parts[1]] = zf.read(n)
+            infos = zf.infolist()
+            if len(infos) > _MAX_MEMBERS:
+                raise _TooLarge(f"has more than {_MAX_MEMBERS} members")
+            for info in infos:
+                parts = info.filename.split("/")
+                if len(parts) == 2 and parts[1] in want and info.file_size <= _MAX_MEMBER:
+                    with zf.open(info) as f:  # (reads at most the size its entry declares)
+                        out[parts[1]] = f.read(_MAX_MEMBER + 1)[:_MAX_MEMBER]
         return out
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
-        for m in tf:
+    raw: object = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        raw = gzip.GzipFile(fileobj=io.BytesIO(data))
+    elif data[:3] == b"BZh":
+        raw = bz2.BZ2File(io.BytesIO(data))
+    elif data[:6] == b"\xfd7zXZ\x00":
+        raw = lzma.LZMAFile(io.BytesIO(data))
+    with tarfile.open(fileobj=_Bounded(raw, _MAX_UNPACKED), mode="r|") as tf:  # type: ignore[call-overload]
+        for count, m in enumerate(tf):
+            if count >= _MAX_MEMBERS:
+                raise _TooLarge(f"has more than {_MAX_MEMBERS} members")
             parts = m.name.split("/")
-            if m.isfile() and len(parts) == 2 and parts[1] in want and m.size < 16 * 1024 * 1024:
+            if m.isfile() and len(parts) == 2 and parts[1] in want and m.size <= _MAX_MEMBER:
                 f = tf.extractfile(m)
                 if f is not None:
                     out[parts[1]] = f.read()
+                if len(out) == len(want):
+                    break
     return out
 
 
@@ -100,7 +145,10 @@ def inspect_sdist(data: bytes, filename: str) -> BuildFacts:
 
     try:
         files = _members(data, filename)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+    except _TooLarge as err:
+        return BuildFacts(imports_torch=False, why=f"{filename}: {err} before its pyproject.toml and setup.py — "
+                                                   "not read (its build facts are unknown)")
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError):
         return BuildFacts(imports_torch=False, why=f"{filename}: not a readable sdist")
     requires: tuple[str, ...] = _DEFAULT_REQUIRES
     why: list[str] = []

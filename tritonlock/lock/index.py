@@ -42,7 +42,7 @@ def _pip_config_files() -> list[Path]:
 def _checked(url: str, where: str) -> str:
     why = _urls.problem(url)
     if why is not None:
-        raise ConfigError(f"{where}: {_urls.redact(repr(url[:120]))} {why} — set it to the index's full address "
+        raise ConfigError(f"{where}: {_urls.shown(url, 120)} {why} — set it to the index's full address "
                           "(or set [indexes].default in triton-env.toml)")
     _urls.learn(url)  # credentials stay in memory for requests; the address goes on without them
     return _urls.strip_credentials(url).rstrip("/")
@@ -65,7 +65,7 @@ def pip_setting(name: str) -> tuple[str, str] | None:
             # pip refuses a file it cannot read, and so do we: skipping it would use another index than the one
             # it names (a private mirror silently replaced by the public default)
             why = " ".join(str(err).split())
-            raise ConfigError(f"{path}: pip cannot use this configuration file ({_urls.redact(why[:200])}) — fix "
+            raise ConfigError(f"{path}: pip cannot use this configuration file ({_urls.redact(why)[:200]}) — fix "
                               "it (pip fails on it too), or point PIP_CONFIG_FILE elsewhere") from None
         for section in ("global", "install", "download"):
             if cp.has_option(section, name):

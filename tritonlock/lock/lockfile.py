@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import stat
 import warnings
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 from tritonlock import LOCK_VERSION as LOCK_VERSION, _toml
-from tritonlock.errors import LockfileError, LockfileWarning, UnknownTargetError, WriteError
+from tritonlock.errors import LockfileError, LockfileWarning, UnknownTargetError
 from tritonlock.models import (Conflict, DirectPackage, Intent, Lock, LockedPackage, LockedTarget, NativeFacts,
                                NativeMember, Selection, TargetSpec, Wheel)
 
@@ -192,83 +190,23 @@ def dumps(lock: Lock) -> str:
     return "\n".join(lines + native) + "\n"
 
 
-def _create_beside(target: Path) -> tuple[int, Path]:
-    """A new, empty temp file next to target, created with mode 0o666 so that the kernel applies the user's umask
-    (tempfile.mkstemp would make it 0600, and the rename would hand that mode to a file others must read)."""
-    import secrets
-
-    for _ in range(100):
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"cannot create a temporary file next to {target}")
-
-
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see half a file. A new file gets
-    the mode the user's umask gives; a replaced one keeps its mode."""
-    target = Path(path)
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
-    except OSError:
-        mode = None
-    try:
-        fd, tmp = _create_beside(target)
-    except OSError as err:
-        raise _write_error(target, err) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError) and not isinstance(err, WriteError):
-            raise _write_error(target, err) from None
-        raise
+    """Write via a temp file in the same directory and rename (tritonlock._files.write_atomic: only over a regular
+    file or nothing; a new file gets the mode the umask gives, a replaced one keeps its mode)."""
+    from tritonlock._files import write_atomic as write
 
-
-def write_files(files: list[tuple[Path, str]]) -> None:
-    """Write several files as one step: each atomically, and when one fails, the files and directories this call
-    created are removed again (a replaced file keeps its new text), so a failed command leaves nothing behind."""
-    created: list[Path] = []
-    try:
-        for path, text in files:
-            missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
-            for d in reversed(missing):
-                try:
-                    d.mkdir()
-                except FileExistsError:
-                    continue
-                except OSError as err:
-                    raise _write_error(path, err) from None
-                created.append(d)
-            existed = os.path.lexists(path)
-            write_atomic(path, text)
-            if not existed:
-                created.append(path)
-    except BaseException:
-        for p in reversed(created):
-            try:
-                p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
-            except OSError:
-                pass
-        raise
-
-
-def _write_error(target: Path, err: OSError) -> WriteError:
-    why = err.strerror or str(err)
-    return WriteError(f"{target}: cannot write it ({why}) — check that its directory exists and that you may write "
-                      "there")
+    write(path, text)
 
 
 def write_lock(lock: Lock, path: str | Path) -> None:
-    write_atomic(path, dumps(lock))
+    """The lock, by the rule every writer follows (tritonlock._files): over nothing or a lock tritonlock wrote, never
+    over a hand-written file, a link, a device or a pipe."""
+    from tritonlock._files import write_file
+
+    write_file(path, dumps(lock), what="resolve", force=False, force_flag=None, fix=LOCK_FOREIGN_FIX)
+
+
+LOCK_FOREIGN_FIX = "move it away (then `tritonlock resolve` writes the lock there)"
 
 
 # ---------------------------------------------------------------- reading

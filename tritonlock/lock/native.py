@@ -162,14 +162,21 @@ def keep(facts: NativeFacts) -> None:
     """Into the cache, atomically (a reader never sees half a file); a cache that cannot be written is no error."""
     if facts.problem:
         return
-    d = cache_dir()
+    from tritonlock._files import write_atomic
+    from tritonlock.errors import TritonlockError
+
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".{facts.sha256}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(facts.to_json(), sort_keys=True), encoding="utf-8")
-        os.replace(tmp, d / f"{facts.sha256}.json")
-    except OSError:
+        write_atomic(_cache_folder() / f"{facts.sha256}.json", json.dumps(facts.to_json(), sort_keys=True),
+                     what="keep a wheel's binary facts")
+    except (OSError, TritonlockError):
         pass
+
+
+def _cache_folder() -> Path:
+    """The cache's folder, made (0700) when missing: tritonlock's own."""
+    d = cache_dir()
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return d
 
 
 @dataclass(kw_only=True)

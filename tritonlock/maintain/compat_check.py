@@ -443,8 +443,11 @@ def main(argv: list[str] | None = None) -> int:
     index = Index(args.index or default_index())
     out = check(matrix, index, versions=set(args.versions.split(",")) if args.versions else None, inside=args.wheels,
                 vendor=not args.no_vendor, compat=args.compat)
-    for line in out.text(args.allow_unchecked):
-        print(line)
+    from tritonlock._term import clean
+    from tritonlock._urls import redact
+
+    for line in out.text(args.allow_unchecked):  # (words from an index: no control character shown raw)
+        print(clean(redact(line)))
     return out.exit_code(args.allow_unchecked)
 
 

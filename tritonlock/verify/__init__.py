@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,10 @@ def run_verify(
     the user named (imported even without native code, beside every distribution that has some); `lock_facts`
     (tritonlock.verify.natives.LockFacts): what the lock knows of their native code, to explain a failed import.
     """
+    if profile is not None:  # by the rule every writer follows, before anything runs
+        from tritonlock._files import check_writes
+
+        check_writes([Path(profile)], what="verify --profile", force=False, force_flag=None)
     # a bare name ("python3") is looked up on PATH, like the shell would
     found = shutil.which(python) if os.sep not in python else python
     exe = Path(found or python)
@@ -164,9 +169,12 @@ def run_verify(
         # ".."s that lead a relative path are exact against the (physical) working directory; nothing is resolved
         # past them, so a symlinked venv interpreter stays the venv's.
         exe = Path(os.path.normpath(os.path.join(os.getcwd(), exe)))
+    # The runner (torch) writes the trace into a private directory; it is put in place from there by tritonlock's
+    # own writer (never over a device, pipe or link, nor over a file tritonlock did not write).
+    trace_dir = Path(tempfile.mkdtemp(prefix="tritonlock-profile-")) if profile else None
     args = {
         "backend": backend, "triton": triton, "expect_gpu": expect_gpu, "interpret": interpret,
-        "quick": quick, "profile": str(Path(profile).resolve()) if profile else None, "cold": cold,
+        "quick": quick, "profile": str(trace_dir / "trace.json") if trace_dir else None, "cold": cold,
         # an older runner has no such option: sent only when it asks for something
         **({} if reuse else {"no_reuse": True}),
         "inject_fault": inject_fault, "driver": driver, **({"imports": list(imports)} if imports else {}),
@@ -184,8 +192,14 @@ def run_verify(
     # -I: judge the venv by itself, without PYTHONPATH, the user site or the working directory.
     cmd = [str(exe), "-I", str(RUNNER), "--json-args", json.dumps(args)]
     started = time.perf_counter()
-    stdout, stderr, code = _run(cmd, env, timeout)
-    elapsed = time.perf_counter() - started
+    try:
+        stdout, stderr, code = _run(cmd, env, timeout)
+        elapsed = time.perf_counter() - started
+        if trace_dir is not None and profile is not None:
+            stdout = _place_trace(trace_dir / "trace.json", Path(profile), stdout)
+    finally:
+        if trace_dir is not None:
+            shutil.rmtree(trace_dir, ignore_errors=True)
     try:
         doc = json.loads(stdout)
     except ValueError:
@@ -212,6 +226,22 @@ def _with_natives(result: VerifyResult, doc: Any, lock_facts: Any) -> VerifyResu
     found += natives.gpu_code_checks(site, rows, result.gpus)
     checks = result.checks + tuple(Check(name=n, ok=ok, detail=d, fix=f) for n, ok, d, f in found)
     return dataclasses.replace(result, checks=checks, ok=result.ok and all(c.ok for c in checks))
+
+
+def _place_trace(made: Path, profile: Path, stdout: str) -> str:
+    """Put the runner's trace at --profile, marked as tritonlock's (a "tritonlock" key in the JSON object) so that a
+    later run may replace it; the runner's report then names that path."""
+    from tritonlock._files import read_bytes, write_file
+
+    try:
+        data = read_bytes(made, limit=4 * 1024**3)
+    except OSError:
+        return stdout  # no trace (the profile check failed and says so)
+    head = data.lstrip()
+    if head.startswith(b"{") and not head[1:].lstrip().startswith(b"}"):
+        data = b'{"tritonlock": {"generated-by": "tritonlock verify --profile"}, ' + head[1:]
+    write_file(profile, data, what="verify --profile", force=False, force_flag=None)
+    return stdout.replace(json.dumps(str(made))[1:-1], json.dumps(str(profile.absolute()))[1:-1])
 
 
 def _ptxas_floors() -> dict[str, str] | None:
