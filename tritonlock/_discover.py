@@ -63,6 +63,29 @@ def intent_file(project: str | Path) -> Path:
     return py if has_py else env
 
 
+# How a message's fix names tritonlock's tables, and where a pyproject.toml project keeps them instead (a top-level
+# [indexes] in pyproject.toml is not read: the fix must name the table that is).
+_PYPROJECT_WORDS = (("[environment].packages", "[project].dependencies"),
+                    ("[environment]", "[tool.tritonlock.environment]"), ("[indexes]", "[tool.tritonlock.indexes]"),
+                    ("[[targets]]", "[[tool.tritonlock.targets]]"), ("triton-env.toml", "pyproject.toml"))
+
+
+def is_pyproject_project(project: str | Path) -> bool:
+    """Whether the project's intent is a pyproject.toml's [tool.tritonlock] (and no triton-env.toml beside it)."""
+    root = Path(project)
+    return not (root / PROJECT_FILES[0]).is_file() and has_tritonlock_table(root / PYPROJECT)
+
+
+def intent_words(text: str, project: str | Path | None) -> str:
+    """A message in the words of the project's own intent file: for a pyproject.toml project, the tables under
+    [tool.tritonlock] ([tool.tritonlock.indexes], …) and [project].dependencies for the packages."""
+    if project is None or not is_pyproject_project(project):
+        return text
+    for old, new in _PYPROJECT_WORDS:
+        text = text.replace(old, new)
+    return text
+
+
 def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 

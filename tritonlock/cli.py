@@ -35,12 +35,29 @@ Exit codes:
 """
 
 
+# The project the command works on, once its --project option is known: messages name the tables of that project's
+# own intent file (a pyproject.toml keeps them under [tool.tritonlock]).
+_PROJECT: list[str] = []
+
+
+def _words(text: str) -> str:
+    """`text` as the project's intent file spells its tables (see tritonlock._discover.intent_words)."""
+    if not _PROJECT:
+        return text
+    from tritonlock._discover import intent_words
+
+    try:
+        return intent_words(text, _PROJECT[-1])
+    except OSError:
+        return text
+
+
 def _fail(err: TritonlockError) -> NoReturn:
     from tritonlock._urls import redact
 
     from tritonlock._term import styled
 
-    click.echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
+    click.echo(styled("error:", err=True, fg="red", bold=True) + f" {_words(redact(str(err)))}", err=True)  # no user:token@
     sys.exit(err.exit_code)
 
 
@@ -51,7 +68,7 @@ def _echo_json(data: Any) -> None:
 def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
     from tritonlock._term import styled
 
-    click.echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
+    click.echo(styled("warning:", err=True, fg="yellow") + f" {_words(str(message))}", err=True)
 
 
 def _quiet_stdout() -> None:
@@ -72,6 +89,7 @@ class _Group(click.Group):
 
         from tritonlock.errors import LockfileWarning
 
+        _PROJECT.clear()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("once", LockfileWarning)
@@ -113,11 +131,12 @@ def _project_paths(project: str) -> tuple[Path, Path]:
 
 
 def _discover(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
-    if value is not None:
-        return value
-    from tritonlock._discover import find_project
+    if value is None:
+        from tritonlock._discover import find_project
 
-    return find_project()
+        value = find_project()
+    _PROJECT.append(value)
+    return value
 
 
 _project_opt = click.option("--project", "-p", default=None, callback=_discover, metavar="DIR",
@@ -174,6 +193,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     from tritonlock.decide.intent import starter
     from tritonlock.lock.lockfile import write_atomic
 
+    _PROJECT.append(project)
     if in_pyproject:
         intent_path = Path(project) / "pyproject.toml"
         if (Path(project) / INTENT_FILE).is_file():
@@ -204,7 +224,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     else:
         write_atomic(intent_path, text)
     if note:
-        click.echo(note, err=True)
+        click.echo(_words(note), err=True)
     from tritonlock._discover import find_project
 
     outer = find_project(str(Path(project).resolve().parent))
@@ -272,7 +292,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
         intent = read_intent(intent_path)
         for w in intent.warnings:
-            click.echo(f"warning: {w}", err=True)
+            click.echo(f"warning: {_words(w)}", err=True)
         sels = select(intent, target_file)
         if intent.packages and all(s.ok for s in sels):
             from tritonlock.project import decided
@@ -302,7 +322,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     for w in out.warnings:
         from tritonlock._term import styled
 
-        click.echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
+        click.echo(styled("warning:", err=True, fg="yellow") + f" {_words(w)}", err=True)
     if as_json:
         from tritonlock.decide.resolve import selection_json
 
@@ -369,8 +389,8 @@ def _selection_text(s: Any) -> str:
     lines = [styled(f"target {s.target.name}:", bold=True) + f" torch {s.torch} ({s.backend}) + "
              f"{s.triton_package or 'no triton'} {s.triton or ''} on Python {s.python}".rstrip(),
              f"  index: {s.index}"]
-    lines += ["  " + styled("why:", dim=True) + f" {r}" for r in s.reasons]
-    lines += ["  " + styled("warning:", fg="yellow") + f" {w}" for w in s.warnings]
+    lines += ["  " + styled("why:", dim=True) + f" {_words(r)}" for r in s.reasons]
+    lines += ["  " + styled("warning:", fg="yellow") + f" {_words(w)}" for w in s.warnings]
     return "\n".join(lines)
 
 
