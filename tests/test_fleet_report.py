@@ -402,3 +402,44 @@ def test_check_names_the_real_reason_a_gpu_record_does_not_count(tmp_path: Path)
     assert r.exit_code == 1 and "does not count: it was edited after it was recorded (its digest does not match)" \
         in r.output, r.output
     assert "Triton's interpreter" not in r.output
+
+
+def test_a_passing_report_without_a_record_is_not_called_a_failed_verify(tmp_path: Path) -> None:
+    """verify passed but left no record: the node does not count (nothing says which machine and lock target it
+    proved), and its row says that — not "verify failed", which a look at its report contradicts."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "gpu-01.json").write_text(json.dumps({**H200, "ok": True}))
+    (d / "gpu-01.sync.rc").write_text("0")
+    (d / "gpu-01.verify.rc").write_text("0")
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--json"])
+    (node,) = json.loads(r.output)["nodes"]
+    assert r.exit_code == 1 and node["ok"] is False
+    assert node["status"] == "not recorded" and "verify passed" in node["error"] and "has no record" in node["error"]
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    assert "verify failed" not in r.output and "x gpu-01: not recorded: " in r.output
+
+
+def test_two_copies_of_one_report_are_one_node(tmp_path: Path) -> None:
+    """The same run's report twice (copied, gathered twice) — or two runs of one node — is one node that passed, not
+    two: the count, --expect and the records say so, and the row names the copy."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    doc = json.dumps({**H200, "ok": True, "record": record_json(_record("gpu-01"))})
+    for tag in ("gpu-01", "gpu-01-again"):
+        (d / f"{tag}.json").write_text(doc)
+        (d / f"{tag}.sync.rc").write_text("0")
+        (d / f"{tag}.verify.rc").write_text("0")
+    later = record_json(_record("gpu-02", when="2026-11-30T11:00:00Z"))
+    earlier = record_json(_record("gpu-02", when="2026-11-30T09:00:00Z", ok=False))
+    for tag, rec in (("gpu-02.1", earlier), ("gpu-02.2", later)):  # two array tasks on one node
+        (d / f"{tag}.json").write_text(json.dumps({**H200, "ok": rec["ok"], "record": rec}))
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--json"])
+    out = json.loads(r.output)
+    assert (out["passed"], out["total"]) == (2, 2), out
+    by = {n["node"]: n for n in out["nodes"]}
+    assert by["gpu-01"]["copies"] == ["gpu-01-again"] and by["gpu-02"]["copies"] == ["gpu-02.1"]
+    assert by["gpu-02"]["ok"] is True and r.exit_code == 0  # the newest run of the node speaks for it
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--expect", "3"])
+    assert r.exit_code == 1 and "2 of 3 node(s) passed" in r.output
+    assert "= gpu-01: 1 more report of this node and target (gpu-01-again) counted as this one node" in r.output
