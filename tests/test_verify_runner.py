@@ -238,3 +238,25 @@ def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str) -> None
     assert not tmp.exists()  # removed after the run: nothing of a cold run is left to warm the next one
     venv = Path(real_torch_python).parent.parent
     assert venv not in tmp.parents
+
+
+@pytest.mark.slow
+def test_a_check_that_raises_keeps_its_kernel_name_and_dtype(real_torch_python: str) -> None:
+    """A kernel whose check raises (a compile error, a crash) is reported as that kernel and dtype — not as an
+    anonymous "error" row with dtype "-" — and says which of its family's checks did not run."""
+    doc = _run(real_torch_python, RUNNER, "--inject-fault", "matmul:raise")
+    rows = {(k["kernel"], k["dtype"]): k for k in doc["kernels"] if k["mode"] != "skipped"}
+    assert "error" not in {k for k, _ in rows} and doc["ok"] is False
+    bad = rows[("matmul", "fp16")]
+    assert bad["ok"] is False and bad["detail"].startswith(
+        "matmul: the check raised RuntimeError: fault injected on purpose (--inject-fault matmul:raise)")
+    assert "the family's later checks on cpu (interpreter) did not run" in bad["detail"]
+    assert rows[("vector_add", "fp32")]["ok"] and rows[("softmax", "fp32")]["ok"]  # the other families still ran
+    doc = _run(real_torch_python, RUNNER, "--inject-fault", "all:raise")
+    failed = [(k["kernel"], k["dtype"]) for k in doc["kernels"] if not k["ok"]]
+    assert failed == [("vector_add", "fp32"), ("matmul", "fp16"), ("softmax", "fp32"), ("attention d64 causal", "fp16")]
+    from tritonlock.verify import _parse
+
+    text = format_report(_parse(doc, 1.0))
+    assert "FAIL  matmul fp16 on cpu (interpreter): matmul: the check raised RuntimeError" in text
+    assert "  error " not in text

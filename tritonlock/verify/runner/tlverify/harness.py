@@ -72,7 +72,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes
     p.add_argument("--compile-check-only", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process
     p.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)  # see precompile.py
-    p.add_argument("--inject-fault", metavar="KERNEL[:wrong]",
+    p.add_argument("--inject-fault", metavar="KERNEL[:wrong|:raise]",
                    help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
                         ":wrong computes a finite but wrong answer")
     ns = p.parse_args(argv)
@@ -191,15 +191,20 @@ def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpr
                         fam.run(ctx)
                 except Exception as e:  # a compile error or a crash in one kernel must not hide the others
                     why = explain(ctx.index, str(e)) if explain is not None else ""
+                    # the row keeps the name and dtype of the check that raised (the family's, before any began)
+                    kernel, dtype = ctx.current or (fam.FAMILY, "-")
+                    ctx.current = None
                     ctx.step += 1
-                    r.kernel("error", ctx.label, "-", False, None,
-                             f"{fam.FAMILY}: a kernel raised {type(e).__name__}: {tail(str(e))}{why}",
+                    r.kernel(kernel, ctx.label, dtype, False, None,
+                             f"{fam.FAMILY}: the check raised {type(e).__name__}: {tail(str(e))}{why}"
+                             f"; the family's later checks on {ctx.label} did not run",
                              order=(ctx.index, ctx.step))
                     traceback.print_exc()
 
     for ctx, err in zip(ctxs, run_concurrently(ctxs, device_run)):
         if err is not None:
-            r.kernel("error", ctx.label, "-", False, None, f"the device's run crashed: {type(err).__name__}: "
+            kernel, dtype = ctx.current or ("device run", "-")
+            r.kernel(kernel, ctx.label, dtype, False, None, f"the device's run crashed: {type(err).__name__}: "
                      f"{tail(str(err))}", order=(ctx.index, 1 << 18))
 
 
