@@ -19,10 +19,10 @@ def uv_bin() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if found is None:
-            from tritonlock.errors import TritonlockError
+            from tritonlock.errors import UvMissingError
 
-            raise TritonlockError("uv is not installed — `pip install uv` (tritonlock drives uv for resolution "
-                                  "and installs)")
+            raise UvMissingError("uv is not installed — `pip install uv` in tritonlock's environment (tritonlock "
+                                 "drives uv for resolution and installs)")
         return found
 
 

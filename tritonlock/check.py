@@ -33,10 +33,15 @@ class CheckReport:
     matrix_version: str
     verified: tuple[str, ...] = ()  # targets proven with the current lock (--require-verified)
     host_target: str | None = None  # with --host: the lock target this machine fits
+    no_lock: bool = False  # there is no lock to check: bad input (exit 2), as in every command that reads it
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 2 if self.no_lock else 1
 
 
 # ---------------------------------------------------------------- hashes, read from the raw TOML
@@ -251,7 +256,8 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     except FileNotFoundError:
         return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: no such file — run `tritonlock "
                                                                   "resolve` and commit it"),),
-                           warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version)
+                           warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version,
+                           no_lock=True)
     except (OSError, UnicodeDecodeError) as err:
         return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: cannot read ({err}) — regenerate "
                                                                   "it with `tritonlock resolve`"),),

@@ -28,8 +28,8 @@ Exit codes:
      tritonlock did not write: pass --force)
   3  conflict: nothing in the matrix fits a target, or no torch that fits allows the packages you
      named (the message names the blocking facts and a fix)
-  4  a package index or uv failed while resolving
-  5  sync failed (the message says what state the venv is in)
+  4  a package index or uv failed while resolving (or uv is not installed)
+  5  sync failed (the message says what state the venv is in; also when uv is missing)
   6  the verify runner could not run at all
   130  interrupted (Ctrl-C); sync says, as checked, what state the venv is in
 """
@@ -586,8 +586,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     interp = python_ or str(venv_python(env_dir))
     if not Path(interp).exists():
         raise UsageError(f"{interp}: no such interpreter — " + ("pass --python PATH to an existing interpreter"
-                         if python_ else "create the venv with `tritonlock sync` first, or pass --venv DIR or "
-                                         "--python PATH"))
+                         if python_ else _make_venv_step(root, env_dir, target_name)))
     backend = triton = driver = None
     expect_gpu = None
     if lock_path.exists():
@@ -639,6 +638,32 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                 click.echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
     sys.exit(0 if result.ok else 1)
+
+
+def _make_venv_step(root: Path, env_dir: Path, target_name: str | None) -> str:
+    """What makes the venv verify was asked to check, where that step would work here: `sync` — or, where sync would
+    fail (no lock, no intent, no lock target for this machine), the step before it, and the way around it."""
+    from tritonlock.lock.lockfile import read_lock
+
+    other = "or pass --venv DIR or --python PATH to an environment that exists"
+    lock_path = root / LOCK_FILE
+    if not lock_path.is_file():
+        intent_path = _project_paths(str(root))[0]
+        if not intent_path.is_file():
+            return (f"there is no {lock_path} to sync it from, nor a {intent_path.name} to lock: run `tritonlock init`, "
+                    f"`tritonlock resolve`, then `tritonlock sync` — {other}")
+        return f"there is no {lock_path} to sync it from: run `tritonlock resolve`, then `tritonlock sync` — {other}"
+    from tritonlock.environment.sync import pick_target
+    from tritonlock.host import detect
+
+    try:
+        pick_target(read_lock(lock_path), detect(toolkit=False), name=target_name, lock_path=str(lock_path))
+    except TritonlockError as err:
+        first = str(err).splitlines()[0].removesuffix(":")
+        return (f"`tritonlock sync` cannot make it here ({first}; `tritonlock sync` says why per target) — {other}, "
+                "or lock a target for this machine first")
+    venv_opt = f" --venv {env_dir}" if env_dir != root / ".venv" else ""
+    return f"create the venv with `tritonlock sync{venv_opt}` first, {other}"
 
 
 @main.command()
@@ -957,6 +982,9 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
         from tritonlock.lock.lockfile import named_target
 
         chosen = named_target(lock, target_name, lock_path, otherwise="run them all")
+    from tritonlock.export import exportable
+
+    exportable(lock, [chosen] if chosen else list(lock.targets), str(lock_path))  # a conflict is not a job to run
     if fmt == "slurm":
         from tritonlock.fleet.slurm import SlurmJob, gpus_of, sbatch_script
 
@@ -1020,7 +1048,7 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
         _echo_json(report_json(report))
     else:
         click.echo(format_report(report, str(_project_paths(project)[1])))
-    sys.exit(0 if report.ok else 1)
+    sys.exit(report.exit_code)
 
 
 @main.group()

@@ -356,8 +356,7 @@ def create(path: Path, python: str, *, system_site_packages: bool, base: str | N
     proc = _subprocess.run(args, timeout=300)
     if proc.returncode != 0:
         raise Failed(f"could not create a venv with Python {python}: {proc.stderr.strip()}",
-                      fix=f"install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), "
-                          "or pass --python PATH")
+                      fix=_create_fix(proc.stderr, path, python, base))
     base_sites: list[str] = []
     if system_site_packages and base:
         chained = _interp.venv_sites(base)
@@ -372,6 +371,23 @@ def create(path: Path, python: str, *, system_site_packages: bool, base: str | N
     _venv.write_made(path, python=python, system_site_packages=system_site_packages, base_python=base,
                      base_sites=base_sites, created_by=f"tritonlock {__version__}")
     return base_sites
+
+
+def _create_fix(stderr: str, path: Path, python: str, base: str | None) -> str:
+    """The next step for a venv uv could not create, by what uv said went wrong: a place that cannot be written
+    (a read-only project) is not a missing Python."""
+    import re
+
+    where = path.parent.absolute()
+    if re.search(r"(?i)permission denied|read-only file system|os error (13|30|1)\b|operation not permitted", stderr):
+        return (f"{where} cannot be written here (read-only, or not yours): make it writable, or build the venv "
+                "somewhere that is — `tritonlock sync --venv DIR`")
+    if re.search(r"(?i)no space left|os error 28|quota", stderr):
+        return f"free some space on the file system of {where}, or build the venv elsewhere (`--venv DIR`)"
+    if base or re.search(r"(?i)no interpreter|not found|python.*(could not|cannot) be found|no python", stderr):
+        return (f"install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), or pass "
+                "--python PATH")
+    return "uv's words above say what went wrong"
 
 
 def stamp(venv: Path, key: str | None, target: LockedTarget, p: Plan, ssp: bool, base_sites: list[str] | None) -> None:

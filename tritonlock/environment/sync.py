@@ -345,9 +345,22 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             say(f"would rebuild {venv} beside the old one: {st.rebuild}")
         return SyncOutcome(target=target, plan=with_download(p, target, sel.python), applied=False, venv=venv,
                            host=host)
+    def need_uv(st: _State) -> None:
+        """uv installs every change: without it nothing is changed, and the error says so (exit 5, as sync's)."""
+        from tritonlock._subprocess import uv_bin
+        from tritonlock.errors import UvMissingError
+
+        try:
+            uv_bin()
+        except UvMissingError as err:
+            state = f"{venv} is unchanged" if st.exists else f"nothing was created ({venv} does not exist)"
+            raise SyncError(f"sync failed; {state}: {err}") from None
+
     with _apply.venv_lock(venv):
         _apply.recover(venv, say)
         st, p = decide()
+        if not p.noop or st.rebuild is not None:
+            need_uv(st)
         if st.inherited and not p.noop:
             say(f"keeping --system-site-packages: {venv} was made with it"
                 + (f" on {st.base}" if st.base else "") + " (pass --no-system-site-packages to rebuild it without)")
