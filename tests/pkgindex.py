@@ -168,6 +168,7 @@ class LocalIndex:
     client_ca: Path | None = None  # with tls: require a client certificate signed by this CA
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
     delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
+    json: bool = True  # serve PEP 691 JSON pages (with sizes); False: PEP 503 HTML only, as some mirrors do
 
     def add(self, index: str, name: str, version: str, **kw: object) -> Path:
         return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
@@ -246,7 +247,7 @@ class LocalIndex:
                     data = f.read_bytes()
                     entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data),
                                     _requires_python(f)))
-                if "application/vnd.pypi.simple.v1+json" in accept:
+                if "application/vnd.pypi.simple.v1+json" in accept and outer.json:
                     doc = {
                         "meta": {"api-version": "1.1"},
                         "name": project,

@@ -208,9 +208,21 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
                              f"add no-build = [{', '.join(chr(34) + n + chr(34) for n in no_isolation)}] to "
                              "[environment] in triton-env.toml and run `tritonlock resolve`")
         if rc != 0:
-            raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
-                         fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
+            raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}", fix=offline_fix(offline, wheelhouse))
     return interrupted
+
+
+def offline_fix(offline: bool, wheelhouse: Path | None) -> str:
+    """What to do when an install without network fails: a wheelhouse is filled where there is network; plain
+    --offline reads only uv's cache, which a sync with network fills."""
+    if wheelhouse is not None:
+        return (f"add the missing files to the wheelhouse {wheelhouse} (`tritonlock export --format wheelhouse -o DIR` "
+                "on a machine with network fetches them all)")
+    if offline:
+        return ("--offline installs only from uv's cache, and it lacks these files: run `tritonlock sync` once with "
+                "network (that fills the cache), or bring a wheelhouse (`tritonlock export --format wheelhouse -o DIR` "
+                "where there is network, then `tritonlock sync --find-links DIR`)")
+    return ""
 
 
 def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:
