@@ -509,8 +509,19 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                        reinstall=packages if reinstall else None,
                        say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan)
     result = None
+    if not as_json:
+        _sync_state_lines(out, dry_run, show_plan)  # what state the venv is in, said before verify starts
     if not dry_run and not no_verify:
-        result = _run_verify(out.venv, out.target.selection, out.host)
+        try:
+            result = _run_verify(out.venv, out.target.selection, out.host)
+        except KeyboardInterrupt:
+            from tritonlock.errors import SyncInterrupted
+
+            raise SyncInterrupted(f"interrupted (Ctrl-C) during verify; {out.venv} "
+                                  + ("was changed and " if out.applied else "")
+                                  + f"matches target {out.target.name} (checked before verify started); verify did "
+                                    "not finish and its runner was stopped — `tritonlock verify` runs it again"
+                                  ) from None
     if as_json:
         _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
                     "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note,
@@ -518,33 +529,37 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                                                           and s.action in ("install", "upgrade", "reinstall")), None))}
                              for s in out.plan.steps],
                     "verify": result.to_json() if result is not None else None})
-    else:
-        if dry_run:
-            show_plan(out.plan)
-            todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
-            for line in _build_lines(out.target, todo):
-                click.echo(line)
-        elif not out.applied:
-            click.echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
-        else:
-            done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
-                                                              ("reinstall", "repaired"), ("remove", "removed"))
-                    if out.plan.of(a)]
-            asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
-            if asked:
-                fixed = len(out.plan.of("reinstall")) - asked
-                done = [d for d in done if not d.endswith(" repaired")]
-                done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
-                    [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
-            click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
-                       + f": {', '.join(done) or 'nothing to change'}")
-        if result is not None:
-            from tritonlock._term import highlight
-            from tritonlock.verify import format_report
+    elif result is not None:
+        from tritonlock._term import highlight
+        from tritonlock.verify import format_report
 
-            click.echo(highlight(format_report(result)))
+        click.echo(highlight(format_report(result)))
     if result is not None and not result.ok:
         sys.exit(1)
+
+
+def _sync_state_lines(out: Any, dry_run: bool, show_plan: Any) -> None:
+    """sync's account of the venv (its plan with --dry-run): printed as soon as the venv is in that state, before
+    verify starts, so that a verify stopped by Ctrl-C leaves the state said."""
+    if dry_run:
+        show_plan(out.plan)
+        todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
+        for line in _build_lines(out.target, todo):
+            click.echo(line)
+    elif not out.applied:
+        click.echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+    else:
+        done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
+                                                          ("reinstall", "repaired"), ("remove", "removed"))
+                if out.plan.of(a)]
+        asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
+        if asked:
+            fixed = len(out.plan.of("reinstall")) - asked
+            done = [d for d in done if not d.endswith(" repaired")]
+            done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
+                [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
+        click.echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
+                   + f": {', '.join(done) or 'nothing to change'}")
 
 
 def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
