@@ -329,3 +329,58 @@ def test_doctors_advice_for_a_modified_file_is_what_repairs_it(tmp_path: Path, i
     r2 = _cli(*f["fix"].split("`")[1].split()[1:], "-p", str(proj), "--no-verify")
     assert r2.returncode == 0 and "now matches target host: 1 repaired" in r2.stdout, r2
     assert init.read_bytes() == good and _venv.venv_damage(venv) == [] and _imports(venv) == 0
+
+
+# ---------------------------------------------------------------- files no distribution owns, edits in place
+
+
+def _doctor(proj: Path) -> dict[str, dict[str, object]]:
+    r = CliRunner().invoke(main, ["doctor", "-p", str(proj), "--json"])
+    return {str(f["id"]): f for f in json.loads(r.output)["findings"]}
+
+
+@pytest.mark.parametrize("stray", ["triton.py", "torch/cuda/__init__.py", "filelock.cpython-311-x86_64-linux-gnu.so"])
+def test_a_stray_module_under_a_locked_import_name_is_damage(tmp_path: Path, index: LocalIndex, stray: str) -> None:
+    """A file no locked distribution owns, sitting under a locked import name (a triton.py dropped beside triton/; a
+    torch/cuda/ package that wins over the module torch/cuda.py; an extension module beside filelock/): doctor names
+    the file, and sync — with or without --no-verify — removes it instead of saying the venv "already matches"."""
+    proj = _project(tmp_path, index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    path = _site(venv) / stray
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("raise ImportError('a stray copy')\n")
+    owner = stray.split("/")[0].split(".")[0]
+    (d,) = [x for x in _venv.venv_damage(venv) if x.kind == "stray"]
+    strayed = path.parent if stray.endswith("__init__.py") else path  # a package: its folder is the stray
+    assert d.name == owner and d.strays == (str(strayed),), d
+    found = _doctor(proj)
+    assert "venv-stray-module" in found and str(strayed) in str(found["venv-stray-module"]["title"]), found
+    assert "partial upgrade" not in json.dumps(found)
+    r = _cli("sync", "-p", str(proj), "--no-verify")
+    assert r.returncode == 0 and "already matches" not in r.stdout, r
+    assert f"now matches target host: 1 repaired" in r.stdout, r.stdout
+    assert f"{strayed} is no installed distribution's file and takes the import name of {owner}'s own module" in r.stderr
+    assert not strayed.exists() and _venv.venv_damage(venv) == [] and _imports(venv) == 0
+    assert "venv-stray-module" not in _doctor(proj)
+    assert "already matches" in _cli("sync", "-p", str(proj), "--no-verify").stdout
+
+
+def test_both_forms_of_sync_agree_about_a_file_edited_in_place(tmp_path: Path, index: LocalIndex) -> None:
+    """An edit that changes a file's size is damage to the full check (which plain `sync` runs); `sync --no-verify`
+    answered "already matches" from folder times alone (an edit in place changes none). Now both repair it; an edit
+    of the same size is seen by neither (only `--reinstall` fixes that), and both say so alike."""
+    proj = _project(tmp_path, index)
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    init = _site(venv) / "einops" / "__init__.py"
+    good = init.read_bytes()
+    init.write_bytes(good + b"raise ImportError('edited')\n")
+    r = _cli("sync", "-p", str(proj), "--no-verify")
+    assert r.returncode == 0 and "already matches" not in r.stdout, r
+    assert "now matches target host: 1 repaired" in r.stdout and init.read_bytes() == good, r.stdout
+    bad = b"1/0\n"
+    init.write_bytes(bad + good[len(bad):])  # the same size: the RECORD's sizes cannot tell
+    fast = _cli("sync", "-p", str(proj), "--no-verify").stdout
+    full = _run("sync", "-p", str(proj), "--dry-run")[1]  # what plain sync's full check plans
+    assert "already matches" in fast and "0 to install, 0 to remove, 6 unchanged" in full, (fast, full)

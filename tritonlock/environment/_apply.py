@@ -3,6 +3,7 @@ and swapped in when complete; and undoing what a killed sync left beside a venv.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -278,6 +279,14 @@ def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
     install."""
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     for d in damage:
+        if d.kind == "stray" and (d.name in todo or d.name in {s.name for s in p.of("remove")}):
+            for path in d.strays:  # no installer wrote them and none removes them: they go before the reinstall
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+            continue
         if (d.name in todo or d.name in {s.name for s in p.of("remove")}) and d.kind == "record" and (
                 Path(d.dist_info) / "RECORD").is_file():
             _venv.mend_record(Path(d.dist_info))  # torn by a kill: uv cannot uninstall through it as it is

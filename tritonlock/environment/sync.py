@@ -379,9 +379,13 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             if p.noop:
                 _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
                 return SyncOutcome(target=target, plan=p, applied=False, venv=venv, host=host)
-            if st.damage:
-                say(f"{venv}: {len(st.damage)} package(s) damaged (a sync or install was stopped half-way?); "
+            strays = [d for d in st.damage if d.kind == "stray"]
+            broken = [d for d in st.damage if d.kind != "stray"]
+            if broken:
+                say(f"{venv}: {len(broken)} package(s) damaged (a sync or install was stopped half-way?); "
                     "reinstalling them")
+            for d in strays:
+                say(f"{venv}: {d.problem}; removing {'it' if len(d.strays) == 1 else 'them'} and reinstalling {d.name}")
             show_plan(with_download(p, target, sel.python))
             stopped = _apply.apply(p, lock, target, venv, offline=offline or find_links is not None,
                                    wheelhouse=find_links, say=say, damage=st.damage)
