@@ -202,3 +202,19 @@ def test_an_unreachable_torch_index_fix_names_the_pyproject_table(tmp_path: Path
     code, out = _run("resolve", "-p", str(tmp_path))
     default_index.cache_clear()
     assert code == 0, out
+
+
+def test_a_self_reference_in_the_dependencies_pulls_in_its_group(tmp_path: Path, local_index: LocalIndex) -> None:
+    """`"myproj[train]"` in [project].dependencies installs the train group with the project: it is locked (not
+    dropped with the self-reference), and a change to that group makes the lock stale."""
+    text = PYPROJECT.replace('  "einops>=0.8",\n', '  "einops>=0.8",\n  "MyProj[train]",\n')
+    py = tmp_path / "pyproject.toml"
+    py.write_text(text + _table(local_index))
+    intent = read_intent(py)
+    assert intent.packages == ("einops>=0.8", "numpy>=1.26"), intent.packages  # dev is still not selected
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    assert 'name = "numpy"' in (tmp_path / "triton-env.lock").read_text()
+    py.write_text(py.read_text().replace('train = ["numpy>=1.26"]', 'train = ["numpy>=1.26", "typing-extensions>=4"]'))
+    code, out = _run("check", "-p", str(tmp_path))
+    assert code == 1 and "changed since the lock was written" in out, out
