@@ -67,6 +67,32 @@ def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
     return reqs + list(sel.packages)
 
 
+def constraints(sel: Selection, matrix: Matrix, torch_spec: str | None = None) -> list[str]:
+    """What a package the decision did not ask for may be, if another package pulls it in. A target whose decision
+    holds no Triton (triton = "none", or a CPU build: torch's CPU wheels require none) still locks one when a package
+    needs it, and where the backend's index has none (the cpu index: compat/meta.toml triton_from_default) it comes
+    from the default index — never at whatever version that index serves newest (a decoy `triton 99.0`, which the
+    matrix does not know): it is held to the Triton the torch release(s) pin, as a constraint (nothing is added)."""
+    if sel.triton_package or (sel.backend or "") not in matrix.triton_from_default or not sel.torch:
+        return []
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    if torch_spec is None:
+        release = matrix.torch_release(sel.torch)
+        pins = [release.triton] if release is not None and release.triton else []
+    else:
+        try:
+            spec = SpecifierSet(torch_spec)
+        except InvalidSpecifier:
+            return []
+        pins = [r.triton for r in matrix.torch if r.triton and spec.contains(r.version, prereleases=True)]
+    if not pins:
+        return []
+    low, high = min(pins, key=Version), max(pins, key=Version)
+    return [f"triton=={low}" if low == high else f"triton>={low},<={high}"]
+
+
 def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str]) -> str:
     lines = ["[project]", 'name = "tritonlock-closure"', 'version = "0"',
              f'requires-python = ">={sel.python}"', "dependencies = ["]
@@ -133,7 +159,8 @@ def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: 
     release = matrix.torch_release(sel.torch or "")
     floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     return (*requirements(sel, torch_spec), sel.index or "", sel.python or "", python_platform(sel, floor),
-            default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build))
+            default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build),
+            *(f"constraint:{c}" for c in constraints(sel, matrix, torch_spec)))
 
 
 def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | None:
@@ -198,7 +225,8 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     build_reqs: dict[str, str] = {}  # requirement name → the package whose torch-importing build needs it
     for _ in range(_PASSES):
         raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
-                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra})
+                       no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
+                       constraints=constraints(sel, matrix, torch_spec))
         found = {canonicalize_name(str(r["name"])) for r in raw}
         # torch from the default index ([indexes] torch = "default"): one index serves every package, so a family
         # member that came in through another package needs no binding (and no second compile, as with uv alone)
@@ -268,7 +296,8 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed
 
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
-             no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None) -> list[dict[str, Any]]:
+             no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None,
+             constraints: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -286,6 +315,9 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                 "--generate-hashes", "-o", str(out)]
         # [environment].no-build: uv takes the newest version with a wheel for the target, or fails naming it
         args += [f"--only-binary={n}" for n in no_build]
+        if constraints:  # (see `constraints`: what a package pulled in by another may be)
+            (Path(tmp) / "constraints.txt").write_text("".join(c + "\n" for c in constraints), encoding="utf-8")
+            args += ["-c", str(Path(tmp) / "constraints.txt")]
         for keyring in (False, True):
             env = index.uv_env(named={"torch": sel.index}, default=default_index, keyring=keyring)
             if macos:
