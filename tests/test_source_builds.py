@@ -6,6 +6,7 @@ the torch index where that backend's index serves it, and from the default index
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -309,3 +310,26 @@ def test_the_wider_family_is_data_with_a_source() -> None:
     assert not m.torch_index_packages & m.torch_family  # torch, triton…: bound always, never from the default index
     assert not any(n.startswith(("nvidia-", "cuda-")) for n in m.torch_index_packages)
     assert m.served_by_torch_index("xformers") and not m.served_by_torch_index("numpy")
+
+
+def test_a_swapped_sdist_is_a_hash_mismatch_not_a_failed_build(tmp_path: Path) -> None:
+    """The index serves other bytes under the locked sdist's name: uv refuses it for its hash, before any build —
+    sync says that (the file is not the one the lock pinned), not "building … from source failed", whose fix
+    (install what the build lacks) would not help."""
+    idx = LocalIndex(tmp_path / "index")
+    populate(idx)
+    idx.add_sdist("simple", "torch-ext", "1.0", build_requires=("torch", "einops>=0.7"),
+                  prelude="import torch, einops\nBUILT_AGAINST = torch.__version__")
+    idx.start()
+    try:
+        proj = _intent(tmp_path / "p", idx, '"torch-ext"')
+        _resolve(proj)
+        idx.add_sdist("simple", "torch-ext", "1.0", build_requires=("torch", "einops>=0.7"),
+                      prelude="import torch, einops\nBUILT_AGAINST = 'not the locked file'")  # same name, new bytes
+        code, out = _run("sync", "-p", str(proj), "--no-verify")
+    finally:
+        idx.stop()
+    assert code == 5, out
+    assert re.search(r"(hash|size) mismatch for torch-ext: the file the index served is not the one the lock pinned", out), out
+    assert "from source failed" not in out and "no-build" not in out
+    assert "sync failed; nothing was created" in out

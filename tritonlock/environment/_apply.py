@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -200,7 +201,8 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
             if not shield:
                 raise
             raise Failed("a second Ctrl-C stopped uv", interrupted=True) from None
-        if rc != 0 and no_isolation:
+        swapped = rc != 0 and re.search(r"(?i)(hash|size) mismatch for `", err) is not None
+        if rc != 0 and no_isolation and not swapped:  # (a file the index swapped is not a failed build: below)
             built = ", ".join(f"{pk.name} {pk.version}" for pk in target.packages if pk.name in no_isolation)
             raise Failed(f"building {built} from source failed (its build imports torch and ran against the "
                          f"venv's torch, without isolation):\n{uv_failure(index.explain(err)) or f'uv exited with {rc}'}",
