@@ -169,6 +169,11 @@ class LocalIndex:
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
     delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
     json: bool = True  # serve PEP 691 JSON pages (with sizes); False: PEP 503 HTML only, as some mirrors do
+    # PEP 658/714: list each wheel's core-metadata hash on its page (data-core-metadata / "core-metadata"), as PyPI does
+    core_metadata: bool = False
+    # A mirror that serves other bytes than its page lists (the page keeps the real file's hash and size): file name →
+    # the bytes served for every GET of it ("file"), only for HTTP Range reads ("range"), or as its .metadata
+    tampered: dict[tuple[str, str], bytes] = field(default_factory=dict)
 
     def add(self, index: str, name: str, version: str, **kw: object) -> Path:
         return build_wheel(self.root / index / "_files", name, version, **kw)  # type: ignore[arg-type]
@@ -211,6 +216,8 @@ class LocalIndex:
                     if f.is_file():
                         data = f.read_bytes()
                         rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                        data = outer.tampered.get((f.name, "range" if rng else "file"),
+                                                  outer.tampered.get((f.name, "file"), data))
                         if rng:  # HTTP Range, as real indexes answer it (compat check reads inside wheels so)
                             start = int(rng[1])
                             end = min(int(rng[2]) if rng[2] else len(data) - 1, len(data) - 1)
@@ -218,6 +225,8 @@ class LocalIndex:
                         return self._send(200, data, "application/octet-stream")
                     meta = core_metadata(f.with_name(f.name.removesuffix(".metadata"))) if f.name.endswith(
                         ".metadata") else None
+                    if meta is not None:
+                        meta = outer.tampered.get((f.name.removesuffix(".metadata"), "metadata"), meta)
                     if meta is not None:  # PEP 658: the wheel's METADATA beside it
                         return self._send(200, meta, "application/octet-stream")
                     return self._send(404, b"not found", "text/plain")
@@ -245,23 +254,26 @@ class LocalIndex:
                 entries = []
                 for f in mine:
                     data = f.read_bytes()
+                    meta = core_metadata(f) if outer.core_metadata else None
                     entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data),
-                                    _requires_python(f)))
+                                    _requires_python(f), hashlib.sha256(meta).hexdigest() if meta else None))
                 if "application/vnd.pypi.simple.v1+json" in accept and outer.json:
                     doc = {
                         "meta": {"api-version": "1.1"},
                         "name": project,
                         "files": [
                             {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s,
-                             **({"requires-python": rp} if rp else {})}
-                            for n, u, h, s, rp in entries
+                             **({"requires-python": rp} if rp else {}),
+                             **({"core-metadata": {"sha256": mh}} if mh else {})}
+                            for n, u, h, s, rp, mh in entries
                         ],
                     }
                     return self._send(200, json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json")
                 links = "".join(
                     f'<a href="{html.escape(u)}#sha256={h}"'
                     + (f' data-requires-python="{html.escape(rp)}"' if rp else "")
-                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp in entries
+                    + (f' data-core-metadata="sha256={mh}"' if mh else "")
+                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp, mh in entries
                 )
                 return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
 

@@ -329,11 +329,15 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                 intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                 input_digest=digest, inputs_from=inputs_from)
+    from tritonlock.lock.integrity import check_lock
+
+    checked = check_lock(lock)  # what the closure was computed from, against the hashes it pins: before any write
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
-    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings + news)
+    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
+                       warnings=intent.warnings + checked + news)
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
