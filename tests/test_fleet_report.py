@@ -443,3 +443,50 @@ def test_two_copies_of_one_report_are_one_node(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["report", "merge", str(d), "--expect", "3"])
     assert r.exit_code == 1 and "2 of 3 node(s) passed" in r.output
     assert "= gpu-01: 1 more report of this node and target (gpu-01-again) counted as this one node" in r.output
+
+
+def test_a_gpu_record_forged_with_a_fake_nvidia_smi_and_a_swapped_interpreter_does_not_count(
+        tmp_path: Path, local_index: object) -> None:
+    """The forgery: an `nvidia-smi` on PATH that prints an A100 and a driver (no NVIDIA kernel module here), a venv
+    that `tritonlock sync` really made for the GPU target, then its interpreter swapped for a script that prints a
+    passing GPU report. The record binds what can be checked — the interpreter is the one the venv was made on, the
+    driver is the kernel's — says what it could not, and so does not count for the GPU target."""
+    import stat
+    import subprocess
+    import sys
+
+    from conftest import write_intent
+
+    fake_bin = tmp_path / "fake-bin"
+    fake_bin.mkdir()
+    smi = fake_bin / "nvidia-smi"
+    smi.write_text("#!/bin/sh\ncase \"$1\" in\n--query-gpu=*)\n"
+                   "echo 'index, name, driver_version, compute_cap, memory.total [MiB], pci.bus_id, uuid'\n"
+                   "echo '0, NVIDIA A100-SXM4-80GB, 550.54.15, 8.0, 81920 MiB, 00000000:07:00.0, GPU-1'\n;;\n"
+                   "*) echo '| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |' ;;\nesac\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}", "TRITONLOCK_NODE": "gpu-01"}
+    proj = tmp_path / "p"
+    write_intent(proj, local_index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\n\n[[targets]]\n'  # type: ignore[arg-type]
+                 'name = "a100"\ndriver = "550.54.15"\ngpus = ["8.0"]\n')
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tritonlock", *args, "-p", str(proj)], capture_output=True,
+                              text=True, env=env)
+
+    assert cli("resolve").returncode == 0
+    r = cli("sync", "--no-verify")
+    assert r.returncode == 0 and "now matches target a100" in r.stdout, r.stdout + r.stderr
+    report = Path(__file__).parents[1] / "bench" / "h200" / "verify.json"
+    python = proj / ".venv" / "bin" / "python"
+    python.unlink()
+    python.write_text(f"#!/bin/sh\ncat '{report}'\n")  # the swapped interpreter: a passing GPU report, whatever runs
+    python.chmod(0o755)
+    r = cli("verify", "--record")
+    assert r.returncode == 0 and "recorded: target a100 on gpu-01 (passed)" in r.stdout, r.stdout + r.stderr
+    assert f"caveat: interpreter {python} is not the Python its venv was made on" in r.stdout, r.stdout
+    assert (f"caveat: the NVIDIA driver (550.54.15) and GPUs were read only from {smi} (NVML did not answer), and "
+            "the kernel shows no NVIDIA driver") in r.stdout
+    r = cli("check", "--require-verified")
+    assert r.returncode == 1, r.stdout
+    assert "does not count: it cannot stand for a GPU run: " in r.stdout and "was replaced after the venv" in r.stdout
