@@ -168,6 +168,10 @@ class LocalIndex:
     client_ca: Path | None = None  # with tls: require a client certificate signed by this CA
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
     delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
+    # While set to an Event that is not set, every file download waits for it (an install held mid-download, for as
+    # long as the test needs: it opens the gate when it wants the downloads to go on)
+    gate: threading.Event | None = None
+    served: list[str] = field(default_factory=list)  # paths of the files whose bytes were sent in full
     json: bool = True  # serve PEP 691 JSON pages (with sizes); False: PEP 503 HTML only, as some mirrors do
     # PEP 658/714: list each wheel's core-metadata hash on its page (data-core-metadata / "core-metadata"), as PyPI does
     core_metadata: bool = False
@@ -212,6 +216,9 @@ class LocalIndex:
                 if "_files" in parts:
                     if outer.delay:
                         time.sleep(outer.delay)
+                    gate = outer.gate
+                    if gate is not None:
+                        gate.wait()
                     f = root.joinpath(*parts)
                     if f.is_file():
                         data = f.read_bytes()
@@ -222,7 +229,9 @@ class LocalIndex:
                             start = int(rng[1])
                             end = min(int(rng[2]) if rng[2] else len(data) - 1, len(data) - 1)
                             return self._send(206, data[start:end + 1], "application/octet-stream")
-                        return self._send(200, data, "application/octet-stream")
+                        self._send(200, data, "application/octet-stream")
+                        outer.served.append(self.path)
+                        return None
                     meta = core_metadata(f.with_name(f.name.removesuffix(".metadata"))) if f.name.endswith(
                         ".metadata") else None
                     if meta is not None:

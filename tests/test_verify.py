@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -94,7 +93,7 @@ def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult) -> 
     assert r.jit_seconds is None
     assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in r.notes
     assert r.gpus == ()
-    assert r.total_seconds < 240  # Inductor's first CPU compile on a busy 2-core machine: ~30 s; warm runs ~10 s
+    assert r.total_seconds > 0  # (measured, not bounded: how long is bench/'s question)
 
 
 @pytest.mark.slow
@@ -325,15 +324,24 @@ def test_runner_without_json_is_an_error_with_stderr_tail(tmp_path: Path) -> Non
 
 
 def test_runner_timeout_is_an_error(tmp_path: Path) -> None:
-    python = _fake_python(tmp_path, """\
+    """A runner that never ends (nor does what it started) is stopped at the timeout, with everything it started:
+    they would never end on their own, so their being gone is the proof, not a clock."""
+    pids = tmp_path / "pids"
+    python = _fake_python(tmp_path, f"""\
         echo 'compiling...' >&2
-        exec sleep 30
+        sleep 100000 &
+        echo "$$ $!" > {pids}
+        exec sleep 100000
     """)
-    started = time.monotonic()
     with pytest.raises(VerifyError) as e:
-        run_verify(python, timeout=1)
-    assert time.monotonic() - started < 10
-    assert str(e.value) == ("verify: the runner did not finish within 1 s; its stderr ends with:\n"
+        run_verify(python, timeout=3)  # (long enough for the script to write its pids on a busy machine)
+    for pid in map(int, pids.read_text().split()):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        assert state in ("Z", "X"), (pid, state)  # killed (a zombie waits only for its new parent to reap it)
+    assert str(e.value) == ("verify: the runner did not finish within 3 s; its stderr ends with:\n"
                             "compiling...")
 
 
