@@ -194,7 +194,7 @@ def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatc
     assert "laptop" not in out  # its CPU build did not change
 
 
-def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -> None:
+def test_check_host_and_require_verified(locked: Path, real_torch_python: str, real_triton: str) -> None:
     code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_ARCH": "aarch64"})
     assert code == 1 and out.startswith(f"this machine matches no target in {locked}/triton-env.lock (")
     assert "save it with `tritonlock host --save hosts/NAME.toml`" in out
@@ -209,7 +209,7 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -
     assert code == 1
     assert "target 'a100' was never verified with the current lock (no record)" in out
     assert "target 'laptop' was never verified with the current lock (no record)" in out
-    # verify --record on the laptop target, with torch 2.13 + triton 3.6 where the lock pins 2.6 + 3.2: the run
+    # verify --record on the laptop target, with torch 2.13 + its triton where the lock pins 2.6 + 3.2: the run
     # is recorded as failed, and a failed run proves nothing (the passing path: test_fleet_slurm)
     env = {"TRITONLOCK_DRIVER": "none", "TRITONLOCK_NODE": "ci-runner-1", "TRITONLOCK_GLIBC": "2.36"}
     code, out = _run("verify", "-p", str(locked), "--python", real_torch_python, "--quick", "--record",
@@ -219,7 +219,7 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -
     doc = json.loads(out)
     assert [p["target"] for p in doc["problems"]] == ["a100", "laptop"] and doc["verified"] == [], doc
     assert ("its last verify failed on ci-runner-1" in doc["problems"][1]["message"]
-            and "triton version: triton is 3.6.0 but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
+            and f"triton version: triton is {real_triton} but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
     code, out = _run("show", "-p", str(locked), "--target", "laptop")
     assert "verified 20" in out and "on ci-runner-1: no GPU (interpreter), driver none, linux/x86_64 — FAILED" in out
     # a new lock for the laptop (another numpy, say) makes the record stale

@@ -88,8 +88,9 @@ def test_the_tolerance_check_is_what_catches_it(real_torch_python: str, tmp_path
 
 
 @pytest.mark.slow
-def test_quick_json_lists_compile_check_and_attention_with_modes(real_torch_python: str) -> None:
-    r = run_verify(real_torch_python, backend="cpu", quick=True)
+def test_quick_json_lists_compile_check_and_attention_with_modes(real_torch_python: str,
+                                                                 real_torch_backend: str) -> None:
+    r = run_verify(real_torch_python, backend=real_torch_backend, quick=True)
     assert r.ok, format_report(r)
     doc = r.to_json()
     rows = doc["kernels"]
@@ -226,8 +227,8 @@ def test_verify_result_round_trips_the_added_fields() -> None:
 
 
 @pytest.mark.slow
-def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str) -> None:
-    r = run_verify(real_torch_python, backend="cpu", quick=True, cold=True)
+def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str, real_torch_backend: str) -> None:
+    r = run_verify(real_torch_python, backend=real_torch_backend, quick=True, cold=True)
     assert r.ok, format_report(r)
     assert "cold: compiled into fresh, empty Triton and Inductor caches" in r.notes
     caches = dict(r.caches)
