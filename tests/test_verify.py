@@ -485,3 +485,21 @@ def test_runner_without_torch_reports_it(tmp_path: Path) -> None:
     c = _check(r, "torch imports")
     assert c.detail == "torch is not installed in this environment (No module named 'torch')"
     assert format_report(r).splitlines()[0].startswith("verify: no kernel ran; python ")
+
+
+@pytest.mark.slow
+def test_no_cpp_compiler_skips_the_cpu_torch_compile_check_saying_what_is_missing(
+        real_torch_python: str, real_torch_backend: str, real_triton: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slim image without a C++ compiler: Inductor's CPU backend cannot build what it writes. That is no fault of
+    the environment — the row says what is missing and how to get it, and it does not fail verify (nor so the first
+    sync on such an image); the Triton kernels still run."""
+    monkeypatch.setenv("CXX", str(Path("/nonexistent") / "g++"))  # where Inductor looks, and nothing there
+    r = run_verify(real_torch_python, backend=real_torch_backend, triton=real_triton, reuse=False)
+    (row,) = [k for k in r.kernels if k.kernel == "torch_compile"]
+    assert (row.ok, row.mode) == (True, "skipped"), row.detail
+    assert row.detail.startswith("skipped: no C++ compiler found (No working C++ compiler found in "), row.detail
+    assert "`apt-get install g++`" in row.detail and "point CXX at one" in row.detail
+    assert "InvalidCxxCompiler" not in format_report(r)
+    assert "torch.compile was not checked: no C++ compiler on this machine (its row says how to get one)" in r.notes
+    assert r.ok and all(k.ok for k in r.kernels if k.mode == "interpreter"), format_report(r)
+    assert "skip  torch_compile on cpu: no C++ compiler found" in format_report(r)
