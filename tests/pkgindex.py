@@ -201,10 +201,10 @@ class LocalIndex:
 
             def do_GET(self) -> None:  # noqa: N802
                 log.append(self.path)
+                got = self.headers.get("Authorization")
+                if got:  # every credential a client hands this index, asked for or not
+                    seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])
                 if want is not None:
-                    got = self.headers.get("Authorization")
-                    if got:
-                        seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])
                     if got != want:
                         self.send_response(401)
                         self.send_header("WWW-Authenticate", 'Basic realm="tritonlock-tests"')
