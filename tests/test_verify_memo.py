@@ -285,3 +285,45 @@ def test_the_reuse_key_sees_what_syncs_damage_check_sees(tmp_path: Path, local_i
     (site / "filelock" / "asyncio").mkdir(exist_ok=True)  # a stray package in an installed folder
     (site / "filelock" / "asyncio" / "__init__.py").write_text("")
     assert key() != reinstalled
+
+
+_COUNTS = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tlverify import k_vector_add, precompile as P
+_, signature, constexprs, attrs, options = P._decode(sys.argv[2])
+seen = []
+for _ in range(2):  # the same binary twice: compiled, then found in Triton's cache
+    with P.triton_compiles() as counts:
+        triton.compile(ASTSource(k_vector_add.vector_add_kernel, signature, constexprs, attrs),
+                       target=GPUTarget("cuda", 90, 32), options=options)
+    seen.append(dict(counts))
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow
+def test_the_compile_note_counts_what_triton_compiled_and_what_it_found_in_its_cache(
+        real_torch_python: str, tmp_path: Path) -> None:
+    """The note `verify` prints about its compile step ("N compiled and M found in Triton's cache by K worker
+    processes; then … loaded here") says what Triton's own compilation listener counted, each number in its place."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    env.pop("TRITON_INTERPRET", None)
+    proc = subprocess.run([real_torch_python, "-I", "-c", _COUNTS, str(RUNNER), _spec(512, 4)], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, second = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert first == {"compiled": 1, "hit": 0} and second == {"compiled": 0, "hit": 1}, (first, second)
+    P = _module("precompile")
+
+    class Pool:
+        size = 16
+
+    assert P._words({"compiled": 20, "hit": 7}, Pool(), {"compiled": 0, "hit": 27}, 8) == (
+        ": 20 compiled and 7 found in Triton's cache by 16 worker processes; then 27 loaded from Triton's cache")
+    assert P._words(None, None, {"compiled": 3, "hit": 24}, 8) == (
+        ": 24 loaded from Triton's cache and 3 compiled on 8 thread(s)")
+    assert P._words(None, None, None, 8) == ""  # a Triton without a listener: nothing said that was not counted
