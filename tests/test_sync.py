@@ -14,7 +14,7 @@ import pytest
 
 from tritonlock.errors import NoFittingTargetError
 from tritonlock.models import Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
-from tritonlock.environment.sync import pick_target, plan
+from tritonlock.environment.sync import pick_target, plan, target_fit
 
 
 def _pkg(name: str, version: str) -> LockedPackage:
@@ -165,3 +165,15 @@ def test_a_second_ctrl_c_while_the_first_is_being_said_still_stops_the_installer
     except FileNotFoundError:
         state = "gone"
     assert state in ("gone", "Z", "X"), f"the installer {pid} still runs ({state})"
+
+
+def test_a_host_whose_driver_equals_a_targets_floor_is_picked() -> None:
+    """A driver at exactly a build's floor runs it (the floor is the least driver that does): sync picks that GPU
+    target, not the CPU one; one patch release below, the GPU target does not fit and says why."""
+    floor = LOCK.targets[2].selection.driver_floor
+    assert floor == "525.60.13"
+    assert pick_target(LOCK, _host(floor, ("9.0",))).name == "h100"
+    below = "525.60.12"
+    assert pick_target(LOCK, _host(below, ("9.0",))).name == "cpu"
+    assert target_fit(LOCK.targets[2], _host(below, ("9.0",)), "3.12") == f"cu126 needs driver >= {floor}; this " \
+        f"host has {below}"
