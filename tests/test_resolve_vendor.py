@@ -247,3 +247,21 @@ def test_older_rocm_builds_lock_with_their_own_tags(tmp_path: Path) -> None:
     by = {t.name: {p.name: p.version for p in t.packages} for t in read_lock(tmp_path / "p" / "triton-env.lock").targets}
     assert by["mi250"] == {"torch": "2.6.0+rocm6.2.4", "pytorch-triton-rocm": "3.2.0"}
     assert by["rhel7"] == {"torch": "2.5.1+rocm6.2", "pytorch-triton-rocm": "3.1.0"}
+
+
+def test_an_intel_gpu_missing_from_a_releases_xpu_device_list_is_refused(tmp_path: Path) -> None:
+    """Each release's XPU build lists the GPU families it carries code for (compat/xpu.toml devices): one not listed
+    is refused — never locked onto a build that has no code for it — with the release that added it."""
+    got = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "==2.9.1"\n\n[[targets]]\nname = "ptl"\n'
+                         'gpus = ["ptl-h"]\n')["ptl"]
+    assert not got["ok"] and got["backend"] is None, got
+    assert "torch 2.9.1: its xpu build supports pvc, dg2, mtl-h, bmg, lnl-m, arl-h, not ptl-h" in got["conflict"]
+    assert "ptl-h is in the XPU builds from torch 2.10" in got["conflict"]
+    # the first release that lists it takes it
+    later = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "==2.10.0"\n\n[[targets]]\nname = "ptl"\n'
+                           'gpus = ["ptl-h"]\n')["ptl"]
+    assert (later["ok"], later["backend"], later["torch"]) == (True, "xpu", "2.10.0"), later
+    # an Arc B580 (bmg) under torch 2.5, whose list predates it
+    arc = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "<2.6"\n\n[[targets]]\nname = "arc"\n'
+                         'gpus = ["Arc B580"]\n')["arc"]
+    assert not arc["ok"] and "its xpu build supports pvc, dg2, mtl-h, not bmg" in arc["conflict"], arc
