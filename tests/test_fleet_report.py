@@ -490,3 +490,39 @@ def test_a_gpu_record_forged_with_a_fake_nvidia_smi_and_a_swapped_interpreter_do
     r = cli("check", "--require-verified")
     assert r.returncode == 1, r.stdout
     assert "does not count: it cannot stand for a GPU run: " in r.stdout and "was replaced after the venv" in r.stdout
+
+
+def test_a_record_goes_stale_when_a_locked_files_sha256_changes_under_the_same_name(tmp_path: Path) -> None:
+    """The same package, version, file name and URL with another sha256 (the lock re-resolved after an index
+    replaced the file): a record of the old bytes no longer speaks for the lock — `show` says STALE and `check
+    --require-verified` does not count it; the sdist of a source build likewise."""
+    import dataclasses
+
+    from tritonlock import records
+    from tritonlock.lock import lockfile
+    from tritonlock.models import Wheel
+
+    lock, rec = _lock_and_record()
+    (t,) = lock.targets  # type: ignore[attr-defined]
+    assert records.doubt(rec, t) is None
+    torch = next(p for p in t.packages if p.name == "torch")
+    swapped = dataclasses.replace(torch, wheels=tuple(dataclasses.replace(w, sha256="f" * 64) for w in torch.wheels))
+    t2 = dataclasses.replace(t, packages=tuple(swapped if p is torch else p for p in t.packages))
+    assert [w.name for w in swapped.wheels] == [w.name for w in torch.wheels]  # only the bytes differ
+    assert records.doubt(rec, t2) == "the target's packages changed since"
+    sdist = dataclasses.replace(torch, sdist=Wheel(name="torch-2.11.0.tar.gz", url="https://x/torch-2.11.0.tar.gz",
+                                                   sha256="1" * 64))
+    other = dataclasses.replace(sdist, sdist=dataclasses.replace(sdist.sdist, sha256="2" * 64))  # type: ignore[arg-type]
+    assert records.target_digest(dataclasses.replace(t, packages=(sdist,))) != records.target_digest(
+        dataclasses.replace(t, packages=(other,)))
+    # end to end: the lock on disk, the record beside it
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')
+    new_lock = dataclasses.replace(lock, targets=(t2,))  # type: ignore[call-arg]
+    lockfile.write_lock(new_lock, proj / "triton-env.lock")
+    records.add_records(proj / records.RECORDS_FILE, [rec])
+    r = CliRunner().invoke(main, ["show", "-p", str(proj)])
+    assert "STALE: the target's packages changed since" in r.output, r.output
+    r = CliRunner().invoke(main, ["check", "-p", str(proj), "--require-verified"])
+    assert r.exit_code == 1 and "packages changed since" in r.output, r.output
