@@ -230,3 +230,23 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str, r
     assert code == 1 and "target 'laptop' was never verified with the current lock (1 record(s) are stale" in out
     code, out = _run("show", "-p", str(locked), "--target", "laptop")
     assert "STALE: the target's packages changed since" in out
+
+
+def test_check_calls_a_malformed_sha256_a_hash_problem(tmp_path: Path) -> None:
+    """A file whose sha256 is there but not a sha256 (too short, not hex): a hash problem naming the file (kind
+    "hash"), as a missing one is — not "the lock is unreadable", and not "has no hash"."""
+    from test_lockfile import sample
+    from tritonlock.lock import lockfile
+
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')
+    good = lockfile.dumps(sample())
+    for bad in ("abc", "z" * 64, "A" * 64, "b" * 63):
+        (tmp_path / "triton-env.lock").write_text(good.replace('"' + "b" * 64 + '"', f'"{bad}"'))
+        code, out = _run("check", "-p", str(tmp_path), "--json")
+        problems = json.loads(out)["problems"]
+        assert code == 1 and [p["kind"] for p in problems] == ["hash"], (bad, problems)
+        assert ("package filelock 3.16.1 file filelock-3.16.1-py3-none-any.whl has a malformed sha256 "
+                f"({bad!r}"[:120]) in problems[0]["message"], problems
+    (tmp_path / "triton-env.lock").write_text(good.replace('hashes = { sha256 = "' + "b" * 64 + '" }', "hashes = {}"))
+    problems = json.loads(_run("check", "-p", str(tmp_path), "--json")[1])["problems"]
+    assert [p["kind"] for p in problems] == ["hash"] and "has no sha256 hash" in problems[0]["message"], problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ class CheckReport:
 
 # ---------------------------------------------------------------- hashes, read from the raw TOML
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
 
 def missing_hashes(text: str, path: str) -> list[Problem]:
     """Every package file in the lock without a sha256 (read raw: the strict reader stops at the first)."""
@@ -74,11 +77,18 @@ def missing_hashes(text: str, path: str) -> list[Problem]:
             for f in files:
                 hashes = f.get("hashes") if isinstance(f, dict) else None
                 sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-                if not isinstance(sha, str) or len(sha) != 64:
-                    name = f.get("name", "?") if isinstance(f, dict) else "?"
+                name = f.get("name", "?") if isinstance(f, dict) else "?"
+                if sha is None:
                     out.append(Problem(kind="hash", target=tname,
                                        message=f"target {tname!r}: package {who} file {name} has no sha256 hash — "
                                                f"{FIX_RESOLVE} (never install it without one)"))
+                elif not isinstance(sha, str) or _SHA256.fullmatch(sha) is None:
+                    from tritonlock._term import printable
+
+                    out.append(Problem(kind="hash", target=tname,
+                                       message=f"target {tname!r}: package {who} file {name} has a malformed sha256 "
+                                               f"({printable(repr(sha), 80)}: not 64 lowercase hex digits), so "
+                                               f"nothing can be checked against it — {FIX_RESOLVE}"))
     return out
 
 
