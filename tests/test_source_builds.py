@@ -333,3 +333,22 @@ def test_a_swapped_sdist_is_a_hash_mismatch_not_a_failed_build(tmp_path: Path) -
     assert re.search(r"(hash|size) mismatch for torch-ext: the file the index served is not the one the lock pinned", out), out
     assert "from source failed" not in out and "no-build" not in out
     assert "sync failed; nothing was created" in out
+
+
+def test_the_pylock_export_of_a_source_build_carries_its_sdist_and_hash(tmp_path: Path, index: LocalIndex) -> None:
+    """A package the lock builds from source has no wheel: the PEP 751 export must carry its sdist — URL, size and
+    the sha256 the lock pins — or an installer of the export has nothing to build it from, or to check it against."""
+    import tomllib
+
+    proj = _intent(tmp_path, index, '"torch-ext"')
+    _resolve(proj)
+    (t,) = read_lock(proj / "triton-env.lock").targets
+    locked = next(p for p in t.packages if p.name == "torch-ext")
+    assert locked.sdist is not None and not locked.wheels
+    code, out = _run("export", "--format", "pylock", "-p", str(proj))
+    assert code == 0, out
+    doc = tomllib.loads(out)
+    (pk,) = [p for p in doc["packages"] if p["name"] == "torch-ext"]
+    assert "wheels" not in pk or not pk["wheels"]
+    assert pk["sdist"]["name"] == locked.sdist.name and pk["sdist"]["url"] == locked.sdist.url
+    assert pk["sdist"]["hashes"] == {"sha256": locked.sdist.sha256}, pk
