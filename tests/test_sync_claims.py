@@ -377,7 +377,7 @@ def test_a_stray_module_under_a_locked_import_name_is_damage(tmp_path: Path, ind
     assert "partial upgrade" not in json.dumps(found)
     r = _cli("sync", "-p", str(proj), "--no-verify")
     assert r.returncode == 0 and "already matches" not in r.stdout, r
-    assert f"now matches target host: 1 repaired" in r.stdout, r.stdout
+    assert "now matches target host: 1 repaired" in r.stdout, r.stdout
     assert f"{strayed} is no installed distribution's file and takes the import name of {owner}'s own module" in r.stderr
     assert not strayed.exists() and _venv.venv_damage(venv) == [] and _imports(venv) == 0
     assert "venv-stray-module" not in _doctor(proj)

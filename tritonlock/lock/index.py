@@ -440,12 +440,15 @@ class IndexClient:
         if resp is None:
             return ()
         if resp.headers.get("Content-Type", "").startswith(PEP691):
-            return tuple(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
-                                   sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
-                                   yanked=bool(f.get("yanked")), requires_python=f.get("requires-python") or None,
-                                   **dict(zip(("has_metadata", "metadata_sha256"), _metadata_flag(
-                                       f.get("core-metadata", f.get("dist-info-metadata"))))))
-                         for f in resp.json().get("files", []))
+            out_json: list[IndexFile] = []
+            for f in resp.json().get("files", []):
+                served, meta_sha = _metadata_flag(f.get("core-metadata", f.get("dist-info-metadata")))
+                out_json.append(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
+                                          sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
+                                          yanked=bool(f.get("yanked")),
+                                          requires_python=f.get("requires-python") or None,
+                                          has_metadata=served, metadata_sha256=meta_sha))
+            return tuple(out_json)
         parser = _Links()
         parser.feed(resp.text)
         out: list[IndexFile] = []

@@ -50,7 +50,7 @@ def check_lock(lock: Lock, *, max_bytes: int | None = None) -> tuple[str, ...]:
     bound = MAX_FILE_BYTES if max_bytes is None else max_bytes
     jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        checked = {k: c for k, c in zip(jobs, pool.map(lambda pw: _check_file(*pw, bound), jobs.values()))}
+        checked = dict(zip(jobs, pool.map(lambda pw: _check_file(pw[0], pw[1], bound), jobs.values())))
     problems = [c.problem for c in checked.values() if c.problem]
     for t in lock.targets:
         problems += _missing(t, [checked[(p.index, w.url)] for p in t.packages for w in _files(p)])
@@ -89,8 +89,8 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
     if scheme == "file":  # a folder on this disk is the index: its bytes are what uv read
         path = unquote(urlsplit(w.url).path)
         with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-        return _from_bytes(p, w, data, max_bytes)
+            local = fh.read(max_bytes + 1)
+        return _from_bytes(p, w, local, max_bytes)
     if scheme not in ("http", "https"):
         return _Checked(package=p, file=w, unchecked=f"{w.name}: not checked (a {scheme}: URL)")
     client = IndexClient(p.index, timeout=60)
@@ -113,7 +113,7 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
                                                        f"{got}, its page lists {entry.metadata_sha256}")
         return _Checked(package=p, file=w, metadata=meta.decode("utf-8", "replace"))
     size = w.size if w.size is not None else entry.size
-    data = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
+    data: bytes | None = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
     if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
         return _Checked(package=p, file=w, unchecked=w.name)
     return _from_bytes(p, w, data, max_bytes)
