@@ -284,6 +284,7 @@ def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None
 # imports as code (source, byte-code, an extension module with any ABI tag).
 _MODULE_FILE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z0-9_-]+)*\.(?:py|pyc|pyw|so|pyd)")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CODE = (".py", ".pyc", ".pyw", ".so", ".pyd")
 
 
 def _module_of(name: str, is_dir: bool) -> str | None:
@@ -318,24 +319,24 @@ def stray_shadows(venv: Path) -> list[Damage]:
             except (OSError, csv.Error):
                 continue
             for row in rows:
-                if row and row[0] and "__pycache__" not in row[0]:
-                    rel = os.path.normpath(row[0])
-                    if not rel.startswith(".." + os.sep):
-                        files.setdefault(rel, owner)
-        dirs: dict[str, str] = {}  # every folder holding an owned file → an owner
+                rel = row[0] if row else ""
+                if not rel or "__pycache__" in rel:
+                    continue
+                if "./" in rel or "//" in rel or "\\" in rel or rel.startswith("/"):  # (rare: the cheap path first)
+                    rel = os.path.normpath(rel).replace(os.sep, "/")
+                if not rel.startswith("../"):
+                    files.setdefault(rel, owner)
+        dirs: set[str] = set()  # every folder holding an owned file
         names: dict[str, dict[str, str]] = {}  # folder → module name owned there → its owner
         for rel, owner in files.items():
-            parent, leaf = os.path.split(rel)
-            mod = _module_of(leaf, False)
-            if mod:
+            parent, _, leaf = rel.rpartition("/")
+            if leaf.endswith(_CODE) and (mod := _module_of(leaf, False)):
                 names.setdefault(parent, {}).setdefault(mod, owner)
-            while parent:
-                up, leaf = os.path.split(parent)
-                if parent in dirs:
-                    break
-                dirs[parent] = owner
-                if (mod := _module_of(leaf, True)) is not None:
-                    names.setdefault(up, {}).setdefault(mod, owner)
+            while parent and parent not in dirs:
+                dirs.add(parent)
+                up, _, leaf = parent.rpartition("/")
+                if _IDENT.fullmatch(leaf):
+                    names.setdefault(up, {}).setdefault(leaf, owner)
                 parent = up
         for folder, owned in names.items():
             try:
@@ -343,7 +344,7 @@ def stray_shadows(venv: Path) -> list[Damage]:
             except OSError:
                 continue
             for e in entries:
-                rel = os.path.normpath(os.path.join(folder, e.name))
+                rel = f"{folder}/{e.name}" if folder else e.name
                 try:
                     is_dir = e.is_dir(follow_symlinks=False)
                 except OSError:
