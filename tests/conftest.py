@@ -67,33 +67,105 @@ def populate(idx: LocalIndex) -> None:
         idx.add("simple", "triton", t, tag=LINUX_TAG)
 
 
-# Real torch for verify and doctor: the CPU build pip takes from this machine's disk, and a triton
-# whose interpreter runs the kernels on the CPU.
+# Real torch for verify and doctor, got the way a user gets it: from PyTorch's CPU index when it answers, else what
+# pip installs from the default index (pip's configuration: PyPI, a mirror, a find-links folder), with the triton
+# that torch pins — read from the installed torch's METADATA, or, for a CPU build (which pins none), the one its CUDA
+# builds pin (compat/torch.toml: what tritonlock itself locks for a CPU target). Triton's interpreter runs the
+# kernels on the CPU.
 TORCH = "2.13.0"
-TRITON = "3.6.0"
+
+
+def _venv_pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+                          capture_output=True, text=True)
+
+
+def _triton_pin(python: Path) -> str | None:
+    """The exact triton the installed torch requires here (its METADATA), or None (a CPU build pins none)."""
+    code = ("import importlib.metadata as m, json, sys\nfrom packaging.requirements import Requirement\n"
+            "out = None\nfor r in m.requires('torch') or []:\n    q = Requirement(r)\n"
+            "    if q.name == 'triton' and (q.marker is None or q.marker.evaluate({'extra': ''})):\n"
+            "        out = next((s.version for s in q.specifier if s.operator in ('==', '===')), None)\n"
+            "print(json.dumps(out))\n")
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:  # (no packaging in the venv: pip vendors one)
+        proc = subprocess.run([str(python), "-c", code.replace("from packaging.", "from pip._vendor.packaging.")],
+                              capture_output=True, text=True, check=True)
+    import json
+
+    pin: str | None = json.loads(proc.stdout)
+    return pin
+
+
+def _say(request: pytest.FixtureRequest, line: str) -> None:
+    """One line on the terminal, past pytest's output capture (also with -q)."""
+    import contextlib
+
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        reporter.ensure_newline()
+        reporter.write_line(f"real torch for verify and doctor: {line}")
 
 
 @pytest.fixture(scope="session")
 def real_torch_python(request: pytest.FixtureRequest) -> str:
-    """A venv with torch and triton installed, kept in pytest's cache keyed by the versions."""
-    root = Path(request.config.cache.mkdir(f"verify-venv-py{sys.version_info[0]}{sys.version_info[1]}"
-                                           f"-torch{TORCH}-triton{TRITON}"))
+    """A venv with torch and the triton it pins, kept in pytest's cache keyed by Python and torch version; which
+    source it came from is said once per session (and in the test report's header)."""
+    root = Path(request.config.cache.mkdir(f"verify-venv-py{sys.version_info[0]}{sys.version_info[1]}-torch{TORCH}"))
     python = root / "venv" / "bin" / "python"
     done = root / "complete"
     if done.exists() and python.exists():
+        _say(request, done.read_text().strip())
         return str(python)
-    venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.lock.index import unreachable
+
+    matrix = load_matrix()
+    cpu_index = matrix.index_url("cpu")
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(root / "venv")], check=True)
     started = time.monotonic()
-    proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-         f"torch=={TORCH}", f"triton=={TRITON}", "numpy"],
-        capture_output=True, text=True,
-    )
+    if unreachable(cpu_index, "torch") is None:
+        source = f"torch=={TORCH} from PyTorch's CPU index ({cpu_index})"
+        proc = _venv_pip(python, "--index-url", cpu_index, f"torch=={TORCH}")
+    else:
+        source = f"torch=={TORCH} from the default index (pip's configuration; PyTorch's CPU index did not answer)"
+        proc = _venv_pip(python, f"torch=={TORCH}")
     if proc.returncode != 0:
-        pytest.fail(f"cannot install torch=={TORCH} triton=={TRITON} here: {proc.stderr[-800:]}")
-    done.write_text(f"installed in {time.monotonic() - started:.0f} s\n")
+        pytest.fail(f"cannot install {source}: {proc.stderr[-800:]}")
+    pin = _triton_pin(python)
+    if pin is not None:
+        why = f"triton {pin}, which its METADATA pins"
+    else:
+        release = matrix.torch_release(TORCH)
+        assert release is not None and release.triton, f"the matrix must know torch {TORCH}'s triton"
+        pin = release.triton
+        why = f"triton {pin}, which torch {TORCH}'s CUDA builds pin (this build pins none; compat/torch.toml)"
+    proc = _venv_pip(python, f"triton=={pin}", "numpy")
+    if proc.returncode != 0:
+        pytest.fail(f"cannot install triton=={pin} beside {source}: {proc.stderr[-800:]}")
+    said = f"{source}, with {why} (installed in {time.monotonic() - started:.0f} s)"
+    done.write_text(said + "\n")
+    _say(request, said)
     return str(python)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Which torch the real-torch tests use, when a session already made its venv."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+    done = Path(cache.mkdir(f"verify-venv-py{sys.version_info[0]}{sys.version_info[1]}-torch{TORCH}")) / "complete"
+    return f"real torch for verify and doctor: {done.read_text().strip()}" if done.exists() else None
+
+
+@pytest.fixture(scope="session")
+def real_triton(real_torch_python: str) -> str:
+    """The triton version in the real-torch venv (whatever torch pinned, not a number written here)."""
+    return subprocess.run([real_torch_python, "-c", "import importlib.metadata as m; print(m.version('triton'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture(scope="session")
@@ -172,3 +244,22 @@ def need_system_packages(what: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(what)
     pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def real_torch_backend(real_torch_python: str) -> str:
+    """The real-torch venv's build as a lock backend: "cpu" (PyTorch's CPU index, or a CPU wheel pip found), or
+    "cu130" and the like (PyPI's Linux torch is a CUDA build; without a GPU it runs on the CPU just the same)."""
+    cuda = subprocess.run([real_torch_python, "-c", "import torch; print(torch.version.cuda or '')"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    return "cu" + cuda.replace(".", "") if cuda else "cpu"
+
+
+@pytest.fixture(scope="session")
+def real_cpu_torch_python(real_torch_python: str, real_torch_backend: str) -> str:
+    """The real-torch venv, for tests about torch's CPU build itself: skipped (saying why) where the set-up could only
+    get a CUDA build (PyTorch's CPU index did not answer, and the default index ships torch as a CUDA build)."""
+    if real_torch_backend != "cpu":
+        pytest.skip(f"needs torch's CPU build; the set-up got the {real_torch_backend} build (PyTorch's CPU index did "
+                    "not answer, and the default index ships that one)")
+    return real_torch_python

@@ -186,6 +186,16 @@ class LocalIndex:
     client_ca: Path | None = None  # with tls: require a client certificate signed by this CA
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
     delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
+    # While set to an Event that is not set, every file download waits for it (an install held mid-download, for as
+    # long as the test needs: it opens the gate when it wants the downloads to go on)
+    gate: threading.Event | None = None
+    served: list[str] = field(default_factory=list)  # paths of the files whose bytes were sent in full
+    json: bool = True  # serve PEP 691 JSON pages (with sizes); False: PEP 503 HTML only, as some mirrors do
+    # PEP 658/714: list each wheel's core-metadata hash on its page (data-core-metadata / "core-metadata"), as PyPI does
+    core_metadata: bool = False
+    # A mirror that serves other bytes than its page lists (the page keeps the real file's hash and size): file name →
+    # the bytes served for every GET of it ("file"), only for HTTP Range reads ("range"), or as its .metadata
+    tampered: dict[tuple[str, str], bytes] = field(default_factory=dict)
 
     def add(self, index: str, name: str, version: str, *, uploaded: str | None = None, **kw: object) -> Path:
         """A wheel on `index`; `uploaded` ("2023-12-14"): the upload time its JSON page gives (PEP 700)."""
@@ -210,10 +220,10 @@ class LocalIndex:
 
             def do_GET(self) -> None:  # noqa: N802
                 log.append(self.path)
+                got = self.headers.get("Authorization")
+                if got:  # every credential a client hands this index, asked for or not
+                    seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])
                 if want is not None:
-                    got = self.headers.get("Authorization")
-                    if got:
-                        seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])
                     if got != want:
                         self.send_response(401)
                         self.send_header("WWW-Authenticate", 'Basic realm="tritonlock-tests"')
@@ -225,17 +235,26 @@ class LocalIndex:
                 if "_files" in parts:
                     if outer.delay:
                         time.sleep(outer.delay)
+                    gate = outer.gate
+                    if gate is not None:
+                        gate.wait()
                     f = root.joinpath(*parts)
                     if f.is_file():
                         data = f.read_bytes()
                         rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                        data = outer.tampered.get((f.name, "range" if rng else "file"),
+                                                  outer.tampered.get((f.name, "file"), data))
                         if rng:  # HTTP Range, as real indexes answer it (compat check reads inside wheels so)
                             start = int(rng[1])
                             end = min(int(rng[2]) if rng[2] else len(data) - 1, len(data) - 1)
                             return self._send(206, data[start:end + 1], "application/octet-stream")
-                        return self._send(200, data, "application/octet-stream")
+                        self._send(200, data, "application/octet-stream")
+                        outer.served.append(self.path)
+                        return None
                     meta = core_metadata(f.with_name(f.name.removesuffix(".metadata"))) if f.name.endswith(
                         ".metadata") else None
+                    if meta is not None:
+                        meta = outer.tampered.get((f.name.removesuffix(".metadata"), "metadata"), meta)
                     if meta is not None:  # PEP 658: the wheel's METADATA beside it
                         return self._send(200, meta, "application/octet-stream")
                     return self._send(404, b"not found", "text/plain")
@@ -263,23 +282,27 @@ class LocalIndex:
                 entries = []
                 for f in mine:
                     data = f.read_bytes()
+                    meta = core_metadata(f) if outer.core_metadata else None
                     entries.append((f.name, f"{rel}/_files/{f.name}", hashlib.sha256(data).hexdigest(), len(data),
-                                    _requires_python(f), _upload_time(f)))
-                if "application/vnd.pypi.simple.v1+json" in accept:
+                                    _requires_python(f), hashlib.sha256(meta).hexdigest() if meta else None,
+                                    _upload_time(f)))
+                if "application/vnd.pypi.simple.v1+json" in accept and outer.json:
                     doc = {
                         "meta": {"api-version": "1.1"},
                         "name": project,
                         "files": [
                             {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s,
-                             **({"requires-python": rp} if rp else {}), **({"upload-time": up} if up else {})}
-                            for n, u, h, s, rp, up in entries
+                             **({"requires-python": rp} if rp else {}), **({"upload-time": up} if up else {}),
+                             **({"core-metadata": {"sha256": mh}} if mh else {})}
+                            for n, u, h, s, rp, mh, up in entries
                         ],
                     }
                     return self._send(200, json.dumps(doc).encode(), "application/vnd.pypi.simple.v1+json")
                 links = "".join(
                     f'<a href="{html.escape(u)}#sha256={h}"'
                     + (f' data-requires-python="{html.escape(rp)}"' if rp else "")
-                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp, _up in entries
+                    + (f' data-core-metadata="sha256={mh}"' if mh else "")
+                    + f">{html.escape(n)}</a>\n" for n, u, h, _, rp, mh, _up in entries
                 )
                 return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
 

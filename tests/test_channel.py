@@ -68,6 +68,16 @@ def test_nightly_locks_a_dated_torch_and_its_exact_pytorch_triton(tmp_path: Path
     assert ("a nightly build of PyTorch's main branch, not a release; the matrix's rules (the cu" in r.output
             and f"apply by the facts of the nearest release it knows, torch {m.torch[0].version}" in r.output)
     assert f"pytorch-triton {NIGHTLY_TRITON}: the exact Triton torch 2.17.0.dev20261130 requires" in r.output
+    # the release's own picks are gone, not left beside what replaced them (its torch line, its Triton's checks)
+    from tritonlock.lock.lockfile import read_lock
+
+    (t,) = read_lock(root / "triton-env.lock").targets
+    nearest, triton = m.torch[0].version, m.torch[0].triton
+    assert not [x for x in t.selection.reasons if x.startswith((f"torch {nearest}:", f"triton {triton}"))], \
+        t.selection.reasons
+    assert any(x.startswith("cu") and f"of torch {nearest}" in x for x in t.selection.reasons)  # its facts stay
+    assert f"the matrix's Triton checks (GPU support, the bundled ptxas and this driver) are of triton {triton}" in \
+        r.output
     code = CliRunner().invoke(main, ["check", "-p", str(root)])
     assert code.exit_code == 0, code.output
     why = CliRunner().invoke(main, ["show", "-p", str(root)])

@@ -194,7 +194,7 @@ def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatc
     assert "laptop" not in out  # its CPU build did not change
 
 
-def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -> None:
+def test_check_host_and_require_verified(locked: Path, real_torch_python: str, real_triton: str) -> None:
     code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_ARCH": "aarch64"})
     assert code == 1 and out.startswith(f"this machine matches no target in {locked}/triton-env.lock (")
     assert "save it with `tritonlock host --save hosts/NAME.toml`" in out
@@ -209,7 +209,7 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -
     assert code == 1
     assert "target 'a100' was never verified with the current lock (no record)" in out
     assert "target 'laptop' was never verified with the current lock (no record)" in out
-    # verify --record on the laptop target, with torch 2.13 + triton 3.6 where the lock pins 2.6 + 3.2: the run
+    # verify --record on the laptop target, with torch 2.13 + its triton where the lock pins 2.6 + 3.2: the run
     # is recorded as failed, and a failed run proves nothing (the passing path: test_fleet_slurm)
     env = {"TRITONLOCK_DRIVER": "none", "TRITONLOCK_NODE": "ci-runner-1", "TRITONLOCK_GLIBC": "2.36"}
     code, out = _run("verify", "-p", str(locked), "--python", real_torch_python, "--quick", "--record",
@@ -219,7 +219,7 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -
     doc = json.loads(out)
     assert [p["target"] for p in doc["problems"]] == ["a100", "laptop"] and doc["verified"] == [], doc
     assert ("its last verify failed on ci-runner-1" in doc["problems"][1]["message"]
-            and "triton version: triton is 3.6.0 but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
+            and f"triton version: triton is {real_triton} but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
     code, out = _run("show", "-p", str(locked), "--target", "laptop")
     assert "verified 20" in out and "on ci-runner-1: no GPU (interpreter), driver none, linux/x86_64 — FAILED" in out
     # a new lock for the laptop (another numpy, say) makes the record stale
@@ -230,3 +230,23 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str) -
     assert code == 1 and "target 'laptop' was never verified with the current lock (1 record(s) are stale" in out
     code, out = _run("show", "-p", str(locked), "--target", "laptop")
     assert "STALE: the target's packages changed since" in out
+
+
+def test_check_calls_a_malformed_sha256_a_hash_problem(tmp_path: Path) -> None:
+    """A file whose sha256 is there but not a sha256 (too short, not hex): a hash problem naming the file (kind
+    "hash"), as a missing one is — not "the lock is unreadable", and not "has no hash"."""
+    from test_lockfile import sample
+    from tritonlock.lock import lockfile
+
+    (tmp_path / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')
+    good = lockfile.dumps(sample())
+    for bad in ("abc", "z" * 64, "A" * 64, "b" * 63):
+        (tmp_path / "triton-env.lock").write_text(good.replace('"' + "b" * 64 + '"', f'"{bad}"'))
+        code, out = _run("check", "-p", str(tmp_path), "--json")
+        problems = json.loads(out)["problems"]
+        assert code == 1 and [p["kind"] for p in problems] == ["hash"], (bad, problems)
+        assert ("package filelock 3.16.1 file filelock-3.16.1-py3-none-any.whl has a malformed sha256 "
+                f"({bad!r}"[:120]) in problems[0]["message"], problems
+    (tmp_path / "triton-env.lock").write_text(good.replace('hashes = { sha256 = "' + "b" * 64 + '" }', "hashes = {}"))
+    problems = json.loads(_run("check", "-p", str(tmp_path), "--json")[1])["problems"]
+    assert [p["kind"] for p in problems] == ["hash"] and "has no sha256 hash" in problems[0]["message"], problems

@@ -219,3 +219,33 @@ def test_the_fix_for_a_broken_host_file_works_when_followed(tmp_path: Path, monk
         assert code == 0, out
         code, out = _run("resolve", "--dry-run")
         assert code == 0 and "target box:" in out, out
+
+
+def test_host_save_never_suggests_or_trips_on_an_absolute_target_files_pattern(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An absolute pattern in target-files gave a traceback (pathlib refuses to glob one), and the advice for a file
+    saved outside a project suggested exactly such a pattern — which the intent reader then refuses."""
+    import re
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text('target-files = ["/etc/*"]\n[environment]\npython = "3.11"\n')
+    monkeypatch.chdir(proj)
+    code, out = _run("host", "--save", "hosts/x.toml", "--name", "x")
+    assert code == 0 and "Traceback" not in out, out
+    assert 'add target-files = ["hosts/*.toml"]' in out
+    # saved outside that project: no target-files pattern at all (it could only be absolute, or reach outside)
+    code, out = _run("host", "--save", str(tmp_path / "elsewhere" / "y.toml"), "--name", "y")
+    assert code == 0 and "is outside the project" in out and "target-files = [" not in out, out
+    # no project here: the pattern it names is relative, and followed, it works
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    monkeypatch.chdir(bare)
+    saved = tmp_path / "fleet" / "hosts" / "z.toml"
+    code, out = _run("host", "--save", str(saved), "--name", "z")
+    assert code == 0, out
+    m = re.search(r'include it from a triton-env.toml in (\S+) \(target-files = \["([^"]+)"\]', out)
+    assert m is not None and not Path(m[2]).is_absolute(), out
+    intent = Path(m[1]) / "triton-env.toml"
+    intent.write_text(f'target-files = ["{m[2]}"]\n[environment]\npython = "3.11"\n')
+    assert [t.name for t in read_intent(intent).targets] == ["z"]

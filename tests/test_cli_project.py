@@ -109,7 +109,9 @@ def test_commands_find_the_project_from_a_subdirectory(project: Path, monkeypatc
 def test_outside_any_project_the_error_names_this_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     code, out = _run("show")
-    assert (code, out.strip()) == (2, "error: triton-env.lock: no such file — run `tritonlock resolve` first")
+    assert (code, out.strip()) == (2, "error: triton-env.lock: no such file — and there is no triton-env.toml beside "
+                                      "it either: run `tritonlock init` (it writes triton-env.toml for this machine), "
+                                      "then `tritonlock resolve`")
 
 
 def test_a_stale_lock_warns_in_show_export_and_verify(project: Path) -> None:

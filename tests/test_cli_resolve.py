@@ -207,3 +207,17 @@ def test_a_lock_other_commands_refuse_is_never_up_to_date(tmp_path: Path, local_
         assert "; the existing lock was refused (" in out and "); re-resolving)" in out and why in out, out
         assert lock_path.read_text() == good
         read_lock(lock_path)
+
+
+def test_cuda_cpu_from_a_default_index_with_only_cuda_builds_is_a_conflict(tmp_path: Path,
+                                                                          local_index: LocalIndex) -> None:
+    """cuda = "cpu" with torch = "default" on Linux, where the default index ships torch only as a CUDA build: no lock
+    of that CUDA build with exit 0 — a conflict naming why and the two ways out, and no lock written."""
+    (tmp_path / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n[indexes]\ntorch = "default"\n'
+        f'default = "{local_index.index_url("simple")}"\n', encoding="utf-8")
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 3, out
+    assert "torch 2.6.0: the default index ships only the cu124 build of it for linux_x86_64, no CPU-only build" in out
+    assert "fix: for a CPU-only torch take it from PyTorch's cpu index" in out
+    assert not (tmp_path / "triton-env.lock").exists()

@@ -327,3 +327,28 @@ def test_a_raw_secret_reaches_its_own_host_and_appears_nowhere(tmp_path: Path, n
         if f.is_file() and not f.is_symlink() and f.name != "triton-env.toml":
             data = f.read_bytes()
             assert secret.encode() not in data and unquote(secret).encode() not in data, f
+def test_credentials_go_only_to_their_own_origin(tmp_path: Path, auth_index: LocalIndex) -> None:
+    """The credentials in the default index's URL are for its origin — scheme, host and port, as pip matches them —
+    not for every index on the same host: a torch index on 127.0.0.1 at another port (or scheme) never receives them.
+    (Matched by host alone, the second index would see the user's name in every request.)"""
+    other = LocalIndex(tmp_path / "other")
+    populate(other)
+    other.start()
+    try:
+        host = auth_index.url.split("//")[1]
+        proj = tmp_path / "p"
+        proj.mkdir()
+        (proj / "triton-env.toml").write_text(
+            INTENT + f'[indexes]\ntorch = "{other.url}/whl/{{backend}}"\n'
+                     f'default = "http://{USER}:{SECRET}@{host}/simple"\n')
+        for args in (("resolve",), ("sync", "--no-verify")):
+            code, out = _run(*args, "-p", str(proj))
+            assert code == 0, (args, out)
+        assert other.requests and other.seen_auth == [], other.seen_auth  # asked, and never handed a credential
+        assert set(auth_index.seen_auth) == {USER}
+        same_host = other.url.split("//")[1].split(":")[0] == host.split(":")[0]
+        assert same_host and other.url != auth_index.url  # one host, two ports: the case host matching gets wrong
+        for url in (f"{other.url}/simple/", f"https://{host}/simple/", f"{auth_index.url}/simple/einops/"):
+            assert index.credentials(url) == (None if url.startswith((other.url, "https")) else (USER, SECRET)), url
+    finally:
+        other.stop()

@@ -720,9 +720,9 @@ def test_venv_whose_python_was_removed(tmp_path: Path) -> None:
     assert "venv-missing" not in [x.id for x in r.findings]
 
 
-def test_real_cpu_torch_on_a_gpu_host(tmp_path: Path, real_torch_python: str) -> None:
+def test_real_cpu_torch_on_a_gpu_host(tmp_path: Path, real_cpu_torch_python: str) -> None:
     """A real venv with torch's CPU build (the one CI installs) examined on a recorded GPU host."""
-    r = examine(tmp_path, real_torch_python, host=host(), matrix=None)
+    r = examine(tmp_path, real_cpu_torch_python, host=host(), matrix=None)
     f = only(r, "torch-cpu-only")
     assert f.severity == "error"
     assert f.title.startswith("CPU-only torch 2.13.0+cpu is installed in ")
@@ -733,7 +733,7 @@ CPU_HOST = dict(driver=None, cuda_driver=None, gpus=(), nvcc=None, probes=())
 
 @pytest.mark.slow
 def test_real_venv_without_numpy_on_a_cpu_host_is_not_healthy(tmp_path: Path, no_numpy_python: str,
-                                                               real_torch_python: str) -> None:
+                                                               real_cpu_torch_python: str, real_triton: str) -> None:
     """What `verify` fails on (Triton's interpreter needs numpy), doctor reports too — and not when numpy is there."""
     r = examine(tmp_path, no_numpy_python, host=host(**CPU_HOST), matrix=None)
     f = only(r, "triton-interpreter-no-numpy")
@@ -741,9 +741,9 @@ def test_real_venv_without_numpy_on_a_cpu_host_is_not_healthy(tmp_path: Path, no
     assert f.severity == "error" and r.exit_code == 1
     assert f.title == (f"Triton kernels cannot run in {venv}: this host has no NVIDIA GPU, so they run only in "
                        "Triton's interpreter, which needs numpy, and numpy is not installed")
-    assert f.evidence[0].startswith("triton 3.6.0 in ")
+    assert f.evidence[0].startswith(f"triton {real_triton} in ")
     assert f.fix.startswith("lock numpy: `tritonlock resolve --upgrade`")
-    healthy = examine(tmp_path, real_torch_python, host=host(**CPU_HOST), matrix=None)
+    healthy = examine(tmp_path, real_cpu_torch_python, host=host(**CPU_HOST), matrix=None)
     assert "triton-interpreter-no-numpy" not in [x.id for x in healthy.findings]
     # with a GPU, Triton compiles for it; the CPU build of torch is its own finding, and numpy still matters
     on_gpu = examine(tmp_path, no_numpy_python, host=host(), matrix=None)

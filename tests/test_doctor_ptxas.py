@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,29 +39,47 @@ def no_toolkits(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return bin_dir
 
 
-def test_a_good_venv_has_no_ptxas_finding(tmp_path: Path, real_torch_python: str) -> None:
-    # triton 3.6.0: ptxas 12.8 for sm_90, ptxas-blackwell 12.9 for sm_120 — both 12.x, so R570 (and R580) load both
-    host = _host("570.133.07", "12.8", ("NVIDIA H200", "9.0"), ("NVIDIA GeForce RTX 5090", "12.0"))
+def _facts(triton: str) -> tuple[Any, str, str]:
+    """The installed triton's bundled ptxas facts (compat/, read from its wheel) and the least driver for each."""
+    row = M.ptxas_build("triton", triton, "linux_x86_64")
+    assert row is not None and row.blackwell is not None
+    floors = {mc.major: mc.linux_driver for mc in M.minor_compat}
+    return row, floors[int(row.ptxas.split(".")[0])], floors[int(row.blackwell.split(".")[0])]
+
+
+def _cuda(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def test_a_good_venv_has_no_ptxas_finding(tmp_path: Path, real_torch_python: str, real_triton: str) -> None:
+    # a driver that loads what both of the installed triton's ptxas binaries make (sm_90 and sm_120)
+    row, hopper, blackwell = _facts(real_triton)
+    driver = max(hopper, blackwell, key=lambda v: tuple(int(x) for x in v.split(".")))
+    host = _host(driver, "13.0", ("NVIDIA H200", "9.0"), ("NVIDIA GeForce RTX 5090", "12.0"))
     r = examine(tmp_path, real_torch_python, host=host, matrix=M)
     assert "triton-ptxas-too-new" not in [f.id for f in r.findings]
 
 
 def test_triton_ptxas_newer_than_the_driver_is_an_error_with_both_versions(
-        tmp_path: Path, real_torch_python: str, no_toolkits: Path) -> None:
+        tmp_path: Path, real_torch_python: str, real_triton: str, no_toolkits: Path) -> None:
+    row, hopper, blackwell = _facts(real_triton)
     host = _host("470.82.01", "11.4", ("Tesla T4", "7.5"), ("NVIDIA GeForce RTX 5090", "12.0"))
     r = examine(tmp_path, real_torch_python, host=host, matrix=M)
     f, bw = [f for f in r.findings if f.id == "triton-ptxas-too-new"]
     assert f.severity == "error" and r.exit_code == 1
-    assert f.title == ("Triton 3.6.0 compiles with a CUDA 12.8 ptxas whose kernels driver 470.82.01 cannot load: "
-                       "Triton kernels and torch.compile fail on GPU 0 (Tesla T4)")
-    assert f.evidence[0].endswith("triton/backends/nvidia/bin/ptxas --version: release 12.8, V12.8.93 (bundled with "
-                                  "triton; triton 3.6.0 compiles with it for compute capability 7.5)")
-    assert f.evidence[1].startswith("driver 470.82.01 supports CUDA 11.4 at most; code from a CUDA 12.x ptxas needs "
-                                    "driver >= 525.60.13")
-    assert f.fix.startswith("upgrade the NVIDIA driver to >= 525.60.13 (the R525 branch), or keep this driver: install "
-                            "a CUDA toolkit this driver supports (CUDA 11.4 or older, new enough for sm_75)")
+    assert f.title == (f"Triton {real_triton} compiles with a CUDA {_cuda(row.ptxas)} ptxas whose kernels driver "
+                       "470.82.01 cannot load: Triton kernels and torch.compile fail on GPU 0 (Tesla T4)")
+    assert f.evidence[0].endswith(f"triton/backends/nvidia/bin/ptxas --version: release {_cuda(row.ptxas)}, "
+                                  f"V{row.ptxas} (bundled with triton; triton {real_triton} compiles with it for "
+                                  "compute capability 7.5)")
+    assert f.evidence[1].startswith(f"driver 470.82.01 supports CUDA 11.4 at most; code from a CUDA "
+                                    f"{row.ptxas.split('.')[0]}.x ptxas needs driver >= {hopper}")
+    assert f.fix.startswith(f"upgrade the NVIDIA driver to >= {hopper} (the R{hopper.split('.')[0]} branch), or keep "
+                            "this driver: install a CUDA toolkit this driver supports (CUDA 11.4 or older, new enough "
+                            "for sm_75)")
     # the Blackwell GPU is judged by the ptxas-blackwell Triton uses for it, and its own variable
-    assert bw.title.startswith("Triton 3.6.0 compiles with a CUDA 12.9 ptxas-blackwell whose kernels driver 470.82.01")
+    assert bw.title.startswith(f"Triton {real_triton} compiles with a CUDA {_cuda(row.blackwell)} ptxas-blackwell "
+                               "whose kernels driver 470.82.01")
     assert bw.title.endswith("fail on GPU 1 (NVIDIA GeForce RTX 5090)")
     assert "point TRITON_PTXAS_BLACKWELL_PATH at its bin/ptxas" in bw.fix
 
@@ -76,12 +95,14 @@ def test_a_local_toolkit_the_driver_loads_is_named_in_the_fix(
 
 
 def test_an_override_too_new_for_the_driver_says_to_unset_it(
-        tmp_path: Path, real_torch_python: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, real_torch_python: str, real_triton: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    row, _, _ = _facts(real_triton)
+    assert row.ptxas.startswith("12.")  # (the bundled one, for sm_90: one R570 loads)
     fake = _toolkit(tmp_path, "13.1", "13.1.80")
     monkeypatch.setenv("TRITON_PTXAS_PATH", str(fake))
     r = examine(tmp_path, real_torch_python, host=_host("570.133.07", "12.8", ("NVIDIA H100", "9.0")), matrix=M)
     (f,) = [f for f in r.findings if f.id == "triton-ptxas-too-new"]
-    assert f.evidence[0] == (f"{fake} --version: release 13.1, V13.1.80 (chosen by TRITON_PTXAS_PATH; triton 3.6.0 "
-                             "compiles with it for compute capability 9.0)")
+    assert f.evidence[0] == (f"{fake} --version: release 13.1, V13.1.80 (chosen by TRITON_PTXAS_PATH; triton "
+                             f"{real_triton} compiles with it for compute capability 9.0)")
     assert f.fix == ("upgrade the NVIDIA driver to >= 580.65.06 (the R580 branch), or unset TRITON_PTXAS_PATH: the "
-                     "ptxas (CUDA 12.8) bundled with triton 3.6.0 is one this driver loads")
+                     f"ptxas (CUDA {_cuda(row.ptxas)}) bundled with triton {real_triton} is one this driver loads")

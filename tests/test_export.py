@@ -550,8 +550,9 @@ def test_cli_export_stdout_matches_the_function(project: Path) -> None:
     code, out = cli("export", "-p", str(project), "--format", "conda")  # (wheelhouse is a format now)
     assert code == 2 and "Invalid value for '--format'" in out
     code, out = cli("export", "-p", str(project / "nowhere"), "--format", "pylock")
-    assert (code, out) == (2, f"error: {project / 'nowhere' / 'triton-env.lock'}: no such file — run `tritonlock "
-                              "resolve` first\n")
+    assert (code, out) == (2, f"error: {project / 'nowhere' / 'triton-env.lock'}: no such file — and there is no "
+                              "triton-env.toml beside it either: run `tritonlock init` (it writes triton-env.toml for "
+                              "this machine), then `tritonlock resolve`\n")
 
 
 # ---------------------------------------------------------------- files the user wrote are theirs

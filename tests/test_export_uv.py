@@ -158,3 +158,20 @@ def test_an_inline_index_array_is_kept_extended_and_read_by_uv(tmp_path: Path, l
     code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(pyproject))
     assert code == 2 and ("pyproject.toml: tool.uv.index is a string, where uv expects a list of index tables — fix "
                           "it") in out, out
+def test_a_cpu_target_keeps_its_triton_and_check_agrees(tmp_path: Path, local_index: LocalIndex) -> None:
+    """A CPU build requires no triton; the lock keeps one (from the default index, for Triton's interpreter), and so
+    must uv.lock — else `check` sends the user to re-export the same tables, forever."""
+    root = tmp_path / "proj"
+    write_intent(root, local_index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\n\n[[targets]]\nname = "laptop"\n')
+    assert _run("resolve", "-p", str(root))[0] == 0
+    lock = read_lock(root / "triton-env.lock")
+    assert "triton" in {p.name for p in pinned(lock, lock.targets[0])}
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
+    assert code == 0, out
+    import tomllib
+
+    assert "triton" in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    uv = _uv_lock(root, tmp_path)
+    assert _same_files(root, uv) == 2  # torch and triton, the same files from the same indexes
+    code, out = _run("check", "-p", str(root))
+    assert code == 0, out

@@ -402,3 +402,127 @@ def test_check_names_the_real_reason_a_gpu_record_does_not_count(tmp_path: Path)
     assert r.exit_code == 1 and "does not count: it was edited after it was recorded (its digest does not match)" \
         in r.output, r.output
     assert "Triton's interpreter" not in r.output
+
+
+def test_a_passing_report_without_a_record_is_not_called_a_failed_verify(tmp_path: Path) -> None:
+    """verify passed but left no record: the node does not count (nothing says which machine and lock target it
+    proved), and its row says that — not "verify failed", which a look at its report contradicts."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "gpu-01.json").write_text(json.dumps({**H200, "ok": True}))
+    (d / "gpu-01.sync.rc").write_text("0")
+    (d / "gpu-01.verify.rc").write_text("0")
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--json"])
+    (node,) = json.loads(r.output)["nodes"]
+    assert r.exit_code == 1 and node["ok"] is False
+    assert node["status"] == "not recorded" and "verify passed" in node["error"] and "has no record" in node["error"]
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    assert "verify failed" not in r.output and "x gpu-01: not recorded: " in r.output
+
+
+def test_two_copies_of_one_report_are_one_node(tmp_path: Path) -> None:
+    """The same run's report twice (copied, gathered twice) — or two runs of one node — is one node that passed, not
+    two: the count, --expect and the records say so, and the row names the copy."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    doc = json.dumps({**H200, "ok": True, "record": record_json(_record("gpu-01"))})
+    for tag in ("gpu-01", "gpu-01-again"):
+        (d / f"{tag}.json").write_text(doc)
+        (d / f"{tag}.sync.rc").write_text("0")
+        (d / f"{tag}.verify.rc").write_text("0")
+    later = record_json(_record("gpu-02", when="2026-11-30T11:00:00Z"))
+    earlier = record_json(_record("gpu-02", when="2026-11-30T09:00:00Z", ok=False))
+    for tag, rec in (("gpu-02.1", earlier), ("gpu-02.2", later)):  # two array tasks on one node
+        (d / f"{tag}.json").write_text(json.dumps({**H200, "ok": rec["ok"], "record": rec}))
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--json"])
+    out = json.loads(r.output)
+    assert (out["passed"], out["total"]) == (2, 2), out
+    by = {n["node"]: n for n in out["nodes"]}
+    assert by["gpu-01"]["copies"] == ["gpu-01-again"] and by["gpu-02"]["copies"] == ["gpu-02.1"]
+    assert by["gpu-02"]["ok"] is True and r.exit_code == 0  # the newest run of the node speaks for it
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--expect", "3"])
+    assert r.exit_code == 1 and "2 of 3 node(s) passed" in r.output
+    assert "= gpu-01: 1 more report of this node and target (gpu-01-again) counted as this one node" in r.output
+
+
+def test_a_gpu_record_forged_with_a_fake_nvidia_smi_and_a_swapped_interpreter_does_not_count(
+        tmp_path: Path, local_index: object) -> None:
+    """The forgery: an `nvidia-smi` on PATH that prints an A100 and a driver (no NVIDIA kernel module here), a venv
+    that `tritonlock sync` really made for the GPU target, then its interpreter swapped for a script that prints a
+    passing GPU report. The record binds what can be checked — the interpreter is the one the venv was made on, the
+    driver is the kernel's — says what it could not, and so does not count for the GPU target."""
+    import stat
+    import subprocess
+    import sys
+
+    from conftest import write_intent
+
+    fake_bin = tmp_path / "fake-bin"
+    fake_bin.mkdir()
+    smi = fake_bin / "nvidia-smi"
+    smi.write_text("#!/bin/sh\ncase \"$1\" in\n--query-gpu=*)\n"
+                   "echo 'index, name, driver_version, compute_cap, memory.total [MiB], pci.bus_id, uuid'\n"
+                   "echo '0, NVIDIA A100-SXM4-80GB, 550.54.15, 8.0, 81920 MiB, 00000000:07:00.0, GPU-1'\n;;\n"
+                   "*) echo '| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |' ;;\nesac\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}", "TRITONLOCK_NODE": "gpu-01"}
+    proj = tmp_path / "p"
+    write_intent(proj, local_index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\n\n[[targets]]\n'  # type: ignore[arg-type]
+                 'name = "a100"\ndriver = "550.54.15"\ngpus = ["8.0"]\n')
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tritonlock", *args, "-p", str(proj)], capture_output=True,
+                              text=True, env=env)
+
+    assert cli("resolve").returncode == 0
+    r = cli("sync", "--no-verify")
+    assert r.returncode == 0 and "now matches target a100" in r.stdout, r.stdout + r.stderr
+    report = Path(__file__).parents[1] / "bench" / "h200" / "verify.json"
+    python = proj / ".venv" / "bin" / "python"
+    python.unlink()
+    python.write_text(f"#!/bin/sh\ncat '{report}'\n")  # the swapped interpreter: a passing GPU report, whatever runs
+    python.chmod(0o755)
+    r = cli("verify", "--record")
+    assert r.returncode == 0 and "recorded: target a100 on gpu-01 (passed)" in r.stdout, r.stdout + r.stderr
+    assert f"caveat: interpreter {python} is not the Python its venv was made on" in r.stdout, r.stdout
+    assert (f"caveat: the NVIDIA driver (550.54.15) and GPUs were read only from {smi} (NVML did not answer), and "
+            "the kernel shows no NVIDIA driver") in r.stdout
+    r = cli("check", "--require-verified")
+    assert r.returncode == 1, r.stdout
+    assert "does not count: it cannot stand for a GPU run: " in r.stdout and "was replaced after the venv" in r.stdout
+
+
+def test_a_record_goes_stale_when_a_locked_files_sha256_changes_under_the_same_name(tmp_path: Path) -> None:
+    """The same package, version, file name and URL with another sha256 (the lock re-resolved after an index
+    replaced the file): a record of the old bytes no longer speaks for the lock — `show` says STALE and `check
+    --require-verified` does not count it; the sdist of a source build likewise."""
+    import dataclasses
+
+    from tritonlock import records
+    from tritonlock.lock import lockfile
+    from tritonlock.models import Wheel
+
+    lock, rec = _lock_and_record()
+    (t,) = lock.targets  # type: ignore[attr-defined]
+    assert records.doubt(rec, t) is None
+    torch = next(p for p in t.packages if p.name == "torch")
+    swapped = dataclasses.replace(torch, wheels=tuple(dataclasses.replace(w, sha256="f" * 64) for w in torch.wheels))
+    t2 = dataclasses.replace(t, packages=tuple(swapped if p is torch else p for p in t.packages))
+    assert [w.name for w in swapped.wheels] == [w.name for w in torch.wheels]  # only the bytes differ
+    assert records.doubt(rec, t2) == "the target's packages changed since"
+    sdist = dataclasses.replace(torch, sdist=Wheel(name="torch-2.11.0.tar.gz", url="https://x/torch-2.11.0.tar.gz",
+                                                   sha256="1" * 64))
+    other = dataclasses.replace(sdist, sdist=dataclasses.replace(sdist.sdist, sha256="2" * 64))  # type: ignore[arg-type]
+    assert records.target_digest(dataclasses.replace(t, packages=(sdist,))) != records.target_digest(
+        dataclasses.replace(t, packages=(other,)))
+    # end to end: the lock on disk, the record beside it
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "triton-env.toml").write_text('[environment]\npython = "3.12"\n')
+    new_lock = dataclasses.replace(lock, targets=(t2,))  # type: ignore[call-arg]
+    lockfile.write_lock(new_lock, proj / "triton-env.lock")
+    records.add_records(proj / records.RECORDS_FILE, [rec])
+    r = CliRunner().invoke(main, ["show", "-p", str(proj)])
+    assert "STALE: the target's packages changed since" in r.output, r.output
+    r = CliRunner().invoke(main, ["check", "-p", str(proj), "--require-verified"])
+    assert r.exit_code == 1 and "packages changed since" in r.output, r.output

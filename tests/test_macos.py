@@ -166,3 +166,30 @@ def test_a_mac_on_macos_13_locks_the_torch_it_can_install(tmp_path: Path, mac_in
     mac = HostProfile(os="macos", arch="arm64", python="3.12.7", macos="13.5")
     assert target_fit(t, mac, "3.12") == "it is for macOS 13.6 or newer; this Mac has 13.5"  # type: ignore[arg-type]
     assert target_fit(t, dataclasses.replace(mac, macos="15.1"), "3.12") is None  # type: ignore[arg-type]
+
+
+def test_two_macs_that_differ_only_in_macos_each_get_wheels_for_their_own(tmp_path: Path) -> None:
+    """Two targets alike but for `macos`: torch 2.11.0 installs on both, and its dependency's newest release ships
+    only a macOS 14 wheel — the Mac on 15.1 locks it, the one on 13.6 the release before (the two closures are
+    computed apart: one shared would give a Mac wheels it cannot install, or hold the other back)."""
+    idx = LocalIndex(tmp_path / "index")
+    idx.add("whl/cpu", "torch", "2.11.0", tag="cp312-cp312-macosx_11_0_arm64", requires=("macdep",))
+    idx.add("simple", "macdep", "2.0", tag="py3-none-macosx_14_0_arm64")
+    idx.add("simple", "macdep", "1.0", tag="py3-none-macosx_11_0_arm64")
+    idx.start()
+    try:
+        (tmp_path / "triton-env.toml").write_text(
+            '[environment]\npython = "3.12"\ntorch = "==2.11.0"\n'
+            '[[targets]]\nname = "mac13"\nos = "macos"\narch = "arm64"\nmacos = "13.6"\n'
+            '[[targets]]\nname = "mac15"\nos = "macos"\narch = "arm64"\nmacos = "15.1"\n'
+            f'[indexes]\ntorch = "{idx.url}/whl/{{backend}}"\ndefault = "{idx.index_url("simple")}"\n',
+            encoding="utf-8")
+        r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path)])
+        assert r.exit_code == 0, r.output
+    finally:
+        idx.stop()
+    got = {t.name: {p.name: p for p in t.packages} for t in read_lock(tmp_path / "triton-env.lock").targets}
+    assert got["mac13"]["macdep"].version == "1.0" and got["mac15"]["macdep"].version == "2.0", {
+        n: {k: p.version for k, p in v.items()} for n, v in got.items()}
+    assert got["mac15"]["macdep"].wheels[0].name.endswith("macosx_14_0_arm64.whl")
+    assert got["mac13"]["macdep"].wheels[0].name.endswith("macosx_11_0_arm64.whl")

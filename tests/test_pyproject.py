@@ -174,3 +174,65 @@ def test_init_pyproject_when_dependencies_is_not_a_list(tmp_path: Path, deps: st
     assert r.exit_code == 0 and "[tool.tritonlock]" in (tmp_path / "pyproject.toml").read_text(), r.output
     r = CliRunner().invoke(main, ["resolve", "--dry-run", "-p", str(tmp_path)])  # and resolve names the problem
     assert r.exit_code == 2 and "project.dependencies: expected a list of requirement strings" in r.output, r.output
+def test_init_pyproject_where_only_the_default_index_answers_then_resolve_works(
+        tmp_path: Path, local_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The only-PyPI machine, pyproject way: the torch = "default" its note says it wrote is set (not commented out
+    as the [environment] torch was), and resolve works — no loop of fixes that the file ignores."""
+    from tritonlock.decide.matrix import Matrix
+    from tritonlock.lock.index import default_index
+
+    default_index.cache_clear()
+    monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
+    monkeypatch.setattr(Matrix, "index_url", lambda self, backend: f"http://127.0.0.1:9/whl/{backend}")
+    py = tmp_path / "pyproject.toml"
+    py.write_text(PYPROJECT)  # its dependencies name torch==2.6.0
+    code, out = _run("init", "--pyproject", "-p", str(tmp_path))
+    default_index.cache_clear()
+    assert code == 0, out
+    assert '([tool.tritonlock.indexes] torch = "default")' in out, out
+    intent = read_intent(py)
+    assert intent.torch_index == "default" and intent.torch == "==2.6.0"
+    assert '\ntorch = "default"' in py.read_text()  # the line the note names, as a line the reader takes
+    code, out = _run("resolve", "-p", str(tmp_path))
+    default_index.cache_clear()
+    assert code == 0, out
+    assert f"index: {local_index.index_url('simple')}" in out
+
+
+def test_an_unreachable_torch_index_fix_names_the_pyproject_table(tmp_path: Path, local_index: LocalIndex,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """resolve's way out for a pyproject project names [tool.tritonlock.indexes] (a top-level [indexes] there is not
+    read); doing what it says makes the next resolve work."""
+    from tritonlock.lock.index import default_index
+
+    default_index.cache_clear()
+    monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    py = tmp_path / "pyproject.toml"
+    py.write_text(PYPROJECT + '\n[tool.tritonlock.environment]\npython = "3.11"\n'
+                  '\n[tool.tritonlock.indexes]\ntorch = "http://127.0.0.1:9/whl/{backend}"\n')
+    code, out = _run("resolve", "-p", str(tmp_path))
+    default_index.cache_clear()
+    assert code == 4, out
+    assert f"fix: take torch from the default index — add to {py}:\n    [tool.tritonlock.indexes]\n" in out, out
+    assert "    [indexes]\n" not in out and "triton-env.toml" not in out
+    py.write_text(py.read_text().replace('torch = "http://127.0.0.1:9/whl/{backend}"', 'torch = "default"'))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    default_index.cache_clear()
+    assert code == 0, out
+
+
+def test_a_self_reference_in_the_dependencies_pulls_in_its_group(tmp_path: Path, local_index: LocalIndex) -> None:
+    """`"myproj[train]"` in [project].dependencies installs the train group with the project: it is locked (not
+    dropped with the self-reference), and a change to that group makes the lock stale."""
+    text = PYPROJECT.replace('  "einops>=0.8",\n', '  "einops>=0.8",\n  "MyProj[train]",\n')
+    py = tmp_path / "pyproject.toml"
+    py.write_text(text + _table(local_index))
+    intent = read_intent(py)
+    assert intent.packages == ("einops>=0.8", "numpy>=1.26"), intent.packages  # dev is still not selected
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    assert 'name = "numpy"' in (tmp_path / "triton-env.lock").read_text()
+    py.write_text(py.read_text().replace('train = ["numpy>=1.26"]', 'train = ["numpy>=1.26", "typing-extensions>=4"]'))
+    code, out = _run("check", "-p", str(tmp_path))
+    assert code == 1 and "changed since the lock was written" in out, out

@@ -197,10 +197,14 @@ def test_cpu_reason_says_what_was_asked() -> None:
 
 
 def test_cuda_cpu_from_the_default_index() -> None:
+    """cuda = "cpu" never locks a CUDA build: where the default index ships only CUDA builds (Linux), nothing fits,
+    and the conflict says so with both ways out; where its one build is the CPU one (macOS), that is locked."""
     laptop = pick('cuda = "cpu"\n[indexes]\ntorch = "default"', python="3.12", glibc="2.35")
-    assert laptop.ok and laptop.backend == M.torch[0].pypi_backend
-    assert any(w.startswith("cuda = 'cpu' with [indexes] torch = 'default': the default index ships only the "
-                            f"{laptop.backend} build for linux_x86_64") for w in laptop.warnings)
+    assert not laptop.ok and laptop.conflict is not None and laptop.backend is None
+    assert (f"torch {M.torch[0].version}: the default index ships only the {M.torch[0].pypi_backend} build of it for "
+            "linux_x86_64, no CPU-only build") in laptop.conflict.message
+    assert ('fix: for a CPU-only torch take it from PyTorch\'s cpu index (remove [indexes] torch = "default"), or set '
+            'cuda = "auto" to lock the build the default index ships') in laptop.conflict.message
     mac = pick('cuda = "cpu"\n[indexes]\ntorch = "default"', os="macos", arch="arm64", python="3.12")
     assert mac.ok and mac.backend == "cpu" and not mac.warnings[:0]
     gpu = pick('cuda = "cpu"\n[indexes]\ntorch = "default"', driver="570.133.07", gpus=["8.9"], python="3.12")

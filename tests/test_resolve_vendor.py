@@ -362,3 +362,19 @@ def test_intel_on_windows_gets_the_triton_its_xpu_wheels_require(tmp_path: Path)
     old = _one(tmp_path / "b", 'torch = "==2.6.0"\n', 'os = "windows"\ngpus = ["Arc B580"]\n')
     assert old["triton_package"] is None
     assert "torch 2.6.0's XPU wheels for win_amd64 pin no Triton: the lock has none" in old["warnings"]
+def test_an_intel_gpu_missing_from_a_releases_xpu_device_list_is_refused(tmp_path: Path) -> None:
+    """Each release's XPU build lists the GPU families it carries code for (compat/xpu.toml devices): one not listed
+    is refused — never locked onto a build that has no code for it — with the release that added it."""
+    got = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "==2.9.1"\n\n[[targets]]\nname = "ptl"\n'
+                         'gpus = ["ptl-h"]\n')["ptl"]
+    assert not got["ok"] and got["backend"] is None, got
+    assert "torch 2.9.1: its xpu build supports pvc, dg2, mtl-h, bmg, lnl-m, arl-h, not ptl-h" in got["conflict"]
+    assert "ptl-h is in the XPU builds from torch 2.10" in got["conflict"]
+    # the first release that lists it takes it
+    later = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "==2.10.0"\n\n[[targets]]\nname = "ptl"\n'
+                           'gpus = ["ptl-h"]\n')["ptl"]
+    assert (later["ok"], later["backend"], later["torch"]) == (True, "xpu", "2.10.0"), later
+    # an Arc B580 (bmg) under torch 2.5, whose list predates it
+    arc = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "<2.6"\n\n[[targets]]\nname = "arc"\n'
+                         'gpus = ["Arc B580"]\n')["arc"]
+    assert not arc["ok"] and "its xpu build supports pvc, dg2, mtl-h, not bmg" in arc["conflict"], arc

@@ -90,3 +90,32 @@ def test_the_search_asks_the_release_and_build_rules_in_their_registries() -> No
     finally:
         rules.RELEASE_RULES, rules.BUILD_RULES = saved
     assert dataclasses.is_dataclass(rules.Host)
+
+
+def test_a_gpu_covered_only_by_ptx_gets_the_jit_warning() -> None:
+    """A build with no machine code for a GPU but PTX it can JIT from runs there, with a first start that compiles
+    every kernel: the decision says so (the build is taken, with a warning); machine code gives no such warning, and
+    a build with neither does not run at all."""
+    import dataclasses
+
+    rel, var = build(M.torch[0].version, next(v.backend for v in M.torch[0].variants if v.cuda))
+    ptx_only = dataclasses.replace(var, archs=("sm_80",), ptx=("sm_80",))  # sm_80 code, PTX: an sm_90 GPU JITs it
+    h = host(driver="580.95.05", gpus=("9.0",))
+    assert rules.gpu_arch_in_build(h, ptx_only) is None  # it runs
+    want = (f"GPU 9.0 has no machine code in {var.backend}; its kernels are JIT-compiled from PTX at first use "
+            "(slow first start)")
+    assert want in rules.build_warnings(h, ptx_only)
+    sass = dataclasses.replace(var, archs=("sm_80", "sm_90"), ptx=("sm_80",))
+    assert not [w for w in rules.build_warnings(h, sass) if "JIT-compiled from PTX" in w]
+    neither = dataclasses.replace(var, archs=("sm_80",), ptx=())
+    assert rules.gpu_arch_in_build(h, neither) is not None
+    # and the resolver carries it into the decision
+    from tritonlock.decide.intent import parse_intent
+    from tritonlock.decide.resolve import resolve
+
+    m = dataclasses.replace(M, torch=(dataclasses.replace(rel, variants=tuple(
+        ptx_only if v is var else v for v in rel.variants if v is var or not v.cuda)),))
+    it = parse_intent('[environment]\npython = "3.12"\n[[targets]]\nname = "t"\ndriver = "580.95.05"\n'
+                      'gpus = ["9.0"]\n')
+    (sel,) = resolve(it, m, it.targets, "3.12")
+    assert sel.ok and sel.backend == var.backend and want in sel.warnings, (sel.conflict, sel.warnings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from tritonlock import LOCK_VERSION
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -377,3 +378,43 @@ def test_resolve_runs_the_build_backend_of_an_sdist_without_static_metadata_unle
     local_index.add_sdist("simple", "statmeta", "1.0", prelude=f"open({str(marker)!r}, 'a').write('ran\\n')")
     _resolve(_intent(tmp_path / "c", local_index, '"statmeta"'))
     assert not marker.exists()
+def test_a_swapped_sdist_is_a_hash_mismatch_not_a_failed_build(tmp_path: Path) -> None:
+    """The index serves other bytes under the locked sdist's name: uv refuses it for its hash, before any build —
+    sync says that (the file is not the one the lock pinned), not "building … from source failed", whose fix
+    (install what the build lacks) would not help."""
+    idx = LocalIndex(tmp_path / "index")
+    populate(idx)
+    idx.add_sdist("simple", "torch-ext", "1.0", build_requires=("torch", "einops>=0.7"),
+                  prelude="import torch, einops\nBUILT_AGAINST = torch.__version__")
+    idx.start()
+    try:
+        proj = _intent(tmp_path / "p", idx, '"torch-ext"')
+        _resolve(proj)
+        idx.add_sdist("simple", "torch-ext", "1.0", build_requires=("torch", "einops>=0.7"),
+                      prelude="import torch, einops\nBUILT_AGAINST = 'not the locked file'")  # same name, new bytes
+        code, out = _run("sync", "-p", str(proj), "--no-verify")
+    finally:
+        idx.stop()
+    assert code == 5, out
+    assert re.search(r"(hash|size) mismatch for torch-ext: the file the index served is not the one the lock pinned", out), out
+    assert "from source failed" not in out and "no-build" not in out
+    assert "sync failed; nothing was created" in out
+
+
+def test_the_pylock_export_of_a_source_build_carries_its_sdist_and_hash(tmp_path: Path, index: LocalIndex) -> None:
+    """A package the lock builds from source has no wheel: the PEP 751 export must carry its sdist — URL, size and
+    the sha256 the lock pins — or an installer of the export has nothing to build it from, or to check it against."""
+    import tomllib
+
+    proj = _intent(tmp_path, index, '"torch-ext"')
+    _resolve(proj)
+    (t,) = read_lock(proj / "triton-env.lock").targets
+    locked = next(p for p in t.packages if p.name == "torch-ext")
+    assert locked.sdist is not None and not locked.wheels
+    code, out = _run("export", "--format", "pylock", "-p", str(proj))
+    assert code == 0, out
+    doc = tomllib.loads(out)
+    (pk,) = [p for p in doc["packages"] if p["name"] == "torch-ext"]
+    assert "wheels" not in pk or not pk["wheels"]
+    assert pk["sdist"]["name"] == locked.sdist.name and pk["sdist"]["url"] == locked.sdist.url
+    assert pk["sdist"]["hashes"] == {"sha256": locked.sdist.sha256}, pk

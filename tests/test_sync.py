@@ -14,7 +14,7 @@ import pytest
 
 from tritonlock.errors import NoFittingTargetError
 from tritonlock.models import Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel
-from tritonlock.environment.sync import pick_target, plan
+from tritonlock.environment.sync import pick_target, plan, target_fit
 
 
 def _pkg(name: str, version: str) -> LockedPackage:
@@ -87,22 +87,32 @@ def test_pick_target_never_takes_a_target_whose_glibc_floor_is_above_the_hosts()
 
 
 def test_ctrl_c_during_the_install_lets_it_finish(tmp_path: Path) -> None:
-    """A terminal Ctrl-C reaches the whole foreground group; the installer must still finish."""
-    marker = tmp_path / "installed"
+    """A terminal Ctrl-C reaches the whole foreground group; the installer must still finish. The "installer" says
+    it started (a marker) and finishes only when told to (another marker), once the Ctrl-C was seen: no guessed time."""
+    started, go, marker = tmp_path / "started", tmp_path / "go", tmp_path / "installed"
     script = tmp_path / "drive.py"
+    installer = (f"import os, time\nopen({str(started)!r}, 'w').close()\n"
+                 f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\n"
+                 f"open({str(marker)!r}, 'w').write('ok')\n")
     script.write_text(textwrap.dedent(f"""
         import sys
         from tritonlock._subprocess import run_shielded
-        child = [sys.executable, "-c", "import time; time.sleep(1.5); open({str(marker)!r}, 'w').write('ok')"]
+        child = [sys.executable, "-c", {installer!r}]
         rc, _, stopped = run_shielded(child, on_interrupt=lambda m: print(m, flush=True))
         print("rc", rc, "interrupted", stopped, flush=True)
     """))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
                             start_new_session=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])))
-    time.sleep(0.8)
+    while not started.exists():  # the installer runs: the state the Ctrl-C must find
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-    out, _ = proc.communicate(timeout=30)
-    assert "letting the install finish" in out and "rc 0 interrupted True" in out
+    assert proc.stdout is not None
+    assert "letting the install finish" in proc.stdout.readline()  # the Ctrl-C was seen, the installer still runs
+    assert not marker.exists()
+    go.touch()
+    out, _ = proc.communicate(timeout=120)
+    assert "rc 0 interrupted True" in out
     assert marker.read_text() == "ok"
 
 
@@ -120,3 +130,50 @@ def test_a_target_that_does_not_fit_names_every_blocker() -> None:
     assert why == ("it is for Python 3.12; this environment has 3.11; it needs glibc >= 2.35; this host has 2.31; "
                    "cu130 needs driver >= 580.65.06; this host has 535.104.05; its build (cu130) has no code for "
                    "NVIDIA A100 (compute capability 8.0)")
+
+
+def test_a_second_ctrl_c_while_the_first_is_being_said_still_stops_the_installer(tmp_path: Path) -> None:
+    """The second Ctrl-C can land while the first one's line is being printed: it escaped without stopping the
+    installer, which then went on changing the venv after sync had reported its state (seen once the Ctrl-C tests
+    stopped sleeping). Here the callback that says the first one raises as the second would."""
+    started, pid_file = tmp_path / "started", tmp_path / "pid"
+    script = tmp_path / "drive.py"
+    installer = (f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                 f"open({str(started)!r}, 'w').close()\ntime.sleep(100000)\n")
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from tritonlock._subprocess import run_shielded
+        def said(message):
+            print(message, flush=True)
+            raise KeyboardInterrupt  # the second Ctrl-C, arriving while the first is said
+        try:
+            run_shielded([sys.executable, "-c", {installer!r}], on_interrupt=said)
+        except KeyboardInterrupt:
+            print("stopped", flush=True)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])))
+    while not started.exists():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert "letting the install finish" in out and "stopped" in out, out
+    pid = int(pid_file.read_text())
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z", "X"), f"the installer {pid} still runs ({state})"
+
+
+def test_a_host_whose_driver_equals_a_targets_floor_is_picked() -> None:
+    """A driver at exactly a build's floor runs it (the floor is the least driver that does): sync picks that GPU
+    target, not the CPU one; one patch release below, the GPU target does not fit and says why."""
+    floor = LOCK.targets[2].selection.driver_floor
+    assert floor == "525.60.13"
+    assert pick_target(LOCK, _host(floor, ("9.0",))).name == "h100"
+    below = "525.60.12"
+    assert pick_target(LOCK, _host(below, ("9.0",))).name == "cpu"
+    assert target_fit(LOCK.targets[2], _host(below, ("9.0",)), "3.12") == f"cu126 needs driver >= {floor}; this " \
+        f"host has {below}"

@@ -157,6 +157,8 @@ def test_a_first_sync_that_fails_creates_nothing(tmp_path: Path, index: LocalInd
     code, out = _run("sync", "-p", str(proj), "--no-verify", "--offline")
     assert code == 5 and f"sync failed; nothing was created ({proj / '.venv'} does not exist)" in out, out
     assert not (proj / ".venv").exists() and _leftovers(proj / ".venv") == []
+    # no wheelhouse is in use: the fix names uv's cache and how it gets filled, not files to add to a wheelhouse
+    assert "fix: --offline installs only from uv's cache, and it lacks these files" in out and "to the wheelhouse" not in out
 
 
 def test_a_sync_killed_mid_swap_is_undone_by_the_next(tmp_path: Path, index: LocalIndex) -> None:

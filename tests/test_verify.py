@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +21,6 @@ from tritonlock.errors import VerifyError
 from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
 
 TORCH = "2.13.0"
-TRITON = "3.6.0"
 TRITON_KERNELS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
                   ("softmax", "fp32")] + [
     (f"attention d{d}{c}", dt) for dt in ("fp16", "bf16") for d in (64, 128) for c in ("", " causal")]
@@ -41,15 +39,15 @@ def venv_python(real_torch_python: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def interpreter_run(venv_python: str) -> VerifyResult:
+def interpreter_run(venv_python: str, real_torch_backend: str, real_triton: str) -> VerifyResult:
     # reuse=False: the venv is kept between test sessions, and this run must compile (test_verify_memo.py covers reuse)
-    return run_verify(venv_python, backend="cpu", triton=TRITON, reuse=False)
+    return run_verify(venv_python, backend=real_torch_backend, triton=real_triton, reuse=False)
 
 
 @pytest.fixture(scope="session")
-def mismatch_run(venv_python: str) -> VerifyResult:
+def mismatch_run(real_cpu_torch_python: str) -> VerifyResult:
     """CPU torch where the lock wants cu126, a GPU on driver 580.95.05, and triton 3.5.0."""
-    return run_verify(venv_python, backend="cu126", triton="3.5.0", expect_gpu=True,
+    return run_verify(real_cpu_torch_python, backend="cu126", triton="3.5.0", expect_gpu=True,
                       driver="580.95.05", quick=True)
 
 
@@ -72,12 +70,12 @@ def _runner_module(name: str = "envchecks") -> ModuleType:
 
 
 @pytest.mark.slow
-def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult) -> None:
+def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult, real_triton: str) -> None:
     r = interpreter_run
     assert r.ok, format_report(r)
     assert r.mode == "interpreter"
     assert r.torch is not None and r.torch.startswith(TORCH)
-    assert r.triton == TRITON
+    assert r.triton == real_triton
     assert [(k.kernel, k.dtype) for k in r.kernels] == KERNELS
     triton_rows = r.kernels[:len(TRITON_KERNELS)]
     assert all(k.ok and k.device == "cpu (interpreter)" and k.mode == "interpreter" for k in triton_rows)
@@ -94,24 +92,24 @@ def test_interpreter_mode_passes_every_kernel(interpreter_run: VerifyResult) -> 
     assert r.jit_seconds is None
     assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in r.notes
     assert r.gpus == ()
-    assert r.total_seconds < 240  # Inductor's first CPU compile on a busy 2-core machine: ~30 s; warm runs ~10 s
+    assert r.total_seconds > 0  # (measured, not bounded: how long is bench/'s question)
 
 
 @pytest.mark.slow
-def test_interpreter_mode_checks(interpreter_run: VerifyResult) -> None:
+def test_interpreter_mode_checks(interpreter_run: VerifyResult, real_torch_backend: str, real_triton: str) -> None:
     r = interpreter_run
     assert [c.name for c in r.checks] == ["torch imports", "torch CUDA build", "CUDA available",
                                           "numpy (Triton interpreter)", "triton imports", "triton version"]
-    assert _check(r, "torch CUDA build").detail.endswith("is built for CPU only, as backend cpu expects")
-    assert _check(r, "triton version").detail == f"triton {TRITON}, as the lock pins"
+    assert _check(r, "torch CUDA build").detail.endswith(f"as backend {real_torch_backend} expects")
+    assert _check(r, "triton version").detail == f"triton {real_triton}, as the lock pins"
     assert all(c.fix is None for c in r.checks)
 
 
 @pytest.mark.slow
-def test_missing_numpy_is_named_as_the_cause(no_numpy_python: str) -> None:
+def test_missing_numpy_is_named_as_the_cause(no_numpy_python: str, real_torch_backend: str, real_triton: str) -> None:
     """Triton's interpreter imports numpy: without it, verify names numpy (not "triton is not installed"), gives a
     fix that locks it, and claims no kernel ran."""
-    r = run_verify(no_numpy_python, backend="cpu", triton=TRITON)
+    r = run_verify(no_numpy_python, backend=real_torch_backend, triton=real_triton)
     assert not r.ok and r.kernels == ()
     assert [c.name for c in r.checks if not c.ok] == ["numpy (Triton interpreter)"]
     c = _check(r, "numpy (Triton interpreter)")
@@ -121,7 +119,7 @@ def test_missing_numpy_is_named_as_the_cause(no_numpy_python: str) -> None:
     assert not any("ran the kernels" in n for n in r.notes)
     text = format_report(r)
     assert text.splitlines()[0].startswith("verify: no kernel ran;") and "not installed" not in text
-    assert text.splitlines()[0].endswith(f"triton {TRITON}")  # installed, even though not imported
+    assert text.splitlines()[0].endswith(f"triton {real_triton}")  # installed, even though not imported
 
 
 def test_import_error_names_the_missing_dependency_not_the_package() -> None:
@@ -232,13 +230,13 @@ def test_backend_mismatch_fails(mismatch_run: VerifyResult) -> None:
 
 
 @pytest.mark.slow
-def test_wrong_triton_pin_fails(mismatch_run: VerifyResult) -> None:
+def test_wrong_triton_pin_fails(mismatch_run: VerifyResult, real_triton: str) -> None:
     c = _check(mismatch_run, "triton version")
     assert not c.ok
-    assert c.detail.startswith(f"triton is {TRITON} but the lock pins triton==3.5.0: ")
+    assert c.detail.startswith(f"triton is {real_triton} but the lock pins triton==3.5.0: ")
     assert c.fix == "install triton==3.5.0 from the lock: `tritonlock sync`"
     text = format_report(mismatch_run)
-    assert "  FAIL  triton version: triton is 3.6.0 but the lock pins triton==3.5.0" in text
+    assert f"  FAIL  triton version: triton is {real_triton} but the lock pins triton==3.5.0" in text
     assert "        fix: install triton==3.5.0 from the lock: `tritonlock sync`" in text
     assert text.splitlines()[-1] == "RESULT: FAILED (3 problems)"
 
@@ -325,15 +323,24 @@ def test_runner_without_json_is_an_error_with_stderr_tail(tmp_path: Path) -> Non
 
 
 def test_runner_timeout_is_an_error(tmp_path: Path) -> None:
-    python = _fake_python(tmp_path, """\
+    """A runner that never ends (nor does what it started) is stopped at the timeout, with everything it started:
+    they would never end on their own, so their being gone is the proof, not a clock."""
+    pids = tmp_path / "pids"
+    python = _fake_python(tmp_path, f"""\
         echo 'compiling...' >&2
-        exec sleep 30
+        sleep 100000 &
+        echo "$$ $!" > {pids}
+        exec sleep 100000
     """)
-    started = time.monotonic()
     with pytest.raises(VerifyError) as e:
-        run_verify(python, timeout=1)
-    assert time.monotonic() - started < 10
-    assert str(e.value) == ("verify: the runner did not finish within 1 s; its stderr ends with:\n"
+        run_verify(python, timeout=3)  # (long enough for the script to write its pids on a busy machine)
+    for pid in map(int, pids.read_text().split()):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        assert state in ("Z", "X"), (pid, state)  # killed (a zombie waits only for its new parent to reap it)
+    assert str(e.value) == ("verify: the runner did not finish within 3 s; its stderr ends with:\n"
                             "compiling...")
 
 
@@ -478,3 +485,21 @@ def test_runner_without_torch_reports_it(tmp_path: Path) -> None:
     c = _check(r, "torch imports")
     assert c.detail == "torch is not installed in this environment (No module named 'torch')"
     assert format_report(r).splitlines()[0].startswith("verify: no kernel ran; python ")
+
+
+@pytest.mark.slow
+def test_no_cpp_compiler_skips_the_cpu_torch_compile_check_saying_what_is_missing(
+        real_torch_python: str, real_torch_backend: str, real_triton: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slim image without a C++ compiler: Inductor's CPU backend cannot build what it writes. That is no fault of
+    the environment — the row says what is missing and how to get it, and it does not fail verify (nor so the first
+    sync on such an image); the Triton kernels still run."""
+    monkeypatch.setenv("CXX", str(Path("/nonexistent") / "g++"))  # where Inductor looks, and nothing there
+    r = run_verify(real_torch_python, backend=real_torch_backend, triton=real_triton, reuse=False)
+    (row,) = [k for k in r.kernels if k.kernel == "torch_compile"]
+    assert (row.ok, row.mode) == (True, "skipped"), row.detail
+    assert row.detail.startswith("skipped: no C++ compiler found (No working C++ compiler found in "), row.detail
+    assert "`apt-get install g++`" in row.detail and "point CXX at one" in row.detail
+    assert "InvalidCxxCompiler" not in format_report(r)
+    assert "torch.compile was not checked: no C++ compiler on this machine (its row says how to get one)" in r.notes
+    assert r.ok and all(k.ok for k in r.kernels if k.mode == "interpreter"), format_report(r)
+    assert "skip  torch_compile on cpu: no C++ compiler found" in format_report(r)

@@ -94,6 +94,19 @@ def test_compile_check_is_reused_only_while_the_environment_is_unchanged(
     assert _compile_row(changed).reused is None
     assert _compile_row(run_verify(python, interpret=True)).reused is not None  # unchanged again
 
+    # one of Inductor's own files edited in place (RECORD and METADATA untouched; doctor and sync see its size):
+    # compiled again, never "reused" over the edit. (torch becomes a tree of links to the real one, so that the edit
+    # lands in a copy of that one file only.)
+    real_torch = (site / "torch").resolve()
+    (site / "torch").unlink()
+    subprocess.run(["cp", "-rs", str(real_torch), str(site / "torch")], check=True)
+    config = site / "torch" / "_inductor" / "config.py"
+    text = config.read_text()
+    config.unlink()
+    config.write_text(text + "\n# edited in place\n")
+    edited = run_verify(python, interpret=True)
+    assert edited.ok and _compile_row(edited).reused is None, _compile_row(edited).detail
+
 
 def test_only_a_passing_row_is_kept(tmp_path: Path) -> None:
     memo = _module("memo")
@@ -224,3 +237,93 @@ def test_compile_worker_compiles_for_the_gpu_without_torch(real_torch_python: st
     lines = [json.loads(line) for line in again.stdout.splitlines()]
     assert [(x["job"], x["ok"], x.get("cache_hit")) for x in lines] == [(0, True, True), (1, False, None),
                                                                       (2, True, True)]
+
+
+_KEY = """
+import json, sys, types
+sys.path.insert(0, sys.argv[1])
+from tlverify import memo
+opts = types.SimpleNamespace(interpret=True, expect_gpu=None, backend=None, triton=None, driver=None)
+print(memo.compile_check_key(opts))
+"""
+
+
+def test_the_reuse_key_sees_what_syncs_damage_check_sees(tmp_path: Path, local_index: Any) -> None:
+    """The torch.compile reuse key stat-ed only RECORD and METADATA: an installed file edited in place (its size or
+    its time), a same-version reinstall, or a stray module beside an installed one left it unchanged — so a broken
+    environment was "reused" as passed. Each now changes it; importing (byte-code caches) does not."""
+    from tritonlock._subprocess import uv_bin
+
+    venv = tmp_path / "venv"
+    subprocess.run([uv_bin(), "venv", "--no-config", "--quiet", "--python", sys.executable, str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    env = {**os.environ, "UV_NO_CONFIG": "1"}
+    install = [uv_bin(), "pip", "install", "--no-config", "--python", py, "--index-url",
+               local_index.index_url("simple"), "einops==0.8.0", "filelock==3.16.1"]
+    subprocess.run(install, check=True, capture_output=True, env=env)
+
+    def key() -> str:
+        return subprocess.run([py, "-I", "-c", _KEY, str(RUNNER)], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    first = key()
+    assert key() == first
+    subprocess.run([py, "-c", "import einops, filelock"], check=True)  # byte-code caches written
+    assert key() == first
+    init = site / "einops" / "__init__.py"
+    good = init.read_bytes()
+    init.write_bytes(b"#" + good[1:])  # the same size, another time
+    os.utime(init, ns=(init.stat().st_atime_ns, init.stat().st_mtime_ns + 10**9))
+    edited = key()
+    assert edited != first
+    init.write_bytes(good + b"# longer\n")  # another size
+    assert key() not in (first, edited)
+    subprocess.run([*install, "--reinstall"], check=True, capture_output=True, env=env)
+    reinstalled = key()  # the same versions, installed again: every file written anew
+    assert reinstalled not in (first, edited)
+    (site / "filelock" / "asyncio").mkdir(exist_ok=True)  # a stray package in an installed folder
+    (site / "filelock" / "asyncio" / "__init__.py").write_text("")
+    assert key() != reinstalled
+
+
+_COUNTS = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tlverify import k_vector_add, precompile as P
+_, signature, constexprs, attrs, options = P._decode(sys.argv[2])
+seen = []
+for _ in range(2):  # the same binary twice: compiled, then found in Triton's cache
+    with P.triton_compiles() as counts:
+        triton.compile(ASTSource(k_vector_add.vector_add_kernel, signature, constexprs, attrs),
+                       target=GPUTarget("cuda", 90, 32), options=options)
+    seen.append(dict(counts))
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow
+def test_the_compile_note_counts_what_triton_compiled_and_what_it_found_in_its_cache(
+        real_torch_python: str, tmp_path: Path) -> None:
+    """The note `verify` prints about its compile step ("N compiled and M found in Triton's cache by K worker
+    processes; then … loaded here") says what Triton's own compilation listener counted, each number in its place."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    env.pop("TRITON_INTERPRET", None)
+    proc = subprocess.run([real_torch_python, "-I", "-c", _COUNTS, str(RUNNER), _spec(512, 4)], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, second = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert first == {"compiled": 1, "hit": 0} and second == {"compiled": 0, "hit": 1}, (first, second)
+    P = _module("precompile")
+
+    class Pool:
+        size = 16
+
+    assert P._words({"compiled": 20, "hit": 7}, Pool(), {"compiled": 0, "hit": 27}, 8) == (
+        ": 20 compiled and 7 found in Triton's cache by 16 worker processes; then 27 loaded from Triton's cache")
+    assert P._words(None, None, {"compiled": 3, "hit": 24}, 8) == (
+        ": 24 loaded from Triton's cache and 3 compiled on 8 thread(s)")
+    assert P._words(None, None, None, 8) == ""  # a Triton without a listener: nothing said that was not counted

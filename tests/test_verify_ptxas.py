@@ -17,7 +17,6 @@ import pytest
 from tritonlock.decide.matrix import load_matrix
 from tritonlock.verify import RUNNER
 
-TRITON = "3.6.0"
 FLOORS = {"12": "525.60.13", "13": "580.65.06"}
 
 
@@ -36,12 +35,12 @@ def _in_venv(python: str, body: str, env: dict[str, str] | None = None) -> objec
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_the_installed_triton_reports_the_ptxas_the_matrix_recorded(real_torch_python: str) -> None:
+def test_the_installed_triton_reports_the_ptxas_the_matrix_recorded(real_torch_python: str, real_triton: str) -> None:
     got = _in_venv(real_torch_python, "print(json.dumps([R.triton_ptxas(90), R.triton_ptxas(120)]))")
     hopper, blackwell = got  # type: ignore[misc]
-    row = load_matrix().ptxas_build("triton", TRITON, "linux_x86_64")
+    row = load_matrix().ptxas_build("triton", real_triton, "linux_x86_64")
     assert row is not None
-    # the same facts compat/ read from the wheel, found at run time the way triton 3.6 itself finds them
+    # the same facts compat/ read from the wheel, found at run time the way triton itself finds them
     assert hopper["path"].endswith("triton/backends/nvidia/bin/ptxas") and hopper["override"] is None
     assert (hopper["binary"], hopper["version"]) == ("ptxas", row.ptxas)
     assert blackwell["path"].endswith("triton/backends/nvidia/bin/ptxas-blackwell")
@@ -70,20 +69,31 @@ print(json.dumps(r.checks))
 """
 
 
-def test_check_ptxas_per_gpu_against_the_driver(real_torch_python: str) -> None:
+def test_check_ptxas_per_gpu_against_the_driver(real_torch_python: str, real_triton: str) -> None:
+    row = load_matrix().ptxas_build("triton", real_triton, "linux_x86_64")
+    assert row is not None and row.blackwell is not None  # the facts compat/ read from this very wheel
+
+    def cuda(v: str) -> str:
+        return ".".join(v.split(".")[:2])
+
     ok = _in_venv(real_torch_python, CHECK.format(driver="580.159.04", floors=FLOORS))
     h, b = ok  # type: ignore[misc]
     assert h["name"] == "Triton ptxas cuda:0" and h["ok"]
-    assert "triton 3.6.0 compiles for sm_90 with " in h["detail"] and "(bundled with triton; CUDA 12.8, V12.8.93)" \
-        in h["detail"] and h["detail"].endswith("driver 580.159.04 >= 525.60.13 loads its kernels")
-    assert b["ok"] and "ptxas-blackwell (bundled with triton; CUDA 12.9, V12.9.86)" in b["detail"]
+    hopper_floor, blackwell_floor = FLOORS[row.ptxas.split(".")[0]], FLOORS[row.blackwell.split(".")[0]]
+    assert f"triton {real_triton} compiles for sm_90 with " in h["detail"] and (
+        f"(bundled with triton; CUDA {cuda(row.ptxas)}, V{row.ptxas})") in h["detail"] and h["detail"].endswith(
+        f"driver 580.159.04 >= {hopper_floor} loads its kernels")
+    assert b["ok"] and f"ptxas-blackwell (bundled with triton; CUDA {cuda(row.blackwell)}, V{row.blackwell})" in \
+        b["detail"]
     # a CUDA 12 ptxas on an R470 driver: the check fails and names both fixes
     bad = _in_venv(real_torch_python, CHECK.format(driver="470.82.01", floors=FLOORS))
     h, b = bad  # type: ignore[misc]
-    assert not h["ok"] and "its kernels need driver >= 525.60.13 (CUDA 12.x minor-version compatibility) and this " \
-        "driver is 470.82.01" in h["detail"]
-    assert h["fix"].startswith("upgrade the NVIDIA driver to >= 525.60.13, or point TRITON_PTXAS_PATH at the ptxas")
-    assert b["fix"].startswith("upgrade the NVIDIA driver to >= 525.60.13, or point TRITON_PTXAS_BLACKWELL_PATH ")
+    assert not h["ok"] and f"its kernels need driver >= {hopper_floor} (CUDA {row.ptxas.split('.')[0]}.x " \
+        "minor-version compatibility) and this driver is 470.82.01" in h["detail"]
+    assert h["fix"].startswith(f"upgrade the NVIDIA driver to >= {hopper_floor}, or point TRITON_PTXAS_PATH at the "
+                               "ptxas")
+    assert b["fix"].startswith(f"upgrade the NVIDIA driver to >= {blackwell_floor}, or point "
+                               "TRITON_PTXAS_BLACKWELL_PATH ")
 
 
 def _runner() -> ModuleType:

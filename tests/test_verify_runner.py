@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -89,8 +88,9 @@ def test_the_tolerance_check_is_what_catches_it(real_torch_python: str, tmp_path
 
 
 @pytest.mark.slow
-def test_quick_json_lists_compile_check_and_attention_with_modes(real_torch_python: str) -> None:
-    r = run_verify(real_torch_python, backend="cpu", quick=True)
+def test_quick_json_lists_compile_check_and_attention_with_modes(real_torch_python: str,
+                                                                 real_torch_backend: str) -> None:
+    r = run_verify(real_torch_python, backend=real_torch_backend, quick=True)
     assert r.ok, format_report(r)
     doc = r.to_json()
     rows = doc["kernels"]
@@ -138,33 +138,33 @@ def test_an_older_runners_report_still_parses(tmp_path: Path) -> None:
 
 
 def test_devices_run_at_the_same_time_and_failures_stay_per_device() -> None:
+    """All four devices' work is running at once: each waits at a barrier the four meet only together (run one after
+    the other, the first would wait there for good: the barrier's bound is where waiting stops, not a speed limit)."""
     harness = _module("harness")
-    started: list[float] = []
-    lock = threading.Lock()
+    together = threading.Barrier(4, timeout=60)
 
     def work(i: int) -> None:
-        with lock:
-            started.append(time.perf_counter())
-        time.sleep(0.4)
+        together.wait()
         if i == 2:
             raise RuntimeError("device 2 broke")
 
-    t0 = time.perf_counter()
     errors = harness.run_concurrently([0, 1, 2, 3], work)
-    took = time.perf_counter() - t0
-    assert took < 1.2, took  # one after the other would take 1.6 s
-    assert max(started) - min(started) < 0.3  # all four were running together
     assert [type(e).__name__ if e else None for e in errors] == [None, None, "RuntimeError", None]
 
 
 def test_rows_from_concurrent_devices_come_out_in_device_order() -> None:
     report = _module("report")
     r = report.Report()
+    turn = [threading.Event() for _ in range(9)]  # the order rows are written in: device 2 first, then 1, then 0
+    order = [(i, step) for step in range(1, 4) for i in (2, 1, 0)]
 
     def device(i: int) -> None:
         for step in range(1, 4):
-            time.sleep(0.01 * (3 - i))  # device 2 writes first
+            n = order.index((i, step))
+            if n:
+                assert turn[n - 1].wait(timeout=60)
             r.kernel(f"k{step}", f"cuda:{i}", "fp16", True, 0.0, "", order=(i, step))
+            turn[n].set()
 
     threads = [threading.Thread(target=device, args=(i,)) for i in range(3)]
     for t in threads:
@@ -227,8 +227,8 @@ def test_verify_result_round_trips_the_added_fields() -> None:
 
 
 @pytest.mark.slow
-def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str) -> None:
-    r = run_verify(real_torch_python, backend="cpu", quick=True, cold=True)
+def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str, real_torch_backend: str) -> None:
+    r = run_verify(real_torch_python, backend=real_torch_backend, quick=True, cold=True)
     assert r.ok, format_report(r)
     assert "cold: compiled into fresh, empty Triton and Inductor caches" in r.notes
     caches = dict(r.caches)
@@ -238,3 +238,25 @@ def test_cold_uses_fresh_caches_and_removes_them(real_torch_python: str) -> None
     assert not tmp.exists()  # removed after the run: nothing of a cold run is left to warm the next one
     venv = Path(real_torch_python).parent.parent
     assert venv not in tmp.parents
+
+
+@pytest.mark.slow
+def test_a_check_that_raises_keeps_its_kernel_name_and_dtype(real_torch_python: str) -> None:
+    """A kernel whose check raises (a compile error, a crash) is reported as that kernel and dtype — not as an
+    anonymous "error" row with dtype "-" — and says which of its family's checks did not run."""
+    doc = _run(real_torch_python, RUNNER, "--inject-fault", "matmul:raise")
+    rows = {(k["kernel"], k["dtype"]): k for k in doc["kernels"] if k["mode"] != "skipped"}
+    assert "error" not in {k for k, _ in rows} and doc["ok"] is False
+    bad = rows[("matmul", "fp16")]
+    assert bad["ok"] is False and bad["detail"].startswith(
+        "matmul: the check raised RuntimeError: fault injected on purpose (--inject-fault matmul:raise)")
+    assert "the family's later checks on cpu (interpreter) did not run" in bad["detail"]
+    assert rows[("vector_add", "fp32")]["ok"] and rows[("softmax", "fp32")]["ok"]  # the other families still ran
+    doc = _run(real_torch_python, RUNNER, "--inject-fault", "all:raise")
+    failed = [(k["kernel"], k["dtype"]) for k in doc["kernels"] if not k["ok"]]
+    assert failed == [("vector_add", "fp32"), ("matmul", "fp16"), ("softmax", "fp32"), ("attention d64 causal", "fp16")]
+    from tritonlock.verify import _parse
+
+    text = format_report(_parse(doc, 1.0))
+    assert "FAIL  matmul fp16 on cpu (interpreter): matmul: the check raised RuntimeError" in text
+    assert "  error " not in text

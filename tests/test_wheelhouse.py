@@ -319,3 +319,27 @@ def test_a_fifo_under_a_wheels_name_is_named_not_waited_on(tmp_path: Path, local
     assert code == 5 and f"{wheel} is a named pipe (FIFO)" in out, out
     assert not was_opened
     assert not (root / ".venv").exists()
+def test_sizes_are_in_one_unit_and_unknown_ones_are_said(tmp_path: Path) -> None:
+    """The summary mixed 1024-based sizes with decimal labels (and sync's plan counts decimal), and left files whose
+    size the lock does not record out of its total in silence: an index that serves only PEP 503 HTML gives no sizes."""
+    idx = LocalIndex(tmp_path / "index")
+    populate(idx)
+    idx.json = False  # HTML pages only: the lock records no sizes
+    idx.start()
+    root = tmp_path / "proj"
+    write_intent(root, idx, INTENT)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    house = tmp_path / "house"
+    code, out = _run("export", "-p", str(root), "--format", "wheelhouse", "-o", str(house))
+    idx.stop()
+    assert code == 0, out
+    assert "wheelhouse " + str(house) + ": 6 files, 6 files of unknown size for target laptop" in out, out
+    on_disk = sum(p.stat().st_size for p in house.glob("*.whl"))
+    from tritonlock._term import human_size
+
+    assert f"wrote {house}: 6 files, {human_size(on_disk)} for target laptop" in out, out
+    assert human_size(1_500_000) == "1.5 MB" and human_size(1_048_576) == "1.0 MB"  # decimal, as sync's plan
+    for line in out.splitlines():
+        if line.startswith("[") and line.endswith(")"):
+            name, size = line.split(" ", 1)[1].rsplit(" (", 1)
+            assert size[:-1] == human_size((house / name).stat().st_size), line

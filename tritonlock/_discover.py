@@ -63,30 +63,60 @@ def intent_file(project: str | Path) -> Path:
     return py if has_py else env
 
 
+# How a message's fix names tritonlock's tables, and where a pyproject.toml project keeps them instead (a top-level
+# [indexes] in pyproject.toml is not read: the fix must name the table that is).
+_PYPROJECT_WORDS = (("[environment].packages", "[project].dependencies"),
+                    ("[environment]", "[tool.tritonlock.environment]"), ("[indexes]", "[tool.tritonlock.indexes]"),
+                    ("[[targets]]", "[[tool.tritonlock.targets]]"), ("triton-env.toml", "pyproject.toml"))
+
+
+def is_pyproject_project(project: str | Path) -> bool:
+    """Whether the project's intent is a pyproject.toml's [tool.tritonlock] (and no triton-env.toml beside it)."""
+    root = Path(project)
+    return not (root / PROJECT_FILES[0]).is_file() and has_tritonlock_table(root / PYPROJECT)
+
+
+def intent_words(text: str, project: str | Path | None) -> str:
+    """A message in the words of the project's own intent file: for a pyproject.toml project, the tables under
+    [tool.tritonlock] ([tool.tritonlock.indexes], …) and [project].dependencies for the packages."""
+    if project is None or not is_pyproject_project(project):
+        return text
+    for old, new in _PYPROJECT_WORDS:
+        text = text.replace(old, new)
+    return text
+
+
 def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def pyproject_groups(project: dict[str, object], extras: list[str]) -> list[str]:
     """The optional-dependency groups a pyproject intent locks: those [tool.tritonlock] extras names, and the groups
-    they pull in through the project's own name ("myproj[cuda]" inside a group), in a stable order."""
+    pulled in through the project's own name ("myproj[cuda]" in [project].dependencies, or inside a group), in a
+    stable order."""
     groups = project.get("optional-dependencies")
     groups = groups if isinstance(groups, dict) else {}
     by_canon = {_canon(k): k for k in groups if isinstance(k, str)}
     name = project.get("name")
     own = _canon(name) if isinstance(name, str) else None
+
+    def named_by(reqs: object) -> list[str]:
+        """The groups a list of requirements asks for by the project's own name."""
+        found: list[str] = []
+        for req in reqs if isinstance(reqs, list) else []:
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]", req) if isinstance(req, str) else None
+            if m and own is not None and _canon(m[1]) == own:
+                found += [_canon(x.strip()) for x in m[2].split(",") if x.strip()]
+        return found
+
     out: list[str] = []
-    queue = [_canon(e) for e in extras if isinstance(e, str)]
+    queue = [_canon(e) for e in extras if isinstance(e, str)] + named_by(project.get("dependencies"))
     while queue:
         g = queue.pop(0)
         if g in out or g not in by_canon:
             continue
         out.append(g)
-        reqs = groups[by_canon[g]]
-        for req in reqs if isinstance(reqs, list) else []:
-            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]", req) if isinstance(req, str) else None
-            if m and own is not None and _canon(m[1]) == own:
-                queue += [_canon(x.strip()) for x in m[2].split(",") if x.strip()]
+        queue += named_by(groups[by_canon[g]])
     return out
 
 

@@ -19,10 +19,10 @@ def uv_bin() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if found is None:
-            from tritonlock.errors import TritonlockError
+            from tritonlock.errors import UvMissingError
 
-            raise TritonlockError("uv is not installed — `pip install uv` (tritonlock drives uv for resolution "
-                                  "and installs)")
+            raise UvMissingError("uv is not installed — `pip install uv` in tritonlock's environment (tritonlock "
+                                 "drives uv for resolution and installs)")
         return found
 
 
@@ -89,17 +89,22 @@ def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, c
         proc = subprocess.Popen(list(args), env=full_env, stdout=subprocess.DEVNULL if capture else None,
                                 stderr=err if capture else None, start_new_session=True, text=True)
         interrupted = False
-        while True:
-            try:
-                rc = proc.wait()
-                break
-            except KeyboardInterrupt:
-                if interrupted or not shield:
-                    _stop(proc)
-                    raise
-                interrupted = True
-                on_interrupt("interrupted: letting the install finish so the environment is not left half-done "
-                             "(press Ctrl-C again to stop now)")
+        try:
+            while True:
+                try:
+                    rc = proc.wait()
+                    break
+                except KeyboardInterrupt:
+                    if interrupted or not shield:
+                        raise
+                    interrupted = True
+                    on_interrupt("interrupted: letting the install finish so the environment is not left "
+                                 "half-done (press Ctrl-C again to stop now)")
+        except KeyboardInterrupt:
+            # wherever the second Ctrl-C lands — in the wait, or while the first one is being said — the child stops
+            # with it: one left running would go on changing the venv after its state was reported
+            _stop(proc)
+            raise
         err.seek(0)
         return rc, err.read() if capture else "", interrupted
 

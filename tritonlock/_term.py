@@ -52,6 +52,23 @@ def clean(text: str, *, styles: bool = False) -> str:
 
 def _printable_lines(text: str) -> bool:
     return all(line.isprintable() for line in text.replace("\t", " ").split("\n"))
+def human_size(n: int) -> str:
+    """A size in one unit system everywhere tritonlock prints one: decimal (1 MB = 1,000,000 bytes, as download
+    tools and index pages count), never mixed with binary MiB."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def sizes_text(known: int, unknown: int) -> str:
+    """A total that says what it leaves out: "3.2 GB", "3.2 GB + 2 files of unknown size", "2 files of unknown size"."""
+    parts = [human_size(known)] if known or not unknown else []
+    if unknown:
+        parts.append(f"{unknown} file{'s' if unknown != 1 else ''} of unknown size")
+    return " + ".join(parts)
 
 
 def colour(stream: IO[str] | None = None) -> bool:

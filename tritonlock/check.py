@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,20 @@ class CheckReport:
     matrix_version: str
     verified: tuple[str, ...] = ()  # targets proven with the current lock (--require-verified)
     host_target: str | None = None  # with --host: the lock target this machine fits
+    no_lock: bool = False  # there is no lock to check: bad input (exit 2), as in every command that reads it
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 2 if self.no_lock else 1
+
 
 # ---------------------------------------------------------------- hashes, read from the raw TOML
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def missing_hashes(text: str, path: str) -> list[Problem]:
@@ -69,11 +77,18 @@ def missing_hashes(text: str, path: str) -> list[Problem]:
             for f in files:
                 hashes = f.get("hashes") if isinstance(f, dict) else None
                 sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-                if not isinstance(sha, str) or len(sha) != 64:
-                    name = f.get("name", "?") if isinstance(f, dict) else "?"
+                name = f.get("name", "?") if isinstance(f, dict) else "?"
+                if sha is None:
                     out.append(Problem(kind="hash", target=tname,
                                        message=f"target {tname!r}: package {who} file {name} has no sha256 hash — "
                                                f"{FIX_RESOLVE} (never install it without one)"))
+                elif not isinstance(sha, str) or _SHA256.fullmatch(sha) is None:
+                    from tritonlock._term import printable
+
+                    out.append(Problem(kind="hash", target=tname,
+                                       message=f"target {tname!r}: package {who} file {name} has a malformed sha256 "
+                                               f"({printable(repr(sha), 80)}: not 64 lowercase hex digits), so "
+                                               f"nothing can be checked against it — {FIX_RESOLVE}"))
     return out
 
 
@@ -263,7 +278,8 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     except FileNotFoundError:
         return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: no such file — run `tritonlock "
                                                                   "resolve` and commit it"),),
-                           warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version)
+                           warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version,
+                           no_lock=True)
     except (OSError, UnicodeDecodeError) as err:
         return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: cannot read ({err}) — regenerate "
                                                                   "it with `tritonlock resolve`"),),

@@ -30,8 +30,8 @@ Exit codes:
   3  conflict: nothing in the matrix fits a target, no torch that fits allows the packages you
      named, a package only an ancient release could satisfy, or what the platform cannot have (the
      message names both sides and a fix; the targets that fit are still locked)
-  4  a package index or uv failed while resolving
-  5  sync failed (the message says what state the venv is in)
+  4  a package index or uv failed while resolving (or uv is not installed)
+  5  sync failed (the message says what state the venv is in; also when uv is missing)
   6  the verify runner could not run at all
   7  compat check: what it read agrees, but some rows could not be checked (--allow-unchecked accepts that)
   130  interrupted (Ctrl-C); sync says, as checked, what state the venv is in
@@ -46,6 +46,21 @@ def _echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:
     from tritonlock._urls import redact
 
     click.echo(clean(redact(str(message)), styles=colour(sys.stderr if err else sys.stdout)), err=err, nl=nl)
+# The project the command works on, once its --project option is known: messages name the tables of that project's
+# own intent file (a pyproject.toml keeps them under [tool.tritonlock]).
+_PROJECT: list[str] = []
+
+
+def _words(text: str) -> str:
+    """`text` as the project's intent file spells its tables (see tritonlock._discover.intent_words)."""
+    if not _PROJECT:
+        return text
+    from tritonlock._discover import intent_words
+
+    try:
+        return intent_words(text, _PROJECT[-1])
+    except OSError:
+        return text
 
 
 def _fail(err: TritonlockError) -> NoReturn:
@@ -53,7 +68,7 @@ def _fail(err: TritonlockError) -> NoReturn:
 
     from tritonlock._term import styled
 
-    _echo(styled("error:", err=True, fg="red", bold=True) + f" {redact(str(err))}", err=True)  # no user:token@
+    _echo(styled("error:", err=True, fg="red", bold=True) + f" {_words(redact(str(err)))}", err=True)  # no user:token@
     sys.exit(err.exit_code)
 
 
@@ -64,7 +79,7 @@ def _echo_json(data: Any) -> None:
 def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
     from tritonlock._term import styled
 
-    _echo(styled("warning:", err=True, fg="yellow") + f" {message}", err=True)
+    _echo(styled("warning:", err=True, fg="yellow") + f" {_words(str(message))}", err=True)
 
 
 def _quiet_stdout() -> None:
@@ -85,6 +100,7 @@ class _Group(click.Group):
 
         from tritonlock.errors import LockfileWarning
 
+        _PROJECT.clear()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("once", LockfileWarning)
@@ -130,11 +146,12 @@ def _project_paths(project: str) -> tuple[Path, Path]:
 
 
 def _discover(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
-    if value is not None:
-        return value
-    from tritonlock._discover import find_project
+    if value is None:
+        from tritonlock._discover import find_project
 
-    return find_project()
+        value = find_project()
+    _PROJECT.append(value)
+    return value
 
 
 _project_opt = click.option("--project", "-p", default=None, callback=_discover, metavar="DIR",
@@ -191,6 +208,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     from tritonlock._files import check_writes, write_file
     from tritonlock.decide.intent import starter
 
+    _PROJECT.append(project)
     if in_pyproject:
         intent_path = Path(project) / "pyproject.toml"
         if (Path(project) / INTENT_FILE).is_file():
@@ -223,7 +241,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     else:
         write_file(intent_path, text, what="init", force=True, parents=True)
     if note:
-        _echo(note, err=True)
+        _echo(_words(note), err=True)
     from tritonlock._discover import find_project
 
     outer = find_project(str(Path(project).resolve().parent))
@@ -295,7 +313,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
         intent = read_intent(intent_path)
         for w in intent.warnings:
-            _echo(f"warning: {w}", err=True)
+            _echo(f"warning: {_words(w)}", err=True)
         sels = select(intent, target_file)
         if intent.packages and all(s.ok for s in sels):
             from tritonlock.project import decided
@@ -326,7 +344,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     for w in out.warnings:
         from tritonlock._term import styled
 
-        _echo(styled("warning:", err=True, fg="yellow") + f" {w}", err=True)
+        _echo(styled("warning:", err=True, fg="yellow") + f" {_words(w)}", err=True)
     conflicts = [s for s in out.selections if not s.ok]
     if as_json:
         from tritonlock.decide.resolve import selection_json
@@ -426,8 +444,8 @@ def _selection_text(s: Any) -> str:
     lines = [styled(f"target {s.target.name}:", bold=True) + f" torch {s.torch} ({s.backend}) + "
              f"{s.triton_package or 'no triton'} {s.triton or ''} on Python {s.python}".rstrip(),
              f"  index: {s.index}"]
-    lines += ["  " + styled("why:", dim=True) + f" {r}" for r in s.reasons]
-    lines += ["  " + styled("warning:", fg="yellow") + f" {w}" for w in s.warnings]
+    lines += ["  " + styled("why:", dim=True) + f" {_words(r)}" for r in s.reasons]
+    lines += ["  " + styled("warning:", fg="yellow") + f" {_words(w)}" for w in s.warnings]
     return "\n".join(lines)
 
 
@@ -554,11 +572,22 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                        reinstall=packages if reinstall else None,
                        say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan)
     result = None
+    if not as_json:
+        _sync_state_lines(out, dry_run, show_plan)  # what state the venv is in, said before verify starts
     if not dry_run and not no_verify:
-        from tritonlock.lock.lockfile import read_lock
+        try:
+            from tritonlock.lock.lockfile import read_lock
 
-        result = _run_verify(out.venv, out.target.selection, out.host,
-                             **_native_args(read_lock(root / LOCK_FILE), out.target))
+            result = _run_verify(out.venv, out.target.selection, out.host,
+                                 **_native_args(read_lock(root / LOCK_FILE), out.target))
+        except KeyboardInterrupt:
+            from tritonlock.errors import SyncInterrupted
+
+            raise SyncInterrupted(f"interrupted (Ctrl-C) during verify; {out.venv} "
+                                  + ("was changed and " if out.applied else "")
+                                  + f"matches target {out.target.name} (checked before verify started); verify did "
+                                    "not finish and its runner was stopped — `tritonlock verify` runs it again"
+                                  ) from None
     if as_json:
         _echo_json({"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
                     "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note,
@@ -566,33 +595,37 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                                                           and s.action in ("install", "upgrade", "reinstall")), None))}
                              for s in out.plan.steps],
                     "verify": result.to_json() if result is not None else None})
-    else:
-        if dry_run:
-            show_plan(out.plan)
-            todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
-            for line in _build_lines(out.target, todo):
-                _echo(line)
-        elif not out.applied:
-            _echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
-        else:
-            done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
-                                                              ("reinstall", "repaired"), ("remove", "removed"))
-                    if out.plan.of(a)]
-            asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
-            if asked:
-                fixed = len(out.plan.of("reinstall")) - asked
-                done = [d for d in done if not d.endswith(" repaired")]
-                done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
-                    [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
-            _echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
-                  + f": {', '.join(done) or 'nothing to change'}")
-        if result is not None:
-            from tritonlock._term import highlight
-            from tritonlock.verify import format_report
+    elif result is not None:
+        from tritonlock._term import highlight
+        from tritonlock.verify import format_report
 
-            _echo(highlight(format_report(result)))
+        _echo(highlight(format_report(result)))
     if result is not None and not result.ok:
         sys.exit(1)
+
+
+def _sync_state_lines(out: Any, dry_run: bool, show_plan: Any) -> None:
+    """sync's account of the venv (its plan with --dry-run): printed as soon as the venv is in that state, before
+    verify starts, so that a verify stopped by Ctrl-C leaves the state said."""
+    if dry_run:
+        show_plan(out.plan)
+        todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
+        for line in _build_lines(out.target, todo):
+            _echo(line)
+    elif not out.applied:
+        _echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
+    else:
+        done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
+                                                          ("reinstall", "repaired"), ("remove", "removed"))
+                if out.plan.of(a)]
+        asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
+        if asked:
+            fixed = len(out.plan.of("reinstall")) - asked
+            done = [d for d in done if not d.endswith(" repaired")]
+            done[len(done) - (1 if out.plan.of("remove") else 0):0] = (
+                [f"{fixed} repaired"] if fixed else []) + [f"{asked} reinstalled"]
+        _echo(f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
+                   + f": {', '.join(done) or 'nothing to change'}")
 
 
 def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
@@ -649,8 +682,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     interp = python_ or str(venv_python(env_dir))
     if not Path(interp).exists():
         raise UsageError(f"{interp}: no such interpreter — " + ("pass --python PATH to an existing interpreter"
-                         if python_ else "create the venv with `tritonlock sync` first, or pass --venv DIR or "
-                                         "--python PATH"))
+                         if python_ else _make_venv_step(root, env_dir, target_name)))
     backend = triton = driver = None
     expect_gpu = None
     native: dict[str, Any] = {}
@@ -704,6 +736,32 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                 _echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
     sys.exit(0 if result.ok else 1)
+
+
+def _make_venv_step(root: Path, env_dir: Path, target_name: str | None) -> str:
+    """What makes the venv verify was asked to check, where that step would work here: `sync` — or, where sync would
+    fail (no lock, no intent, no lock target for this machine), the step before it, and the way around it."""
+    from tritonlock.lock.lockfile import read_lock
+
+    other = "or pass --venv DIR or --python PATH to an environment that exists"
+    lock_path = root / LOCK_FILE
+    if not lock_path.is_file():
+        intent_path = _project_paths(str(root))[0]
+        if not intent_path.is_file():
+            return (f"there is no {lock_path} to sync it from, nor a {intent_path.name} to lock: run `tritonlock init`, "
+                    f"`tritonlock resolve`, then `tritonlock sync` — {other}")
+        return f"there is no {lock_path} to sync it from: run `tritonlock resolve`, then `tritonlock sync` — {other}"
+    from tritonlock.environment.sync import pick_target
+    from tritonlock.host import detect
+
+    try:
+        pick_target(read_lock(lock_path), detect(toolkit=False), name=target_name, lock_path=str(lock_path))
+    except TritonlockError as err:
+        first = str(err).splitlines()[0].removesuffix(":")
+        return (f"`tritonlock sync` cannot make it here ({first}; `tritonlock sync` says why per target) — {other}, "
+                "or lock a target for this machine first")
+    venv_opt = f" --venv {env_dir}" if env_dir != root / ".venv" else ""
+    return f"create the venv with `tritonlock sync{venv_opt}` first, {other}"
 
 
 @main.command()
@@ -1034,6 +1092,9 @@ def _export_fleet(project: str, fmt: str, target_name: str | None, output: str |
         from tritonlock.lock.lockfile import named_target
 
         chosen = named_target(lock, target_name, lock_path, otherwise="run them all")
+    from tritonlock.export import exportable
+
+    exportable(lock, [chosen] if chosen else list(lock.targets), str(lock_path))  # a conflict is not a job to run
     if fmt == "slurm":
         from tritonlock.fleet.slurm import SlurmJob, gpus_of, sbatch_script
 
@@ -1095,7 +1156,7 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
         _echo_json(report_json(report))
     else:
         _echo(format_report(report, str(_project_paths(project)[1])))
-    sys.exit(0 if report.ok else 1)
+    sys.exit(report.exit_code)
 
 
 @main.group()

@@ -67,6 +67,13 @@ class IndexError_(TritonlockError):
     exit_code = 4
 
 
+class UvMissingError(TritonlockError):
+    """uv, which tritonlock drives to resolve and install, is not there: while resolving, exit 4 (uv failed); `sync`
+    turns it into a SyncError (exit 5) that says what state the venv is in."""
+
+    exit_code = 4
+
+
 class ClosureError(TritonlockError):
     """uv could not compute the transitive closure (message carries uv's own words; `uv` holds them alone)."""
 

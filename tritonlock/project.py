@@ -61,32 +61,46 @@ def targets_for(intent: Intent, target_file: str | None = None) -> tuple[TargetS
 
 
 def saved_host_advice(saved: Path, project: Path) -> str:
-    """What to do with a file `tritonlock host --save` just wrote: target-files globs are relative to
-    triton-env.toml, not to where the command ran, so the advice names the pattern from the project's directory
-    (or says that the intent already includes the file)."""
-    intent_path = project / INTENT_FILE
+    """What to do with a file `tritonlock host --save` just wrote: target-files globs are relative to the intent and
+    stay inside its project (an absolute pattern is refused), so the advice names a relative pattern from the
+    project's directory — or says that the intent already includes the file."""
+    from tritonlock._discover import intent_bytes, intent_file, target_file_globs
+
+    try:
+        intent_path = intent_file(project)
+    except TritonlockError:
+        intent_path = project / INTENT_FILE
     try:
         rel = saved.resolve().relative_to(project.resolve())
     except (OSError, ValueError):
         rel = None
+    if rel is None and intent_path.is_file():
+        return (f"it is outside the project of {intent_path}, whose target-files take only files inside it: save it "
+                f"there (`tritonlock host --save {project / 'hosts' / saved.name}`), or pass `tritonlock resolve "
+                f"--target-file {saved}`")
     if rel is None or not intent_path.is_file():
-        return (f"include it from a triton-env.toml (target-files = [\"{saved.parent.as_posix()}/*.toml\"] beside "
-                f"it), paste it there, or pass `tritonlock resolve --target-file {saved}`")
-    from tritonlock import _toml
-
+        # no intent yet: a triton-env.toml one level above the file's folder includes it with a relative pattern, as
+        # every target-files entry must be
+        home, pattern = (saved.parent.parent, f"{saved.parent.name}/*.toml") if saved.parent.name else (
+            saved.parent, saved.name)
+        return (f"include it from a triton-env.toml in {home} (target-files = [\"{pattern}\"] at its top), paste it "
+                f"there, or pass `tritonlock resolve --target-file {saved}`")
     try:
-        globs = _toml.loads(intent_path.read_text(encoding="utf-8")).get("target-files", [])
+        globs = target_file_globs(intent_path, intent_bytes(intent_path)) or []
     except (OSError, UnicodeDecodeError, ValueError):
         globs = []
     globs = [globs] if isinstance(globs, str) else globs
     for pattern in globs if isinstance(globs, list) else []:
+        if not isinstance(pattern, str) or not pattern or Path(pattern).is_absolute() or pattern.startswith(("/", "\\")):
+            continue  # not a usable entry (the intent reader names it): it includes nothing
         try:
-            if isinstance(pattern, str) and saved.resolve() in {f.resolve() for f in project.glob(pattern)}:
+            if saved.resolve() in {f.resolve() for f in project.glob(pattern)}:
                 return f"{intent_path} includes it (target-files = [\"{pattern}\"]): `tritonlock resolve` locks for it"
-        except (ValueError, IndexError, OSError):
+        except (ValueError, IndexError, OSError, NotImplementedError):
             continue
     pattern = (rel.parent / "*.toml").as_posix() if rel.parent != Path(".") else rel.as_posix()
-    return (f"include it from {intent_path}: add target-files = [\"{pattern}\"] at its top (before any [table]), "
+    where = "its [tool.tritonlock] table" if intent_path.name == "pyproject.toml" else "its top (before any [table])"
+    return (f"include it from {intent_path}: add target-files = [\"{pattern}\"] at {where}, "
             f"paste it there, or pass `tritonlock resolve --target-file {saved}`")
 
 
@@ -476,11 +490,15 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                 intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
                 targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                 input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
+    from tritonlock.lock.integrity import check_lock
+
+    checked = check_lock(lock)  # what the closure was computed from, against the hashes it pins: before any write
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
-    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason, warnings=intent.warnings + news)
+    return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
+                       warnings=intent.warnings + checked + news)
 
 
 def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:

@@ -136,14 +136,21 @@ def apply(selections: tuple[Selection, ...], intent: Intent) -> tuple[Selection,
         public = version.public
         m = re.search(r"dev(\d{4})(\d{2})(\d{2})", public)
         dated = f", built {m[1]}-{m[2]}-{m[3]}" if m else ""
-        reasons = [r for r in s.reasons if not r.startswith(f"{intent.channel} channel:")]
+        # the release's own picks are replaced, not kept beside the build that replaced them: its torch line, and
+        # every line about its Triton where the build pins another one (the matrix's checks are of that Triton)
+        released_triton = f"{s.triton_package} {s.triton}" if s.triton_package and s.triton else None
+        replaced = pin is not None and (pin[0], pin[1]) != (s.triton_package, s.triton)
+        reasons = [r for r in s.reasons if not r.startswith((f"{intent.channel} channel:", f"torch {nearest}:"))
+                   and not (replaced and released_triton and r.startswith((released_triton + " ", released_triton + ":")))]
         reasons.append(f"torch {public}: the newest {intent.channel} build for {s.backend} on {s.index}{dated} — "
                        + _nearest_reason(s, intent.channel).split(": ", 1)[1])
         triton_package, triton = s.triton_package, s.triton
         if pin is not None:
             triton_package, triton = pin
             reasons.append(f"{triton_package} {triton}: the exact Triton torch {public} requires (its METADATA)"
-                           + (", PyTorch's nightly Triton build" if triton_package == "pytorch-triton" else ""))
+                           + (", PyTorch's nightly Triton build" if triton_package == "pytorch-triton" else "")
+                           + (f"; the matrix's Triton checks (GPU support, the bundled ptxas and this driver) are of "
+                              f"{released_triton} and were not made for it" if replaced and released_triton else ""))
         elif triton_package:
             reasons.append(f"{triton_package} {triton}: torch {public} requires no Triton here; the one of torch "
                            f"{nearest} is kept (for Triton's interpreter)")

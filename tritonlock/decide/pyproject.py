@@ -32,12 +32,16 @@ def pyproject_starter(starter: str, *, torch_in_dependencies: bool) -> str:
     out = ["", "# [tool.tritonlock] — `tritonlock resolve` locks [project].dependencies (and the extras below) with the",
            "# torch, CUDA build and Triton that fit each target into triton-env.lock.", "[tool.tritonlock]",
            '# extras = ["train"]          # groups of [project.optional-dependencies] to lock too']
+    table = ""
     for line in starter.splitlines():
         if line.startswith("# triton-env.toml"):
             continue
+        if line.startswith("["):
+            table = line.strip()
         if line.startswith("packages = []"):
             line = "# packages = []               # more requirements for tritonlock only; the project's are in [project]"
-        if torch_in_dependencies and line.startswith("torch = "):
+        if torch_in_dependencies and line.startswith("torch = ") and table == "[environment]":
+            # only [environment].torch, the specifier: [indexes].torch = "default" is where torch comes from
             line = "# " + line + " (torch's specifier comes from [project].dependencies)"
         for old, new in (("[environment]", "[tool.tritonlock.environment]"), ("[indexes]", "[tool.tritonlock.indexes]"),
                          ("[[targets]]", "[[tool.tritonlock.targets]]")):

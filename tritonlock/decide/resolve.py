@@ -63,7 +63,7 @@ class _Resolver:
         self.default_python = default_python
         self.h = h = rules.Host.of(intent, matrix, target, default_python)
         self.python, self.platform, self.gpu = h.python, h.platform, h.gpu
-        self.from_default, self.cpu_from_default, self.tegra = h.from_default, h.cpu_from_default, h.tegra
+        self.from_default, self.tegra = h.from_default, h.tegra
 
     def floor(self, driver: str | None) -> str | None:
         return self.h.floor(driver)

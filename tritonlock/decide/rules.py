@@ -64,7 +64,6 @@ class Host:
     platform: str  # "linux_x86_64"
     gpu: bool  # the target has an NVIDIA driver
     from_default: bool  # [indexes] torch = "default": torch from the default index (PyPI)
-    cpu_from_default: bool  # ... with cuda = "cpu" and no driver: PyPI's one build, run on the CPU
     tegra: bool  # a Jetson: its driver is numbered by branch ("580.00")
     by_branch: bool = False  # the driver is held to floors by branch: a Jetson's, or one given as a branch ("535")
 
@@ -74,10 +73,9 @@ class Host:
         from_default = intent.torch_index == "default"
         return cls(intent=intent, matrix=matrix, target=target,
                    python=target.python or intent.python or default_python, platform=platform_of(target), gpu=gpu,
+                   # PyPI ships one build per platform: with cuda = "cpu" only where that build is the CPU one
+                   # (macOS, Windows) — cuda = "cpu" never gets a CUDA build (the search says what would fit instead).
                    from_default=from_default,
-                   # PyPI ships one build per platform; with cuda = "cpu" on a machine without a driver a CUDA build
-                   # of it runs on the CPU just the same (its CUDA libraries go unused), so it is taken with a warning.
-                   cpu_from_default=from_default and intent.cuda == "cpu" and not gpu,
                    # A Jetson's driver comes with JetPack and is numbered by branch ("580.00" on JetPack 7.0/7.1,
                    # CUDA 13.0): it is held to the branch of each floor, not to a dGPU driver number (gpus.toml
                    # `integrated`).
@@ -235,7 +233,7 @@ def build_wanted(h: Host, v: Variant) -> bool:
     cuda = h.intent.cuda
     if not (v.backend == "cpu" or v.backend.startswith("cu")):
         return False
-    if (cuda == "auto" and not h.gpu and h.from_default) or h.cpu_from_default:
+    if cuda == "auto" and not h.gpu and h.from_default:
         return True  # PyPI's one build runs on the CPU too, whatever CUDA it carries
     if cuda == "cpu" or (cuda == "auto" and not h.gpu):
         return v.backend == "cpu"
@@ -256,7 +254,7 @@ def driver_floor_for(h: Host, v: Variant) -> str | None:
 def build_needs_no_driver(h: Host, v: Variant) -> str | None:
     """A CUDA build on a target with no NVIDIA driver: only where the default index's one build is taken to run
     on the CPU."""
-    if v.cuda is None or h.target.driver is not None or h.cpu_from_default:
+    if v.cuda is None or h.target.driver is not None:
         return None
     if h.from_default and h.intent.cuda == "auto":
         return None
@@ -315,12 +313,7 @@ def build_warnings(h: Host, v: Variant) -> list[str]:
     if v.cuda is None:
         return out
     if h.target.driver is None:
-        if h.cpu_from_default:
-            out.append(f"cuda = 'cpu' with [indexes] torch = 'default': the default index ships only the "
-                       f"{v.backend} build for {h.platform}, so that is what is locked; it runs on the CPU "
-                       "and its CUDA libraries (several GB) go unused. For a CPU-only build, take torch from "
-                       "PyTorch's cpu index instead (leave [indexes].torch unset)")
-        elif h.from_default and h.intent.cuda == "auto":
+        if h.from_default and h.intent.cuda == "auto":
             out.append(f"the default index's torch is the {v.backend} build: on this target without an "
                        "NVIDIA driver it runs on the CPU and its CUDA libraries go unused")
     max_cuda = h.max_cuda() if h.target.driver is not None else None

@@ -272,7 +272,7 @@ def check_glibc(c: Context) -> list[Finding]:
 def mixed_causes(c: Context, error: str) -> list[tuple[str, str]]:
     """Mixed-install causes visible in the venv, each (evidence, fix)."""
     out: list[tuple[str, str]] = []
-    for f in check_duplicates(c) + check_conda(c) + check_shadowing(c):
+    for f in check_stray(c) + check_duplicates(c) + check_conda(c) + check_shadowing(c):
         out.append((f.title, f.fix))
     if "triton" in error or not error:
         for f in check_triton(Context(host=c.host, venv=_no_import_errors(c.venv), lock=c.lock, matrix=c.matrix,
@@ -317,6 +317,22 @@ def undefined_symbol(c: Context, module: str, error: str) -> Finding:
 
 
 # ---------------------------------------------------------------- files against RECORD
+
+
+def check_stray(c: Context) -> list[Finding]:
+    """Files no installed distribution owns that take the import name of an installed module or package (a
+    triton.py dropped beside triton/): nothing installed them and no reinstall removes them."""
+    v = c.venv
+    if v is None or not v.stray:
+        return []
+    n = len(v.stray)
+    fix = (f"{sync_fix(c)}: it removes them and reinstalls the packages they shadow" if c.lock and c.lock.lock
+           else f"remove {'it' if n == 1 else 'them'} by hand ({' '.join(v.stray[:3])}{' …' if n > 3 else ''})")
+    return [Finding(id="venv-stray-module", severity="error",
+                    title=f"{plural(n, 'file')} in {c.where} that no installed distribution owns "
+                          f"{'takes' if n == 1 else 'take'} the import name of an installed module: "
+                          + ", ".join(v.stray[:3]) + (" …" if n > 3 else ""),
+                    evidence=tuple(f"{p}: no RECORD in {c.where} lists it" for p in v.stray), fix=fix)]
 
 
 def check_integrity(c: Context) -> list[Finding]:

@@ -107,6 +107,7 @@ class VenvFacts:
     loaded_libs: tuple[str, ...] = ()
     damaged: tuple[str, ...] = ()  # "name version: problem" for packages whose files are missing or half-installed
     modified: tuple[str, ...] = ()  # likewise, for packages whose files are all there but of other sizes
+    stray: tuple[str, ...] = ()  # files no distribution owns under an installed module's import name (their paths)
     managed: bool = False  # made by `tritonlock sync` (its marker file), or the project's own .venv
     ptxas: tuple[TritonPtxas, ...] = ()  # per GPU of the host (probe_ptxas), when triton imports
     toolkit_ptxas: tuple[ToolkitPtxas, ...] = ()  # the machine's own ptxas binaries, a TRITON_PTXAS_PATH can use
@@ -228,7 +229,8 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
         torch=_torch_facts(imported.get("torch")) if imported else None,
         triton_version=_opt(triton.get("version")), triton_file=_opt(triton.get("file")),
         triton_error=_opt(triton.get("error")), loaded_libs=_strs(got.get("loaded_libs")),
-        damaged=damage[0], modified=damage[1], managed=(Path(str(static.get("prefix"))) / MADE).is_file(),
+        damaged=damage[0], modified=damage[1], stray=damage[2],
+        managed=(Path(str(static.get("prefix"))) / MADE).is_file(),
         native=installed_native(tuple(_dist(d) for d in static.get("dists") or [] if isinstance(d, dict))),
         system_libs=frozenset(_system_sonames()),
     )
@@ -272,19 +274,22 @@ def installed_native(dists: tuple[Dist, ...]) -> tuple[tuple[str, str, NativeFac
     return tuple(out)
 
 
-def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """Packages of a venv whose files are not what their RECORD lists, or that are installed twice — sync's own
-    check (what the next `tritonlock sync` repairs); "name version: problem" each, as (damaged, modified): files
-    missing, RECORD/METADATA gone or two copies, apart from files that are all there with other sizes. Only for
+    check (what the next `tritonlock sync` repairs); "name version: problem" each, as (damaged, modified, stray):
+    files missing, RECORD/METADATA gone or two copies, apart from files that are all there with other sizes, and
+    apart from files no distribution owns that take an installed module's name (the stray files' paths). Only for
     venvs."""
     from tritonlock.environment.sync import check_venv
 
     p = Path(prefix)
     if not (p / "pyvenv.cfg").is_file():
-        return (), ()
-    found = [(d.kind, f"{d.name} {d.version or '(unknown version)'}: {d.problem}") for d in check_venv(p)]
-    return (tuple(text for kind, text in found if kind != "modified"),
-            tuple(text for kind, text in found if kind == "modified"))
+        return (), (), ()
+    damage = check_venv(p)
+    found = [(d.kind, f"{d.name} {d.version or '(unknown version)'}: {d.problem}") for d in damage]
+    return (tuple(text for kind, text in found if kind not in ("modified", "stray")),
+            tuple(text for kind, text in found if kind == "modified"),
+            tuple(path for d in damage if d.kind == "stray" for path in d.strays))
 
 
 # ---------------------------------------------------------------- Triton's ptxas

@@ -45,8 +45,8 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
         checks_torch.check_triton_gpu, checks_torch.check_triton_ptxas, checks_torch.check_triton_interpreter,
         checks_install.check_duplicates,
         checks_install.check_conda, checks_install.check_shadowing, checks_install.check_wsl_libcuda,
-        checks_install.check_glibc, checks_install.check_integrity, checks_native.check_native,
-        checks_lock.check_lock, checks_amd.check_amd)
+        checks_install.check_glibc, checks_install.check_integrity, checks_install.check_stray,
+        checks_native.check_native, checks_lock.check_lock, checks_amd.check_amd)
     c = Context(host=host, venv=venv, lock=lock, matrix=matrix, where=where)
     out: list[Finding] = []
     if venv is None and broken:

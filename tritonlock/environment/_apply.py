@@ -3,7 +3,9 @@ and swapped in when complete; and undoing what a killed sync left beside a venv.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -228,7 +230,8 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
             if not shield:
                 raise
             raise Failed("a second Ctrl-C stopped uv", interrupted=True) from None
-        if rc != 0 and no_isolation:
+        swapped = rc != 0 and re.search(r"(?i)(hash|size) mismatch for `", err) is not None
+        if rc != 0 and no_isolation and not swapped:  # (a file the index swapped is not a failed build: below)
             built = ", ".join(f"{pk.name} {pk.version}" for pk in target.packages if pk.name in no_isolation)
             raise Failed(f"building {built} from source failed (its build imports torch and ran against the "
                          f"venv's torch, without isolation):\n{uv_failure(index.explain(err)) or f'uv exited with {rc}'}",
@@ -237,9 +240,21 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
                              f"add no-build = [{', '.join(chr(34) + n + chr(34) for n in no_isolation)}] to "
                              "[environment] in triton-env.toml and run `tritonlock resolve`")
         if rc != 0:
-            raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}",
-                         fix="add the missing wheels to the wheelhouse, or drop --offline" if offline else "")
+            raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}", fix=offline_fix(offline, wheelhouse))
     return interrupted
+
+
+def offline_fix(offline: bool, wheelhouse: Path | None) -> str:
+    """What to do when an install without network fails: a wheelhouse is filled where there is network; plain
+    --offline reads only uv's cache, which a sync with network fills."""
+    if wheelhouse is not None:
+        return (f"add the missing files to the wheelhouse {wheelhouse} (`tritonlock export --format wheelhouse -o DIR` "
+                "on a machine with network fetches them all)")
+    if offline:
+        return ("--offline installs only from uv's cache, and it lacks these files: run `tritonlock sync` once with "
+                "network (that fills the cache), or bring a wheelhouse (`tritonlock export --format wheelhouse -o DIR` "
+                "where there is network, then `tritonlock sync --find-links DIR`)")
+    return ""
 
 
 def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> str:
@@ -295,6 +310,14 @@ def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
     install."""
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     for d in damage:
+        if d.kind == "stray" and (d.name in todo or d.name in {s.name for s in p.of("remove")}):
+            for path in d.strays:  # no installer wrote them and none removes them: they go before the reinstall
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+            continue
         if (d.name in todo or d.name in {s.name for s in p.of("remove")}) and d.kind == "record" and (
                 Path(d.dist_info) / "RECORD").is_file():
             _venv.mend_record(Path(d.dist_info))  # torn by a kill: uv cannot uninstall through it as it is
@@ -413,8 +436,7 @@ def create(path: Path, python: str, *, system_site_packages: bool, base: str | N
     proc = _subprocess.run(args, timeout=300)
     if proc.returncode != 0:
         raise Failed(f"could not create a venv with Python {python}: {proc.stderr.strip()}",
-                      fix=f"install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), "
-                          "or pass --python PATH")
+                      fix=_create_fix(proc.stderr, path, python, base))
     base_sites: list[str] = []
     if system_site_packages and base:
         chained = _interp.venv_sites(base)
@@ -429,6 +451,23 @@ def create(path: Path, python: str, *, system_site_packages: bool, base: str | N
     _venv.write_made(path, python=python, system_site_packages=system_site_packages, base_python=base,
                      base_sites=base_sites, created_by=f"tritonlock {__version__}")
     return base_sites
+
+
+def _create_fix(stderr: str, path: Path, python: str, base: str | None) -> str:
+    """The next step for a venv uv could not create, by what uv said went wrong: a place that cannot be written
+    (a read-only project) is not a missing Python."""
+    import re
+
+    where = path.parent.absolute()
+    if re.search(r"(?i)permission denied|read-only file system|os error (13|30|1)\b|operation not permitted", stderr):
+        return (f"{where} cannot be written here (read-only, or not yours): make it writable, or build the venv "
+                "somewhere that is — `tritonlock sync --venv DIR`")
+    if re.search(r"(?i)no space left|os error 28|quota", stderr):
+        return f"free some space on the file system of {where}, or build the venv elsewhere (`--venv DIR`)"
+    if base or re.search(r"(?i)no interpreter|not found|python.*(could not|cannot) be found|no python", stderr):
+        return (f"install Python {python} (or allow uv to download one: UV_PYTHON_DOWNLOADS=automatic), or pass "
+                "--python PATH")
+    return "uv's words above say what went wrong"
 
 
 def stamp(venv: Path, key: str | None, target: LockedTarget, p: Plan, ssp: bool, base_sites: list[str] | None) -> None:

@@ -65,28 +65,72 @@ def fingerprint(venv: Path) -> dict[str, list[int]]:
     return out
 
 
+def _recorded(venv: Path) -> list[tuple[str, list[str]]]:
+    """(site directory's real path, the paths its RECORDs list), byte-code caches left out."""
+    import csv
+
+    out: list[tuple[str, list[str]]] = []
+    for site in site_dirs(venv):
+        real = os.path.realpath(site)
+        paths: list[str] = []
+        for d in dist_infos(site):
+            try:
+                text = (d / "RECORD").read_text(encoding="utf-8", errors="replace")
+                lines = text.replace("\0", "").splitlines()
+                paths += [p for p in ([line.split(",", 1)[0] for line in lines] if '"' not in text
+                                      else [row[0] for row in csv.reader(lines) if row])
+                          if p and "__pycache__" not in p]
+            except (OSError, csv.Error):
+                continue
+        out.append((real, paths))
+    return out
+
+
+def record_files(venv: Path) -> list[str]:
+    """Every file (relative to the venv) that a RECORD lists: its size and time are what a file edited in place
+    changes (its folder's time does not), so the no-op check stats each of them — as sync's full check reads their
+    sizes — and the two forms of sync agree about an edit."""
+    root = os.path.realpath(venv)
+    return sorted({os.path.relpath(os.path.normpath(os.path.join(real, p)), root)
+                   for real, paths in _recorded(venv) for p in paths})
+
+
+def files_digest(venv: Path, files: list[str]) -> str:
+    """Size and modification time of each of these files of the venv (see `record_files`), as one digest: one stat
+    per file (relative to the venv's directory, where the platform allows), nothing read."""
+    stats: list[tuple[int, int] | None] = []
+    add, stat = stats.append, os.stat
+    fd = None
+    try:
+        if stat in os.supports_dir_fd:
+            fd = os.open(venv, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        fd = None
+    try:
+        base = str(venv)
+        for rel in files:
+            try:
+                st = stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(base, rel))
+                add((st.st_size, st.st_mtime_ns))
+            except (OSError, ValueError):
+                add(None)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return hashlib.sha256(repr([len(files), stats]).encode()).hexdigest()
+
+
 def record_dirs(venv: Path) -> list[str]:
     """Every directory (relative to the venv) that holds a file some RECORD lists, with its ancestors up to the
     site directory: deleting any installed file — or a whole package folder — changes one of their times, which
     the no-op check compares (a stat each, no directory is listed). Byte-code caches are left out."""
-    import csv
-
     out: set[str] = set()
     root = os.path.realpath(venv)
     for site in site_dirs(venv):
-        real = os.path.realpath(site)
-        out.add(os.path.relpath(real, root))
-        parents: set[str] = set()
-        for d in dist_infos(site):
-            out.add(os.path.relpath(os.path.join(real, d.name), root))
-            try:
-                text = (d / "RECORD").read_text(encoding="utf-8", errors="replace")
-                lines = text.replace("\0", "").splitlines()
-                paths = ([line.split(",", 1)[0] for line in lines] if '"' not in text
-                         else [row[0] for row in csv.reader(lines) if row])
-            except (OSError, csv.Error):
-                continue
-            parents.update(os.path.dirname(p) for p in paths if p and "__pycache__" not in p)
+        out.add(os.path.relpath(os.path.realpath(site), root))
+        out.update(os.path.relpath(os.path.join(os.path.realpath(site), d.name), root) for d in dist_infos(site))
+    for real, paths in _recorded(venv):
+        parents = {os.path.dirname(p) for p in paths}
         for raw in parents:  # (a few hundred distinct folders for thousands of files)
             parent = os.path.normpath(os.path.join(real, raw))
             while parent.startswith(root + os.sep):
@@ -143,7 +187,8 @@ def _synced_ok(d: dict[str, Any]) -> bool:
             and isinstance(d.get("cfg"), str) and isinstance(dists, dict)
             and all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in dists.values())
             and isinstance(base, list) and all(_strs(x) for x in base)
-            and _strs(d.get("dirs")) and isinstance(d.get("dirs-digest"), str))
+            and _strs(d.get("dirs")) and isinstance(d.get("dirs-digest"), str)
+            and isinstance(d.get("files"), str) and isinstance(d.get("files-digest"), str))
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -185,10 +230,13 @@ def drop_synced(venv: Path) -> dict[str, Any] | None:
 def write_synced(venv: Path, *, key: str | None, target: str, packages: int, system_site_packages: bool,
                  base_sites: list[str]) -> None:
     dirs = record_dirs(venv)
+    files = record_files(venv)
     _write_json(venv / SYNCED, {"key": key, "target": target, "packages": packages,
                                 "system-site-packages": system_site_packages, "dists": fingerprint(venv),
                                 "base": site_listing(base_sites), "cfg": cfg_digest(venv), "dirs": dirs,
-                                "dirs-digest": dirs_digest(venv, dirs)})
+                                "dirs-digest": dirs_digest(venv, dirs),
+                                # one string, not a list: thousands of paths parse in a fraction of the time
+                                "files": "\n".join(files), "files-digest": files_digest(venv, files)})
 
 
 def cfg_digest(venv: Path) -> str:
@@ -278,8 +326,11 @@ def already_synced(project: Path, venv: Path, *, target: str | None, python: str
     key = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=raw_machine_key(), target=target,
                    python=python, files=target_files(project, intent_bytes))
     if (key is None or key != stamp["key"] or cfg_digest(venv) != stamp.get("cfg")
-            or fingerprint(venv) != stamp.get("dists") or dirs_digest(venv, stamp["dirs"]) != stamp["dirs-digest"]):
-        return None  # (a file or folder deleted behind sync's back changes its directory's time: look in depth)
+            or fingerprint(venv) != stamp.get("dists") or dirs_digest(venv, stamp["dirs"]) != stamp["dirs-digest"]
+            or files_digest(venv, stamp["files"].split("\n") if stamp["files"] else []) != stamp["files-digest"]):
+        # (a file or folder deleted behind sync's back changes its directory's time, a file edited in place its own
+        # size or time: look in depth, as the full path does)
+        return None
     made = read_made(venv) or {}
     if stamp.get("system-site-packages") and site_listing(made.get("base-sites") or []) != stamp.get("base"):
         return None

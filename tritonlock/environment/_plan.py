@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from tritonlock._term import human_size as human_size  # one unit system for every size tritonlock prints
 from tritonlock.environment import _venv
 
 if TYPE_CHECKING:
@@ -147,13 +148,6 @@ def with_download(p: Plan, target: LockedTarget, python: str) -> Plan:
     return replace(p, download=total, unsized=unsized)
 
 
-def human_size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{n} B"  # pragma: no cover
 
 
 _SIGN = {"install": "+", "upgrade": "~", "reinstall": "!", "remove": "-", "keep": "=", "leave": "?"}

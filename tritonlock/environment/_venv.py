@@ -118,7 +118,8 @@ class Damage:
     version: str | None
     dist_info: str  # path of the .dist-info directory
     problem: str  # plain words: "RECORD is missing", "3 of 812 files are missing (…)", …
-    kind: str = "files"  # "files" | "modified" (sizes only) | "record" | "metadata" | "twice"
+    kind: str = "files"  # "files" | "modified" (sizes only) | "record" | "metadata" | "twice" | "stray"
+    strays: tuple[str, ...] = ()  # kind "stray": the files or folders no distribution owns that shadow its modules
 
 
 def _record_problem(site: Path, dist_info: Path) -> str | None:
@@ -275,7 +276,99 @@ def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None
                                   problem=printable(f"it is installed twice ({vs}: "
                                                     f"{', '.join(p.name for p, _ in copies)})", 600),
                                   kind="twice"))
+    out += [d for d in stray_shadows(venv) if (names is None or d.name in names) and only is None]
     return out
+
+
+# How a file or folder in a directory of importable code is imported: a module name, then an extension Python
+# imports as code (source, byte-code, an extension module with any ABI tag).
+_MODULE_FILE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z0-9_-]+)*\.(?:py|pyc|pyw|so|pyd)")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CODE = (".py", ".pyc", ".pyw", ".so", ".pyd")
+
+
+def _module_of(name: str, is_dir: bool) -> str | None:
+    if name == "__pycache__" or name.endswith((".dist-info", ".egg-info", ".data")):
+        return None
+    if is_dir:
+        return name if _IDENT.fullmatch(name) else None
+    m = _MODULE_FILE.fullmatch(name)
+    return m[1] if m else None
+
+
+def stray_shadows(venv: Path) -> list[Damage]:
+    """Files and folders that no installed distribution's RECORD lists, sitting beside installed code under the
+    import name of an installed module or package (a `triton.py` dropped next to triton/, a `torch/nn.py` beside
+    torch/nn/, a typing_extensions/ folder beside typing_extensions.py): one Damage per owner, naming them. Whether
+    Python's import order lets one win today or not, none of them was installed, and each can take the name."""
+    import csv
+
+    out: dict[tuple[str, str], list[str]] = {}
+    versions: dict[str, tuple[str, str]] = {}
+    for site in site_dirs(venv):
+        real = os.path.realpath(site)
+        files: dict[str, str] = {}  # normalized path relative to the site → the normalized name of its owner
+        for d in dist_infos(site):
+            nv = _meta(d)
+            if nv is None:
+                continue
+            owner = normalize(nv[0])
+            versions[owner] = (nv[1], str(d))
+            try:
+                rows = record_rows((d / "RECORD").read_text(encoding="utf-8", errors="replace"))
+            except (OSError, csv.Error):
+                continue
+            for row in rows:
+                rel = row[0] if row else ""
+                if not rel or "__pycache__" in rel:
+                    continue
+                if "./" in rel or "//" in rel or "\\" in rel or rel.startswith("/"):  # (rare: the cheap path first)
+                    rel = os.path.normpath(rel).replace(os.sep, "/")
+                if not rel.startswith("../"):
+                    files.setdefault(rel, owner)
+        dirs: set[str] = set()  # every folder holding an owned file
+        names: dict[str, dict[str, str]] = {}  # folder → module name owned there → its owner
+        for rel, owner in files.items():
+            parent, _, leaf = rel.rpartition("/")
+            if leaf.endswith(_CODE) and (mod := _module_of(leaf, False)):
+                names.setdefault(parent, {}).setdefault(mod, owner)
+            while parent and parent not in dirs:
+                dirs.add(parent)
+                up, _, leaf = parent.rpartition("/")
+                if _IDENT.fullmatch(leaf):
+                    names.setdefault(up, {}).setdefault(leaf, owner)
+                parent = up
+        for folder, owned in names.items():
+            try:
+                entries = list(os.scandir(os.path.join(real, folder)))
+            except OSError:
+                continue
+            for e in entries:
+                rel = f"{folder}/{e.name}" if folder else e.name
+                try:
+                    is_dir = e.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if rel in files or (is_dir and rel in dirs):
+                    continue
+                mod = _module_of(e.name, is_dir)
+                if mod is not None and mod in owned:
+                    out.setdefault((owned[mod], real), []).append(rel)
+    from tritonlock._term import printable
+
+    damage = []
+    for (owner, real), strays in sorted(out.items()):
+        version, info = versions.get(owner, (None, ""))
+        paths = [os.path.join(real, x) for x in sorted(strays)]
+        shown = ", ".join(printable(x, 300) for x in paths[:3]) + (", …" if len(paths) > 3 else "")
+        one = len(paths) == 1
+        damage.append(Damage(name=printable(owner, 200), version=printable(version, 200) if version else None,
+                             dist_info=info, kind="stray", strays=tuple(paths),
+                             problem=(f"{shown} {'is' if one else 'are'} no installed distribution's "
+                                      f"file{'' if one else 's'} and {'takes' if one else 'take'} the import name of "
+                                      f"{owner}'s own {'module' if one else 'modules'} beside "
+                                      f"{'it' if one else 'them'} (a stray copy that can shadow the locked one)")))
+    return damage
 
 
 def snapshot(venv: Path) -> dict[str, tuple[int, int]]:

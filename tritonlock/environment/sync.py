@@ -345,9 +345,22 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             say(f"would rebuild {venv} beside the old one: {st.rebuild}")
         return SyncOutcome(target=target, plan=with_download(p, target, sel.python), applied=False, venv=venv,
                            host=host)
+    def need_uv(st: _State) -> None:
+        """uv installs every change: without it nothing is changed, and the error says so (exit 5, as sync's)."""
+        from tritonlock._subprocess import uv_bin
+        from tritonlock.errors import UvMissingError
+
+        try:
+            uv_bin()
+        except UvMissingError as err:
+            state = f"{venv} is unchanged" if st.exists else f"nothing was created ({venv} does not exist)"
+            raise SyncError(f"sync failed; {state}: {err}") from None
+
     with _apply.venv_lock(venv):
         _apply.recover(venv, say)
         st, p = decide()
+        if not p.noop or st.rebuild is not None:
+            need_uv(st)
         if st.inherited and not p.noop:
             say(f"keeping --system-site-packages: {venv} was made with it"
                 + (f" on {st.base}" if st.base else "") + " (pass --no-system-site-packages to rebuild it without)")
@@ -366,9 +379,13 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             if p.noop:
                 _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
                 return SyncOutcome(target=target, plan=p, applied=False, venv=venv, host=host)
-            if st.damage:
-                say(f"{venv}: {len(st.damage)} package(s) damaged (a sync or install was stopped half-way?); "
+            strays = [d for d in st.damage if d.kind == "stray"]
+            broken = [d for d in st.damage if d.kind != "stray"]
+            if broken:
+                say(f"{venv}: {len(broken)} package(s) damaged (a sync or install was stopped half-way?); "
                     "reinstalling them")
+            for d in strays:
+                say(f"{venv}: {d.problem}; removing {'it' if len(d.strays) == 1 else 'them'} and reinstalling {d.name}")
             show_plan(with_download(p, target, sel.python))
             stopped = _apply.apply(p, lock, target, venv, offline=offline or find_links is not None,
                                    wheelhouse=find_links, say=say, damage=st.damage)

@@ -87,12 +87,22 @@ def choose_target(lock: Lock, name: str | None = None, host: HostProfile | None 
     raise ExportError(f"{lock_path} has several targets ({names}) and none fits this host — pick one with --target")
 
 
-def _ok(t: LockedTarget, lock_path: str) -> LockedTarget:
+def _ok(t: LockedTarget, lock_path: str, others: tuple[str, ...] = ()) -> LockedTarget:
     if not t.selection.ok or not t.packages:
         why = t.selection.conflict.message if t.selection.conflict else "it holds no packages"
+        rest = (f", or pass --target {others[0]}" + (f" (or {', '.join(others[1:])})" if others[1:] else "")
+                + " to export a target that has packages") if others else ""
         raise ExportError(f"{lock_path}: target {t.name!r} cannot be exported: {why} — fix triton-env.toml and run "
-                          "`tritonlock resolve`")
+                          f"`tritonlock resolve`{rest}")
     return t
+
+
+def exportable(lock: Lock, targets: list[LockedTarget] | tuple[LockedTarget, ...], lock_path: str) -> None:
+    """Every target an export writes (or sends nodes to sync) holds packages: one that holds a conflict is refused
+    (exit 2, naming it and the targets that can be exported), never skipped while the rest is written."""
+    good = tuple(t.name for t in lock.targets if t.selection.ok and t.packages)
+    for t in targets:
+        _ok(t, lock_path, good)
 
 
 # ---------------------------------------------------------------- wheels for a target

@@ -63,6 +63,9 @@ class UvPlan:
     constraints: tuple[str, ...]  # one target: the family's exact pins
     commands: tuple[tuple[str, str], ...]  # (target, command)
     requires_python: str
+    # one target: what [project].dependencies must name for uv to install it (constraints only pin what something
+    # requires): torch, and a Triton that torch does not require (a CPU build's, kept for Triton's interpreter)
+    dependencies: tuple[str, ...] = ("torch",)
 
 
 def plan(lock: Lock) -> UvPlan:
@@ -99,7 +102,7 @@ def plan(lock: Lock) -> UvPlan:
         cmd = "uv lock && uv sync"
         return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras={},
                       constraints=tuple(_pins(lock, t)), requires_python=requires,
-                      commands=tuple((x.name, cmd) for x in targets))
+                      commands=tuple((x.name, cmd) for x in targets), dependencies=_needed(t))
     extras: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
     for t in targets:
@@ -113,6 +116,14 @@ def plan(lock: Lock) -> UvPlan:
     return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras=extras,
                   constraints=(), requires_python=requires,
                   commands=tuple((t.name, f"uv lock && uv sync --extra {_extra(t.name)}") for t in targets))
+
+
+def _needed(t: LockedTarget) -> tuple[str, ...]:
+    """torch, and the target's Triton where torch does not bring it: a CPU build requires no triton, and the lock
+    keeps one from the default index for Triton's interpreter (a constraint alone would leave it out of uv.lock)."""
+    triton = t.selection.triton_package or "triton"
+    own = [p for p in t.packages if p.name == triton and p.index.rstrip("/") != (t.selection.index or "").rstrip("/")]
+    return ("torch", *(p.name for p in own))
 
 
 def _base_requirements(lock: Lock) -> list[str]:
@@ -203,7 +214,7 @@ def _edit(doc: Any, lock: Lock, p: UvPlan, project_name: str) -> None:
         proj.add("version", "0.0.0")
         proj.add("requires-python", p.requires_python)
         deps = tomlkit.array()
-        for r in (["torch"] if not p.extras else []) + _base_requirements(lock):
+        for r in (list(p.dependencies) if not p.extras else []) + _base_requirements(lock):
             deps.append(r)
         proj.add("dependencies", deps.multiline(True))
         doc.add("project", proj)
@@ -216,11 +227,13 @@ def _edit(doc: Any, lock: Lock, p: UvPlan, project_name: str) -> None:
                                 "file (-o another/pyproject.toml); nothing was written")
         deps = project.get("dependencies")
         if deps is None:
-            project["dependencies"] = tomlkit.array('["torch"]')
+            deps = project["dependencies"] = tomlkit.array()
         elif not isinstance(deps, list):
             raise _bad("project.dependencies", deps, "a list of requirement strings")
-        elif not any(re.match(r"\s*torch\s*(?:[<>=!~;\[@]|$)", str(d)) for d in deps):
-            deps.append("torch")  # the constraints pin it; a project that never names torch would not install it
+        for name in p.dependencies:
+            # the constraints pin it; a project that never names it would not install it
+            if not any(re.match(rf"\s*{re.escape(name)}\s*(?:[<>=!~;\[@]|$)", str(d), re.I) for d in deps):
+                deps.append(name)
     else:
         if "optional-dependencies" in dynamic:
             raise UvExportError("pyproject.toml: project.optional-dependencies is dynamic, so the export cannot add "

@@ -38,11 +38,10 @@ class WheelhouseResult:
 
 
 def size_text(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+    """Sizes as everything else tritonlock prints them (decimal units; sync's download size too)."""
+    from tritonlock._term import human_size
+
+    return human_size(n)
 
 
 def _sha256(path: Path) -> str:
@@ -240,8 +239,11 @@ def build(target: LockedTarget, out: Path, *, force: bool = False,
     except OSError as err:
         raise UsageError(f"export --format wheelhouse: cannot make {out} ({err.strerror or err}) — check the path "
                          "and its permissions; nothing was written") from None
-    total = sum(w.size or 0 for w in wheels)
-    say(f"wheelhouse {out}: {len(wheels)} files, {size_text(total)} for target {target.name}")
+    from tritonlock._term import sizes_text
+
+    unsized = sum(1 for w in wheels if w.size is None)  # said, never dropped from the total in silence
+    say(f"wheelhouse {out}: {len(wheels)} files, {sizes_text(sum(w.size or 0 for w in wheels), unsized)} for target "
+        f"{target.name}")
     session = None
     downloaded = reused = refetched = got = 0
     for i, w in enumerate(wheels, start=1):
@@ -259,6 +261,8 @@ def build(target: LockedTarget, out: Path, *, force: bool = False,
         got += n
         say(f"[{i}/{len(wheels)}] {w.name} ({size_text(n)})")
     write_page(out, wheels, force=force)
+    # every file is there now, checked: the total is what the directory holds, unknown sizes included
+    total = sum((out / w.name).stat().st_size for w in {w.name: w for w in wheels}.values())
     return WheelhouseResult(files=len(wheels), downloaded=downloaded, reused=reused, refetched=refetched,
                             bytes_total=total, bytes_downloaded=got)
 

@@ -161,9 +161,12 @@ class NodeReport:
     node: str
     record: Record | None  # None when verify did not answer
     ok: bool
-    stage: str  # "verify" | "sync" | "start" (nothing after the job started) | "report" (unreadable)
+    # "verify" | "sync" | "start" (nothing after the job started) | "report" (unreadable) | "record" (verify passed
+    # and left no record: it does not say which machine and lock target it verified)
+    stage: str
     error: str = ""
     exit_code: int | None = None
+    copies: tuple[str, ...] = ()  # the tags of other reports of this same run or machine, merged into this one
 
 
 _STEP = re.compile(r"^(?P<tag>.+?)\.(?P<kind>json|started|sync\.log|sync\.rc|verify\.log|verify\.rc)$")
@@ -215,7 +218,36 @@ def read_report_dir(directory: Path) -> list[NodeReport]:
         if m and f.is_file():
             tags.setdefault(m.group("tag"), set()).add(m.group("kind"))
     out = [_node(directory, tag, kinds) for tag, kinds in sorted(tags.items())]
-    return [r for r in out if r is not None]
+    return _one_per_machine([r for r in out if r is not None])
+
+
+def _one_per_machine(reports: list[NodeReport]) -> list[NodeReport]:
+    """One report per machine: copies of one report (a file copied or gathered twice) and runs of one node (a job
+    array whose tasks landed on one node) — the same node, machine and lock target — count as one node, the newest
+    run speaking for it; the others' tags are kept in `copies`."""
+    import dataclasses
+
+    groups: dict[tuple[str, str, str], list[NodeReport]] = {}
+    order: list[tuple[str, str, str] | str] = []
+    for r in reports:
+        if r.record is None:
+            order.append(r.tag)
+            continue
+        key = (r.record.host, r.record.fingerprint, r.record.target)
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append(r)
+    by_tag = {r.tag: r for r in reports if r.record is None}
+    out: list[NodeReport] = []
+    for k in order:
+        if isinstance(k, str):
+            out.append(by_tag[k])
+            continue
+        same = groups[k]
+        # the newest run speaks; of one run seen twice, a failed copy wins over a passing one (never a doubt hidden)
+        best = max(same, key=lambda r: (r.record.when if r.record else "", not r.ok))
+        out.append(dataclasses.replace(best, copies=tuple(r.tag for r in same if r is not best)))
+    return out
 
 
 def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
@@ -246,15 +278,17 @@ def _node(d: Path, tag: str, kinds: set[str]) -> NodeReport | None:
                 if isinstance(c, dict) and not c.get("ok")]
             # One verdict: a pass needs the report's ok, its record's ok and verify's exit code to agree.
             if doc["ok"] and rec is None:
-                failures = [f"{d / (tag + '.json')} has no record: it does not say which machine and lock target "
-                            "it verified — the job runs `tritonlock verify --json --record`; run that on the node"]
+                failures = [f"{d / (tag + '.json')} has no record: verify passed, but the report does not say which "
+                            "machine and lock target it verified — the job runs `tritonlock verify --json --record`; "
+                            "run that on the node"]
             elif doc["ok"] and rec is not None and not rec.ok:
                 failures = [f"{d / (tag + '.json')}: the report says ok but its record says failed"]
             elif doc["ok"] and verify_rc not in (None, 0):
                 failures = [f"the report says ok but verify exited {verify_rc} "
                             f"({_last_error(_read(d / f'{tag}.verify.log')) or 'no output'})"]
             ok = bool(doc["ok"]) and rec is not None and rec.ok and verify_rc in (None, 0)
-            return NodeReport(tag=tag, node=node, record=rec, ok=ok, stage="verify",
+            unrecorded = bool(doc["ok"]) and rec is None and verify_rc in (None, 0)
+            return NodeReport(tag=tag, node=node, record=rec, ok=ok, stage="record" if unrecorded else "verify",
                               error="; ".join(failures[:2]) if not ok else "", exit_code=verify_rc)
     if sync_rc not in (None, 0):
         why = ("timed out" if _timed_out(sync_rc) else f"exit {sync_rc}") + ": "

@@ -23,7 +23,7 @@ class Row:
     model: str  # the peer group: the first GPU's model, or "CPU"
     driver: str | None
     target: str | None
-    status: str  # "pass" | "fail" | "sync failed" | "verify failed" | "no result" | "missing"
+    status: str  # "pass" | "fail" | "sync failed" | "verify failed" | "not recorded" | "no result" | "missing"
     ok: bool
     mode: str | None
     vector_add_gbs: float | None
@@ -32,6 +32,7 @@ class Row:
     matmul_ratio: float | None
     error: str = ""
     outlier: str = ""  # why the node is far below its peers ("" when it is not)
+    copies: tuple[str, ...] = ()  # other reports of this node's run or machine, merged into this row (their tags)
 
 
 def _models(gpus: tuple[str, ...]) -> tuple[str, str]:
@@ -60,12 +61,13 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
         s = summary(r) if r else {"vector_add_gbs": None, "matmul_tflops": None}
         status = "pass" if rep.ok else "fail" if rep.stage == "verify" and r else (
             "sync failed" if rep.stage == "sync" else "verify failed" if rep.stage == "verify" else
-            "unreadable" if rep.stage == "report" else "no result")
+            "not recorded" if rep.stage == "record" else "unreadable" if rep.stage == "report" else "no result")
         out.append(Row(node=rep.node, tag=rep.tag, gpu=gpu, model=model, driver=r.driver if r else None,
                        target=r.target if r else None, status=status, ok=status == "pass", mode=r.mode if r else None,
                        vector_add_gbs=s["vector_add_gbs"], matmul_tflops=s["matmul_tflops"],
                        add_ratio=_ratio(rep, "vector_add"),
-                       matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error))
+                       matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error,
+                       copies=rep.copies))
     if expect is not None and len(out) < expect:
         for i in range(expect - len(out)):
             out.append(Row(node=f"(missing {i + 1})", tag="", gpu="?", model="?", driver=None, target=None,
@@ -87,6 +89,7 @@ def _safe(r: Row) -> Row:
     cells: dict[str, Any] = {f: printable(redact(v), 200 if f != "error" else 1000) for f in
                              ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
                              if isinstance(v := getattr(r, f), str)}
+    cells["copies"] = tuple(printable(redact(c), 200) for c in r.copies)
     return dataclasses.replace(r, **cells)
 
 
@@ -143,7 +146,15 @@ def table_text(table: list[Row]) -> str:
             lines.append(f"! {r.node}: far below its peers ({r.model}): {r.outlier}")
         if not r.ok and r.error:
             lines.append(f"x {r.node}: {r.status}: {r.error}")
+        if r.copies:
+            lines.append(f"= {r.node}: {_copies(r)}")
     return "\n".join(lines)
+
+
+def _copies(r: Row) -> str:
+    n = len(r.copies)
+    return (f"{n} more report{'s' if n > 1 else ''} of this node and target ({', '.join(r.copies)}) counted as this "
+            "one node (the newest run shown)")
 
 
 def table_json(table: list[Row]) -> dict[str, Any]:
@@ -152,7 +163,7 @@ def table_json(table: list[Row]) -> dict[str, Any]:
         {"node": r.node, "tag": r.tag, "gpu": r.gpu, "driver": r.driver, "target": r.target, "status": r.status,
          "ok": r.ok, "mode": r.mode, "vector_add_gbs": r.vector_add_gbs, "matmul_tflops": r.matmul_tflops,
          "vector_add_ratio": r.add_ratio, "matmul_ratio": r.matmul_ratio, "outlier": r.outlier or None,
-         "error": r.error or None} for r in table]}
+         "error": r.error or None, "copies": list(r.copies)} for r in table]}
 
 
 # ---------------------------------------------------------------- HTML
@@ -223,6 +234,7 @@ def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subt
              for r in table if r.outlier]
     notes += [f'<li><b>{e(r.node)}</b> — <span class="err">{e(r.status)}: {e(r.error)}</span></li>'
               for r in table if not r.ok and r.error]
+    notes += [f"<li><b>{e(r.node)}</b> — {e(_copies(r))}</li>" for r in table if r.copies]
     if notes:
         out += ["<h2>What needs a look</h2>", "<ul>", *notes, "</ul>"]
     out.append("<footer>×torch: Triton's speed over torch's own operation on the same GPU (above 1 is faster); "

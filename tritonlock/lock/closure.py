@@ -67,6 +67,32 @@ def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
     return reqs + list(sel.packages)
 
 
+def triton_constraints(sel: Selection, matrix: Matrix, torch_spec: str | None = None) -> list[str]:
+    """What a package the decision did not ask for may be, if another package pulls it in. A target whose decision
+    holds no Triton (triton = "none", or a CPU build: torch's CPU wheels require none) still locks one when a package
+    needs it, and where the backend's index has none (the cpu index: compat/meta.toml triton_from_default) it comes
+    from the default index — never at whatever version that index serves newest (a decoy `triton 99.0`, which the
+    matrix does not know): it is held to the Triton the torch release(s) pin, as a constraint (nothing is added)."""
+    if sel.triton_package or (sel.backend or "") not in matrix.triton_from_default or not sel.torch:
+        return []
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    if torch_spec is None:
+        release = matrix.torch_release(sel.torch)
+        pins = [release.triton] if release is not None and release.triton else []
+    else:
+        try:
+            spec = SpecifierSet(torch_spec)
+        except InvalidSpecifier:
+            return []
+        pins = [r.triton for r in matrix.torch if r.triton and spec.contains(r.version, prereleases=True)]
+    if not pins:
+        return []
+    low, high = min(pins, key=Version), max(pins, key=Version)
+    return [f"triton=={low}" if low == high else f"triton>={low},<={high}"]
+
+
 def _own_name(package: str) -> str:
     """The uv index name of a package's own build index ("build-vllm")."""
     return "build-" + re.sub(r"[^a-z0-9]+", "-", package.lower())
@@ -191,7 +217,8 @@ def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: 
     release = matrix.torch_release(sel.torch or "")
     floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
     return (*requirements(sel, torch_spec), sel.index or "", sel.python or "", python_platform(sel, floor),
-            default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build))
+            default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build),
+            *(f"constraint:{c}" for c in triton_constraints(sel, matrix, torch_spec)))
 
 
 def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | None:
@@ -270,7 +297,8 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
             raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
                            no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
                            offline=offline or npass > 0,  # a later pass: uv's cache holds what the first one read
-                           constraints=constraints, own=own_builds, flat=flat)
+                           constraints=(*constraints, *triton_constraints(sel, matrix, torch_spec)), own=own_builds,
+                           flat=flat)
         except ClosureError as err:
             # a torch-family member the failure names (rocm[libraries], looked up on the default index as a
             # dependency of torch) is bound to the torch index and the compile repeated

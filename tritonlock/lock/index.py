@@ -313,22 +313,39 @@ class IndexFile:
     yanked: bool = False
     requires_python: str | None = None  # PEP 691 "requires-python" / PEP 503 data-requires-python
     upload_time: str | None = None  # PEP 700 "upload-time" (JSON pages only), ISO 8601
+    # PEP 658/714: the index serves the file's METADATA beside it (url + ".metadata"), with its sha256 when listed
+    has_metadata: bool = False
+    metadata_sha256: str | None = None
+
+
+def _metadata_flag(value: object) -> tuple[bool, str | None]:
+    """(served, sha256) from a page's core-metadata value: JSON true/{"sha256": …}, HTML "true"/"sha256=…"."""
+    if isinstance(value, dict):
+        sha = value.get("sha256")
+        return True, sha if isinstance(sha, str) else None
+    if isinstance(value, str):
+        algo, eq, digest = value.partition("=")
+        if eq:
+            return True, digest if algo.strip().lower() == "sha256" else None
+        return value.strip().lower() == "true", None
+    return value is True, None
 
 
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str, bool, str | None]] = []
-        self._href: tuple[str, bool, str | None] | None = None
+        self.links: list[tuple[str, str, bool, str | None, str | None]] = []
+        self._href: tuple[str, bool, str | None, str | None] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             a = dict(attrs)
-            self._href = (a.get("href") or "", "data-yanked" in a, a.get("data-requires-python"))
+            meta = a.get("data-core-metadata", a.get("data-dist-info-metadata"))  # PEP 714's name, then PEP 658's
+            self._href = (a.get("href") or "", "data-yanked" in a, a.get("data-requires-python"), meta)
 
     def handle_data(self, data: str) -> None:
         if self._href is not None:
-            self.links.append((self._href[0], data.strip(), self._href[1], self._href[2]))
+            self.links.append((self._href[0], data.strip(), self._href[1], self._href[2], self._href[3]))
             self._href = None
 
 
@@ -424,25 +441,43 @@ class IndexClient:
         if resp is None:
             return ()
         if resp.headers.get("Content-Type", "").startswith(PEP691):
-            return tuple(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
-                                   sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
-                                   yanked=bool(f.get("yanked")), requires_python=f.get("requires-python") or None,
-                                   upload_time=f["upload-time"] if isinstance(f.get("upload-time"), str) else None)
-                         for f in resp.json().get("files", []))
+            out_json: list[IndexFile] = []
+            for f in resp.json().get("files", []):
+                served, meta_sha = _metadata_flag(f.get("core-metadata", f.get("dist-info-metadata")))
+                out_json.append(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
+                                          sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
+                                          yanked=bool(f.get("yanked")),
+                                          requires_python=f.get("requires-python") or None,
+                                          has_metadata=served, metadata_sha256=meta_sha,
+                                          upload_time=f["upload-time"] if isinstance(f.get("upload-time"), str)
+                                          else None))
+            return tuple(out_json)
         parser = _Links()
         parser.feed(resp.text)
         out: list[IndexFile] = []
-        for href, text, yanked, requires_python in parser.links:
+        for href, text, yanked, requires_python, meta in parser.links:
             full, _, frag = urljoin(url, href).partition("#")
             sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
+            served, meta_sha = _metadata_flag(meta)
             out.append(IndexFile(filename=text or full.rsplit("/", 1)[-1], url=full, sha256=sha, size=None,
-                                 yanked=yanked, requires_python=requires_python or None))
+                                 yanked=yanked, requires_python=requires_python or None, has_metadata=served,
+                                 metadata_sha256=meta_sha))
         return tuple(out)
 
     def metadata(self, file: IndexFile) -> str | None:
         """The file's core metadata (PEP 658 `.metadata` beside it), or None when the index has none."""
         resp = self._get(file.url + ".metadata", "*/*")
         return resp.text if resp is not None else None
+
+    def metadata_bytes(self, file: IndexFile, *, max_bytes: int = 16 * 2**20) -> bytes | None:
+        """The `.metadata` file's bytes as served (for its hash), bounded; None when the index has none."""
+        resp = self._get(file.url + ".metadata", "*/*")
+        if resp is None:
+            return None
+        data: bytes = resp.content
+        if len(data) > max_bytes:
+            raise IndexError_(f"{_urls.redact(file.url)}.metadata: {len(data)} bytes, more than {max_bytes} — not read")
+        return data
 
 
 def project_files(index: str, name: str, *, timeout: float = 30) -> tuple[IndexFile, ...]:

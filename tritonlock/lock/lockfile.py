@@ -11,7 +11,7 @@ from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 from tritonlock import LOCK_VERSION as LOCK_VERSION, _toml
-from tritonlock.errors import LockfileError, LockfileWarning, UnknownTargetError
+from tritonlock.errors import LockfileError, LockfileWarning, TritonlockError, UnknownTargetError
 from tritonlock.models import (Conflict, DirectPackage, Intent, Lock, LockedPackage, LockedTarget, NativeFacts,
                                NativeMember, Selection, TargetSpec, Wheel)
 
@@ -580,10 +580,25 @@ def read_lock(path: str | Path) -> Lock:
     try:
         text = read_text(p)
     except FileNotFoundError:
-        raise LockfileError(f"{p}: no such file — run `tritonlock resolve` first") from None
+        raise LockfileError(f"{p}: no such file — {missing_lock_step(p)}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise LockfileError(f"{p}: cannot read ({err})") from None
     return loads(text, str(p))
+
+
+def missing_lock_step(lock_path: str | Path) -> str:
+    """What to run for a lock that is not there: `resolve` writes it from the intent beside it — and where there is
+    no intent either (an empty directory), `resolve` would only ask for one: `init` first."""
+    from tritonlock._discover import intent_file
+
+    try:
+        intent = intent_file(Path(lock_path).parent)
+    except TritonlockError:
+        return "run `tritonlock resolve` first"
+    if intent.is_file():
+        return "run `tritonlock resolve` first"
+    return (f"and there is no {intent.name} beside it either: run `tritonlock init` (it writes {intent.name} for this "
+            "machine), then `tritonlock resolve`")
 
 
 def changed_inputs(lock: Lock, intent: Intent) -> str:

@@ -256,22 +256,67 @@ def _ptxas_floors() -> dict[str, str] | None:
     return {str(mc.major): d for mc in m.minor_compat if (d := mc.windows_driver if windows else mc.linux_driver)}
 
 
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    """End the runner and everything it started — the torch.compile check's process, the compile workers, Inductor's
+    and NCCL's processes: they share its process group (its own session, so a terminal's Ctrl-C reaches only us)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group may be gone already
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=2 if sig == signal.SIGTERM else 30)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # a worker that outlived the runner
+                os.killpg(proc.pid, signal.SIGKILL)
+        return
+
+
+class _Terminated(BaseException):
+    """SIGTERM while the runner runs (a scheduler's job kill, `timeout`): the runner's group goes with us."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Any:
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise _Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def _run(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[str, str, int]:
-    # Popen rather than subprocess.run: on a timeout the whole process group goes, including the
-    # processes the runner spawns for the NCCL all-reduce.
+    # Popen rather than subprocess.run: on a timeout, Ctrl-C or SIGTERM the whole process group goes, including the
+    # processes the runner spawns (the torch.compile check, compile workers, the NCCL all-reduce).
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env, start_new_session=True)
     except OSError as e:
         raise VerifyError(f"verify: cannot start {cmd[0]}: {e.strerror or e}") from None
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        with _sigterm_raises():
+            stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
         raise VerifyError(f"verify: the runner did not finish within {timeout:g} s"
                           f"{_stderr_words(stderr)}") from None
+    except KeyboardInterrupt:
+        _stop_group(proc)
+        raise
+    except _Terminated:
+        _stop_group(proc)
+        raise SystemExit(128 + signal.SIGTERM) from None
     return stdout, stderr, proc.returncode
 
 

@@ -16,7 +16,7 @@ from .report import Report
 # its NaN poison); NAME:wrong makes it compute a finite but wrong answer (a dropped K tile, a wrong scale, ...), which
 # only the tolerance check can catch.
 FAULT_TARGETS = ("vector_add", "matmul", "softmax", "attention", "fp8_matmul")
-FAULT_SKIP, FAULT_WRONG = 1, 2
+FAULT_SKIP, FAULT_WRONG, FAULT_RAISE = 1, 2, 3  # RAISE: the check raises before its kernel runs (never a FAULT code)
 
 
 def parse_fault(value: str | None) -> tuple[str | None, int]:
@@ -24,9 +24,9 @@ def parse_fault(value: str | None) -> tuple[str | None, int]:
     if value is None:
         return None, 0
     name, colon, kind = value.partition(":")
-    if name not in (*FAULT_TARGETS, "all") or (colon and kind != "wrong"):
+    if name not in (*FAULT_TARGETS, "all") or (colon and kind not in ("wrong", "raise")):
         raise ValueError(value)
-    return name, FAULT_WRONG if kind == "wrong" else FAULT_SKIP
+    return name, {"wrong": FAULT_WRONG, "raise": FAULT_RAISE}.get(kind, FAULT_SKIP)
 
 
 class Plan:
@@ -95,10 +95,17 @@ class Ctx:
         self.label = "cpu (interpreter)" if interpret else device
         self.compile_seconds: dict[str, float] = {}  # kernel family -> seconds its compile jobs took
         self.step = step  # row order within this device
+        self.current: tuple[str, str] | None = None  # the (kernel, dtype) being checked: a raise is reported as it
 
     def faulty(self, kernel: str) -> int:
         """0, or the FAULT code the kernel gets: FAULT_SKIP (never writes its last block) or FAULT_WRONG."""
-        return self.fault_kind if self.fault in (kernel, "all") else 0
+        return self.fault_kind if self.fault in (kernel, "all") and self.fault_kind != FAULT_RAISE else 0
+
+    def begin(self, kernel: str, dtype: str, family: str | None = None) -> None:
+        """A check of this kernel and dtype starts: if it raises, its row keeps this name (not an anonymous error)."""
+        self.current = (kernel, dtype)
+        if self.fault in (family or kernel, "all") and self.fault_kind == FAULT_RAISE:
+            raise RuntimeError(f"fault injected on purpose (--inject-fault {self.fault}:raise)")
 
     def sync(self) -> None:
         if not self.interpret:
@@ -162,6 +169,7 @@ class Ctx:
         elif not ok:
             words.append("not timed because the results are wrong")
         head = "" if ok else "WRONG RESULTS: "
+        self.current = None
         self.step += 1
         self.r.kernel(kernel, self.label, dtype, ok, worst, head + "; ".join(words), timing,
                       mode=mode or ("interpreter" if self.interpret else "gpu"),

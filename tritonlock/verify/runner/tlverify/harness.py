@@ -76,7 +76,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--imports", type=json.loads, default=[],
                    help='the packages the user named, imported even without native code, as JSON: ["vllm"]')
     p.add_argument("--no-imports", action="store_true", help="do not import the packages with native code")
-    p.add_argument("--inject-fault", metavar="KERNEL[:wrong]",
+    p.add_argument("--inject-fault", metavar="KERNEL[:wrong|:raise]",
                    help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
                         ":wrong computes a finite but wrong answer")
     ns = p.parse_args(argv)
@@ -195,15 +195,20 @@ def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpr
                         fam.run(ctx)
                 except Exception as e:  # a compile error or a crash in one kernel must not hide the others
                     why = explain(ctx.index, str(e)) if explain is not None else ""
+                    # the row keeps the name and dtype of the check that raised (the family's, before any began)
+                    kernel, dtype = ctx.current or (fam.FAMILY, "-")
+                    ctx.current = None
                     ctx.step += 1
-                    r.kernel("error", ctx.label, "-", False, None,
-                             f"{fam.FAMILY}: a kernel raised {type(e).__name__}: {tail(str(e))}{why}",
+                    r.kernel(kernel, ctx.label, dtype, False, None,
+                             f"{fam.FAMILY}: the check raised {type(e).__name__}: {tail(str(e))}{why}"
+                             f"; the family's later checks on {ctx.label} did not run",
                              order=(ctx.index, ctx.step))
                     traceback.print_exc()
 
     for ctx, err in zip(ctxs, run_concurrently(ctxs, device_run)):
         if err is not None:
-            r.kernel("error", ctx.label, "-", False, None, f"the device's run crashed: {type(err).__name__}: "
+            kernel, dtype = ctx.current or ("device run", "-")
+            r.kernel(kernel, ctx.label, dtype, False, None, f"the device's run crashed: {type(err).__name__}: "
                      f"{tail(str(err))}", order=(ctx.index, 1 << 18))
 
 

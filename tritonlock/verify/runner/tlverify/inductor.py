@@ -27,6 +27,32 @@ _DEF = re.compile(r"^(\w+) = async_compile\.(triton|cpp_pybinding|cpp|cuda|halid
 _EXTERN = re.compile(r"extern_kernels\.(\w+)\(")
 
 
+NO_COMPILER = ("no C++ compiler found ({error}): Inductor's CPU backend writes C++ and builds it with one, so torch.compile "
+               "could not be checked here — install one (Debian/Ubuntu: `apt-get install g++`; Fedora/RHEL: `dnf "
+               "install gcc-c++`; Alpine: `apk add g++`; macOS: `xcode-select --install`) or point CXX at one, then "
+               "run `tritonlock verify` again; the Triton kernels ran without it (Triton's interpreter)")
+
+
+def missing_compiler(e: BaseException) -> str | None:
+    """torch's own words when torch.compile failed because Inductor found no working C++ compiler (its
+    InvalidCxxCompiler, maybe wrapped by dynamo), else None."""
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    err: BaseException | None = e
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    own = [x for x in chain if type(x).__name__ == "InvalidCxxCompiler"]
+    if own:
+        return tail(str(own[-1]).strip() or "InvalidCxxCompiler")
+    for x in chain:  # wrapped so that only its words are left: the line that says it
+        line = next((ln for ln in str(x).splitlines() if "No working C++ compiler found" in ln), None)
+        if line is not None:
+            return tail(line.strip())
+    return None
+
+
 def model(torch: Any, x: Any, w: Any, b: Any) -> Any:
     return torch.nn.functional.gelu(x @ w + b).sum(dim=-1)
 
@@ -78,6 +104,13 @@ def run(r: Report, torch: Any, device: str, label: str) -> None:
         mods = PyCodeCache.modules
         after = [mod for mod in (mods.values() if isinstance(mods, dict) else mods) if mod not in before]
     except Exception as e:  # a torch.compile failure is the finding: say it, with the error
+        missing = None if gpu else missing_compiler(e)
+        if missing is not None:  # on the CPU: nothing is wrong with the environment, the machine lacks a tool
+            r.kernel(KERNEL, label, "fp32", True, None, f"skipped: {NO_COMPILER.format(error=missing)}",
+                     mode="skipped")
+            r.notes.append("torch.compile was not checked: no C++ compiler on this machine (its row says how to get "
+                           "one)")
+            return
         r.kernel(KERNEL, label, "fp32", False, None,
                  f"torch.compile (Inductor) failed: {type(e).__name__}: {tail(str(e))}",
                  mode="inductor-triton" if gpu else "inductor-cpp", compile_seconds=time.perf_counter() - t0)

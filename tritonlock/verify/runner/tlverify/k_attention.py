@@ -351,6 +351,7 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
     rtol, atol = TOL[name]
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
     kernel = f"attention d{d}{' causal' if causal else ''}"
+    ctx.begin(kernel, name, family=FAMILY)
     tma = has_tma(ctx)
     # with TMA, the block-pointer kernel is checked at the check sizes and the TMA one at the timed size
     runs = [(dims, "block pointers") for dims in (p.attn_sizes if tma else _sizes(ctx))]

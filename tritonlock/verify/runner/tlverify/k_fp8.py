@@ -116,6 +116,7 @@ def run(ctx: Ctx) -> None:
     if why:
         ctx.skip(FAMILY, "e4m3", why)
         return
+    ctx.begin(FAMILY, "e4m3")
     torch, p = ctx.torch, ctx.plan
     fault = ctx.faulty(FAMILY)
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]

@@ -256,6 +256,7 @@ def run(ctx: Ctx) -> None:
 def check(ctx: Ctx, dt: Any) -> None:
     torch, p = ctx.torch, ctx.plan
     name = dtype_name(torch, dt)
+    ctx.begin(FAMILY, name + (" (tf32)" if name == "fp32" and not ctx.interpret else ""))
     fault = ctx.faulty(FAMILY)
     rtol, atol_k = TOL[name]
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]

@@ -58,6 +58,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def run(ctx: Ctx) -> None:
+    ctx.begin(FAMILY, "fp32")
     torch, p = ctx.torch, ctx.plan
     fault = ctx.faulty(FAMILY)
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]

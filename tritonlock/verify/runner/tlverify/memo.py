@@ -6,7 +6,8 @@ caches (`<venv>/.tritonlock-cache`):
   once per process by reading and hashing every compiler file (about 0.4 s on an H200 host); kept here under the
   size, mtime and inode of each of those files, so an install, upgrade or edit of Triton computes it again.
 - The torch.compile check's passing row: Inductor's imports alone take seconds in every new process. Kept under the
-  installed distributions (every RECORD on sys.path), the interpreter, the NVIDIA driver and GPUs, the variables
+  installed distributions (every RECORD on sys.path, every file it lists with its size and time, what the folders of
+  installed files hold: at least what sync's damage check looks at), the interpreter, the NVIDIA driver and GPUs, the variables
   torch, Inductor and Triton read, and this runner's own sources; reused only by a warm run that finds all of them
   unchanged, and said so in its row. A failing row is never kept; `--no-reuse` and `--cold` always compile again.
 - Which binaries a previous run compiled into the Triton cache ("warm"): a run without that record compiles them in
@@ -145,26 +146,60 @@ def install_triton_key(memo_dir: str | None) -> str:
 # The torch.compile check's row
 
 
-def _distributions() -> list[tuple[str, int, int]]:
-    """(path, size, mtime_ns) of every installed distribution's RECORD or metadata on sys.path: any install,
-    upgrade, reinstall or removal changes it."""
-    out: list[tuple[str, int, int]] = []
+def _recorded_files(entry: str, dist_info: str) -> list[str]:
+    """The files a distribution's RECORD lists (byte-code caches aside), as paths under the sys.path entry."""
+    try:
+        with open(os.path.join(entry, dist_info, "RECORD"), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return []
+    if '"' in text:  # a quoted path (a comma in a name): the csv module reads it; plain rows need no parser
+        import csv
+
+        paths = [row[0] for row in csv.reader(text.splitlines()) if row]
+    else:
+        paths = [line.split(",", 1)[0] for line in text.splitlines()]
+    return [p for p in paths if p and "__pycache__" not in p]
+
+
+def _distributions() -> list[Any]:
+    """Everything of the installed distributions on sys.path that sync's own check of a venv looks at, and more: every
+    RECORD and metadata file, every file a RECORD lists with its size and modification time (an edit in place
+    changes it, as a reinstall of the same version does), and what each folder holding installed files lists besides
+    byte-code caches (a stray module beside an installed one). Any install, upgrade, reinstall, removal, edit or
+    stray file changes it — the key is at least as strong as the damage check of `tritonlock sync` and doctor."""
+    out: list[Any] = []
+    folders: set[str] = set()
+    stat = os.stat
     for entry in sys.path:
         try:
             names = sorted(os.listdir(entry or "."))
         except OSError:
             continue
+        out.append(("folder", entry, [n for n in names if n != "__pycache__"]))
         for name in names:
             if not name.endswith((".dist-info", ".egg-info")):
                 continue
             for leaf in ("RECORD", "METADATA", "PKG-INFO"):
                 path = os.path.join(entry, name, leaf)
                 try:
-                    st = os.stat(path)
+                    st = stat(path)
                 except OSError:
                     continue
                 out.append((path, st.st_size, st.st_mtime_ns))
-                break
+            for rel in _recorded_files(entry, name):
+                path = os.path.normpath(os.path.join(entry or ".", rel))
+                try:
+                    st = stat(path)
+                    out.append((path, st.st_size, st.st_mtime_ns))
+                except (OSError, ValueError):
+                    out.append((path, None, None))
+                folders.add(os.path.dirname(path))
+    for folder in sorted(folders):
+        try:
+            out.append(("folder", folder, sorted(n for n in os.listdir(folder) if n != "__pycache__")))
+        except OSError:
+            out.append(("folder", folder, None))
     return out
 
 

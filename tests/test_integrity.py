@@ -1,0 +1,142 @@
+"""A mirror that serves other bytes than its index pages list: the closure uv computes from those bytes (a wheel
+swapped under its name, other METADATA beside it, other bytes to the resolver's range reads) is checked against the
+hashes the lock records — the METADATA each locked file's hash vouches for must be what the closure was computed
+from — or `resolve` fails (exit 4) and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import populate, write_intent
+from pkgindex import LocalIndex, build_wheel, core_metadata
+from tritonlock.cli import main
+from tritonlock.lock.lockfile import read_lock
+
+INTENT = '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\npackages = ["einops"]\n'
+
+
+def _index(tmp_path: Path, **kw: object) -> LocalIndex:
+    idx = LocalIndex(tmp_path / "index", **kw)  # type: ignore[arg-type]
+    populate(idx)
+    return idx
+
+
+def _einops_without_its_dependency(tmp_path: Path) -> bytes:
+    """einops 0.8.0 as the mirror swaps it in: the same name and version, no Requires-Dist on typing-extensions."""
+    return build_wheel(tmp_path / "swapped", "einops", "0.8.0").read_bytes()
+
+
+def _resolve(root: Path) -> tuple[int, str]:
+    r = CliRunner().invoke(main, ["resolve", "-p", str(root)])
+    return r.exit_code, r.output
+
+
+def test_a_wheel_swapped_under_its_name_fails_the_resolve(tmp_path: Path) -> None:
+    """Every GET of the wheel gets the swapped bytes while the page keeps the real file's hash and size: uv computes
+    the closure from bytes the lock's hash never vouched for (one dependency short) and pins the page's hash."""
+    idx = _index(tmp_path)
+    idx.tampered[("einops-0.8.0-py3-none-any.whl", "file")] = _einops_without_its_dependency(tmp_path)
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        code, out = _resolve(root)
+    finally:
+        idx.stop()
+    assert code == 4, out
+    assert "the closure was computed from other files than the lock pins" in out, out
+    assert "einops-0.8.0-py3-none-any.whl (einops 0.8.0): the index serves a file with sha256" in out
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_metadata_that_does_not_match_its_listed_hash_fails_the_resolve(tmp_path: Path) -> None:
+    """An index that lists core-metadata hashes (PEP 658/714, as PyPI): uv reads the `.metadata` beside the wheel;
+    one that is not what the page's hash says is refused."""
+    idx = _index(tmp_path, core_metadata=True)
+    swapped = tmp_path / "swapped" / "x.whl"
+    swapped.parent.mkdir()
+    swapped.write_bytes(_einops_without_its_dependency(tmp_path))
+    idx.tampered[("einops-0.8.0-py3-none-any.whl", "metadata")] = core_metadata(
+        next((tmp_path / "swapped").glob("einops-*.whl"))) or b""
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        code, out = _resolve(root)
+    finally:
+        idx.stop()
+    assert code == 4, out  # (uv checks this hash itself; tritonlock would refuse it too, below)
+    assert ("Hash mismatch for package metadata" in out
+            or "einops-0.8.0-py3-none-any.whl.metadata: the index serves METADATA with sha256" in out), out
+    assert not (root / "triton-env.lock").exists()
+
+
+@pytest.mark.parametrize("core_metadata", [True, False])
+def test_an_honest_index_resolves_and_the_lock_holds_every_dependency(tmp_path: Path, core_metadata: bool) -> None:
+    idx = _index(tmp_path, core_metadata=core_metadata)
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        code, out = _resolve(root)
+    finally:
+        idx.stop()
+    assert code == 0, out
+    (t,) = read_lock(root / "triton-env.lock").targets
+    assert {"einops", "typing-extensions", "torch", "filelock"} <= {p.name for p in t.packages}
+    assert "was not checked" not in out
+
+
+def test_a_file_too_large_to_fetch_without_a_metadata_hash_is_said_to_be_unchecked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritonlock.lock import integrity
+
+    monkeypatch.setattr(integrity, "MAX_FILE_BYTES", 1000)  # every test wheel is about 1 kB
+    idx = _index(tmp_path)
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        code, out = _resolve(root)
+    finally:
+        idx.stop()
+    assert code == 0, out
+    assert "locked files were not checked against the hash the lock records: over 1.0 KB" in out, out
+    assert "no core-metadata hash (PEP 658)" in out and "einops-0.8.0-py3-none-any.whl" in out
+
+
+def test_the_check_itself_refuses_what_its_hashes_do_not_vouch_for(tmp_path: Path) -> None:
+    """The check on a lock as uv might have made it from a mirror: METADATA whose listed hash does not match, a
+    file whose bytes do not, and a closure missing what a checked METADATA requires — each refused, by name."""
+    import dataclasses
+
+    from tritonlock.errors import ClosureError
+    from tritonlock.lock.integrity import check_lock
+
+    idx = _index(tmp_path, core_metadata=True)
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        assert _resolve(root)[0] == 0
+        lock = read_lock(root / "triton-env.lock")
+        assert check_lock(lock) == ()
+        (t,) = lock.targets
+        short = dataclasses.replace(t, packages=tuple(p for p in t.packages if p.name != "typing-extensions"))
+        with pytest.raises(ClosureError, match=r"einops-0.8.0-py3-none-any.whl \(checked against its hash\) requires "
+                                               r"typing-extensions>=4, which the closure does not hold"):
+            check_lock(dataclasses.replace(lock, targets=(short,)))
+        idx.tampered[("einops-0.8.0-py3-none-any.whl", "metadata")] = b"Metadata-Version: 2.1\nName: einops\n"
+        with pytest.raises(ClosureError, match=r"einops-0.8.0-py3-none-any.whl.metadata: the index serves METADATA "
+                                               r"with sha256 [0-9a-f]{64}, its page lists"):
+            check_lock(lock)
+        idx.tampered.clear()
+        idx.core_metadata = False
+        idx.tampered[("einops-0.8.0-py3-none-any.whl", "file")] = _einops_without_its_dependency(tmp_path)
+        with pytest.raises(ClosureError, match=r"the index serves a file with sha256"):
+            check_lock(lock)
+    finally:
+        idx.stop()

@@ -1,0 +1,247 @@
+"""What a closure was computed from, checked against the hashes the lock records: a mirror that serves other bytes
+than its index page lists (another wheel under the name, other METADATA beside it, other bytes to the resolver's
+range reads) gives uv a closure the locked files do not have — a dependency missing, and a lock that pins the real
+files. Before the lock is written, each locked file's METADATA is taken from a source its hash vouches for (the
+index's core-metadata hash, PEP 658/714; else the file itself, downloaded within a bound and checked against the
+lock's sha256), and every requirement it states for the target must be in the closure."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from tritonlock import _urls
+from tritonlock._term import human_size
+from tritonlock.errors import ClosureError, IndexError_, TritonlockError
+from tritonlock.models import Lock, LockedPackage, LockedTarget, Wheel
+
+# A file larger than this is not downloaded to be checked (a torch wheel is GBs): where its index lists no
+# core-metadata hash either, the lock says it was not checked rather than fetching it.
+MAX_FILE_BYTES = 64 * 2**20
+_MARKER_VARS = frozenset({"python_version", "python_full_version", "os_name", "sys_platform", "platform_system",
+                          "platform_machine", "implementation_name", "platform_python_implementation", "extra"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Checked:
+    """One locked file: the METADATA its hash vouches for (None when it could not be had), or why not."""
+
+    package: LockedPackage
+    file: Wheel
+    metadata: str | None = None
+    problem: str | None = None  # the index serves other bytes than it lists: the resolve fails
+    # not checked: its name (too large to fetch, no metadata hash on its page), or why not in words — said, not failed
+    unchecked: str | None = None
+
+
+def check_lock(lock: Lock, *, max_bytes: int | None = None) -> tuple[str, ...]:
+    """Raise ClosureError (exit 4; no lock is written) when a locked file's bytes or METADATA are not what its index
+    page lists, or when what a file's checked METADATA requires for its target is missing from the closure; return
+    one warning per file that could not be checked (too large to fetch, and no metadata hash on its page)."""
+    bound = MAX_FILE_BYTES if max_bytes is None else max_bytes
+    jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        checked = dict(zip(jobs, pool.map(lambda pw: _check_file(pw[0], pw[1], bound), jobs.values())))
+    problems = [c.problem for c in checked.values() if c.problem]
+    for t in lock.targets:
+        problems += _missing(t, [checked[(p.index, w.url)] for p in t.packages for w in _files(p)])
+    if problems:
+        raise ClosureError("the closure was computed from other files than the lock pins — the index (a mirror?) "
+                           "serves other bytes than its pages list, so nothing was written:\n"
+                           + "\n".join(f"  - {p}" for p in dict.fromkeys(problems))
+                           + "\n  fix: resolve against an index that serves the files its pages list (ask the "
+                             "mirror's owner, or point [indexes] at another), then `tritonlock resolve`")
+    large = list(dict.fromkeys(c.unchecked for c in checked.values() if c.unchecked == c.file.name))
+    other = list(dict.fromkeys(c.unchecked for c in checked.values() if c.unchecked and c.unchecked != c.file.name))
+    said = [] if not large else [
+        f"{len(large)} locked file{'s were' if len(large) > 1 else ' was'} not checked against the hash the lock "
+        f"records: over {human_size(bound)}, and {'their index lists' if len(large) > 1 else 'its index lists'} no "
+        "core-metadata hash (PEP 658), so the METADATA uv resolved with is as the index served it: "
+        + ", ".join(large[:4]) + (f" and {len(large) - 4} more" if len(large) > 4 else "")]
+    return tuple(said + other)
+
+
+def _files(p: LockedPackage) -> tuple[Wheel, ...]:
+    return p.wheels or ((p.sdist,) if p.sdist else ())
+
+
+def _check_file(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
+    try:
+        return _check(p, w, max_bytes)
+    except (IndexError_, OSError) as err:
+        return _Checked(package=p, file=w, unchecked=f"{w.name} ({p.name} {p.version}) could not be checked against "
+                                                     f"its index ({str(err).splitlines()[0][:200]})")
+
+
+def _check(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
+    from tritonlock.lock.index import IndexClient
+
+    scheme = urlsplit(w.url).scheme
+    if scheme == "file":  # a folder on this disk is the index: its bytes are what uv read
+        path = unquote(urlsplit(w.url).path)
+        with open(path, "rb") as fh:
+            local = fh.read(max_bytes + 1)
+        return _from_bytes(p, w, local, max_bytes)
+    if scheme not in ("http", "https"):
+        return _Checked(package=p, file=w, unchecked=f"{w.name}: not checked (a {scheme}: URL)")
+    client = IndexClient(p.index, timeout=60)
+    listed = {f.filename: f for f in client.files(p.name)}
+    entry = listed.get(w.name)
+    if entry is None:
+        return _Checked(package=p, file=w, problem=f"{w.name} ({p.name} {p.version}): its index page {p.index} does "
+                                                   "not list it")
+    if entry.sha256 and entry.sha256.lower() != w.sha256.lower():
+        return _Checked(package=p, file=w, problem=f"{w.name}: its index page lists sha256 {entry.sha256}, the "
+                                                   f"closure pinned {w.sha256}")
+    if entry.metadata_sha256 and w.name.endswith(".whl"):
+        meta = client.metadata_bytes(entry)
+        if meta is None:
+            return _Checked(package=p, file=w, problem=f"{w.name}: its index page lists a metadata hash but serves no "
+                                                       f"{w.name}.metadata")
+        got = hashlib.sha256(meta).hexdigest()
+        if got != entry.metadata_sha256.lower():
+            return _Checked(package=p, file=w, problem=f"{w.name}.metadata: the index serves METADATA with sha256 "
+                                                       f"{got}, its page lists {entry.metadata_sha256}")
+        return _Checked(package=p, file=w, metadata=meta.decode("utf-8", "replace"))
+    size = w.size if w.size is not None else entry.size
+    data: bytes | None = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
+    if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
+        return _Checked(package=p, file=w, unchecked=w.name)
+    return _from_bytes(p, w, data, max_bytes)
+
+
+def _download(client: object, url: str, max_bytes: int) -> bytes | None:
+    """The whole file, with the index's credentials and TLS settings, reading at most max_bytes (None past it)."""
+    import requests
+
+    from tritonlock.lock.index import credentials
+
+    session = client.session  # type: ignore[attr-defined]
+    try:
+        with session.get(url, stream=True, timeout=120, auth=credentials(url), verify=session.verify) as resp:
+            if resp.status_code != 200:
+                raise IndexError_(f"{_urls.redact(url)} answered HTTP {resp.status_code}")
+            buf = io.BytesIO()
+            for chunk in resp.iter_content(1 << 20):
+                buf.write(chunk)
+                if buf.tell() > max_bytes:
+                    return None
+            return buf.getvalue()
+    except requests.RequestException as err:
+        raise IndexError_(f"cannot download {_urls.redact(url)} ({_urls.redact(str(err))[:200]})") from None
+
+
+def _from_bytes(p: LockedPackage, w: Wheel, data: bytes, max_bytes: int) -> _Checked:
+    if len(data) > max_bytes:
+        return _Checked(package=p, file=w, unchecked=w.name)
+    got = hashlib.sha256(data).hexdigest()
+    if got != w.sha256.lower():
+        return _Checked(package=p, file=w, problem=f"{w.name} ({p.name} {p.version}): the index serves a file with "
+                                                   f"sha256 {got}; its page lists (and the closure pinned) {w.sha256}")
+    return _Checked(package=p, file=w, metadata=_metadata_in(w.name, data))
+
+
+def _metadata_in(name: str, data: bytes) -> str | None:
+    """A wheel's METADATA, or an sdist's PKG-INFO where its requirements are static (Metadata-Version 2.2+, not
+    Dynamic): what the resolver read (for anything else, uv built the metadata: nothing static to compare)."""
+    try:
+        if name.endswith(".whl"):
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                member = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1),
+                              None)
+                return zf.read(member).decode("utf-8", "replace") if member else None
+        if name.endswith((".tar.gz", ".tgz")):
+            import tarfile
+
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
+                info = next((m for m in tf.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")
+                             and m.isfile() and m.size < 2**20), None)
+                fh = tf.extractfile(info) if info is not None else None
+                text = fh.read().decode("utf-8", "replace") if fh is not None else None
+            if text is None or _header(text, "Metadata-Version") < "2.2" or any(
+                    v.lower() == "requires-dist" for v in _headers(text, "Dynamic")):
+                return None
+            return text
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError, ValueError):
+        return None
+    return None
+
+
+def _headers(text: str, key: str) -> Iterator[str]:
+    for line in text.splitlines():
+        if not line.strip():
+            return  # the body (a description) follows the headers
+        k, sep, v = line.partition(":")
+        if sep and k.strip().lower() == key.lower():
+            yield v.strip()
+
+
+def _header(text: str, key: str) -> str:
+    return next(_headers(text, key), "")
+
+
+def _environment(t: LockedTarget) -> dict[str, str]:
+    """The marker environment uv resolved the target for (its --python-version and --python-platform)."""
+    spec, py = t.selection.target, t.selection.python or ""
+    system = {"linux": "Linux", "macos": "Darwin", "windows": "Windows"}.get(spec.os, spec.os)
+    machine = {"windows": "AMD64", "macos": "arm64"}.get(spec.os, spec.arch)
+    return {"python_version": py, "python_full_version": f"{py}.0", "os_name": "nt" if spec.os == "windows" else "posix",
+            "sys_platform": {"linux": "linux", "macos": "darwin", "windows": "win32"}.get(spec.os, spec.os),
+            "platform_system": system, "platform_machine": machine, "implementation_name": "cpython",
+            "platform_python_implementation": "CPython", "extra": ""}
+
+
+def _decidable(marker: Marker) -> bool:
+    """Whether a marker uses only what the target says (not platform_release and the like, which uv judges itself)."""
+    import re
+
+    names = set(re.findall(r"[a-z_]+", str(marker))) & {"python_version", "python_full_version", "os_name",
+                                                          "sys_platform", "platform_system", "platform_machine",
+                                                          "implementation_name", "platform_python_implementation",
+                                                          "extra", "platform_release", "platform_version",
+                                                          "implementation_version", "os_name"}
+    return names <= _MARKER_VARS
+
+
+def _missing(t: LockedTarget, checked: list[_Checked]) -> list[str]:
+    """Each requirement a locked file's checked METADATA states for this target that the closure does not meet."""
+    if not t.selection.ok or not t.selection.python:
+        return []
+    env = _environment(t)
+    have = {p.name: p.version for p in t.packages}
+    out: list[str] = []
+    for c in checked:
+        if c.metadata is None:
+            continue
+        for line in _headers(c.metadata, "Requires-Dist"):
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.url or (req.marker is not None and (not _decidable(req.marker) or not _evaluate(req.marker, env))):
+                continue
+            name = canonicalize_name(req.name)
+            version = have.get(name)
+            if version is None:
+                out.append(f"target {t.name!r}: {c.file.name} (checked against its hash) requires {req}, which the "
+                           "closure does not hold")
+            elif req.specifier and not req.specifier.contains(version, prereleases=True):
+                out.append(f"target {t.name!r}: {c.file.name} (checked against its hash) requires {req}; the closure "
+                           f"holds {name} {version}")
+    return out
+
+
+def _evaluate(marker: Marker, env: dict[str, str]) -> bool:
+    try:
+        return bool(marker.evaluate(env))
+    except (TritonlockError, ValueError, TypeError, KeyError):
+        return True  # undecidable here: counted as wanted (a missing requirement is the safe thing to report)
