@@ -244,6 +244,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     from tritonlock.lock.native import Reader
 
     facts = Facts()
+    mine = reader is None
     reader = reader or Reader()  # the binary facts of the locked wheels, read once for every target sharing them
 
     def one(k: tuple[str, ...], pair: tuple[Selection, tuple[Selection, ...] | None]) -> tuple[
@@ -279,8 +280,12 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
 
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, min(4, len(firsts)))) as pool:
-        done = dict(zip(firsts, pool.map(one, firsts, firsts.values())))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(4, len(firsts)))) as pool:
+            done = dict(zip(firsts, pool.map(one, firsts, firsts.values())))
+    finally:
+        if mine:
+            reader.close()
     out = []
     for k, s in zip(keys, selections):
         chosen, pkgs = done[k]
@@ -336,7 +341,8 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
         try:
             decision = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,
                                  default_python=running_python(), host=host, constraints=tuple(constraints),
-                                 passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own))
+                                 passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own),
+                                 seen=lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs)))
         except ClosureError:
             if own and own[-1][0] in own_release:
                 # a package's own index did not serve that build: pass the release over instead
@@ -471,6 +477,8 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None
+    finally:
+        reader.close()
     # one target's conflict does not block the others: each target that fits is locked, each that does not is
     # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
     decided = [next(done) if s.ok else (s, ()) for s in selections]

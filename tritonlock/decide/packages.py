@@ -121,6 +121,8 @@ class Scene:
     passed: tuple[str, ...] = ()
     warm: bool = False  # uv's cache already holds this target's pages (a later round)
     package_indexes: tuple[tuple[str, str, str], ...] = ()  # (name, index, format): a package's own build
+    # hears of every closure a compile gives (the orchestrator starts reading its wheels' binary facts early)
+    seen: Callable[[Selection, tuple[LockedPackage, ...]], None] | None = None
 
     @property
     def target(self) -> TargetSpec:
@@ -226,6 +228,8 @@ class Search:
                                        f"{self.sc.matrix.version} does not know")
                 extra_known.append(public(torch.version))
                 continue
+            if self.sc.seen is not None:
+                self.sc.seen(match, packages)
             if not self._pass_over(packages):
                 return match, packages
             passes += 1
@@ -307,7 +311,9 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
            *, compile: Compile, facts: Facts | None = None, default_python: str = "",
            host: Callable[[], tuple[Selection, ...]] | None = None, constraints: tuple[str, ...] = (),
            passed: tuple[str, ...] = (), warm: bool = False,
-           package_indexes: tuple[tuple[str, str, str], ...] = ()) -> tuple[Selection, tuple[LockedPackage, ...]]:
+           package_indexes: tuple[tuple[str, str, str], ...] = (),
+           seen: Callable[[Selection, tuple[LockedPackage, ...]], None] | None = None
+           ) -> tuple[Selection, tuple[LockedPackage, ...]]:
     """Lock one target whose intent names packages: among the fitting torch releases (`candidates`, newest first,
     `sel` the newest), the answer that gives the packages, in the user's order, their newest releases the target
     allows, then the newest torch — uv's answer in that order, checked (`Search`). The torch releases are grouped by
@@ -324,7 +330,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
         groups.setdefault(c.index or "", []).append(c)
     sc = Scene(sel=sel, candidates=candidates, intent=intent, matrix=matrix, facts=facts, reqs=reqs, python=python,
                default_python=default_python, default_index=default_index, host=host, constraints=constraints,
-               passed=passed, warm=warm, package_indexes=package_indexes)
+               passed=passed, warm=warm, package_indexes=package_indexes, seen=seen)
     # the packages' own index pages (for their newest releases) load while uv works
     pool = ThreadPoolExecutor(max_workers=1)
     pool.submit(facts.prefetch, [(sc.index_for(r.name), r.name) for r in reqs if r.url is None])

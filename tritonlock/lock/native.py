@@ -181,53 +181,73 @@ def _cache_folder() -> Path:
 
 @dataclass(kw_only=True)
 class Reader:
-    """Reads the facts of many wheels at once (threads), each once per sha256 (and per process, and across runs
-    through the cache); shared by the targets of one resolve."""
+    """Reads the facts of many wheels at once (a few threads), each once per sha256 (and across runs through the
+    cache); shared by the targets of one resolve. `prefetch` starts reads without waiting (what a first answer
+    locks, while the decision goes on); `facts` waits for what it asks."""
 
     gpu: bool = True
-    workers: int = 6
+    workers: int = 4
     read: dict[str, NativeFacts] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         import threading
+        from concurrent.futures import Future, ThreadPoolExecutor
 
         self._lock = threading.Lock()
+        self._pending: dict[tuple[str, bool], Future[NativeFacts]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="native-facts")
+        self._session: Any = None
 
-    def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> dict[str, NativeFacts]:
-        """Facts by sha256 of each (url, size, sha256, filename, names only), from the cache or the index; a wheel
-        that cannot be read gets facts whose `problem` says why (the rule then cannot check that package)."""
-        from concurrent.futures import ThreadPoolExecutor
+    def _one(self, w: tuple[str, int | None, str, str, bool]) -> NativeFacts:
+        url, size, sha, name, names = w
+        with self._lock:
+            if self._session is None:
+                from tritonlock.lock.index import session
 
-        from tritonlock.lock.index import session
+                self._session = session()
+        try:
+            f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names)
+        except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report, not a crash
+            from tritonlock._urls import redact
 
-        todo = []
+            return NativeFacts(sha256=sha, filename=name, problem=redact(str(err))[:200] or type(err).__name__)
+        keep(f)
+        return f
+
+    def _start(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> list[Any]:
+        futures = []
         with self._lock:
             for url, size, sha, name, names in dict.fromkeys(wheels):
                 have = self.read.get(sha)
                 if have is not None and (names or not have.names_only):
                     continue
+                pending = self._pending.get((sha, names)) or (self._pending.get((sha, False)) if names else None)
+                if pending is not None:
+                    futures.append(pending)
+                    continue
                 hit = cached(sha, gpu=self.gpu, names_only=names)
                 if hit is not None:
                     self.read[sha] = hit
-                else:
-                    todo.append((url, size, sha, name, names))
-        if todo:
-            s = session()
+                    continue
+                fut = self._pending[(sha, names)] = self._pool.submit(self._one, (url, size, sha, name, names))
+                futures.append(fut)
+        return futures
 
-            def one(w: tuple[str, int | None, str, str, bool]) -> NativeFacts:
-                url, size, sha, name, names = w
-                try:
-                    f = read_remote(url, size, sha, name, session=s, gpu=self.gpu, names_only=names)
-                except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report, not a crash
-                    from tritonlock._urls import redact
+    def prefetch(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> None:
+        """Start reading these wheels' facts (what `facts` will ask for soon), without waiting."""
+        self._start(wheels)
 
-                    return NativeFacts(sha256=sha, filename=name, problem=redact(str(err))[:200] or type(err).__name__)
-                keep(f)
-                return f
-
-            with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(todo)))) as pool:
-                for f in pool.map(one, todo):
-                    with self._lock:
-                        self.read[f.sha256] = f
+    def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> dict[str, NativeFacts]:
+        """Facts by sha256 of each (url, size, sha256, filename, names only), from the cache or the index; a wheel
+        that cannot be read gets facts whose `problem` says why (the rule then cannot check that package)."""
+        for fut in self._start(wheels):
+            f = fut.result()
+            with self._lock:
+                have = self.read.get(f.sha256)
+                if have is None or have.names_only:
+                    self.read[f.sha256] = f
         with self._lock:
             return dict(self.read)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
