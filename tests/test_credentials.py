@@ -272,7 +272,7 @@ def test_every_source_of_a_raw_secret_gives_the_right_host_and_never_the_secret(
     else:
         conf.write_text(f"[global]\nindex-url = {url}\n")
         env["PIP_CONFIG_FILE"] = str(conf)
-    (proj / "triton-env.toml").write_text('[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n'
+    (proj / "triton-env.toml").write_text('[environment]\npython = "3.11"\ntorch = "==2.6.0"\n'
                                           + indexes)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(index, "_pip_config_files", lambda: [conf] if source == "pip.conf" else [])

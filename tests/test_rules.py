@@ -27,11 +27,12 @@ def build(version: str, backend: str, platform: str = "linux_x86_64") -> tuple[T
     return rel, var
 
 
-def test_rules_is_pure_it_imports_only_the_matrix_and_models() -> None:
+def test_rules_is_pure_it_imports_only_the_matrix_models_and_arch_helpers() -> None:
     tree = ast.parse(Path(rules.__file__).read_text(encoding="utf-8"))
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
         {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.decide.matrix", "tritonlock.models"}
+    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.decide.matrix", "tritonlock.models",
+                                                                     "tritonlock._archs"}
 
 
 def test_driver_window_rules() -> None:

@@ -96,6 +96,7 @@ def test_a_family_member_the_torch_index_lacks_is_refused_clearly(tmp_path: Path
                                   'packages = ["audiouser"]\n')
     code, out = _run("resolve", "-p", str(tmp_path))
     assert code == 4, out
+    assert f"the torch index {index.index_url('whl/cpu')} does not serve torchaudio, which the packages need" in out
     assert "note: torchaudio is needed by other packages and, being in the torch family, is taken only from the " \
            f"torch index {index.index_url('whl/cpu')} (never from the default index" in out
     assert "Traceback" not in out and not (tmp_path / "triton-env.lock").exists()

@@ -246,6 +246,9 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
             return ResolveError(platform)
     if not lines and failures:
         return failures[0][1]
+    if lines[0].startswith("the torch index ") and failures:
+        # the index's doing (exit 4, as for any index that lacks what is needed): that first, then uv's own error
+        return ClosureError(f"target {sc.target.name!r}: {lines[0]}\n{failures[0][1]}", uv=uv)
     candidates = sc.candidates
     span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
             else f"torch {candidates[0].torch}")
@@ -253,13 +256,9 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
     msg += [f"  {line}" for line in lines]
     if uv:
         msg += ["  uv: " + uv_reason(uv)]
-    if lines and lines[0].startswith("the torch index "):
-        msg.append("  fix: take the torch family from an index that serves it ([indexes] torch = …, e.g. \"default\" "
-                   "where your default index carries PyTorch's builds), or drop the package that needs it")
-    else:
-        msg.append(f"  fix: loosen the package's version in {packages_key(sc.intent.path)} (an older release may "
-                   "allow a torch that fits), or lift what the target's limit names — `tritonlock why` shows the "
-                   "least change")
+    msg.append(f"  fix: loosen the package's version in {packages_key(sc.intent.path)} (an older release may "
+               "allow a torch that fits), or lift what the target's limit names — `tritonlock why` shows the "
+               "least change")
     return ResolveError("\n".join(msg))
 
 
