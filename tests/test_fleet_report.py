@@ -402,3 +402,54 @@ def test_check_names_the_real_reason_a_gpu_record_does_not_count(tmp_path: Path)
     assert r.exit_code == 1 and "does not count: it was edited after it was recorded (its digest does not match)" \
         in r.output, r.output
     assert "Triton's interpreter" not in r.output
+
+
+def test_records_keep_each_timed_rows_speed_verdict() -> None:
+    import dataclasses
+
+    from tritonlock.records import entry_digest, _signed
+
+    (plain,) = loads(dumps([_record("n1")]))  # measurements as the file keeps them (4 digits)
+    assert all("speed" not in k for k in record_json(plain)["kernels"])  # a record made before verdicts: as it was
+    judged = _signed(dataclasses.replace(plain, kernels=tuple(
+        dataclasses.replace(k, speed="slow" if k.kernel == "matmul" else "ok") for k in plain.kernels)))
+    text = dumps([judged])
+    assert 'records-version = "1.3"' in text and 'speed = "slow"' in text
+    (back,) = loads(text)
+    assert [k.speed for k in back.kernels] == [k.speed for k in judged.kernels] and back.digest == entry_digest(back)
+    # the verdict is covered by the entry's digest: "slow" edited into "ok" no longer matches
+    edited = text.replace('speed = "slow"', 'speed = "ok"', 1)
+    assert loads(edited)[0].digest != entry_digest(loads(edited)[0])
+    import pytest
+    from tritonlock.errors import LockfileError
+
+    with pytest.raises(LockfileError, match=r"kernels\[0\].speed: 'quick' is not one of ok, slow, fast, no-band"):
+        loads(text.replace('speed = "ok"', 'speed = "quick"', 1))
+
+
+def test_report_merge_shows_a_node_far_from_its_peers_in_any_row(tmp_path: Path) -> None:
+    import dataclasses
+
+    from tritonlock.records import _signed
+
+    d = tmp_path / "reports"
+    d.mkdir()
+    for host in ("gpu-01", "gpu-02", "gpu-03"):
+        rec = _record(host)
+        if host == "gpu-03":  # only its softmax is slow; vector add and matmul as its peers'
+            rec = _signed(dataclasses.replace(rec, kernels=tuple(
+                dataclasses.replace(k, value=k.value * 0.5 if k.value else k.value,
+                                    speed="slow") if k.kernel == "softmax" else dataclasses.replace(k, speed="ok")
+                for k in rec.kernels)))
+        (d / f"{host}.json").write_text(json.dumps({**H200, "ok": True, "record": record_json(rec)}))
+        for suffix, text in (("started", "x"), ("sync.rc", "0"), ("verify.rc", "0")):
+            (d / f"{host}.{suffix}").write_text(text)
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    assert r.exit_code == 0, r.output
+    far = next(line for line in r.output.splitlines() if line.startswith("! gpu-03"))
+    assert far.startswith("! gpu-03: far below its peers (NVIDIA H200): softmax fp32 ") and "is 50% of its peers'" in far
+    assert "~ gpu-03: 1 of 5 timed rows outside the band expected for its GPU: softmax fp32 on cuda:0 slow" in r.output
+    assert not any(line.startswith(("! gpu-01", "~ gpu-01")) for line in r.output.splitlines())
+    doc = json.loads(CliRunner().invoke(main, ["report", "merge", str(d), "--json"]).output)
+    by = {n["node"]: n for n in doc["nodes"]}
+    assert by["gpu-03"]["outside_band"] == ["softmax fp32 on cuda:0 slow"] and by["gpu-03"]["judged"] == 5

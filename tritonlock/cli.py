@@ -549,12 +549,17 @@ def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
 @click.option("--record", is_flag=True,
               help="Record the result in triton-env.verified.toml beside the lock (the lock is not changed).")
 @click.option("--target", "target_name", help="Check against this lock target instead of the one that fits this host.")
+@click.option("--strict-speed", is_flag=True,
+              help="Fail (exit 1) when a timed row is outside the band expected for this GPU (compat/bands.toml); "
+                   "by default that is a warning.")
 @_json_opt
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, no_reuse: bool,
-           profile: str | None, interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
-    """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
+           profile: str | None, interpret: bool, record: bool, target_name: str | None, strict_speed: bool,
+           as_json: bool) -> None:
+    """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch, each timed row
+    judged against the speed expected for this GPU (with the likely cause when it is outside)."""
     from tritonlock.environment.sync import venv_python
-    from tritonlock.verify import format_report, run_verify
+    from tritonlock.verify import format_report, start_verify
 
     root = Path(project)
     lock_path = root / LOCK_FILE
@@ -568,35 +573,44 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         raise UsageError(f"{interp}: no such interpreter — " + ("pass --python PATH to an existing interpreter"
                          if python_ else "create the venv with `tritonlock sync` first, or pass --venv DIR or "
                                          "--python PATH"))
-    backend = triton = driver = None
-    expect_gpu = None
-    if lock_path.exists():
-        from tritonlock.host import detect
-        from tritonlock.lock.lockfile import read_lock
-        from tritonlock.environment.sync import pick_target
-
-        host = detect(toolkit=False)
-        driver = host.driver
-        lock = read_lock(lock_path)  # a lock edited by hand or not valid TOML is refused (exit 2), as everywhere
-        try:
-            _warn_if_stale(project, lock, "checking against")
-            locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
-            sel = locked.selection
-        except TritonlockError as err:
-            if record or target_name:
-                raise
-            # every target's blocker, as sync names them (the fix line is sync's, not verify's)
-            lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
-            click.echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
-        else:
-            backend, triton = sel.backend, sel.triton
-            expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
-    elif record:
+    if record and not lock_path.exists():
         raise UsageError(f"{lock_path}: no such file — --record names the lock target it verified; run "
                          "`tritonlock resolve` first")
-    result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
-                        interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
-                        reuse=not no_reuse)
+    # the runner first: its `import torch` (seconds) overlaps reading the host and the lock below, and what the lock
+    # expects follows on its stdin
+    started = start_verify(interp, interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
+                           reuse=not no_reuse)
+    try:
+        backend = triton = driver = None
+        expect_gpu = None
+        if lock_path.exists():
+            from tritonlock.host import detect
+            from tritonlock.lock.lockfile import read_lock
+            from tritonlock.environment.sync import pick_target
+
+            # the driver and GPUs as the last run on this machine found them (same driver files, nodes, variables)
+            # while the runner waits for them; a run that records what it proved probes afresh
+            host = detect(toolkit=False, cached=not record)
+            driver = host.driver
+            lock = read_lock(lock_path)  # a lock edited by hand or not valid TOML is refused (exit 2), as everywhere
+            try:
+                _warn_if_stale(project, lock, "checking against")
+                locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
+                sel = locked.selection
+            except TritonlockError as err:
+                if record or target_name:
+                    raise
+                # every target's blocker, as sync names them (the fix line is sync's, not verify's)
+                lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
+                click.echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
+            else:
+                backend, triton = sel.backend, sel.triton
+                expect_gpu = (bool(backend and backend.startswith("cu") and sel.target.driver)
+                              and host.driver is not None)
+    except BaseException:
+        started.abandon()
+        raise
+    result = started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver)
     rec = None
     if record:
         from tritonlock import records
@@ -618,7 +632,11 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
             for c in rec.caveats:
                 click.echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
-    sys.exit(0 if result.ok else 1)
+    slow = result.outside_band
+    if strict_speed and slow and not as_json:
+        click.echo(f"error: --strict-speed: {len(slow)} timed row(s) outside the band expected for this GPU "
+                   "(see the speed lines above)", err=True)
+    sys.exit(0 if result.ok and not (strict_speed and slow) else 1)
 
 
 @main.command()

@@ -32,6 +32,9 @@ class Row:
     matmul_ratio: float | None
     error: str = ""
     outlier: str = ""  # why the node is far below its peers ("" when it is not)
+    # the timed rows outside the band compat/bands.toml expects for its GPU, as verify judged them ("matmul fp16 slow")
+    outside_band: tuple[str, ...] = ()
+    judged: int = 0  # timed rows that had a band
 
 
 def _models(gpus: tuple[str, ...]) -> tuple[str, str]:
@@ -51,10 +54,32 @@ def _ratio(rep: NodeReport, kernel: str, dtype: str | None = None) -> float | No
     return min(vals) if vals else None
 
 
+def _figures(rep: NodeReport) -> dict[tuple[str, str], tuple[float, str]]:
+    """(kernel, dtype) -> (the slowest device's figure, its unit) of every timed row of a node's record."""
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for k in rep.record.kernels if rep.record else ():
+        if k.value is None or not k.metric:
+            continue
+        key = (k.kernel, k.dtype)
+        if key not in out or k.value < out[key][0]:
+            out[key] = (k.value, k.metric)
+    return out
+
+
+def _band_words(rep: NodeReport) -> tuple[tuple[str, ...], int]:
+    if rep.record is None:
+        return (), 0
+    judged = [k for k in rep.record.kernels if k.speed in ("ok", "slow", "fast")]
+    return tuple(f"{k.kernel} {k.dtype} on {k.device} {k.speed}" for k in judged if k.speed != "ok"), len(judged)
+
+
 def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: float = OUTLIER) -> list[Row]:
     """The table: one row per node, outliers marked; with `expect`, missing nodes are rows too."""
     out: list[Row] = []
+    figures: dict[str, dict[tuple[str, str], tuple[float, str]]] = {}
     for rep in reports:
+        figures[rep.tag or rep.node] = _figures(rep)
+        outside, judged = _band_words(rep)
         r = rep.record
         gpu, model = _models(r.gpus) if r else ("?", "?")
         s = summary(r) if r else {"vector_add_gbs": None, "matmul_tflops": None}
@@ -65,7 +90,8 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
                        target=r.target if r else None, status=status, ok=status == "pass", mode=r.mode if r else None,
                        vector_add_gbs=s["vector_add_gbs"], matmul_tflops=s["matmul_tflops"],
                        add_ratio=_ratio(rep, "vector_add"),
-                       matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error))
+                       matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error,
+                       outside_band=outside, judged=judged))
     if expect is not None and len(out) < expect:
         for i in range(expect - len(out)):
             out.append(Row(node=f"(missing {i + 1})", tag="", gpu="?", model="?", driver=None, target=None,
@@ -73,7 +99,7 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
                            add_ratio=None, matmul_ratio=None,
                            error=f"expected {expect} node(s), {len(reports)} left a trace — a node never started "
                                  "(check the scheduler's output)"))
-    return [_safe(r) for r in _mark_outliers(out, threshold)]
+    return [_safe(r) for r in _mark_outliers(out, threshold, figures)]
 
 
 def _safe(r: Row) -> Row:
@@ -87,10 +113,12 @@ def _safe(r: Row) -> Row:
     cells: dict[str, Any] = {f: printable(redact(v), 200 if f != "error" else 1000) for f in
                              ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
                              if isinstance(v := getattr(r, f), str)}
+    cells["outside_band"] = tuple(printable(redact(x), 200) for x in r.outside_band)
     return dataclasses.replace(r, **cells)
 
 
-def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
+def _mark_outliers(table: list[Row], threshold: float,
+                   figures: dict[str, dict[tuple[str, str], tuple[float, str]]] | None = None) -> list[Row]:
     import dataclasses
 
     peers: dict[str, list[Row]] = {}
@@ -111,6 +139,19 @@ def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
                 if v is not None and med > 0 and v < threshold * med:
                     why = f"{label} {v:,.0f} {unit} is {v / med:.0%} of its peers' median {med:,.0f}"
                     marked[r.tag or r.node] = "; ".join(x for x in (marked.get(r.tag or r.node), why) if x)
+        # every other timed row too (attention, FP8, tf32, softmax …): a node slow in one of them alone shows
+        figs = {r.tag or r.node: (figures or {}).get(r.tag or r.node, {}) for r in group}
+        shown = {("vector_add", "fp32"), ("matmul", "fp16")}
+        for key in sorted({k for f in figs.values() for k in f} - shown):
+            vals = [f[key][0] for f in figs.values() if key in f]
+            if len(vals) < 2:
+                continue
+            med = statistics.median(vals)
+            for tag, f in figs.items():
+                if key in f and med > 0 and f[key][0] < threshold * med:
+                    v, unit = f[key]
+                    why = f"{key[0]} {key[1]} {v:,.0f} {unit} is {v / med:.0%} of its peers' median {med:,.0f}"
+                    marked[tag] = "; ".join(x for x in (marked.get(tag), why) if x)
     return [dataclasses.replace(r, outlier=marked.get(r.tag or r.node, "")) for r in table]
 
 
@@ -141,6 +182,9 @@ def table_text(table: list[Row]) -> str:
     for r in table:
         if r.outlier:
             lines.append(f"! {r.node}: far below its peers ({r.model}): {r.outlier}")
+        if r.outside_band:
+            lines.append(f"~ {r.node}: {len(r.outside_band)} of {r.judged} timed rows outside the band expected for its "
+                         f"GPU: {', '.join(r.outside_band[:6])}{' …' if len(r.outside_band) > 6 else ''}")
         if not r.ok and r.error:
             lines.append(f"x {r.node}: {r.status}: {r.error}")
     return "\n".join(lines)
@@ -152,7 +196,7 @@ def table_json(table: list[Row]) -> dict[str, Any]:
         {"node": r.node, "tag": r.tag, "gpu": r.gpu, "driver": r.driver, "target": r.target, "status": r.status,
          "ok": r.ok, "mode": r.mode, "vector_add_gbs": r.vector_add_gbs, "matmul_tflops": r.matmul_tflops,
          "vector_add_ratio": r.add_ratio, "matmul_ratio": r.matmul_ratio, "outlier": r.outlier or None,
-         "error": r.error or None} for r in table]}
+         "error": r.error or None, "outside_band": list(r.outside_band), "judged": r.judged} for r in table]}
 
 
 # ---------------------------------------------------------------- HTML
@@ -220,6 +264,8 @@ def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subt
     out.append("</tbody></table>")
     notes = [f"<li><b>{e(r.node)}</b> — far below its peers ({e(r.model)}): {e(r.outlier)}</li>"
              for r in table if r.outlier]
+    notes += [f"<li><b>{e(r.node)}</b> — {len(r.outside_band)} of {r.judged} timed rows outside the band expected "
+              f"for its GPU: {e(', '.join(r.outside_band))}</li>" for r in table if r.outside_band]
     notes += [f'<li><b>{e(r.node)}</b> — <span class="err">{e(r.status)}: {e(r.error)}</span></li>'
               for r in table if not r.ok and r.error]
     if notes:

@@ -28,6 +28,7 @@ class Report:
         self.gpus: list[str] = []
         self.notes: list[str] = []
         self.caches: dict[str, str] = {}
+        self.gpu_health: dict[str, Any] | None = None  # gpuhealth.Monitor.facts(): what NVML saw
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -94,6 +95,7 @@ class Report:
             "compile_seconds": finite(self.compile_seconds), "caches": self.caches,
             "total_seconds": time.perf_counter() - self.started, "gpus": self.gpus,
             "notes": notes,
+            **({"gpu_health": self.gpu_health} if self.gpu_health is not None else {}),
         }
 
 
