@@ -453,3 +453,30 @@ def test_report_merge_shows_a_node_far_from_its_peers_in_any_row(tmp_path: Path)
     doc = json.loads(CliRunner().invoke(main, ["report", "merge", str(d), "--json"]).output)
     by = {n["node"]: n for n in doc["nodes"]}
     assert by["gpu-03"]["outside_band"] == ["softmax fp32 on cuda:0 slow"] and by["gpu-03"]["judged"] == 5
+
+
+def test_report_bands_shows_a_teams_runs_beside_the_shipped_bands(tmp_path: Path) -> None:
+    import dataclasses
+
+    from tritonlock.records import _signed
+
+    def rec(host: str, fp: str, fp8: float, gpus: tuple[str, ...] = ("NVIDIA H200 (9.0)",)) -> Record:
+        k = KernelSummary(kernel="fp8_matmul", dtype="e4m3", device="cuda:0", ok=True, metric="TFLOP/s",
+                          value=1500.0 * fp8, torch_value=1460.0, ratio=1500.0 * fp8 / 1460.0)
+        return _signed(dataclasses.replace(_record(host, fp=fp, gpus=gpus), kernels=(k,)))
+
+    path = tmp_path / "triton-env.verified.toml"
+    add_records(path, [rec("a", "sha256:01", 1.0), rec("b", "sha256:02", 1.02), rec("c", "sha256:03", 0.5),
+                       rec("d", "sha256:04", 1.0, gpus=("NVIDIA B200 (10.0)",))])
+    r = CliRunner().invoke(main, ["report", "bands", str(path)])
+    assert r.exit_code == 0, r.output
+    h200 = next(line for line in r.output.splitlines() if line.startswith("NVIDIA H200"))
+    # three runs: ratios 0.51 / 1.03 / 1.05, the shipped band, the band the runs draw, one run outside
+    assert h200.split()[4:7] == ["3", "0.51/1.03/1.05", "0.93–1.12"] and h200.split()[7] == "0.44–1.13"
+    assert h200.rstrip().endswith(" 1")
+    assert "no band ships for: NVIDIA B200" in r.output
+    assert "rows with runs outside their shipped band" in r.output
+    doc = json.loads(CliRunner().invoke(main, ["report", "bands", str(path), "--json"]).output)
+    assert {row["gpu"] for row in doc["rows"]} == {"NVIDIA H200", "NVIDIA B200"}
+    empty = CliRunner().invoke(main, ["report", "bands", str(tmp_path / "none.toml")])
+    assert empty.exit_code == 2 and "no records" in empty.output

@@ -405,19 +405,33 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
              "verified": [{**records.record_json(j.record), "stale": j.stale} for j in judged
                           if j.record.target == t.name]} for t in targets]})
         return
+    # a fleet's targets of one kind of machine share their decision and packages (lock-version 3): shown once, with
+    # the names of the others
+    groups: dict[tuple[Any, ...], list[Any]] = {}
     for t in targets:
-        click.echo(_selection_text(t.selection))
+        sel = t.selection
+        key = (sel.ok, sel.python, sel.torch, sel.backend, sel.index, sel.triton_package, sel.triton, sel.packages,
+               sel.driver_floor, sel.archs, sel.ptx, sel.reasons, sel.warnings, sel.direct,
+               sel.conflict.message if sel.conflict else None, t.packages)
+        groups.setdefault(key, []).append(t)
+    out: list[str] = []
+    for t, *others in groups.values():
+        out.append(_selection_text(t.selection))
         width = max((len(p.name) for p in t.packages), default=4)
         vwidth = max((len(p.version) for p in t.packages), default=7)
-        click.echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
-        for p in t.packages:
-            click.echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
-                       + ("  (built from source at sync)" if p.build == "source" else ""))
-        for line in _build_lines(t):
-            click.echo(line)
-        for line in records.verified_lines(judged, t):
-            click.echo(f"  {line}")
-        click.echo("")
+        out.append(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
+        out += [f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
+                + ("  (built from source at sync)" if p.build == "source" else "") for p in t.packages]
+        out += _build_lines(t)
+        out += [f"  {line}" for line in records.verified_lines(judged, t)]
+        if others:
+            out.append(f"  the same decision and packages for {len(others)} more target(s): "
+                       + ", ".join(o.name for o in others))
+            for o in others:
+                if any(j.record.target == o.name for j in judged):
+                    out += [f"  {o.name}: {line}" for line in records.verified_lines(judged, o)]
+        out.append("")
+    click.echo("\n".join(out))
 
 
 @main.command()
@@ -1015,9 +1029,15 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
         host = detect()
     report = run_check(Path(project), host=host, require_verified=require_verified)
     if as_json:
-        _echo_json(report_json(report))
+        text = json.dumps(report_json(report), indent=2, sort_keys=True)
     else:
-        click.echo(format_report(report, str(_project_paths(project)[1])))
+        text = format_report(report, str(_project_paths(project)[1]))
+    click.echo(text)
+    if report.ok and not check_host and not require_verified:
+        from tritonlock import _fast
+
+        # the same check of the same inputs answers from this (tritonlock._entry), without deciding every target again
+        _fast.remember_check(project, as_json, text + "\n")
     sys.exit(0 if report.ok else 1)
 
 
@@ -1126,6 +1146,31 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
     else:
         click.echo(text)
     sys.exit(0 if all(r.ok for r in table) else 1)
+
+
+@report.command("bands")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@_project_opt
+@_json_opt
+def report_bands(files: tuple[Path, ...], project: str, as_json: bool) -> None:
+    """What the team's own `verify --record` runs say of each timed row, per GPU model, beside the speed band
+    compat/bands.toml ships for it, with a band drawn from the runs by the same rule: where to refine a band, or which
+    machines sit outside theirs. Reads FILES (records files), by default PROJECT/triton-env.verified.toml."""
+    from tritonlock import records
+    from tritonlock.fleet.report import band_rows, bands_text
+
+    paths = list(files) or [Path(project) / records.RECORDS_FILE]
+    recs = [r for p in paths for r in records.read_records(p)]
+    if not recs:
+        raise UsageError(f"{', '.join(map(str, paths))}: no records — run `tritonlock verify --record` on the "
+                         "machines first")
+    rows = band_rows(recs)
+    if as_json:
+        import dataclasses
+
+        _echo_json({"rows": [dataclasses.asdict(r) for r in rows]})
+    else:
+        click.echo(bands_text(rows))
 
 
 @main.group()

@@ -275,3 +275,86 @@ def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subt
                "of the nodes with the same GPU model. Interpreter runs (no GPU) prove the packages, not the GPU."
                "</footer></body></html>")
     return "\n".join(x for x in out if x) + "\n"
+
+
+# ---------------------------------------------------------------- bands from a team's own records
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BandRow:
+    """What a team's records say of one timed row on one GPU model, beside the band compat/bands.toml ships."""
+
+    gpu: str
+    kernel: str
+    dtype: str
+    metric: str
+    runs: int
+    ratios: tuple[float, float, float]  # lowest, median, highest
+    values: tuple[float, float, float]
+    shipped_ratio: tuple[float, float] | None
+    shipped_value: tuple[float, float] | None
+    suggested_ratio: tuple[float, float]
+    suggested_value: tuple[float, float]
+    outside: int  # runs outside the shipped band
+
+
+def band_rows(records: list[Any]) -> list[BandRow]:
+    """Per GPU model, kernel and dtype: the spread of the records' figures (passing GPU runs only), the shipped band,
+    and a band drawn from the records by compat/bands.toml's own rule (ratio lowest - 0.07 to highest + 0.08, value
+    0.85 x lowest to 1.15 x highest)."""
+    from tritonlock.verify.speed import load_bands
+
+    bands = load_bands()
+    seen: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+    for rec in records:
+        if not rec.ok or rec.mode != "gpu" or not rec.gpus:
+            continue
+        model, cc = _model_cc(rec.gpus[0])
+        for k in rec.kernels:
+            if k.ratio is None or k.value is None or not k.metric:
+                continue
+            seen.setdefault((f"{model}|{cc}", k.kernel, k.dtype, k.metric), []).append((k.ratio, k.value))
+    out = []
+    for (gpu, kernel, dtype, metric), pairs in sorted(seen.items()):
+        model, cc = gpu.split("|")
+        ratios = sorted(r for r, _ in pairs)
+        values = sorted(v for _, v in pairs)
+        fam = bands.family(model, cc) if bands else None
+        band = bands.band(fam.family, kernel, dtype) if bands and fam else None
+        outside = 0
+        if band is not None:
+            outside = sum(1 for r, v in pairs if not band.ratio[0] <= r <= band.ratio[1]
+                          or (band.value is not None and not band.value[0] <= v <= band.value[1]))
+        out.append(BandRow(gpu=model, kernel=kernel, dtype=dtype, metric=metric, runs=len(pairs),
+                           ratios=(ratios[0], statistics.median(ratios), ratios[-1]),
+                           values=(values[0], statistics.median(values), values[-1]),
+                           shipped_ratio=band.ratio if band else None, shipped_value=band.value if band else None,
+                           suggested_ratio=(round(ratios[0] - 0.07, 2), round(ratios[-1] + 0.08, 2)),
+                           suggested_value=(round(values[0] * 0.85), round(values[-1] * 1.15)), outside=outside))
+    return out
+
+
+def _model_cc(gpu: str) -> tuple[str, str | None]:
+    name, _, rest = gpu.rpartition(" (")
+    return (name, rest.rstrip(")")) if name else (gpu, None)
+
+
+def bands_text(rows: list[BandRow]) -> str:
+    def pair(p: tuple[float, float] | None, digits: int) -> str:
+        return "—" if p is None else f"{p[0]:,.{digits}f}–{p[1]:,.{digits}f}"
+
+    head = ["GPU", "kernel", "dtype", "runs", "ratio (low/median/high)", "shipped", "from these runs",
+            "figure (low/median/high)", "shipped", "from these runs", "outside"]
+    body = [[r.gpu, r.kernel, r.dtype, str(r.runs), "/".join(f"{x:.2f}" for x in r.ratios), pair(r.shipped_ratio, 2),
+             pair(r.suggested_ratio, 2), "/".join(f"{x:,.0f}" for x in r.values) + f" {r.metric}",
+             pair(r.shipped_value, 0), pair(r.suggested_value, 0), str(r.outside)] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [head, *body]]
+    no_band = sorted({r.gpu for r in rows if r.shipped_ratio is None})
+    if no_band:
+        lines.append(f"no band ships for: {', '.join(no_band)} — the runs above are where one would start "
+                     "(compat/bands.toml, each band with the runs it comes from as its source)")
+    if any(r.outside for r in rows):
+        lines.append("rows with runs outside their shipped band: check those machines (`tritonlock report merge`), or "
+                     "widen the band from the runs if the machines are healthy")
+    return "\n".join(lines)
