@@ -10,7 +10,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
+
+TYPE_CHECKING = False  # (typing itself is not imported: the no-op sync reads this module)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LIMIT = 64 * 1024 * 1024  # no intent, lock, records file, host file or node report is anywhere near this
 
