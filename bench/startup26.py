@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,8 +39,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--tritonlock", default=str(Path(sys.executable).with_name("tritonlock")))
+    ap.add_argument("--before", metavar="PATH", help="another tritonlock (the code before) to time beside it")
     args = ap.parse_args()
-    tl = args.tritonlock
+    tools = {"": args.tritonlock, **({"before: ": args.before} if args.before else {})}
     from uv import find_uv_bin
 
     uv = str(find_uv_bin())
@@ -51,29 +53,36 @@ def main() -> None:
         populate(idx)
         idx.start()
         try:
-            proj = root / "proj"
-            write_intent(proj, idx, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n'
-                                    'packages = ["einops"]\n')
-            subprocess.run([tl, "resolve", "-p", str(proj)], check=True, capture_output=True)
-            subprocess.run([tl, "sync", "-p", str(proj), "--no-verify"], check=True, capture_output=True)
-            venv_py = proj / ".venv" / "bin" / "python"
+            cmds: dict[str, list[str]] = {"python -c pass": [sys.executable, "-c", "pass"]}
+            # tritonlock's user cache (the matrix's, a passing check's answers) in a folder of the bench's own
+            os.environ["XDG_CACHE_HOME"] = str(root / "cache")
+            kept = root / "cache" / "tritonlock" / "check"
+            for label, tl in tools.items():
+                proj = root / f"proj{len(cmds)}"
+                write_intent(proj, idx, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n'
+                                        'packages = ["einops"]\n')
+                subprocess.run([tl, "resolve", "-p", str(proj)], check=True, capture_output=True)
+                subprocess.run([tl, "sync", "-p", str(proj), "--no-verify"], check=True, capture_output=True)
+                venv_py = proj / ".venv" / "bin" / "python"
+                cmds.update({
+                    f"{label}tritonlock --help": [tl, "--help"],
+                    f"{label}tritonlock check": [tl, "check", "-p", str(proj)],
+                    **({} if label else {f"{label}tritonlock check (no kept answer)": [tl, "check", "-p", str(proj)]}),
+                    f"{label}tritonlock show": [tl, "show", "-p", str(proj)],
+                    f"{label}tritonlock sync --no-verify (no-op)": [tl, "sync", "-p", str(proj), "--no-verify"],
+                })
             pins = root / "pins.txt"
             pins.write_text(subprocess.run([uv, "pip", "freeze", "--python", str(venv_py)], capture_output=True,
                                            text=True, check=True).stdout)
-            cmds = {
-                "python -c pass": [sys.executable, "-c", "pass"],
-                "tritonlock --help": [tl, "--help"],
-                "tritonlock check": [tl, "check", "-p", str(proj)],
-                "tritonlock show": [tl, "show", "-p", str(proj)],
-                "tritonlock sync --no-verify (no-op)": [tl, "sync", "-p", str(proj), "--no-verify"],
-                "uv pip install --offline -r pins (no-op)": [uv, "pip", "install", "--offline", "--no-deps",
-                                                             "--python", str(venv_py), "-r", str(pins)],
-            }
+            cmds["uv pip install --offline -r pins (no-op)"] = [uv, "pip", "install", "--offline", "--no-deps",
+                                                                 "--python", str(venv_py), "-r", str(pins)]
             for c in cmds.values():  # warm the file cache and byte-code
                 cpu(c)
             times: dict[str, list[float]] = {k: [] for k in cmds}
             for _ in range(args.rounds):
                 for name, c in cmds.items():
+                    if "no kept answer" in name:  # the full check: its kept answers removed first
+                        shutil.rmtree(kept, ignore_errors=True)
                     times[name].append(cpu(c))
         finally:
             idx.stop()

@@ -145,3 +145,25 @@ def test_a_marker_nested_too_deeply_is_not_json() -> None:
     for text in ("{" * 100000, "[" * 100000, '{"a": ' * 5000):
         with pytest.raises((ValueError, RecursionError)):
             _noop._loads(text)
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="needs the console script of an installed tritonlock")
+def test_the_kept_check_answer_imports_neither_click_nor_the_resolver(tmp_path: Path, local_index: object) -> None:
+    from conftest import write_intent
+
+    proj = tmp_path / "proj"
+    write_intent(proj, local_index, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n')  # type: ignore[arg-type]
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "UV_PYTHON_DOWNLOADS": "never"}
+    assert _console("resolve", "-p", str(proj), env=env).returncode == 0
+    assert _console("check", "-p", str(proj), env=env).returncode == 0
+    code = textwrap.dedent("""
+        import sys
+        from tritonlock._entry import _passed_check
+        text = _passed_check(["check", "-p", sys.argv[1]])
+        print(text is not None, " ".join(sorted(sys.modules)))
+    """)
+    out = subprocess.run([sys.executable, "-I", "-c", code, str(proj)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parents[1])}).stdout.split()
+    assert out[0] == "True"
+    assert not {"click", "tritonlock.cli", "tritonlock.decide.resolve", "tritonlock.lock.lockfile", "tomllib",
+                "hashlib", "json"} & set(out[1:]), out

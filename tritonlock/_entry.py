@@ -63,7 +63,7 @@ def _passed_check(args: list[str]) -> str | None:
             return None
         i += 1
     from tritonlock._discover import find_project
-    from tritonlock._fast import cached_check
+    from tritonlock._kept import cached_check
 
     try:
         return cached_check(project or find_project(), as_json)

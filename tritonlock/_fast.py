@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def target_files_key(intent_path: Path, intent_bytes: bytes) -> str:
                 files.append((f, (st.st_size, st.st_mtime_ns, st.st_ino)))
     # a command asks more than once (its staleness check, the no-op stamp): the files are read again only when
     # their sizes, times or inodes changed
-    memo = (str(intent_path), intent_bytes, tuple((str(f), k) for f, k in files))
+    memo = (os.path.abspath(intent_path), intent_bytes, tuple((os.path.abspath(f), k) for f, k in files))
     if _FILES_KEY.get("key") == memo:
         return str(_FILES_KEY["value"])
     h = hashlib.sha256()
@@ -149,84 +150,3 @@ def lock_is_fresh(intent_path: Path, lock_path: Path, target_file: str | None) -
     except TritonlockError:
         return False
     return True
-
-
-# ---------------------------------------------------------------- `check`'s answer, kept for the same inputs
-
-
-def _check_cache() -> str:
-    import os
-
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(home, "tritonlock", "check")
-
-
-def check_key(project: str, as_json: bool) -> str | None:
-    """Everything `tritonlock check [--json]` (no --host, no --require-verified) answers from: the lock's bytes, the
-    intent's and its target files', a uv.lock beside them, the matrix version, this tritonlock's code and data (the
-    no-op sync's stamp of them), and the words of the command. None when it cannot be told cheaply (the full check
-    runs)."""
-    import os
-
-    from tritonlock._discover import intent_bytes as relevant_bytes, intent_file
-    from tritonlock._stamp import code_stamp
-
-    try:
-        intent_path = intent_file(project)
-        lock_path = os.path.join(project, "triton-env.lock")
-        parts = [read_bytes(lock_path), relevant_bytes(intent_path)]
-        parts.append(target_files_key(intent_path, parts[1]).encode())
-        uv_lock = os.path.join(project, "uv.lock")
-        parts.append(read_bytes(uv_lock) if os.path.exists(uv_lock) else b"\0none")
-    except (OSError, ValueError, TritonlockError):
-        return None
-    version = matrix_version()
-    if version is None:
-        return None
-    words = json.dumps([project, as_json, version, code_stamp()]).encode()
-    h = hashlib.sha256()
-    for part in (*parts, words):
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()
-
-
-def cached_check(project: str, as_json: bool) -> str | None:
-    """What a passing `check` printed for exactly these inputs, or None."""
-    import os
-
-    key = check_key(project, as_json)
-    if key is None:
-        return None
-    try:
-        with open(os.path.join(_check_cache(), key + ".txt"), encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError:
-        return None
-    head, sep, body = text.partition("\n")
-    return body if sep and head == f"tritonlock-check {key} ok" else None
-
-
-def remember_check(project: str, as_json: bool, output: str) -> None:
-    """Keep a passing check's output under its inputs (check_key): the same check again prints it without deciding
-    every target again. Quietly not at all where the cache cannot be written."""
-    import os
-    import tempfile
-
-    key = check_key(project, as_json)
-    from tritonlock import LOCK_VERSION
-
-    try:  # a lock of another format version may have warned (stderr): such a check is not kept
-        current = f'\nlock-version = "{LOCK_VERSION}"\n'.encode() in read_bytes(os.path.join(project, "triton-env.lock"))
-    except OSError:
-        current = False
-    if key is None or not current:
-        return
-    folder = _check_cache()
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".check-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(f"tritonlock-check {key} ok\n{output}")
-        os.replace(tmp, os.path.join(folder, key + ".txt"))
-    except OSError:
-        pass

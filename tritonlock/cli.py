@@ -1034,10 +1034,10 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
         text = format_report(report, str(_project_paths(project)[1]))
     click.echo(text)
     if report.ok and not check_host and not require_verified:
-        from tritonlock import _fast
+        from tritonlock import _kept
 
         # the same check of the same inputs answers from this (tritonlock._entry), without deciding every target again
-        _fast.remember_check(project, as_json, text + "\n")
+        _kept.remember_check(project, as_json, text + "\n")
     sys.exit(0 if report.ok else 1)
 
 
