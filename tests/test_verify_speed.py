@@ -189,3 +189,20 @@ def test_json_carries_each_rows_verdict_and_the_facts(tmp_path: Path) -> None:
     (facts,) = doc["gpu_health"]["devices"]  # type: ignore[index]
     assert facts["utilization_before"] == 100 and facts["power_default_w"] == 700.0
     assert parse_facts(doc["gpu_health"]) == parse_facts(BUSY["gpu_health"])  # the runner's shape, read back alike
+
+
+def test_a_record_keeps_each_rows_verdict() -> None:
+    from tritonlock.models import Gpu, HostProfile
+    from tritonlock.records import dumps, loads, make_record
+
+    from test_lockfile import sample
+
+    r = _parse(_runner_doc(BUSY), 3.0)
+    host = HostProfile(os="linux", arch="x86_64", python="3.12.3", glibc="2.39", driver="580.159.04",
+                       cuda_driver="13.0", gpus=(Gpu(index=0, name="NVIDIA H200", cc="9.0"),))
+    rec = make_record(sample().targets[0], host, r, node="h200-busy")
+    verdicts = {(k.kernel, k.dtype): k.speed for k in rec.kernels}
+    assert verdicts[("matmul", "fp16")] == "slow" and verdicts[("softmax", "fp32")] == "fast"
+    assert verdicts[("fp8_matmul", "e4m3")] == "ok" and verdicts[("torch_compile", "fp32")] is None
+    (back,) = loads(dumps([rec]))
+    assert {(k.kernel, k.dtype): k.speed for k in back.kernels} == verdicts
