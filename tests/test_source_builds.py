@@ -85,7 +85,7 @@ def test_a_package_without_a_wheel_is_marked_in_the_lock_and_said(tmp_path: Path
     assert f"  note: einops: {pk['einops'].note}" in out
     assert pk["torch"].build is None and "typing-extensions" in pk
     text = (proj / "triton-env.lock").read_text()
-    assert 'lock-version = "2.1"' in text and 'build = "source"\nbuild-needs = ["torch"]\n' in text
+    assert 'lock-version = "3.0"' in text and 'build = "source"\nbuild-needs = ["torch"]\n' in text
     code, out = _run("show", "-p", str(proj))
     assert code == 0 and f"  build: {TORCH_EXT_LINE}" in out and "(built from source at sync)" in out
     code, out = _run("show", "-p", str(proj), "--json")
