@@ -639,7 +639,7 @@ def test_unreadable_lock_and_driver_below_the_lock_floor(tmp_path: Path) -> None
     (tmp_path / "triton-env.lock").write_text('lock-version = "9.0"\n')
     f = only(doctor(tmp_path, host()), "lock-unreadable")
     assert f.title == (f"{tmp_path / 'triton-env.lock'}: lock-version 9.0 is not supported by this tritonlock (reads "
-                       "2.x) — upgrade tritonlock, or regenerate the lock with `tritonlock resolve`")
+                       "2.x and 3.x) — upgrade tritonlock, or regenerate the lock with `tritonlock resolve`")
 
 
 def test_lock_with_no_target_for_this_host(tmp_path: Path) -> None:

@@ -63,3 +63,27 @@ def test_a_target_nothing_fits_gives_nothing() -> None:
     it, t = intent_and_target(os="linux", arch="aarch64", driver="540.4.0", gpus=["8.7"], python="3.10")
     assert not resolve_one(it, M, t, "3.10").ok
     assert feasible(it, M, t, "3.10") == ()
+
+
+def test_machines_alike_are_decided_once_and_named_each_as_their_own() -> None:
+    """A fleet's many machines of one kind get exactly what deciding each alone gives, their own name in the words
+    (the Python of the saved machine 'b'), conflicts included."""
+    from tritonlock.decide.resolve import _FEASIBLE, resolve
+
+    a = TargetSpec(name="node-a", os="linux", arch="x86_64", glibc="2.39", python="3.12", driver="580.159.04",
+                   gpus=("9.0",), origin="file:hosts/node-a.toml")
+    b = dataclasses.replace(a, name="node-b", origin="file:hosts/node-b.toml")
+    old = dataclasses.replace(a, name="kepler", driver="470.82.01", gpus=("3.5",), origin="intent")
+    old2 = dataclasses.replace(old, name="kepler-2")
+    intent = dataclasses.replace(intent_and_target(glibc="2.39")[0], targets=(a, b, old, old2))
+    together = resolve(intent, M, intent.targets, "3.12")
+    alone = tuple(resolve_one(intent, M, t, "3.12") for t in intent.targets)
+    assert together == alone
+    assert "Python 3.12: the Python of the saved machine 'node-b'" in together[1].reasons
+    assert not together[3].ok and together[3].conflict is not None and together[3].conflict.target == "kepler-2"
+    assert "nothing fits target 'kepler-2'" in together[3].conflict.message
+    _FEASIBLE.clear()
+    first = feasible(intent, M, a, "3.12")
+    assert feasible(intent, M, b, "3.12") == tuple(dataclasses.replace(s, target=b, reasons=tuple(
+        r.replace("'node-a'", "'node-b'") for r in s.reasons)) for s in first)
+    assert len(_FEASIBLE) == 1  # one machine kind, one decision

@@ -526,3 +526,79 @@ def test_a_record_goes_stale_when_a_locked_files_sha256_changes_under_the_same_n
     assert "STALE: the target's packages changed since" in r.output, r.output
     r = CliRunner().invoke(main, ["check", "-p", str(proj), "--require-verified"])
     assert r.exit_code == 1 and "packages changed since" in r.output, r.output
+def test_records_keep_each_timed_rows_speed_verdict() -> None:
+    import dataclasses
+
+    from tritonlock.records import entry_digest, _signed
+
+    (plain,) = loads(dumps([_record("n1")]))  # measurements as the file keeps them (4 digits)
+    assert all("speed" not in k for k in record_json(plain)["kernels"])  # a record made before verdicts: as it was
+    judged = _signed(dataclasses.replace(plain, kernels=tuple(
+        dataclasses.replace(k, speed="slow" if k.kernel == "matmul" else "ok") for k in plain.kernels)))
+    text = dumps([judged])
+    assert 'records-version = "1.3"' in text and 'speed = "slow"' in text
+    (back,) = loads(text)
+    assert [k.speed for k in back.kernels] == [k.speed for k in judged.kernels] and back.digest == entry_digest(back)
+    # the verdict is covered by the entry's digest: "slow" edited into "ok" no longer matches
+    edited = text.replace('speed = "slow"', 'speed = "ok"', 1)
+    assert loads(edited)[0].digest != entry_digest(loads(edited)[0])
+    import pytest
+    from tritonlock.errors import LockfileError
+
+    with pytest.raises(LockfileError, match=r"kernels\[0\].speed: 'quick' is not one of ok, slow, fast, no-band"):
+        loads(text.replace('speed = "ok"', 'speed = "quick"', 1))
+
+
+def test_report_merge_shows_a_node_far_from_its_peers_in_any_row(tmp_path: Path) -> None:
+    import dataclasses
+
+    from tritonlock.records import _signed
+
+    d = tmp_path / "reports"
+    d.mkdir()
+    for host in ("gpu-01", "gpu-02", "gpu-03"):
+        rec = _record(host)
+        if host == "gpu-03":  # only its softmax is slow; vector add and matmul as its peers'
+            rec = _signed(dataclasses.replace(rec, kernels=tuple(
+                dataclasses.replace(k, value=k.value * 0.5 if k.value else k.value,
+                                    speed="slow") if k.kernel == "softmax" else dataclasses.replace(k, speed="ok")
+                for k in rec.kernels)))
+        (d / f"{host}.json").write_text(json.dumps({**H200, "ok": True, "record": record_json(rec)}))
+        for suffix, text in (("started", "x"), ("sync.rc", "0"), ("verify.rc", "0")):
+            (d / f"{host}.{suffix}").write_text(text)
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    assert r.exit_code == 0, r.output
+    far = next(line for line in r.output.splitlines() if line.startswith("! gpu-03"))
+    assert far.startswith("! gpu-03: far below its peers (NVIDIA H200): softmax fp32 ") and "is 50% of its peers'" in far
+    assert "~ gpu-03: 1 of 5 timed rows outside the band expected for its GPU: softmax fp32 on cuda:0 slow" in r.output
+    assert not any(line.startswith(("! gpu-01", "~ gpu-01")) for line in r.output.splitlines())
+    doc = json.loads(CliRunner().invoke(main, ["report", "merge", str(d), "--json"]).output)
+    by = {n["node"]: n for n in doc["nodes"]}
+    assert by["gpu-03"]["outside_band"] == ["softmax fp32 on cuda:0 slow"] and by["gpu-03"]["judged"] == 5
+
+
+def test_report_bands_shows_a_teams_runs_beside_the_shipped_bands(tmp_path: Path) -> None:
+    import dataclasses
+
+    from tritonlock.records import _signed
+
+    def rec(host: str, fp: str, fp8: float, gpus: tuple[str, ...] = ("NVIDIA H200 (9.0)",)) -> Record:
+        k = KernelSummary(kernel="fp8_matmul", dtype="e4m3", device="cuda:0", ok=True, metric="TFLOP/s",
+                          value=1500.0 * fp8, torch_value=1460.0, ratio=1500.0 * fp8 / 1460.0)
+        return _signed(dataclasses.replace(_record(host, fp=fp, gpus=gpus), kernels=(k,)))
+
+    path = tmp_path / "triton-env.verified.toml"
+    add_records(path, [rec("a", "sha256:01", 1.0), rec("b", "sha256:02", 1.02), rec("c", "sha256:03", 0.5),
+                       rec("d", "sha256:04", 1.0, gpus=("NVIDIA B200 (10.0)",))])
+    r = CliRunner().invoke(main, ["report", "bands", str(path)])
+    assert r.exit_code == 0, r.output
+    h200 = next(line for line in r.output.splitlines() if line.startswith("NVIDIA H200"))
+    # three runs: ratios 0.51 / 1.03 / 1.05, the shipped band, the band the runs draw, one run outside
+    assert h200.split()[4:7] == ["3", "0.51/1.03/1.05", "0.93–1.12"] and h200.split()[7] == "0.44–1.13"
+    assert h200.rstrip().endswith(" 1")
+    assert "no band ships for: NVIDIA B200" in r.output
+    assert "rows with runs outside their shipped band" in r.output
+    doc = json.loads(CliRunner().invoke(main, ["report", "bands", str(path), "--json"]).output)
+    assert {row["gpu"] for row in doc["rows"]} == {"NVIDIA H200", "NVIDIA B200"}
+    empty = CliRunner().invoke(main, ["report", "bands", str(tmp_path / "none.toml")])
+    assert empty.exit_code == 2 and "no records" in empty.output

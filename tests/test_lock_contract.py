@@ -45,11 +45,24 @@ def locked(tmp_path_factory: pytest.TempPathFactory, local_index: LocalIndex) ->
 
 
 def _a100(text: str, old: str, new: str) -> str:
-    """Edit inside the first target only."""
-    head, first, rest = text.partition("[[targets]]\nname = \"a100\"")
-    body, sep, tail = rest.partition("\n[[targets]]\n")
-    assert old in body, old
-    return head + first + body.replace(old, new, 1) + sep + tail
+    """Edit what is the first target's only: its table, or the decision or closure only it names."""
+    from tritonlock import _toml
+
+    data = _toml.loads(text)
+    (t,) = [t for t in data["targets"] if t["name"] == "a100"]
+    for key in ("decision", "closure"):
+        assert sum(x.get(key) == t[key] for x in data["targets"]) == 1  # the laptop's are others
+    mine = {("targets", "a100"), ("decisions", t["decision"]), ("closures", t["closure"])}
+    blocks = text.split("\n\n[[")
+    owner: tuple[str, str] | None = None
+    for i, block in enumerate(blocks):
+        table = block.split("]]", 1)[0]
+        if table in ("targets", "decisions", "closures"):  # a new entry: named by its first line's value
+            owner = (table, block.split('"')[1])
+        if owner in mine and old in block:
+            blocks[i] = block.replace(old, new, 1)
+            return "\n\n[[".join(blocks)
+    raise AssertionError(old)
 
 
 @pytest.mark.parametrize("old, new", [
@@ -77,10 +90,10 @@ def test_sync_refuses_an_edited_target_with_or_without_locked(tmp_path: Path, lo
 
 
 def test_reordered_packages_are_accepted(tmp_path: Path, locked: str) -> None:
-    head, *pkgs = locked.split("\n[[targets]]\n")[1].split("\n[[targets.packages]]\n")
+    head, *pkgs = locked.split("\n[[closures]]\n")[1].split("\n[[closures.packages]]\n")
     assert len(pkgs) > 2
-    shuffled = locked.replace("\n[[targets.packages]]\n".join([head, *pkgs]),
-                              "\n[[targets.packages]]\n".join([head, *(p.rstrip("\n") + "\n" for p in pkgs[::-1])]))
+    shuffled = locked.replace("\n[[closures.packages]]\n".join([head, *pkgs]),
+                              "\n[[closures.packages]]\n".join([head, *(p.rstrip("\n") + "\n" for p in pkgs[::-1])]))
     assert shuffled != locked
     (tmp_path / "triton-env.lock").write_text(shuffled, encoding="utf-8")
     code, out, err = _run("show", "-p", str(tmp_path), "--target", "a100")
@@ -92,15 +105,16 @@ def test_a_newer_minor_lock_gives_one_warning_line(tmp_path: Path, locked: str) 
     from tritonlock import _toml
     from tritonlock.lock import lockfile
 
-    text = locked.replace(f'lock-version = "{lockfile.LOCK_VERSION}"', 'lock-version = "2.9"')
+    text = locked.replace(f'lock-version = "{lockfile.LOCK_VERSION}"', 'lock-version = "3.9"')
     data = _toml.loads(text)
     digests = [t["digest"] for t in data["targets"]]
     old_head = re.search(r'^digest = "(.*)"$', text, re.M).group(1)  # type: ignore[union-attr]
-    text = text.replace(old_head, lockfile.header_digest(data, digests), 1)
+    text = text.replace(old_head, lockfile.header_digest(data, digests, [d["id"] for d in data["decisions"]],
+                                                         [c["id"] for c in data["closures"]]), 1)
     (tmp_path / "triton-env.lock").write_text(text, encoding="utf-8")
     code, out, err = _run("show", "-p", str(tmp_path), "--json")
     assert code == 0, err
-    assert err == (f"warning: {tmp_path / 'triton-env.lock'}: lock-version 2.9 is newer than this tritonlock's "
+    assert err == (f"warning: {tmp_path / 'triton-env.lock'}: lock-version 3.9 is newer than this tritonlock's "
                    f"{lockfile.LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock\n")
 
 

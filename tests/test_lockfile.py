@@ -7,7 +7,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tritonlock import LOCK_VERSION
 from tritonlock.lock import lockfile
 from tritonlock.errors import LockfileError, LockfileWarning
 from tritonlock.decide.intent import parse_intent
@@ -15,6 +17,7 @@ from tritonlock.models import (DirectPackage, Lock, LockedPackage, LockedTarget,
                                TargetSpec, Wheel)
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference.lock"
+REFERENCE_2_1 = Path(__file__).parent / "fixtures" / "reference-2.1.lock"  # what lock-version 2.1 wrote
 
 
 def sample() -> Lock:
@@ -61,7 +64,7 @@ def test_matches_reference_bytes_and_round_trips() -> None:
 
 
 def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_warns() -> None:
-    from tritonlock import LOCK_VERSION
+
 
     text = lockfile.dumps(sample())
     assert f'lock-version = "{LOCK_VERSION}"' in text
@@ -73,10 +76,10 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
     with pytest.raises(LockfileError) as ei:
         lockfile.loads(with_version("1.0"), "x.lock")
     assert str(ei.value) == ("x.lock: lock-version 1.0 was written by an older tritonlock in a format this one no "
-                             "longer reads (it reads 2.x) — regenerate it with `tritonlock resolve`")
-    with pytest.raises(LockfileError, match=r"lock-version 3.0 is not supported by this tritonlock \(reads 2.x\) — "
-                                            r"upgrade tritonlock, or regenerate"):
-        lockfile.loads(with_version("3.0"), "x.lock")
+                             "longer reads (it reads 2.x and 3.x) — regenerate it with `tritonlock resolve`")
+    with pytest.raises(LockfileError, match=r"lock-version 4.0 is not supported by this tritonlock \(reads 2.x and "
+                                            r"3.x\) — upgrade tritonlock, or regenerate"):
+        lockfile.loads(with_version("4.0"), "x.lock")
     for bad in ("2", "2.x", "٢.٠", "2.0.1", ""):
         with pytest.raises(LockfileError, match=r"x.lock: lock-version: .* is not a lock version"):
             lockfile.loads(with_version(bad), "x.lock")
@@ -91,10 +94,64 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
                               f"{LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock")
 
 
+def test_a_2_1_lock_still_reads_as_the_same_lock_and_is_written_as_3_0() -> None:
+    """An older lock (2.1: decision and packages inside each target) is read as it always was; the next write is 3.0."""
+    import dataclasses
+
+    old = lockfile.loads(REFERENCE_2_1.read_text(encoding="utf-8"), "old.lock")
+    assert old.lock_version == "2.1"
+    ref = lockfile.loads(REFERENCE.read_text(encoding="utf-8"))
+    assert old.native == ()  # 2.1 kept no native-code facts: the reference's are added to compare the rest
+    assert lockfile.dumps(dataclasses.replace(old, native=ref.native)) == REFERENCE.read_text(encoding="utf-8")
+    assert dataclasses.replace(old, lock_version=LOCK_VERSION, native=ref.native) == ref
+    # and a 2.1 lock edited by hand is refused as before
+    with pytest.raises(LockfileError, match="target 'h200' was edited after the lock was generated"):
+        lockfile.loads(REFERENCE_2_1.read_text(encoding="utf-8").replace('torch = "2.11.0"', 'torch = "2.10.0"'),
+                       "old.lock")
+
+
+def test_targets_that_share_a_closure_share_it_in_the_lock() -> None:
+    """The lock grows with the distinct decisions and closures, not the machines: 200 targets of two kinds are two
+    decisions and two closures, each written once; every target still reads back with its own name and packages."""
+    import dataclasses
+
+    base = sample()
+    t = base.targets[0]
+    small = tuple(p for p in t.packages if p.name == "filelock")
+    targets = []
+    for i in range(200):
+        kind = i % 2
+        spec = dataclasses.replace(t.selection.target, name=f"node-{i:03d}", glibc="2.39" if kind else "2.35",
+                                   origin=f"file:hosts/node-{i:03d}.toml")
+        sel = dataclasses.replace(t.selection, target=spec, python="3.12" if kind else "3.11")
+        targets.append(LockedTarget(selection=sel, packages=t.packages if kind else small))
+    lock = dataclasses.replace(base, targets=tuple(targets))
+    text = lockfile.dumps(lock)
+    assert text.count("\n[[targets]]\n") == 200
+    assert text.count("\n[[decisions]]\n") == 2 and text.count("\n[[closures]]\n") == 2
+    assert text.count("\n[[closures.packages]]\n") == 3 and text.count('name = "torch"') == 1
+    back = lockfile.loads(text, "x.lock")
+    assert [(t.selection, tuple(sorted(t.packages, key=lambda p: p.name))) for t in lock.targets] == \
+        [(t.selection, t.packages) for t in back.targets] and lockfile.dumps(back) == text
+    assert back.targets[3].selection.target.name == "node-003" and back.targets[3].packages is back.targets[1].packages
+    one = lockfile.dumps(dataclasses.replace(lock, targets=lock.targets[:2]))
+    per_target = (len(text) - len(one)) / 198
+    assert per_target < 600  # a name, three ids and its machine's constraints
+
+
 def _restamp(text: str) -> str:
-    """Recompute every digest, as a later tritonlock (or someone deliberately rewriting the file) would."""
+    """Recompute every id and digest, as a later tritonlock (or someone deliberately rewriting the file) would."""
     from tritonlock import _toml
 
+    data = _toml.loads(text)
+    for d in data.get("decisions", []):
+        text = text.replace(d["id"], lockfile.decision_digest(d))
+    for c in data.get("closures", []):
+        try:
+            fresh = lockfile.closure_digest(c.get("packages", []))
+        except (TypeError, ValueError):
+            continue
+        text = text.replace(c["id"], fresh)
     data = _toml.loads(text)
     digests = [lockfile.target_digest(t) for t in data["targets"]]
     lines = text.splitlines()
@@ -106,7 +163,9 @@ def _restamp(text: str) -> str:
             line = f'digest = "{digests[t]}"' if t >= 0 else line
         out.append(line)
     text = "\n".join(out) + "\n"
-    head = lockfile.header_digest(_toml.loads(text), digests)
+    data = _toml.loads(text)
+    head = lockfile.header_digest(data, digests, [d["id"] for d in data.get("decisions", [])],
+                                  [c["id"] for c in data.get("closures", [])])
     return text.replace(next(x for x in out if x.startswith("digest = ")), f'digest = "{head}"', 1)
 
 
@@ -130,7 +189,7 @@ EDITED = "x.lock: target 'h200' was edited after the lock was generated"
     # packages: versions, indexes, files, hashes, sizes
     ('index = "https://mirror.example/simple"\nwheels', 'index = "https://evil.example/simple"\nwheels'),
     ("b" * 64, "d" * 64), ("size = 16163", "size = 16164"),
-    ('[[targets.packages]]\nname = "filelock"', '[[targets.packages]]\nname = "filelock"\nextra = 1'),
+    ('[[closures.packages]]\nname = "filelock"', '[[closures.packages]]\nname = "filelock"\nextra = 1'),
     ('name = "h200"', 'name = "h100"'),
 ])
 def test_every_field_class_is_covered_by_the_digest(edit: tuple[str, str]) -> None:
@@ -155,11 +214,13 @@ def test_header_edits_are_refused(edit: tuple[str, str]) -> None:
 
 
 def test_removing_or_duplicating_a_target_is_refused() -> None:
-    two = lockfile.dumps(_two_targets())
-    first, second = two.split("\n[[targets]]\n")[1:]
+    whole = lockfile.dumps(_two_targets())
+    targets, shared = whole.split("\n[[decisions]]\n", 1)
+    shared = "\n[[decisions]]\n" + shared
+    head, first, second = targets.split("\n[[targets]]\n")
     with pytest.raises(LockfileError, match="header or its list of targets was edited"):
-        lockfile.loads(two.replace("\n[[targets]]\n" + second, ""), "x.lock")
-    swapped = two.split("\n[[targets]]\n")[0] + "\n[[targets]]\n" + second.rstrip("\n") + "\n\n[[targets]]\n" + first
+        lockfile.loads(head + "\n[[targets]]\n" + first + shared, "x.lock")
+    swapped = head + "\n[[targets]]\n" + second.rstrip("\n") + "\n\n[[targets]]\n" + first + shared
     with pytest.raises(LockfileError, match="header or its list of targets was edited"):
         lockfile.loads(swapped, "x.lock")  # the order of targets decides ties when a host fits several
 
@@ -176,8 +237,8 @@ def _two_targets() -> Lock:
 
 def test_reordering_packages_or_their_files_is_not_an_edit() -> None:
     text = lockfile.dumps(sample())
-    head, filelock, torch = text.split("\n[[targets.packages]]\n")
-    swapped = head + "\n[[targets.packages]]\n" + torch.rstrip("\n") + "\n\n[[targets.packages]]\n" + filelock
+    head, filelock, torch = text.split("\n[[closures.packages]]\n")
+    swapped = head + "\n[[closures.packages]]\n" + torch.rstrip("\n") + "\n\n[[closures.packages]]\n" + filelock
     assert swapped != text
     back = lockfile.loads(swapped, "x.lock")
     assert lockfile.dumps(back) == text
@@ -185,21 +246,21 @@ def test_reordering_packages_or_their_files_is_not_an_edit() -> None:
 
 @pytest.mark.parametrize("edit, expected", [
     (('version = "3.16.1"', 'version = "3.17.0"'),
-     "x.lock: targets[0].packages[0] (filelock): version 3.17.0 does not match its file filelock-3.16.1-py3-none-any.whl"),
+     "x.lock: closures[0].packages[0] (filelock): version 3.17.0 does not match its file filelock-3.16.1-py3-none-any.whl"),
     (("f/filelock-3.16.1-py3-none-any.whl", "f/filelock-3.16.2-py3-none-any.whl"),
-     "x.lock: targets[0].packages[0] (filelock): url 'https://files.example/f/filelock-3.16.2-py3-none-any.whl' does "
+     "x.lock: closures[0].packages[0] (filelock): url 'https://files.example/f/filelock-3.16.2-py3-none-any.whl' does "
      "not end in its file name"),
-    (("b" * 64, "xyz"), "x.lock: targets[0].packages[0].wheels[0].hashes.sha256: not a sha256 hex digest: 'xyz'"),
+    (("b" * 64, "xyz"), "x.lock: closures[0].packages[0].wheels[0].hashes.sha256: not a sha256 hex digest: 'xyz'"),
     (('glibc = "2.39"', 'glibc = "2.x"'), "x.lock: targets[0].constraints.glibc: '2.x' is not valid here"),
     (('glibc = "2.39"', 'glibc = "2"'), "x.lock: targets[0].constraints.glibc: '2' is not valid here"),
     (('glibc = "2.39"', 'glibc = "2.٣١"'), "x.lock: targets[0].constraints.glibc: '2.٣١' is not valid here"),
     (('driver = "580.159.04"', 'driver = "٥٣٥.104.05"'), "x.lock: targets[0].constraints.driver: '٥٣٥.104.05' is not"),
-    (('python = "3.12"\ntorch', 'python = "3"\ntorch'), "x.lock: targets[0].decision.python: '3' is not valid here"),
-    (('https://files.example/f/', 'http://[::1/f/'), "x.lock: targets[0].packages[0].wheels[0].url: "),
-    (('https://files.example/f/', 'https://u:secret@files.example/f/'), "x.lock: targets[0].packages[0].wheels[0].url"),
-    (('name = "filelock"', 'name = "-rfoo"'), "x.lock: targets[0].packages[0].name: '-rfoo' is not valid here"),
-    (('name = "filelock"', 'name = "--index-url=http://evil"'), "x.lock: targets[0].packages[0].name: "),
-    (('triton-package = "triton"', 'triton-package = "--no-deps"'), "x.lock: targets[0].decision.triton-package: "),
+    (('python = "3.12"\ntorch', 'python = "3"\ntorch'), "x.lock: decisions[0].python: '3' is not valid here"),
+    (('https://files.example/f/', 'http://[::1/f/'), "x.lock: closures[0].packages[0].wheels[0].url: "),
+    (('https://files.example/f/', 'https://u:secret@files.example/f/'), "x.lock: closures[0].packages[0].wheels[0].url"),
+    (('name = "filelock"', 'name = "-rfoo"'), "x.lock: closures[0].packages[0].name: '-rfoo' is not valid here"),
+    (('name = "filelock"', 'name = "--index-url=http://evil"'), "x.lock: closures[0].packages[0].name: "),
+    (('triton-package = "triton"', 'triton-package = "--no-deps"'), "x.lock: decisions[0].triton-package: "),
     (('intent-hash = ', 'intent-hsh = '), "x.lock: intent-hash: missing"),
 ])
 def test_malformed_values_are_refused_even_when_the_digests_are_recomputed(edit: tuple[str, str],
@@ -283,3 +344,54 @@ def test_verify_names_each_targets_blocker_when_none_fits(tmp_path: Path) -> Non
     assert "warning: not checking against the lock: no target in" in r.output, r.output
     assert "  - h200: it is for linux/x86_64; this host is linux/aarch64" in r.output, r.output
     assert "fix: add a target" not in r.output
+
+
+def _fleet_lock(names: list[str], origins: list[str]) -> str:
+    import dataclasses
+
+    t = sample().targets[0]
+    targets = tuple(LockedTarget(selection=dataclasses.replace(t.selection, target=dataclasses.replace(
+        t.selection.target, name=n, origin=o)), packages=t.packages) for n, o in zip(names, origins))
+    return lockfile.dumps(dataclasses.replace(sample(), targets=targets))
+
+
+def _same_answer(text: str) -> None:
+    """The lock reader's TOML answer is tomllib's, error or not."""
+    from tritonlock import _toml
+
+    try:
+        want: object = _toml.loads(text)
+    except _toml.TOMLDecodeError as err:
+        want = ("error", str(err))
+    try:
+        got: object = lockfile._parse(text)
+    except _toml.TOMLDecodeError as err:
+        got = ("error", str(err))
+    assert got == want
+
+
+def test_the_fast_targets_reader_answers_as_tomllib_does() -> None:
+    text = _fleet_lock([f"node-{i}" for i in range(50)], [f"file:hosts/node-{i}.toml" for i in range(50)])
+    from tritonlock import _toml
+
+    assert lockfile._parse(text) == _toml.loads(text)
+    assert lockfile._fast_targets(text.split("\n[[decisions]]\n")[0].split("\n[[targets]]\n", 1)[1].split("\n")) \
+        is None  # (a segment without its first header is not the shape: the reader is strict)
+    one = text.split("\n")
+    i = one.index('name = "node-7"')
+    # each line that TOML reads otherwise than JSON, or that TOML refuses, is read by tomllib: the same answer
+    for line in ('name = "node-7" # a comment', "name = 'node-7'", 'name = "n\\/7"', 'name = "n\\ud800"',
+                 'name = "n\\U0001F600"', 'name = "n\tx"', 'name = "n\x7f"', 'name  = "node-7"', '"name" = "x"',
+                 'name = "node-7"\nname = "again"', 'gpus = [ "9.0" ]', 'gpus = ["9.0",]', 'size = 012',
+                 'ok = True', 'name = "x"\n[targets.constraints]\nos = "a"\n[targets.constraints]', 'targets = 1',
+                 'a.b = "x"', 'name = """x"""', '[[targets.packages]]\nname = "x"'):
+        _same_answer("\n".join(one[:i] + [line] + one[i + 1:]) + "\n")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(min_size=1, max_size=12).filter(lambda s: s.strip() and s.isprintable()), min_size=1,
+                max_size=5, unique=True), st.text(max_size=20))
+def test_any_names_and_origins_read_back_the_same(names: list[str], origin: str) -> None:
+    text = _fleet_lock(names, [origin or "intent"] * len(names))
+    _same_answer(text)
+    assert [t.name for t in lockfile.loads(text).targets] == names

@@ -51,9 +51,9 @@ def test_every_row_has_a_source() -> None:
                     walk(v, f"{where}.{k}", sourced)
 
     files = sorted(COMPAT.glob("*.toml"))
-    assert [f.name for f in files] == ["builds.toml", "channels.toml", "cuda.toml", "cudalibs.toml", "gpus.toml",
-                                       "meta.toml", "packages.toml", "rocm.toml", "torch.toml", "triton.toml",
-                                       "xpu.toml"]
+    assert [f.name for f in files] == ["bands.toml", "builds.toml", "channels.toml", "cuda.toml", "cudalibs.toml",
+                                       "gpus.toml", "meta.toml", "packages.toml", "rocm.toml", "torch.toml",
+                                       "triton.toml", "xpu.toml"]
     for f in files:
         walk(_toml.loads(f.read_text(encoding="utf-8")), f.name, False)
     assert missing == []

@@ -336,7 +336,7 @@ def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(brok
 
     result = run_verify(broken_venv, interpret=True, quick=True)
     bad = next(c for c in result.checks if c.name == "import tiedpkg")
-    assert not bad.ok and f"undefined symbol" not in "" and C10_CXX in bad.detail
+    assert not bad.ok and C10_CXX in bad.detail
     assert "it was built for torch 2.9, and this environment has torch 2.13.0+cpu" in bad.detail
     code, out = _run("doctor", "--python", broken_venv)
     assert code == 1

@@ -40,7 +40,7 @@ def test_names_from_a_lock_are_names(tmp_path: Path, name: str) -> None:
     from test_lockfile import _restamp, sample
 
     text = _restamp(lockfile.dumps(sample()).replace('name = "filelock"', f'name = "{name}"'))
-    with pytest.raises(LockfileError, match=r"targets\[0\]\.packages\[0\]\.name: .* is not valid here"):
+    with pytest.raises(LockfileError, match=r"closures\[0\]\.packages\[0\]\.name: .* is not valid here"):
         lockfile.loads(text, "x.lock")
 
 

@@ -180,11 +180,14 @@ def test_json_shape(interpreter_run: VerifyResult) -> None:
     assert json.loads(json.dumps(doc)) == doc  # plain JSON: no NaN, no tuples, no objects
     # schema 1's fields, in their order, plus the ones added since (never removed: older readers keep working)
     assert list(doc) == ["schema", "ok", "mode", "python", "torch", "triton", "checks", "kernels",
-                         "jit_seconds", "compile_seconds", "caches", "total_seconds", "gpus", "notes"]
+                         "jit_seconds", "compile_seconds", "caches", "total_seconds", "gpus", "notes", "gpu_health"]
+    assert doc["gpu_health"] is None  # no GPU run: nothing NVML said
     assert doc["schema"] == 1 and doc["ok"] is True and doc["mode"] == "interpreter"
     assert set(doc["checks"][0]) == {"name", "ok", "detail", "fix"}  # type: ignore[index]
     assert list(doc["kernels"][0]) == ["kernel", "device", "dtype", "ok", "max_err", "metric",  # type: ignore[index]
-                                       "value", "torch_value", "ratio", "detail", "mode", "compile_seconds"]
+                                       "value", "torch_value", "ratio", "detail", "mode", "compile_seconds",
+                                       "speed"]
+    assert doc["kernels"][0]["speed"] is None  # type: ignore[index]  # not timed in the interpreter: no verdict
 
 
 @pytest.mark.slow
@@ -375,9 +378,11 @@ def test_report_is_parsed_into_typed_results(tmp_path: Path) -> None:
     k = r.kernels[0]
     assert (k.metric, k.value, k.torch_value, k.ratio) == ("GB/s", 4260.0, 4251.0, 1.002)
     table = format_report(r).splitlines()
-    # an older runner's report (no mode, no compile time) reads with "-" in the added columns
-    assert "  kernel      dtype  device  mode  ok  max err      triton       torch  ratio  compile s" in table
-    assert "  vector_add  fp32   cuda:0  -     ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00          -" in table
+    # an older runner's report (no mode, no compile time) reads with "-" in the added columns; the timed row is
+    # judged against the H200's band (compat/bands.toml)
+    assert "  kernel      dtype  device  mode  ok  max err      triton       torch  ratio  compile s  speed" in table
+    assert "  vector_add  fp32   cuda:0  -     ok  2.4e-07  4,260 GB/s  4,251 GB/s   1.00          -  in band" in table
+    assert "  speed: the timed row within its band (H200 bands, compat/bands.toml)" in table
     assert "first kernel launch incl. JIT compile 0.46 s; total " in format_report(r)
 
 
@@ -405,15 +410,21 @@ def test_interpreter_choice_reaches_the_runner_environment(tmp_path: Path) -> No
     out = tmp_path / "env.txt"
     doc = tmp_path / "doc.json"
     doc.write_text(json.dumps(_doc()))
+    late = tmp_path / "stdin.txt"
     python = _fake_python(tmp_path, f"""\
         echo "TRITON_INTERPRET=${{TRITON_INTERPRET:-unset}} $*" > '{out}'
+        head -n 1 > '{late}'
         cat '{doc}'
     """)
-    run_verify(python, interpret=True, backend="cpu")
+    run_verify(python, interpret=True, backend="cpu", expect_gpu=True, driver="580.159.04")
     text = out.read_text()
     assert text.startswith(f"TRITON_INTERPRET=1 -I {RUNNER} --json-args ")
     args = json.loads(text.split("--json-args ", 1)[1])
-    assert args["interpret"] is True and args["backend"] == "cpu" and args["expect_gpu"] is None
+    # what the command line says is on the runner's command line; what the lock expects follows on its stdin, so the
+    # runner starts (and imports torch) before tritonlock has read the lock and the host
+    assert args["interpret"] is True and args["late_args"] is True and "backend" not in args
+    expected = json.loads(late.read_text())
+    assert expected["backend"] == "cpu" and expected["expect_gpu"] is True and expected["driver"] == "580.159.04"
     os.environ["TRITON_INTERPRET"] = "1"
     try:
         run_verify(python, interpret=False)

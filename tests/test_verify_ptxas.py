@@ -118,10 +118,11 @@ def test_a_kernel_that_fails_to_load_names_the_ptxas_cause(error: str) -> None:
 
 
 def test_run_verify_passes_the_floors_from_the_matrix(tmp_path: Path) -> None:
-    """The runner gets cuda.toml's minor-version floors (a stand-in interpreter records its arguments)."""
+    """The runner gets cuda.toml's minor-version floors (a stand-in interpreter records what tritonlock sends on its
+    stdin once it has read the lock and the host: the expectations the runner's checks compare with)."""
     seen = tmp_path / "args.json"
     fake = tmp_path / "python"
-    fake.write_text(f"#!/bin/sh\nprintf '%s' \"$4\" > {seen}\nexit 3\n")
+    fake.write_text(f"#!/bin/sh\nhead -n 1 > {seen}\nexit 3\n")
     fake.chmod(0o755)
     from tritonlock.errors import VerifyError
     from tritonlock.verify import run_verify

@@ -57,7 +57,8 @@ ALLOWED = {
     ("lock/native.py", "read_remote"): "an anonymous temporary file (no name in any directory) for a wheel's span",
     ("records.py", "_locked"): "the lock file's descriptor from open_lock_file",
     ("_subprocess.py", "run_shielded"): "an anonymous temporary file (no name in any directory) for uv's output",
-    ("verify/__init__.py", "run_verify"): "a private directory (mkdtemp, 0700) for the runner's trace, which is then "
+    ("_kept.py", "remember_check"): "mkdir (0700) of tritonlock's own cache of passing checks; the file by write_atomic",
+    ("verify/__init__.py", "start_verify"): "a private directory (mkdtemp, 0700) for the runner's trace, which is then "
                                           "put in place by _files.write_file",
 }
 RUNNER = "verify/runner/"  # runs in the target venv (standard library only): writes only in directories it makes
@@ -115,7 +116,7 @@ def test_every_write_in_the_package_goes_through_the_one_helper() -> None:
 # Options that name something tritonlock reads (or a path on another machine, written into a job script).
 INPUTS = {("compat check", "--compat"), ("resolve", "--target-file"), ("why", "--target-file"), ("sync", "--find-links"), ("sync", "--python"),
           ("doctor", "--venv"), ("doctor", "--python"), ("verify", "--venv"), ("verify", "--python"),
-          ("export", "--reports"), ("report merge", "DIRECTORY"), ("compat check", "--index"),
+          ("export", "--reports"), ("report merge", "DIRECTORY"), ("report bands", "FILES"), ("compat check", "--index"),
           ("sync", "--venv"),  # a venv: built beside and swapped in, never over what is not a venv (test_sync*)
           ("init", "--project"), ("report merge", "--project")}
 # Options (and commands) that write a file: each has a row in WRITERS below.

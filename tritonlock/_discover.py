@@ -5,14 +5,16 @@ Standard library only: every command runs it."""
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
+
+TYPE_CHECKING = False  # (pathlib, re and typing are imported where they are needed: the no-op sync reads this module)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROJECT_FILES = ("triton-env.toml", "triton-env.lock")
 PYPROJECT = "pyproject.toml"
 # a [tool.tritonlock] table, one of its sub-tables, or [[tool.tritonlock.targets]] — not a comment, not a string
-_TABLE = re.compile(rb"""^[ \t]*\[\[?[ \t]*(?:"tool"|'tool'|tool)[ \t]*\.[ \t]*(?:"tritonlock"|'tritonlock'|tritonlock)"""
-                    rb"""[ \t]*[.\]]""", re.M)
+_TABLE_RE = (rb"""^[ \t]*\[\[?[ \t]*(?:"tool"|'tool'|tool)[ \t]*\.[ \t]*(?:"tritonlock"|'tritonlock'|tritonlock)"""
+             rb"""[ \t]*[.\]]""")
 
 
 def has_tritonlock_table(path: str | Path) -> bool:
@@ -25,7 +27,11 @@ def has_tritonlock_table(path: str | Path) -> bool:
             data = fh.read(4 * 1024 * 1024)
     except OSError:
         return False
-    return b"tritonlock" in data and _TABLE.search(data) is not None
+    if b"tritonlock" not in data:
+        return False
+    import re
+
+    return re.search(_TABLE_RE, data, re.M) is not None
 
 
 def _holds_project(here: str) -> bool:
@@ -51,6 +57,8 @@ def intent_file(project: str | Path) -> Path:
     """The project's intent: triton-env.toml, or pyproject.toml when that holds a [tool.tritonlock] table (and no
     triton-env.toml is beside it); triton-env.toml when there is neither, so that "no such file" names the usual one.
     Both at once is bad input: one project, one statement of intent."""
+    from pathlib import Path
+
     root = Path(project)
     env, py = root / PROJECT_FILES[0], root / PYPROJECT
     has_py = has_tritonlock_table(py)
@@ -72,6 +80,8 @@ _PYPROJECT_WORDS = (("[environment].packages", "[project].dependencies"),
 
 def is_pyproject_project(project: str | Path) -> bool:
     """Whether the project's intent is a pyproject.toml's [tool.tritonlock] (and no triton-env.toml beside it)."""
+    from pathlib import Path
+
     root = Path(project)
     return not (root / PROJECT_FILES[0]).is_file() and has_tritonlock_table(root / PYPROJECT)
 
@@ -87,6 +97,8 @@ def intent_words(text: str, project: str | Path | None) -> str:
 
 
 def _canon(name: str) -> str:
+    import re
+
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -110,6 +122,8 @@ def pyproject_groups(project: dict[str, object], extras: list[str]) -> list[str]
         return found
 
     out: list[str] = []
+    import re
+
     queue = [_canon(e) for e in extras if isinstance(e, str)] + named_by(project.get("dependencies"))
     while queue:
         g = queue.pop(0)
@@ -127,7 +141,7 @@ def intent_bytes(path: str | Path) -> bytes:
     from tritonlock._files import read_bytes
 
     raw = read_bytes(path)
-    if Path(path).name != PYPROJECT:
+    if os.path.basename(os.fspath(path)) != PYPROJECT:
         return raw
     import json
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 
 from tritonlock._data import compat_root
@@ -60,14 +62,30 @@ def target_files_key(intent_path: Path, intent_bytes: bytes) -> str:
         return "unreadable"
     globs = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
     base = intent_path.parent
-    h = hashlib.sha256()
+    files: list[tuple[Path, tuple[int, int, int]]] = []
     for pattern in globs:
         if not isinstance(pattern, str) or not pattern.strip() or Path(pattern).is_absolute():
             return "bad-pattern"
         for f in sorted(base.glob(pattern)):
-            if f.is_file():
-                h.update(f.relative_to(base).as_posix().encode() + b"\0" + read_bytes(f) + b"\0")
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((f, (st.st_size, st.st_mtime_ns, st.st_ino)))
+    # a command asks more than once (its staleness check, the no-op stamp): the files are read again only when
+    # their sizes, times or inodes changed
+    memo = (os.path.abspath(intent_path), intent_bytes, tuple((os.path.abspath(f), k) for f, k in files))
+    if _FILES_KEY.get("key") == memo:
+        return str(_FILES_KEY["value"])
+    h = hashlib.sha256()
+    for f, _ in files:
+        h.update(f.relative_to(base).as_posix().encode() + b"\0" + read_bytes(f) + b"\0")
+    _FILES_KEY.update(key=memo, value=h.hexdigest())
     return h.hexdigest()
+
+
+_FILES_KEY: dict[str, object] = {}
 
 
 def input_digest(intent_bytes: bytes, matrix_version: str, key: str) -> str:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
+
+TYPE_CHECKING = False  # (typing itself is not imported: the no-op sync reads this module)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LIMIT = 64 * 1024 * 1024  # no intent, lock, records file, host file or node report is anywhere near this
 
@@ -182,6 +185,8 @@ def check_writes(paths: list[Path] | tuple[Path, ...], *, what: str, force: bool
     in the advice (None: the command has none). `parents`: missing directories above a path may be created (the
     command documents that); otherwise each path's directory must be there. `fix` replaces the advice for a file
     tritonlock did not write."""
+    from pathlib import Path
+
     dash = [p for p in paths if str(p) == "-"]
     if dash:
         raise _usage(f"{what}: '-' means standard output, and this output cannot go there — pass a path; nothing "
@@ -228,6 +233,8 @@ def temp_beside(target: str | Path, mode: int = 0o666) -> tuple[int, Path]:
     """A new, empty temp file next to `target`, open for writing: created with O_EXCL (a link planted under its
     name is never followed — it is another name, tried again) and O_NOFOLLOW, with `mode` before the umask
     (tempfile.mkstemp would make it 0600, and the rename would hand that mode to a file others must read)."""
+    from pathlib import Path
+
     import secrets
 
     t = Path(target)
@@ -247,6 +254,8 @@ def temp_beside(target: str | Path, mode: int = 0o666) -> tuple[int, Path]:
 def commit(tmp: Path, target: str | Path, *, what: str = "write") -> None:
     """Rename the finished temp file over `target` — checked again just before: only over a regular file or
     nothing (a FIFO or link that appeared meanwhile is refused, and the temp file removed)."""
+    from pathlib import Path
+
     why = not_a_file(target)
     if why is not None:
         Path(tmp).unlink(missing_ok=True)
@@ -263,6 +272,8 @@ def write_atomic(path: str | Path, data: str | bytes, *, mode: int | None = None
     """Write `data` (text: UTF-8, newlines as given) via a temp file beside `path` and rename, so readers never see
     half a file. Only over a regular file or nothing. A new file gets `mode` (default: what the umask gives); a
     replaced one keeps its mode."""
+    from pathlib import Path
+
     target = Path(path)
     why = not_a_file(target)
     if why is not None:
@@ -296,6 +307,8 @@ def write_atomic(path: str | Path, data: str | bytes, *, mode: int | None = None
 def write_file(path: str | Path, data: str | bytes, *, what: str, force: bool, force_flag: str | None = "--force",
                replace: str = "ours", parents: bool = False, fix: str = "") -> None:
     """One output file, by the rule above (check_writes, then written atomically)."""
+    from pathlib import Path
+
     write_files([(Path(path), data)], what=what, force=force, force_flag=force_flag, replace=replace, parents=parents,
                 fix=fix)
 

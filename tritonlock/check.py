@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,11 +59,14 @@ def missing_hashes(text: str, path: str) -> list[Problem]:
         return []  # the strict reader words it
     out: list[Problem] = []
     targets = data.get("targets")
+    # lock-version 3.x: packages live in the closures the targets name; 2.x: in each target
+    closures = {c.get("id"): c.get("packages") for c in data.get("closures", []) if isinstance(c, dict)} \
+        if isinstance(data.get("closures"), list) else {}
     for t in targets if isinstance(targets, list) else []:
         if not isinstance(t, dict):
             continue
         tname = str(t.get("name", "?"))
-        pkgs = t.get("packages")
+        pkgs = closures.get(t.get("closure")) if "closure" in t else t.get("packages")
         for p in pkgs if isinstance(pkgs, list) else []:
             if not isinstance(p, dict):
                 continue
@@ -269,7 +273,12 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     from tritonlock._discover import intent_file
 
     intent_path, lock_path = intent_file(project), project / LOCK_FILE
-    intent = read_intent(intent_path)
+    from tritonlock import _fast
+
+    # a lock written from exactly these bytes (the intent's and its target files'): nothing in it is stale, and the
+    # drift check needs the intent's own settings, not its thousand host files again
+    fresh = intent_path.is_file() and _fast.lock_is_fresh(intent_path, lock_path, None)
+    intent = read_intent(intent_path, target_files=not fresh)
     matrix_version = load_matrix().version
     from tritonlock._files import read_text
 
@@ -284,15 +293,23 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
         return CheckReport(problems=(Problem(kind="lock", message=f"{lock_path}: cannot read ({err}) — regenerate "
                                                                   "it with `tritonlock resolve`"),),
                            warnings=intent.warnings, targets=0, packages=0, matrix_version=matrix_version)
-    hashes = missing_hashes(text, str(lock_path))
     try:
         lock = read_lock(lock_path)
     except TritonlockError as err:
-        problems = hashes or [Problem(kind="lock", message=str(err).splitlines()[0])]
+        # the strict reader stops at the first problem: every file without a hash is listed from the raw TOML
+        problems = missing_hashes(text, str(lock_path)) or [Problem(kind="lock", message=str(err).splitlines()[0])]
         return CheckReport(problems=tuple(problems), warnings=intent.warnings, targets=0, packages=0,
                            matrix_version=matrix_version)
-    problems = [*hashes, *stale_problems(lock, intent, matrix_version, str(lock_path)), *conflict_problems(lock),
-                *drift_problems(lock, intent, intent_changed=lock.intent_hash != intent.content_hash)]
+    if fresh and intent.target_files == () and lock.targets:
+        # the target files were not read again: their machines are the lock's, and so is the word on duplicates
+        from tritonlock.decide.intent import same_machines
+
+        intent = dataclasses.replace(intent, warnings=intent.warnings + same_machines(
+            [t.selection.target for t in lock.targets if t.selection.target.origin.startswith("file:")]))
+    # (a lock the strict reader took has a sha256 for every file: it refuses any without one)
+    problems = [*([] if fresh else stale_problems(lock, intent, matrix_version, str(lock_path))),
+                *conflict_problems(lock),
+                *drift_problems(lock, intent, intent_changed=not fresh and lock.intent_hash != intent.content_hash)]
     if (project / "uv.lock").is_file():  # a uv project beside the lock: does uv take the same torch files?
         from tritonlock.export.uv import uv_lock_drift
 

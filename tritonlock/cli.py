@@ -480,27 +480,42 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
              "verified": [{**records.record_json(j.record), "stale": j.stale} for j in judged
                           if j.record.target == t.name]} for t in targets]})
         return
+    # a fleet's targets of one kind of machine share their decision and packages (lock-version 3): shown once, with
+    # the names of the others
+    groups: dict[tuple[Any, ...], list[Any]] = {}
     for t in targets:
+        sel = t.selection
+        key = (sel.ok, sel.python, sel.torch, sel.backend, sel.index, sel.triton_package, sel.triton, sel.packages,
+               sel.driver_floor, sel.archs, sel.ptx, sel.reasons, sel.warnings, sel.direct,
+               sel.conflict.message if sel.conflict else None, t.packages)
+        groups.setdefault(key if sel.ok else ("conflict", t.name), []).append(t)
+    out: list[str] = []
+    for t, *others in groups.values():
         if not t.selection.ok:  # recorded as a conflict: nothing is locked for it
             from tritonlock._term import styled
 
             message = t.selection.conflict.message if t.selection.conflict else "nothing fits"
-            _echo(styled(f"target {t.name}:", bold=True) + " " + styled("conflict", fg="red")
+            out.append(styled(f"target {t.name}:", bold=True) + " " + styled("conflict", fg="red")
                        + " — nothing is locked for it (`tritonlock resolve` exits 3 until it is fixed)")
-            _echo("\n".join(f"  {line}" for line in message.splitlines()) + "\n")
+            out += [f"  {line}" for line in message.splitlines()]
+            out.append("")
             continue
-        _echo(_selection_text(t.selection))
+        out.append(_selection_text(t.selection))
         width = max((len(p.name) for p in t.packages), default=4)
         vwidth = max((len(p.version) for p in t.packages), default=7)
-        _echo(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
-        for p in t.packages:
-            _echo(f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
-                  + ("  (built from source at sync)" if p.build == "source" else ""))
-        for line in _build_lines(t):
-            _echo(line)
-        for line in records.verified_lines(judged, t):
-            _echo(f"  {line}")
-        _echo("")
+        out.append(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
+        out += [f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
+                + ("  (built from source at sync)" if p.build == "source" else "") for p in t.packages]
+        out += _build_lines(t)
+        out += [f"  {line}" for line in records.verified_lines(judged, t)]
+        if others:
+            out.append(f"  the same decision and packages for {len(others)} more target(s): "
+                       + ", ".join(o.name for o in others))
+            for o in others:
+                if any(j.record.target == o.name for j in judged):
+                    out += [f"  {o.name}: {line}" for line in records.verified_lines(judged, o)]
+        out.append("")
+    _echo("\n".join(out))
 
 
 @main.command()
@@ -658,13 +673,18 @@ def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
 @click.option("--record", is_flag=True,
               help="Record the result in triton-env.verified.toml beside the lock (the lock is not changed).")
 @click.option("--target", "target_name", help="Check against this lock target instead of the one that fits this host.")
+@click.option("--strict-speed", is_flag=True,
+              help="Fail (exit 1) when a timed row is outside the band expected for this GPU (compat/bands.toml); "
+                   "by default that is a warning.")
 @_json_opt
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, no_reuse: bool,
-           profile: str | None, interpret: bool, record: bool, target_name: str | None, as_json: bool) -> None:
-    """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch."""
+           profile: str | None, interpret: bool, record: bool, target_name: str | None, strict_speed: bool,
+           as_json: bool) -> None:
+    """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch, each timed row
+    judged against the speed expected for this GPU (with the likely cause when it is outside)."""
     from tritonlock._files import check_writes
     from tritonlock.environment.sync import venv_python
-    from tritonlock.verify import format_report, run_verify
+    from tritonlock.verify import format_report, start_verify
 
     root = Path(project)
     lock_path = root / LOCK_FILE
@@ -683,37 +703,46 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     if not Path(interp).exists():
         raise UsageError(f"{interp}: no such interpreter — " + ("pass --python PATH to an existing interpreter"
                          if python_ else _make_venv_step(root, env_dir, target_name)))
-    backend = triton = driver = None
-    expect_gpu = None
-    native: dict[str, Any] = {}
-    if lock_path.exists():
-        from tritonlock.host import detect
-        from tritonlock.lock.lockfile import read_lock
-        from tritonlock.environment.sync import pick_target
-
-        host = detect(toolkit=False)
-        driver = host.driver
-        lock = read_lock(lock_path)  # a lock edited by hand or not valid TOML is refused (exit 2), as everywhere
-        try:
-            _warn_if_stale(project, lock, "checking against")
-            locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
-            sel = locked.selection
-        except TritonlockError as err:
-            if record or target_name:
-                raise
-            # every target's blocker, as sync names them (the fix line is sync's, not verify's)
-            lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
-            _echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
-        else:
-            backend, triton = sel.backend, sel.triton
-            expect_gpu = bool(backend and backend.startswith("cu") and sel.target.driver) and host.driver is not None
-            native = _native_args(lock, locked)
-    elif record:
+    if record and not lock_path.exists():
         raise UsageError(f"{lock_path}: no such file — --record names the lock target it verified; run "
                          "`tritonlock resolve` first")
-    result = run_verify(interp, backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
-                        interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
-                        reuse=not no_reuse, **native)
+    # the runner first: its `import torch` (seconds) overlaps reading the host and the lock below, and what the lock
+    # expects follows on its stdin
+    started = start_verify(interp, interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
+                           reuse=not no_reuse)
+    try:
+        backend = triton = driver = None
+        expect_gpu = None
+        native: dict[str, Any] = {}
+        if lock_path.exists():
+            from tritonlock.host import detect
+            from tritonlock.lock.lockfile import read_lock
+            from tritonlock.environment.sync import pick_target
+
+            # the driver and GPUs as the last run on this machine found them (same driver files, nodes, variables)
+            # while the runner waits for them; a run that records what it proved probes afresh
+            host = detect(toolkit=False, cached=not record)
+            driver = host.driver
+            lock = read_lock(lock_path)  # a lock edited by hand or not valid TOML is refused (exit 2), as everywhere
+            try:
+                _warn_if_stale(project, lock, "checking against")
+                locked = pick_target(lock, host, name=target_name, lock_path=str(lock_path))
+                sel = locked.selection
+            except TritonlockError as err:
+                if record or target_name:
+                    raise
+                # every target's blocker, as sync names them (the fix line is sync's, not verify's)
+                lines = [x for x in str(err).splitlines() if not x.strip().startswith("fix:")]
+                _echo("\n".join([f"warning: not checking against the lock: {lines[0]}", *lines[1:]]), err=True)
+            else:
+                backend, triton = sel.backend, sel.triton
+                expect_gpu = (bool(backend and backend.startswith("cu") and sel.target.driver)
+                              and host.driver is not None)
+                native = _native_args(lock, locked)
+    except BaseException:
+        started.abandon()
+        raise
+    result = started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver, **native)
     rec = None
     if record:
         from tritonlock import records
@@ -735,7 +764,11 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
             for c in rec.caveats:
                 _echo(f"  caveat: {c}" + (" — this record does not count for a GPU target"
                                                if records.is_gpu_target(locked) else ""))
-    sys.exit(0 if result.ok else 1)
+    slow = result.outside_band
+    if strict_speed and slow and not as_json:
+        _echo(f"error: --strict-speed: {len(slow)} timed row(s) outside the band expected for this GPU "
+              "(see the speed lines above)", err=True)
+    sys.exit(0 if result.ok and not (strict_speed and slow) else 1)
 
 
 def _make_venv_step(root: Path, env_dir: Path, target_name: str | None) -> str:
@@ -1153,9 +1186,15 @@ def check(project: str, as_json: bool, check_host: bool, require_verified: bool)
         host = detect()
     report = run_check(Path(project), host=host, require_verified=require_verified)
     if as_json:
-        _echo_json(report_json(report))
+        text = json.dumps(report_json(report), indent=2, sort_keys=True)
     else:
-        _echo(format_report(report, str(_project_paths(project)[1])))
+        text = format_report(report, str(_project_paths(project)[1]))
+    _echo(text)
+    if report.ok and not check_host and not require_verified:
+        from tritonlock import _kept
+
+        # the same check of the same inputs answers from this (tritonlock._entry), without deciding every target again
+        _kept.remember_check(project, as_json, text + "\n")
     sys.exit(report.exit_code)
 
 
@@ -1278,6 +1317,31 @@ def report_merge(directory: Path, as_json: bool, html_out: str | None, text_out:
     else:
         _echo(text)
     sys.exit(0 if all(r.ok for r in table) else 1)
+
+
+@report.command("bands")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@_project_opt
+@_json_opt
+def report_bands(files: tuple[Path, ...], project: str, as_json: bool) -> None:
+    """What the team's own `verify --record` runs say of each timed row, per GPU model, beside the speed band
+    compat/bands.toml ships for it, with a band drawn from the runs by the same rule: where to refine a band, or which
+    machines sit outside theirs. Reads FILES (records files), by default PROJECT/triton-env.verified.toml."""
+    from tritonlock import records
+    from tritonlock.fleet.report import band_rows, bands_text
+
+    paths = list(files) or [Path(project) / records.RECORDS_FILE]
+    recs = [r for p in paths for r in records.read_records(p)]
+    if not recs:
+        raise UsageError(f"{', '.join(map(str, paths))}: no records — run `tritonlock verify --record` on the "
+                         "machines first")
+    rows = band_rows(recs)
+    if as_json:
+        import dataclasses
+
+        _echo_json({"rows": [dataclasses.asdict(r) for r in rows]})
+    else:
+        _echo(bands_text(rows))
 
 
 @main.group()

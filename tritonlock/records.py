@@ -25,7 +25,9 @@ from tritonlock.errors import LockfileError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 
 RECORDS_FILE = "triton-env.verified.toml"
-RECORDS_VERSION = "1.2"  # 1.1: each entry carries a digest of itself; 1.2: caveats (what a run cannot vouch for)
+# 1.1: each entry carries a digest of itself; 1.2: caveats (what a run cannot vouch for); 1.3: each timed kernel's
+# speed verdict against compat/bands.toml (`speed`), so a team's runs show which machines sat in their band
+RECORDS_VERSION = "1.3"
 HEADER = (
     "# triton-env.verified.toml — where triton-env.lock was proven to work; written by `tritonlock verify --record`.\n"
     "# One [[verified]] entry per target × host fingerprint, sorted. When merging branches, keep both sides' entries.\n"
@@ -44,6 +46,7 @@ class KernelSummary:
     value: float | None = None
     torch_value: float | None = None
     ratio: float | None = None  # Triton / torch: above 1 is faster than torch
+    speed: str | None = None  # the verdict against its band: "ok", "slow", "fast", "no-band" (None: not timed)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -234,7 +237,8 @@ def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: s
 
     kernels = tuple(KernelSummary(kernel=s(k.kernel) or "", dtype=s(k.dtype) or "", device=s(k.device) or "",
                                   ok=bool(k.ok), metric=s(k.metric), value=_4(_num(k.value)),
-                                  torch_value=_4(_num(k.torch_value)), ratio=_4(_num(k.ratio)))
+                                  torch_value=_4(_num(k.torch_value)), ratio=_4(_num(k.ratio)),
+                                  speed=k.speed.verdict if getattr(k, "speed", None) is not None else None)
                     for k in result.kernels)
     return _signed(Record(
         target=target.name, fingerprint=fingerprint(host), packages_digest=target_digest(target),
@@ -357,7 +361,7 @@ def dumps(records: tuple[Record, ...] | list[Record]) -> str:
             lines.append("]")
         if r.kernels:
             lines.append("kernels = [")
-            lines += [f"  {_v({'kernel': k.kernel, 'dtype': k.dtype, 'device': k.device, 'ok': k.ok, 'metric': k.metric, 'value': k.value, 'torch': k.torch_value, 'ratio': k.ratio})},"
+            lines += [f"  {_v({'kernel': k.kernel, 'dtype': k.dtype, 'device': k.device, 'ok': k.ok, 'metric': k.metric, 'value': k.value, 'torch': k.torch_value, 'ratio': k.ratio, 'speed': k.speed})},"
                       for k in r.kernels]
             lines.append("]")
     return "\n".join(lines) + "\n"
@@ -420,7 +424,7 @@ def _entry(r: _R, e: Any, w: str) -> Record:
             ok=r.get(k, "ok", bool, kw), metric=r.get(k, "metric", str, kw, False),
             value=_num(r.get(k, "value", (int, float), kw, False)),
             torch_value=_num(r.get(k, "torch", (int, float), kw, False)),
-            ratio=_num(r.get(k, "ratio", (int, float), kw, False))))
+            ratio=_num(r.get(k, "ratio", (int, float), kw, False)), speed=_speed(r, k, kw)))
     strs = r.get(e, "gpus", list, w, False) or []
     fails = r.get(e, "failures", list, w, False) or []
     caveats = r.get(e, "caveats", list, w, False) or []
@@ -448,6 +452,15 @@ def _entry(r: _R, e: Any, w: str) -> Record:
     if e.get("mode") not in (None, "gpu", "interpreter"):
         raise r.fail(f"{w}.mode", f"{_shown(e['mode'])} is not \"gpu\" or \"interpreter\"")
     return rec
+
+
+def _speed(r: _R, k: dict[str, Any], where: str) -> str | None:
+    from tritonlock.verify.speed import VERDICTS
+
+    v = r.get(k, "speed", str, where, False)
+    if v is not None and v not in VERDICTS:
+        raise r.fail(f"{where}.speed", f"{_shown(v)} is not one of {', '.join(VERDICTS)}")
+    return v  # type: ignore[no-any-return]
 
 
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
@@ -527,8 +540,10 @@ def record_json(r: Record) -> dict[str, Any]:
             "python": r.python, "driver": r.driver, "cuda": r.cuda, "gpus": list(r.gpus), "torch": r.torch,
             "triton": r.triton, "tritonlock": r.tritonlock, "failures": list(r.failures), "digest": r.digest,
             "caveats": list(r.caveats),
+            # a record made before speed verdicts keeps its digest: the key is there only when a verdict is
             "kernels": [{"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
-                         "value": k.value, "torch": k.torch_value, "ratio": k.ratio} for k in r.kernels]}
+                         "value": k.value, "torch": k.torch_value, "ratio": k.ratio,
+                         **({"speed": k.speed} if k.speed is not None else {})} for k in r.kernels]}
 
 
 def record_from_json(d: Any, where: str) -> Record:

@@ -415,8 +415,9 @@ def _bare_branch(p: _Problems, key: tuple[str | int, ...], driver: str, os_: str
     return version
 
 
-def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
-    """Validate the text of an intent file; raises IntentError listing every problem."""
+def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool = True) -> Intent:
+    """Validate the text of an intent file; raises IntentError listing every problem. `target_files=False`: see
+    read_intent."""
     p = _Problems(path, text)
     try:
         data = _toml.loads(text)
@@ -520,14 +521,14 @@ def parse_intent(text: str, path: str = "triton-env.toml") -> Intent:
         spec = _target(p, i, raw, names)
         if spec is not None:
             targets.append(spec)
-    globs, files = _target_files(p, data, Path(path).parent, names, targets)
+    globs, files = _target_files(p, data, Path(path).parent, names, targets) if target_files else ((), ())
     package_builds = _package_builds(p, data.get("package-builds", [])) if "package-builds" in data else ()
     p.raise_if_any()
     # the order the user wrote the packages in is theirs: uv decides them in it, and ties favour the earlier one
     intent = Intent(path=path, python=python, torch=torch, triton=triton, packages=tuple(dict.fromkeys(packages)),
                     cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                     targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
-                    warnings=tuple(p.warnings) + _same_machines(targets), channel=channel,
+                    warnings=tuple(p.warnings) + same_machines(targets), channel=channel,
                     package_builds=package_builds)
     del files  # (the files are the targets' origins, in order: content_hash reads them from there)
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
@@ -818,7 +819,7 @@ def _target_files(p: _Problems, data: dict[str, Any], base: Path, names: set[str
     return tuple(raw), tuple(rels)
 
 
-def _same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
+def same_machines(targets: list[TargetSpec]) -> tuple[str, ...]:
     """Targets that describe the same machine under two names: harmless (one lock each), but worth a word."""
     first: dict[tuple[object, ...], TargetSpec] = {}
     out: list[str] = []
@@ -841,8 +842,9 @@ def _where(t: TargetSpec) -> str:
 INTENT_LIMIT = 16 * 1024 * 1024  # an intent (or a host file) is a few KB; 50,000 packages are about 1 MB
 
 
-def read_intent(path: str | Path) -> Intent:
-    """Read triton-env.toml from disk."""
+def read_intent(path: str | Path, *, target_files: bool = True) -> Intent:
+    """Read triton-env.toml from disk. `target_files=False` leaves the files its target-files globs match unread (and
+    out of its targets and content hash): for a caller that knows the lock is fresh and needs only the settings."""
     p = Path(path)
     try:  # a BOM (Windows editors) is not TOML, but is no error either; an intent is a few KB, a large one 1 MB
         text = read_text(p, encoding="utf-8-sig", limit=INTENT_LIMIT)
@@ -850,7 +852,7 @@ def read_intent(path: str | Path) -> Intent:
         raise IntentError(f"{p}: no such file — run `tritonlock init` to write one") from None
     except (OSError, UnicodeDecodeError) as err:
         raise IntentError(f"{p}: cannot read ({err})") from None
-    return parse_intent(text, str(p))
+    return parse_intent(text, str(p), target_files=target_files)
 
 
 def starter(python: str, target_comment: str = "", *, this_machine: str = "", torch_default: str = "") -> str:

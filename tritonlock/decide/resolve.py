@@ -614,9 +614,54 @@ def _describe(t: TargetSpec, python: str) -> str:
     return ", ".join(parts)
 
 
+# A fleet is many machines of few kinds: the decision for a target depends on its machine facts, not on its name
+# (which only appears in words: "the Python of the saved machine 'node-0007'", a conflict's "target 'node-0007'").
+# Each kind of machine is decided once, for a stand-in name, and the words are then written for each target's own
+# name — the same Selections as deciding each target on its own, in a fraction of the time (1,000 host files of 10
+# kinds: bench/fleet1000.py).
+_NAME = "\x00tritonlock-target-name\x00"
+
+
+def _kind(t: TargetSpec) -> TargetSpec:
+    import dataclasses
+
+    origin = "file" if t.origin.startswith("file") else t.origin  # only the kind of origin is read by the rules
+    return dataclasses.replace(t, name=_NAME, origin=origin)
+
+
+def _named(sel: Selection, t: TargetSpec) -> Selection:
+    """A Selection decided for the stand-in name, for target t: its target, and its name in every message."""
+    import dataclasses
+
+    def words(text: str) -> str:
+        return text.replace(repr(_NAME), repr(t.name)).replace(_NAME, t.name)
+
+    conflict = sel.conflict
+    if conflict is not None:
+        conflict = dataclasses.replace(conflict, target=t.name, message=words(conflict.message),
+                                       facts=tuple(words(f) for f in conflict.facts))
+    return dataclasses.replace(sel, target=t, reasons=tuple(words(r) for r in sel.reasons),
+                               warnings=tuple(words(w) for w in sel.warnings), conflict=conflict)
+
+
+_RESOLVED: dict[tuple[int, int, TargetSpec, str], tuple[Intent, Matrix, Selection]] = {}
+
+
 def resolve(intent: Intent, matrix: Matrix, targets: tuple[TargetSpec, ...], default_python: str) -> tuple[Selection, ...]:
-    """One Selection per target, in order; deterministic for the same inputs."""
-    return tuple(resolve_one(intent, matrix, t, default_python) for t in targets)
+    """One Selection per target, in order; deterministic for the same inputs. Machines alike are decided once per
+    intent and matrix (also across calls: `check` re-decides a fleet's targets one by one)."""
+    out = []
+    for t in targets:
+        kind = _kind(t)
+        key = (id(intent), id(matrix), kind, default_python)
+        hit = _RESOLVED.get(key)
+        if hit is None or hit[0] is not intent or hit[1] is not matrix:  # (kept with their entry: ids stay theirs)
+            if len(_RESOLVED) > 4096:
+                _RESOLVED.clear()
+            hit = (intent, matrix, resolve_one(intent, matrix, kind, default_python))
+            _RESOLVED[key] = hit
+        out.append(_named(hit[2], t))
+    return tuple(out)
 
 
 def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, *,
@@ -631,10 +676,26 @@ def resolve_one(intent: Intent, matrix: Matrix, target: TargetSpec, default_pyth
     return _Resolver(intent, matrix, target, default_python).run(advise=advise)
 
 
+_FEASIBLE: dict[tuple[int, int, TargetSpec, str], tuple[Intent, Matrix, tuple[Selection, ...]]] = {}
+
+
 def feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> tuple[Selection, ...]:
     """Every torch release that fits this target, newest first: one ok Selection each (its preferred variant, index,
     triton pin, reasons and warnings), as `resolve_one` gives when the intent pins that release. All of the host
-    rules apply and the intent's torch, cuda and triton constraints hold; a target nothing fits gives ()."""
+    rules apply and the intent's torch, cuda and triton constraints hold; a target nothing fits gives (). Machines
+    alike are decided once per intent and matrix (see _NAME)."""
+    kind = _kind(target)
+    key = (id(intent), id(matrix), kind, default_python)
+    hit = _FEASIBLE.get(key)
+    if hit is None or hit[0] is not intent or hit[1] is not matrix:  # (kept with their entry: their ids stay theirs)
+        if len(_FEASIBLE) > 4096:
+            _FEASIBLE.clear()
+        hit = (intent, matrix, _feasible(intent, matrix, kind, default_python))
+        _FEASIBLE[key] = hit
+    return tuple(_named(sel, target) for sel in hit[2])
+
+
+def _feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str) -> tuple[Selection, ...]:
     import dataclasses
 
     spec = SpecifierSet(intent.torch) if intent.torch else SpecifierSet()

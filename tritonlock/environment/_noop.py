@@ -1,19 +1,20 @@
-"""The no-op fast path of `sync` and the two marker files it reads: standard library only (os, json, hashlib,
-pathlib; tritonlock._files uses nothing more), so that `tritonlock sync --no-verify` on a venv that already
-matches costs little more than Python's start-up."""
+"""The no-op fast path of `sync` and the two marker files it reads: standard library only, and of that only what
+Python's start-up has already loaded (os, and the interpreter's own C modules for JSON and sha256) — no pathlib,
+typing, re, json or hashlib — so that `tritonlock sync --no-verify` on a venv that already matches costs little more
+than Python's start-up. Paths are plain strings here; the functions other modules call still take and give Paths."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tritonlock._files import read_bytes
+from tritonlock._machine import sha256_hex
+from tritonlock._stamp import code_stamp
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
 # How tritonlock made this venv (Python, --system-site-packages, the base interpreter): kept for its life.
@@ -24,23 +25,45 @@ SYNCED = ".tritonlock-synced.json"
 STATE_FORMAT = 1
 
 
-def site_dirs(venv: Path) -> list[Path]:
+def _site_dirs(venv: str) -> list[str]:
+    """site_dirs as strings: what (venv / "lib").glob("python3*/site-packages") finds, sorted."""
     if os.name == "nt":
-        return [venv / "Lib" / "site-packages"]
-    return sorted((venv / "lib").glob("python3*/site-packages"))
+        return [os.path.join(venv, "Lib", "site-packages")]
+    lib = os.path.join(venv, "lib")
+    try:
+        names = sorted(n for n in os.listdir(lib) if n.startswith("python3") and os.path.isdir(os.path.join(lib, n)))
+    except OSError:
+        return []
+    return [p for n in names if os.path.lexists(p := os.path.join(lib, n, "site-packages"))]
+
+
+def _dist_info_names(site: str) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(site) if n.endswith(".dist-info") and os.path.isdir(os.path.join(site, n)))
+    except OSError:
+        return []
+
+
+def site_dirs(venv: Path) -> list[Path]:
+    from pathlib import Path
+
+    return [Path(s) for s in _site_dirs(os.fspath(venv))]
 
 
 def dist_infos(site: Path) -> list[Path]:
-    try:
-        return sorted(p for p in site.iterdir() if p.name.endswith(".dist-info") and p.is_dir())
-    except OSError:
-        return []
+    from pathlib import Path
+
+    return [Path(site) / n for n in _dist_info_names(os.fspath(site))]
 
 
 def place(venv: Path) -> Path:
     """Where the venv's directory is: a venv that is a symbolic link (`.venv -> /scratch/envs/x`) is rebuilt and
     swapped where the link points, so the link stays the user's, as it was."""
-    return Path(os.path.realpath(venv)) if os.path.islink(venv) else venv
+    if not os.path.islink(venv):
+        return venv
+    from pathlib import Path
+
+    return Path(os.path.realpath(venv))
 
 
 def siblings(venv: Path) -> tuple[Path, Path]:
@@ -50,18 +73,28 @@ def siblings(venv: Path) -> tuple[Path, Path]:
     return (at.parent / f".{at.name}.tritonlock-new", at.parent / f".{at.name}.tritonlock-old")
 
 
-def fingerprint(venv: Path) -> dict[str, list[int]]:
+def _siblings(venv: str) -> tuple[str, str]:
+    """siblings(), as strings (pathlib's parent and name: "." has no name)."""
+    path = _as_pathlib_says(venv)
+    parent, name = os.path.split(path)
+    if path == ".":
+        parent, name = ".", ""
+    return (_as_pathlib_says(os.path.join(parent or ".", f".{name}.tritonlock-new")),
+            _as_pathlib_says(os.path.join(parent or ".", f".{name}.tritonlock-old")))
+
+
+def fingerprint(venv: Path | str) -> dict[str, list[int]]:
     """.dist-info name → [mtime_ns, size] of its RECORD ([] when it has none): what changes when anything
     installs, upgrades or removes a distribution."""
     out: dict[str, list[int]] = {}
-    for site in site_dirs(venv):
-        for d in dist_infos(site):
+    for site in _site_dirs(os.fspath(venv)):
+        for name in _dist_info_names(site):
             try:
-                st = os.stat(d / "RECORD")
+                st = os.stat(os.path.join(site, name, "RECORD"))
             except OSError:
-                out[d.name] = []
+                out[name] = []
                 continue
-            out[d.name] = [st.st_mtime_ns, st.st_size]
+            out[name] = [st.st_mtime_ns, st.st_size]
     return out
 
 
@@ -95,7 +128,7 @@ def record_files(venv: Path) -> list[str]:
                    for real, paths in _recorded(venv) for p in paths})
 
 
-def files_digest(venv: Path, files: list[str]) -> str:
+def files_digest(venv: Path | str, files: list[str]) -> str:
     """Size and modification time of each of these files of the venv (see `record_files`), as one digest: one stat
     per file (relative to the venv's directory, where the platform allows), nothing read."""
     stats: list[tuple[int, int] | None] = []
@@ -117,7 +150,7 @@ def files_digest(venv: Path, files: list[str]) -> str:
     finally:
         if fd is not None:
             os.close(fd)
-    return hashlib.sha256(repr([len(files), stats]).encode()).hexdigest()
+    return sha256_hex(repr([len(files), stats]).encode())
 
 
 def record_dirs(venv: Path) -> list[str]:
@@ -142,29 +175,66 @@ def record_dirs(venv: Path) -> list[str]:
     return sorted(out)
 
 
-def dirs_digest(venv: Path, dirs: list[str]) -> str:
+def dirs_digest(venv: Path | str, dirs: list[str]) -> str:
     """The modification times of these directories of the venv (see `record_dirs`), as one digest."""
-    base, stat = str(venv), os.stat
+    base, stat = os.fspath(venv), os.stat
     parts: list[str] = []
     for rel in dirs:
         try:
             parts.append(f"{rel}\0{stat(os.path.join(base, rel)).st_mtime_ns}")
         except (OSError, ValueError):
             parts.append(f"{rel}\0-")
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))
 
 
 def site_listing(sites: list[str]) -> list[list[str]]:
     """The .dist-info names in each of these directories (the preinstalled stack a venv sees)."""
-    return [sorted(p.name for p in dist_infos(Path(s))) for s in sites]
+    return [_dist_info_names(s) for s in sites]
 
 
-def _read_json(path: Path, valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+class _Decoder:
+    """What the C JSON scanner asks of a decoder (json.decoder.JSONDecoder's defaults)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict[str, str] = {}
+
+    @staticmethod
+    def parse_constant(name: str) -> object:
+        raise ValueError(name)  # NaN, Infinity: never in a marker tritonlock wrote
+
+
+def _loads(text: str) -> object:
+    """json.loads for a marker file, through the interpreter's C scanner (the json package imports re)."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # pragma: no cover - an interpreter without the C accelerator
+        import json
+
+        return json.loads(text)
+    scan = make_scanner(_Decoder())  # type: ignore[arg-type]  # (any object with a decoder's attributes)
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        value, end = scan(text, start)
+    except StopIteration as err:
+        raise ValueError(f"not JSON at {err.value}") from None
+    except SystemError:  # (CPython's scanner on '{' nested a hundred thousand deep: no marker tritonlock wrote)
+        raise ValueError("nested too deeply") from None
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("extra data")
+    return value
+
+
+def _read_json(path: Path | str, valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """A marker file, or None when it is missing, not ours, or not of the shape tritonlock writes (a marker edited by
     hand, or by something else, is ignored — never trusted, never a traceback)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        with open(path, encoding="utf-8") as fh:
+            data = _loads(fh.read())
+    except (OSError, ValueError, RecursionError):  # (json's own JSONDecodeError is a ValueError)
         return None
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT or not valid(data):
         return None
@@ -192,6 +262,8 @@ def _synced_ok(d: dict[str, Any]) -> bool:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
+    import json
+
     text = json.dumps({"format": STATE_FORMAT, **data}, indent=1, sort_keys=True) + "\n"
     try:
         if path.read_text(encoding="utf-8") == text:
@@ -203,8 +275,8 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     write_atomic(path, text, what="sync")  # never through a link planted in the venv
 
 
-def read_made(venv: Path) -> dict[str, Any] | None:
-    return _read_json(venv / MADE, _made_ok)
+def read_made(venv: Path | str) -> dict[str, Any] | None:
+    return _read_json(os.path.join(venv, MADE), _made_ok)
 
 
 def write_made(venv: Path, *, python: str, system_site_packages: bool, base_python: str | None,
@@ -213,8 +285,8 @@ def write_made(venv: Path, *, python: str, system_site_packages: bool, base_pyth
                               "base-python": base_python, "base-sites": base_sites, "created-by": created_by})
 
 
-def read_synced(venv: Path) -> dict[str, Any] | None:
-    return _read_json(venv / SYNCED, _synced_ok)
+def read_synced(venv: Path | str) -> dict[str, Any] | None:
+    return _read_json(os.path.join(venv, SYNCED), _synced_ok)
 
 
 def drop_synced(venv: Path) -> dict[str, Any] | None:
@@ -239,9 +311,10 @@ def write_synced(venv: Path, *, key: str | None, target: str, packages: int, sys
                                 "files": "\n".join(files), "files-digest": files_digest(venv, files)})
 
 
-def cfg_digest(venv: Path) -> str:
+def cfg_digest(venv: Path | str) -> str:
     try:
-        return hashlib.sha256((venv / "pyvenv.cfg").read_bytes()).hexdigest()
+        with open(os.path.join(venv, "pyvenv.cfg"), "rb") as fh:
+            return sha256_hex(fh.read())
     except OSError:
         return ""
 
@@ -251,40 +324,17 @@ def restore_synced(venv: Path, data: dict[str, Any]) -> None:
     _write_json(venv / SYNCED, data)
 
 
-def _code_stamp() -> list[object]:
-    """This tritonlock's version and the stats of its modules and of its compat/ data: a new release, an edited
-    checkout or new compatibility data may judge locks and venvs otherwise, so the first sync after takes the full
-    path."""
-    from tritonlock import __version__
-    from tritonlock._data import compat_root
-
-    import tritonlock
-
-    stats: list[object] = [__version__]
-    for d in (Path(tritonlock.__file__).parent, compat_root()):
-        if d is None:
-            stats.append(None)
-            continue
-        try:
-            # the whole package, its sub-packages too (sorted paths: the same tree gives the same stamp)
-            for path in sorted(d.rglob("*")):
-                if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
-                    st = path.stat()
-                    stats.append([str(path.relative_to(d)), st.st_mtime_ns, st.st_size])
-        except OSError:
-            stats.append(None)
-    return stats
-
-
-def target_files(project: Path, intent_bytes: bytes | None) -> str:
+def target_files(project: Path | str, intent_bytes: bytes | None) -> str:
     """The digest of the host files the intent's `target-files` includes (their edits make a lock stale, so they
     are inputs of a sync's answer as much as the intent itself)."""
     if intent_bytes is None or b"target-files" not in intent_bytes:
         return ""
+    from pathlib import Path
+
     from tritonlock._fast import target_files_key
 
     try:
-        return target_files_key(project / "triton-env.toml", intent_bytes)
+        return target_files_key(Path(project) / "triton-env.toml", intent_bytes)
     except (OSError, ValueError):
         return "unreadable"
 
@@ -295,28 +345,45 @@ def sync_key(*, lock_bytes: bytes, intent_bytes: bytes | None, machine: str | No
     cannot be told cheaply."""
     if machine is None:
         return None
-    h = hashlib.sha256()
-    for part in (lock_bytes, intent_bytes if intent_bytes is not None else b"\0none",
-                 json.dumps([machine, target, python, files, _code_stamp()]).encode()):
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()
+    parts = (lock_bytes, intent_bytes if intent_bytes is not None else b"\0none",
+             repr([machine, target, python, files, code_stamp()]).encode("utf-8", "surrogateescape"))
+    return sha256_hex(b"".join(sha256_hex(part).encode() for part in parts))
 
 
-def already_synced(project: Path, venv: Path, *, target: str | None, python: str | None,
+def _as_pathlib_says(path: str) -> str:
+    """str(Path(path)) without pathlib: "." components and doubled separators dropped, ".." kept."""
+    if os.name == "nt":  # pragma: no cover - drive letters and both separators: pathlib's own rules
+        from pathlib import Path
+
+        return str(Path(path))
+    parts = [x for x in path.split("/") if x not in ("", ".")]
+    text = "/".join(parts)
+    if path.startswith("/"):
+        text = ("//" if path.startswith("//") and not path.startswith("///") else "/") + text
+    return text or "."
+
+
+def already_synced(project: Path | str, venv: Path | str, *, target: str | None, python: str | None,
                    system_site_packages: bool | None, locked: bool = False) -> str | None:
     """The "already matches" line when the last completed sync of this venv had exactly these inputs and no
     distribution (nor the preinstalled stack it sees) changed since; None means "take the full path"."""
+    venv, project = _as_pathlib_says(os.fspath(venv)), os.fspath(project)
     stamp = read_synced(venv)
-    if stamp is None or not stamp.get("key") or any(s.exists() for s in siblings(venv)):
+    if stamp is None or not stamp.get("key") or any(os.path.lexists(s) for s in _siblings(venv)):
         return None  # (a killed sync left something beside the venv: the full path cleans it up)
     if system_site_packages is not None and system_site_packages != stamp.get("system-site-packages"):
         return None
     try:
-        lock_bytes = read_bytes(project / "triton-env.lock")
-        from tritonlock._discover import intent_bytes as relevant_bytes, intent_file
+        lock_bytes = read_bytes(os.path.join(project, "triton-env.lock"))
+        from tritonlock._discover import PYPROJECT, has_tritonlock_table, intent_bytes as relevant_bytes
 
-        intent_path = intent_file(project)
-        intent_bytes = relevant_bytes(intent_path) if intent_path.exists() else None
+        # the project's intent as _discover.intent_file finds it (both files at once: the full path says so)
+        env, py = os.path.join(project, "triton-env.toml"), os.path.join(project, PYPROJECT)
+        in_py = has_tritonlock_table(py)
+        if in_py and os.path.isfile(env):
+            return None
+        intent_path = py if in_py else env
+        intent_bytes = relevant_bytes(intent_path) if os.path.exists(intent_path) else None
     except OSError:
         return None
     if locked and intent_bytes is None:

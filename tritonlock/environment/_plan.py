@@ -3,6 +3,7 @@ download size and its text."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -108,19 +109,27 @@ def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[st
     return Plan(target=target.name, steps=tuple(steps))
 
 
-def wheel_for(pkg: LockedPackage, python: str) -> Any:
-    """The wheel uv would pick for this host and Python (by tag priority), or None."""
+@functools.lru_cache(maxsize=8)
+def _tag_priority(python: str) -> dict[Any, int]:
+    """This host's wheel tags for a Python, best first (thousands: computed once per Python, not per package)."""
     from packaging import tags
-    from packaging.utils import parse_wheel_filename
 
-    if not pkg.wheels:
-        return None
     major, minor = (int(x) for x in python.split(".")[:2])
     platforms = list(tags.platform_tags())
     prio: dict[Any, int] = {}
     for i, tag in enumerate([*tags.cpython_tags((major, minor), platforms=platforms),
                              *tags.compatible_tags((major, minor), platforms=platforms)]):
         prio.setdefault(tag, i)
+    return prio
+
+
+def wheel_for(pkg: LockedPackage, python: str) -> Any:
+    """The wheel uv would pick for this host and Python (by tag priority), or None."""
+    from packaging.utils import parse_wheel_filename
+
+    if not pkg.wheels:
+        return None
+    prio = _tag_priority(python)
     best, rank = None, len(prio)
     for w in pkg.wheels:
         try:

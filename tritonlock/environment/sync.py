@@ -284,7 +284,11 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         from tritonlock.decide.matrix import load_matrix
 
         intent_bytes = relevant_bytes(intent_path)
-        stale = staleness(lock, read_intent(intent_path), load_matrix().version)
+        from tritonlock import _fast
+
+        # a lock written from exactly these bytes (the intent's and its target files') is fresh without parsing them
+        fresh = lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None)
+        stale = None if fresh else staleness(lock, read_intent(intent_path), load_matrix().version)
         if stale and locked:
             from tritonlock.errors import LockfileError
 

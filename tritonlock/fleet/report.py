@@ -33,6 +33,9 @@ class Row:
     error: str = ""
     outlier: str = ""  # why the node is far below its peers ("" when it is not)
     copies: tuple[str, ...] = ()  # other reports of this node's run or machine, merged into this row (their tags)
+    # the timed rows outside the band compat/bands.toml expects for its GPU, as verify judged them ("matmul fp16 slow")
+    outside_band: tuple[str, ...] = ()
+    judged: int = 0  # timed rows that had a band
 
 
 def _models(gpus: tuple[str, ...]) -> tuple[str, str]:
@@ -52,10 +55,32 @@ def _ratio(rep: NodeReport, kernel: str, dtype: str | None = None) -> float | No
     return min(vals) if vals else None
 
 
+def _figures(rep: NodeReport) -> dict[tuple[str, str], tuple[float, str]]:
+    """(kernel, dtype) -> (the slowest device's figure, its unit) of every timed row of a node's record."""
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for k in rep.record.kernels if rep.record else ():
+        if k.value is None or not k.metric:
+            continue
+        key = (k.kernel, k.dtype)
+        if key not in out or k.value < out[key][0]:
+            out[key] = (k.value, k.metric)
+    return out
+
+
+def _band_words(rep: NodeReport) -> tuple[tuple[str, ...], int]:
+    if rep.record is None:
+        return (), 0
+    judged = [k for k in rep.record.kernels if k.speed in ("ok", "slow", "fast")]
+    return tuple(f"{k.kernel} {k.dtype} on {k.device} {k.speed}" for k in judged if k.speed != "ok"), len(judged)
+
+
 def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: float = OUTLIER) -> list[Row]:
     """The table: one row per node, outliers marked; with `expect`, missing nodes are rows too."""
     out: list[Row] = []
+    figures: dict[str, dict[tuple[str, str], tuple[float, str]]] = {}
     for rep in reports:
+        figures[rep.tag or rep.node] = _figures(rep)
+        outside, judged = _band_words(rep)
         r = rep.record
         gpu, model = _models(r.gpus) if r else ("?", "?")
         s = summary(r) if r else {"vector_add_gbs": None, "matmul_tflops": None}
@@ -67,7 +92,8 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
                        vector_add_gbs=s["vector_add_gbs"], matmul_tflops=s["matmul_tflops"],
                        add_ratio=_ratio(rep, "vector_add"),
                        matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error,
-                       copies=rep.copies))
+                       copies=rep.copies,
+                       outside_band=outside, judged=judged))
     if expect is not None and len(out) < expect:
         for i in range(expect - len(out)):
             out.append(Row(node=f"(missing {i + 1})", tag="", gpu="?", model="?", driver=None, target=None,
@@ -75,7 +101,7 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
                            add_ratio=None, matmul_ratio=None,
                            error=f"expected {expect} node(s), {len(reports)} left a trace — a node never started "
                                  "(check the scheduler's output)"))
-    return [_safe(r) for r in _mark_outliers(out, threshold)]
+    return [_safe(r) for r in _mark_outliers(out, threshold, figures)]
 
 
 def _safe(r: Row) -> Row:
@@ -90,10 +116,12 @@ def _safe(r: Row) -> Row:
                              ("node", "tag", "gpu", "model", "driver", "target", "status", "error", "outlier")
                              if isinstance(v := getattr(r, f), str)}
     cells["copies"] = tuple(printable(redact(c), 200) for c in r.copies)
+    cells["outside_band"] = tuple(printable(redact(x), 200) for x in r.outside_band)
     return dataclasses.replace(r, **cells)
 
 
-def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
+def _mark_outliers(table: list[Row], threshold: float,
+                   figures: dict[str, dict[tuple[str, str], tuple[float, str]]] | None = None) -> list[Row]:
     import dataclasses
 
     peers: dict[str, list[Row]] = {}
@@ -114,6 +142,19 @@ def _mark_outliers(table: list[Row], threshold: float) -> list[Row]:
                 if v is not None and med > 0 and v < threshold * med:
                     why = f"{label} {v:,.0f} {unit} is {v / med:.0%} of its peers' median {med:,.0f}"
                     marked[r.tag or r.node] = "; ".join(x for x in (marked.get(r.tag or r.node), why) if x)
+        # every other timed row too (attention, FP8, tf32, softmax …): a node slow in one of them alone shows
+        figs = {r.tag or r.node: (figures or {}).get(r.tag or r.node, {}) for r in group}
+        shown = {("vector_add", "fp32"), ("matmul", "fp16")}
+        for key in sorted({k for f in figs.values() for k in f} - shown):
+            vals = [f[key][0] for f in figs.values() if key in f]
+            if len(vals) < 2:
+                continue
+            med = statistics.median(vals)
+            for tag, f in figs.items():
+                if key in f and med > 0 and f[key][0] < threshold * med:
+                    v, unit = f[key]
+                    why = f"{key[0]} {key[1]} {v:,.0f} {unit} is {v / med:.0%} of its peers' median {med:,.0f}"
+                    marked[tag] = "; ".join(x for x in (marked.get(tag), why) if x)
     return [dataclasses.replace(r, outlier=marked.get(r.tag or r.node, "")) for r in table]
 
 
@@ -144,6 +185,9 @@ def table_text(table: list[Row]) -> str:
     for r in table:
         if r.outlier:
             lines.append(f"! {r.node}: far below its peers ({r.model}): {r.outlier}")
+        if r.outside_band:
+            lines.append(f"~ {r.node}: {len(r.outside_band)} of {r.judged} timed rows outside the band expected for its "
+                         f"GPU: {', '.join(r.outside_band[:6])}{' …' if len(r.outside_band) > 6 else ''}")
         if not r.ok and r.error:
             lines.append(f"x {r.node}: {r.status}: {r.error}")
         if r.copies:
@@ -163,7 +207,8 @@ def table_json(table: list[Row]) -> dict[str, Any]:
         {"node": r.node, "tag": r.tag, "gpu": r.gpu, "driver": r.driver, "target": r.target, "status": r.status,
          "ok": r.ok, "mode": r.mode, "vector_add_gbs": r.vector_add_gbs, "matmul_tflops": r.matmul_tflops,
          "vector_add_ratio": r.add_ratio, "matmul_ratio": r.matmul_ratio, "outlier": r.outlier or None,
-         "error": r.error or None, "copies": list(r.copies)} for r in table]}
+         "error": r.error or None, "copies": list(r.copies),
+         "outside_band": list(r.outside_band), "judged": r.judged} for r in table]}
 
 
 # ---------------------------------------------------------------- HTML
@@ -232,6 +277,8 @@ def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subt
     out.append("</tbody></table>")
     notes = [f"<li><b>{e(r.node)}</b> — far below its peers ({e(r.model)}): {e(r.outlier)}</li>"
              for r in table if r.outlier]
+    notes += [f"<li><b>{e(r.node)}</b> — {len(r.outside_band)} of {r.judged} timed rows outside the band expected "
+              f"for its GPU: {e(', '.join(r.outside_band))}</li>" for r in table if r.outside_band]
     notes += [f'<li><b>{e(r.node)}</b> — <span class="err">{e(r.status)}: {e(r.error)}</span></li>'
               for r in table if not r.ok and r.error]
     notes += [f"<li><b>{e(r.node)}</b> — {e(_copies(r))}</li>" for r in table if r.copies]
@@ -242,3 +289,86 @@ def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subt
                "of the nodes with the same GPU model. Interpreter runs (no GPU) prove the packages, not the GPU."
                "</footer></body></html>")
     return "\n".join(x for x in out if x) + "\n"
+
+
+# ---------------------------------------------------------------- bands from a team's own records
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BandRow:
+    """What a team's records say of one timed row on one GPU model, beside the band compat/bands.toml ships."""
+
+    gpu: str
+    kernel: str
+    dtype: str
+    metric: str
+    runs: int
+    ratios: tuple[float, float, float]  # lowest, median, highest
+    values: tuple[float, float, float]
+    shipped_ratio: tuple[float, float] | None
+    shipped_value: tuple[float, float] | None
+    suggested_ratio: tuple[float, float]
+    suggested_value: tuple[float, float]
+    outside: int  # runs outside the shipped band
+
+
+def band_rows(records: list[Any]) -> list[BandRow]:
+    """Per GPU model, kernel and dtype: the spread of the records' figures (passing GPU runs only), the shipped band,
+    and a band drawn from the records by compat/bands.toml's own rule (ratio lowest - 0.07 to highest + 0.08, value
+    0.85 x lowest to 1.15 x highest)."""
+    from tritonlock.verify.speed import load_bands
+
+    bands = load_bands()
+    seen: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+    for rec in records:
+        if not rec.ok or rec.mode != "gpu" or not rec.gpus:
+            continue
+        model, cc = _model_cc(rec.gpus[0])
+        for k in rec.kernels:
+            if k.ratio is None or k.value is None or not k.metric:
+                continue
+            seen.setdefault((f"{model}|{cc}", k.kernel, k.dtype, k.metric), []).append((k.ratio, k.value))
+    out = []
+    for (gpu, kernel, dtype, metric), pairs in sorted(seen.items()):
+        model, cc = gpu.split("|")
+        ratios = sorted(r for r, _ in pairs)
+        values = sorted(v for _, v in pairs)
+        fam = bands.family(model, cc) if bands else None
+        band = bands.band(fam.family, kernel, dtype) if bands and fam else None
+        outside = 0
+        if band is not None:
+            outside = sum(1 for r, v in pairs if not band.ratio[0] <= r <= band.ratio[1]
+                          or (band.value is not None and not band.value[0] <= v <= band.value[1]))
+        out.append(BandRow(gpu=model, kernel=kernel, dtype=dtype, metric=metric, runs=len(pairs),
+                           ratios=(ratios[0], statistics.median(ratios), ratios[-1]),
+                           values=(values[0], statistics.median(values), values[-1]),
+                           shipped_ratio=band.ratio if band else None, shipped_value=band.value if band else None,
+                           suggested_ratio=(round(ratios[0] - 0.07, 2), round(ratios[-1] + 0.08, 2)),
+                           suggested_value=(round(values[0] * 0.85), round(values[-1] * 1.15)), outside=outside))
+    return out
+
+
+def _model_cc(gpu: str) -> tuple[str, str | None]:
+    name, _, rest = gpu.rpartition(" (")
+    return (name, rest.rstrip(")")) if name else (gpu, None)
+
+
+def bands_text(rows: list[BandRow]) -> str:
+    def pair(p: tuple[float, float] | None, digits: int) -> str:
+        return "—" if p is None else f"{p[0]:,.{digits}f}–{p[1]:,.{digits}f}"
+
+    head = ["GPU", "kernel", "dtype", "runs", "ratio (low/median/high)", "shipped", "from these runs",
+            "figure (low/median/high)", "shipped", "from these runs", "outside"]
+    body = [[r.gpu, r.kernel, r.dtype, str(r.runs), "/".join(f"{x:.2f}" for x in r.ratios), pair(r.shipped_ratio, 2),
+             pair(r.suggested_ratio, 2), "/".join(f"{x:,.0f}" for x in r.values) + f" {r.metric}",
+             pair(r.shipped_value, 0), pair(r.suggested_value, 0), str(r.outside)] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [head, *body]]
+    no_band = sorted({r.gpu for r in rows if r.shipped_ratio is None})
+    if no_band:
+        lines.append(f"no band ships for: {', '.join(no_band)} — the runs above are where one would start "
+                     "(compat/bands.toml, each band with the runs it comes from as its source)")
+    if any(r.outside for r in rows):
+        lines.append("rows with runs outside their shipped band: check those machines (`tritonlock report merge`), or "
+                     "widen the band from the runs if the machines are healthy")
+    return "\n".join(lines)

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock.errors import VerifyError
+from tritonlock.verify import speed
+from tritonlock.verify.speed import GpuFacts, Speed
 
-__all__ = ["Check", "KernelResult", "VerifyResult", "run_verify", "format_report", "RUNNER"]
+__all__ = ["Check", "KernelResult", "VerifyResult", "run_verify", "start_verify", "format_report", "RUNNER"]
 
 # The runner runs under the target venv's interpreter and imports only torch, triton and the
 # standard library. It is a folder next to this module that Python runs as it is (`python -I runner`):
@@ -64,6 +66,7 @@ class KernelResult:
     generated: tuple[str, ...] = ()  # torch.compile: the kernels Inductor generated
     # torch.compile: when the check passed in this same environment and was not run again ("2026-12-01 16:07 UTC")
     reused: str | None = None
+    speed: Speed | None = None  # a timed row against its band (compat/bands.toml); None when not timed
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,6 +86,13 @@ class VerifyResult:
     notes: tuple[str, ...]
     compile_seconds: float | None = None  # wall time of the parallel compile step
     caches: tuple[tuple[str, str], ...] = ()  # ("triton", path), ("inductor", path)
+    gpu_health: tuple[GpuFacts, ...] = ()  # what NVML said about each GPU while the kernels ran
+    gpu_health_error: str | None = None  # why NVML said nothing (None: it answered, or this was no GPU run)
+
+    @property
+    def outside_band(self) -> tuple[KernelResult, ...]:
+        """The timed rows outside their band (slow or fast): a warning, a failure with --strict-speed."""
+        return tuple(k for k in self.kernels if k.speed is not None and k.speed.outside)
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -110,6 +120,7 @@ class VerifyResult:
                     "mode": k.mode, "compile_seconds": k.compile_seconds,
                     **({"generated": list(k.generated)} if k.generated else {}),
                     **({"reused": k.reused} if k.reused else {}),
+                    "speed": k.speed.to_json() if k.speed else None,
                 }
                 for k in self.kernels
             ],
@@ -119,6 +130,9 @@ class VerifyResult:
             "total_seconds": self.total_seconds,
             "gpus": list(self.gpus),
             "notes": list(self.notes),
+            # what NVML said while the kernels ran, in the runner's own shape (null: no GPU run)
+            "gpu_health": speed.facts_doc(self.gpu_health, self.gpu_health_error)
+            if self.gpu_health or self.gpu_health_error else None,
         }
 
 
@@ -154,6 +168,68 @@ def run_verify(
     the user named (imported even without native code, beside every distribution that has some); `lock_facts`
     (tritonlock.verify.natives.LockFacts): what the lock knows of their native code, to explain a failed import.
     """
+    started = start_verify(python, interpret=interpret, quick=quick, profile=profile, cold=cold, reuse=reuse,
+                           inject_fault=inject_fault, timeout=timeout)
+    return started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
+                          ptxas_floors=ptxas_floors, imports=imports, lock_facts=lock_facts)
+
+
+class StartedVerify:
+    """A runner already started (its `import torch` under way) that waits on its stdin for what the lock expects:
+    `finish()` sends that and reads the report; `abandon()` stops it (the caller's own checks failed first)."""
+
+    def __init__(self, python: str, proc: subprocess.Popen[str], started: float, timeout: float,
+                 trace_dir: Path | None = None, profile: str | None = None) -> None:
+        self.python, self.proc, self.started, self.timeout = python, proc, started, timeout
+        self.trace_dir, self.profile = trace_dir, profile
+
+    def finish(self, *, backend: str | None = None, triton: str | None = None, expect_gpu: bool | None = None,
+               driver: str | None = None, ptxas_floors: dict[str, str] | None = None,
+               imports: tuple[str, ...] = (), lock_facts: Any = None) -> VerifyResult:
+        """`imports`: the packages the user named (imported even without native code, beside every distribution
+        that has some); `lock_facts` (tritonlock.verify.natives.LockFacts): what the lock knows of the packages'
+        native code, to explain a failed import."""
+        late = {"backend": backend, "triton": triton, "expect_gpu": expect_gpu, "driver": driver,
+                # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
+                # so the runner can tell whether Triton's ptxas makes kernels this driver loads
+                "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
+                **({"imports": list(imports)} if imports else {})}
+        try:
+            stdout, stderr, code = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
+            elapsed = time.perf_counter() - self.started
+            if self.trace_dir is not None and self.profile is not None:
+                stdout = _place_trace(self.trace_dir / "trace.json", Path(self.profile), stdout)
+        finally:
+            self._drop_trace()
+        try:
+            doc = json.loads(stdout)
+        except ValueError:
+            raise VerifyError(
+                f"verify: the runner under {self.python} exited with code {code} without a report"
+                f"{_stderr_words(stderr)}"
+            ) from None
+        return _with_natives(_parse(doc, elapsed), doc, lock_facts)
+
+    def _drop_trace(self) -> None:
+        if self.trace_dir is not None:
+            shutil.rmtree(self.trace_dir, ignore_errors=True)
+            self.trace_dir = None
+
+    def abandon(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
+            self.proc.communicate(timeout=60)
+        self._drop_trace()
+
+
+def start_verify(python: str, *, interpret: bool | None = None, quick: bool = False, profile: str | None = None,
+                 cold: bool = False, reuse: bool = True, inject_fault: str | None = None,
+                 timeout: float = 600) -> StartedVerify:
+    """Start the runner under `python` with what the command line says (mode, sizes, caches), before the lock and the
+    host are read: its `import torch` (seconds) then overlaps tritonlock's own work, and the lock's expectations follow
+    on its stdin (StartedVerify.finish)."""
     if profile is not None:  # by the rule every writer follows, before anything runs
         from tritonlock._files import check_writes
 
@@ -173,14 +249,11 @@ def run_verify(
     # own writer (never over a device, pipe or link, nor over a file tritonlock did not write).
     trace_dir = Path(tempfile.mkdtemp(prefix="tritonlock-profile-")) if profile else None
     args = {
-        "backend": backend, "triton": triton, "expect_gpu": expect_gpu, "interpret": interpret,
-        "quick": quick, "profile": str(trace_dir / "trace.json") if trace_dir else None, "cold": cold,
+        "interpret": interpret, "quick": quick, "profile": str(trace_dir / "trace.json") if trace_dir else None,
+        "cold": cold,
         # an older runner has no such option: sent only when it asks for something
         **({} if reuse else {"no_reuse": True}),
-        "inject_fault": inject_fault, "driver": driver, **({"imports": list(imports)} if imports else {}),
-        # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
-        # so the runner can tell whether Triton's ptxas makes kernels this driver loads
-        "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
+        "inject_fault": inject_fault, "late_args": True,
     }
     env = dict(os.environ)
     # TRITON_INTERPRET is read when triton is imported: the interpreter choice must be in the
@@ -193,22 +266,14 @@ def run_verify(
     cmd = [str(exe), "-I", str(RUNNER), "--json-args", json.dumps(args)]
     started = time.perf_counter()
     try:
-        stdout, stderr, code = _run(cmd, env, timeout)
-        elapsed = time.perf_counter() - started
-        if trace_dir is not None and profile is not None:
-            stdout = _place_trace(trace_dir / "trace.json", Path(profile), stdout)
-    finally:
+        # its own process group: on a timeout the whole group goes, including the processes the runner spawns
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env, start_new_session=True)
+    except OSError as e:
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
-    try:
-        doc = json.loads(stdout)
-    except ValueError:
-        raise VerifyError(
-            f"verify: the runner under {python} exited with code {code} without a report"
-            f"{_stderr_words(stderr)}"
-        ) from None
-    result = _parse(doc, elapsed)
-    return _with_natives(result, doc, lock_facts)
+        raise VerifyError(f"verify: cannot start {cmd[0]}: {e.strerror or e}") from None
+    return StartedVerify(python, proc, started, timeout, trace_dir=trace_dir, profile=profile)
 
 
 def _with_natives(result: VerifyResult, doc: Any, lock_facts: Any) -> VerifyResult:
@@ -294,17 +359,10 @@ def _sigterm_raises() -> Any:
         signal.signal(signal.SIGTERM, old)
 
 
-def _run(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[str, str, int]:
-    # Popen rather than subprocess.run: on a timeout, Ctrl-C or SIGTERM the whole process group goes, including the
-    # processes the runner spawns (the torch.compile check, compile workers, the NCCL all-reduce).
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, start_new_session=True)
-    except OSError as e:
-        raise VerifyError(f"verify: cannot start {cmd[0]}: {e.strerror or e}") from None
+def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tuple[str, str, int]:
     try:
         with _sigterm_raises():
-            stdout, stderr = proc.communicate(timeout=timeout)
+            stdout, stderr = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)
@@ -361,16 +419,38 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
     mode = _str(d, "mode", "report")
     if mode not in ("gpu", "interpreter"):
         raise VerifyError(f"verify: the runner answered an unknown mode {mode!r}")
+    gpus = tuple(_str_list(d, "gpus"))
+    facts, nvml_error = speed.parse_facts(d.get("gpu_health"))
+    kernels = _judged(kernels, gpus, facts)
     return VerifyResult(
         # recomputed rather than trusted, so a report can never say ok over a failed row
         ok=_bool(d, "ok", "report") and all(c.ok for c in checks) and all(k.ok for k in kernels),
         mode=mode, python=_str(d, "python", "report"), torch=_opt_str(d, "torch", "report"),
         triton=_opt_str(d, "triton", "report"), checks=checks, kernels=kernels,
         jit_seconds=_opt_num(d, "jit_seconds", "report"), total_seconds=elapsed,
-        gpus=tuple(_str_list(d, "gpus")), notes=tuple(_str_list(d, "notes")),
+        gpus=gpus, notes=tuple(_str_list(d, "notes")),
         compile_seconds=_opt_num(d, "compile_seconds", "report"),
-        caches=tuple(sorted(_caches(d).items())),
+        caches=tuple(sorted(_caches(d).items())), gpu_health=facts,
+        gpu_health_error=nvml_error if mode == "gpu" else None,
     )
+
+
+def _judged(kernels: tuple[KernelResult, ...], gpus: tuple[str, ...],
+            facts: tuple[GpuFacts, ...]) -> tuple[KernelResult, ...]:
+    """Each timed row with its speed verdict against compat/bands.toml."""
+    import dataclasses
+
+    if not any(k.ratio is not None or k.value is not None for k in kernels):
+        return kernels
+    bands = speed.load_bands()
+    names = speed.gpu_names(gpus)
+    out = []
+    for k in kernels:
+        dev = k.device.split(" ")[0]
+        verdict = speed.judge(k.kernel, k.dtype, dev, k.value, k.ratio, k.metric, names.get(dev), bands,
+                              speed.facts_for(dev, facts)) if k.ok else None
+        out.append(dataclasses.replace(k, speed=verdict) if verdict is not None else k)
+    return tuple(out)
 
 
 def _caches(d: dict[str, Any]) -> dict[str, str]:
@@ -471,6 +551,7 @@ def format_report(result: VerifyResult) -> str:
         failed = [k for k in result.kernels if not k.ok]
         for k in failed:
             lines.append(f"  FAIL  {k.kernel} {k.dtype} on {k.device}: {k.detail}")
+        lines += speed_lines(result)
     lines.append("")
     timing = f"total {result.total_seconds:.1f} s"
     if result.compile_seconds is not None:
@@ -484,8 +565,54 @@ def format_report(result: VerifyResult) -> str:
     return "\n".join(lines)
 
 
+_SPEED_CELL = {"ok": "in band", "slow": "SLOW", "fast": "above band", "no-band": "no band"}
+
+
+def speed_lines(result: VerifyResult) -> list[str]:
+    """What the speed verdicts say, below the table: each row outside its band with the likely cause, or that the
+    bands do not know this GPU, or that every timed row is within its band."""
+    timed = [k for k in result.kernels if k.speed is not None]
+    if not timed:
+        return []
+    out: list[str] = []
+    judged = [k for k in timed if k.speed is not None and k.speed.verdict != "no-band"]
+    outside = result.outside_band
+    for k in outside:
+        assert k.speed is not None
+        out.append(f"  {'SLOW' if k.speed.verdict == 'slow' else 'FAST'}  {k.kernel} {k.dtype} on {k.device}: "
+                   f"{k.speed.detail}")
+    causes = list(dict.fromkeys(c for k in outside if k.speed for c in k.speed.causes))
+    if outside:
+        if causes:
+            out += [f"        likely cause: {c}" for c in causes]
+        else:
+            out.append("        likely cause: none that NVML shows" + (
+                f" (NVML did not answer: {result.gpu_health_error})" if result.gpu_health_error else
+                " (no other process, no power cap, clocks, link and ECC as expected): a slower host, another VM or "
+                "container on the same GPU, or a band that needs refining from your own runs (`tritonlock verify "
+                "--record`)"))
+    families = sorted({k.speed.family for k in judged if k.speed and k.speed.family})
+    unknown = [k for k in timed if k.speed is not None and k.speed.verdict == "no-band"]
+    if judged:
+        where = f"{', '.join(families)} bands, compat/bands.toml"
+        if outside:
+            out.append(f"  speed: {len(outside)} of {len(judged)} timed rows outside their band ({where}) — a "
+                       "warning; `--strict-speed` makes it a failure")
+        else:
+            which = f"all {len(judged)} timed rows" if len(judged) > 1 else "the timed row"
+            out.append(f"  speed: {which} within {'their' if len(judged) > 1 else 'its'} band ({where})")
+    if unknown:
+        first = unknown[0].speed
+        assert first is not None
+        only = "" if judged else "; the ratios above have no expectation to meet"
+        out.append(f"  speed: {len(unknown)} timed row(s) not judged: {first.detail}{only}")
+    return out
+
+
 def _kernel_table(kernels: tuple[KernelResult, ...]) -> list[str]:
-    head = ("kernel", "dtype", "device", "mode", "ok", "max err", "triton", "torch", "ratio", "compile s")
+    judged = any(k.speed is not None for k in kernels)
+    head = ("kernel", "dtype", "device", "mode", "ok", "max err", "triton", "torch", "ratio", "compile s") + (
+        ("speed",) if judged else ())
     rows = [head]
     for k in kernels:
         unit = f" {k.metric}" if k.metric else ""
@@ -496,7 +623,7 @@ def _kernel_table(kernels: tuple[KernelResult, ...]) -> list[str]:
             "-" if k.torch_value is None else f"{k.torch_value:,.0f}{unit}",
             "-" if k.ratio is None else f"{k.ratio:.2f}",
             "reused" if k.reused else "-" if k.compile_seconds is None else f"{k.compile_seconds:.2f}",
-        ))
+        ) + (("-" if k.speed is None else _SPEED_CELL[k.speed.verdict],) if judged else ()))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     right = {5, 6, 7, 8, 9}  # numbers line up on the right
     return [

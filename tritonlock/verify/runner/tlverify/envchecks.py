@@ -5,11 +5,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import subprocess
+import sys
+import threading
 import warnings
 from typing import Any
 
@@ -247,7 +251,35 @@ _PTXAS_ENV = {"ptxas": ("TRITON_PTXAS_PATH",),
               "ptxas-blackwell": ("TRITON_PTXAS_BLACKWELL_PATH", "TRITON_PTXAS-BLACKWELL_PATH")}
 
 
-def triton_ptxas(arch: int) -> dict[str, Any]:
+def _version_text(path: str, memo_dir: str | None) -> str:
+    """`ptxas --version`'s output (a tenth of a second): kept in the memo folder under the binary's size, mtime and
+    inode, so a warm run does not start it again; any change to the file runs it again."""
+    st = os.stat(path)
+    key = f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+    memo_path = os.path.join(memo_dir, "ptxas-version.json") if memo_dir else None
+    doc: dict[str, Any] = {}
+    if memo_path:
+        try:
+            with open(memo_path, encoding="utf-8") as f:
+                loaded = json.load(f)
+            doc = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            doc = {}
+        if isinstance(doc.get(key), str):
+            return str(doc[key])
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    if memo_path and _PTXAS_RELEASE.search(out):
+        doc = {k: v for k, v in doc.items() if isinstance(v, str)}
+        doc[key] = out
+        with contextlib.suppress(OSError):
+            tmp = f"{memo_path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(dict(list(doc.items())[-8:]), f)
+            os.replace(tmp, memo_path)
+    return out
+
+
+def triton_ptxas(arch: int, memo_dir: str | None = None) -> dict[str, Any]:
     """The ptxas this Triton compiles with for a GPU of capability `arch` (90 = sm_90), found the way Triton
     itself finds it in each release: get_ptxas(arch) (3.3, 3.6+), get_ptxas() (3.4-3.5), _path_to_binary
     ("ptxas") (3.0-3.2), path_to_ptxas() (2.x). Keys: path, binary, release ("12.8"), version ("12.8.93"),
@@ -278,7 +310,7 @@ def triton_ptxas(arch: int) -> dict[str, Any]:
         return {"error": f"this triton answered {tool!r} for its ptxas"}
     path = str(path)
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+        out = _version_text(path, memo_dir)
     except (OSError, subprocess.SubprocessError) as e:
         return {"path": path, "error": f"{path} --version failed: {e}"}
     m = _PTXAS_RELEASE.search(out)
@@ -303,12 +335,13 @@ def _ver(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
-def check_ptxas(r: Report, torch: Any, driver: str | None, floors: dict[str, str] | None) -> dict[int, dict[str, Any]]:
+def check_ptxas(r: Report, torch: Any, driver: str | None, floors: dict[str, str] | None,
+                memo_dir: str | None = None) -> dict[int, dict[str, Any]]:
     """Which ptxas Triton compiles with for each GPU, and whether this driver loads what it makes."""
     found: dict[int, dict[str, Any]] = {}
     for i in range(torch.cuda.device_count()):
         major, minor = torch.cuda.get_device_capability(i)
-        info = triton_ptxas(major * 10 + minor)
+        info = triton_ptxas(major * 10 + minor, memo_dir)
         found[i] = info
         name = f"Triton ptxas cuda:{i}"
         if "error" in info:
@@ -404,3 +437,91 @@ def check_interpreter_deps(r: Report, asked: bool) -> bool:
     r.check("numpy (Triton interpreter)", True, f"numpy {version}")
     return True
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Before torch: a GPU host whose GPUs this process cannot see
+
+
+_HIDING = ("", "-1", "none", "nodevfiles", "void")
+
+
+def _root() -> str:
+    # test hook: a folder standing in for / where the driver's files are read (recorded driver facts on a machine
+    # without an NVIDIA driver)
+    return os.environ.get("TRITONLOCK_VERIFY_DRIVER_ROOT") or "/"
+
+
+def host_gpus() -> int:
+    """How many NVIDIA GPUs the host's driver has (its /proc/driver/nvidia/gpus entries; 0 where that is absent).
+    Readable also where this process is kept from the GPUs (CUDA_VISIBLE_DEVICES, a container without /dev/nvidia*)."""
+    try:
+        return len([e for e in os.listdir(os.path.join(_root(), "proc/driver/nvidia/gpus")) if not e.startswith(".")])
+    except OSError:
+        return 0
+
+
+def device_nodes() -> list[str]:
+    try:
+        return sorted(e for e in os.listdir(os.path.join(_root(), "dev")) if re.fullmatch(r"nvidia[0-9]+", e))
+    except OSError:
+        return []
+
+
+def hidden_gpus(nvml_count: int | None = None) -> tuple[str, str] | None:
+    """(what hides the host's GPUs from this process, the fix) when the driver says the host has GPUs but CUDA here
+    cannot see any of them; None otherwise (also on a host without an NVIDIA driver). Read before torch is imported:
+    a hidden GPU is a failed check within a second, not minutes of the interpreter and CPU Inductor."""
+    if not sys.platform.startswith("linux"):
+        return None
+    n = host_gpus() or (nvml_count or 0)
+    if not n:
+        return None
+    interp = "or `tritonlock verify --interpret` to run the kernels in Triton's interpreter on purpose"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        first = visible.split(",")[0].strip()
+        if first.lower() in _HIDING:
+            return (f"this host's NVIDIA driver has {n} GPU(s) (/proc/driver/nvidia/gpus), but "
+                    f"CUDA_VISIBLE_DEVICES={visible!r} hides every one of them from this process",
+                    f"unset CUDA_VISIBLE_DEVICES or list the GPUs to use (CUDA_VISIBLE_DEVICES=0), {interp}")
+        if first.isdigit() and int(first) >= n:
+            return (f"this host's NVIDIA driver has {n} GPU(s), numbered 0 to {n - 1}, but CUDA_VISIBLE_DEVICES="
+                    f"{visible!r} starts with {first}: CUDA stops at the first GPU that does not exist, so it sees "
+                    "none", f"list GPUs between 0 and {n - 1} in CUDA_VISIBLE_DEVICES, or unset it, {interp}")
+    if host_gpus() and not device_nodes() and os.path.isdir(os.path.join(_root(), "dev")):
+        return (f"this host's NVIDIA driver has {n} GPU(s) (/proc/driver/nvidia/gpus), but /dev has no nvidia0, "
+                "nvidia1, … device nodes: a container started without its GPUs passed through",
+                f"start the container with the GPUs (docker run --gpus all, podman --device nvidia.com/gpu=all, or "
+                f"the NVIDIA container runtime), {interp}")
+    return None
+
+
+def preinit_cuda() -> threading.Thread | None:
+    """cuInit and each visible GPU's primary context, through the driver's own library, in a thread started before
+    torch is imported: the driver's start (a few hundred milliseconds) overlaps the import, and torch then finds the
+    contexts made. Nothing is judged from it: torch's own calls decide and report. TRITONLOCK_VERIFY_NO_PREINIT=1
+    turns it off."""
+    if os.environ.get("TRITONLOCK_VERIFY_NO_PREINIT") or not sys.platform.startswith("linux"):
+        return None
+
+    def run() -> None:
+        import ctypes
+
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1")
+            if cuda.cuInit(0) != 0:
+                return
+            n = ctypes.c_int(0)
+            if cuda.cuDeviceGetCount(ctypes.byref(n)) != 0:
+                return
+            for i in range(n.value):
+                dev, ctx = ctypes.c_int(0), ctypes.c_void_p()
+                if cuda.cuDeviceGet(ctypes.byref(dev), i) == 0:
+                    cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+        except (OSError, AttributeError):
+            return
+
+    t = threading.Thread(target=run, name="cuda-preinit", daemon=True)
+    t.start()
+    return t

@@ -31,7 +31,7 @@ import threading
 import traceback
 from typing import Any, Callable
 
-from . import envchecks, memo
+from . import envchecks, gpuhealth, memo
 from .common import FAULT_TARGETS, Ctx, Plan, parse_fault
 from .precompile import WorkerPool, precompile
 from .report import Report, tail
@@ -76,6 +76,10 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--imports", type=json.loads, default=[],
                    help='the packages the user named, imported even without native code, as JSON: ["vllm"]')
     p.add_argument("--no-imports", action="store_true", help="do not import the packages with native code")
+    p.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process: see CompileCheck
+    p.add_argument("--late-args", action="store_true",
+                   help="read backend, triton, expect_gpu, driver, ptxas_floors and imports as one JSON line on "
+                        "stdin, while torch imports (what tritonlock does: it starts the runner before it reads the lock)")
     p.add_argument("--inject-fault", metavar="KERNEL[:wrong|:raise]",
                    help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
                         ":wrong computes a finite but wrong answer")
@@ -92,7 +96,37 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         parse_fault(ns.inject_fault)
     except ValueError:
         p.error(f"--inject-fault: unknown kernel {ns.inject_fault!r}")
+    ns.late_ready = threading.Event()
+    if not ns.late_args:
+        ns.late_ready.set()
     return ns
+
+
+LATE = ("backend", "triton", "expect_gpu", "driver", "ptxas_floors", "imports")
+
+
+def read_late_args(opts: argparse.Namespace) -> None:
+    """--late-args: one JSON line on stdin, read in a thread while torch imports; EOF or a bad line leaves the
+    defaults (nothing expected)."""
+    def run() -> None:
+        try:
+            line = sys.stdin.readline()
+            doc = json.loads(line) if line.strip() else {}
+            for key in LATE:
+                if isinstance(doc, dict) and key in doc:
+                    setattr(opts, key, doc[key])
+        except (OSError, ValueError):
+            traceback.print_exc()
+        finally:
+            opts.late_ready.set()
+
+    threading.Thread(target=run, name="late-args", daemon=True).start()
+
+
+def late(opts: argparse.Namespace) -> argparse.Namespace:
+    """opts once what the lock expects has arrived (at once without --late-args)."""
+    opts.late_ready.wait(600)
+    return opts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,13 +251,15 @@ def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpr
 
 
 def start_compile_check(opts: argparse.Namespace) -> subprocess.Popen[str] | None:
-    args = {k: v for k, v in vars(opts).items() if k not in ("json_args", "json") and v is not None}
-    args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False, no_reuse=False)
+    # what the lock expects stays with this process (its own checks say it); the child proves torch.compile works
+    args = {k: v for k, v in vars(opts).items()
+            if k not in ("json_args", "json", "late_args", "late_ready", *LATE) and v is not None}
+    args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False, no_reuse=False, gated=True)
     # in-process compiles: a pool of compile workers costs more to start than one small graph takes
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
     try:
         return subprocess.Popen([sys.executable, "-I", RUNNER_DIR, "--json-args", json.dumps(args)],
-                                stdout=subprocess.PIPE, text=True, env=env)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     except OSError:
         traceback.print_exc()
         return None
@@ -262,6 +298,7 @@ class CompileCheck:
 
     def __init__(self, opts: argparse.Namespace, memo_dir: str | None) -> None:
         self.opts, self.memo_dir = opts, memo_dir
+        self.released = False
         self.devices: list[str] = []
         self.key = memo.compile_check_key(opts) if memo_dir else None
         self.reused = memo.load_compile_check(memo_dir, self.key) if self.key and not opts.no_reuse else None
@@ -272,9 +309,24 @@ class CompileCheck:
         self.devices = devices
         if self.reused is not None and self.reused.get("devices") != devices:
             self.reused = None
+            self.released = False
             self.proc = start_compile_check(self.opts)
+        if not devices:
+            self.release()  # no GPU timing to keep clear of
+
+    def release(self) -> None:
+        """Let the torch.compile process use the GPU: it imports and prepares beside everything else, but runs its
+        graph (Inductor compiles, autotunes and launches kernels there) only once the timings are done, so that
+        none of its GPU work lands inside them."""
+        proc = self.proc
+        if proc is not None and proc.stdin is not None and not self.released:
+            self.released = True
+            with contextlib.suppress(OSError, ValueError):  # a process that is gone is reported by finish()
+                proc.stdin.write("go\n")
+                proc.stdin.flush()  # kept open: communicate() closes it
 
     def finish(self, r: Report, label: str) -> None:
+        self.release()
         if self.reused is not None:
             row = dict(self.reused["row"])
             row["detail"] = (f"not compiled again: torch.compile passed on {self.reused.get('when')} in this same "
@@ -310,7 +362,12 @@ def compile_check_main(opts: argparse.Namespace, r: Report) -> None:
     r.checks.clear()
     gpu = opts.interpret is not True and bool(torch.cuda.is_available())
     r.mode = "gpu" if gpu else "interpreter"
-    inductor.run(r, torch, "cuda:0" if gpu else "cpu", "cuda:0" if gpu else "cpu")
+
+    def gate() -> None:
+        if opts.gated:
+            sys.stdin.readline()  # the parent's "go" (or its end: EOF) — see CompileCheck.release
+
+    inductor.run(r, torch, "cuda:0" if gpu else "cpu", "cuda:0" if gpu else "cpu", gate=gate)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,15 +395,29 @@ def write_profile(r: Report, torch: Any, path: str, interpret: bool) -> None:
 
 
 def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> None:
-    # first: the torch.compile process and any compile workers overlap everything below
-    check = CompileCheck(opts, memo_dir) if not opts.quick else None
-    pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True else None
-    # the packages' native code: each distribution's imports in a process of its own, beside the kernels
-    from .imports import ImportChecks
+    # a GPU host whose GPUs this process cannot see: said before anything is started or imported
+    hidden = envchecks.hidden_gpus() if opts.interpret is not True else None
+    if hidden is not None and late(opts).expect_gpu is False:
+        hidden = None  # a lock target without a GPU: the interpreter is what it expects
+    if hidden is not None and opts.expect_gpu is True:
+        r.check("GPU visible", False, *hidden)
+        return
+    monitor = None
+    if opts.interpret is not True and hidden is None:
+        monitor = gpuhealth.Monitor()  # NVML's first look, before this process touches the GPU
+        envchecks.preinit_cuda()  # the driver's start overlaps `import torch`
+    # first: the torch.compile process and any compile workers overlap everything below (not yet where the GPUs are
+    # hidden: whether that fails the run is known once torch says which build it is)
+    with r.phase("start"):
+        check = CompileCheck(opts, memo_dir) if not opts.quick and hidden is None else None
+        pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True and hidden is None else None
+        # the packages' native code: each distribution's imports in a process of its own, beside the kernels
+        from .imports import ImportChecks
 
-    imports = ImportChecks(RUNNER_DIR, list(opts.imports or [])) if not opts.no_imports else None
+        imports = (ImportChecks(RUNNER_DIR, lambda: list(late(opts).imports or [])) if not opts.no_imports
+                   else None)
     try:
-        _verify(opts, r, check, memo_dir, pool)
+        _verify(opts, r, check, memo_dir, pool, monitor, hidden)
     finally:
         if pool is not None:
             pool.close()
@@ -355,19 +426,39 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
         if imports is not None:
             with r.phase("package imports (waited for)"):
                 imports.finish(r, gpu=r.mode == "gpu")
+        if monitor is not None:
+            monitor.stop()
 
 
 def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, memo_dir: str | None,
-            pool: WorkerPool | None = None) -> None:
+            pool: WorkerPool | None = None, monitor: gpuhealth.Monitor | None = None,
+            hidden: tuple[str, str] | None = None) -> None:
     with r.phase("import torch"):
         torch = envchecks.import_torch(r)
     if torch is None:
         return
+    if not opts.late_ready.is_set():
+        with r.phase("waiting for tritonlock (the lock's expectations)"):
+            late(opts)
     envchecks.check_backend(r, torch, opts.backend)
+    if hidden is not None and torch.version.cuda:
+        # a CUDA build of torch on a host whose GPUs are hidden from it: the interpreter would prove nothing
+        r.check("GPU visible", False, *hidden)
+        return
     with r.phase("CUDA init"):
         cuda_ok = envchecks.check_cuda(r, torch, opts.expect_gpu, opts.driver)
         if cuda_ok:
             torch.zeros(1, device="cuda")  # create the context here, not inside the first kernel's time
+    if (not cuda_ok and opts.interpret is not True and opts.expect_gpu is not False and torch.version.cuda
+            and (opts.expect_gpu is True or envchecks.host_gpus()
+                 or (monitor is not None and monitor.gpu_count(0.5)))):
+        # the driver has GPUs (or the lock expects one) and this CUDA torch cannot use them: the failed check says
+        # why; running the kernels in the interpreter instead would take minutes and prove nothing about the GPU
+        if all(c["ok"] for c in r.checks):
+            r.check("GPU visible", False, "this host has NVIDIA GPUs (its driver says so), but torch "
+                    f"{torch.__version__} sees none", "see the checks above; `tritonlock verify --interpret` runs "
+                    "the kernels in Triton's interpreter on purpose")
+        return
     if opts.interpret is True:
         interpret = True
     elif opts.interpret is False:
@@ -406,7 +497,7 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
     driver = opts.driver or (envchecks.driver_version() if not interpret else None)
     ptxas: dict[int, dict[str, Any]] = {}
     if not interpret and not getattr(torch.version, "hip", None):  # ROCm: Triton's AMD backend uses no ptxas
-        ptxas = envchecks.check_ptxas(r, torch, driver, opts.ptxas_floors)
+        ptxas = envchecks.check_ptxas(r, torch, driver, opts.ptxas_floors, memo_dir)
     seed = int.from_bytes(os.urandom(4), "little")
     torch.manual_seed(seed)
     r.notes.append(f"inputs are fresh random numbers (torch seed {seed})")
@@ -426,16 +517,25 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
 
         compiler = threading.Thread(target=compile_step, name="compile-step", daemon=True)
         compiler.start()
+    if monitor is not None:
+        monitor.timing(True)
     try:
         run_devices(r, torch, ctxs, fams, interpret,
                     explain=lambda i, text: envchecks.explain_load_failure(text, ptxas.get(i), driver,
                                                                          opts.ptxas_floors),
                     compiled=compiled)
     finally:
+        if monitor is not None:
+            monitor.timing(False)
+        if check is not None:
+            check.release()  # the timings are done: the torch.compile process may use the GPU now
         if compiler is not None:
             compiler.join()
         if tf32 is not None:
             torch.backends.cuda.matmul.allow_tf32 = tf32
+    if monitor is not None and not interpret:
+        # what NVML saw (processes, clocks, limits, the link) for verify's speed verdicts
+        r.gpu_health = monitor.facts([gpuhealth.cuda_uuid(torch, i) for i in range(n)])
     if n > 1:
         r.notes.append(f"the {n} GPUs ran their kernels at the same time, one thread each")
     if interpret:  # said only once the kernels really ran
@@ -486,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
         if opts.compile_check_only:
             compile_check_main(opts, r)
         else:
+            if opts.late_args:
+                read_late_args(opts)
             cache_dir, memo_dir = setup_caches(r, opts.cold)
             verify(opts, r, memo_dir)
     except BaseException as e:  # report whatever happened, in JSON, rather than die silently

@@ -89,19 +89,39 @@ def import_job_main(job: dict[str, Any]) -> int:
 
 
 class ImportChecks:
-    """The import jobs, started at once (a few processes at a time) and collected into rows at the end."""
+    """The import jobs, started at once (a few processes at a time) and collected into rows at the end. `named`
+    gives the packages the user named once they are known (tritonlock sends them on stdin while torch imports): the
+    distributions with native code start before that."""
 
-    def __init__(self, runner_dir: str, named: list[str], limit: int | None = None) -> None:
-        self.jobs = installed_with_native_code(named)
+    def __init__(self, runner_dir: str, named: Any, limit: int | None = None) -> None:
+        self.jobs = installed_with_native_code([])
         self.results: dict[str, tuple[int, str, str]] = {}
         self._runner = runner_dir
         self._limit = limit or max(2, min(8, os.cpu_count() or 2))
         self._threads: list[threading.Thread] = []
         self._gate = threading.Semaphore(self._limit)
         for job in self.jobs:
-            t = threading.Thread(target=self._run, args=(job,), name=f"import-{job['dist']}", daemon=True)
-            t.start()
-            self._threads.append(t)
+            self._start(job)
+        self._named = threading.Thread(target=self._add_named, args=(named,), name="import-named", daemon=True)
+        self._named.start()
+
+    def _start(self, job: dict[str, Any]) -> None:
+        t = threading.Thread(target=self._run, args=(job,), name=f"import-{job['dist']}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _add_named(self, named: Any) -> None:
+        names = list(named() if callable(named) else named or [])
+        if not names:
+            return
+        have = {j["dist"]: j for j in self.jobs}
+        for job in installed_with_native_code(names):
+            if job["dist"] in have:
+                have[job["dist"]]["named"] = job["named"]  # judged at the end: the process need not know
+            elif job["named"]:
+                self.jobs.append(job)
+                self._start(job)
+        self.jobs.sort(key=lambda j: j["dist"])
 
     def _run(self, job: dict[str, Any]) -> None:
         with self._gate:
@@ -116,6 +136,7 @@ class ImportChecks:
                 self.results[job["dist"]] = (-1, "", f"could not start: {e}")
 
     def finish(self, r: Any, gpu: bool) -> None:
+        self._named.join()
         for t in self._threads:
             t.join()
         for job in self.jobs:

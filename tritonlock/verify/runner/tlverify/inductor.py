@@ -14,7 +14,7 @@ import importlib
 import math
 import re
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .report import Report, tail
 
@@ -79,12 +79,17 @@ def generated_kernels(modules: list[Any]) -> tuple[list[str], list[str]]:
     return found, extern
 
 
-def run(r: Report, torch: Any, device: str, label: str) -> None:
+def run(r: Report, torch: Any, device: str, label: str, gate: Callable[[], None] | None = None) -> None:
+    """`gate`: called after the imports, before the first GPU work (the harness holds it until its timings are
+    done)."""
     gpu = device != "cpu"
     t0 = time.perf_counter()
     try:
         importlib.import_module("torch._dynamo")  # the import alone is a large part of a first torch.compile
         from torch._inductor.codecache import PyCodeCache
+
+        if gate is not None:
+            gate()
 
         mods = PyCodeCache.modules
         before = list(mods.values() if isinstance(mods, dict) else mods)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import triton
 import triton.language as tl
 
+from . import tma_gemm
 from .common import Ctx
 
 FAMILY = "fp8_matmul"
@@ -61,7 +62,11 @@ def fp8_matmul_kernel(a_ptr, b_ptr, c_ptr, scale_a, scale_b, M, N, K, stride_am,
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], (acc * scale).to(c_ptr.dtype.element_ty), mask=live)
 
 
-KERNELS = (fp8_matmul_kernel,)  # what the harness primes before compiling in parallel
+KERNELS = (fp8_matmul_kernel, *tma_gemm.KERNELS)  # what the harness primes before compiling in parallel
+# Hopper and later: the persistent TMA kernel (tma_gemm) is checked and timed; the pointer kernel above reached 0.68-0.77
+# of torch._scaled_mm on the H200, this one 1.00 (bench/kernel_sweep.py, bench/RESULTS.md). Ada (8.9) has FP8 tensor
+# cores but no TMA: the pointer kernel runs there.
+FP8_TMA = (128, 256, 128, 8, 3, True, False)
 
 
 def unsupported(ctx: Ctx) -> str | None:
@@ -99,10 +104,30 @@ def _launch(ctx: Ctx, a: Any, b: Any, c: Any, sa: Any, sb: Any, dims: tuple[int,
         fp8_matmul_kernel[grid](*args, **kw)
 
 
+def _tma(ctx: Ctx) -> bool:
+    return tma_gemm.available(ctx.torch, ctx.index)
+
+
+def _tma_launch(ctx: Ctx, a: Any, b: Any, c: Any, sa: Any, sb: Any, fault: int, warmup: bool = False) -> Any:
+    """b is K x N column-major (what _scaled_mm takes): its transpose is the N x K row-major tensor TMA reads."""
+    return tma_gemm.launch(a, b.t(), c, FP8_TMA, tma_gemm.sms(ctx.torch, ctx.index), scale_a=sa, scale_b=sb,
+                           fault=fault, warmup=warmup)
+
+
 def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     if unsupported(ctx):
         return []
     torch = ctx.torch
+    if _tma(ctx):
+        fault = ctx.faulty(FAMILY)
+        s = torch.ones((), device=ctx.device)
+        out: list[tuple[str, Callable[[], Any]]] = []
+        for m, n, kk in list(ctx.plan.fp8_sizes) + ([ctx.plan.fp8_timed] if ctx.plan.fp8_timed else []):
+            a = torch.empty(m, kk, device=ctx.device, dtype=torch.float8_e4m3fn)
+            bt = torch.empty(n, kk, device=ctx.device, dtype=torch.float8_e4m3fn)
+            c = torch.empty(m, n, device=ctx.device, dtype=torch.bfloat16)
+            out.append((FAMILY, functools.partial(_tma_launch, ctx, a, bt.t(), c, s, s, fault, warmup=True)))
+        return out
     t8 = torch.empty(16, device=ctx.device, dtype=torch.float8_e4m3fn)
     c = torch.empty(16, device=ctx.device, dtype=torch.bfloat16)
     s = torch.ones((), device=ctx.device)
@@ -126,25 +151,34 @@ def run(ctx: Ctx) -> None:
         bt, sb = quantize(torch, torch.randn(n, kk, device=ctx.device))
         return a, bt.t(), sa, sb  # b: K x N, column-major
 
+    tma = _tma(ctx)
     for m, n, kk in p.fp8_sizes:
         a, b, sa, sb = operands(m, n, kk)
         c = ctx.poison((m, n), torch.bfloat16)
-        _launch(ctx, a, b, c, sa, sb, (m, n, kk), fault)
+        if tma:
+            _tma_launch(ctx, a, b, c, sa, sb, fault)
+        else:
+            _launch(ctx, a, b, c, sa, sb, (m, n, kk), fault)
         ctx.sync()
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
         good, err, text = ctx.compare(c, ref, RTOL, ATOL_K * math.sqrt(kk))
         ok &= good
         worst = None if err is None or worst is None else max(worst, err)
-        words.append(f"{m}x{n}x{kk} e4m3 -> bf16: {text}")
+        words.append(f"{m}x{n}x{kk} e4m3 -> bf16{' ' + tma_gemm.words(FP8_TMA) if tma else ''}: {text}")
     timing = None
     if p.timed and ok and p.fp8_timed is not None:
         m, n, kk = p.fp8_timed
         a, b, sa, sb = operands(m, n, kk)
         c = torch.empty((m, n), device=ctx.device, dtype=torch.bfloat16)
-        ms, ms_t = ctx.race(lambda: _launch(ctx, a, b, c, sa, sb, (m, n, kk), 0),
-                            lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16))
+        if tma:
+            ms, ms_t = ctx.race(lambda: _tma_launch(ctx, a, b, c, sa, sb, 0),
+                                lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16))
+        else:
+            ms, ms_t = ctx.race(lambda: _launch(ctx, a, b, c, sa, sb, (m, n, kk), 0),
+                                lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16))
         tflops = lambda t: 2 * m * n * kk / (t * 1e-3) / 1e12  # noqa: E731
         timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
         bm, bn, bk, warps, stages = CONFIG
-        words.append(f"timed {m}x{n}x{kk} [{bm}x{bn}x{bk}, {warps} warps, {stages} stages] vs torch._scaled_mm")
+        used = tma_gemm.words(FP8_TMA) if tma else f"[{bm}x{bn}x{bk}, {warps} warps, {stages} stages]"
+        words.append(f"timed {m}x{n}x{kk} {used} vs torch._scaled_mm")
     ctx.record(FAMILY, "e4m3", ok, worst, words, timing)

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import triton
 import triton.language as tl
 
+from . import tma_gemm
 from .common import Ctx, dtype_name
 
 FAMILY = "matmul"
@@ -73,7 +74,12 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_live)
 
 
-KERNELS = (matmul_kernel,)  # what the harness primes before compiling in parallel
+KERNELS = (matmul_kernel, *tma_gemm.KERNELS)  # what the harness primes before compiling in parallel
+# fp32 (tf32) on Hopper and later: the persistent TMA kernel (tma_gemm), checked and timed. Hopper's tf32 wgmma reads
+# its operands from shared memory as TMA lays them out; the pointer kernel reached 0.77 of cuBLAS there, this one
+# 0.97-0.99 (bench/kernel_sweep.py on the H200, bench/RESULTS.md): 128x256x32 tiles in 3 stages, the epilogue in
+# two halves (a 4-stage pipeline with a whole 128x256 fp32 tile for the store does not fit in 227 KiB).
+TF32_TMA = (128, 256, 32, 8, 3, True, False)
 
 
 def _cfg(bm: int, bn: int, bk: int, warps: int, stages: int) -> Any:
@@ -206,6 +212,15 @@ def _launch(ctx: Ctx, a: Any, b: Any, c: Any, dims: tuple[int, int, int], cfg: A
         matmul_kernel[grid](*args, K_TILES=k_tiles, DOT_FP32=dot_fp32, FAULT=fault, **kw)
 
 
+def tma(ctx: Ctx, dt: Any) -> bool:
+    """Whether this dtype is checked and timed with the persistent TMA kernel on this device."""
+    return dt == ctx.torch.float32 and not ctx.interpret and tma_gemm.available(ctx.torch, ctx.index)
+
+
+def _tma_sizes(ctx: Ctx) -> list[tuple[int, int, int]]:
+    return list(ctx.plan.mm_sizes) + ([ctx.plan.mm_timed] if ctx.plan.timed and ctx.plan.mm_timed else [])
+
+
 def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     """One compile per (dtype, config, specialisation): every candidate at the aligned sizes (1008 shares its binary
     with the timed 8192), the first one at the unaligned size too."""
@@ -213,6 +228,15 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     fault = ctx.faulty(FAMILY)
     out: list[tuple[str, Callable[[], Any]]] = []
     for dt in _dtypes(torch):
+        if tma(ctx, dt):
+            n_sms = tma_gemm.sms(torch, ctx.index)
+            for m, n, kk in _tma_sizes(ctx):  # the descriptors' extents are the real ones: empty tensors of them
+                a = torch.empty(m, kk, device=ctx.device, dtype=dt)
+                bt = torch.empty(n, kk, device=ctx.device, dtype=dt)
+                c = torch.empty(m, n, device=ctx.device, dtype=dt)
+                out.append((f"{FAMILY} {dtype_name(torch, dt)}",
+                            functools.partial(tma_gemm.launch, a, bt, c, TF32_TMA, n_sms, fault=fault, warmup=True)))
+            continue
         t = torch.empty(16, device=ctx.device, dtype=dt)
         for si, dims in enumerate(ctx.plan.mm_sizes):
             for cfg in _configs(ctx, dt) if si == 0 else _configs(ctx, dt)[:1]:
@@ -254,6 +278,8 @@ def run(ctx: Ctx) -> None:
 
 
 def check(ctx: Ctx, dt: Any) -> None:
+    if tma(ctx, dt):
+        return check_tma(ctx, dt)
     torch, p = ctx.torch, ctx.plan
     name = dtype_name(torch, dt)
     ctx.begin(FAMILY, name + (" (tf32)" if name == "fp32" and not ctx.interpret else ""))
@@ -294,3 +320,36 @@ def check(ctx: Ctx, dt: Any) -> None:
         timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
         words.append(f"timed {m}x{n}x{kk} with autotuned {cfg_words(tuned_mm.best_config)} vs torch.matmul")
     ctx.record(FAMILY, name + (" (tf32)" if name == "fp32" and not ctx.interpret else ""), ok, worst, words, timing)
+
+
+def check_tma(ctx: Ctx, dt: Any) -> None:
+    """fp32 (tf32) with the persistent TMA kernel: checked at the check sizes (the descriptors clip the edges), then
+    timed against torch.matmul on the same K-major B."""
+    torch, p = ctx.torch, ctx.plan
+    name = dtype_name(torch, dt)
+    fault = ctx.faulty(FAMILY)
+    rtol, atol_k = TOL[name]
+    n_sms = tma_gemm.sms(torch, ctx.index)
+    ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
+    for m, n, kk in p.mm_sizes:
+        a, b = inputs(ctx, m, n, kk, dt)
+        ref = a.double() @ b.double()
+        c = ctx.poison((m, n), dt)
+        tma_gemm.launch(a, b.t(), c, TF32_TMA, n_sms, fault=fault)
+        ctx.sync()
+        good, err, text = ctx.compare(c, ref, rtol, atol_k * math.sqrt(kk))
+        ok &= good
+        worst = None if err is None or worst is None else max(worst, err)
+        words.append(f"{m}x{n}x{kk} {tma_gemm.words(TF32_TMA)}: {text}")
+    timing = None
+    if p.timed and ok:
+        assert p.mm_timed is not None
+        m, n, kk = p.mm_timed
+        a, b = inputs(ctx, m, n, kk, dt)
+        bt = b.t()
+        c = torch.empty((m, n), device=ctx.device, dtype=dt)
+        ms, ms_t = ctx.race(lambda: tma_gemm.launch(a, bt, c, TF32_TMA, n_sms), lambda: torch.matmul(a, b))
+        tflops = lambda t: 2 * m * n * kk / (t * 1e-3) / 1e12  # noqa: E731
+        timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
+        words.append(f"timed {m}x{n}x{kk} with {tma_gemm.words(TF32_TMA)} vs torch.matmul (tf32)")
+    ctx.record(FAMILY, name + " (tf32)", ok, worst, words, timing)

@@ -224,8 +224,13 @@ def _gpu_facts() -> list[str]:
 
 
 def compile_check_key(opts: Any) -> str:
-    env = {k: v for k, v in os.environ.items() if k.upper().startswith(_ENV_PREFIXES)}
-    mode = {k: getattr(opts, k, None) for k in ("interpret", "expect_gpu", "backend", "triton", "driver")}
+    """What the check's row depends on. Not what the lock expects (backend, triton pin): the check proves that
+    torch.compile works in this environment, whatever a lock says of it, and the runner's own checks compare the
+    environment with the lock on every run; the driver is in the GPU facts."""
+    # tritonlock's own variables (TRITONLOCK_NODE, TRITONLOCK_VERIFY_*) change nothing torch.compile does
+    env = {k: v for k, v in os.environ.items() if k.upper().startswith(_ENV_PREFIXES)
+           and not k.upper().startswith("TRITONLOCK")}
+    mode = {k: getattr(opts, k, None) for k in ("interpret",)}
     return _hash([sys.version, sys.executable, sys.prefix, _distributions(), _gpu_facts(), env, mode,
                   runner_sources()])
 

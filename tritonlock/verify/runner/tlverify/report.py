@@ -33,6 +33,7 @@ class Report:
 
         paths = sysconfig.get_paths()
         self.site = list(dict.fromkeys([paths["purelib"], paths["platlib"]]))  # where the distributions are
+        self.gpu_health: dict[str, Any] | None = None  # gpuhealth.Monitor.facts(): what NVML saw
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -100,6 +101,7 @@ class Report:
             "compile_seconds": finite(self.compile_seconds), "caches": self.caches,
             "total_seconds": time.perf_counter() - self.started, "gpus": self.gpus,
             "notes": notes, **({"imports": self.imports} if self.imports else {}), "site": self.site,
+            **({"gpu_health": self.gpu_health} if self.gpu_health is not None else {}),
         }
 
 

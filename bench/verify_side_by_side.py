@@ -1,0 +1,56 @@
+"""Warm `tritonlock verify` side by side with a bare `import torch` + CUDA init, interleaved round by round on one
+machine (issue 26's goal: verify <= 1.25x the bare start). Each figure is the wall time of a fresh process, started
+and waited for by this script; every verify report is kept (OUT/verify-N.json, OUT/quick-N.json).
+
+    python3 bench/verify_side_by_side.py OUT ROUNDS PYTHON -- TRITONLOCK VERIFY-ARGS...
+
+PYTHON is the environment's interpreter (the bare start runs there); the command after `--` is the verify to time
+(its --json output is saved; `--quick --json` is added for the quick rows).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
+rounds = int(sys.argv[2])
+python = sys.argv[3]
+verify = sys.argv[sys.argv.index("--") + 1:]
+BARE = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
+
+
+def wall(cmd: list[str], save: Path | None = None) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dt = time.perf_counter() - t0
+    if save is not None:
+        save.write_text(p.stdout)
+    return dt, p.returncode
+
+
+rows = []
+for i in range(rounds):
+    row = {"round": i}
+    row["import_torch"], _ = wall([python, "-I", "-c", "import torch"])
+    row["import_torch_cuda"], _ = wall([python, "-I", "-c", BARE])
+    row["verify"], row["verify_rc"] = wall([*verify, "--json"], out / f"verify-{i}.json")
+    row["quick"], row["quick_rc"] = wall([*verify, "--quick", "--json"], out / f"quick-{i}.json")
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+(out / "side-by-side.json").write_text(json.dumps(rows, indent=1))
+med = {k: statistics.median(r[k] for r in rows) for k in ("import_torch", "import_torch_cuda", "verify", "quick")}
+print("\nround  import torch  import torch + CUDA init  verify (ratio)  verify --quick (ratio)")
+for r in rows:
+    print(f"{r['round']:5}  {r['import_torch']:12.2f}  {r['import_torch_cuda']:24.2f}  {r['verify']:6.2f} "
+          f"({r['verify'] / r['import_torch_cuda']:.2f})  {r['quick']:6.2f} ({r['quick'] / r['import_torch_cuda']:.2f})")
+print(f"median {med['import_torch']:12.2f}  {med['import_torch_cuda']:24.2f}  {med['verify']:6.2f} "
+      f"({med['verify'] / med['import_torch_cuda']:.2f})  {med['quick']:6.2f} ({med['quick'] / med['import_torch_cuda']:.2f})")
+ratios = sorted(r["verify"] / r["import_torch_cuda"] for r in rows)
+print(f"verify / (import torch + CUDA init), per round: {', '.join(f'{x:.2f}' for x in ratios)}; median "
+      f"{statistics.median(ratios):.2f} (goal <= 1.25)")
