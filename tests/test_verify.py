@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -341,12 +342,20 @@ def test_runner_timeout_is_an_error(tmp_path: Path) -> None:
     """)
     with pytest.raises(VerifyError) as e:
         run_verify(python, timeout=3)  # (long enough for the script to write its pids on a busy machine)
-    for pid in map(int, pids.read_text().split()):
+    def alive(pid: int) -> bool:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except FileNotFoundError:
-            continue
-        assert state in ("Z", "X"), (pid, state)  # killed (a zombie waits only for its new parent to reap it)
+            return False
+        return state not in ("Z", "X")  # killed (a zombie waits only for its new parent to reap it)
+
+    # a killed process closes its files (the pipes' EOF) a moment before it shows as dead: wait for that to land —
+    # they would never end on their own, so this is no clock on verify
+    started = list(map(int, pids.read_text().split()))
+    deadline = time.monotonic() + 120
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in started if alive(p)]
     assert str(e.value) == ("verify: the runner did not finish within 3 s; its stderr ends with:\n"
                             "compiling...")
 

@@ -296,7 +296,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
         try:
             raw = _compile(sel, reqs + pulled + extra, sorted(bound), default_index, floor, timeout, pulled, macos,
                            no_build=no_build, build_reqs={r: build_reqs[_canon(r)] for r in extra},
-                           offline=offline or npass > 0,  # a later pass: uv's cache holds what the first one read
+                           # (a later pass online too: it reads pages the first did not — the family members'
+                           # on the torch index — and uv --offline would take a stale copy of those from its cache)
+                           offline=offline,
                            constraints=(*constraints, *triton_constraints(sel, matrix, torch_spec)), own=own_builds,
                            flat=flat)
         except ClosureError as err:

@@ -182,6 +182,7 @@ class StartedVerify:
                  trace_dir: Path | None = None, profile: str | None = None) -> None:
         self.python, self.proc, self.started, self.timeout = python, proc, started, timeout
         self.trace_dir, self.profile = trace_dir, profile
+        self._old_term = _on_sigterm_stop(proc)  # from now until finish() or abandon(), whatever runs meanwhile
 
     def finish(self, *, backend: str | None = None, triton: str | None = None, expect_gpu: bool | None = None,
                driver: str | None = None, ptxas_floors: dict[str, str] | None = None,
@@ -201,6 +202,7 @@ class StartedVerify:
                 stdout = _place_trace(self.trace_dir / "trace.json", Path(self.profile), stdout)
         finally:
             self._drop_trace()
+            self._restore_sigterm()
         try:
             doc = json.loads(stdout)
         except ValueError:
@@ -209,6 +211,11 @@ class StartedVerify:
                 f"{_stderr_words(stderr)}"
             ) from None
         return _with_natives(_parse(doc, elapsed), doc, lock_facts)
+
+    def _restore_sigterm(self) -> None:
+        if self._old_term is not None:
+            signal.signal(signal.SIGTERM, self._old_term)
+            self._old_term = None
 
     def _drop_trace(self) -> None:
         if self.trace_dir is not None:
@@ -222,6 +229,7 @@ class StartedVerify:
         with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
             self.proc.communicate(timeout=60)
         self._drop_trace()
+        self._restore_sigterm()
 
 
 def start_verify(python: str, *, interpret: bool | None = None, quick: bool = False, profile: str | None = None,
@@ -337,32 +345,25 @@ def _stop_group(proc: subprocess.Popen[str]) -> None:
         return
 
 
-class _Terminated(BaseException):
-    """SIGTERM while the runner runs (a scheduler's job kill, `timeout`): the runner's group goes with us."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Any:
+def _on_sigterm_stop(proc: subprocess.Popen[str]) -> Any:
+    """SIGTERM (a scheduler's job kill, `timeout`) while the runner runs — tritonlock reading the host and the lock,
+    or waiting for the report: the runner's group goes with us, and we exit 143. Returns the handler it replaced
+    (None off the main thread, where Python runs no handler)."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+        return None
 
     def handler(signum: int, frame: object) -> None:
-        raise _Terminated()
+        _stop_group(proc)
+        raise SystemExit(128 + signal.SIGTERM)
 
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tuple[str, str, int]:
     try:
-        with _sigterm_raises():
-            stdout, stderr = proc.communicate(stdin, timeout=timeout)
+        stdout, stderr = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)
@@ -372,9 +373,6 @@ def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tup
     except KeyboardInterrupt:
         _stop_group(proc)
         raise
-    except _Terminated:
-        _stop_group(proc)
-        raise SystemExit(128 + signal.SIGTERM) from None
     return stdout, stderr, proc.returncode
 
 
