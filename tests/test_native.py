@@ -81,6 +81,19 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     # the same C++-API build with nothing saying which torch (as sgl-kernel's wheels: no torch requirement at all)
     idx.add("simple", "anontied", "1.0", tag=CP, modules={
         "anontied/_C.so": extension(tmp / "anon", "anontied._C", links={stubs["libc10.so@2.9"]: (C10_CXX,)})})
+    # a package whose own import works and one part of which needs a library outside the torch/GPU stack that
+    # nothing installs (as cupy's cuTENSOR module, numba's TBB pool); one whose part needs the CUDA 12 runtime; one
+    # whose native code did not load and says so in its own words (as torchvision built for another torch)
+    cutensor = stub_library(tmp / "cutensor", "libcutensor.so.2", ("cutensorCreate",))
+    idx.add("simple", "optpkg", "1.0", tag=CP, modules={
+        "optpkg/__init__.py": "", "optpkg/_cutensor.so": extension(tmp / "opt", "optpkg._cutensor",
+                                                                   links={cutensor: ("cutensorCreate",)})})
+    idx.add("simple", "halfpkg", "1.0", tag=CP, modules={
+        "halfpkg/__init__.py": "", "halfpkg/_gpu.so": extension(
+            tmp / "half", "halfpkg._gpu", links={stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",)})})
+    idx.add("simple", "opspkg", "1.0", tag=CP, requires=("torch==2.9.0",), modules={
+        "opspkg/__init__.py": "import opspkg._C\nraise RuntimeError('operator opspkg::nms does not exist')\n",
+        "opspkg/_C.so": extension(tmp / "ops", "opspkg._C", links={})})
     idx.start()
     yield idx
     idx.stop()
@@ -355,3 +368,53 @@ def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(t
     assert ("anontied/_C.so in anontied-1.0-cp311-cp311-manylinux_2_17_x86_64.whl link torch's C++ API, and the wheel "
             "names no torch release they were built for") in w
     assert "`tritonlock verify` imports it on the machine" in w
+
+
+def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_beside_them(
+        broken_venv: str, pypi: LocalIndex, tmp_path: Path, stubs: dict[str, Path],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H200 a lock of torch + torchvision, synced onto the image with --system-site-packages, failed verify on
+    the image's own cuda-core, cupy and numba — packages the lock does not hold — and took 3–5 s more importing ~50
+    of them. With the lock's names, verify imports the lock's packages and whatever sits in the venv's own site
+    (put there by hand), not the preinstalled rest; a part of a package that needs a library outside the torch/GPU
+    stack, which nothing installs, is said (inferred optional) without failing; a build whose native code did not
+    load is explained by the torch its METADATA pins. Without a lock, everything is imported, as before."""
+    import subprocess
+
+    from tritonlock._subprocess import uv_bin
+    from tritonlock.environment import _apply
+    from tritonlock.verify import run_verify
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(stubs["libcuda.so.1"].parent))
+    venv = tmp_path / "venv"
+    # the real code path that makes a --system-site-packages venv on an interpreter that is itself a venv
+    base_sites = _apply.create(venv, "3.11", system_site_packages=True, base=broken_venv)
+    assert base_sites
+    python = str(venv / "bin" / "python")
+    files = pypi.root / "simple" / "_files"
+    mine = [next(files.glob(f"{n}-1.0-*.whl")) for n in ("optpkg", "halfpkg", "opspkg")]
+    subprocess.run([uv_bin(), "pip", "install", "-q", "--python", python, "--no-deps", "--offline", *map(str, mine)],
+                   check=True)
+    scope = ("torch", "triton", "numpy", "filelock")  # the lock's names (not optpkg & co: they came in by hand)
+    result = run_verify(python, interpret=True, quick=True, import_scope=scope)
+    checks = {c.name: c for c in result.checks}
+    # kernelpkg and tiedpkg (broken, preinstalled in the base, not the lock's) are not imported, and that is said
+    assert "import kernelpkg" not in checks and "import tiedpkg" not in checks, sorted(checks)
+    assert any("preinstalled distribution(s) with native code that the lock does not hold" in n
+               for n in result.notes), result.notes
+    assert checks["import numpy"].ok  # a lock package preinstalled in the base: imported
+    opt = checks["import optpkg"]
+    assert opt.ok and opt.detail == ("optpkg 1.0: imported; its module optpkg._cutensor cannot load: it needs "
+                                     "libcutensor.so.2, which no installed package brings — inferred optional: "
+                                     "optpkg imports without it")
+    half = checks["import halfpkg"]  # a library of the CUDA stack is no optional part
+    assert not half.ok and "halfpkg 1.0: importing halfpkg._gpu failed: it needs libcudart.so.12" in half.detail
+    ops = checks["import opspkg"]
+    assert not ops.ok and ops.detail.startswith("opspkg 1.0: importing opspkg failed: RuntimeError: operator "
+                                                "opspkg::nms does not exist")
+    assert ops.detail.endswith("opspkg 1.0 was built for torch 2.9 (it requires torch==2.9.0), and this environment "
+                               "has torch 2.13.0+cpu") and ops.fix and "build for torch 2.13.0" in ops.fix
+    assert not result.ok
+    # no lock: every distribution with native code the interpreter sees, the preinstalled ones too
+    everything = {c.name: c for c in run_verify(python, interpret=True, quick=True).checks}
+    assert not everything["import kernelpkg"].ok and not everything["import tiedpkg"].ok

@@ -402,3 +402,22 @@ def test_both_forms_of_sync_agree_about_a_file_edited_in_place(tmp_path: Path, i
     fast = _cli("sync", "-p", str(proj), "--no-verify").stdout
     full = _run("sync", "-p", str(proj), "--dry-run")[1]  # what plain sync's full check plans
     assert "already matches" in fast and "0 to install, 0 to remove, 6 unchanged" in full, (fast, full)
+
+
+def test_a_newer_build_put_in_by_hand_is_said_to_be_downgraded(tmp_path: Path, index: LocalIndex) -> None:
+    """The H200 run's stray torchvision 0.28.0 over the locked 0.26.0: sync put 0.26.0 back and said "1 upgraded".
+    A step to an older version is a downgrade, in the plan and in what sync says it did."""
+    proj = _project(tmp_path, index, extra='"filelock==3.12.0"')
+    assert _run("sync", "-p", str(proj), "--no-verify")[0] == 0
+    venv = proj / ".venv"
+    newer = next((index.root / "simple" / "_files").glob("filelock-3.16.1-*.whl"))
+    from tritonlock._subprocess import uv_bin
+
+    subprocess.run([uv_bin(), "pip", "install", "-q", "--python", str(venv_python(venv)), "--no-deps", "--offline",
+                    str(newer)], check=True)
+    assert _venv.venv_dists(venv)["filelock"] == "3.16.1"
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--dry-run")
+    assert code == 0 and "0 to install, 1 to downgrade, 0 to remove" in out and "~ filelock 3.16.1 -> 3.12.0" in out
+    r = _cli("sync", "-p", str(proj), "--no-verify")
+    assert r.returncode == 0 and "now matches target host: 1 downgraded" in r.stdout, r.stdout + r.stderr
+    assert "upgraded" not in r.stdout and _venv.venv_dists(venv)["filelock"] == "3.12.0"

@@ -142,3 +142,42 @@ def test_the_base_search_skips_tritonlocks_own_venv(world: dict[str, Path], monk
     monkeypatch.setenv("PATH", os.pathsep.join([str(w["own"] / "bin"), str(w["base"] / "bin")]))
     assert find_base_python("3.11", (w["own"],)) == str(w["base"] / "bin" / "python3.11")
     assert find_base_python("3.11", ()) == str(w["own"] / "bin" / "python3.11")
+
+
+@pytest.mark.parametrize("stray", ["triton.py", "torch"])
+def test_a_file_of_the_venvs_own_that_shadows_a_preinstalled_package_is_found_and_removed(
+        world: dict[str, Path], stray: str) -> None:
+    """On the H200 a triton.py dropped into a --system-site-packages venv's own site-packages shadowed the image's
+    triton: `sync` said "already matches" and left it, doctor blamed a partial upgrade. It takes the import name of a
+    preinstalled package (seen through the flag), so it is damage: doctor names the file, dry-run says it would go,
+    sync removes it — and only it — and says so; the next sync matches."""
+    w = world
+    assert _tl(w, "sync", "--system-site-packages", "--find-links", str(w["house"]), "--no-verify").returncode == 0
+    venv = w["proj"] / ".venv"
+    site = _venv.site_dirs(venv)[0]
+    path = site / stray
+    if stray == "torch":  # a folder: a package named like the preinstalled one
+        path.mkdir()
+        (path / "__init__.py").write_text("raise ImportError('a stray torch')\n")
+    else:
+        path.write_text("raise ImportError('a stray triton')\n")
+    owner = stray.removesuffix(".py")
+    before = tree(venv)
+    doc = json.loads(_tl(w, "doctor", "--json").stdout)
+    found = {f["id"]: f for f in doc["findings"]}
+    assert "venv-stray-module" in found and str(path) in found["venv-stray-module"]["title"], found
+    assert "partial upgrade" not in json.dumps(found)
+    r = _tl(w, "sync", "--no-verify", "--dry-run")
+    assert (f"{path} is no installed distribution's file and takes the import name {owner!r} of the preinstalled "
+            f"{owner} ") in r.stderr and "sync would remove it" in r.stderr, r.stdout + r.stderr
+    assert tree(venv) == before  # (a dry run changes nothing)
+    r = _tl(w, "sync", "--no-verify")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "already matches" not in out, out
+    assert "which the venv sees through --system-site-packages: it shadows the preinstalled one; removing it" in out
+    assert "now matches target gpu-box: 1 stray file(s) removed" in r.stdout, out
+    assert not path.exists() and _where(venv, owner).startswith(str(w["base"]))  # the preinstalled one imports
+    rel = str(path.relative_to(venv))
+    assert set(before) - set(tree(venv)) == {k for k in before if k == rel or k.startswith(rel + "/")}  # only it
+    assert "already matches target gpu-box" in _tl(w, "sync", "--no-verify").stdout
+    assert "venv-stray-module" not in {f["id"] for f in json.loads(_tl(w, "doctor", "--json").stdout)["findings"]}

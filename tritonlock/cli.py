@@ -630,9 +630,14 @@ def _sync_state_lines(out: Any, dry_run: bool, show_plan: Any) -> None:
     elif not out.applied:
         _echo(f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)")
     else:
-        done = [f"{len(out.plan.of(a))} {w}" for a, w in (("install", "installed"), ("upgrade", "upgraded"),
-                                                          ("reinstall", "repaired"), ("remove", "removed"))
-                if out.plan.of(a)]
+        from tritonlock.environment._plan import is_downgrade
+
+        down = sum(1 for s in out.plan.of("upgrade") if is_downgrade(s))
+        done = [f"{n} {w}" for n, w in ((len(out.plan.of("install")), "installed"),
+                                        (len(out.plan.of("upgrade")) - down, "upgraded"), (down, "downgraded"),
+                                        (len(out.plan.of("reinstall")), "repaired"),
+                                        (len(out.plan.of("remove")), "removed"),
+                                        (out.strays_removed, "stray file(s) removed")) if n]
         asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
         if asked:
             fixed = len(out.plan.of("reinstall")) - asked
@@ -657,6 +662,7 @@ def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
     from tritonlock.verify.natives import lock_facts
 
     return {"imports": tuple(d.name for d in locked.selection.direct),
+            "import_scope": tuple(p.name for p in locked.packages),
             "lock_facts": lock_facts(locked.packages, lock.native)}
 
 

@@ -287,9 +287,9 @@ def integrity(prefix: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str,
         return (), (), ()
     damage = check_venv(p)
     found = [(d.kind, f"{d.name} {d.version or '(unknown version)'}: {d.problem}") for d in damage]
-    return (tuple(text for kind, text in found if kind not in ("modified", "stray")),
+    return (tuple(text for kind, text in found if kind not in ("modified", "stray", "stray-base")),
             tuple(text for kind, text in found if kind == "modified"),
-            tuple(path for d in damage if d.kind == "stray" for path in d.strays))
+            tuple(path for d in damage if d.kind in ("stray", "stray-base") for path in d.strays))
 
 
 # ---------------------------------------------------------------- Triton's ptxas

@@ -303,6 +303,17 @@ def apply(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: boo
                     f"{tail}") from None
 
 
+def remove_strays(paths: tuple[str, ...]) -> None:
+    """Files and folders no distribution owns that shadow an installed module (Damage.strays): a link is removed
+    itself, never what it points at."""
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
 def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
     """Before the install that replaces them: remove the .dist-info directories an installer cannot uninstall
     (no METADATA), and every copy of a package installed twice, so that exactly one copy results; mend a RECORD
@@ -311,12 +322,7 @@ def clear_broken(p: Plan, venv: Path, damage: tuple[Damage, ...]) -> None:
     todo = {s.name for s in p.steps if s.action in ("install", "upgrade", "reinstall")}
     for d in damage:
         if d.kind == "stray" and (d.name in todo or d.name in {s.name for s in p.of("remove")}):
-            for path in d.strays:  # no installer wrote them and none removes them: they go before the reinstall
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(path)
+            remove_strays(d.strays)  # no installer wrote them and none removes them: they go before the reinstall
             continue
         if (d.name in todo or d.name in {s.name for s in p.of("remove")}) and d.kind == "record" and (
                 Path(d.dist_info) / "RECORD").is_file():

@@ -159,6 +159,19 @@ def with_download(p: Plan, target: LockedTarget, python: str) -> Plan:
 
 
 
+def is_downgrade(s: Step) -> bool:
+    """An "upgrade" step (the installed version replaced by the locked one) that goes to an older version: said as
+    a downgrade (a build put in by hand that is newer than the lock's)."""
+    if s.action != "upgrade" or not s.have or not s.want:
+        return False
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(s.want) < Version(s.have)
+    except InvalidVersion:
+        return False
+
+
 _SIGN = {"install": "+", "upgrade": "~", "reinstall": "!", "remove": "-", "keep": "=", "leave": "?"}
 _COLOUR = {"install": "green", "upgrade": "yellow", "reinstall": "magenta", "remove": "red", "keep": None,
            "leave": "red"}
@@ -171,9 +184,10 @@ def format_plan(p: Plan, *, style: Callable[..., str] | None = None) -> str:
         return style(text, **kw) if style else text
 
     asked = sum(1 for s in p.of("reinstall") if s.note == "--reinstall")
-    counts = [(len(p.of(a)) - (asked if a == "reinstall" else 0), w)
+    down = sum(1 for s in p.of("upgrade") if is_downgrade(s))
+    counts = [(len(p.of(a)) - (asked if a == "reinstall" else down if a == "upgrade" else 0), w)
               for a, w in (("install", "to install"), ("upgrade", "to upgrade"), ("reinstall", "to repair"))]
-    counts += [(asked, "to reinstall"), (len(p.of("remove")), "to remove")]
+    counts += [(down, "to downgrade"), (asked, "to reinstall"), (len(p.of("remove")), "to remove")]
     head = ", ".join(f"{n} {w}" for n, w in counts if n or w in ("to install", "to remove"))
     head += f", {len(p.of('keep'))} unchanged"
     if p.download is not None and (p.download or p.unsized):

@@ -238,11 +238,14 @@ def mend_record(dist_info: Path) -> None:
     write_atomic(record, buf.getvalue(), what="sync")
 
 
-def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None = None) -> list[Damage]:
+def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None = None,
+                base_sites: list[str] | tuple[str, ...] = ()) -> list[Damage]:
     """Distributions in the venv whose files do not match their RECORD, or that are installed twice.
 
     `only` limits the check to these .dist-info directory names (sync checks those whose RECORD changed since
     its last completed run); doctor checks them all. `names` limits it to these (normalized) distributions.
+    `base_sites`: the preinstalled site directories a --system-site-packages venv sees (a file of the venv's own
+    that takes the import name of a preinstalled package shadows it too).
     """
     out: list[Damage] = []
     for site in site_dirs(venv):
@@ -276,7 +279,7 @@ def venv_damage(venv: Path, only: set[str] | None = None, names: set[str] | None
                                   problem=printable(f"it is installed twice ({vs}: "
                                                     f"{', '.join(p.name for p, _ in copies)})", 600),
                                   kind="twice"))
-    out += [d for d in stray_shadows(venv) if (names is None or d.name in names) and only is None]
+    out += [d for d in stray_shadows(venv, base_sites) if (names is None or d.name in names) and only is None]
     return out
 
 
@@ -296,15 +299,19 @@ def _module_of(name: str, is_dir: bool) -> str | None:
     return m[1] if m else None
 
 
-def stray_shadows(venv: Path) -> list[Damage]:
+def stray_shadows(venv: Path, base_sites: list[str] | tuple[str, ...] = ()) -> list[Damage]:
     """Files and folders that no installed distribution's RECORD lists, sitting beside installed code under the
     import name of an installed module or package (a `triton.py` dropped next to triton/, a `torch/nn.py` beside
     torch/nn/, a typing_extensions/ folder beside typing_extensions.py): one Damage per owner, naming them. Whether
-    Python's import order lets one win today or not, none of them was installed, and each can take the name."""
+    Python's import order lets one win today or not, none of them was installed, and each can take the name.
+    `base_sites` (a --system-site-packages venv's preinstalled directories): a top-level file or folder of the
+    venv's own that takes the import name of a preinstalled package wins over it on import — Damage of kind
+    "stray-base" (nothing to reinstall: the preinstalled copy is intact)."""
     import csv
 
     out: dict[tuple[str, str], list[str]] = {}
     versions: dict[str, tuple[str, str]] = {}
+    unowned: dict[str, list[tuple[str, str]]] = {}  # top-level module name → (site, entry) no RECORD there lists
     for site in site_dirs(venv):
         real = os.path.realpath(site)
         files: dict[str, str] = {}  # normalized path relative to the site → the normalized name of its owner
@@ -338,6 +345,8 @@ def stray_shadows(venv: Path) -> list[Damage]:
                 if _IDENT.fullmatch(leaf):
                     names.setdefault(up, {}).setdefault(leaf, owner)
                 parent = up
+        if base_sites:
+            names.setdefault("", {})  # the top level is looked at even where nothing of the venv's own is installed
         for folder, owned in names.items():
             try:
                 entries = list(os.scandir(os.path.join(real, folder)))
@@ -354,9 +363,24 @@ def stray_shadows(venv: Path) -> list[Damage]:
                 mod = _module_of(e.name, is_dir)
                 if mod is not None and mod in owned:
                     out.setdefault((owned[mod], real), []).append(rel)
+                elif mod is not None and not folder and base_sites:
+                    unowned.setdefault(mod, []).append((real, rel))
     from tritonlock._term import printable
 
     damage = []
+    if unowned:
+        for mod, owner, ver, info, base in _base_owners(base_sites, set(unowned)):
+            paths = [os.path.join(real, rel) for real, rel in sorted(unowned[mod])]
+            shown = ", ".join(printable(x, 300) for x in paths[:3]) + (", …" if len(paths) > 3 else "")
+            one = len(paths) == 1
+            damage.append(Damage(name=printable(owner, 200), version=printable(ver, 200), dist_info=info,
+                                 kind="stray-base", strays=tuple(paths),
+                                 problem=(f"{shown} {'is' if one else 'are'} no installed distribution's "
+                                          f"file{'' if one else 's'} and {'takes' if one else 'take'} the import name "
+                                          f"{mod!r} of the preinstalled {printable(owner, 200)} {printable(ver, 200)} "
+                                          f"(in {printable(base, 300)}), which the venv sees through "
+                                          f"--system-site-packages: {'it shadows' if one else 'they shadow'} the "
+                                          "preinstalled one")))
     for (owner, real), strays in sorted(out.items()):
         version, info = versions.get(owner, (None, ""))
         paths = [os.path.join(real, x) for x in sorted(strays)]
@@ -369,6 +393,40 @@ def stray_shadows(venv: Path) -> list[Damage]:
                                       f"{owner}'s own {'module' if one else 'modules'} beside "
                                       f"{'it' if one else 'them'} (a stray copy that can shadow the locked one)")))
     return damage
+
+
+def _base_owners(base_sites: list[str] | tuple[str, ...], wanted: set[str]) -> list[tuple[str, str, str, str, str]]:
+    """(module, owner, version, .dist-info, site) for each wanted top-level import name that a distribution in
+    these directories owns — the first directory that has it, as on import. Read only when a venv holds a top-level
+    entry that no RECORD of its own lists (rare): top_level.txt, else the RECORD's first path components."""
+    import csv
+
+    out: list[tuple[str, str, str, str, str]] = []
+    left = set(wanted)
+    for base in base_sites:
+        if not left:
+            break
+        for d in dist_infos(Path(base)):
+            nv = _meta(d)
+            if nv is None:
+                continue
+            try:
+                tops = (d / "top_level.txt").read_text(encoding="utf-8", errors="replace").split()
+            except OSError:
+                try:
+                    rows = record_rows((d / "RECORD").read_text(encoding="utf-8", errors="replace"))
+                except (OSError, csv.Error):
+                    continue
+                tops = []
+                for row in rows:
+                    head, sep, _ = (row[0] if row else "").partition("/")
+                    mod = _module_of(head, bool(sep))
+                    if mod:
+                        tops.append(mod)
+            for mod in sorted(left & set(tops)):
+                out.append((mod, normalize(nv[0]), nv[1], str(d), base))
+                left.discard(mod)
+    return out
 
 
 def snapshot(venv: Path) -> dict[str, tuple[int, int]]:

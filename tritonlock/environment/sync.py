@@ -177,7 +177,7 @@ def _look(venv: Path, python: str, flag: bool | None, base_given: str | None) ->
         system = {k: v for k, v in system.items() if k not in dists}
     # Every package's files, every time the full path runs: the stamp only lets a no-op answer early (file and
     # directory times); it never outranks what the files themselves say (a file deleted, a RECORD torn).
-    damage = tuple(venv_damage(venv))
+    damage = tuple(venv_damage(venv, base_sites=base_sites or (_base_sites(venv) if ssp else ())))
     return _State(exists=True, rebuild=None, ssp=ssp, inherited=flag is None and ssp, base=base,
                   base_sites=base_sites, dists=dists, system=system, damage=damage)
 
@@ -235,9 +235,25 @@ def _own_prefixes(venv: Path) -> tuple[Path, ...]:
 
 
 def check_venv(venv: Path) -> list[Damage]:
-    """Every distribution in the venv whose files do not match its RECORD, or that is installed twice (what the
-    next `sync` repairs); for doctor."""
-    return venv_damage(venv)
+    """Every distribution in the venv whose files do not match its RECORD, or that is installed twice, and files of
+    its own that shadow a package (its own or a preinstalled one it sees): what the next `sync` repairs; for
+    doctor."""
+    return venv_damage(venv, base_sites=_base_sites(venv))
+
+
+def _base_sites(venv: Path) -> list[str]:
+    """The preinstalled site directories a --system-site-packages venv sees: as sync recorded them when it made the
+    venv, else as its interpreter's sys.path has them beyond its own (a venv made by hand or an older tritonlock);
+    none for a venv without the flag."""
+    from tritonlock.environment._noop import read_made
+
+    if not _venv.venv_ssp(venv):
+        return []
+    made = read_made(venv) or {}
+    if isinstance(made.get("base-sites"), list):
+        return [str(x) for x in made["base-sites"]]
+    own = {os.path.realpath(s) for s in _venv.site_dirs(venv)}
+    return [s for s in _interp.path_sites(str(venv_python(venv))) if os.path.realpath(s) not in own]
 
 
 # ---------------------------------------------------------------- the whole command
@@ -251,6 +267,7 @@ class SyncOutcome:
     venv: Path
     host: HostProfile
     rebuilt: bool = False
+    strays_removed: int = 0  # files of the venv's own that shadowed preinstalled packages, removed
 
 
 def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = False, locked: bool = False,
@@ -335,7 +352,8 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
 
     def decide() -> tuple[_State, Plan]:
         st = _look(venv, sel.python or "", system_site_packages, base_given)
-        p = plan(target, st.dists, st.system, equivalent, {d.name: d.problem for d in st.damage}, again)
+        p = plan(target, st.dists, st.system, equivalent,
+                 {d.name: d.problem for d in st.damage if d.kind != "stray-base"}, again)
         why = source_build_rebuild(p, target) if st.rebuild is None and not st.ssp else None
         if why:  # a build that may fail after torch is in: never in the venv itself
             import dataclasses
@@ -347,6 +365,8 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
         st, p = decide()
         if st.rebuild and st.exists:
             say(f"would rebuild {venv} beside the old one: {st.rebuild}")
+        for d in (d for d in st.damage if d.kind == "stray-base"):
+            say(f"{venv}: {d.problem}; sync would remove {'it' if len(d.strays) == 1 else 'them'}")
         return SyncOutcome(target=target, plan=with_download(p, target, sel.python), applied=False, venv=venv,
                            host=host)
     def need_uv(st: _State) -> None:
@@ -380,11 +400,21 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             for j in junk:
                 say(f"warning: {venv} holds a .dist-info named {printable(repr(j.name), 300)}, which is not a valid "
                     "distribution name — remove it by hand")
+            over = [d for d in st.damage if d.kind == "stray-base"]
+            for d in over:  # no installer wrote them, and the preinstalled copy they shadow is intact
+                say(f"{venv}: {d.problem}; removing {'it' if len(d.strays) == 1 else 'them'}")
+                _apply.remove_strays(d.strays)
+            left = [x for x in venv_damage(venv, base_sites=st.base_sites or _base_sites(venv))
+                    if x.kind == "stray-base"] if over else []
+            if left:
+                raise SyncError(f"{venv}: could not remove " + ", ".join(x for d in left for x in d.strays)
+                                + "\n  fix: remove them by hand, then sync again")
             if p.noop:
                 _apply.stamp(venv, key, target, p, st.ssp, st.base_sites)
-                return SyncOutcome(target=target, plan=p, applied=False, venv=venv, host=host)
+                return SyncOutcome(target=target, plan=p, applied=bool(over), venv=venv, host=host,
+                                   strays_removed=sum(len(d.strays) for d in over))
             strays = [d for d in st.damage if d.kind == "stray"]
-            broken = [d for d in st.damage if d.kind != "stray"]
+            broken = [d for d in st.damage if d.kind not in ("stray", "stray-base")]
             if broken:
                 say(f"{venv}: {len(broken)} package(s) damaged (a sync or install was stopped half-way?); "
                     "reinstalling them")

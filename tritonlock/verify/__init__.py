@@ -156,6 +156,7 @@ def run_verify(
     driver: str | None = None,
     ptxas_floors: dict[str, str] | None = None,
     imports: tuple[str, ...] = (),
+    import_scope: tuple[str, ...] | None = None,
     lock_facts: Any = None,
 ) -> VerifyResult:
     """Run the verify runner under `python` (the venv's interpreter) and parse its report.
@@ -165,13 +166,15 @@ def run_verify(
     `interpret` None lets the runner pick (GPU when torch sees one). Raises VerifyError only when
     the runner cannot run or answers something that is not its report. `driver` is the host's
     NVIDIA driver version when the caller has detected it (the runner probes otherwise). `imports`: the packages
-    the user named (imported even without native code, beside every distribution that has some); `lock_facts`
+    the user named (imported even without native code, beside every distribution that has some); `import_scope`: the
+    lock's package names (a preinstalled distribution outside them is not imported: not the lock's); `lock_facts`
     (tritonlock.verify.natives.LockFacts): what the lock knows of their native code, to explain a failed import.
     """
     started = start_verify(python, interpret=interpret, quick=quick, profile=profile, cold=cold, reuse=reuse,
                            inject_fault=inject_fault, timeout=timeout)
     return started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
-                          ptxas_floors=ptxas_floors, imports=imports, lock_facts=lock_facts)
+                          ptxas_floors=ptxas_floors, imports=imports, import_scope=import_scope,
+                          lock_facts=lock_facts)
 
 
 class StartedVerify:
@@ -186,15 +189,17 @@ class StartedVerify:
 
     def finish(self, *, backend: str | None = None, triton: str | None = None, expect_gpu: bool | None = None,
                driver: str | None = None, ptxas_floors: dict[str, str] | None = None,
-               imports: tuple[str, ...] = (), lock_facts: Any = None) -> VerifyResult:
+               imports: tuple[str, ...] = (), import_scope: tuple[str, ...] | None = None,
+               lock_facts: Any = None) -> VerifyResult:
         """`imports`: the packages the user named (imported even without native code, beside every distribution
-        that has some); `lock_facts` (tritonlock.verify.natives.LockFacts): what the lock knows of the packages'
+        that has some); `import_scope`: the lock's package names; `lock_facts` (tritonlock.verify.natives.LockFacts): what the lock knows of the packages'
         native code, to explain a failed import."""
         late = {"backend": backend, "triton": triton, "expect_gpu": expect_gpu, "driver": driver,
                 # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
                 # so the runner can tell whether Triton's ptxas makes kernels this driver loads
                 "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
-                **({"imports": list(imports)} if imports else {})}
+                **({"imports": list(imports)} if imports else {}),
+                **({"import_scope": list(import_scope)} if import_scope is not None else {})}
         try:
             stdout, stderr, code = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
             elapsed = time.perf_counter() - self.started

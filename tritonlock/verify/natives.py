@@ -27,6 +27,7 @@ class ImportRow:
     loaded: int = 0
     requires_torch: str | None = None
     modules: tuple[str, ...] = ()
+    optional: tuple[tuple[str, str], ...] = ()  # (module, error): parts that cannot load, the package imports without
 
 
 def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
@@ -41,7 +42,9 @@ def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
             error=str(r.get("error") or ""), needs_driver=bool(r.get("needs_driver")),
             loaded=int(r["loaded"]) if isinstance(r.get("loaded"), int) else 0,
             requires_torch=r.get("requires_torch") if isinstance(r.get("requires_torch"), str) else None,
-            modules=tuple(m for m in r.get("modules", []) if isinstance(m, str))))
+            modules=tuple(m for m in r.get("modules", []) if isinstance(m, str)),
+            optional=tuple((str(o.get("module")), str(o.get("error"))) for o in r.get("optional", [])
+                           if isinstance(o, dict))[:5] if isinstance(r.get("optional"), list) else ()))
     return tuple(out)
 
 
@@ -109,14 +112,15 @@ def explain(row: ImportRow, *, torch: str | None, lock: LockFacts | None) -> tup
         return (f"{said} ({row.error})", f"install {row.dist}'s build for this torch's CUDA, or a torch whose CUDA it "
                                          "was built for — `tritonlock resolve` picks a pair that loads (the lock's "
                                          "rule refuses this one)")
+    meta = f"Requires-Dist: {row.requires_torch}" if row.requires_torch else None
+    built = built_for_torch(f"{row.dist}-{row.version}-x.whl", meta)
+    if built is None and lock and row.dist in lock.facts and lock.facts[row.dist][0] == row.version:
+        built = lock.facts[row.dist][1].built_for_torch
+    other_torch = bool(built and torch and not torch.startswith(built + "."))
     undefined = _UNDEFINED.search(row.error)
     if undefined:
-        meta = f"Requires-Dist: {row.requires_torch}" if row.requires_torch else None
-        built = built_for_torch(f"{row.dist}-{row.version}-x.whl", meta)
-        if built is None and lock and row.dist in lock.facts:
-            built = lock.facts[row.dist][1].built_for_torch
         sym = undefined[1][:80]
-        if built and torch and not torch.startswith(built + "."):
+        if other_torch and torch:
             return (f"{what}: a symbol it links is missing ({sym}): it was built for torch {built}, and this "
                     f"environment has torch {torch}", f"install the {row.dist} build for torch {torch.split('+')[0]} "
                                                        f"(or torch {built}); `tritonlock resolve` picks a pair that "
@@ -124,6 +128,13 @@ def explain(row: ImportRow, *, torch: str | None, lock: LockFacts | None) -> tup
         return (f"{what}: a symbol it links is missing ({sym}): it was built against another torch, or another "
                 f"build of a library it links, than this environment has ({row.error[:200]})",
                 f"reinstall {row.dist} for this environment's torch ({torch}); `tritonlock sync` restores the lock")
+    if other_torch and row.requires_torch and torch:
+        # its native code did not load, and its own import says so in its words ("operator torchvision::nms does not
+        # exist"): the cause is in its METADATA
+        return (f"{what}: {row.error[:300]} — {row.dist} {row.version} was built for torch {built} (it requires "
+                f"{row.requires_torch}), and this environment has torch {torch}",
+                f"install the {row.dist} build for torch {torch.split('+')[0]} (or torch {built}); "
+                "`tritonlock sync` restores the lock's")
     return (f"{what}: {row.error}", "see the error above; `tritonlock doctor` looks at the environment"
             if not row.named else "it is a package you named: its import must work (`tritonlock doctor` may say why)")
 
@@ -183,6 +194,13 @@ def import_checks(rows: Iterable[ImportRow], *, torch: str | None, lock: LockFac
         elif r.ok and r.error:
             out.append((name, True, f"{r.dist} {r.version} imports; {r.module} did not ({r.error[:160]}), which is "
                                     "not native code failing to load", None))
+        elif r.ok and r.optional:
+            module, why = r.optional[0]
+            needs = _MISSING.search(why)
+            more = f" (and {len(r.optional) - 1} more such module(s))" if len(r.optional) > 1 else ""
+            out.append((name, True, f"{r.dist} {r.version}: imported; its module {module} cannot load: it needs "
+                                    f"{needs[1] if needs else 'a library'}, which no installed package brings{more} — "
+                                    f"inferred optional: {r.dist} imports without it", None))
         elif r.ok:
             n = len(r.modules)
             out.append((name, True, f"{r.dist} {r.version}: imported" + (

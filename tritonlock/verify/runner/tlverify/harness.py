@@ -75,11 +75,14 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--import-job", help=argparse.SUPPRESS)  # one distribution's imports (imports.py)
     p.add_argument("--imports", type=json.loads, default=[],
                    help='the packages the user named, imported even without native code, as JSON: ["vllm"]')
+    p.add_argument("--import-scope", type=json.loads, default=None,
+                   help='the lock\'s package names, as JSON: a preinstalled distribution outside them is not imported')
     p.add_argument("--no-imports", action="store_true", help="do not import the packages with native code")
     p.add_argument("--gated", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process: see CompileCheck
     p.add_argument("--late-args", action="store_true",
-                   help="read backend, triton, expect_gpu, driver, ptxas_floors and imports as one JSON line on "
-                        "stdin, while torch imports (what tritonlock does: it starts the runner before it reads the lock)")
+                   help="read backend, triton, expect_gpu, driver, ptxas_floors, imports and import_scope as one JSON "
+                        "line on stdin, while torch imports (what tritonlock does: it starts the runner before it "
+                        "reads the lock)")
     p.add_argument("--inject-fault", metavar="KERNEL[:wrong|:raise]",
                    help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
                         ":wrong computes a finite but wrong answer")
@@ -102,7 +105,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-LATE = ("backend", "triton", "expect_gpu", "driver", "ptxas_floors", "imports")
+LATE = ("backend", "triton", "expect_gpu", "driver", "ptxas_floors", "imports", "import_scope")
 
 
 def read_late_args(opts: argparse.Namespace) -> None:
@@ -414,7 +417,7 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
         # the packages' native code: each distribution's imports in a process of its own, beside the kernels
         from .imports import ImportChecks
 
-        imports = (ImportChecks(RUNNER_DIR, lambda: list(late(opts).imports or [])) if not opts.no_imports
+        imports = (ImportChecks(RUNNER_DIR, lambda: (late(opts).imports, opts.import_scope)) if not opts.no_imports
                    else None)
     try:
         _verify(opts, r, check, memo_dir, pool, monitor, hidden)

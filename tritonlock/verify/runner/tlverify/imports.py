@@ -32,13 +32,39 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed_with_native_code(named: list[str]) -> list[dict[str, Any]]:
+# the libraries of the torch and GPU stack: a module of a package that cannot find one of these is broken whatever
+# the package's own import does (tritonlock.nativerule.CUDA_LIB and torch's own, written again here: the runner
+# imports nothing of tritonlock)
+_STACK_LIB = re.compile(r"^lib(torch[A-Za-z_]*|c10[A-Za-z_]*|cuda|cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|"
+                        r"nvrtc|nvJitLink|cudnn[A-Za-z_]*|nccl|nvshmem[A-Za-z_]*|cupti|nvToolsExt|cufile|amdhip64|"
+                        r"hiprtc|rocblas|MIOpen|rccl|hsa-runtime64|sycl|ze_loader|python[0-9.]*)\.so")
+_MISSING_LIB = re.compile(r"(\S+?): cannot open shared object file")
+
+
+def _own_sites() -> list[str]:
+    """The environment's own site directories — a venv's, not the base interpreter's it sees through
+    --system-site-packages; empty outside a venv (then every directory is the environment's own)."""
+    import sysconfig
+
+    if sys.prefix == sys.base_prefix:
+        return []
+    paths = sysconfig.get_paths()
+    return [os.path.realpath(p) for p in dict.fromkeys([paths["purelib"], paths["platlib"]])]
+
+
+def installed_with_native_code(named: list[str], scope: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
     """One job per distribution to import: its extension modules (by RECORD), its top-level modules, whether it
-    requires torch (then torch is imported first, as its own code would have done)."""
+    requires torch (then torch is imported first, as its own code would have done). `scope` (the lock's package
+    names): a distribution outside it is imported only when the user named it or it sits in the venv's own site
+    directory (put there by hand); the others — preinstalled, seen through --system-site-packages — are not the
+    lock's, and are counted, not imported. Returns (jobs, how many were left out so)."""
     from importlib import metadata
 
     wanted = {_norm(n) for n in named}
+    inside = {_norm(n) for n in scope} if scope is not None else None
+    own = _own_sites() if inside is not None else []
     jobs: dict[str, dict[str, Any]] = {}
+    left_out: set[str] = set()
     for dist in metadata.distributions():
         name = _norm(dist.metadata["Name"] or "")
         if not name or name in SKIP_DISTS or name in jobs:
@@ -51,6 +77,11 @@ def installed_with_native_code(named: list[str]) -> list[dict[str, Any]]:
                 modules.append(m["mod"].replace("/", "."))
         if not modules and name not in wanted:
             continue
+        if inside is not None and name not in inside and name not in wanted:
+            where = os.path.realpath(str(dist.locate_file("")))
+            if not any(where == s or where.startswith(s + os.sep) for s in own):
+                left_out.add(name)
+                continue
         tops = [t.strip() for t in (dist.read_text("top_level.txt") or "").split() if t.strip().isidentifier()]
         if not tops:
             tops = sorted({f.split("/", 1)[0].removesuffix(".py") for f in files
@@ -60,7 +91,7 @@ def installed_with_native_code(named: list[str]) -> list[dict[str, Any]]:
         jobs[name] = {"dist": name, "version": dist.version, "tops": tops[:8], "modules": sorted(set(modules)),
                       "torch": bool(requires) or any(m.startswith("torch") for m in modules),
                       "requires_torch": requires[0] if requires else None, "named": name in wanted}
-    return sorted(jobs.values(), key=lambda j: j["dist"])
+    return sorted(jobs.values(), key=lambda j: j["dist"]), len(left_out - set(jobs))
 
 
 def import_job_main(job: dict[str, Any]) -> int:
@@ -89,39 +120,28 @@ def import_job_main(job: dict[str, Any]) -> int:
 
 
 class ImportChecks:
-    """The import jobs, started at once (a few processes at a time) and collected into rows at the end. `named`
-    gives the packages the user named once they are known (tritonlock sends them on stdin while torch imports): the
-    distributions with native code start before that."""
+    """The import jobs, started at once (a few processes at a time) and collected into rows at the end. `late`
+    gives (the packages the user named, the lock's package names or None) once tritonlock has sent them (on stdin,
+    while torch imports): which distributions are the lock's is known only then."""
 
-    def __init__(self, runner_dir: str, named: Any, limit: int | None = None) -> None:
-        self.jobs = installed_with_native_code([])
+    def __init__(self, runner_dir: str, late: Any, limit: int | None = None) -> None:
+        self.jobs: list[dict[str, Any]] = []
+        self.left_out = 0
         self.results: dict[str, tuple[int, str, str]] = {}
         self._runner = runner_dir
         self._limit = limit or max(2, min(8, os.cpu_count() or 2))
         self._threads: list[threading.Thread] = []
         self._gate = threading.Semaphore(self._limit)
+        self._starter = threading.Thread(target=self._start_all, args=(late,), name="import-start", daemon=True)
+        self._starter.start()
+
+    def _start_all(self, late: Any) -> None:
+        named, scope = late() if callable(late) else late
+        self.jobs, self.left_out = installed_with_native_code(list(named or []), scope)
         for job in self.jobs:
-            self._start(job)
-        self._named = threading.Thread(target=self._add_named, args=(named,), name="import-named", daemon=True)
-        self._named.start()
-
-    def _start(self, job: dict[str, Any]) -> None:
-        t = threading.Thread(target=self._run, args=(job,), name=f"import-{job['dist']}", daemon=True)
-        t.start()
-        self._threads.append(t)
-
-    def _add_named(self, named: Any) -> None:
-        names = list(named() if callable(named) else named or [])
-        if not names:
-            return
-        have = {j["dist"]: j for j in self.jobs}
-        for job in installed_with_native_code(names):
-            if job["dist"] in have:
-                have[job["dist"]]["named"] = job["named"]  # judged at the end: the process need not know
-            elif job["named"]:
-                self.jobs.append(job)
-                self._start(job)
-        self.jobs.sort(key=lambda j: j["dist"])
+            t = threading.Thread(target=self._run, args=(job,), name=f"import-{job['dist']}", daemon=True)
+            t.start()
+            self._threads.append(t)
 
     def _run(self, job: dict[str, Any]) -> None:
         with self._gate:
@@ -136,12 +156,15 @@ class ImportChecks:
                 self.results[job["dist"]] = (-1, "", f"could not start: {e}")
 
     def finish(self, r: Any, gpu: bool) -> None:
-        self._named.join()
+        self._starter.join()
         for t in self._threads:
             t.join()
         for job in self.jobs:
             code, stdout, stderr = self.results.get(job["dist"], (-1, "", "no result"))
             r.imports.append(_row(job, code, stdout, stderr, gpu))
+        if self.left_out:
+            r.notes.append(f"imports: {self.left_out} preinstalled distribution(s) with native code that the lock "
+                           "does not hold, seen through --system-site-packages, were not imported (not the lock's)")
 
 
 def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) -> dict[str, Any]:
@@ -155,9 +178,27 @@ def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) ->
     if tried is None:
         why = f"its import process exited with code {code}" + (f" (signal {-code})" if code < 0 else "")
         return {**base, "ok": False, "native": True, "module": None, "error": f"{why}: {stderr.strip()[-600:]}"}
+    tops_ok = all(t["ok"] for t in tried if t["module"] in job["tops"] or t["module"] == "torch")
+
+    def beside(t: dict[str, Any]) -> bool:
+        """A module the package's own import did not need, failing in a way that leaves the package working: named
+        by its file but importable under no such name (it lives where no import finds it), or needing a library
+        outside the torch and GPU stack that nothing installed brings (an optional part: inferred from the package
+        importing without it)."""
+        if t["module"] in job["tops"] or not tops_ok:
+            return False
+        if t["error"].startswith("ModuleNotFoundError") and f"'{t['module'].rsplit('.', 1)[-1]}" in t["error"]:
+            return True
+        lib = _MISSING_LIB.search(t["error"])
+        return bool(lib and not _STACK_LIB.match(lib[1]))
+
     failed = [t for t in tried if not t["ok"] and not NOT_A_MODULE.search(t["error"])]
+    optional = [t for t in failed if beside(t) and _MISSING_LIB.search(t["error"])]
+    failed = [t for t in failed if not beside(t)]
     if not failed:
-        return {**base, "ok": True, "loaded": len(tried)}
+        return {**base, "ok": True, "loaded": len(tried),
+                **({"optional": [{"module": t["module"], "error": t["error"]} for t in optional[:5]]}
+                   if optional else {})}
     first = next((t for t in failed if NATIVE_ERROR.search(t["error"])), failed[0])
     native = bool(NATIVE_ERROR.search(first["error"]))
     top = first["module"] in job["tops"] or first["module"] == "torch"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import threading
 import time
@@ -32,7 +33,10 @@ class Report:
         import sysconfig
 
         paths = sysconfig.get_paths()
-        self.site = list(dict.fromkeys([paths["purelib"], paths["platlib"]]))  # where the distributions are
+        # where the distributions are: the environment's own, then what it sees beyond (--system-site-packages), in
+        # import order
+        self.site = list(dict.fromkeys([paths["purelib"], paths["platlib"]] + [
+            p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]))
         self.gpu_health: dict[str, Any] | None = None  # gpuhealth.Monitor.facts(): what NVML saw
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
