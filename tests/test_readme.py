@@ -128,18 +128,18 @@ NOT_RUN: dict[str, str] = {
         "tests/test_verify.py run sync and verify on real venvs with real torch",
     "tritonlock verify": "needs a venv with real torch and Triton; tests/test_verify.py runs it",
     "tritonlock verify --quick": "needs a venv with real torch and Triton; tests/test_verify.py runs it",
-    "tritonlock verify --record": "needs real torch; tests/test_fleet_report.py and test_check.py record real runs",
+    "tritonlock verify --record": "needs real torch; tests/test_check.py and tests/test_cli_sync.py record real runs",
     "tritonlock verify --python /opt/conda/bin/python --json": "an interpreter of the reader's own (a conda Python)",
     "tritonlock sync --find-links wheelhouse/":
-        "installs and verifies real torch from a wheelhouse; tests/test_export.py stops the index and syncs from one",
+        "installs and verifies real torch from a wheelhouse; tests/test_wheelhouse.py stops the index and syncs from one",
     "gpu-node$ tritonlock sync --find-links wheelhouse/": "on the GPU node of the air-gapped example (as above)",
     "tritonlock fleet hosts --slurm --nodes 4 --partition gpu":
         "needs a Slurm cluster; tests/test_fleet_slurm.py runs it on slurmctld/slurmd started on loopback",
     "tritonlock compat check": "needs the live indexes (network); tests/test_compat_live.py runs it with -m network",
     "tritonlock compat check --wheels all": "needs the live indexes (network), about two minutes",
     "tritonlock compat check --versions 2.15.0,3.9.0 --json": "needs the live indexes (network)",
-    "tritonlock compat check --new -o draft.toml": "needs the live indexes (network); test_releaseday.py runs it "
-                                                   "against a local index",
+    "tritonlock compat check --new -o draft.toml": "needs the live indexes (network); tests/test_releaseday.py "
+                                                   "runs it against a local index",
 }
 
 
@@ -156,32 +156,31 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
+PROMPT = re.compile(r"^\S*\$ ")  # "$ " or "gpu-node$ "
+
+
 def fenced_commands(text: str) -> Iterator[str]:
-    """Each command line of the page's bash/sh/console blocks (continuations joined, comments dropped)."""
+    """Each command line of the page's bash/sh/console blocks (continuations joined, comments dropped); in a
+    session with prompts, only what follows a prompt (the rest is output)."""
     for lang, body in re.findall(r"^```([a-z]*)\n(.*?)^```", text, re.M | re.S):
         if lang not in ("", "bash", "sh", "shell", "console"):
             continue
         lines = body.splitlines()
-        if lang == "console" or any(re.match(r"^\S*\$ ", x) for x in lines):
-            lines = [x for x in lines if re.match(r"^\S*\$ ", x) or x.startswith("    ")]
-            # a prompt's line and the indented lines continuing it (after a trailing backslash)
-        joined: list[str] = []
+        prompted = lang == "console" or any(PROMPT.match(x) for x in lines)
+        cmds: list[str] = []
         for raw in lines:
-            line = _strip_comment(raw)
-            if joined and joined[-1].endswith("\\"):
-                joined[-1] = joined[-1][:-1].rstrip() + " " + line.strip()
-            elif line.strip() and not (lang == "console" and raw.startswith("    ")):
-                joined.append(line.strip())
-        for cmd in joined:
-            cmd = re.sub(r"^\$ ", "", " ".join(cmd.split()))
-            if cmd and not cmd.endswith("\\"):
-                yield cmd
+            line = _strip_comment(raw).strip()
+            if cmds and cmds[-1].endswith("\\"):
+                cmds[-1] = cmds[-1][:-1].rstrip() + " " + line
+            elif line and (not prompted or PROMPT.match(raw)):
+                cmds.append(line)
+        for cmd in cmds:
+            yield re.sub(r"^\$ ", "", " ".join(cmd.split()))
 
 
 def _is_tritonlock(cmd: str) -> bool:
-    words = cmd.split()
-    return any(re.match(r"^(\S*\$ )?([A-Z_]+=\S+ )*tritonlock( |$)", part.strip() + " ")
-               for part in " ".join(words).split("&&"))
+    """Whether a part of the command line (between &&) runs tritonlock, after any VAR=value assignments."""
+    return any(re.match(r"(\S*\$ )?([A-Z_]+=\S+ )*tritonlock( |$)", part.strip()) for part in cmd.split("&&"))
 
 
 def doc_examples() -> dict[str, list[str]]:
