@@ -130,10 +130,11 @@ def test_a_stale_lock_warns_in_show_export_and_verify(project: Path) -> None:
 
 
 def test_readme_exit_codes_are_the_help_text() -> None:
-    """The table in README.md and `tritonlock --help` say the same words for every code."""
-    helped = dict(re.findall(r"^  (\d)  (.+)$", EXIT_CODES.replace("\n     ", " "), re.M))
-    section = README.read_text(encoding="utf-8").split("### Exit codes", 1)[1].split("\n## ", 1)[0]
-    table = {code: text.replace("`", "") for code, text in re.findall(r"^\| (\d) \| (.+) \|$", section, re.M)}
+    """The list in README.md and `tritonlock --help` say the same words for every code (130 too)."""
+    helped = dict(re.findall(r"^  (\d+)  (.+)$", EXIT_CODES.replace("\n     ", " "), re.M))
+    section = README.read_text(encoding="utf-8").split("## Exit codes", 1)[1].strip().split("\n\n", 1)[0]
+    listed = re.findall(r"^\* `(\d+)` (.+?)(?=^\* |\Z)", section.strip() + "\n", re.M | re.S)
+    table = {code: " ".join(text.split()).replace("`", "") for code, text in listed}
     assert table == helped
     r = CliRunner().invoke(main, ["--help"])
     shown = [line.strip() for line in r.output.split("Exit codes:", 1)[1].strip().splitlines()]

@@ -1,5 +1,5 @@
 """A CPU target's triton: PyTorch's cpu index publishes none, so it comes from the default index — the lock, its
-reason line and README say the same."""
+reason line and the manual (docs/lock.md) say the same."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
 from tritonlock.decide.matrix import load_matrix
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+LOCK_DOC = (Path(__file__).parents[1] / "docs" / "lock.md").read_text(encoding="utf-8")
 
 
 def test_a_cpu_targets_triton_comes_from_the_default_index_and_its_reason_says_where_and_why(
@@ -30,9 +30,9 @@ def test_a_cpu_targets_triton_comes_from_the_default_index_and_its_reason_says_w
     assert "the exact version torch 2.6.0 requires" not in line  # its CPU wheels require none
 
 
-def test_readme_names_the_exception_the_matrix_makes() -> None:
+def test_the_manual_names_the_exception_the_matrix_makes() -> None:
     m = load_matrix()
-    lock_section = README.split("## The lock", 1)[1].split("\n## ", 1)[0]
+    lock_section = LOCK_DOC.split("## Where each package comes from", 1)[1].split("\n## ", 1)[0]
     assert m.triton_from_default == frozenset({"cpu"})
     assert "`triton_from_default`" in lock_section and "PyTorch's `cpu` index publishes no triton" in lock_section
 

@@ -124,9 +124,9 @@ def test_cli_why_bad_options_are_bad_input() -> None:
     assert code == 2 and "--torch 9.9: the matrix knows torch 2.0.0–2.15.0" in out
 
 
-def test_the_readme_shows_what_why_really_says_for_the_cluster_example() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    shown = readme.split("For [`examples/clusters`](examples/clusters/triton-env.toml):\n\n```\n", 1)[1].split("\n```", 1)[0]
+def test_the_manual_shows_what_why_really_says_for_the_cluster_example() -> None:
+    page = (Path(__file__).parents[1] / "docs" / "decision.md").read_text(encoding="utf-8")
+    shown = page.split("For [`examples/clusters`](../examples/clusters/triton-env.toml):\n\n```\n", 1)[1].split("\n```", 1)[0]
     code, out = _run("why", "-p", str(EXAMPLES / "clusters"))
     assert code == 0 and out.rstrip() == shown
 
