@@ -46,8 +46,10 @@ cd "$W/proj"
 
 read rc dt < <(step first-sync "$TL" sync --system-site-packages --find-links "$C/house")
 summary "first sync --system-site-packages (then verify, imports on the GPU): exit $rc, $dt s"
-grep -E 'torchvision|import ' "$R/first-sync.txt" | head -8 >> "$R/summary.txt"
+grep -E 'torchvision|FAIL|RESULT|speed:|note: imports' "$R/first-sync.txt" | head -12 >> "$R/summary.txt"
 SITE=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+read rc dt < <(step healthy-doctor "$TL" doctor); summary "healthy venv: doctor: exit $rc, $dt s"
+grep -E '^(ERROR|WARNING)' "$R/healthy-doctor.txt" | head -5 >> "$R/summary.txt"
 
 NMS='import time; t=time.perf_counter(); import torch, torchvision; b=torch.rand(8,4,device="cuda"); b[:,2:]+=b[:,:2]; print(torchvision.__version__, torchvision.ops.nms(b, torch.rand(8,device="cuda"), 0.5).tolist(), round(time.perf_counter()-t,2), "s")'
 for i in 0 1 2; do
@@ -60,28 +62,33 @@ import json, sys, pathlib
 r = pathlib.Path(sys.argv[1])
 for f in sorted(r.glob("warm-new-*.txt")):
     doc = json.loads(f.read_text().rsplit("\nexit", 1)[0])
-    print(f.name, [(c["name"], c["ok"]) for c in doc["checks"] if c["name"].startswith(("import ", "GPU code"))])
+    print(f.name, doc.get("ok"), [(c["name"], c["ok"]) for c in doc["checks"] if c["name"].startswith(("import ", "GPU code"))])
+    print("  speed", [(k["kernel"], k["dtype"], k.get("ratio") and round(k["ratio"], 3), (k.get("speed") or {}).get("verdict"))
+                      for k in doc["kernels"] if k.get("ratio")])
+    print("  notes", [n for n in doc.get("notes", []) if n.startswith("imports")])
 EOF
 
 # the stray build: PyPI's torchvision 0.28.0 (for torch 2.13) over the locked 0.26.0, by hand
 uv pip install -q --offline --no-deps --reinstall --python .venv/bin/python "$C"/stray/torchvision-*.whl > "$R/stray-install.txt" 2>&1
 read rc dt < <(step stray-repro .venv/bin/python -c "$NMS"); summary "stray: the issue's repro (nms): exit $rc"
 read rc dt < <(step stray-verify "$TL" verify); summary "stray: verify: exit $rc, $dt s"
-grep -E 'FAIL|fix:' "$R/stray-verify.txt" | head -6 >> "$R/summary.txt"
+grep -E 'FAIL|fix:|RESULT' "$R/stray-verify.txt" | head -8 >> "$R/summary.txt"
 read rc dt < <(step stray-doctor "$TL" doctor); summary "stray: doctor: exit $rc, $dt s"
 grep -iE 'torchvision' "$R/stray-doctor.txt" | head -6 >> "$R/summary.txt"
 read rc dt < <(step stray-sync "$TL" sync --no-verify --find-links "$C/house"); summary "stray: sync --no-verify: exit $rc, $dt s"
 grep -iE 'torchvision|matches' "$R/stray-sync.txt" | head -4 >> "$R/summary.txt"
 read rc dt < <(step stray-verify-after "$TL" verify --quick); summary "stray: verify --quick after sync: exit $rc, $dt s"
+grep -E 'FAIL|RESULT' "$R/stray-verify-after.txt" | head -4 >> "$R/summary.txt"
 .venv/bin/python -c 'import torchvision; print("torchvision now", torchvision.__version__)' >> "$R/summary.txt" 2>&1
 
 # issue 23: a stray module that shadows a locked import name
 printf 'raise ImportError("a stray triton.py")\n' > "$SITE/triton.py"
 read rc dt < <(step shadow-verify "$TL" verify --quick); summary "shadow triton.py: verify --quick: exit $rc, $dt s"
 read rc dt < <(step shadow-doctor "$TL" doctor); summary "shadow triton.py: doctor: exit $rc, $dt s"
-grep -iE 'triton.py' "$R/shadow-doctor.txt" | head -3 >> "$R/summary.txt"
+grep -iE 'triton.py|partial' "$R/shadow-doctor.txt" | head -4 >> "$R/summary.txt"
 read rc dt < <(step shadow-sync "$TL" sync --no-verify --find-links "$C/house"); summary "shadow triton.py: sync --no-verify: exit $rc, $dt s"
 grep -iE 'triton.py|matches' "$R/shadow-sync.txt" | head -3 >> "$R/summary.txt"
+read rc dt < <(step shadow-verify-after "$TL" verify --quick); summary "shadow removed: verify --quick: exit $rc, $dt s"
 [ -e "$SITE/triton.py" ] && summary "shadow: triton.py still there" || summary "shadow: triton.py gone"
 cp triton-env.lock "$R/" 2>/dev/null
 tar -C "$R" -czf "$OUT/native.tar.gz" .

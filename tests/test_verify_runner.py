@@ -260,3 +260,46 @@ def test_a_check_that_raises_keeps_its_kernel_name_and_dtype(real_torch_python: 
     text = format_report(_parse(doc, 1.0))
     assert "FAIL  matmul fp16 on cpu (interpreter): matmul: the check raised RuntimeError" in text
     assert "  error " not in text
+
+
+# Triton APIs a released Triton removed: the runner runs in the user's venv, with whatever Triton its torch pins.
+# Triton 3.9.0 (the Triton PyPI's torch 2.15 pins) raises "Block pointers have been removed in favor of the tensor
+# descriptor API" for both (a real `tritonlock sync` on torch 2.15.0 + triton 3.9.0 failed its attention row so).
+REMOVED_TRITON_API = {"make_block_ptr": "3.9.0", "advance": "3.9.0"}
+
+
+def test_the_runners_kernels_use_no_triton_api_a_released_triton_removed() -> None:
+    import ast
+
+    runner = Path(__file__).resolve().parents[1] / "tritonlock" / "verify" / "runner" / "tlverify"
+    used = []
+    for f in sorted(runner.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in REMOVED_TRITON_API and isinstance(node.value, ast.Name)
+                    and node.value.id == "tl"):
+                gone = REMOVED_TRITON_API[node.attr]
+                used.append(f"{f.name}:{node.lineno} tl.{node.attr} (removed in Triton {gone})")
+    assert used == []
+
+
+@pytest.mark.network
+def test_the_kernels_pass_with_the_newest_triton_on_the_index(real_torch_python: str, tmp_path: Path) -> None:
+    """The reference kernels in the interpreter with the newest Triton the default index has (whatever torch pins
+    it), beside the test venv's torch: a Triton release that drops an API the runner uses fails here first."""
+    from tritonlock.verify import run_verify
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    src = Path(subprocess.run([real_torch_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip())
+    dst = next((venv / "lib").glob("python3*/site-packages"))
+    for entry in src.iterdir():
+        if not entry.name.startswith("triton"):
+            (dst / entry.name).symlink_to(entry)
+    from tritonlock._subprocess import uv_bin
+
+    subprocess.run([uv_bin(), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "--no-deps",
+                    "triton"], check=True)
+    result = run_verify(str(venv / "bin" / "python"), interpret=True, quick=True)
+    version = result.triton
+    assert [k.kernel for k in result.kernels if not k.ok] == [], (version, [k.detail for k in result.kernels])

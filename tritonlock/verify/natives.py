@@ -131,8 +131,9 @@ def explain(row: ImportRow, *, torch: str | None, lock: LockFacts | None) -> tup
     if other_torch and row.requires_torch and torch:
         # its native code did not load, and its own import says so in its words ("operator torchvision::nms does not
         # exist"): the cause is in its METADATA
+        requires = re.sub(r"\s*\((.*)\)", r"\1", row.requires_torch)  # "torch (==2.13.0)", as older METADATA has it
         return (f"{what}: {row.error[:300]} — {row.dist} {row.version} was built for torch {built} (it requires "
-                f"{row.requires_torch}), and this environment has torch {torch}",
+                f"{requires}), and this environment has torch {torch}",
                 f"install the {row.dist} build for torch {torch.split('+')[0]} (or torch {built}); "
                 "`tritonlock sync` restores the lock's")
     return (f"{what}: {row.error}", "see the error above; `tritonlock doctor` looks at the environment"

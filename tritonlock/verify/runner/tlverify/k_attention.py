@@ -1,7 +1,8 @@
 # tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
-"""attention: a flash-attention-style forward kernel (online softmax over key blocks, tl.dot on block pointers),
+"""attention: a flash-attention-style forward kernel (online softmax over key blocks, tl.dot on pointer tiles),
 causal and not, fp16 and bf16, head dims 64 and 128; against float64 attention and timed against torch's
-scaled_dot_product_attention. Block-pointer loads feeding tl.dot are the code path ptxas and new GPUs break first."""
+scaled_dot_product_attention. Tiled loads feeding tl.dot are the code path ptxas and new GPUs break first; on Hopper
+and later the same kernel reads through TMA tensor descriptors too."""
 
 # mypy: disable-error-code="no-untyped-def,untyped-decorator,no-untyped-call,import-not-found,unused-ignore"
 
@@ -57,33 +58,36 @@ def _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, offs_n, lo, hi,
 
 
 @triton.jit
-def _attend(acc, l_i, m_i, q, k_blk, v_blk, start, end, offs_m, n_ctx, qk_scale,
-            BLOCK_N: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr, DOT_FP32: tl.constexpr,
-            TRIPS: tl.constexpr):
-    """Fold key/value blocks [start, end) into the running (acc, l_i, m_i); MASK only on diagonal and tail blocks."""
+def _attend(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, start, end, offs_m, n_ctx, qk_scale,
+            BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr,
+            DOT_FP32: tl.constexpr, TRIPS: tl.constexpr):
+    """Fold key/value blocks [start, end) into the running (acc, l_i, m_i); MASK only on diagonal and tail blocks.
+    K is read transposed — a (HEAD_DIM, BLOCK_N) tile — so tl.dot(q, k) gives the scores directly."""
+    offs_d = tl.arange(0, HEAD_DIM)
     if TRIPS > 0:
         # Interpreter only: triton <= 3.6's interpreter cannot take a runtime loop bound with numpy >= 2.4
         # (triton-lang/triton#9171), so it visits every block and masks those outside [start, end).
         for i in range(TRIPS):
             offs_n = i * BLOCK_N + tl.arange(0, BLOCK_N)
-            k = tl.load(tl.advance(k_blk, (0, i * BLOCK_N)), boundary_check=(1,), padding_option="zero")
-            v = tl.load(tl.advance(v_blk, (i * BLOCK_N, 0)), boundary_check=(0,), padding_option="zero")
+            k = tl.load(k_base + offs_n[None, :] * stride_kn + offs_d[:, None], mask=offs_n[None, :] < n_ctx,
+                        other=0.0)
+            v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :], mask=offs_n[:, None] < n_ctx,
+                        other=0.0)
             acc, l_i, m_i = _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, offs_n, start,
                                   tl.minimum(end, n_ctx), True, CAUSAL, DOT_FP32)
     else:
-        k_blk = tl.advance(k_blk, (0, start))
-        v_blk = tl.advance(v_blk, (start, 0))
         for s in range(start, end, BLOCK_N):
+            offs_n = s + tl.arange(0, BLOCK_N)
+            k_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None]
+            v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :]
             if MASK:
-                k = tl.load(k_blk, boundary_check=(1,), padding_option="zero")
-                v = tl.load(v_blk, boundary_check=(0,), padding_option="zero")
+                k = tl.load(k_ptrs, mask=offs_n[None, :] < n_ctx, other=0.0)
+                v = tl.load(v_ptrs, mask=offs_n[:, None] < n_ctx, other=0.0)
             else:
-                k = tl.load(k_blk)
-                v = tl.load(v_blk)
-            acc, l_i, m_i = _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, s + tl.arange(0, BLOCK_N), start,
+                k = tl.load(k_ptrs)
+                v = tl.load(v_ptrs)
+            acc, l_i, m_i = _fold(acc, l_i, m_i, q, k, v, qk_scale, offs_m, offs_n, start,
                                   n_ctx, MASK, CAUSAL, DOT_FP32)
-            k_blk = tl.advance(k_blk, (0, BLOCK_N))
-            v_blk = tl.advance(v_blk, (BLOCK_N, 0))
     return acc, l_i, m_i
 
 
@@ -95,20 +99,15 @@ def attention_kernel(Q, K, V, O, sm_scale, stride_qz, stride_qh, stride_qm, stri
                      TRIPS: tl.constexpr):
     # One program per BLOCK_M queries of one (batch, head); tensors are (batch, head, token, dim), dim contiguous.
     # Causal: the last query blocks have the most keys to visit, so they start first (fewer idle SMs at the end).
+    # Plain pointer tiles (Triton 3.9 removed block pointers; the TMA kernel below is the descriptor path).
     start_m = tl.num_programs(0) - 1 - tl.program_id(0) if CAUSAL else tl.program_id(0)
     off_hz = tl.program_id(1)
     z = (off_hz // H).to(tl.int64)
     h = (off_hz % H).to(tl.int64)
-    q_blk = tl.make_block_ptr(Q + z * stride_qz + h * stride_qh, shape=(N_CTX, HEAD_DIM), strides=(stride_qm, 1),
-                              offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
-    # K is read transposed: a (HEAD_DIM, N_CTX) view, so tl.dot(q, k) gives the scores directly
-    k_blk = tl.make_block_ptr(K + z * stride_kz + h * stride_kh, shape=(HEAD_DIM, N_CTX), strides=(1, stride_kn),
-                              offsets=(0, 0), block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
-    v_blk = tl.make_block_ptr(V + z * stride_vz + h * stride_vh, shape=(N_CTX, HEAD_DIM), strides=(stride_vn, 1),
-                              offsets=(0, 0), block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
-    o_blk = tl.make_block_ptr(O + z * stride_oz + h * stride_oh, shape=(N_CTX, HEAD_DIM), strides=(stride_om, 1),
-                              offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    k_base = K + z * stride_kz + h * stride_kh
+    v_base = V + z * stride_vz + h * stride_vh
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
@@ -116,24 +115,27 @@ def attention_kernel(Q, K, V, O, sm_scale, stride_qz, stride_qh, stride_qm, stri
     qk_scale = sm_scale * 1.4426950408889634
     if FAULT == 2:
         qk_scale = sm_scale  # the injected bug: exp2 without log2(e), a softmax at the wrong temperature
-    q = tl.load(q_blk, boundary_check=(0,), padding_option="zero")
+    q = tl.load(Q + z * stride_qz + h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :],
+                mask=offs_m[:, None] < N_CTX, other=0.0)
     if CAUSAL:
         # blocks left of the diagonal need no mask; the diagonal ones (BLOCK_M // BLOCK_N of them) do
         diag = start_m * BLOCK_M
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, 0, diag, offs_m, N_CTX, qk_scale,
-                                BLOCK_N, False, True, DOT_FP32, TRIPS)
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, diag, tl.minimum(diag + BLOCK_M, N_CTX), offs_m,
-                                N_CTX, qk_scale, BLOCK_N, True, True, DOT_FP32, TRIPS)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, 0, diag, offs_m, N_CTX,
+                                qk_scale, BLOCK_N, HEAD_DIM, False, True, DOT_FP32, TRIPS)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, diag,
+                                tl.minimum(diag + BLOCK_M, N_CTX), offs_m, N_CTX, qk_scale, BLOCK_N, HEAD_DIM, True,
+                                True, DOT_FP32, TRIPS)
     else:
         # whole key blocks unmasked, then the tail block (none when N_CTX is a multiple of BLOCK_N) masked
         full = (N_CTX // BLOCK_N) * BLOCK_N
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, 0, full, offs_m, N_CTX, qk_scale,
-                                BLOCK_N, False, False, DOT_FP32, TRIPS)
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_blk, v_blk, full, N_CTX, offs_m, N_CTX, qk_scale,
-                                BLOCK_N, True, False, DOT_FP32, TRIPS)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, 0, full, offs_m, N_CTX,
+                                qk_scale, BLOCK_N, HEAD_DIM, False, False, DOT_FP32, TRIPS)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, full, N_CTX, offs_m, N_CTX,
+                                qk_scale, BLOCK_N, HEAD_DIM, True, False, DOT_FP32, TRIPS)
     out = acc / l_i[:, None]
     if FAULT != 1 or start_m < tl.num_programs(0) - 1:  # FAULT 1: the last query block is never written
-        tl.store(o_blk, out.to(O.dtype.element_ty), boundary_check=(0,))
+        tl.store(O + z * stride_oz + h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :],
+                 out.to(O.dtype.element_ty), mask=offs_m[:, None] < N_CTX)
 
 
 @triton.jit
@@ -154,7 +156,7 @@ def _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, start, end, offs_m, n_
 def attention_tma_kernel(q_desc, k_desc, v_desc, O, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                          BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, FAULT: tl.constexpr, WS: tl.constexpr):
     """The same attention with Q, K and V read through TMA tensor descriptors (Hopper and later), each (batch x head,
-    token, dim); the output is stored through a block pointer."""
+    token, dim); the output is stored through plain pointers."""
     start_m = tl.num_programs(0) - 1 - tl.program_id(0) if CAUSAL else tl.program_id(0)
     off_hz = tl.program_id(1)
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -179,11 +181,10 @@ def attention_tma_kernel(q_desc, k_desc, v_desc, O, sm_scale, N_CTX, HEAD_DIM: t
         acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, off_hz, full, N_CTX, offs_m, N_CTX, qk_scale,
                                     BLOCK_N, HEAD_DIM, True, False, False)
     out = acc / l_i[:, None]
-    o_blk = tl.make_block_ptr(O + off_hz.to(tl.int64) * N_CTX * HEAD_DIM, shape=(N_CTX, HEAD_DIM),
-                              strides=(HEAD_DIM, 1), offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM),
-                              order=(1, 0))
+    o_ptrs = (O + off_hz.to(tl.int64) * N_CTX * HEAD_DIM + offs_m[:, None] * HEAD_DIM
+              + tl.arange(0, HEAD_DIM)[None, :])
     if FAULT != 1 or start_m < tl.num_programs(0) - 1:
-        tl.store(o_blk, out.to(O.dtype.element_ty), boundary_check=(0,))
+        tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=offs_m[:, None] < N_CTX)
 
 
 KERNELS = (attention_kernel, attention_tma_kernel)  # what the harness primes before compiling in parallel
@@ -203,7 +204,7 @@ def _config(ctx: Ctx, d: int) -> tuple[int, int, int, int]:
 
 def variants(torch: Any, quick: bool = False) -> list[tuple[Any, int, bool]]:
     """(dtype, head dim, causal) in report order. --quick takes two that cover both of each: the interpreter runs a
-    block a second, not a microsecond, and on a GPU each variant is two binaries to compile or load (block pointers
+    block a second, not a microsecond, and on a GPU each variant is two binaries to compile or load (pointer tiles
     and, from Hopper, TMA descriptors) — --quick is the proof, the full run the measurement."""
     if quick:
         return [(torch.float16, 64, True), (torch.bfloat16, 128, False)]
@@ -404,7 +405,7 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
     ctx.begin(kernel, name, family=FAMILY)
     tma = has_tma(ctx)
     # with TMA, the block-pointer kernel is checked at the check sizes and the TMA one at the timed size
-    runs = [(dims, "block pointers") for dims in (p.attn_sizes if tma else _sizes(ctx, d))]
+    runs = [(dims, "pointer tiles") for dims in (p.attn_sizes if tma else _sizes(ctx, d))]
     if tma:
         runs.append((_tma_dims(ctx, d), "TMA descriptors"))
     q: Any = None
@@ -454,7 +455,7 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
         tflops = lambda t: flops / (t * 1e-3) / 1e12  # noqa: E731
         timing = ("TFLOP/s", tflops(ms), tflops(ms_t))
         bm, bn, warps, stages, ws = TMA_CONFIG[d] if tma else (*_config(ctx, d), False)
-        words.append(f"timed {b}x{h}x{n}x{d}, {'TMA descriptors' if tma else 'block pointers'} [{bm}x{bn}, "
+        words.append(f"timed {b}x{h}x{n}x{d}, {'TMA descriptors' if tma else 'pointer tiles'} [{bm}x{bn}, "
                      f"{warps} warps, {stages} stages{', warp-specialised' if ws else ''}] vs torch "
                      "scaled_dot_product_attention")
     ctx.record(kernel, name, ok, worst, words, timing, family=FAMILY)
