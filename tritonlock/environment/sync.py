@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlock.environment import _apply, _venv
-from tritonlock import _interp
+from tritonlock.environment import _interp
 from tritonlock._files import read_bytes
 from tritonlock.environment._apply import venv_lock
-from tritonlock._interp import find_base_python, python_minor_of
+from tritonlock.environment._interp import find_base_python, python_minor_of
 from tritonlock.environment._plan import Plan, Step, format_plan, plan, with_download
 from tritonlock.environment._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
 from tritonlock.errors import NoFittingTargetError, SyncError, TritonlockError, UsageError
