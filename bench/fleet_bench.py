@@ -73,7 +73,7 @@ def main() -> None:
                     result[mode] = statistics.median(times)
                 closure.compile_key = shared_key  # type: ignore[assignment]
                 lock = read_lock(proj / "triton-env.lock")
-                from tritonlock.decide.matrix import load_matrix
+                from tritonlock.compat.matrix import load_matrix
 
                 keys = {shared_key(t.selection, load_matrix(), lock.default_index) for t in lock.targets}
                 rows.append((n, len(keys), result["shared"], result["one per target"]))

@@ -6,7 +6,7 @@ import dataclasses
 import json
 
 from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import Selection
 from tritonlock.decide.resolve import resolve_one
 from tritonlock.decide.why import advise, format_advice

@@ -165,7 +165,7 @@ def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatc
                                                         tmp_path: Path) -> None:
     """A newer compat/ where torch 2.6.0 lost the build a100 got: its decision moves to another backend."""
     from tritonlock import _data, _fast
-    from tritonlock.decide import matrix
+    from tritonlock.compat import matrix
 
     compat = tmp_path / "compat"
     shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]

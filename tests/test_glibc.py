@@ -12,7 +12,7 @@ from conftest import populate, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.decide.resolve import resolve
 from tritonlock.lock.lockfile import read_lock
 

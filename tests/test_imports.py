@@ -163,7 +163,7 @@ def test_help_does_not_import_heavy_modules() -> None:
     code = ("import sys; from click.testing import CliRunner; from tritonlock.cli import main; "
             "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
             "heavy = [m for m in ('torch', 'triton', 'requests', 'pynvml', 'uv', 'tomlkit', 'packaging.requirements',"
-            " 'tritonlock.decide.resolve', 'tritonlock.decide.matrix', 'tritonlock.host', 'tritonlock.environment.sync', 'rich') if m in sys.modules]; "
+            " 'tritonlock.decide.resolve', 'tritonlock.compat.matrix', 'tritonlock.host', 'tritonlock.environment.sync', 'rich') if m in sys.modules]; "
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"

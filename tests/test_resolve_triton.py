@@ -9,7 +9,7 @@ import json
 from packaging.version import Version
 
 from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import Selection
 from tritonlock.decide.resolve import resolve
 

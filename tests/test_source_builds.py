@@ -305,7 +305,7 @@ def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
 
 
 def test_the_wider_family_is_data_with_a_source() -> None:
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     m = load_matrix()
     assert {"xformers", "torchao", "torchcodec", "fbgemm-gpu", "torchrec", "torchtune"} <= m.torch_index_packages

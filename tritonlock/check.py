@@ -175,7 +175,7 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
 
     Each target is decided for the machine recorded in the lock, with the Python the lock chose as the default
     (the interpreter CI happens to run does not matter)."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.resolve import resolve
 
     matrix = load_matrix()
@@ -267,7 +267,7 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     """Every problem with the project's lock; `host` given = also check that it matches a target."""
     from tritonlock.decide.intent import read_intent
     from tritonlock.lock.lockfile import read_lock
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.records import RECORDS_FILE
 
     from tritonlock._discover import intent_file

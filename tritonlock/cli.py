@@ -1041,7 +1041,7 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     """
     from tritonlock.errors import UnknownTargetError
     from tritonlock.decide.intent import read_intent
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.project import running_python, targets_for
     from tritonlock.decide.why import advice_json, advise, format_advice
 
@@ -1396,7 +1396,7 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
             _echo(text)
         sys.exit(0)
     from tritonlock.lock.index import default_index
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.maintain.compat_check import Index, check
 
     matrix = load_matrix(compat_dir)

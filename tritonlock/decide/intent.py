@@ -185,7 +185,7 @@ def _cuda(p: _Problems, raw: Any) -> str:
 
 def _known_backends() -> list[str]:
     """The CUDA/CPU backends of PyTorch's index the matrix knows (compat/ is local data), oldest CUDA first."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     seen = {v.backend for r in load_matrix().torch for v in r.variants if v.backend == "cpu" or v.backend.startswith("cu")}
     return sorted(seen, key=lambda b: (b != "cpu", int(b[2:]) if b[2:].isdigit() else 0))
@@ -253,7 +253,7 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
         if _CC.match(g.strip()):
             out.append(g.strip())
             continue
-        from tritonlock.decide.matrix import load_matrix  # only for names; compat/ is local data
+        from tritonlock.compat.matrix import load_matrix  # only for names; compat/ is local data
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
@@ -276,7 +276,7 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 @functools.lru_cache(maxsize=4096)  # a fleet's intent names the same GPU thousands of times
 def _vendor_gpu(text: str) -> str | None:
     """An AMD or Intel GPU as a target lists it: 'gfx942:sramecc+:xnack-'/'MI300X' -> 'gfx942', 'Arc B580' -> 'bmg'."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix, normalize_gfx
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix, normalize_gfx
 
     gfx = normalize_gfx(text)
     if gfx is not None:
@@ -287,7 +287,7 @@ def _vendor_gpu(text: str) -> str | None:
 
 def _vendor_problems(p: _Problems, key: tuple[str | int, ...], raw: dict[str, Any], gpus: tuple[str, ...]) -> None:
     """One vendor per target; the AMD-only keys only on AMD targets (amdgpu, hsa-override)."""
-    from tritonlock.decide.matrix_vendor import gfx_from_override, isa_major, vendor_of
+    from tritonlock.compat.matrix_vendor import gfx_from_override, isa_major, vendor_of
 
     vendors = sorted({vendor_of(g) for g in gpus})
     if len(vendors) > 1:
@@ -398,7 +398,7 @@ def _bare_branch(p: _Problems, key: tuple[str | int, ...], driver: str, os_: str
     (CUDA 12.1's 530.30.02 < 535 < 12.2's 535.54.03), so it is read as the branch's first release in NVIDIA's Table
     3 (R535 → 535.54.03, CUDA 12.2), and the reading is a warning; a branch no toolkit shipped with is refused.
     A Jetson's driver is numbered by branch ("580.00"), and resolve judges it by branch: it stays as written."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     m = load_matrix()
     if any(m.jetpack_only(cc) or ((g := m.gpu_family(cc)) is not None and g.integrated) for cc in gpus):
@@ -688,7 +688,7 @@ _BUILD_KEYS = ("name", "index", "cuda", "format")
 def _package_builds(p: _Problems, raw: Any) -> tuple[PackageBuilds, ...]:
     """[[package-builds]]: a package's own per-CUDA builds on an index of its own, as compat/packages.toml rows
     (name, index with {version}/{cuda}/{torch}, cuda = ["cu128", ...], format = "simple" | "flat")."""
-    from tritonlock.decide.pkgbuilds import parse_rows
+    from tritonlock.compat.pkgbuilds import parse_rows
 
     if not isinstance(raw, list):
         p.add(("package-builds",), "expected an array of tables", "write each as a [[package-builds]] table")

@@ -23,7 +23,7 @@ from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import Conflict, DirectPackage, Intent, LockedPackage, Selection, TargetSpec
 
 if TYPE_CHECKING:
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
 # compile(selection, matrix, default_index, *, torch_spec, offline, constraints, no_build) -> the closure; the lock
 # stage's compile_target, handed in by tritonlock.project (the decision does not call into the lock stage itself)

@@ -71,7 +71,7 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
         if not mine:
             why.append(f"it is an {'AMD' if vendor == 'amd' else 'Intel'} target ({sel.backend}) and this host has "
                        "no such GPU")
-        from tritonlock.decide.matrix_vendor import gfx_from_override, isa_major
+        from tritonlock.compat.matrix_vendor import gfx_from_override, isa_major
 
         override = gfx_from_override(spec.hsa_override) if spec.hsa_override else None
         for vg in mine:
@@ -281,7 +281,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     if intent_path.exists():
         from tritonlock.decide.intent import read_intent
         from tritonlock.lock.lockfile import staleness
-        from tritonlock.decide.matrix import load_matrix
+        from tritonlock.compat.matrix import load_matrix
 
         intent_bytes = relevant_bytes(intent_path)
         from tritonlock import _fast
@@ -322,7 +322,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     equivalent = None
     if sel.torch:
         try:
-            from tritonlock.decide.matrix import load_matrix
+            from tritonlock.compat.matrix import load_matrix
 
             rel = load_matrix().torch_release(sel.torch)
             equivalent = rel.pypi_backend if rel else None

@@ -14,7 +14,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, TritonlockError
 from tritonlock.lock.lockfile import toml_value
-from tritonlock.decide.matrix import Matrix
+from tritonlock.compat.matrix import Matrix
 from tritonlock.models import LockedPackage, Selection, Wheel
 
 
@@ -121,7 +121,7 @@ def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
     rocm_served (a "rocm" or "amd" in the name) wherever that index serves them."""
     name = canonicalize_name(name)
     if (sel.backend or "").startswith("rocm"):
-        from tritonlock.decide.matrix_vendor import load_vendor_matrix
+        from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
         vm = load_vendor_matrix()
         if vm.rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
@@ -156,7 +156,7 @@ def not_served_error(err: ClosureError, sel: Selection, bound: Collection[str]) 
     index is the only place it may come from); any other failure is returned as it is."""
     if not (sel.backend or "").startswith("rocm") or not sel.index:
         return err
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     vm = load_vendor_matrix()
     lacking = sorted(n for n in uv_named(str(err)) if n in bound and vm.rocm_only_name(n) and not _served(sel.index, n))
@@ -178,7 +178,7 @@ def _vendor_glibc(sel: Selection) -> str | None:
     backend = sel.backend or ""
     if not backend.startswith(("rocm", "xpu")) or not sel.torch:
         return None
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     vm = load_vendor_matrix()
     if backend == "xpu":
@@ -190,7 +190,7 @@ def _vendor_glibc(sel: Selection) -> str | None:
 def triton_owner_problem(sel: Selection, pkgs: Sequence[LockedPackage]) -> str | None:
     """Two distributions that both install the top-level `triton/` package (triton and triton-rocm, say) overwrite
     each other in one environment: which one `import triton` finds depends on install order. A lock holds one."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     owners = set(load_vendor_matrix().triton_owners)
     both = sorted(p.name for p in pkgs if p.name in owners)
