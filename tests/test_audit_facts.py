@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tritonlock.decide.intent import parse_intent
+from tritonlock.intent.read import parse_intent
 from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import Selection
 from tritonlock.decide.resolve import resolve_one

@@ -15,7 +15,7 @@ from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import read_intent
+from tritonlock.intent.read import read_intent
 
 A100 = '[[targets]]\nname = "a100"\nos = "linux"\narch = "x86_64"\nglibc = "2.31"\ndriver = "550.54.15"\ngpus = ["8.0", "8.0"]\n'
 LAPTOP = '# no NVIDIA GPU; detected by tritonlock host\n[[targets]]\nname = "laptop"\nos = "linux"\narch = "x86_64"\nglibc = "2.35"\n'

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.host import clear_cache
-from tritonlock.decide.intent import read_intent
+from tritonlock.intent.read import read_intent
 
 
 @pytest.fixture(autouse=True)

@@ -613,7 +613,7 @@ def write_lock(project: Path, pkgs: list[tuple[str, str]], *, backend: str = "cu
 
 
 def test_venv_drift_and_a_stale_lock(tmp_path: Path) -> None:
-    from tritonlock.decide.intent import read_intent, starter
+    from tritonlock.intent.read import read_intent, starter
 
     healthy_h200_venv(tmp_path)
     (tmp_path / "triton-env.toml").write_text(starter(PY))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import parse_intent, read_intent, starter
+from tritonlock.intent.read import parse_intent, read_intent, starter
 
 
 def _err(text: str) -> str:

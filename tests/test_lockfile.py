@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tritonlock import LOCK_VERSION
 from tritonlock.lock import lockfile
 from tritonlock.errors import LockfileError, LockfileWarning
-from tritonlock.decide.intent import parse_intent
+from tritonlock.intent.read import parse_intent
 from tritonlock.models import (DirectPackage, Lock, LockedPackage, LockedTarget, NativeFacts, NativeMember, Selection,
                                TargetSpec, Wheel)
 

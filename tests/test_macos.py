@@ -14,7 +14,7 @@ from pkgindex import LocalIndex
 from tritonlock import host
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import parse_intent
+from tritonlock.intent.read import parse_intent
 from tritonlock.lock.lockfile import read_lock
 from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import HostProfile

@@ -347,7 +347,7 @@ def test_every_torch_index_is_asked_and_the_packages_newest_wins_over_torchs(tmp
 
 
 def test_a_package_at_its_newest_with_the_first_index_asks_no_other(tmp_path: Path, backend_index: LocalIndex) -> None:
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
     from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.packages import decide
     from tritonlock.decide.resolve import feasible

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import read_intent
+from tritonlock.intent.read import read_intent
 
 PYPROJECT = """\
 # the team's project

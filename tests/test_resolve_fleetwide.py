@@ -468,7 +468,7 @@ def test_resolve_dry_run_json(case: Case, tmp_path_factory: pytest.TempPathFacto
 
 
 def _intent_and_target(case: Case) -> tuple[Any, Any]:
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
 
     env_lines, _, indexes = case.env.partition("[indexes]")
     body = f"[environment]\n{env_lines}\n" + (f"[indexes]{indexes}\n" if indexes else "")

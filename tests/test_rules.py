@@ -111,7 +111,7 @@ def test_a_gpu_covered_only_by_ptx_gets_the_jit_warning() -> None:
     neither = dataclasses.replace(var, archs=("sm_80",), ptx=())
     assert rules.gpu_arch_in_build(h, neither) is not None
     # and the resolver carries it into the decision
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
     from tritonlock.decide.resolve import resolve
 
     m = dataclasses.replace(M, torch=(dataclasses.replace(rel, variants=tuple(

@@ -203,7 +203,7 @@ def test_no_build_takes_the_newest_version_with_a_wheel_or_names_the_package(tmp
 
 def test_no_build_is_validated(tmp_path: Path) -> None:
     from tritonlock.errors import IntentError
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
 
     assert parse_intent("[environment]\nno-build = true\n").no_build == (":all:",)
     assert parse_intent('[environment]\nno-build = ["Flash_Attn", "xformers"]\n').no_build == ("flash-attn",

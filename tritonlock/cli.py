@@ -206,7 +206,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     """
     from tritonlock import host
     from tritonlock._files import check_writes, write_file
-    from tritonlock.decide.intent import starter
+    from tritonlock.intent.read import starter
 
     _PROJECT.append(project)
     if in_pyproject:
@@ -307,7 +307,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     """Resolve triton-env.toml into triton-env.lock (pinned, with sha256 hashes)."""
     intent_path, lock_path = _project_paths(project)
     if dry_run:
-        from tritonlock.decide.intent import read_intent
+        from tritonlock.intent.read import read_intent
         from tritonlock.project import conflicts_error, select
         from tritonlock.decide.resolve import selection_json
 
@@ -983,7 +983,7 @@ def _export_wheelhouse(project: str, target_name: str | None, output: str | None
     lock, target = _export_target(project, target_name)
     intent_path, _ = _project_paths(project)
     if intent_path.exists():  # the credentials written in [indexes] reach the downloads, as they reach sync's
-        from tritonlock.decide.intent import read_intent
+        from tritonlock.intent.read import read_intent
 
         try:
             read_intent(intent_path)
@@ -1040,7 +1040,7 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
     nothing written.
     """
     from tritonlock.errors import UnknownTargetError
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
     from tritonlock.compat.matrix import load_matrix
     from tritonlock.project import running_python, targets_for
     from tritonlock.decide.why import advice_json, advise, format_advice

@@ -435,7 +435,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
     `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes)."""
     from tritonlock.lock import lockfile
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
     from tritonlock.compat.matrix import load_matrix
 
     intent = read_intent(intent_path)
@@ -529,7 +529,7 @@ def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
         return None
     if lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None):
         return None
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
 
     try:
         intent = read_intent(intent_path)

@@ -377,7 +377,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
         return LockFacts(path=str(path), error=str(err))
     if intent_path.exists():
         try:
-            from tritonlock.decide.intent import read_intent
+            from tritonlock.intent.read import read_intent
 
             intent = read_intent(intent_path)
         except TritonlockError as err:

@@ -279,7 +279,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     from tritonlock._machine import raw_machine_key
 
     if intent_path.exists():
-        from tritonlock.decide.intent import read_intent
+        from tritonlock.intent.read import read_intent
         from tritonlock.lock.lockfile import staleness
         from tritonlock.compat.matrix import load_matrix
 

@@ -876,7 +876,7 @@ def missing_lock_step(lock_path: str | Path) -> str:
 def changed_inputs(lock: Lock, intent: Intent) -> str:
     """Which file changed when the lock's intent hash no longer matches: a target file (hosts/a100.toml) when only
     the machines it describes changed, else the intent."""
-    from tritonlock.decide.intent import changed_files
+    from tritonlock._intenthash import changed_files
 
     files = changed_files(intent, tuple(t.selection.target for t in lock.targets), lock.intent_hash)
     return files[0] if len(files) == 1 else ", ".join(files[:-1]) + " and " + files[-1]
