@@ -362,9 +362,9 @@ def test_a_package_at_its_newest_with_the_first_index_asks_no_other(tmp_path: Pa
     assert len({c.index for c in candidates}) == 2  # two torch indexes could be asked
     calls: list[str] = []
 
-    def counting(s, m, d, **kw):  # type: ignore[no-untyped-def]
-        calls.append(str(s.index))
-        return compile_target(s, m, d, **kw)
+    def counting(plan, d, **kw):  # type: ignore[no-untyped-def]
+        calls.append(str(plan.selection.index))
+        return compile_target(plan, d, **kw)
 
     chosen, packages = decide(sel, candidates, intent, matrix, backend_index.index_url("simple"), compile=counting,
                               default_python="3.11")

@@ -221,6 +221,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     distinct closures, so lock time grows with those, not the machines)."""
     from tritonlock.decide import packages as pk
     from tritonlock._subprocess import uv_bin
+    from tritonlock.decide.lockplan import lock_plan
     from tritonlock.lock.closure import compile_key, compile_target
 
     uv_bin()  # locate uv before the worker threads do
@@ -230,11 +231,11 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
 
     def key(s: Selection, c: tuple[Selection, ...] | None) -> tuple[str, ...]:
         if c is None:
-            return compile_key(s, matrix, dindex, no_build=intent.no_build)
+            return compile_key(lock_plan(s, matrix), dindex, no_build=intent.no_build)
         versions = tuple(f"{x.torch}@{x.index}" for x in c)
         # the explanations name the machine's facts (its driver, GPUs): only machines alike share them
         machine = repr(dataclasses.replace(s.target, name="", origin=""))
-        return ("packages", *compile_key(s, matrix, dindex, torch_spec="", no_build=intent.no_build), *versions,
+        return ("packages", *compile_key(lock_plan(s, matrix, ""), dindex, no_build=intent.no_build), *versions,
                 machine)
 
     keys = [key(s, c) for s, c in zip(selections, cands)]
@@ -256,7 +257,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
                            else f"locking the packages with torch {s.torch} ({s.backend}) with uv")
         try:
             if c is None:
-                out = (s, compile_target(s, matrix, dindex, no_build=intent.no_build))
+                out = (s, compile_target(lock_plan(s, matrix), dindex, no_build=intent.no_build))
             else:
                 cache: list[tuple[Selection, ...]] = []
 
