@@ -12,7 +12,9 @@
 # cache (UV_CACHE_DIR, default /tmp/lock-bytes-uv-cache) and a fresh tritonlock cache each (XDG_CACHE_HOME). Resolving
 # reads the default index (PyPI here): run the two close together, so that no new release lands in between.
 # Examples whose torch comes from PyTorch's own index fail where that index is unreachable — identically in both
-# trees (the error text is compared too).
+# trees (the error text is compared too). The per-target progress lines on stderr ("target h200: 30 packages locked
+# (4.9 s)") come in the order the worker threads finish, with timings: they are left out, and so are uv's retry
+# timings ("after 3 retries in 9.7s").
 set -u
 out=${1:?usage: [SRC=tree] tools/lock_bytes.sh OUT_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +34,10 @@ for ex in "$here"/examples/*/; do
   run() { (cd "$work" && XDG_CACHE_HOME=$cache PYTHONPATH=$src "$python" -m tritonlock "$@"); }
   run resolve --dry-run --json > "$out/$name.dry-run.json" 2> "$out/$name.dry-run.err"
   echo "exit $?" >> "$out/$name.dry-run.err"
-  run resolve > "$out/$name.resolve.out" 2> "$out/$name.resolve.err"
-  echo "exit $?" >> "$out/$name.resolve.err"
+  run resolve > "$out/$name.resolve.out" 2> "$out/$name.resolve.raw"
+  echo "exit $?" >> "$out/$name.resolve.raw"
+  grep -Ev '^target [^:]+: (locking .* with uv…|[0-9]+ packages locked.*|failed)$' "$out/$name.resolve.raw" \
+    | sed -E 's/ retries in [0-9.]+m?s/ retries in Ns/' > "$out/$name.resolve.err"
+  rm "$out/$name.resolve.raw"
   echo "$name: $(tail -n1 "$out/$name.resolve.err"), lock $( [ -f "$work/triton-env.lock" ] && echo written || echo absent)"
 done
