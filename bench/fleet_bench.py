@@ -64,7 +64,7 @@ def main() -> None:
                 result = {}
                 for mode in ("shared", "one per target"):
                     closure.compile_key = (shared_key if mode == "shared" else  # type: ignore[assignment]
-                                           lambda s, m, d, **kw: (s.target.name, *shared_key(s, m, d, **kw)))
+                                           lambda p, d, **kw: (p.selection.target.name, *shared_key(p, d, **kw)))
                     times = []
                     for _ in range(args.repeat):
                         t0 = time.perf_counter()
@@ -73,9 +73,10 @@ def main() -> None:
                     result[mode] = statistics.median(times)
                 closure.compile_key = shared_key  # type: ignore[assignment]
                 lock = read_lock(proj / "triton-env.lock")
-                from tritonlock.decide.matrix import load_matrix
+                from tritonlock.compat.matrix import load_matrix
+                from tritonlock.decide.lockplan import lock_plan
 
-                keys = {shared_key(t.selection, load_matrix(), lock.default_index) for t in lock.targets}
+                keys = {shared_key(lock_plan(t.selection, load_matrix()), lock.default_index) for t in lock.targets}
                 rows.append((n, len(keys), result["shared"], result["one per target"]))
                 print(f"{n:3d} targets, {len(keys):2d} distinct closures: {result['shared']:6.2f} s shared, "
                       f"{result['one per target']:6.2f} s one compile per target", flush=True)

@@ -33,7 +33,7 @@ def _torch_module(version: str, backend: str) -> dict[str, str]:
 
 
 def populate(idx: LocalIndex) -> None:
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     m = load_matrix()
     tritons = set()
@@ -120,7 +120,7 @@ def real_torch_python(request: pytest.FixtureRequest) -> str:
     if done.exists() and python.exists():
         _say(request, done.read_text().strip())
         return str(python)
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.lock.index import unreachable
 
     matrix = load_matrix()

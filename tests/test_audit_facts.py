@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.intent.read import parse_intent
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import Selection
 from tritonlock.decide.resolve import resolve_one
 from tritonlock.decide.why import advise, format_advice

@@ -12,8 +12,8 @@ from conftest import LINUX_TAG, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.intent.read import parse_intent
+from tritonlock.compat.matrix import load_matrix
 
 NIGHTLY_TRITON = "3.7.0+git1a2b3c4d"
 

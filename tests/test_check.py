@@ -15,7 +15,7 @@ from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import read_intent
+from tritonlock.intent.read import read_intent
 
 A100 = '[[targets]]\nname = "a100"\nos = "linux"\narch = "x86_64"\nglibc = "2.31"\ndriver = "550.54.15"\ngpus = ["8.0", "8.0"]\n'
 LAPTOP = '# no NVIDIA GPU; detected by tritonlock host\n[[targets]]\nname = "laptop"\nos = "linux"\narch = "x86_64"\nglibc = "2.35"\n'
@@ -165,7 +165,7 @@ def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatc
                                                         tmp_path: Path) -> None:
     """A newer compat/ where torch 2.6.0 lost the build a100 got: its decision moves to another backend."""
     from tritonlock import _data, _fast
-    from tritonlock.decide import matrix
+    from tritonlock.compat import matrix
 
     compat = tmp_path / "compat"
     shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]

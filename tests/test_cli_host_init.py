@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.host import clear_cache
-from tritonlock.decide.intent import read_intent
+from tritonlock.intent.read import read_intent
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +126,7 @@ def test_init_shows_this_machine_as_host_save_writes_it(tmp_path: Path) -> None:
 @pytest.fixture
 def torch_index(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     """Point PyTorch's index (compat/'s template) somewhere else for this test."""
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
     def point(template: str) -> None:
         monkeypatch.setattr(Matrix, "index_url", lambda self, backend: template.format(backend=backend))

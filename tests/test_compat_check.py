@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from test_gpucode import bundle, gcc_so, nvcc_so
 from tritonlock.cli import main
-from tritonlock.decide.matrix import TorchRelease, load_matrix
-from tritonlock.decide.matrix_vendor import load_vendor_matrix
+from tritonlock.compat.matrix import TorchRelease, load_matrix
+from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
 COMPAT = Path(__file__).parent.parent / "compat"
 REL = "2.13.0"

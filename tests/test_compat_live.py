@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 
 pytestmark = pytest.mark.network
 

@@ -11,7 +11,7 @@ from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 
 LOCK_DOC = (Path(__file__).parents[1] / "docs" / "lock.md").read_text(encoding="utf-8")
 

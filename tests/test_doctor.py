@@ -20,7 +20,7 @@ from pkgindex import build_wheel  # noqa: E402
 from tritonlock.lock import lockfile# noqa: E402
 from tritonlock.cli import main  # noqa: E402
 from tritonlock.doctor import Finding, Report, examine, format_report, report_json  # noqa: E402
-from tritonlock.decide.matrix import CudaToolkit, Matrix, MinorCompat, TorchRelease, TritonRelease  # noqa: E402
+from tritonlock.compat.matrix import CudaToolkit, Matrix, MinorCompat, TorchRelease, TritonRelease  # noqa: E402
 from tritonlock.models import (  # noqa: E402
     Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel,
 )
@@ -613,7 +613,7 @@ def write_lock(project: Path, pkgs: list[tuple[str, str]], *, backend: str = "cu
 
 
 def test_venv_drift_and_a_stale_lock(tmp_path: Path) -> None:
-    from tritonlock.decide.intent import read_intent, starter
+    from tritonlock.intent.read import read_intent, starter
 
     healthy_h200_venv(tmp_path)
     (tmp_path / "triton-env.toml").write_text(starter(PY))
@@ -792,7 +792,7 @@ def test_an_image_interpreter_named_with_python_is_compared_without_false_errors
 def test_a_driver_that_does_not_know_the_gpu(tmp_path: Path) -> None:
     """gpus.toml first_cuda / last_branch: an RTX 5090 named by TRITONLOCK_GPUS on R535 (NVML lists none there),
     a Kepler card on a driver past R470; the recorded H200 on R580 and a Jetson Thor's 580.00 are fine."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     m = load_matrix()
     r = doctor(tmp_path, host(driver="535.104.05", cuda_driver="12.2", nvcc=None,
@@ -812,7 +812,7 @@ def test_a_driver_that_does_not_know_the_gpu(tmp_path: Path) -> None:
 def test_a_jetson_thors_driver_is_judged_by_its_branch(tmp_path: Path) -> None:
     """JetPack 7.0/7.1 reports driver 580.00 (the R580 branch, CUDA 13.0): a cu132 torch runs there through 13.x
     minor-version compatibility (>= 580), it is not 'too new' for a driver below the dGPU number 580.65.06."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     make_venv(tmp_path, triton_pkg("3.9.0"), torch_pkg("2.15.0+cu132", "13.2", available=True, archs=("sm_110",)))
     thor = host(arch="aarch64", driver="580.00", cuda_driver="13.0", nvcc=None, gpus=gpu("NVIDIA Thor", "11.0"))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tritonlock.doctor import examine
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import Gpu, HostProfile
 
 M = load_matrix()

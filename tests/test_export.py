@@ -76,8 +76,8 @@ def make_lock(idx: LocalIndex, *, backend: str = "cu126", name: str = "host", py
 @pytest.fixture
 def project(tmp_path: Path, index: LocalIndex) -> Path:
     """A lock that is fresh against the intent beside it (a stale one would make export warn)."""
-    from tritonlock.decide.intent import read_intent
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.intent.read import read_intent
+    from tritonlock.compat.matrix import load_matrix
 
     (tmp_path / "triton-env.toml").write_text('[environment]\ntorch = "==2.6.0"\n')
     lock = replace(make_lock(index), intent_hash=read_intent(tmp_path / "triton-env.toml").content_hash,

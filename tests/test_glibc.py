@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from conftest import populate, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.intent.read import parse_intent
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.decide.resolve import resolve
 from tritonlock.lock.lockfile import read_lock
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import tritonlock.decide.matrix
+import tritonlock.compat.matrix
 from tritonlock.host import _probes as p
 from tritonlock import host
 from tritonlock.errors import HostError
@@ -169,13 +169,13 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None) -> W
 
     monkeypatch.setattr(p, "_load_library", load_library)
     # GPU names map through compat/ data; off unless a test gives a table, whatever matrix.py does now.
-    monkeypatch.setattr(tritonlock.decide.matrix, "load_matrix", _no_matrix)
+    monkeypatch.setattr(tritonlock.compat.matrix, "load_matrix", _no_matrix)
     return w
 
 
 def gpu_names(monkeypatch: pytest.MonkeyPatch, table: dict[str, str]) -> None:
     fake = types.SimpleNamespace(gpu_cc=lambda name: table.get(name))
-    monkeypatch.setattr(tritonlock.decide.matrix, "load_matrix", lambda path=None: fake)
+    monkeypatch.setattr(tritonlock.compat.matrix, "load_matrix", lambda path=None: fake)
 
 
 H200_GPU = Gpu(index=0, name="NVIDIA H200", cc="9.0", memory_mib=143771, uuid=H200_UUID)

@@ -305,7 +305,7 @@ def test_fleet_hosts_takes_no_file_name_or_toml_line_from_a_node(tmp_path: Path)
     probes = parse_probes("0: " + json.dumps(good) + "\n", "srun output")
     (path, _), = write_host_files(probes, tmp_path / "hosts")
     assert path.parent == tmp_path / "hosts" and ".." not in path.name
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
 
     (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
     assert [t.name for t in parse_intent('target-files = ["hosts/*.toml"]\n',

@@ -22,9 +22,9 @@ def test_module_imports_alone(module: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
 
 
-def import_graph(package: Path) -> dict[str, set[str]]:
+def import_graph(package: Path, *, typing: bool = False) -> dict[str, set[str]]:
     """module -> the package's modules it imports anywhere (top level or inside a function), except under
-    `if TYPE_CHECKING:`, which never runs. `from pkg import mod` counts as an import of pkg.mod."""
+    `if TYPE_CHECKING:`, which never runs (`typing`: those too). `from pkg import mod` counts as an import of pkg.mod."""
     top = package.name
     files = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): p
              for p in package.rglob("*.py")}
@@ -36,7 +36,7 @@ def import_graph(package: Path) -> dict[str, set[str]]:
         while todo:
             node = todo.pop()
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test) and not typing:
                     todo += child.orelse
                 elif isinstance(child, ast.Import):
                     edges |= {a.name for a in child.names}
@@ -73,6 +73,79 @@ def test_no_import_circles() -> None:
     assert [" → ".join(c) for c in circles(import_graph(Path(tritonlock.__file__).parent))] == []
 
 
+# The stages, lowest first, each with the modules in it (a name covers its submodules; the longest name wins) and the
+# stages below it that it may import. Ground is what every stage shares: data models, errors, file, TOML, URL and
+# terminal helpers, the ELF reader, the native-code rule. compat is the curated facts of compat/ (the matrix), read
+# by everyone who names a GPU or a build; intent and host are the decision's other two inputs. The lock carries out
+# what the decision hands it (a LockPlan): it imports neither the decision nor the facts the decision read.
+# project.py alone orchestrates decide → lock → decide; the CLI parses, calls one function and prints.
+STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ground": (("tritonlock", "tritonlock.models", "tritonlock.errors", "tritonlock._archs", "tritonlock._data",
+                "tritonlock._urls", "tritonlock._toml", "tritonlock._files", "tritonlock._term",
+                "tritonlock._subprocess", "tritonlock._machine", "tritonlock._stamp", "tritonlock._discover",
+                "tritonlock._intenthash", "tritonlock._help", "tritonlock.binary", "tritonlock.nativerule"), ()),
+    "compat": (("tritonlock.compat",), ("ground",)),
+    "intent": (("tritonlock.intent",), ("ground", "compat")),
+    "host": (("tritonlock.host",), ("ground", "compat")),
+    "lock": (("tritonlock.lock",), ("ground",)),
+    "decide": (("tritonlock.decide",), ("ground", "compat", "intent", "lock")),
+    "environment": (("tritonlock.environment", "tritonlock._fast"), ("ground", "compat", "intent", "host", "lock")),
+    "verify": (("tritonlock.verify",), ("ground", "compat")),
+    "around": (("tritonlock.doctor", "tritonlock.fleet", "tritonlock.export", "tritonlock.check", "tritonlock.records",
+                "tritonlock._kept"),
+               ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
+    "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
+    "project": (("tritonlock.project",),
+                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around")),
+    "cli": (("tritonlock.cli", "tritonlock._entry", "tritonlock.__main__"),
+            ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around", "maintain",
+             "project")),
+}
+
+
+def stage_of(module: str) -> str | None:
+    best = max(((len(p), stage) for stage, (prefixes, _) in STAGES.items() for p in prefixes
+                if module == p or module.startswith(p + ".")), default=None)
+    return best[1] if best else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module from a stage its importer may not look at ("lock.closure → decide.resolve")."""
+    bad = []
+    for module in sorted(graph):
+        stage = stage_of(module)
+        assert stage is not None, f"{module} is in no stage: add it to STAGES"
+        allowed = {stage, *STAGES[stage][1]}
+        bad += [f"{module} ({stage}) → {dep} ({stage_of(dep)})" for dep in sorted(graph[module])
+                if stage_of(dep) not in allowed]
+    return bad
+
+
+def test_stages_only_look_down() -> None:
+    """No import from a lower stage to a higher one — at the top of a module, inside a function, or for types only."""
+    assert upward_imports(import_graph(Path(tritonlock.__file__).parent, typing=True)) == []
+
+
+def test_each_stage_may_import_only_stages_below_it() -> None:
+    order = list(STAGES)
+    assert all(order.index(dep) < order.index(stage) for stage, (_, deps) in STAGES.items() for dep in deps)
+
+
+def test_upward_import_detector_sees_imports_in_functions(tmp_path: Path) -> None:
+    pkg = tmp_path / "tritonlock"
+    (pkg / "lock").mkdir(parents=True)
+    (pkg / "decide").mkdir()
+    for f in ("__init__.py", "lock/__init__.py", "decide/__init__.py", "decide/resolve.py", "models.py"):
+        (pkg / f).write_text("")
+    (pkg / "lock" / "closure.py").write_text("from tritonlock.models import x\n\ndef f():\n"
+                                             "    from tritonlock.decide.resolve import platform_of\n")
+    (pkg / "lock" / "lockfile.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                              "    from tritonlock.decide import resolve\n")
+    assert upward_imports(import_graph(pkg, typing=True)) == [
+        "tritonlock.lock.closure (lock) → tritonlock.decide.resolve (decide)",
+        "tritonlock.lock.lockfile (lock) → tritonlock.decide.resolve (decide)"]
+
+
 def test_import_circle_detector_sees_lazy_imports(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
@@ -90,7 +163,7 @@ def test_help_does_not_import_heavy_modules() -> None:
     code = ("import sys; from click.testing import CliRunner; from tritonlock.cli import main; "
             "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
             "heavy = [m for m in ('torch', 'triton', 'requests', 'pynvml', 'uv', 'tomlkit', 'packaging.requirements',"
-            " 'tritonlock.decide.resolve', 'tritonlock.decide.matrix', 'tritonlock.host', 'tritonlock.environment.sync', 'rich') if m in sys.modules]; "
+            " 'tritonlock.decide.resolve', 'tritonlock.compat.matrix', 'tritonlock.host', 'tritonlock.environment.sync', 'rich') if m in sys.modules]; "
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"

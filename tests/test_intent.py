@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import parse_intent, read_intent, starter
+from tritonlock.intent.read import parse_intent, read_intent, starter
 
 
 def _err(text: str) -> str:
@@ -199,7 +199,7 @@ def test_what_a_newcomer_writes_reads_as_meant() -> None:
 def test_a_bare_driver_branch_reads_as_its_first_release_and_says_so() -> None:
     """driver = "535" compared as 535.0 — older than every R535 driver — and showed CUDA 12.1; R535 is CUDA 12.2
     (535.54.03, NVIDIA's Table 3)."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     it = parse_intent('[[targets]]\nname = "a"\ndriver = "535"\ngpus = ["8.0"]\n')
     assert it.targets[0].driver == "535.54.03"

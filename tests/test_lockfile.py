@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tritonlock import LOCK_VERSION
-from tritonlock.lock import lockfile
+from tritonlock.lock import lockfile, lockread
 from tritonlock.errors import LockfileError, LockfileWarning
-from tritonlock.decide.intent import parse_intent
+from tritonlock.intent.read import parse_intent
 from tritonlock.models import (DirectPackage, Lock, LockedPackage, LockedTarget, NativeFacts, NativeMember, Selection,
                                TargetSpec, Wheel)
 
@@ -364,7 +364,7 @@ def _same_answer(text: str) -> None:
     except _toml.TOMLDecodeError as err:
         want = ("error", str(err))
     try:
-        got: object = lockfile._parse(text)
+        got: object = lockread._parse(text)
     except _toml.TOMLDecodeError as err:
         got = ("error", str(err))
     assert got == want
@@ -374,8 +374,8 @@ def test_the_fast_targets_reader_answers_as_tomllib_does() -> None:
     text = _fleet_lock([f"node-{i}" for i in range(50)], [f"file:hosts/node-{i}.toml" for i in range(50)])
     from tritonlock import _toml
 
-    assert lockfile._parse(text) == _toml.loads(text)
-    assert lockfile._fast_targets(text.split("\n[[decisions]]\n")[0].split("\n[[targets]]\n", 1)[1].split("\n")) \
+    assert lockread._parse(text) == _toml.loads(text)
+    assert lockread._fast_targets(text.split("\n[[decisions]]\n")[0].split("\n[[targets]]\n", 1)[1].split("\n")) \
         is None  # (a segment without its first header is not the shape: the reader is strict)
     one = text.split("\n")
     i = one.index('name = "node-7"')

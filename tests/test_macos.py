@@ -14,9 +14,9 @@ from pkgindex import LocalIndex
 from tritonlock import host
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import parse_intent
+from tritonlock.intent.read import parse_intent
 from tritonlock.lock.lockfile import read_lock
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import HostProfile
 from tritonlock.decide.resolve import resolve_one
 from tritonlock.environment.sync import target_fit

@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from tritonlock import _toml
 from tritonlock.errors import MatrixError
-from tritonlock.decide.matrix import Matrix, load_matrix
+from tritonlock.compat.matrix import Matrix, load_matrix
 
 COMPAT = Path(__file__).resolve().parent.parent / "compat"
 

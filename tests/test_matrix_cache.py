@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlock.decide import _matrix_cache, matrix
+from tritonlock.compat import _matrix_cache, matrix
 from tritonlock._data import compat_root
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "clusters"

@@ -12,8 +12,8 @@ from packaging.version import Version
 
 from pkgindex import LocalIndex
 from tritonlock.errors import MatrixError
-from tritonlock.decide.matrix import load_matrix
-from tritonlock.decide.matrix_vendor import (gfx_from_override, gfx_from_target_version, isa_major, load_vendor_matrix,
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.compat.matrix_vendor import (gfx_from_override, gfx_from_target_version, isa_major, load_vendor_matrix,
                                       normalize_gfx, vendor_of)
 
 COMPAT = Path(__file__).parent.parent / "compat"

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from nativebuild import extension, stub_library
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.lock.lockfile import read_lock
 
 CP = "cp311-cp311-manylinux_2_17_x86_64"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 
 TAG = "py3-none-manylinux_2_28_x86_64"
 # PyPI's builds (torch from the default index): 2.10.0 is cu128 (runs on R570), 2.11.0 and newer are cu130 / cu132
@@ -347,8 +347,8 @@ def test_every_torch_index_is_asked_and_the_packages_newest_wins_over_torchs(tmp
 
 
 def test_a_package_at_its_newest_with_the_first_index_asks_no_other(tmp_path: Path, backend_index: LocalIndex) -> None:
-    from tritonlock.decide.intent import read_intent
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.intent.read import read_intent
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.packages import decide
     from tritonlock.decide.resolve import feasible
     from tritonlock.lock.closure import compile_target
@@ -362,9 +362,9 @@ def test_a_package_at_its_newest_with_the_first_index_asks_no_other(tmp_path: Pa
     assert len({c.index for c in candidates}) == 2  # two torch indexes could be asked
     calls: list[str] = []
 
-    def counting(s, m, d, **kw):  # type: ignore[no-untyped-def]
-        calls.append(str(s.index))
-        return compile_target(s, m, d, **kw)
+    def counting(plan, d, **kw):  # type: ignore[no-untyped-def]
+        calls.append(str(plan.selection.index))
+        return compile_target(plan, d, **kw)
 
     chosen, packages = decide(sel, candidates, intent, matrix, backend_index.index_url("simple"), compile=counting,
                               default_python="3.11")

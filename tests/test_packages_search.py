@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.lock.lockfile import read_lock
 
 LINUX = "py3-none-manylinux_2_28_x86_64"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
-from tritonlock.decide.intent import read_intent
+from tritonlock.intent.read import read_intent
 
 PYPROJECT = """\
 # the team's project
@@ -178,7 +178,7 @@ def test_init_pyproject_where_only_the_default_index_answers_then_resolve_works(
         tmp_path: Path, local_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """The only-PyPI machine, pyproject way: the torch = "default" its note says it wrote is set (not commented out
     as the [environment] torch was), and resolve works — no loop of fixes that the file ignores."""
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
     from tritonlock.lock.index import default_index
 
     default_index.cache_clear()

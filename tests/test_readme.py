@@ -256,7 +256,7 @@ def locked(tmp_path_factory: pytest.TempPathFactory, local_index: LocalIndex, ca
 
 def _only_the_default_index_answers(monkeypatch: pytest.MonkeyPatch, idx: LocalIndex) -> None:
     """As on a machine that reaches only PyPI: PyTorch's index at a closed port, the default index the local one."""
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
     from tritonlock.lock.index import default_index
 
     default_index.cache_clear()
@@ -450,7 +450,7 @@ def test_the_intent_errors_shown_are_a_real_run(tmp_path: Path, monkeypatch: pyt
 
 def test_every_key_the_intent_reads_is_on_its_page() -> None:
     """docs/intent.md names every key of triton-env.toml, [[targets]], [[package-builds]] and [tool.tritonlock]."""
-    from tritonlock.decide import intent
+    from tritonlock.intent import read as intent
 
     page = PAGES["docs/intent.md"]
     keys = {*intent._ENV_KEYS, *intent._INDEX_KEYS, *intent._TARGET_KEYS, *intent._BUILD_KEYS,

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import LINUX_TAG, populate, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 
 INTENT = """
 [environment]

@@ -468,7 +468,7 @@ def test_resolve_dry_run_json(case: Case, tmp_path_factory: pytest.TempPathFacto
 
 
 def _intent_and_target(case: Case) -> tuple[Any, Any]:
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
 
     env_lines, _, indexes = case.env.partition("[indexes]")
     body = f"[environment]\n{env_lines}\n" + (f"[indexes]{indexes}\n" if indexes else "")
@@ -481,7 +481,7 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
     """Resolve again with the changes a `why` line names, torch pinned to that line (never the advisor's code)."""
     import dataclasses
 
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.resolve import resolve_one
 
     it = dataclasses.replace(intent, torch=f"=={torch}")
@@ -502,7 +502,7 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
 
 @pytest.mark.parametrize("name", [c.id for c in CASES])
 def test_why_each_line_is_unlocked_by_its_change_and_by_no_smaller_one(name: str) -> None:
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.resolve import driver_candidates, platform_of
     from tritonlock.decide.why import advise
 
@@ -549,7 +549,7 @@ def _vv(v: str) -> Any:
 
 def test_why_never_advises_a_driver_that_does_not_know_the_gpu() -> None:
     """The gap an RTX 5090 on R535 exposed: 525.60.13 (the 12.x compatibility floor) cannot drive Blackwell."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.why import advise
 
     m = load_matrix()

@@ -8,8 +8,8 @@ import json
 
 from packaging.version import Version
 
-from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.intent.read import parse_intent
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.models import Selection
 from tritonlock.decide.resolve import resolve
 

@@ -15,8 +15,8 @@ from conftest import write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
-from tritonlock.decide.matrix import load_matrix
-from tritonlock.decide.matrix_vendor import load_vendor_matrix
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.compat.matrix_vendor import load_vendor_matrix
 from tritonlock.models import Intent, TargetSpec
 from tritonlock.decide.resolve import resolve_one
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 from tritonlock.decide import rules
-from tritonlock.decide.matrix import TorchRelease, Variant, load_matrix
+from tritonlock.compat.matrix import TorchRelease, Variant, load_matrix
 from tritonlock.models import Intent, TargetSpec
 
 M = load_matrix()
@@ -31,7 +31,7 @@ def test_rules_is_pure_it_imports_only_the_matrix_models_and_arch_helpers() -> N
     tree = ast.parse(Path(rules.__file__).read_text(encoding="utf-8"))
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
         {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.decide.matrix", "tritonlock.models",
+    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.compat.matrix", "tritonlock.models",
                                                                      "tritonlock._archs"}
 
 
@@ -111,7 +111,7 @@ def test_a_gpu_covered_only_by_ptx_gets_the_jit_warning() -> None:
     neither = dataclasses.replace(var, archs=("sm_80",), ptx=())
     assert rules.gpu_arch_in_build(h, neither) is not None
     # and the resolver carries it into the decision
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
     from tritonlock.decide.resolve import resolve
 
     m = dataclasses.replace(M, torch=(dataclasses.replace(rel, variants=tuple(

@@ -203,7 +203,7 @@ def test_no_build_takes_the_newest_version_with_a_wheel_or_names_the_package(tmp
 
 def test_no_build_is_validated(tmp_path: Path) -> None:
     from tritonlock.errors import IntentError
-    from tritonlock.decide.intent import parse_intent
+    from tritonlock.intent.read import parse_intent
 
     assert parse_intent("[environment]\nno-build = true\n").no_build == (":all:",)
     assert parse_intent('[environment]\nno-build = ["Flash_Attn", "xformers"]\n').no_build == ("flash-attn",
@@ -305,7 +305,7 @@ def test_the_lock_keeps_build_fields_and_refuses_bad_ones() -> None:
 
 
 def test_the_wider_family_is_data_with_a_source() -> None:
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     m = load_matrix()
     assert {"xformers", "torchao", "torchcodec", "fbgemm-gpu", "torchrec", "torchtune"} <= m.torch_index_packages

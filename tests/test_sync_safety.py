@@ -329,7 +329,7 @@ def _noop_imports(proj: Path, env: dict[str, str] | None = None) -> tuple[str, l
             "with contextlib.redirect_stdout(buf):\n    try:\n"
             f"        main(['sync', '-p', {str(proj)!r}, '--no-verify'])\n    except SystemExit:\n        pass\n"
             "print(buf.getvalue().strip())\n"
-            "print([m for m in ('tritonlock.environment.sync', 'tritonlock.lock.lockfile', 'tritonlock.host', 'tritonlock.decide.matrix',"
+            "print([m for m in ('tritonlock.environment.sync', 'tritonlock.lock.lockfile', 'tritonlock.host', 'tritonlock.compat.matrix',"
             " 'packaging.version') if m in sys.modules])")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={**os.environ, **(env or {})})

@@ -39,7 +39,7 @@ def blocking_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIn
             modules={"torch/__init__.py": BLOCKING_TORCH})
     idx.add("simple", "filelock", "3.16.1")
     idx.add("simple", "numpy", "1.26.4", tag="py3-none-manylinux_2_17_x86_64")
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     rel = load_matrix().torch_release("2.6.0")
     assert rel is not None and rel.triton

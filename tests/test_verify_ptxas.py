@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.verify import RUNNER
 
 FLOORS = {"12": "525.60.13", "13": "580.65.06"}

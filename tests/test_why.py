@@ -9,8 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from tritonlock.cli import main
-from tritonlock.decide.intent import parse_intent
-from tritonlock.decide.matrix import load_matrix
+from tritonlock.intent.read import parse_intent
+from tritonlock.compat.matrix import load_matrix
 from tritonlock.decide.resolve import resolve_one
 from tritonlock.decide.why import Advice, advise, format_advice
 

@@ -44,9 +44,9 @@ def _run(*args: str) -> tuple[int, str]:
 
 # (file, function) → why this write does not go through tritonlock/_files.py
 ALLOWED = {
-    ("cli.py", "init"): "mkdir: `init -p DIR` makes DIR when missing (README)",
-    ("cli.py", "_quiet_stdout"): "opens the null device to put stdout on it after a closed pipe: writes no file",
-    ("decide/_matrix_cache.py", "write"): "mkdir/chmod of tritonlock's own cache directory (0700)",
+    ("cli/cmd_lock.py", "init"): "mkdir: `init -p DIR` makes DIR when missing (README)",
+    ("cli/_base.py", "quiet_stdout"): "opens the null device to put stdout on it after a closed pipe: writes no file",
+    ("compat/_matrix_cache.py", "write"): "mkdir/chmod of tritonlock's own cache directory (0700)",
     ("environment/_apply.py", "venv_lock"): "tritonlock's own cache directory; the lock file via open_lock_file",
     ("environment/_apply.py", "_uv_install"): "a private directory of its own (mkdtemp, 0700)",
     ("environment/_apply.py", "swap"): "renames the venv directories tritonlock built beside the venv",

@@ -175,7 +175,7 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
 
     Each target is decided for the machine recorded in the lock, with the Python the lock chose as the default
     (the interpreter CI happens to run does not matter)."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.resolve import resolve
 
     matrix = load_matrix()
@@ -265,9 +265,9 @@ def verified_problems(lock: Lock, records_path: Path) -> tuple[list[Problem], li
 
 def run_check(project: Path, *, host: HostProfile | None = None, require_verified: bool = False) -> CheckReport:
     """Every problem with the project's lock; `host` given = also check that it matches a target."""
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
     from tritonlock.lock.lockfile import read_lock
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.records import RECORDS_FILE
 
     from tritonlock._discover import intent_file
@@ -302,7 +302,7 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
                            matrix_version=matrix_version)
     if fresh and intent.target_files == () and lock.targets:
         # the target files were not read again: their machines are the lock's, and so is the word on duplicates
-        from tritonlock.decide.intent import same_machines
+        from tritonlock.intent.read import same_machines
 
         intent = dataclasses.replace(intent, warnings=intent.warnings + same_machines(
             [t.selection.target for t in lock.targets if t.selection.target.origin.startswith("file:")]))

@@ -1,4 +1,4 @@
-"""The one exception hierarchy; cli.py turns these into messages and exit codes."""
+"""The one exception hierarchy; the CLI (tritonlock.cli) turns these into messages and exit codes."""
 
 from __future__ import annotations
 

@@ -153,6 +153,32 @@ class Selection:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class LockPlan:
+    """What the decision hands the lock stage for one compile of one ok selection, complete: the lock carries it out
+    and asks the matrix nothing (tritonlock.decide.lockplan builds it from the selection and compat/)."""
+
+    selection: Selection
+    # The torch releases that fit the target, as a specifier: the user's packages decide torch among them (None:
+    # the selection's own torch and triton are locked).
+    torch_spec: str | None = None
+    glibc_floor: str | None = None  # the build's glibc floor: the platform uv resolves for when the target states none
+    macos: str | None = None  # the MACOSX_DEPLOYMENT_TARGET uv resolves a macos target for (None: uv's own)
+    # Names always taken from the selection's torch index (the torch family, compat/meta.toml; triton only where
+    # that backend's index publishes it).
+    torch_bound: frozenset[str] = frozenset()
+    # Names bound to the torch index where it serves them, else from the default index with a note (the wider
+    # family: compat/meta.toml torch_index_packages).
+    torch_served: frozenset[str] = frozenset()
+    # For a rocm* build: name patterns only its torch index may serve (the ROCm SDK, compat/rocm.toml [binding]
+    # rocm_only), and patterns bound to it wherever it serves them (rocm_served).
+    rocm_only: tuple[str, ...] = ()
+    rocm_served: tuple[str, ...] = ()
+    # What a Triton no requirement asked for may be, if another package pulls it in (PEP 508 constraints).
+    triton_constraints: tuple[str, ...] = ()
+    triton_owners: tuple[str, ...] = ()  # distributions that install the top-level triton/ package (one per lock)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Wheel:
     """One file of a locked package (PEP 751 [[packages.wheels]])."""
 

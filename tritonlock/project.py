@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from tritonlock._term import TargetProgress
     from tritonlock.decide._pkgfacts import Facts
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
     from tritonlock.lock.native import Reader
 
 INTENT_FILE = "triton-env.toml"
@@ -167,7 +167,7 @@ def _complete(selections: tuple[Selection, ...], intent: Intent) -> tuple[Select
 
 
 def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, ...]:
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.resolve import resolve
 
     targets = targets_for(intent, target_file)
@@ -221,6 +221,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     distinct closures, so lock time grows with those, not the machines)."""
     from tritonlock.decide import packages as pk
     from tritonlock._subprocess import uv_bin
+    from tritonlock.decide.lockplan import lock_plan
     from tritonlock.lock.closure import compile_key, compile_target
 
     uv_bin()  # locate uv before the worker threads do
@@ -230,11 +231,11 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
 
     def key(s: Selection, c: tuple[Selection, ...] | None) -> tuple[str, ...]:
         if c is None:
-            return compile_key(s, matrix, dindex, no_build=intent.no_build)
+            return compile_key(lock_plan(s, matrix), dindex, no_build=intent.no_build)
         versions = tuple(f"{x.torch}@{x.index}" for x in c)
         # the explanations name the machine's facts (its driver, GPUs): only machines alike share them
         machine = repr(dataclasses.replace(s.target, name="", origin=""))
-        return ("packages", *compile_key(s, matrix, dindex, torch_spec="", no_build=intent.no_build), *versions,
+        return ("packages", *compile_key(lock_plan(s, matrix, ""), dindex, no_build=intent.no_build), *versions,
                 machine)
 
     keys = [key(s, c) for s, c in zip(selections, cands)]
@@ -256,7 +257,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
                            else f"locking the packages with torch {s.torch} ({s.backend}) with uv")
         try:
             if c is None:
-                out = (s, compile_target(s, matrix, dindex, no_build=intent.no_build))
+                out = (s, compile_target(lock_plan(s, matrix), dindex, no_build=intent.no_build))
             else:
                 cache: list[tuple[Selection, ...]] = []
 
@@ -324,7 +325,7 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
 
     from tritonlock.decide import native as rule
     from tritonlock.decide import packages as pk
-    from tritonlock.decide import pkgbuilds
+    from tritonlock.compat import pkgbuilds
     from tritonlock.decide._pkgfacts import public
     from tritonlock.lock.closure import compile_target
     from tritonlock.models import Conflict
@@ -413,7 +414,7 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
     """`resolve --dry-run`: with `packages` (--packages), the selections as the lock would make them — uv and the
     indexes decide the packages' versions and so, perhaps, an older torch; without it (no network), each target whose
     packages could hold torch back says so in a warning instead of claiming a torch the lock may not hold."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
     from tritonlock.decide.packages import exact_torch, needs_decision
 
     if (not all(s.ok for s in selections) or not any(needs_decision(intent, s) for s in selections)
@@ -435,8 +436,8 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
     `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes)."""
     from tritonlock.lock import lockfile
-    from tritonlock.decide.intent import read_intent
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.intent.read import read_intent
+    from tritonlock.compat.matrix import load_matrix
 
     intent = read_intent(intent_path)
     matrix = load_matrix()
@@ -529,7 +530,7 @@ def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
         return None
     if lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None):
         return None
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
 
     try:
         intent = read_intent(intent_path)
@@ -554,7 +555,7 @@ def index_reachability() -> tuple[str, str]:
     (PyPI or the mirror pip is configured with) does, the starter intent takes torch from the default index instead,
     so that the first `tritonlock resolve` works."""
     from tritonlock.lock.index import default_index, unreachable
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     torch_url = load_matrix().index_url("cpu")
     torch_problem = unreachable(torch_url, "torch")

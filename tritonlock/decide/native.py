@@ -10,7 +10,7 @@ from tritonlock.models import LockedPackage, Selection, TargetSpec
 from tritonlock.nativerule import Item, Problem, Setting, check, is_provider
 
 if TYPE_CHECKING:
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
     from tritonlock.models import NativeFacts
 
 __all__ = ["Problem", "is_provider", "problems", "conflict", "target_wheel", "unknowns"]

@@ -19,14 +19,15 @@ from packaging.version import Version
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide import cudalibs
 from tritonlock.decide._pkgfacts import Facts, newest, parse_version, public, releases
+from tritonlock.decide.lockplan import lock_plan
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import Conflict, DirectPackage, Intent, LockedPackage, Selection, TargetSpec
 
 if TYPE_CHECKING:
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
-# compile(selection, matrix, default_index, *, torch_spec, offline, constraints, no_build) -> the closure; the lock
-# stage's compile_target, handed in by tritonlock.project (the decision does not call into the lock stage itself)
+# compile(plan, default_index, *, offline, constraints, no_build) -> the closure of a LockPlan (decide.lockplan); the
+# lock stage's compile_target, handed in by tritonlock.project (the decision does not call into the lock stage itself)
 Compile = Callable[..., tuple[LockedPackage, ...]]
 
 # How many times a compile may land on a torch the matrix does not know (a release newer than the matrix, or a
@@ -205,8 +206,8 @@ class Search:
         while True:
             s = dataclasses.replace(self.group[0], packages=tuple(reqs))
             try:
-                packages = self._compile(s, self.sc.matrix, self.sc.default_index,
-                                         torch_spec=torch_spec(self.versions, extra_known), offline=self.warm,
+                packages = self._compile(lock_plan(s, self.sc.matrix, torch_spec(self.versions, extra_known)),
+                                         self.sc.default_index, offline=self.warm,
                                          constraints=tuple(self.constraints), no_build=tuple(self.no_build),
                                          build_facts=False,  # an answer the checks may replace: read once kept
                                          package_indexes=self.sc.package_indexes)
@@ -362,15 +363,15 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     if not _triton_as_decided(best.candidate, packages):
         # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
         # torch does not pin): lock the chosen torch exactly, as without packages
-        packages = compile(best.candidate, matrix, default_index, no_build=best.no_build,
+        packages = compile(lock_plan(best.candidate, matrix), default_index, no_build=best.no_build,
                            constraints=best.constraints, offline=True, package_indexes=package_indexes)
     elif any(p.build == "source" for p in packages):
         # the answer kept builds from source: lock it once more with what those builds need read from their sdists
         # (and their build requirements locked), each named package and torch held where the decision put them
         pins = [with_spec(r, f"=={public(q.version)}") if (q := _locked(packages, r.name)) is not None
                 and r.url is None else str(r) for r in reqs]
-        packages = compile(dataclasses.replace(best.candidate, packages=tuple(pins)), matrix, default_index,
-                           torch_spec=f"=={best.candidate.torch}", no_build=best.no_build,
+        packages = compile(lock_plan(dataclasses.replace(best.candidate, packages=tuple(pins)), matrix,
+                                     f"=={best.candidate.torch}"), default_index, no_build=best.no_build,
                            constraints=best.constraints, offline=True, package_indexes=package_indexes)
     return _explained(sc, best), packages
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from tritonlock.decide.matrix import Matrix
+from tritonlock.compat.matrix import Matrix
 
 
 def _versions(filenames: Iterable[str]) -> set[Version]:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from tritonlock.decide.matrix import Matrix, TorchRelease
-from tritonlock.decide.matrix_vendor import (RocmBuild, VendorMatrix, XpuBuild, gfx_from_override, isa_major,
+from tritonlock.compat.matrix import Matrix, TorchRelease
+from tritonlock.compat.matrix_vendor import (RocmBuild, VendorMatrix, XpuBuild, gfx_from_override, isa_major,
                                       load_vendor_matrix, target_vendor)
 from tritonlock.decide._words import grouped
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from tritonlock._archs import cc_tuple, gpu_runs
-from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, driver_branch_number
+from tritonlock.compat.matrix import Matrix, Ptxas, TorchRelease, driver_branch_number
 from tritonlock.models import Intent, Selection, TargetSpec
 from tritonlock.decide import rules
 from tritonlock.decide.resolve import (describe_target, driver_branch, driver_candidates, pinned_triton, platform_of,
@@ -256,7 +256,7 @@ def _change(matrix: Matrix, target: TargetSpec, intent: Intent, python: str, rel
             choice: tuple[str, str], why_not: str | None = None) -> Change:
     kind, value = choice
     if kind == "amdgpu":
-        from tritonlock.decide.matrix_vendor import load_vendor_matrix
+        from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
         d = load_vendor_matrix().amdgpu_release(value)
         return Change(kind=kind, have=target.amdgpu, need=value,
@@ -348,7 +348,7 @@ def _ptxas_row(matrix: Matrix, target: TargetSpec, rel: TorchRelease) -> Ptxas |
 
 def _amdgpu_candidates(have: str) -> list[str]:
     """amdgpu driver releases newer than `have`, oldest first (AMD's support matrix rows)."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     vm = load_vendor_matrix()
     now = vm.amdgpu_release(have)
@@ -359,7 +359,7 @@ def _amdgpu_candidates(have: str) -> list[str]:
 
 def _nvidia(target: TargetSpec) -> list[str]:
     """The target's NVIDIA GPUs (compute capabilities); AMD/Intel targets' gfx and device names are not."""
-    from tritonlock.decide.matrix_vendor import vendor_of
+    from tritonlock.compat.matrix_vendor import vendor_of
 
     return [g for g in target.gpus if vendor_of(g) == "nvidia"]
 

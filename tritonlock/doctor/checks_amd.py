@@ -35,7 +35,7 @@ def _build_targets(c: Context) -> tuple[tuple[str, ...], str]:
     v = c.torch_version() or ""
     backend = v.partition("+")[2]
     if backend.startswith("rocm"):
-        from tritonlock.decide.matrix_vendor import load_vendor_matrix
+        from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
         b = next((b for b in load_vendor_matrix().rocm_builds(v) if b.backend == backend), None)
         if b is not None:
@@ -82,7 +82,7 @@ def check_amd(c: Context) -> list[Finding]:
     if rocm and amd:
         have, where = _build_targets(c)
         if have:
-            from tritonlock.decide.matrix_vendor import gfx_from_override, isa_major
+            from tritonlock.compat.matrix_vendor import gfx_from_override, isa_major
 
             override = gfx_from_override(h.hsa_override) if h.hsa_override else None
             for gfx in dict.fromkeys(amd):

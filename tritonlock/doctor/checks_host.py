@@ -67,7 +67,7 @@ def check_driver_knows_gpus(c: Context) -> list[Finding]:
     h, m = c.host, c.matrix
     if m is None or h.driver is None:
         return []
-    from tritonlock.decide.matrix import driver_branch_number
+    from tritonlock.compat.matrix import driver_branch_number
 
     ccs = [(g.name or f"GPU {g.index}", g.cc) for g in h.gpus]
     source = "detected"

@@ -13,7 +13,7 @@ from tritonlock.doctor.facts import Dist, LockFacts, VenvFacts
 from tritonlock.models import HostProfile, LockedTarget
 
 if TYPE_CHECKING:
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,7 +78,7 @@ class Context:
         tegra = self.matrix is not None and any(
             (g := self.matrix.gpu_family(x.cc)) is not None and g.integrated for x in h.gpus)
         if tegra:
-            from tritonlock.decide.matrix import branch_floor
+            from tritonlock.compat.matrix import branch_floor
 
             return older(h.driver, branch_floor(floor))
         return older(h.driver, floor)

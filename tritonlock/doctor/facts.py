@@ -15,7 +15,7 @@ from tritonlock.errors import TritonlockError
 from tritonlock.models import HostProfile, Lock, LockedTarget, NativeFacts
 
 if TYPE_CHECKING:  # matrix is imported lazily: its data may be missing, and doctor must still run
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
 _MARK = "@@tritonlock-doctor@@"
 _PROBE = Path(__file__).with_name("_probe.py")
@@ -377,7 +377,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
         return LockFacts(path=str(path), error=str(err))
     if intent_path.exists():
         try:
-            from tritonlock.decide.intent import read_intent
+            from tritonlock.intent.read import read_intent
 
             intent = read_intent(intent_path)
         except TritonlockError as err:
@@ -404,7 +404,7 @@ def lock_facts(project: Path, host: HostProfile, matrix: Matrix | None, python: 
 
 def load_matrix_or_error() -> tuple[Matrix | None, str | None]:
     try:
-        from tritonlock.decide.matrix import load_matrix
+        from tritonlock.compat.matrix import load_matrix
 
         return load_matrix(), None
     except (TritonlockError, NotImplementedError, ImportError, OSError) as err:

@@ -16,7 +16,7 @@ from tritonlock.doctor.facts import (DoctorError, LockFacts, VenvFacts, load_mat
 from tritonlock.models import HostProfile
 
 if TYPE_CHECKING:
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
 SEVERITIES = ("error", "warning", "info")
 

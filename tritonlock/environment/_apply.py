@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritonlock import _interp, _subprocess
+from tritonlock import _subprocess
+from tritonlock.environment import _interp
 from tritonlock._files import open_lock_file, write_atomic
 from tritonlock.environment import _venv
 from tritonlock.environment._plan import Plan, plan, with_download

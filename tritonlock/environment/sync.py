@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonlock.environment import _apply, _venv
-from tritonlock import _interp
+from tritonlock.environment import _interp
 from tritonlock._files import read_bytes
 from tritonlock.environment._apply import venv_lock
-from tritonlock._interp import find_base_python, python_minor_of
+from tritonlock.environment._interp import find_base_python, python_minor_of
 from tritonlock.environment._plan import Plan, Step, format_plan, plan, with_download
 from tritonlock.environment._venv import Damage, siblings, venv_config, venv_damage, venv_python, venv_python_minor
 from tritonlock.errors import NoFittingTargetError, SyncError, TritonlockError, UsageError
@@ -71,7 +71,7 @@ def target_fit(t: LockedTarget, host: HostProfile, python: str | None = None) ->
         if not mine:
             why.append(f"it is an {'AMD' if vendor == 'amd' else 'Intel'} target ({sel.backend}) and this host has "
                        "no such GPU")
-        from tritonlock.decide.matrix_vendor import gfx_from_override, isa_major
+        from tritonlock.compat.matrix_vendor import gfx_from_override, isa_major
 
         override = gfx_from_override(spec.hsa_override) if spec.hsa_override else None
         for vg in mine:
@@ -296,9 +296,9 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     from tritonlock._machine import raw_machine_key
 
     if intent_path.exists():
-        from tritonlock.decide.intent import read_intent
+        from tritonlock.intent.read import read_intent
         from tritonlock.lock.lockfile import staleness
-        from tritonlock.decide.matrix import load_matrix
+        from tritonlock.compat.matrix import load_matrix
 
         intent_bytes = relevant_bytes(intent_path)
         from tritonlock import _fast
@@ -339,7 +339,7 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
     equivalent = None
     if sel.torch:
         try:
-            from tritonlock.decide.matrix import load_matrix
+            from tritonlock.compat.matrix import load_matrix
 
             rel = load_matrix().torch_release(sel.torch)
             equivalent = rel.pypi_backend if rel else None

@@ -111,7 +111,7 @@ def project_files(project: Path, lock: Lock) -> dict[str, str]:
     leaves credentials out); the pods take theirs as pip does — a netrc or PIP_INDEX_URL from a Secret."""
     from tritonlock._files import read_text
     from tritonlock._urls import strip_all_credentials
-    from tritonlock.decide.intent import read_intent
+    from tritonlock.intent.read import read_intent
 
     from tritonlock._discover import intent_file
 

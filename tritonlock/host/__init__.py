@@ -169,7 +169,7 @@ def _parse_gpus(value: str) -> tuple[tuple[Gpu, ...], list[str]]:
 
 def _parse_vendor_gpus(items: list[str]) -> tuple[tuple[VendorGpu, ...], list[str]]:
     """AMD gfx targets and names, Intel GPUs among the items the NVIDIA table did not know."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix, normalize_gfx
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix, normalize_gfx
 
     out: list[VendorGpu] = []
     unknown: list[str] = []
@@ -249,7 +249,7 @@ def _probe_driver(cached: bool) -> DriverFacts:
     if path is not None:
         import time
 
-        from tritonlock.decide import _matrix_cache
+        from tritonlock.compat import _matrix_cache
 
         try:
             fresh = time.time() - os.stat(path).st_mtime < _DRIVER_CACHE_SECONDS
@@ -264,7 +264,7 @@ def _probe_driver(cached: bool) -> DriverFacts:
     gpus = _first("gpus", lambda r: r.gpus, probes)
     facts = DriverFacts(driver=driver, cuda=cuda, gpus=gpus, probes=tuple(probes))
     if path is not None and facts.driver is not None and facts.gpus:
-        from tritonlock.decide import _matrix_cache
+        from tritonlock.compat import _matrix_cache
 
         _matrix_cache.write(Path(path), facts)
     return facts

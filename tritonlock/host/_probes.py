@@ -19,7 +19,7 @@ from tritonlock.errors import MatrixError
 from tritonlock.models import Gpu
 
 if TYPE_CHECKING:
-    from tritonlock.decide.matrix import Matrix
+    from tritonlock.compat.matrix import Matrix
 
 # Every absolute path is read under ROOT, so tests can point the probes at a fake tree.
 ROOT = "/"
@@ -249,7 +249,7 @@ def _smi_gpus(rows: list[dict[str, str]]) -> tuple[Gpu, ...] | None:
 @functools.lru_cache(maxsize=None)
 def gpu_table() -> Matrix | None:
     try:
-        from tritonlock.decide.matrix import load_matrix
+        from tritonlock.compat.matrix import load_matrix
 
         return load_matrix()
     except (NotImplementedError, MatrixError, OSError):

@@ -58,7 +58,7 @@ def _tool(name: str) -> str | None:
 
 def kfd_targets() -> tuple[str, ...] | None:
     """gfx targets of the GPU nodes of KFD's topology (gfx_target_version; CPU nodes report 0); None without KFD."""
-    from tritonlock.decide.matrix_vendor import gfx_from_target_version
+    from tritonlock.compat.matrix_vendor import gfx_from_target_version
 
     nodes = sorted(glob.glob(os.path.join(at(KFD_NODES), "*", "properties")),
                    key=lambda s: int(re.sub(r"\D", "", os.path.basename(os.path.dirname(s))) or 0))
@@ -106,7 +106,7 @@ def amd_smi_targets(text: str) -> tuple[str, ...] | None:
 @functools.cache
 def amd_targets() -> tuple[tuple[str, ...], str] | None:
     """The GPUs' gfx targets and where they came from: KFD first (no process), then the tools."""
-    from tritonlock.decide.matrix_vendor import normalize_gfx
+    from tritonlock.compat.matrix_vendor import normalize_gfx
 
     kfd = kfd_targets()
     if kfd:
@@ -167,7 +167,7 @@ def pci_display_devices() -> list[tuple[str, str, str, str | None]] | None:
 
 def intel_gpus(devices: list[tuple[str, str, str, str | None]]) -> tuple[VendorGpu, ...]:
     """Intel GPUs bound to xe or i915 whose PCI device id the matrix knows; others are left out (not guessed)."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     vm = load_vendor_matrix()
     out: list[VendorGpu] = []
@@ -189,7 +189,7 @@ def read() -> VendorReading:
     gpus: list[VendorGpu] = []
     amd = amd_targets()
     if amd:
-        from tritonlock.decide.matrix_vendor import load_vendor_matrix
+        from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
         vm = load_vendor_matrix()
         for i, gfx in enumerate(amd[0]):

@@ -1,8 +1,10 @@
-"""Turn a target's top-level pins into its full, hashed package set by driving `uv pip compile`."""
+"""Turn a target's top-level pins into its full, hashed package set by driving `uv pip compile`: the decision's
+LockPlan, carried out (everything it needs of compat/ is in the plan)."""
 
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import re
 import tempfile
 from collections.abc import Collection, Sequence
@@ -14,8 +16,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, TritonlockError
 from tritonlock.lock.lockfile import toml_value
-from tritonlock.decide.matrix import Matrix
-from tritonlock.models import LockedPackage, Selection, Wheel
+from tritonlock.models import LockedPackage, LockPlan, Selection, Wheel
 
 
 def python_platform(sel: Selection, glibc_floor: str | None) -> str:
@@ -32,28 +33,6 @@ def python_platform(sel: Selection, glibc_floor: str | None) -> str:
     return f"{t.arch}-manylinux_2_{minor}"
 
 
-# uv resolves `aarch64-apple-darwin` for macOS 13.0 unless MACOSX_DEPLOYMENT_TARGET says otherwise (its
-# --python-platform help; checked: a macosx_14_0_arm64 wheel is skipped without it and taken with "14.0").
-_UV_MACOS_DEFAULT = "13.0"
-
-
-def macos_deployment_target(sel: Selection, matrix: Matrix) -> str | None:
-    """The macOS uv must resolve a macos target for: the version the target states, else the floor of the chosen
-    torch's wheels (torch.toml `macos`, e.g. 2.15.0's macosx_14_0_arm64) where it is above uv's own assumption."""
-    t = sel.target
-    if t.os != "macos":
-        return None
-    if t.macos:
-        return t.macos
-    from tritonlock.decide.resolve import platform_of
-
-    release = matrix.torch_release(sel.torch or "")
-    floor = release.macos_floor(platform_of(t), sel.python) if release else None
-    from packaging.version import Version
-
-    return floor if floor and Version(floor) > Version(_UV_MACOS_DEFAULT) else None
-
-
 def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
     """The top-level requirements of one compile. With `torch_spec` (the torch releases that fit the target, as a
     specifier) the user's packages come first and torch last, with no triton pin (torch pins its own): uv decides the
@@ -65,32 +44,6 @@ def requirements(sel: Selection, torch_spec: str | None = None) -> list[str]:
         op = "" if sel.triton[0] in "<>=!~" else "=="
         reqs.append(f"{sel.triton_package}{op}{sel.triton}")
     return reqs + list(sel.packages)
-
-
-def triton_constraints(sel: Selection, matrix: Matrix, torch_spec: str | None = None) -> list[str]:
-    """What a package the decision did not ask for may be, if another package pulls it in. A target whose decision
-    holds no Triton (triton = "none", or a CPU build: torch's CPU wheels require none) still locks one when a package
-    needs it, and where the backend's index has none (the cpu index: compat/meta.toml triton_from_default) it comes
-    from the default index — never at whatever version that index serves newest (a decoy `triton 99.0`, which the
-    matrix does not know): it is held to the Triton the torch release(s) pin, as a constraint (nothing is added)."""
-    if sel.triton_package or (sel.backend or "") not in matrix.triton_from_default or not sel.torch:
-        return []
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import Version
-
-    if torch_spec is None:
-        release = matrix.torch_release(sel.torch)
-        pins = [release.triton] if release is not None and release.triton else []
-    else:
-        try:
-            spec = SpecifierSet(torch_spec)
-        except InvalidSpecifier:
-            return []
-        pins = [r.triton for r in matrix.torch if r.triton and spec.contains(r.version, prereleases=True)]
-    if not pins:
-        return []
-    low, high = min(pins, key=Version), max(pins, key=Version)
-    return [f"triton=={low}" if low == high else f"triton>={low},<={high}"]
 
 
 def _own_name(package: str) -> str:
@@ -114,21 +67,22 @@ def _pyproject(sel: Selection, reqs: list[str], torch_pkgs: Sequence[str], own: 
     return "\n".join(lines) + "\n"
 
 
-def bound_to_torch_index(matrix: Matrix, sel: Selection, name: str) -> bool:
+def bound_to_torch_index(plan: LockPlan, name: str) -> bool:
     """Whether a package must come from the selection's torch index (the torch family, compat/meta.toml) — triton
     only where that backend's index publishes it (meta.toml triton_from_default: not for cpu). For a rocm* build
     also the ROCm SDK family (compat/rocm.toml [binding] rocm_only: rocm, rocm-sdk-*, …), always, and the names of
     rocm_served (a "rocm" or "amd" in the name) wherever that index serves them."""
     name = canonicalize_name(name)
-    if (sel.backend or "").startswith("rocm"):
-        from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    sel = plan.selection
+    if _matches(name, plan.rocm_only):  # ROCm SDK wheels: only the rocm* index has the right ones
+        return True
+    if _matches(name, plan.rocm_served) and sel.index and _served(sel.index, name):
+        return True
+    return name in plan.torch_bound
 
-        vm = load_vendor_matrix()
-        if vm.rocm_only_name(name):  # ROCm SDK wheels: only the rocm* index has the right ones
-            return True
-        if vm.rocm_served_name(name) and sel.index and _served(sel.index, name):
-            return True
-    return matrix.bound_to_torch_index(name, sel.backend)
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def _served(index_url: str, name: str) -> bool:
@@ -151,15 +105,14 @@ def uv_named(output: str) -> set[NormalizedName]:
     return {canonicalize_name(a or b) for a, b in _UV_NAMED.findall(output)}
 
 
-def not_served_error(err: ClosureError, sel: Selection, bound: Collection[str]) -> ClosureError:
+def not_served_error(err: ClosureError, plan: LockPlan, bound: Collection[str]) -> ClosureError:
     """A failed compile whose cause is a ROCm SDK package the rocm* torch index lacks: the error names it (the torch
     index is the only place it may come from); any other failure is returned as it is."""
+    sel = plan.selection
     if not (sel.backend or "").startswith("rocm") or not sel.index:
         return err
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
-
-    vm = load_vendor_matrix()
-    lacking = sorted(n for n in uv_named(str(err)) if n in bound and vm.rocm_only_name(n) and not _served(sel.index, n))
+    lacking = sorted(n for n in uv_named(str(err)) if n in bound and _matches(n, plan.rocm_only)
+                     and not _served(sel.index, n))
     if not lacking:
         return err
     what = " and ".join(lacking)
@@ -173,26 +126,11 @@ def not_served_error(err: ClosureError, sel: Selection, bound: Collection[str]) 
         "build bundles its libraries (an older torch in triton-env.toml)")
 
 
-def _vendor_glibc(sel: Selection) -> str | None:
-    """The glibc floor of a ROCm / XPU build (compat/rocm.toml, xpu.toml); None for the CUDA and CPU builds."""
-    backend = sel.backend or ""
-    if not backend.startswith(("rocm", "xpu")) or not sel.torch:
-        return None
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
-
-    vm = load_vendor_matrix()
-    if backend == "xpu":
-        x = vm.xpu_build(sel.torch)
-        return x.glibc if x else None
-    return next((b.glibc for b in vm.rocm_builds(sel.torch) if b.backend == backend), None)
-
-
-def triton_owner_problem(sel: Selection, pkgs: Sequence[LockedPackage]) -> str | None:
+def triton_owner_problem(plan: LockPlan, pkgs: Sequence[LockedPackage]) -> str | None:
     """Two distributions that both install the top-level `triton/` package (triton and triton-rocm, say) overwrite
     each other in one environment: which one `import triton` finds depends on install order. A lock holds one."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
-
-    owners = set(load_vendor_matrix().triton_owners)
+    sel = plan.selection
+    owners = set(plan.triton_owners)
     both = sorted(p.name for p in pkgs if p.name in owners)
     if len(both) < 2:
         return None
@@ -209,16 +147,12 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
 _PASSES = 5
 
 
-def compile_key(sel: Selection, matrix: Matrix, default_index: str, torch_spec: str | None = None, *,
-                no_build: tuple[str, ...] = ()) -> tuple[str, ...]:
+def compile_key(plan: LockPlan, default_index: str, *, no_build: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Everything compile_target's answer depends on: targets with equal keys can share one compile."""
-    from tritonlock.decide.resolve import platform_of
-
-    release = matrix.torch_release(sel.torch or "")
-    floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
-    return (*requirements(sel, torch_spec), sel.index or "", sel.python or "", python_platform(sel, floor),
-            default_index, macos_deployment_target(sel, matrix) or "", *(f"no-build:{n}" for n in no_build),
-            *(f"constraint:{c}" for c in triton_constraints(sel, matrix, torch_spec)))
+    sel = plan.selection
+    return (*requirements(sel, plan.torch_spec), sel.index or "", sel.python or "",
+            python_platform(sel, plan.glibc_floor), default_index, plan.macos or "",
+            *(f"no-build:{n}" for n in no_build), *(f"constraint:{c}" for c in plan.triton_constraints))
 
 
 def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | None:
@@ -239,11 +173,11 @@ def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | 
             f"{sel.backend} build by the index")
 
 
-def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeout: float = 900,
-                   torch_spec: str | None = None, no_build: tuple[str, ...] = (), offline: bool = False,
+def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
+                   no_build: tuple[str, ...] = (), offline: bool = False,
                    constraints: tuple[str, ...] = (), build_facts: bool = True,
                    package_indexes: tuple[tuple[str, str, str], ...] = ()) -> tuple[LockedPackage, ...]:
-    """The full transitive set for one ok selection, each package bound to exactly one index.
+    """The full transitive set for the plan's ok selection, each package bound to exactly one index.
 
     uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
     through another package (a library needing torchvision; the triton torch pins) would come from the default
@@ -264,6 +198,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     `package_indexes` ((name, url, "simple" | "flat"), …): a package taken from an index of its own (its per-CUDA
     builds, as vLLM publishes them; "flat": a page of links), bound there like the torch family.
     """
+    sel, torch_spec = plan.selection, plan.torch_spec
     assert sel.ok and sel.torch and sel.index and sel.python
     reqs = requirements(sel, torch_spec)
     names = {canonicalize_name(m.group(0)) for r in reqs if (m := _NAME.match(r))}
@@ -271,9 +206,9 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     own_index = sel.index != default_index  # [indexes].torch = "default": every package comes from one index
 
     def binds(n: str) -> bool:
-        if bound_to_torch_index(matrix, sel, n):
+        if bound_to_torch_index(plan, n):
             return True
-        if not own_index or not matrix.served_by_torch_index(n):
+        if not own_index or n not in plan.torch_served:
             return False
         if n not in notes:
             why = _torch_index_serves(sel, n, default_index)
@@ -283,13 +218,10 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
     own_builds: dict[str, str] = {canonicalize_name(n): u for n, u, _ in package_indexes}
     flat: set[str] = {canonicalize_name(n) for n, _, f in package_indexes if f == "flat"}
     bound = {n for n in names if binds(n) and n not in own_builds}
-    release = matrix.torch_release(sel.torch)
-    from tritonlock.decide.resolve import platform_of
-
-    floor = _vendor_glibc(sel) or (release.glibc_for(platform_of(sel.target), sel.backend) if release else None)
+    floor = plan.glibc_floor
     pulled: list[str] = []  # family members that came in through other packages
     extra: list[str] = []  # build requirements of sdists whose build imports torch
-    macos = macos_deployment_target(sel, matrix)
+    macos = plan.macos
     facts: dict[str, Any] = {}  # sdist url → builds.BuildFacts
     build_reqs: dict[str, str] = {}  # requirement name → the package whose torch-importing build needs it
     for npass in range(_PASSES):
@@ -299,14 +231,14 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
                            # (a later pass online too: it reads pages the first did not — the family members'
                            # on the torch index — and uv --offline would take a stale copy of those from its cache)
                            offline=offline,
-                           constraints=(*constraints, *triton_constraints(sel, matrix, torch_spec)), own=own_builds,
+                           constraints=(*constraints, *plan.triton_constraints), own=own_builds,
                            flat=flat)
         except ClosureError as err:
             # a torch-family member the failure names (rocm[libraries], looked up on the default index as a
             # dependency of torch) is bound to the torch index and the compile repeated
             retry = sorted(n for n in uv_named(str(err)) - bound if own_index and binds(n))
             if not retry:
-                raise not_served_error(err, sel, bound) from None
+                raise not_served_error(err, plan, bound) from None
             bound.update(retry)
             pulled += retry
             continue
@@ -344,7 +276,7 @@ def compile_target(sel: Selection, matrix: Matrix, default_index: str, *, timeou
                 f = facts.get(sdist.url) or builds.facts_for(name, sdist.url, sdist.name)
                 pkg = dataclasses.replace(pkg, build="source", build_needs=builds.needs_of(f), build_why=f.why)
         pkgs.append(pkg)
-    problem = triton_owner_problem(sel, pkgs)
+    problem = triton_owner_problem(plan, pkgs)
     if problem is not None:
         raise ClosureError(problem)
     return tuple(sorted(pkgs, key=lambda p: p.name))

@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tritonlock.decide.matrix import Matrix, TorchRelease, Variant
-from tritonlock.decide.matrix_vendor import RocmBuild, VendorMatrix, normalize_gfx
+from tritonlock.compat.matrix import Matrix, TorchRelease, Variant
+from tritonlock.compat.matrix_vendor import RocmBuild, VendorMatrix, normalize_gfx
 from tritonlock.errors import TritonlockError
 from tritonlock.binary.gpucode import GpuCode, gfx_order
 from tritonlock.lock.index import IndexClient, IndexFile

@@ -17,8 +17,8 @@ from packaging.version import Version
 from tritonlock.errors import TritonlockError
 from tritonlock.lock.index import IndexClient, IndexFile, default_index
 from tritonlock.lock.remotezip import wheel_metadata
-from tritonlock.decide.matrix import Matrix, Ptxas, TorchRelease, TritonRelease, load_matrix
-from tritonlock.decide.matrix_vendor import VendorMatrix
+from tritonlock.compat.matrix import Matrix, Ptxas, TorchRelease, TritonRelease, load_matrix
+from tritonlock.compat.matrix_vendor import VendorMatrix
 from tritonlock.maintain.archs import Indexes, check_archs
 from tritonlock.maintain.tags import Wheel, cuda_of, wheels
 from tritonlock.maintain.wheels import (WheelPtxas, check_ptxas, ptxas_wheel, read_torch_build,  # noqa: F401
@@ -187,7 +187,7 @@ def check_vendor(matrix: Matrix, make_index: object = None, versions: set[str] |
     """compat/rocm.toml and xpu.toml against PyTorch's per-backend indexes: for every release of a series, a
     torch+rocmX.Y / +xpu wheel, tagged as the row says, whose METADATA on each platform requires the row's Triton
     package at the release's pin exactly where the row says it does. What cannot be read is a "note:" line."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     vm = vm or load_vendor_matrix()
     indexes = indexes or Indexes(make=make_index if callable(make_index) else Index)
@@ -372,7 +372,7 @@ class Outcome:
 def check(matrix: Matrix, index: Index, *, versions: set[str] | None = None, inside: str = "newest",
           vendor: bool = True, compat: str | None = None, make_index: object = None) -> Outcome:
     """compat/ against the default index, PyTorch's per-backend indexes and (`inside`) the wheels themselves."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
     counts: Counter[str] = Counter()
     torch_files, triton_files = wheels(index.files("torch")), wheels(index.files("triton"))

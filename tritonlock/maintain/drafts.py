@@ -9,7 +9,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from tritonlock.errors import TritonlockError
-from tritonlock.decide.matrix import Matrix, TritonRelease, load_matrix
+from tritonlock.compat.matrix import Matrix, TritonRelease, load_matrix
 from tritonlock.lock.index import IndexClient as Index
 from tritonlock.lock.index import default_index
 from tritonlock.lock.remotezip import wheel_metadata

@@ -324,7 +324,7 @@ def _place_trace(made: Path, profile: Path, stdout: str) -> str:
 
 def _ptxas_floors() -> dict[str, str] | None:
     from tritonlock.errors import TritonlockError
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     try:
         m = load_matrix()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from tritonlock import _toml, _urls
+from tritonlock._intenthash import content_hash
 from tritonlock._files import read_text
 from tritonlock.errors import IntentError
 from tritonlock.models import Intent, PackageBuilds, TargetSpec
@@ -185,7 +184,7 @@ def _cuda(p: _Problems, raw: Any) -> str:
 
 def _known_backends() -> list[str]:
     """The CUDA/CPU backends of PyTorch's index the matrix knows (compat/ is local data), oldest CUDA first."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     seen = {v.backend for r in load_matrix().torch for v in r.variants if v.backend == "cpu" or v.backend.startswith("cu")}
     return sorted(seen, key=lambda b: (b != "cpu", int(b[2:]) if b[2:].isdigit() else 0))
@@ -253,7 +252,7 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
         if _CC.match(g.strip()):
             out.append(g.strip())
             continue
-        from tritonlock.decide.matrix import load_matrix  # only for names; compat/ is local data
+        from tritonlock.compat.matrix import load_matrix  # only for names; compat/ is local data
 
         cc = load_matrix().gpu_cc(g)
         if cc is None:
@@ -276,7 +275,7 @@ def _gpus(p: _Problems, key: tuple[str | int, ...], raw: Any) -> tuple[str, ...]
 @functools.lru_cache(maxsize=4096)  # a fleet's intent names the same GPU thousands of times
 def _vendor_gpu(text: str) -> str | None:
     """An AMD or Intel GPU as a target lists it: 'gfx942:sramecc+:xnack-'/'MI300X' -> 'gfx942', 'Arc B580' -> 'bmg'."""
-    from tritonlock.decide.matrix_vendor import load_vendor_matrix, normalize_gfx
+    from tritonlock.compat.matrix_vendor import load_vendor_matrix, normalize_gfx
 
     gfx = normalize_gfx(text)
     if gfx is not None:
@@ -287,7 +286,7 @@ def _vendor_gpu(text: str) -> str | None:
 
 def _vendor_problems(p: _Problems, key: tuple[str | int, ...], raw: dict[str, Any], gpus: tuple[str, ...]) -> None:
     """One vendor per target; the AMD-only keys only on AMD targets (amdgpu, hsa-override)."""
-    from tritonlock.decide.matrix_vendor import gfx_from_override, isa_major, vendor_of
+    from tritonlock.compat.matrix_vendor import gfx_from_override, isa_major, vendor_of
 
     vendors = sorted({vendor_of(g) for g in gpus})
     if len(vendors) > 1:
@@ -398,7 +397,7 @@ def _bare_branch(p: _Problems, key: tuple[str | int, ...], driver: str, os_: str
     (CUDA 12.1's 530.30.02 < 535 < 12.2's 535.54.03), so it is read as the branch's first release in NVIDIA's Table
     3 (R535 → 535.54.03, CUDA 12.2), and the reading is a warning; a branch no toolkit shipped with is refused.
     A Jetson's driver is numbered by branch ("580.00"), and resolve judges it by branch: it stays as written."""
-    from tritonlock.decide.matrix import load_matrix
+    from tritonlock.compat.matrix import load_matrix
 
     m = load_matrix()
     if any(m.jetpack_only(cc) or ((g := m.gpu_family(cc)) is not None and g.integrated) for cc in gpus):
@@ -534,46 +533,6 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
 
 
-def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
-    """The hash a lock records of its intent, with these targets in it: with the intent's own targets it is the
-    intent's content_hash; with a lock's targets it tells whether only the target machines changed since."""
-    canonical: dict[str, object] = {
-        "python": intent.python, "torch": intent.torch, "triton": intent.triton, "packages": list(intent.packages),
-        "cuda": intent.cuda, "cuda-policy": intent.cuda_policy,
-        "indexes": {"torch": intent.torch_index, "default": intent.default_index},
-        # a target's macOS only when stated, so the hash of every other intent stays what it was
-        "targets": [[t.name, t.os, t.arch, t.glibc, t.python, t.driver, t.cuda, list(t.gpus)]
-                    + ([t.macos] if t.macos else [])
-                    # AMD keys only when stated, so the hash of every other intent stays what it was
-                    + ([{"amdgpu": t.amdgpu, "hsa-override": t.hsa_override}] if t.amdgpu or t.hsa_override else [])
-                    for t in targets],
-    }
-    if intent.no_build:  # only then, so that the hash of an intent without no-build stays what it was
-        canonical["no-build"] = list(intent.no_build)
-    if intent.channel != "release":  # only then, so that the hash of every release intent stays what it was
-        canonical["channel"] = intent.channel
-    if intent.package_builds:  # only then, so that the hash of every other intent stays what it was
-        canonical["package-builds"] = [[b.name, b.index, list(b.cuda), b.flat] for b in intent.package_builds]
-    if intent.target_files:  # only then, so that the hash of an intent without target-files stays what it was
-        files = list(dict.fromkeys(t.origin[5:] for t in targets if t.origin.startswith("file:")))
-        canonical["target-files"] = {"globs": list(intent.target_files), "files": files}
-    return "sha256:" + hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
-
-
-def changed_files(intent: Intent, locked: tuple[TargetSpec, ...], locked_hash: str) -> tuple[str, ...]:
-    """What changed since a lock of `locked_hash` was written from `locked` targets: the target files whose machines
-    differ, when nothing else did; else the intent itself (its path). Paths as the user reaches them."""
-    if content_hash(intent, locked) != locked_hash:
-        return (intent.path,)
-    old = {t.name: t for t in locked}
-    new = {t.name: t for t in intent.targets}
-    moved = [new.get(n) or old[n] for n in dict.fromkeys([*old, *new]) if old.get(n) != new.get(n)]
-    base = Path(intent.path).parent
-    out = [intent.path if not t.origin.startswith("file:") else
-           (str(base / t.origin[5:]) if str(base) not in ("", ".") else t.origin[5:]) for t in moved]
-    return tuple(dict.fromkeys(out)) or (intent.path,)
-
-
 _PYPROJECT_KEYS = ("environment", "indexes", "targets", "target-files", "extras")
 
 
@@ -688,7 +647,7 @@ _BUILD_KEYS = ("name", "index", "cuda", "format")
 def _package_builds(p: _Problems, raw: Any) -> tuple[PackageBuilds, ...]:
     """[[package-builds]]: a package's own per-CUDA builds on an index of its own, as compat/packages.toml rows
     (name, index with {version}/{cuda}/{torch}, cuda = ["cu128", ...], format = "simple" | "flat")."""
-    from tritonlock.decide.pkgbuilds import parse_rows
+    from tritonlock.compat.pkgbuilds import parse_rows
 
     if not isinstance(raw, list):
         p.add(("package-builds",), "expected an array of tables", "write each as a [[package-builds]] table")

@@ -350,7 +350,7 @@ def cache_path(root: Path) -> Path | None:
     import hashlib
     import os
 
-    from tritonlock.decide import _matrix_cache
+    from tritonlock.compat import _matrix_cache
 
     digest = hashlib.sha256()
     for path in (Path(__file__), Path(_matrix_cache.__file__), *(root / name for name in FILES)):
@@ -367,7 +367,7 @@ def _load_default() -> Matrix:
     # Parsing ~100 KB of TOML costs more than the rest of a resolve: keep the validated Matrix in the
     # user's cache as plain JSON — data only, so a planted file can never run code; one we did not
     # write (another owner, writable by others, or not exactly a Matrix) is ignored and rebuilt.
-    from tritonlock.decide import _matrix_cache
+    from tritonlock.compat import _matrix_cache
 
     root = _default_root()
     cache = cache_path(root)
@@ -527,7 +527,7 @@ class _Row:
             self.bad(key, f"unknown key (known here: {', '.join(sorted(self.seen))})")
 
 
-# The typed row reader and file reader, for the AMD/Intel rows (tritonlock.decide.matrix_vendor) to read compat/ the same way.
+# The typed row reader and file reader, for the AMD/Intel rows (tritonlock.compat.matrix_vendor) to read compat/ the same way.
 RowReader = _Row
 
 
@@ -644,7 +644,7 @@ def _load(root: Path) -> Matrix:
     triton_f.done()
 
     gpus: list[GpuModel] = []
-    gpus_f.seen.update(("amd_gpu", "intel_gpu"))  # AMD and Intel names: read by tritonlock.decide.matrix_vendor
+    gpus_f.seen.update(("amd_gpu", "intel_gpu"))  # AMD and Intel names: read by tritonlock.compat.matrix_vendor
     for row in gpus_f.rows("gpu"):
         cc, family_name = row.get("cc", _CC, "8.0"), row.get("family", None, "Ampere", required=False) or ""
         wheels = row.get("wheels", re.compile(r"^jetpack\Z"), "jetpack", required=False) or ""

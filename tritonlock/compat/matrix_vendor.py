@@ -11,9 +11,9 @@ from pathlib import Path
 from packaging.version import Version
 
 from tritonlock.errors import MatrixError
-from tritonlock.decide.matrix import PLATFORMS
-from tritonlock.decide.matrix import RowReader as _Row  # the same typed row reader as the CUDA rows
-from tritonlock.decide.matrix import read_compat_file as _read
+from tritonlock.compat.matrix import PLATFORMS
+from tritonlock.compat.matrix import RowReader as _Row  # the same typed row reader as the CUDA rows
+from tritonlock.compat.matrix import read_compat_file as _read
 
 FILES = ("rocm.toml", "xpu.toml", "gpus.toml")
 

@@ -1,0 +1,77 @@
+"""Maintainer tooling: `compat check` (compat/ against live index metadata) and its `--new` drafts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from tritonlock.cli._base import echo
+
+
+@click.group()
+def compat() -> None:
+    """The curated compatibility matrix shipped in compat/."""
+
+
+@compat.command("check")
+@click.option("--index", "index_url", metavar="URL", help="Index to compare with (default: your pip configuration).")
+@click.option("--versions", metavar="V,V", help="Only these torch/triton versions (default: all).")
+@click.option("--wheels", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
+              help="Which releases to also read from inside their wheels (HTTP Range reads): torch/version.py, "
+                   "Triton's bundled ptxas versions and selection rule, and the GPU code (sm/compute, gfx) of torch's "
+                   "CUDA and ROCm libraries.")
+@click.option("--new", "new", is_flag=True,
+              help="Instead: draft compat/ rows for each torch and triton on the index newer than the matrix knows, "
+                   "read from the wheels (tags, METADATA, torch/version.py, bundled ptxas), each fact marked "
+                   "'inferred:' with its source, for a maintainer to review.")
+@click.option("-o", "--output", metavar="FILE", help="With --new: write the draft here instead of stdout.")
+@click.option("--no-vendor", is_flag=True, help="Leave out PyTorch's per-backend indexes (CUDA variants, ROCm and XPU "
+                                                "rows, arch lists).")
+@click.option("--compat", "compat_dir", metavar="DIR", help="Check this copy of compat/ instead of the shipped one.")
+@click.option("--allow-unchecked", is_flag=True,
+              help="Exit 0, not 7, when everything read agrees but some rows could not be checked (an index that "
+                   "does not answer, unreadable METADATA or libraries).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--force", is_flag=True, help="With -o: replace FILE even when tritonlock did not write it.")
+def compat_check(index_url: str | None, versions: str | None, wheels: str, new: bool = False,
+                 output: str | None = None, no_vendor: bool = False, compat_dir: str | None = None,
+                 allow_unchecked: bool = False, as_json: bool = False, force: bool = False) -> None:
+    """Compare compat/ with live index metadata: wheel tags (Python, platform, glibc), pinned triton, PyPI's torch
+    build, the ptxas each Triton wheel bundles, the CUDA variants, ROCm and XPU builds on PyTorch's indexes and the
+    Triton they require, and the GPU code inside torch's wheels. Says what it compared and what it could not check.
+
+    Exit 0: everything checked agrees; 1: a disagreement (or a torch/triton release on the index that the matrix
+    lacks: --new drafts its rows); 7: what was read agrees but some of it could not be checked (--allow-unchecked
+    accepts that)."""
+    if new:
+        from tritonlock._files import check_writes, write_file
+        from tritonlock.maintain.drafts import main_new
+
+        output = None if output == "-" else output  # standard output, never a file named "-"
+        if output:
+            check_writes([Path(output)], what="compat check --new", force=force)
+        text, said = main_new(index_url, compat_dir)
+        for line in said:
+            echo(line, err=True)
+        if text and output:
+            write_file(output, text + "\n", what="compat check --new", force=force)
+            echo(f"wrote {output} — review every `inferred:` line, then move the rows into compat/", err=True)
+        elif text:
+            echo(text)
+        sys.exit(0)
+    from tritonlock.lock.index import default_index
+    from tritonlock.compat.matrix import load_matrix
+    from tritonlock.maintain.compat_check import Index, check
+
+    matrix = load_matrix(compat_dir)
+    out = check(matrix, Index(index_url or default_index()), versions=set(versions.split(",")) if versions else None,
+                inside=wheels, vendor=not no_vendor, compat=compat_dir)
+    if as_json:
+        echo(json.dumps(out.as_json(allow_unchecked), indent=2, sort_keys=True))
+    else:
+        for line in out.text(allow_unchecked):
+            echo(line)
+    sys.exit(out.exit_code(allow_unchecked))

@@ -1,0 +1,45 @@
+"""The words sync says of the venv it made: the plan's source builds, the state it left ("now matches … 3 installed,
+1 removed"), and its --json — returned for the CLI to print."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tritonlock.environment.sync import SyncOutcome
+
+
+def plan_build_lines(out: SyncOutcome) -> list[str]:
+    """With --dry-run: the source builds and package notes of what the plan would install."""
+    from tritonlock.lock.report import build_lines
+
+    todo = {s.name for s in out.plan.steps if s.action in ("install", "upgrade", "reinstall")}
+    return build_lines(out.target, todo)
+
+
+def state_line(out: SyncOutcome) -> str:
+    """What state sync left the venv in, as checked: already matching, or what it changed to match."""
+    if not out.applied:
+        return f"{out.venv} already matches target {out.target.name} ({len(out.plan.steps)} packages)"
+    from tritonlock.environment._plan import is_downgrade
+
+    down = sum(1 for s in out.plan.of("upgrade") if is_downgrade(s))
+    asked = sum(1 for st in out.plan.of("reinstall") if st.note == "--reinstall")  # (sync --reinstall)
+    counts = ((len(out.plan.of("install")), "installed"), (len(out.plan.of("upgrade")) - down, "upgraded"),
+              (down, "downgraded"), (len(out.plan.of("reinstall")) - asked, "repaired"), (asked, "reinstalled"),
+              (len(out.plan.of("remove")), "removed"), (out.strays_removed, "stray file(s) removed"))
+    done = [f"{n} {w}" for n, w in counts if n]
+    return (f"{out.venv} now matches target {out.target.name}" + (" (rebuilt)" if out.rebuilt else "")
+            + f": {', '.join(done) or 'nothing to change'}")
+
+
+def sync_json(out: SyncOutcome, verify: dict[str, Any] | None) -> dict[str, Any]:
+    """`sync --json`: the target, the venv, what was done, each step of the plan, and verify's report."""
+    from tritonlock.lock.report import package_build_json
+
+    return {"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
+            "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note,
+                      **package_build_json(next((p for p in out.target.packages if p.name == s.name
+                                                 and s.action in ("install", "upgrade", "reinstall")), None))}
+                     for s in out.plan.steps],
+            "verify": verify}

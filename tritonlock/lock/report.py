@@ -1,0 +1,97 @@
+"""The words a lock's targets are shown in: a decision's summary (resolve, show), its source builds and package
+notes, `show`'s table — returned as text for the CLI to print."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tritonlock.models import LockedPackage, LockedTarget, Selection
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def selection_text(s: Selection, words: Callable[[str], str] = _same) -> str:
+    """A decision in a few lines: torch, backend, triton and Python, the index, then each reason and warning (in
+    `words`: as the project's intent file spells its tables)."""
+    from tritonlock._term import styled
+
+    lines = [styled(f"target {s.target.name}:", bold=True) + f" torch {s.torch} ({s.backend}) + "
+             f"{s.triton_package or 'no triton'} {s.triton or ''} on Python {s.python}".rstrip(),
+             f"  index: {s.index}"]
+    lines += ["  " + styled("why:", dim=True) + f" {words(r)}" for r in s.reasons]
+    lines += ["  " + styled("warning:", fg="yellow") + f" {words(w)}" for w in s.warnings]
+    return "\n".join(lines)
+
+
+def build_lines(t: LockedTarget | None, only: set[str] | None = None) -> list[str]:
+    """A locked target's source builds and package notes, one indented line each (`only`: these packages)."""
+    if t is None:
+        return []
+    from tritonlock.lock import builds
+    from tritonlock._term import styled
+
+    pkgs = [p for p in t.packages if only is None or p.name in only]
+    return (["  " + styled("build:", fg="yellow") + f" {line}" for line in builds.source_lines(pkgs)]
+            + ["  " + styled("note:", dim=True) + f" {line}" for line in builds.note_lines(pkgs)])
+
+
+def package_build_json(p: LockedPackage | None) -> dict[str, Any]:
+    from tritonlock.lock import builds
+
+    return builds.package_json(p) if p is not None else {}
+
+
+def builds_json(t: LockedTarget | None) -> dict[str, Any]:
+    """--json: a locked target's source builds and package notes."""
+    if t is None:
+        return {}
+    from tritonlock.lock import builds
+
+    return {"source_builds": [{"name": p.name, "version": p.version, **builds.package_json(p)}
+                              for p in t.packages if p.build],
+            "package_notes": [{"name": p.name, "note": p.note} for p in t.packages if p.note]}
+
+
+def show_text(targets: list[LockedTarget], *, verified: Callable[[LockedTarget], list[str]],
+              recorded: Callable[[str], bool], words: Callable[[str], str] = _same) -> str:
+    """`show`'s table: per target its decision and every pinned package, with what `verified` says of its runs
+    (`recorded`: whether a target has any)."""
+    # a fleet's targets of one kind of machine share their decision and packages (lock-version 3): shown once, with
+    # the names of the others
+    groups: dict[tuple[Any, ...], list[LockedTarget]] = {}
+    for t in targets:
+        sel = t.selection
+        key = (sel.ok, sel.python, sel.torch, sel.backend, sel.index, sel.triton_package, sel.triton, sel.packages,
+               sel.driver_floor, sel.archs, sel.ptx, sel.reasons, sel.warnings, sel.direct,
+               sel.conflict.message if sel.conflict else None, t.packages)
+        groups.setdefault(key if sel.ok else ("conflict", t.name), []).append(t)
+    out: list[str] = []
+    for t, *others in groups.values():
+        if not t.selection.ok:  # recorded as a conflict: nothing is locked for it
+            from tritonlock._term import styled
+
+            message = t.selection.conflict.message if t.selection.conflict else "nothing fits"
+            out.append(styled(f"target {t.name}:", bold=True) + " " + styled("conflict", fg="red")
+                       + " — nothing is locked for it (`tritonlock resolve` exits 3 until it is fixed)")
+            out += [f"  {line}" for line in message.splitlines()]
+            out.append("")
+            continue
+        out.append(selection_text(t.selection, words))
+        width = max((len(p.name) for p in t.packages), default=4)
+        vwidth = max((len(p.version) for p in t.packages), default=7)
+        out.append(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
+        out += [f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
+                + ("  (built from source at sync)" if p.build == "source" else "") for p in t.packages]
+        out += build_lines(t)
+        out += [f"  {line}" for line in verified(t)]
+        if others:
+            out.append(f"  the same decision and packages for {len(others)} more target(s): "
+                       + ", ".join(o.name for o in others))
+            for o in others:
+                if recorded(o.name):
+                    out += [f"  {o.name}: {line}" for line in verified(o)]
+        out.append("")
+    return "\n".join(out)
