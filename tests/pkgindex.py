@@ -196,6 +196,7 @@ class LocalIndex:
     # A mirror that serves other bytes than its page lists (the page keeps the real file's hash and size): file name →
     # the bytes served for every GET of it ("file"), only for HTTP Range reads ("range"), or as its .metadata
     tampered: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    port: int = 0  # 0: any free port; a test that needs an address served before by another index names it
 
     def add(self, index: str, name: str, version: str, *, uploaded: str | None = None, **kw: object) -> Path:
         """A wheel on `index`; `uploaded` ("2023-12-14"): the upload time its JSON page gives (PEP 700)."""
@@ -325,7 +326,7 @@ class LocalIndex:
             def handle_error(self, request: object, client_address: object) -> None:
                 pass  # a client that refused our certificate (tests do that on purpose) is not news
 
-        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server = Server(("127.0.0.1", self.port), Handler)
         scheme = "http"
         if self.tls is not None:
             import ssl

@@ -164,7 +164,9 @@ def test_slurm_job_array_with_gres_and_failing_nodes(tmp_path: Path, slurm: Slur
     assert r.returncode == 1 and doc["total"] == 2, doc
     for n in doc["nodes"]:
         assert n["status"] == "sync failed" and n["error"].startswith("exit 2: "), n
-        assert "triton-env.lock: no such file — run `tritonlock resolve` first" in n["error"], n
+        # (no intent beside it either: the first step named is init, then resolve)
+        assert "triton-env.lock: no such file — and there is no triton-env.toml beside it either: run `tritonlock " \
+               "init`" in n["error"] and n["error"].endswith("then `tritonlock resolve`"), n
     assert {n["tag"].rsplit("-", 1)[1] for n in doc["nodes"]} == {"0", "1"}
 
 

@@ -29,7 +29,13 @@ TORCH_EXT_LINE = ("torch-ext 1.0 has no wheel for this target: sync builds it fr
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
-    idx = LocalIndex(tmp_path_factory.mktemp("source-builds-index"))
+    idx = _source_builds_index(LocalIndex(tmp_path_factory.mktemp("source-builds-index")))
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _source_builds_index(idx: LocalIndex) -> LocalIndex:
     populate(idx)
     # Only an sdist, whose build imports torch (and einops, a build requirement besides torch) and records the torch
     # it ran against in the module it builds.
@@ -49,9 +55,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # xformers: PyTorch's cu126 index serves a build matched to torch's cu126 build; the cpu index has none.
     idx.add("whl/cu126", "xformers", "0.0.30+cu126", requires=("torch==2.6.0",), tag=LINUX_TAG)
     idx.add("simple", "xformers", "0.0.29", requires=("torch>=2.6",), tag=LINUX_TAG)
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -99,6 +103,39 @@ def test_a_package_without_a_wheel_is_marked_in_the_lock_and_said(tmp_path: Path
     assert next(p for p in doc["packages"] if p["name"] == "torch-ext")["build"] == "source"
     code, out = _run("resolve", "-p", str(proj), "--upgrade", "--json")
     assert code == 0 and json.loads(out)["targets"][0]["source_builds"][0]["build_message"] == TORCH_EXT_LINE
+
+
+def test_a_page_uv_cached_from_another_index_at_the_same_address_is_asked_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv's cache holds the pages another index served at this address (yesterday's mirror; another project's index
+    on a reused port): the decision's compiles that answer from uv's cache keep an answer only where this run read
+    the page online, so the lock pins what this index serves, not what the cache remembers."""
+    import socket
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    locks = []
+    for n, module in enumerate(("# an older build of the same name\n", None)):
+        idx = _source_builds_index(LocalIndex(tmp_path / f"index-{n}", port=port))
+        if module is not None:  # the same file name, other bytes
+            idx.add("simple", "triton", "3.2.0", tag=LINUX_TAG, modules={"triton/__init__.py": module})
+        served = {f.name: f for f in (tmp_path / f"index-{n}" / "simple" / "_files").glob("triton-3.2.0-*.whl")}
+        idx.start()
+        try:
+            proj = _intent(tmp_path / f"proj-{n}", idx, '"torch-ext"')
+            _resolve(proj)
+        finally:
+            idx.stop()
+        (t,) = read_lock(proj / "triton-env.lock").targets
+        (triton,) = [p for p in t.packages if p.name == "triton"]
+        (whl,) = triton.wheels
+        import hashlib
+
+        assert whl.sha256 == hashlib.sha256(served[whl.name].read_bytes()).hexdigest()
+        locks.append(whl.sha256)
+    assert locks[0] != locks[1]  # (the two indexes did serve other bytes under one address)
 
 
 def test_sync_builds_it_against_the_locked_torch(tmp_path: Path, index: LocalIndex) -> None:

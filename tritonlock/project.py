@@ -222,9 +222,10 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     from tritonlock.decide import packages as pk
     from tritonlock._subprocess import uv_bin
     from tritonlock.decide.lockplan import lock_plan
-    from tritonlock.lock.closure import compile_key, compile_target
+    from tritonlock.lock.closure import compile_key, compile_target, new_run
 
     uv_bin()  # locate uv before the worker threads do
+    new_run()  # uv's cache answers offline only what this run read online
     # a nightly/test channel's torch is that channel's one newest build: nothing for the packages to choose among
     cands = [_candidates(intent, matrix, s) if pk.needs_decision(intent, s) and intent.channel == "release" else None
              for s in selections]

@@ -315,6 +315,20 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed
 # uv --offline when its cache lacks what a resolution needs (its hint, and the per-package cause)
 _CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 
+# (index, name) of every package an online compile of this run answered: uv read that page just now. An --offline
+# answer is kept only when each package in it is one of these — uv's cache may also hold a page from another day (a
+# release since published, a file since removed) or from another index once served at the same address.
+_READ_ONLINE: set[tuple[str, str]] = set()
+
+
+def new_run() -> None:
+    """Forget what earlier runs read online (one process may lock many times: a test suite, a service)."""
+    _READ_ONLINE.clear()
+
+
+def _read_keys(packages: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(str(p.get("index") or ""), canonicalize_name(str(p.get("name") or ""))) for p in packages}
+
 
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
@@ -351,6 +365,9 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                                    unset=unset)
             if offline and proc.returncode != 0 and _CACHE_MISS.search(proc.stderr or proc.stdout or ""):
                 proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)  # not cached: ask
+            elif offline and proc.returncode == 0 and not _read_keys(_answer(out)) <= _READ_ONLINE:
+                # the cache answered with a page this run never read online: asked again, online
+                proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
         if proc.returncode != 0:
@@ -373,9 +390,15 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
                                f"for Python {sel.python} on {python_platform(sel, floor)}"
                                + (f" (macOS {macos})" if macos else "") + index.extra_index_note(), uv=msg)
-        data = _toml.loads(out.read_text(encoding="utf-8"))
-    packages = data.get("packages", [])
-    return [p for p in packages if isinstance(p, dict)]
+        packages = _answer(out)
+    _READ_ONLINE.update(_read_keys(packages))  # (an offline answer reaches here only when all of it was so read)
+    return packages
+
+
+def _answer(out: Path) -> list[dict[str, Any]]:
+    """The [[packages]] tables of uv's pylock output."""
+    data = _toml.loads(out.read_text(encoding="utf-8"))
+    return [p for p in data.get("packages", []) if isinstance(p, dict)]
 
 
 def _no_build_note(output: str, no_build: tuple[str, ...], sel: Selection, floor: str | None) -> str:
