@@ -63,7 +63,7 @@ def test_host_save_round_trips_into_resolve(tmp_path: Path) -> None:
 
 def test_host_save_in_a_new_project_makes_hosts_and_names_the_pattern_from_the_intent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """README and init's template say `tritonlock host --save hosts/NAME.toml`: in a new project hosts/ does not
+    """docs/fleets.md and init's template say `tritonlock host --save hosts/NAME.toml`: in a new project hosts/ does not
     exist yet (it failed: "cannot write it (No such file or directory)"), and run from a subdirectory the advice
     named a target-files pattern relative to that subdirectory, not to triton-env.toml as target-files are read."""
     (tmp_path / "triton-env.toml").write_text('[environment]\ntorch = ">=2.4"\n')

@@ -308,7 +308,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_every_command_that_reads_an_edited_lock_says_so_with_the_documented_exit_code(tmp_path: Path) -> None:
-    """README: every command that reads the lock refuses one whose digests do not match (exit 2, bad input);
+    """docs/lock.md ("What the digests defend against"): every command that reads the lock refuses one whose digests do not match (exit 2, bad input);
     `check` and `doctor` report it as the problem they found (exit 1). `verify` used to warn and exit 0."""
     import sys
 

@@ -46,20 +46,9 @@ class Run:
     code: int = 0
 
 
-@dataclass(frozen=True)
-class Pending:
-    """A command of a feature the pages already describe (issue 26, being merged): run as `Run` once this program
-    has it — `probe` (a `--help`) shows `word` — and skipped until then."""
-
-    where: str
-    probe: tuple[str, ...]
-    word: str
-    code: int = 0
-
-
 REPO, PROJECT, NEW = Run("repo"), Run("project"), Run("new")
 
-RUN: dict[str, Run | Pending] = {
+RUN: dict[str, Run] = {
     # README.md
     "tritonlock init": Run("init"),
     "tritonlock resolve": PROJECT,
@@ -111,7 +100,7 @@ RUN: dict[str, Run | Pending] = {
     "-o verify.sbatch": PROJECT,
     "tritonlock report merge tritonlock-reports/1234": Run("project", 1),  # the node's sync failed
     "tritonlock report merge tritonlock-reports/1234 --expect 4 --html report.html --update-records": Run("project", 1),
-    "tritonlock report bands": Pending("project", ("report", "--help"), "bands", 2),  # no records yet: exit 2
+    "tritonlock report bands": Run("project", 2),  # no records yet: exit 2
     # docs/amd-intel.md
     "tritonlock resolve --dry-run -p examples/amd": REPO,
     "tritonlock why -p examples/amd --target mi300x": REPO,
@@ -290,10 +279,6 @@ def _words(cmd: str) -> list[list[str]]:
 def test_the_command_the_pages_show_runs(cmd: str, tmp_path: Path, locked: Path, local_index: LocalIndex,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     how = RUN[cmd]
-    if isinstance(how, Pending):
-        code, out = _run(*how.probe)
-        if how.word not in out:
-            pytest.skip(f"{cmd!r}: this tritonlock has no {how.word!r} yet (issue 26)")
     here = _place(how.where, tmp_path, locked, local_index, monkeypatch)
     monkeypatch.chdir(here)
     before = _files(EXAMPLES)
@@ -513,3 +498,14 @@ def test_ci_examples_install_tritonlock_from_where_it_is() -> None:
         installs = re.findall(r"pip install (.+)", text)
         assert installs and all(i.strip() == '"$TRITONLOCK"' for i in installs), (name, installs)
         assert 'TRITONLOCK: "tritonlock @ git+https://' in text and "not published on PyPI" in text
+
+
+def test_the_wheel_the_install_section_names_is_the_one_pip_wheel_builds() -> None:
+    """README's tool install names the wheel `pip wheel --no-deps . -w dist/` writes: its version is pyproject's, so
+    a release that bumps the version and not the README fails here, not in a newcomer's pipx."""
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"dist/(tritonlock-[^\s]+\.whl)", text))
+    assert named == {f"tritonlock-{version}-py3-none-any.whl"}, named

@@ -397,7 +397,7 @@ def test_a_gzip_bomb_sdist_is_read_only_up_to_a_bound_on_what_it_unpacks_to(loca
 
 def test_resolve_runs_the_build_backend_of_an_sdist_without_static_metadata_unless_no_build(
         tmp_path: Path, local_index: LocalIndex) -> None:
-    """What the README says of resolving: an sdist whose PKG-INFO a resolver cannot trust (Metadata-Version 2.1) is
+    """What docs/lock.md says of resolving ("`resolve` itself runs build backends"): an sdist whose PKG-INFO a resolver cannot trust (Metadata-Version 2.1) is
     built to learn its dependencies — its backend's code runs on this machine at `resolve` — and `no-build` is the
     way to forbid that: then nothing of the package runs, and resolve names it."""
     marker = tmp_path / "backend-ran"

@@ -1,4 +1,4 @@
-"""One rule for every writer (README, "Files tritonlock writes"): only a regular file, or nothing, is ever replaced —
+"""One rule for every writer (docs/export.md, "Files tritonlock writes: one rule for every writer"): only a regular file, or nothing, is ever replaced —
 a device node, a FIFO, a socket, a directory or a symbolic link is refused with or without --force, and the refusal
 never recommends --force; a file tritonlock did not write is replaced only with --force; `-o -` is standard output
 (or refused); no missing directory is made unless documented; no link planted under a temp name is followed.

@@ -73,7 +73,7 @@ def file_stem(name: str) -> str:
 #
 # Every file tritonlock writes, for the user or for itself, goes through this section: `write_files` (or
 # `write_file`) for a command's outputs, `write_atomic` for its own files inside a venv or a cache, `temp_beside` +
-# `commit` for a download, `open_lock_file` for a lock file. The rule (README, "Files tritonlock writes"):
+# `commit` for a download, `open_lock_file` for a lock file. The rule (docs/export.md, "Files tritonlock writes: one rule for every writer"):
 #
 # * Only a regular file, or nothing, is ever replaced: a device node, a FIFO, a socket, a directory or a symbolic
 #   link (to anything) at the path is refused with or without --force — `--force` replaces a user's *file*, never

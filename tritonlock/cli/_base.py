@@ -126,8 +126,9 @@ def discover(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 
 project_opt = click.option("--project", "-p", default=None, callback=discover, metavar="DIR",
-                            help="Directory holding triton-env.toml and triton-env.lock (default: the nearest one "
-                                 "from here up that holds either, else this directory).")
+                            help="Directory holding triton-env.toml (or a pyproject.toml with [tool.tritonlock]) and "
+                                 "triton-env.lock (default: the nearest one from here up that holds one of them, else "
+                                 "this directory).")
 
 
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")

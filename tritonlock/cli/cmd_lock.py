@@ -125,13 +125,15 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
 @click.option("--upgrade", is_flag=True, help="Re-resolve even when nothing changed (picks up newer releases).")
 @click.option("--dry-run", is_flag=True, help="Print the decisions only: no lock is written, no network is used (see --packages).")
 @click.option("--packages", "decide_packages", is_flag=True,
-              help="With --dry-run: also decide [environment].packages' versions — and so the torch they allow — "
-                   "with uv and the indexes, as `resolve` does (uses the network).")
+              help="With --dry-run: also decide the versions of the packages you named ([environment].packages, or "
+                   "[project].dependencies in pyproject.toml) — and so the torch they allow — with uv and the indexes, "
+                   "as `resolve` does (uses the network).")
 @json_opt
 @click.option("--target-file", metavar="FILE", help="Lock for a machine saved with `tritonlock host --save`.")
 def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_file: str | None,
             decide_packages: bool) -> None:
-    """Resolve triton-env.toml into triton-env.lock (pinned, with sha256 hashes)."""
+    """Resolve the intent (triton-env.toml, or pyproject.toml's [tool.tritonlock]) into triton-env.lock (pinned, with
+    sha256 hashes)."""
     intent_path, lock_path = project_paths(project)
     if dry_run:
         from tritonlock.intent.read import read_intent

@@ -410,7 +410,7 @@ def _row(table: str, key: str, source: str) -> str:
 # --- output --------------------------------------------------------------------------------------------------
 
 def advice_json(a: Advice) -> dict[str, object]:
-    """The public `why --json` shape of one target (a documented contract, see README)."""
+    """The public `why --json` shape of one target (a documented contract: docs/decision.md, "`tritonlock why` — what would it take?")."""
     return {
         "name": a.target.name,
         "target": describe_target(a.target, a.python),
