@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import populate, write_intent
+from conftest import LINUX_TAG, populate, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
@@ -33,5 +33,32 @@ def test_a_pre_release_is_not_a_packages_newest(tmp_path: Path) -> None:
             (locked,) = read_lock(root / "triton-env.lock").targets
             assert {p.name: p.version for p in locked.packages}["prerel"] == want
             assert not [w for w in locked.selection.warnings if "prerel" in w], locked.selection.warnings
+    finally:
+        idx.stop()
+
+
+def test_a_local_build_of_the_newest_release_is_that_release(tmp_path: Path) -> None:
+    """PyTorch's index serves torchvision 0.21.0 as local builds (0.21.0+cu124, +cu126): the locked +cu126 build is
+    the newest release, in the `direct` contract and the warnings — the local label is left off both sides."""
+    idx = LocalIndex(tmp_path / "index")
+    populate(idx)
+    backends = sorted(p.name for p in (tmp_path / "index" / "whl").iterdir() if p.name.startswith("cu"))
+    for b in backends:
+        idx.add(f"whl/{b}", "torchvision", f"0.21.0+{b}", requires=("torch==2.6.0",), tag=LINUX_TAG)
+        idx.add(f"whl/{b}", "torchvision", f"0.20.1+{b}", requires=("torch==2.5.1",), tag=LINUX_TAG)
+    idx.start()
+    try:
+        write_intent(tmp_path / "p", idx, '[environment]\npython = "3.11"\ntorch = "==2.6.0"\n'
+                                          'packages = ["torchvision"]\n[[targets]]\nname = "gpu"\n'
+                                          'driver = "570.86.15"\ngpus = ["8.0"]\n')
+        r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path / "p"), "--json"])
+        assert r.exit_code == 0, r.output
+        (t,) = json.loads(r.output)["targets"]
+        (d,) = [x for x in t["direct"] if x["name"] == "torchvision"]
+        assert (d["version"], d["newest"], d["at_newest"], d["held_by"]) == ("0.21.0", "0.21.0", True, None), d
+        (locked,) = read_lock(tmp_path / "p" / "triton-env.lock").targets
+        tv = {p.name: p.version for p in locked.packages}["torchvision"]
+        assert tv.startswith("0.21.0+cu"), tv  # (the local build was locked: the case is the one it claims)
+        assert not [w for w in locked.selection.warnings if "torchvision" in w], locked.selection.warnings
     finally:
         idx.stop()

@@ -511,6 +511,32 @@ def test_runner_without_torch_reports_it(tmp_path: Path) -> None:
     assert format_report(r).splitlines()[0].startswith("verify: no kernel ran; python ")
 
 
+def test_no_cpp_compiler_on_a_gpu_fails_the_torch_compile_row_with_the_fix(real_torch_python: str) -> None:
+    """On a GPU a missing compiler is the machine's fault, not a skip — a model's first torch.compile fails there
+    too — and the row says what is missing and how to get it instead of torch's bare InvalidCxxCompiler. (No GPU
+    here: torch's own InvalidCxxCompiler is raised where torch.compile would build, on a device that is not the CPU.)"""
+    script = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(RUNNER)!r})\n"
+        "import torch\n"
+        "from torch._inductor.exc import InvalidCxxCompiler\n"
+        "from tlverify import inductor, report\n"
+        "def compile(*a, **k):\n"
+        "    def f(*a, **k):\n"
+        "        raise InvalidCxxCompiler()\n"
+        "    return f\n"
+        "torch.compile = compile\n"
+        "r = report.Report()\n"
+        "inductor.run(r, torch, 'meta', 'cuda:0')\n"
+        "print(json.dumps([[k['ok'], k['mode'], k['detail']] for k in r.to_json()['kernels']]))\n")
+    out = subprocess.run([real_torch_python, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ((ok, mode, detail),) = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (ok, mode) == (False, "inductor-triton"), detail
+    assert detail.startswith("torch.compile (Inductor) failed: no C++ compiler found (No working C++ compiler found"), detail
+    assert "`apt-get install g++`" in detail and "point CXX and CC at one" in detail and "InvalidCxxCompiler" not in detail
+
+
 @pytest.mark.slow
 def test_no_cpp_compiler_skips_the_cpu_torch_compile_check_saying_what_is_missing(
         real_torch_python: str, real_torch_backend: str, real_triton: str, monkeypatch: pytest.MonkeyPatch) -> None:

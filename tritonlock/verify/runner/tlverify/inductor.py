@@ -31,6 +31,12 @@ NO_COMPILER = ("no C++ compiler found ({error}): Inductor's CPU backend writes C
                "could not be checked here — install one (Debian/Ubuntu: `apt-get install g++`; Fedora/RHEL: `dnf "
                "install gcc-c++`; Alpine: `apk add g++`; macOS: `xcode-select --install`) or point CXX at one, then "
                "run `tritonlock verify` again; the Triton kernels ran without it (Triton's interpreter)")
+# On a GPU the same missing tool is a failure: Inductor's GPU code and Triton's own launcher are built with the
+# machine's compiler, so without one a model's first torch.compile fails there too
+NO_COMPILER_GPU = ("torch.compile (Inductor) failed: no C++ compiler found ({error}): on a GPU, Inductor and Triton "
+                   "build part of what they run with the machine's C/C++ compiler — install one (Debian/Ubuntu: "
+                   "`apt-get install g++`; Fedora/RHEL: `dnf install gcc-c++`; Alpine: `apk add g++`) or point CXX "
+                   "and CC at one, then run `tritonlock verify` again")
 
 
 def missing_compiler(e: BaseException) -> str | None:
@@ -109,7 +115,11 @@ def run(r: Report, torch: Any, device: str, label: str, gate: Callable[[], None]
         mods = PyCodeCache.modules
         after = [mod for mod in (mods.values() if isinstance(mods, dict) else mods) if mod not in before]
     except Exception as e:  # a torch.compile failure is the finding: say it, with the error
-        missing = None if gpu else missing_compiler(e)
+        missing = missing_compiler(e)
+        if missing is not None and gpu:  # the machine lacks a tool its GPU code needs: failed, with the fix
+            r.kernel(KERNEL, label, "fp32", False, None, NO_COMPILER_GPU.format(error=missing),
+                     mode="inductor-triton", compile_seconds=time.perf_counter() - t0)
+            return
         if missing is not None:  # on the CPU: nothing is wrong with the environment, the machine lacks a tool
             r.kernel(KERNEL, label, "fp32", True, None, f"skipped: {NO_COMPILER.format(error=missing)}",
                      mode="skipped")
