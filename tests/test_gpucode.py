@@ -87,7 +87,13 @@ def bundle(*targets: str, align: int = 4096) -> bytes:
 
 
 def ccob(inner: bytes, method: int = 0, version: int = 3) -> bytes:
-    data = zlib.compress(inner) if method == 0 else b"\x28\xb5\x2f\xfd" + bytes(64)  # zstd: its frame magic only
+    """A compressed offload bundle as clang-offload-bundler writes it: zlib (method 0) or zstd (method 1)."""
+    if method == 0:
+        data = zlib.compress(inner)
+    else:
+        import zstandard
+
+        data = zstandard.ZstdCompressor(level=3).compress(inner)
     if version == 3:
         return b"CCOB" + struct.pack("<HHQQQ", 3, method, 32 + len(data), len(inner), 0) + data
     return b"CCOB" + struct.pack("<HHIIQ", 2, method, 24 + len(data), len(inner), 0) + data
@@ -117,11 +123,40 @@ def test_hip_offload_bundles(tmp_path: Path) -> None:
     assert gpu_code(so) == GpuCode(sm=(), ptx=(), gfx=("gfx90a:xnack-", "gfx942", "gfx1100"))
 
 
-def test_compressed_bundles_zlib_read_zstd_said(tmp_path: Path) -> None:
+def test_compressed_bundles_zlib_and_zstd_are_read(tmp_path: Path) -> None:
+    """ROCm's offload compression writes zstd bundles (and zlib ones): the targets of both are read."""
     plain = bundle("gfx950")
     so = gcc_so(tmp_path, ccob(bundle("gfx1151", "gfx1201"), version=2) + bytes(12) + ccob(plain)
-                + ccob(bundle("gfx1103"), method=1))
+                + ccob(bundle("gfx1103"), method=1) + ccob(bundle("gfx942", "gfx90a"), method=1, version=2))
     got = gpu_code(so)
-    assert got.gfx == ("gfx950", "gfx1151", "gfx1201")  # gfx1103 is in the zstd bundle: not guessed
-    assert got.unreadable == (".hip_fatbin: 1 compressed offload bundle(s) use zstd (CCOB method 1): their targets "
-                              "are not read")
+    assert got.gfx == ("gfx90a", "gfx942", "gfx950", "gfx1103", "gfx1151", "gfx1201"), got
+    assert got.unreadable is None, got.unreadable
+
+
+def test_a_zstd_bundle_without_a_decompressor_is_said_not_guessed(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no zstd decompressor can be imported (Python < 3.14 without the zstandard package), a zstd bundle's
+    targets are unread and said so, with how to read them; the zlib ones are still read."""
+    import sys
+
+    so = gcc_so(tmp_path, ccob(bundle("gfx950")) + ccob(bundle("gfx1103"), method=1))
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard -> ImportError
+    monkeypatch.setitem(sys.modules, "compression", None)
+    got = gpu_code(so)
+    assert got.gfx == ("gfx950",)  # gfx1103 is in the zstd bundle: not guessed
+    assert got.unreadable == (".hip_fatbin: 1 compressed offload bundle(s) use zstd (CCOB method 1), and no zstd "
+                              "decompressor is installed here (Python 3.14's compression.zstd, or `pip install "
+                              "zstandard`): their targets are not read")
+
+
+def test_a_zstd_bomb_is_read_only_up_to_its_entry_table_bound(tmp_path: Path) -> None:
+    """A hostile bundle: zstd of 64 MiB of zeros (a few KiB on disk) — no bundle magic, so no entry table: the
+    reader stops at the first bytes it decompressed, it never inflates the rest."""
+    import zstandard
+
+    bomb = zstandard.ZstdCompressor(level=3).compress(bytes(64 << 20))
+    data = b"CCOB" + struct.pack("<HHQQQ", 3, 1, 32 + len(bomb), 64 << 20, 0) + bomb
+    so = gcc_so(tmp_path, data + ccob(bundle("gfx942"), method=1))
+    got = gpu_code(so)
+    assert got.gfx == ("gfx942",) and got.unreadable == (".hip_fatbin: 1 offload bundle(s) have no readable entry "
+                                                         "table"), got

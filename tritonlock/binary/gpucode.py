@@ -9,7 +9,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, cast
+from typing import IO, Any, cast
 
 # read(offset, length) -> the bytes there (fewer at the end); offsets are relative to what is read
 Reader = Callable[[int, int], bytes]
@@ -129,9 +129,52 @@ def fatbin_targets(read: Reader, size: int) -> tuple[tuple[str, ...], tuple[str,
     return _sorted(sm), _sorted(ptx), None
 
 
+class NoZstd(Exception):
+    """No zstd decompressor here (Python < 3.14 without the zstandard package)."""
+
+
+def _zstd_ids(read: Reader, start: int, limit: int) -> list[str] | None:
+    """The entry IDs of a zstd-compressed bundle (as ROCm's offload compression writes them): decompressed through a
+    bounded reader (compression.zstd on Python ≥ 3.14, else the zstandard package) only until its entry table, at
+    most 1 MiB of output. NoZstd where neither exists."""
+    src = _Stream(lambda o, n: read(start + o, max(0, min(n, limit - start - o))), limit - start)
+    try:
+        from compression import zstd as _z  # type: ignore[import-not-found]  # Python ≥ 3.14
+
+        stream: Any = _z.ZstdFile(src)
+        errors: tuple[type[BaseException], ...] = (_z.ZstdError, EOFError, OSError)
+    except ImportError:
+        try:
+            import zstandard
+        except ImportError:
+            raise NoZstd() from None
+        stream = zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], src), read_across_frames=False)
+        errors = (zstandard.ZstdError, EOFError, OSError)
+    data = b""
+    try:
+        while len(data) < 1 << 20:
+            chunk = stream.read(65536)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) >= 32 and data.startswith(BUNDLE_MAGIC):
+                n, = struct.unpack_from("<Q", data, 24)
+                if not 0 < n < 4096:
+                    return None
+                ids, _ = _parse_table(data[32:], n)
+                if ids is not None:
+                    return ids
+            elif len(data) >= len(BUNDLE_MAGIC):
+                return None
+    except errors:
+        return None
+    return None
+
+
 def bundle_targets(read: Reader, size: int) -> tuple[tuple[str, ...], str | None]:
     """(gfx target IDs, problem) of a `.hip_fatbin` section: every offload bundle's entry table, plain or compressed
-    (zlib: only as much decompressed as the entry table needs; zstd: counted as unreadable, never guessed)."""
+    (zlib or zstd: only as much decompressed as the entry table needs; zstd without a decompressor here: counted as
+    unreadable, never guessed)."""
     gfx: set[str] = set()
     zstd = bad = 0
     pos = 0
@@ -145,7 +188,7 @@ def bundle_targets(read: Reader, size: int) -> tuple[tuple[str, ...], str | None
                 gfx |= _gfx_of(ids)
         elif magic.startswith(CCOB_MAGIC):
             ids, end, method = _ccob_ids(read, pos, size)
-            if method == "zstd":
+            if method == "zstd, not decompressed here":
                 zstd += 1
             elif ids is None:
                 bad += 1
@@ -159,7 +202,9 @@ def bundle_targets(read: Reader, size: int) -> tuple[tuple[str, ...], str | None
         pos = nxt
     problems = []
     if zstd:
-        problems.append(f"{zstd} compressed offload bundle(s) use zstd (CCOB method 1): their targets are not read")
+        problems.append(f"{zstd} compressed offload bundle(s) use zstd (CCOB method 1), and no zstd decompressor is "
+                        "installed here (Python 3.14's compression.zstd, or `pip install zstandard`): their targets "
+                        "are not read")
     if bad:
         problems.append(f"{bad} offload bundle(s) have no readable entry table")
     return tuple(sorted(gfx, key=gfx_order)), "; ".join(problems) or None
@@ -213,6 +258,11 @@ def _ccob_ids(read: Reader, pos: int, size: int) -> tuple[list[str] | None, int,
     else:
         return None, pos + 1, name
     end = pos + total if total else pos + hsize
+    if name == "zstd":
+        try:
+            return _zstd_ids(read, pos + hsize, min(size, pos + total) if total else size), end, name
+        except NoZstd:
+            return None, end, "zstd, not decompressed here"
     if name != "zlib":
         return None, end, name
     inflate = zlib.decompressobj()
