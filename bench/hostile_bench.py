@@ -4,13 +4,14 @@ what is answered (one clean error, capped lists); how long it takes is measured 
 number slower rather than a test fail.
 
 Usage: python bench/hostile_bench.py [--repeat N]
-Prints the median wall and CPU seconds of each command (the CLI in its own process, as a user runs it).
+Prints the median wall and CPU seconds, the peak memory and the exit codes of each command (the CLI in its own
+process, as a user runs it).
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import statistics
 import subprocess
 import sys
@@ -74,23 +75,46 @@ def _fleet(d: Path) -> list[str]:
     return ["check", "-p", str(d)]
 
 
+def _dotted(d: Path, size: int) -> list[str]:
+    part = ".".join(f"p{j}" for j in range(62))
+    lines, n = [], 0
+    while n < size:
+        lines.append(f"k{len(lines)}.{part} = 1")
+        n += len(lines[-1]) + 1
+    (d / "triton-env.toml").write_text('[environment]\npython = "3.11"\n' + "\n".join(lines) + "\n")
+    return ["resolve", "--dry-run", "-p", str(d)]
+
+
+@case("2.7 MB of 63-part dotted keys (resolve --dry-run; issue 23: 16 s, 744 MB)")
+def _dotted_small(d: Path) -> list[str]:
+    return _dotted(d, 2_700_000)
+
+
+@case("13 MB of 63-part dotted keys (resolve --dry-run; issue 23: MemoryError)")
+def _dotted_large(d: Path) -> list[str]:
+    return _dotted(d, 13_000_000)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     repeat = ap.parse_args().repeat
-    print(f"{'case':<72} {'wall s':>8} {'cpu s':>8}")
+    print(f"{'case':<80} {'wall s':>7} {'cpu s':>7} {'max MB':>7} exit")
     for name, make in CASES.items():
         with tempfile.TemporaryDirectory(prefix="tritonlock-hostile-") as tmp:
             args = [sys.executable, "-m", "tritonlock", *make(Path(tmp))]
-            walls, cpus = [], []
+            walls, cpus, rss, codes = [], [], [], set()
             for _ in range(repeat):
-                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
-                subprocess.run(args, capture_output=True, check=False)
+                proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                _, status, use = os.wait4(proc.pid, 0)  # this child's own rusage: its CPU and its peak memory
+                proc.returncode = os.waitstatus_to_exitcode(status)
                 walls.append(time.perf_counter() - t0)
-                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
-            print(f"{name:<72} {statistics.median(walls):>8.2f} {statistics.median(cpus):>8.2f}")
+                cpus.append(use.ru_utime + use.ru_stime)
+                rss.append(use.ru_maxrss / 1024)
+                codes.add(proc.returncode)
+            print(f"{name:<80} {statistics.median(walls):>7.2f} {statistics.median(cpus):>7.2f} "
+                  f"{max(rss):>7.0f} {','.join(map(str, sorted(codes)))}")
 
 
 if __name__ == "__main__":

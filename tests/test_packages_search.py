@@ -76,6 +76,14 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # a dependency with Linux wheels only (no sdist), as pynvvideocodec's newer releases
     idx.add("simple", "linuxcodec", "2.0", tag=LINUX)
     idx.add("simple", "videokit", "1.0", requires=("linuxcodec",))
+    # Three packages, no torch pin among them: alphakit's and betakit's newest need opposite sides of tfm 5 (a tie
+    # only the user's order can break); both older releases are recent and take either; gammakit moves with neither
+    for v, tfm, day in (("1.0", "tfm>=4.57", "2026-06-01"), ("2.0", "tfm<5.0", "2026-11-01")):
+        idx.add("simple", "alphakit", v, tag=ANY, requires=("torch", tfm), uploaded=day)
+    for v, tfm, day in (("1.0", "tfm>=4.57", "2026-06-02"), ("2.0", "tfm>=5.0", "2026-11-02")):
+        idx.add("simple", "betakit", v, tag=ANY, requires=("torch", tfm), uploaded=day)
+    for v in ("0.9", "1.1"):
+        idx.add("simple", "gammakit", v, tag=ANY, requires=("tfm",))
     idx.start()
     yield idx
     idx.stop()
@@ -124,6 +132,25 @@ def test_both_packages_get_their_newest_whatever_order_uv_decides_them_in(tmp_pa
     assert not [w for w in sel.warnings if "is locked, not its newest" in w]
     assert sel.reasons[0] == ("torch 2.14.0: the newest torch the packages allow (servekit 0.33 requires "
                               "torch==2.14.0); torch 2.15.0 would fit this target")
+
+
+@pytest.mark.parametrize("order", [["alphakit", "betakit", "gammakit"], ["betakit", "gammakit", "alphakit"],
+                                   ["gammakit", "alphakit", "betakit"]])
+def test_of_three_packages_a_tie_goes_to_the_one_written_first(tmp_path: Path, pypi: LocalIndex,
+                                                                  order: list[str]) -> None:
+    """alphakit 2.0 and betakit 2.0 cannot be locked together (tfm <5 against >=5); either one at its newest with the
+    other a release back is a best answer. The one the user wrote first gets its newest, the other is held back with
+    the check that failed quoted, and gammakit — in any position — is at its newest."""
+    root = _project(tmp_path, pypi, order, _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    first, second = [n for n in order if n != "gammakit"]
+    assert (versions[first], versions[second], versions["gammakit"]) == ("2.0", "1.0", "1.1"), versions
+    (held,) = [w for w in sel.warnings if "is locked, not its newest" in w]
+    assert held.startswith(f"{second} 1.0 is locked, not its newest release 2.0: checked: uv finds no lock with "
+                           f"{second}==2.0"), held
+    assert first in held and "tfm" in held, held  # uv's words name the other side and what they fight over
 
 
 def test_cuda_13_libraries_are_passed_over_on_a_cuda_12_driver(tmp_path: Path, pypi: LocalIndex) -> None:
