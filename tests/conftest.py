@@ -193,11 +193,13 @@ def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's overrides or picks up their uv configuration."""
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test sees the developer's overrides or picks up their uv configuration; what tritonlock keeps per file
+    sha256 (binary facts, checked METADATA) goes to a folder of the test's own, not the user's cache."""
     for k in list(os.environ):
         if k.startswith("TRITONLOCK_"):
             monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("TRITONLOCK_NATIVE_CACHE", str(tmp_path_factory.mktemp("tritonlock-cache")))
     monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
     monkeypatch.setenv("UV_NO_PROGRESS", "1")
 

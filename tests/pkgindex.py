@@ -190,6 +190,7 @@ class LocalIndex:
     # long as the test needs: it opens the gate when it wants the downloads to go on)
     gate: threading.Event | None = None
     served: list[str] = field(default_factory=list)  # paths of the files whose bytes were sent in full
+    served_to: list[tuple[str, str]] = field(default_factory=list)  # the same, with the client's User-Agent
     json: bool = True  # serve PEP 691 JSON pages (with sizes); False: PEP 503 HTML only, as some mirrors do
     # PEP 658/714: list each wheel's core-metadata hash on its page (data-core-metadata / "core-metadata"), as PyPI does
     core_metadata: bool = False
@@ -251,6 +252,7 @@ class LocalIndex:
                             return self._send(206, data[start:end + 1], "application/octet-stream")
                         self._send(200, data, "application/octet-stream")
                         outer.served.append(self.path)
+                        outer.served_to.append((self.path, self.headers.get("User-Agent", "")))
                         return None
                     meta = core_metadata(f.with_name(f.name.removesuffix(".metadata"))) if f.name.endswith(
                         ".metadata") else None

@@ -90,6 +90,42 @@ def test_an_honest_index_resolves_and_the_lock_holds_every_dependency(tmp_path: 
     assert "was not checked" not in out
 
 
+def test_a_second_resolve_downloads_no_checked_file_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mirror without PEP 658 hashes: the first resolve downloads each locked file to check it against its hash;
+    what the hash vouched for is kept per sha256, so `resolve --upgrade` reads none of them again — and a file
+    served with other bytes under a hash never checked is still refused."""
+    idx = _index(tmp_path)
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        code, out = _resolve(root)
+        assert code == 0, out
+        locked = {w.name for t in read_lock(root / "triton-env.lock").targets for p in t.packages for w in p.wheels}
+
+        def checked() -> set[str]:  # the locked files tritonlock itself downloaded (uv's own downloads aside)
+            return {s.rsplit("/", 1)[-1] for s, agent in idx.served_to if not agent.startswith("uv/")} & locked
+
+        assert checked() == locked  # (each was downloaded to be checked: the case is the one claimed)
+        idx.served_to.clear()
+        r = CliRunner().invoke(main, ["resolve", "-p", str(root), "--upgrade"])
+        assert r.exit_code == 0, r.output
+        assert checked() == set(), idx.served_to
+        # the mirror now swaps einops under its name: uv (its cache empty) computes the closure from the swapped
+        # bytes; what the real file's hash vouched for, kept, still says typing-extensions is missing
+        idx.tampered[("einops-0.8.0-py3-none-any.whl", "file")] = _einops_without_its_dependency(tmp_path)
+        monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-uv-cache"))
+        other = tmp_path / "other"
+        write_intent(other, idx, INTENT)
+        code, out = _resolve(other)
+    finally:
+        idx.stop()
+    assert code == 4, out
+    assert "einops-0.8.0-py3-none-any.whl (checked against its hash) requires typing-extensions>=4, which the " \
+           "closure does not hold" in out, out
+    assert not (other / "triton-env.lock").exists()
+
+
 def test_a_file_too_large_to_fetch_without_a_metadata_hash_is_said_to_be_unchecked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tritonlock.lock import integrity

@@ -362,15 +362,21 @@ def session() -> Any:
     requests itself."""
     import requests
 
+    from requests.adapters import HTTPAdapter
+
     net = network()
     s = requests.Session()
+    # as many kept-alive connections as the checks run threads (16): a new TLS handshake, and a CA bundle read, per
+    # request would cost more than the request
+    pool = {"pool_connections": 4, "pool_maxsize": 16}
+    s.mount("http://", HTTPAdapter(**pool))
     if net.cert:
         s.verify = net.cert
+        s.mount("https://", HTTPAdapter(**pool))
     else:
         import ssl
 
         import truststore
-        from requests.adapters import HTTPAdapter
 
         ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
@@ -383,7 +389,7 @@ def session() -> Any:
                 kwargs["ssl_context"] = ctx
                 return super().proxy_manager_for(*args, **kwargs)
 
-        s.mount("https://", _SystemTrust())
+        s.mount("https://", _SystemTrust(**pool))
     if net.client_cert:
         s.cert = net.client_cert
     return s
@@ -434,8 +440,9 @@ class IndexClient:
                 time.sleep(0.5 * 2 ** attempt)  # 429/5xx/timeouts: the index is busy, not wrong
         raise IndexError_(f"cannot reach {url} ({last}) — check the address and your network")
 
-    def files(self, project: str) -> tuple[IndexFile, ...]:
-        """Files of a project; () when the index does not have it."""
+    def files(self, project: str, *, only: str | None = None) -> tuple[IndexFile, ...]:
+        """Files of a project; () when the index does not have it. `only`: the file of that name alone (a check of
+        one file reads a page of a thousand)."""
         url = f"{self.url}/{_norm(project)}/"
         resp = self._get(url, f"{PEP691}, text/html;q=0.1")
         if resp is None:
@@ -443,8 +450,14 @@ class IndexClient:
         if resp.headers.get("Content-Type", "").startswith(PEP691):
             out_json: list[IndexFile] = []
             for f in resp.json().get("files", []):
+                if only is not None and f.get("filename") != only:
+                    continue
                 served, meta_sha = _metadata_flag(f.get("core-metadata", f.get("dist-info-metadata")))
-                out_json.append(IndexFile(filename=f["filename"], url=urljoin(url, f["url"]),
+                href = f["url"]
+                # (an absolute address, as PyPI's, is taken as it is: urljoin on each of a page's thousand files was
+                # most of the time a lock's pages took)
+                out_json.append(IndexFile(filename=f["filename"],
+                                          url=href if href.startswith(("https://", "http://")) else urljoin(url, href),
                                           sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
                                           yanked=bool(f.get("yanked")),
                                           requires_python=f.get("requires-python") or None,

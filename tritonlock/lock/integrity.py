@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.markers import Marker
@@ -49,8 +51,9 @@ def check_lock(lock: Lock, *, max_bytes: int | None = None) -> tuple[str, ...]:
     one warning per file that could not be checked (too large to fetch, and no metadata hash on its page)."""
     bound = MAX_FILE_BYTES if max_bytes is None else max_bytes
     jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        checked = dict(zip(jobs, pool.map(lambda pw: _check_file(pw[0], pw[1], bound), jobs.values())))
+    clients = _Clients()
+    with ThreadPoolExecutor(max_workers=16) as pool:  # (network-bound: pages, .metadata files, downloads)
+        checked = dict(zip(jobs, pool.map(lambda pw: _check_file(pw[0], pw[1], bound, clients), jobs.values())))
     problems = [c.problem for c in checked.values() if c.problem]
     for t in lock.targets:
         problems += _missing(t, [checked[(p.index, w.url)] for p in t.packages for w in _files(p)])
@@ -74,17 +77,75 @@ def _files(p: LockedPackage) -> tuple[Wheel, ...]:
     return p.wheels or ((p.sdist,) if p.sdist else ())
 
 
-def _check_file(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
+class _Clients:
+    """One index client per index for all the checks' threads (its session keeps its connections alive)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._by_index: dict[str, object] = {}
+
+    def get(self, index: str) -> Any:
+        from tritonlock.lock.index import IndexClient
+
+        with self._lock:
+            if index not in self._by_index:
+                self._by_index[index] = IndexClient(index, timeout=60)
+            return self._by_index[index]
+
+
+def _check_file(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients) -> _Checked:
     try:
-        return _check(p, w, max_bytes)
+        return _check(p, w, max_bytes, clients)
     except (IndexError_, OSError) as err:
         return _Checked(package=p, file=w, unchecked=f"{w.name} ({p.name} {p.version}) could not be checked against "
                                                      f"its index ({str(err).splitlines()[0][:200]})")
 
 
-def _check(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
-    from tritonlock.lock.index import IndexClient
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
+
+# A downloaded file's METADATA, kept per sha256 in tritonlock's cache (beside the binary facts) once its bytes matched
+# that hash: a file of that sha256 has that METADATA for ever, so on an index without PEP 658 hashes (where the check
+# downloads whole files: a mirror, about 900 MB for a vLLM closure) a later resolve downloads none of them again. Its
+# page is still read and compared every time; where the page lists a core-metadata hash, the small `.metadata` file is
+# read and checked every time. "": nothing static to compare (an sdist whose requirements are dynamic).
+def _kept(sha256: str) -> str | None:
+    import json
+
+    if not _HEX64.fullmatch(sha256):
+        return None
+
+    from tritonlock.lock.native import cache_dir
+
+    try:
+        d = json.loads((cache_dir() / "metadata" / f"{sha256.lower()}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(d, dict) or d.get("sha256") != sha256.lower() or not isinstance(d.get("metadata"), str):
+        return None
+    return str(d["metadata"])
+
+
+def _keep(sha256: str, metadata: str) -> None:
+    import json
+
+    from tritonlock._files import write_atomic
+    from tritonlock.lock.native import cache_dir
+
+    if not _HEX64.fullmatch(sha256):
+        return
+    folder = cache_dir() / "metadata"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(folder / f"{sha256.lower()}.json", json.dumps({"sha256": sha256.lower(), "metadata": metadata}),
+                     what="keep a locked file's checked METADATA")
+    except (OSError, TritonlockError):
+        pass  # a cache that cannot be written is no error: the next resolve checks again
+
+
+def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients) -> _Checked:
     scheme = urlsplit(w.url).scheme
     if scheme == "file":  # a folder on this disk is the index: its bytes are what uv read
         path = unquote(urlsplit(w.url).path)
@@ -93,8 +154,8 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
         return _from_bytes(p, w, local, max_bytes)
     if scheme not in ("http", "https"):
         return _Checked(package=p, file=w, unchecked=f"{w.name}: not checked (a {scheme}: URL)")
-    client = IndexClient(p.index, timeout=60)
-    listed = {f.filename: f for f in client.files(p.name)}
+    client = clients.get(p.index)
+    listed = {f.filename: f for f in client.files(p.name, only=w.name)}
     entry = listed.get(w.name)
     if entry is None:
         return _Checked(package=p, file=w, problem=f"{w.name} ({p.name} {p.version}): its index page {p.index} does "
@@ -112,11 +173,17 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int) -> _Checked:
             return _Checked(package=p, file=w, problem=f"{w.name}.metadata: the index serves METADATA with sha256 "
                                                        f"{got}, its page lists {entry.metadata_sha256}")
         return _Checked(package=p, file=w, metadata=meta.decode("utf-8", "replace"))
+    kept = _kept(w.sha256)
+    if kept is not None:  # downloaded and checked against this sha256 by an earlier resolve: its METADATA is known
+        return _Checked(package=p, file=w, metadata=kept or None)
     size = w.size if w.size is not None else entry.size
     data: bytes | None = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
     if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
         return _Checked(package=p, file=w, unchecked=w.name)
-    return _from_bytes(p, w, data, max_bytes)
+    checked = _from_bytes(p, w, data, max_bytes)
+    if checked.problem is None and checked.unchecked is None:
+        _keep(w.sha256, checked.metadata or "")
+    return checked
 
 
 def _download(client: object, url: str, max_bytes: int) -> bytes | None:
