@@ -368,11 +368,10 @@ def session() -> Any:
     s = requests.Session()
     # as many kept-alive connections as the checks run threads (16): a new TLS handshake, and a CA bundle read, per
     # request would cost more than the request
-    pool = {"pool_connections": 4, "pool_maxsize": 16}
-    s.mount("http://", HTTPAdapter(**pool))
+    s.mount("http://", HTTPAdapter(pool_connections=4, pool_maxsize=16))
     if net.cert:
         s.verify = net.cert
-        s.mount("https://", HTTPAdapter(**pool))
+        s.mount("https://", HTTPAdapter(pool_connections=4, pool_maxsize=16))
     else:
         import ssl
 
@@ -389,7 +388,7 @@ def session() -> Any:
                 kwargs["ssl_context"] = ctx
                 return super().proxy_manager_for(*args, **kwargs)
 
-        s.mount("https://", _SystemTrust(**pool))
+        s.mount("https://", _SystemTrust(pool_connections=4, pool_maxsize=16))
     if net.client_cert:
         s.cert = net.client_cert
     return s
