@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from pkgindex import LocalIndex
 from test_gpucode import bundle, gcc_so, nvcc_so
 from tritonlock.cli import main
-from tritonlock.compat.matrix import TorchRelease, load_matrix
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.compat.rows import TorchRelease
 from tritonlock.compat.matrix_vendor import load_vendor_matrix
 
 COMPAT = Path(__file__).parent.parent / "compat"

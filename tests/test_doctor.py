@@ -20,7 +20,8 @@ from pkgindex import build_wheel  # noqa: E402
 from tritonlock.lock import lockfile# noqa: E402
 from tritonlock.cli import main  # noqa: E402
 from tritonlock.doctor import Finding, Report, examine, format_report, report_json  # noqa: E402
-from tritonlock.compat.matrix import CudaToolkit, Matrix, MinorCompat, TorchRelease, TritonRelease  # noqa: E402
+from tritonlock.compat.matrix import Matrix  # noqa: E402
+from tritonlock.compat.rows import CudaToolkit, MinorCompat, TorchRelease, TritonRelease  # noqa: E402
 from tritonlock.models import (  # noqa: E402
     Gpu, HostProfile, Lock, LockedPackage, LockedTarget, Selection, TargetSpec, Wheel,
 )

@@ -19,6 +19,7 @@ import pytest
 
 import tritonlock.compat.matrix
 from tritonlock.host import _probes as p
+from tritonlock.host import described
 from tritonlock import host
 from tritonlock.errors import HostError
 from tritonlock.models import Gpu, HostProfile, TargetSpec
@@ -147,8 +148,8 @@ def _no_matrix(path: str | None = None) -> Any:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in host.OVERRIDE_KEYS:
-        monkeypatch.delenv(host.ENV_PREFIX + key.upper(), raising=False)
+    for key in described.OVERRIDE_KEYS:
+        monkeypatch.delenv(described.ENV_PREFIX + key.upper(), raising=False)
     for key in ("CUDA_HOME", "CUDA_PATH", "KUBERNETES_SERVICE_HOST", "container"):
         monkeypatch.delenv(key, raising=False)
     host.clear_cache()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tritonlock.host import _probes as p
+from tritonlock.host import described
 from tritonlock.host import _vendor as hv
 from tritonlock import host
 from tritonlock.errors import HostError
@@ -61,8 +62,8 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
-    for key in host.OVERRIDE_KEYS:
-        monkeypatch.delenv(host.ENV_PREFIX + key.upper(), raising=False)
+    for key in described.OVERRIDE_KEYS:
+        monkeypatch.delenv(described.ENV_PREFIX + key.upper(), raising=False)
     monkeypatch.delenv("HSA_OVERRIDE_GFX_VERSION", raising=False)
     monkeypatch.setattr(p, "ROOT", str(tmp_path / "root"))
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))

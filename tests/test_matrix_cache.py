@@ -104,3 +104,34 @@ def test_wrong_types_are_refused_not_coerced() -> None:
                        ("gpus", [{"name": "A100", "cc": 8.0, "source": "x"}])]:
         with pytest.raises(ValueError):
             _matrix_cache.decode(matrix.Matrix, {**doc, field: bad})
+
+
+def test_the_cache_key_reads_the_code_of_everything_the_cached_matrix_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit to a module that defines a class the cached Matrix holds, or to the reader that checks compat/'s rows,
+    must miss the cache: the key hashes each of those files (they are several modules, not matrix.py alone)."""
+    import dataclasses
+    import typing
+
+    hashed: list[Path] = []
+    real = Path.read_bytes
+
+    def spy(self: Path) -> bytes:
+        hashed.append(self.resolve())
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    root = compat_root()
+    assert root is not None
+    assert matrix.cache_path(root) is not None
+    classes, todo = set(), [matrix.Matrix]
+    while todo:
+        cls = todo.pop()
+        if cls in classes:
+            continue
+        classes.add(cls)
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        todo += [t for h in hints.values() for t in (h, *typing.get_args(h))
+                 if isinstance(t, type) and dataclasses.is_dataclass(t)]
+    code = {Path(sys.modules[m].__file__ or "").resolve()
+            for m in {c.__module__ for c in classes} | {matrix._Row.__module__, _matrix_cache.__name__}}
+    assert len(classes) > 5 and code <= set(hashed), sorted(map(str, code - set(hashed)))

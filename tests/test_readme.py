@@ -436,9 +436,10 @@ def test_the_intent_errors_shown_are_a_real_run(tmp_path: Path, monkeypatch: pyt
 def test_every_key_the_intent_reads_is_on_its_page() -> None:
     """docs/intent.md names every key of triton-env.toml, [[targets]], [[package-builds]] and [tool.tritonlock]."""
     from tritonlock.intent import read as intent
+    from tritonlock.intent import targets
 
     page = PAGES["docs/intent.md"]
-    keys = {*intent._ENV_KEYS, *intent._INDEX_KEYS, *intent._TARGET_KEYS, *intent._BUILD_KEYS,
+    keys = {*intent._ENV_KEYS, *intent._INDEX_KEYS, *targets._TARGET_KEYS, *intent._BUILD_KEYS,
             "target-files", "package-builds", "extras"}
     missing = sorted(k for k in keys if not any(f in page for f in (f"`{k}`", f"{k} =", f"[[{k}]]", f"[{k}]")))
     assert not missing, f"docs/intent.md does not name {missing}"

@@ -6,7 +6,8 @@ import ast
 from pathlib import Path
 
 from tritonlock.decide import rules
-from tritonlock.compat.matrix import TorchRelease, Variant, load_matrix
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.compat.rows import TorchRelease, Variant
 from tritonlock.models import Intent, TargetSpec
 
 M = load_matrix()
@@ -31,8 +32,8 @@ def test_rules_is_pure_it_imports_only_the_matrix_models_and_arch_helpers() -> N
     tree = ast.parse(Path(rules.__file__).read_text(encoding="utf-8"))
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
         {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.compat.matrix", "tritonlock.models",
-                                                                     "tritonlock._archs"}
+    assert {m for m in mods if m and m.startswith("tritonlock")} <= {"tritonlock.compat.matrix", "tritonlock.compat.rows",
+                                                                     "tritonlock.models", "tritonlock._archs"}
 
 
 def test_driver_window_rules() -> None:

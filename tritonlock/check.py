@@ -302,7 +302,7 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
                            matrix_version=matrix_version)
     if fresh and intent.target_files == () and lock.targets:
         # the target files were not read again: their machines are the lock's, and so is the word on duplicates
-        from tritonlock.intent.read import same_machines
+        from tritonlock.intent.targets import same_machines
 
         intent = dataclasses.replace(intent, warnings=intent.warnings + same_machines(
             [t.selection.target for t in lock.targets if t.selection.target.origin.startswith("file:")]))

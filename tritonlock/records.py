@@ -146,7 +146,7 @@ def run_caveats(host: HostProfile, result: Any, *, interpreter: str, venv: Path 
     detection, an interpreter that is not a venv `tritonlock sync` completed for this target (anything could answer
     there, a script that prints a passing report included), and a GPU run reported where no driver was found."""
     from tritonlock.environment._noop import read_synced
-    from tritonlock.host import ENV_PREFIX, OVERRIDE_KEYS
+    from tritonlock.host.described import ENV_PREFIX, OVERRIDE_KEYS
 
     out: list[str] = []
     names = [ENV_PREFIX + k.upper() for k in OVERRIDE_KEYS if os.environ.get(ENV_PREFIX + k.upper(), "").strip()]

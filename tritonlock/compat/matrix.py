@@ -4,177 +4,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from tritonlock import _toml
-from tritonlock._archs import cc_tuple, gpu_runs
+from tritonlock.compat.rowreader import FILES, PLATFORMS
+from tritonlock.compat.rowreader import RowReader as _Row  # the typed row reader every compat/ file is read with
+from tritonlock.compat.rowreader import read_compat_file as _read
+from tritonlock.compat.rows import (CudaToolkit, GpuModel, MinorCompat, Ptxas, TorchRelease, TritonRelease,
+                                    TritonWindowsRelease, Variant)
 from tritonlock.errors import MatrixError
-
-PLATFORMS = ("linux_x86_64", "linux_aarch64", "win_amd64", "macos_arm64", "macos_x86_64")
-FILES = ("meta.toml", "cuda.toml", "torch.toml", "triton.toml", "gpus.toml")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CudaToolkit:
-    """A CUDA toolkit minor release and the drivers it needs."""
-
-    version: str  # "12.6"
-    linux_driver: str  # the driver the toolkit's GA release shipped with / requires without compat
-    windows_driver: str | None
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MinorCompat:
-    """CUDA minor-version compatibility floor for a major (11, 12, 13)."""
-
-    major: int
-    linux_driver: str
-    windows_driver: str | None
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Variant:
-    """One CUDA (or CPU) build of a torch release on PyTorch's wheel index."""
-
-    backend: str  # "cu126" | "cpu" | "rocm6.2" (non-NVIDIA backends are carried but never chosen)
-    cuda: str | None  # "12.6"; None for cpu
-    platforms: tuple[str, ...]  # "linux_x86_64" | "linux_aarch64" | "win_amd64" | "macos_arm64"
-    archs: tuple[str, ...] = ()  # SM archs with SASS, "sm_90"
-    ptx: tuple[str, ...] = ()  # archs with PTX embedded
-    source: str = ""
-    glibc: dict[str, str] = field(default_factory=dict)  # overrides the release's floor for this build
-    note: str = ""  # "inferred: ..." where a fact was not read at the release tag
-
-    def runs_on(self, cc: str) -> bool:
-        """Whether this build has code for a GPU of compute capability `cc` ("8.9")."""
-        return gpu_runs(cc, self.archs, self.ptx) is not None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TorchRelease:
-    """A torch release: Pythons, variants, pinned triton, glibc floors."""
-
-    version: str  # "2.6.0"
-    python: tuple[str, ...]  # ("3.9", ..., "3.13")
-    triton: str | None  # exact triton the Linux CUDA wheels require, None if none
-    pypi_backend: str | None  # variant the default index (PyPI) ships for linux_x86_64
-    glibc: dict[str, str]  # platform -> manylinux glibc floor, {"linux_x86_64": "2.28"}
-    variants: tuple[Variant, ...]
-    source: str
-    free_threaded: tuple[str, ...] = ()  # ("3.13t",)
-    triton_requirement: str = ""  # the Requires-Dist specifier as written: "==3.2.0", "~=3.8.0"
-    triton_platforms: tuple[str, ...] = ()  # platforms whose wheels pull triton (the marker)
-    triton_python_below: str | None = None  # 'python_version < "3.12"' on that Requires-Dist -> "3.12"
-    pypi_backends: dict[str, str] = field(default_factory=dict)  # platform -> what PyPI's wheel is
-    note: str = ""
-    # Where a platform's wheels cover other Pythons than `python` (torch 2.5: no cp313 for aarch64/Windows).
-    python_by_platform: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # RELEASE.md "Release Compatibility Matrix": the Stable / Experimental CUDA columns ("12.6"); both empty
-    # when the release has no row there.
-    stable_cuda: tuple[str, ...] = ()
-    experimental_cuda: tuple[str, ...] = ()
-    # The macOS floor of the wheels per platform ({"macos_arm64": "14.0"}, from macosx_14_0_arm64 tags), and the
-    # Pythons whose macos_arm64 wheels are tagged higher than that (2.10.0: cp314 -> 14.0).
-    macos: dict[str, str] = field(default_factory=dict)
-    macos_by_python: dict[str, str] = field(default_factory=dict)
-
-    def macos_floor(self, platform: str, python: str | None) -> str | None:
-        """The least macOS the release's wheels for this platform (and Python) install on; None off macOS."""
-        floor = self.macos.get(platform)
-        if floor and python and platform == "macos_arm64":
-            return self.macos_by_python.get(python, floor)
-        return floor
-
-    def pythons(self, platform: str) -> tuple[str, ...]:
-        """CPython minors with a wheel for this platform."""
-        return self.python_by_platform.get(platform, self.python)
-
-    def cuda_support(self, cuda: str | None) -> str | None:
-        """'stable' or 'experimental' per RELEASE.md; None for CPU builds or releases without a row."""
-        if cuda is None or not (self.stable_cuda or self.experimental_cuda):
-            return None
-        return "stable" if cuda in self.stable_cuda else "experimental"
-
-    def variant(self, backend: str, platform: str) -> Variant | None:
-        return next((v for v in self.variants if v.backend == backend and platform in v.platforms), None)
-
-    def backends(self, platform: str) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(v.backend for v in self.variants if platform in v.platforms))
-
-    def glibc_for(self, platform: str, backend: str | None = None) -> str | None:
-        """glibc floor of a build: the variant's own where it differs from the release's."""
-        var = self.variant(backend, platform) if backend else None
-        return (var.glibc.get(platform) if var else None) or self.glibc.get(platform)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TritonRelease:
-    """A triton release (Linux wheels from PyPI)."""
-
-    version: str
-    python: tuple[str, ...]
-    platforms: tuple[str, ...]
-    glibc: dict[str, str]
-    min_cc: str  # below this Triton cannot run at all
-    supported_cc: str  # below this it runs but is not officially supported (warn)
-    source: str
-    free_threaded: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TritonWindowsRelease:
-    """triton-windows: which version series goes with which torch minor."""
-
-    torch: str  # torch minor series, "2.6"
-    version: str  # specifier or version for triton-windows, e.g. ">=3.2,<3.3"
-    python: tuple[str, ...]
-    source: str
-    supported_cc: str = ""  # below this the series does not support the GPU (warn); "" = as upstream Triton
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Ptxas:
-    """The ptxas a Triton wheel bundles (and, from triton 3.3, its second `ptxas-blackwell`), read from the wheel.
-
-    Triton compiles PTX to a cubin with it and the driver loads that cubin: a CUDA 12.x ptxas needs a driver at
-    or above the 12.x minor-version-compatibility floor, a 13.x ptxas the 13.x floor.
-    """
-
-    package: str  # "triton" | "triton-windows"
-    version: str  # "3.9.0", "3.8.0.post29"
-    platform: str  # "linux_x86_64"
-    ptxas: str  # "12.9.86": `ptxas --version` says "Cuda compilation tools, release 12.9, V12.9.86"
-    blackwell: str | None = None  # the same for bin/ptxas-blackwell; None when the wheel has none
-    blackwell_from: str | None = None  # compute capability from which Triton compiles with ptxas-blackwell
-    blackwell_env: str | None = None  # the variable that overrides ptxas-blackwell (TRITON_PTXAS_PATH: ptxas)
-    source: str = ""
-
-    def for_cc(self, cc: str) -> tuple[str, str, str]:
-        """(binary, CUDA version, override variable) Triton uses to compile for a GPU of compute capability `cc`."""
-        if self.blackwell and self.blackwell_from and cc_tuple(cc) >= cc_tuple(self.blackwell_from):
-            return "ptxas-blackwell", self.blackwell, self.blackwell_env or "TRITON_PTXAS_BLACKWELL_PATH"
-        return "ptxas", self.ptxas, "TRITON_PTXAS_PATH"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuModel:
-    name: str  # "A100"
-    cc: str  # "8.0"
-    source: str
-    family: str = ""
-    wheels: str = ""  # "jetpack": integrated (Tegra) GPUs that PyTorch's wheel index does not build for
-    first_cuda: str | None = None  # the first CUDA toolkit that supports the architecture ("12.8" for sm_120)
-    first_cuda_source: str = ""
-    last_branch: int | None = None  # the last driver branch that drives it (470 for Kepler)
-    last_branch_source: str = ""
-    integrated: bool = False  # a Tegra GPU: its driver (JetPack's) is versioned by branch, "580.00"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -350,10 +190,11 @@ def cache_path(root: Path) -> Path | None:
     import hashlib
     import os
 
-    from tritonlock.compat import _matrix_cache
+    from tritonlock.compat import _matrix_cache, rowreader, rows
 
     digest = hashlib.sha256()
-    for path in (Path(__file__), Path(_matrix_cache.__file__), *(root / name for name in FILES)):
+    code = (Path(__file__), Path(rows.__file__), Path(rowreader.__file__), Path(_matrix_cache.__file__))
+    for path in (*code, *(root / name for name in FILES)):
         try:
             digest.update(path.read_bytes())
         except OSError:
@@ -394,147 +235,6 @@ _GLIBC = re.compile(r"^2\.[0-9]+\Z")
 _TOOLKIT = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")
 _MACOS = re.compile(r"^[0-9]{2}\.[0-9]+\Z")
 
-
-class _Row:
-    """One TOML table being read: typed getters that record problems under the row's key path."""
-
-    def __init__(self, data: dict[str, Any], where: str, file: str, problems: list[str]) -> None:
-        self.data, self.where, self.file, self.problems = data, where, file, problems
-        self.seen: set[str] = set()
-
-    def bad(self, key: str, what: str) -> None:
-        self.problems.append(f"{self.file}: {self.where}.{key}: {what} — fix the row")
-
-    def get(self, key: str, check: re.Pattern[str] | Callable[[str], bool] | None, like: str,
-            required: bool = True) -> str | None:
-        self.seen.add(key)
-        if key not in self.data:
-            if required:
-                self.bad(key, f"missing (expected a string like {like!r})")
-            return None
-        val = self.data[key]
-        ok = isinstance(val, str) and (check is None or (check.match(val) if isinstance(check, re.Pattern) else check(val)))
-        if not ok:
-            self.bad(key, f"expected a string like {like!r}, got {val!r}")
-            return None
-        return str(val)
-
-    def integer(self, key: str, like: int) -> int | None:
-        self.seen.add(key)
-        val = self.data.get(key)
-        if not isinstance(val, int) or isinstance(val, bool):
-            self.bad(key, f"expected an integer like {like}, got {val!r}")
-            return None
-        return val
-
-    def boolean(self, key: str) -> bool:
-        """An optional true/false (absent: false)."""
-        self.seen.add(key)
-        val = self.data.get(key, False)
-        if not isinstance(val, bool):
-            self.bad(key, f"expected true or false, got {val!r}")
-            return False
-        return val
-
-    def strings(self, key: str, check: re.Pattern[str] | Callable[[str], bool], like: str,
-                required: bool = True) -> tuple[str, ...]:
-        self.seen.add(key)
-        val = self.data.get(key)
-        if val is None and not required:
-            return ()
-        if not isinstance(val, list) or not all(isinstance(x, str) for x in val) or (required and not val):
-            self.bad(key, f"expected a list of strings like [{like!r}], got {val!r}")
-            return ()
-        wrong = [x for x in val if not (check.match(x) if isinstance(check, re.Pattern) else check(x))]
-        if wrong:
-            self.bad(key, f"expected entries like {like!r}, got {', '.join(map(repr, wrong))}")
-        return tuple(x for x in val if x not in wrong)
-
-    def mapping(self, key: str, value: re.Pattern[str], like: str, required: bool = True) -> dict[str, str]:
-        self.seen.add(key)
-        val = self.data.get(key)
-        if val is None and not required:
-            return {}
-        if not isinstance(val, dict):
-            self.bad(key, f"expected a table like {{ linux_x86_64 = {like!r} }}, got {val!r}")
-            return {}
-        out: dict[str, str] = {}
-        for k, v in val.items():
-            if k not in PLATFORMS:
-                self.bad(f"{key}.{k}", f"unknown platform (known: {', '.join(PLATFORMS)})")
-            elif not isinstance(v, str) or not value.match(v):
-                self.bad(f"{key}.{k}", f"expected a string like {like!r}, got {v!r}")
-            else:
-                out[k] = v
-        return out
-
-    def keyed(self, key: str, keys: re.Pattern[str], value: re.Pattern[str], like: str) -> dict[str, str]:
-        """An optional table of string -> string whose keys are not platforms: { "3.14" = "14.0" }."""
-        self.seen.add(key)
-        val = self.data.get(key)
-        if val is None:
-            return {}
-        if not isinstance(val, dict):
-            self.bad(key, f"expected a table like {{ \"3.14\" = {like!r} }}, got {val!r}")
-            return {}
-        out: dict[str, str] = {}
-        for k, v in val.items():
-            if not keys.match(k):
-                self.bad(f"{key}.{k}", "expected a Python minor like \"3.14\" as the key")
-            elif not isinstance(v, str) or not value.match(v):
-                self.bad(f"{key}.{k}", f"expected a string like {like!r}, got {v!r}")
-            else:
-                out[k] = v
-        return out
-
-    def lists(self, key: str, check: re.Pattern[str], like: str) -> dict[str, tuple[str, ...]]:
-        """An optional table of platform -> list of strings: { linux_aarch64 = ["3.12"] }."""
-        self.seen.add(key)
-        val = self.data.get(key)
-        if val is None:
-            return {}
-        if not isinstance(val, dict):
-            self.bad(key, f"expected a table like {{ linux_aarch64 = [{like!r}] }}, got {val!r}")
-            return {}
-        out: dict[str, tuple[str, ...]] = {}
-        for k, v in val.items():
-            if k not in PLATFORMS:
-                self.bad(f"{key}.{k}", f"unknown platform (known: {', '.join(PLATFORMS)})")
-            elif not isinstance(v, list) or not v or not all(isinstance(x, str) and check.match(x) for x in v):
-                self.bad(f"{key}.{k}", f"expected a list of strings like [{like!r}], got {v!r}")
-            else:
-                out[k] = tuple(v)
-        return out
-
-    def rows(self, key: str, required: bool = True) -> list[_Row]:
-        self.seen.add(key)
-        val = self.data.get(key, [] if not required else None)
-        if not isinstance(val, list) or not all(isinstance(x, dict) for x in val) or (required and not val):
-            self.bad(key, f"expected one or more [[{self.where + '.' if self.where != '' else ''}{key}]] tables, got {val!r}")
-            return []
-        prefix = f"{self.where}." if self.where else ""
-        return [_Row(x, f"{prefix}{key}[{i}]", self.file, self.problems) for i, x in enumerate(val)]
-
-    def source(self, inherited: str | None = None) -> str:
-        got = self.get("source", None, "https://...", required=inherited is None)
-        if got is not None and not got.strip():
-            self.bad("source", "empty — every row names a source a reviewer can open")
-        return got or inherited or ""
-
-    def done(self) -> None:
-        extra = sorted(set(self.data) - self.seen)
-        for key in extra:
-            self.bad(key, f"unknown key (known here: {', '.join(sorted(self.seen))})")
-
-
-# The typed row reader and file reader, for the AMD/Intel rows (tritonlock.compat.matrix_vendor) to read compat/ the same way.
-RowReader = _Row
-
-
-def read_compat_file(root: Path, name: str, problems: list[str]) -> _Row:
-    return _read(root, name, problems)
-
-
 def _is_version(s: str) -> bool:
     return _public(s) is not None
 
@@ -545,21 +245,6 @@ def _index_template_ok(s: str) -> bool:
 
     rest = s.replace("{backend}", "cu126")
     return "{backend}" in s and "{" not in rest and "}" not in rest and problem(rest) is None
-
-
-def _read(root: Path, name: str, problems: list[str]) -> _Row:
-    label = f"{root.name}/{name}"
-    try:
-        data = _toml.loads((root / name).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        problems.append(f"{label}: missing — the compat data set needs {', '.join(FILES)}")
-        data = {}
-    except (_toml.TOMLDecodeError, UnicodeDecodeError) as exc:
-        line, msg = _toml.decode_error_line(exc)
-        problems.append(f"{label}:{line or '?'}: not valid TOML ({msg}) — fix the file")
-        data = {}
-    return _Row(data, "", label, problems)
-
 
 def _load(root: Path) -> Matrix:
     problems: list[str] = []

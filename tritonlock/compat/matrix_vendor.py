@@ -11,9 +11,9 @@ from pathlib import Path
 from packaging.version import Version
 
 from tritonlock.errors import MatrixError
-from tritonlock.compat.matrix import PLATFORMS
-from tritonlock.compat.matrix import RowReader as _Row  # the same typed row reader as the CUDA rows
-from tritonlock.compat.matrix import read_compat_file as _read
+from tritonlock.compat.rowreader import PLATFORMS
+from tritonlock.compat.rowreader import RowReader as _Row  # the same typed row reader as the CUDA rows
+from tritonlock.compat.rowreader import read_compat_file as _read
 
 FILES = ("rocm.toml", "xpu.toml", "gpus.toml")
 

@@ -9,7 +9,8 @@ from packaging.version import Version
 
 from tritonlock.decide import rules
 from tritonlock._archs import cc_tuple
-from tritonlock.compat.matrix import Matrix, Ptxas, TorchRelease, Variant, branch_floor, driver_branch_number
+from tritonlock.compat.matrix import Matrix, branch_floor, driver_branch_number
+from tritonlock.compat.rows import Ptxas, TorchRelease, Variant
 from tritonlock.models import Conflict, Intent, Selection, TargetSpec
 from tritonlock._archs import gpu_runs
 from tritonlock.decide.rules import platform_of

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from tritonlock.compat.matrix import Matrix, TorchRelease
+from tritonlock.compat.matrix import Matrix
+from tritonlock.compat.rows import TorchRelease
 from tritonlock.compat.matrix_vendor import (RocmBuild, VendorMatrix, XpuBuild, gfx_from_override, isa_major,
                                       load_vendor_matrix, target_vendor)
 from tritonlock.decide._words import grouped

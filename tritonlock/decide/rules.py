@@ -14,7 +14,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tritonlock._archs import arch_tuple, cc_tuple, gpu_runs
-from tritonlock.compat.matrix import (Matrix, Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant, branch_floor, driver_branch_number)
+from tritonlock.compat.matrix import Matrix, branch_floor, driver_branch_number
+from tritonlock.compat.rows import Ptxas, TorchRelease, TritonRelease, TritonWindowsRelease, Variant
 from tritonlock.models import Intent, TargetSpec
 
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z")  # an NVIDIA GPU's compute capability, as matrix_vendor.vendor_of reads it

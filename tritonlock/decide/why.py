@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from tritonlock._archs import cc_tuple, gpu_runs
-from tritonlock.compat.matrix import Matrix, Ptxas, TorchRelease, driver_branch_number
+from tritonlock.compat.matrix import Matrix, driver_branch_number
+from tritonlock.compat.rows import Ptxas, TorchRelease
 from tritonlock.models import Intent, Selection, TargetSpec
 from tritonlock.decide import rules
 from tritonlock.decide.resolve import (describe_target, driver_branch, driver_candidates, pinned_triton, platform_of,

@@ -8,7 +8,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tritonlock.compat.matrix import Matrix, TorchRelease, Variant
+from tritonlock.compat.matrix import Matrix
+from tritonlock.compat.rows import TorchRelease, Variant
 from tritonlock.compat.matrix_vendor import RocmBuild, VendorMatrix, normalize_gfx
 from tritonlock.errors import TritonlockError
 from tritonlock.binary.gpucode import GpuCode, gfx_order

@@ -9,7 +9,8 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from tritonlock.errors import TritonlockError
-from tritonlock.compat.matrix import Matrix, TritonRelease, load_matrix
+from tritonlock.compat.matrix import Matrix, load_matrix
+from tritonlock.compat.rows import TritonRelease
 from tritonlock.lock.index import IndexClient as Index
 from tritonlock.lock.index import default_index
 from tritonlock.lock.remotezip import wheel_metadata

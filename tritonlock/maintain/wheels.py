@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from tritonlock.compat.matrix import Ptxas
+from tritonlock.compat.rows import Ptxas
 from tritonlock.binary.gpucode import GpuCode, gpu_code_from
 from tritonlock.lock.index import IndexFile
 from tritonlock.lock.remotezip import RemoteZip

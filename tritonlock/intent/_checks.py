@@ -1,0 +1,149 @@
+"""The checks every part of the intent reader shares: the problem list (each problem names file:line and a fix),
+typed getters, requirement and version-specifier checks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from tritonlock import _toml, _urls
+from tritonlock.errors import IntentError
+
+_MINOR = re.compile(r"^3\.[0-9]+\Z")
+
+
+class _Problems:
+    """Collects every problem in the file before raising (STYLE §9)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path, self.text = path, text
+        self.items: list[str] = []
+        self.warnings: list[str] = []  # what was read otherwise than written (driver = "535")
+        self._lines: _toml.Lines | None = None
+        self.prefix: tuple[str | int, ...] = ()  # ("tool", "tritonlock") in a pyproject.toml
+
+    def add(self, key: tuple[str | int, ...], what: str, fix: str, *, absolute: bool = False) -> None:
+        key = key if absolute else (*self.prefix, *key)
+        if self._lines is None:  # one pass over the file, however many problems it has
+            self._lines = _toml.Lines(self.text)
+        line = self._lines.of(key)
+        where = f"{self.path}:{line}" if line else self.path
+        shown = "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else _toml.shown(k, 40).strip("'\""))
+                        for i, k in enumerate(key))
+        self.items.append(f"{where}: {shown}: {what} — {fix}")
+
+    def raise_if_any(self) -> None:
+        if len(self.items) == 1:
+            raise IntentError(self.items[0])
+        if self.items:
+            raise IntentError(f"{len(self.items)} problems in {self.path}:\n  "
+                              + "\n  ".join(_toml.capped(self.items)))
+
+
+# The fast path must accept only what packaging accepts (every later parse of the text trusts it): extras are names
+# separated by single commas ("torch[,]" and "x[a,,b]" go to the full parser, which words the error).
+_SIMPLE_REQ = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
+                         r"(\[\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+                         r"(?:\s*,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)*)?\s*\])?\s*"
+                         r"((?:[<>=!~]=?=?)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:[<>=!~]=?=?)\s*[A-Za-z0-9.*+!_-]+)*)?\s*$")
+
+
+def _requirement(req: str) -> tuple[str, str] | str:
+    """(name, normalized text) of a PEP 508 requirement, or why it is invalid.
+
+    The common "name[extra]>=x,<y" form is checked without packaging.requirements, whose import costs
+    more than the rest of a no-change resolve; markers and URLs go through the full parser.
+    """
+    m = _SIMPLE_REQ.match(req)
+    if m:
+        try:
+            spec = SpecifierSet(m.group(3) or "")
+        except InvalidSpecifier:
+            pass  # let the full parser word the error
+        else:
+            extras = ",".join(sorted(e.strip() for e in (m.group(2) or "[]")[1:-1].split(",") if e.strip()))
+            return m.group(1), m.group(1) + (f"[{extras}]" if extras else "") + str(spec)
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        r = Requirement(req)
+    except InvalidRequirement as err:
+        return str(err).splitlines()[0].strip()
+    return r.name, str(r)
+
+
+def _requirement_url_problem(text: str) -> str | None:
+    """Why a direct-URL requirement ("name @ URL") cannot be locked, or None."""
+    if "://" not in text:
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        url = Requirement(text).url
+    except InvalidRequirement:
+        return None
+    if not url:
+        return None
+    why = _urls.problem(url)
+    if why:
+        return f"its URL {why}"
+    if _urls.has_credentials(url):
+        return "its URL carries credentials, which would be written into the lock"
+    return None
+
+
+def normalize_torch_spec(value: str) -> str:
+    """'*' → any; a bare '2.6' or '2.6.*' → '==2.6.*'; a bare '2.6.0' → '==2.6.0'; else the specifier."""
+    v = value.strip()
+    if v == "*":
+        return ""
+    if re.fullmatch(r"[0-9]+\.[0-9]+", v):
+        return f"=={v}.*"
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)*\.\*", v):  # "2.5.*", as pip's "==2.5.*" without the operator
+        return f"=={v}"
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
+        return f"=={v}"
+    return v
+
+
+def _check_spec(p: _Problems, key: tuple[str | int, ...], value: str, example: str) -> bool:
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        p.add(key, f"{_toml.shown(value)} is not a valid PEP 440 version specifier", f"write e.g. {example}")
+        return False
+    return True
+
+
+def _string(p: _Problems, key: tuple[str | int, ...], raw: Any, example: str) -> str | None:
+    if not isinstance(raw, str):
+        p.add(key, f"expected a string, got {type(raw).__name__} {_toml.shown(raw)}", f"write e.g. {example}")
+        return None
+    return raw
+
+
+def _unknown(p: _Problems, table: dict[str, Any], allowed: tuple[str, ...], key: tuple[str | int, ...]) -> None:
+    for k in table:
+        if k not in allowed:
+            p.add((*key, k), "unknown key", f"use one of: {', '.join(allowed)}")
+
+
+def _python(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
+    s = _string(p, key, raw, '"3.12" or ">=3.10"')
+    if s is None:
+        return None
+    s = s.strip()
+    if _MINOR.match(s):
+        return s
+    if re.fullmatch(r"3\.[0-9]+\.[0-9]+", s):
+        return ".".join(s.split(".")[:2])
+    if _check_spec(p, key, s, '"3.12" or ">=3.10,<3.14"'):
+        return s
+    return None
+
+
+_LOCAL = re.compile(r"\s*(?:===?)?\s*([0-9]+(?:\.[0-9]+)*)\+([A-Za-z0-9.]+)\s*")
+
+INTENT_LIMIT = 16 * 1024 * 1024  # an intent (or a host file) is a few KB; 50,000 packages are about 1 MB
