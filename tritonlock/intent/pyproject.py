@@ -9,8 +9,6 @@ from tritonlock import _toml, _urls
 from tritonlock.intent import _checks
 from tritonlock.intent._checks import normalize_torch_spec
 
-_PYPROJECT_KEYS = ("environment", "indexes", "targets", "target-files", "extras")
-
 
 def _from_pyproject(p: _checks._Problems, data: dict[str, Any]) -> dict[str, Any]:
     """A pyproject.toml's intent as triton-env.toml's keys: [tool.tritonlock] holds environment, indexes, targets and
