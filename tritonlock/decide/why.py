@@ -15,8 +15,8 @@ from tritonlock._archs import cc_tuple, gpu_runs
 from tritonlock.compat.matrix import Matrix, Ptxas, TorchRelease, driver_branch_number
 from tritonlock.models import Intent, Selection, TargetSpec
 from tritonlock.decide import rules
-from tritonlock.decide.resolve import (describe_target, driver_branch, driver_candidates, pinned_triton, platform_of,
-                                release_problem, resolve_one, selection_json)
+from tritonlock.decide.resolve import platform_of, release_problem, resolve_one, selection_json
+from tritonlock.decide.targetfacts import describe_target, driver_branch, driver_candidates, pinned_triton
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
