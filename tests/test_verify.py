@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from tritonlock.errors import VerifyError
-from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+from tritonlock.verify import RUNNER, VerifyResult, run_verify
+from tritonlock.verify.report import format_report
 
 TORCH = "2.13.0"
 TRITON_KERNELS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+from tritonlock.verify import RUNNER, VerifyResult, run_verify
+from tritonlock.verify.report import format_report
 
 # The Triton kernel families the interpreter runs at --quick (attention: two variants covering both dtypes)
 QUICK_TRITON_ROWS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
