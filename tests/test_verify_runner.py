@@ -208,7 +208,7 @@ def test_bad_fault_names_are_refused(value: str) -> None:
     with pytest.raises(ValueError):
         _module("common").parse_fault(value)
     with pytest.raises(SystemExit):
-        _module("harness").parse_options(["--inject-fault", value])
+        _module("options").parse_options(["--inject-fault", value])
 
 
 def test_verify_result_round_trips_the_added_fields() -> None:
