@@ -13,7 +13,8 @@ args="\"backend\": \"${BACKEND:-cu130}\", \"triton\": \"${TRITON_PIN:-3.6.0}\", 
 verify() {  # verify NAME JSON-KWARGS: print the report, keep it as NAME.txt and NAME.json
   python3 - "$PY" "$OUT/$1.json" "$2" <<'PYEOF' | tee "$OUT/$1.txt"
 import json, sys
-from tritonlock.verify import format_report, run_verify
+from tritonlock.verify import run_verify
+from tritonlock.verify.report import format_report
 result = run_verify(sys.argv[1], **json.loads(sys.argv[3]))
 print(format_report(result))
 with open(sys.argv[2], "w") as f:

@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from tritonlock.verify import format_report, run_verify
+from tritonlock.verify import run_verify
+from tritonlock.verify.report import format_report
 
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)

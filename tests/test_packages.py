@@ -301,7 +301,7 @@ def test_a_torch_the_index_lacks_is_said_as_the_index_not_the_packages(tmp_path:
 
 
 def test_torch_spec_admits_exactly_the_fitting_releases() -> None:
-    from tritonlock.decide.packages import torch_spec
+    from tritonlock.decide.requirements import torch_spec
 
     known = ["2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.14.0"]
     assert torch_spec(["2.10.0"], known) == "==2.10.0"

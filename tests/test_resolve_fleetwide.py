@@ -503,7 +503,8 @@ def _apply(intent: Any, target: Any, changes: list[tuple[str, str]], torch: str)
 @pytest.mark.parametrize("name", [c.id for c in CASES])
 def test_why_each_line_is_unlocked_by_its_change_and_by_no_smaller_one(name: str) -> None:
     from tritonlock.compat.matrix import load_matrix
-    from tritonlock.decide.resolve import driver_candidates, platform_of
+    from tritonlock.decide.resolve import platform_of
+    from tritonlock.decide.targetfacts import driver_candidates
     from tritonlock.decide.why import advise
 
     m = load_matrix()

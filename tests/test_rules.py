@@ -72,7 +72,7 @@ def test_triton_rules() -> None:
 
 
 def test_the_search_asks_the_release_and_build_rules_in_their_registries() -> None:
-    """A new rule is one function in a registry: the search (resolve.fit) asks every entry."""
+    """A new rule is one function in a registry: the search (search.Resolver.fit) asks every entry."""
     import dataclasses
 
     from tritonlock.decide.resolve import resolve_one

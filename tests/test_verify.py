@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from tritonlock.errors import VerifyError
-from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+from tritonlock.verify import RUNNER, VerifyResult, run_verify
+from tritonlock.verify.report import format_report
 
 TORCH = "2.13.0"
 TRITON_KERNELS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
@@ -449,8 +450,9 @@ def test_interpreter_choice_reaches_the_runner_environment(tmp_path: Path) -> No
 def test_runner_imports_only_torch_triton_and_stdlib() -> None:
     files = sorted(RUNNER.rglob("*.py"))
     assert {p.relative_to(RUNNER).as_posix() for p in files} >= {
-        "__main__.py", "tlverify/harness.py", "tlverify/k_vector_add.py", "tlverify/k_matmul.py",
-        "tlverify/k_softmax.py", "tlverify/k_attention.py", "tlverify/k_fp8.py", "tlverify/inductor.py"}
+        "__main__.py", "tlverify/harness.py", "tlverify/options.py", "tlverify/k_vector_add.py",
+        "tlverify/k_matmul.py", "tlverify/k_softmax.py", "tlverify/k_attention.py", "tlverify/k_fp8.py",
+        "tlverify/inductor.py"}
     names = set()
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):

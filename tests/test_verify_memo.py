@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from tritonlock.cli import main
-from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+from tritonlock.verify import RUNNER, VerifyResult, run_verify
+from tritonlock.verify.report import format_report
 
 
 def _module(name: str) -> ModuleType:

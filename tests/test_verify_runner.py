@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tritonlock.verify import RUNNER, VerifyResult, format_report, run_verify
+from tritonlock.verify import RUNNER, VerifyResult, run_verify
+from tritonlock.verify.report import format_report
 
 # The Triton kernel families the interpreter runs at --quick (attention: two variants covering both dtypes)
 QUICK_TRITON_ROWS = [("vector_add", "fp32"), ("matmul", "fp16"), ("matmul", "bf16"), ("matmul", "fp32"),
@@ -207,7 +208,7 @@ def test_bad_fault_names_are_refused(value: str) -> None:
     with pytest.raises(ValueError):
         _module("common").parse_fault(value)
     with pytest.raises(SystemExit):
-        _module("harness").parse_options(["--inject-fault", value])
+        _module("options").parse_options(["--inject-fault", value])
 
 
 def test_verify_result_round_trips_the_added_fields() -> None:

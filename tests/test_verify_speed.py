@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from tritonlock.cli import main
 from tritonlock.errors import MatrixError
-from tritonlock.verify import _parse, format_report, run_verify
+from tritonlock.verify import _parse, run_verify
+from tritonlock.verify.report import format_report
 from tritonlock.verify.speed import GpuFacts, causes, load_bands, parse_facts
 
 # The runner's reports of two `tritonlock verify` runs on the H200 (bench/h200/issue26-run2/: sbs/verify-2.json, and

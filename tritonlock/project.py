@@ -197,7 +197,7 @@ def _pin_triton(sel: Selection, packages: tuple[LockedPackage, ...]) -> Selectio
 
 def _candidates(intent: Intent, matrix: Matrix, sel: Selection) -> tuple[Selection, ...]:
     """The fitting torch releases the packages choose among (newest first); only `sel` when torch is pinned."""
-    from tritonlock.decide.packages import exact_torch
+    from tritonlock.decide.requirements import exact_torch
     from tritonlock.decide.resolve import feasible
 
     if exact_torch(intent):
@@ -219,15 +219,15 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     with packages, tritonlock.decide.packages picks among the fitting torch releases the one that gives the packages their
     newest versions. Targets whose inputs are the same share one computation (a fleet of 32 machines is a handful of
     distinct closures, so lock time grows with those, not the machines)."""
-    from tritonlock.decide import packages as pk
     from tritonlock._subprocess import uv_bin
     from tritonlock.decide.lockplan import lock_plan
+    from tritonlock.decide.requirements import needs_decision
     from tritonlock.lock.closure import compile_key, compile_target, new_run
 
     uv_bin()  # locate uv before the worker threads do
     new_run()  # uv's cache answers offline only what this run read online
     # a nightly/test channel's torch is that channel's one newest build: nothing for the packages to choose among
-    cands = [_candidates(intent, matrix, s) if pk.needs_decision(intent, s) and intent.channel == "release" else None
+    cands = [_candidates(intent, matrix, s) if needs_decision(intent, s) and intent.channel == "release" else None
              for s in selections]
 
     def key(s: Selection, c: tuple[Selection, ...] | None) -> tuple[str, ...]:
@@ -416,7 +416,7 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
     indexes decide the packages' versions and so, perhaps, an older torch; without it (no network), each target whose
     packages could hold torch back says so in a warning instead of claiming a torch the lock may not hold."""
     from tritonlock.compat.matrix import load_matrix
-    from tritonlock.decide.packages import exact_torch, needs_decision
+    from tritonlock.decide.requirements import exact_torch, needs_decision
 
     if (not all(s.ok for s in selections) or not any(needs_decision(intent, s) for s in selections)
             or exact_torch(intent)):  # a pinned torch stays what it is: nothing for the packages to move

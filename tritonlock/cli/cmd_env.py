@@ -103,7 +103,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         echo_json(sync_json(out, result.to_json() if result is not None else None))
     elif result is not None:
         from tritonlock._term import highlight
-        from tritonlock.verify import format_report
+        from tritonlock.verify.report import format_report
 
         echo(highlight(format_report(result)))
     if result is not None and not result.ok:
@@ -165,7 +165,8 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     judged against the speed expected for this GPU (with the likely cause when it is outside)."""
     from tritonlock._files import check_writes
     from tritonlock.environment.sync import venv_python
-    from tritonlock.verify import format_report, start_verify
+    from tritonlock.verify import start_verify
+    from tritonlock.verify.report import format_report
 
     root = Path(project)
     lock_path = root / LOCK_FILE

@@ -1,7 +1,7 @@
 """The host rules, one small named predicate each: given a target (and a torch release, build or Triton), the
 reason it does not work there, or None. Pure: matrix facts only, no network, no host probing.
 
-The resolver's search (resolve.py) and the advice (why.py) both ask these; a new rule is one function here, one
+The resolver's search (search.py) and the advice (why.py) both ask these; a new rule is one function here, one
 entry in the search where it applies, and one test.
 """
 

@@ -16,8 +16,8 @@ from tritonlock.compat.matrix import Matrix, driver_branch_number
 from tritonlock.compat.rows import Ptxas, TorchRelease
 from tritonlock.models import Intent, Selection, TargetSpec
 from tritonlock.decide import rules
-from tritonlock.decide.resolve import (describe_target, driver_branch, driver_candidates, pinned_triton, platform_of,
-                                release_problem, resolve_one, selection_json)
+from tritonlock.decide.resolve import platform_of, release_problem, resolve_one, selection_json
+from tritonlock.decide.targetfacts import describe_target, driver_branch, driver_candidates, pinned_triton
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

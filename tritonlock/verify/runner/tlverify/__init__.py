@@ -1,7 +1,8 @@
 # tritonlock verify runner: runs in the target venv without tritonlock (stdlib, torch and triton only).
 """The verify runner's modules: the harness and one module per kernel family, each with its reference and tolerance.
 
-harness      options, caches, the order of the steps, parallel compiles, every GPU at once, the JSON report
+harness      caches, the order of the steps, parallel compiles, every GPU at once, the JSON report
+options      the command line, and what the lock expects (read on stdin while torch imports)
 report       the report (one JSON document) and its rows
 envchecks    torch / CUDA / arch / triton / ptxas checks, before any kernel runs
 common       sizes (Plan), the per-device context (compare against a reference, timing, fault injection)
