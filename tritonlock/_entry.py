@@ -21,7 +21,14 @@ def main() -> None:
         return
     from tritonlock.cli import main as cli
 
+    global OWN_PROCESS
+    OWN_PROCESS = True
     cli()
+
+
+# True once main() runs the CLI as this process's command (not a test's CliRunner inside another program): what
+# the process does at its end is then tritonlock's to decide
+OWN_PROCESS = False
 
 
 def _help(args: list[str]) -> str | None:

@@ -101,6 +101,12 @@ class Group(click.Group):
                   "permissions", err=True)
             sys.exit(2)  # a path that is not there or not ours: bad input, as WriteError says
         except KeyboardInterrupt:
+            from tritonlock import _entry
+
+            if _entry.OWN_PROCESS:  # a second Ctrl-C while this is said and the process ends: the same exit 130
+                import signal
+
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             echo("interrupted", err=True)
             sys.exit(130)
         except MemoryError:  # (the readers bound their work; this is the last word, never a traceback)

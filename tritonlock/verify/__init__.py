@@ -194,17 +194,20 @@ class StartedVerify:
         """`imports`: the packages the user named (imported even without native code, beside every distribution
         that has some); `import_scope`: the lock's package names; `lock_facts` (tritonlock.verify.natives.LockFacts): what the lock knows of the packages'
         native code, to explain a failed import."""
-        late = {"backend": backend, "triton": triton, "expect_gpu": expect_gpu, "driver": driver,
-                # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml [[minor_compat]]),
-                # so the runner can tell whether Triton's ptxas makes kernels this driver loads
-                "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
-                **({"imports": list(imports)} if imports else {}),
-                **({"import_scope": list(import_scope)} if import_scope is not None else {})}
         try:
+            late = {"backend": backend, "triton": triton, "expect_gpu": expect_gpu, "driver": driver,
+                    # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml
+                    # [[minor_compat]]), so the runner can tell whether Triton's ptxas makes kernels this driver loads
+                    "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
+                    **({"imports": list(imports)} if imports else {}),
+                    **({"import_scope": list(import_scope)} if import_scope is not None else {})}
             stdout, stderr, code = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
             elapsed = time.perf_counter() - self.started
             if self.trace_dir is not None and self.profile is not None:
                 stdout = _place_trace(self.trace_dir / "trace.json", Path(self.profile), stdout)
+        except KeyboardInterrupt:  # (Ctrl-C while what the lock expects was being put together, too)
+            _stop_group(self.proc)
+            raise
         finally:
             self._drop_trace()
             self._restore_sigterm()
