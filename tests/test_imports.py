@@ -195,3 +195,11 @@ def test_no_private_names_imported_across_modules() -> None:
             bad += [f"{name}: {a.name} from {mod}" for a in node.names if mod.startswith("tritonlock")
                     and a.name.startswith("_") and not a.name.startswith("__") and f"{mod}.{a.name}" not in modules]
     assert bad == []
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module a reader takes in at one sitting (issue 25): past 600 lines it holds two jobs — split it by them."""
+    root = Path(__file__).resolve().parents[1] / "tritonlock"
+    long = {str(p.relative_to(root)): n for p in root.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert long == {}, long
