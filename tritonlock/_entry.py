@@ -19,16 +19,10 @@ def main() -> None:
 
         sys.stdout.write(clean(text))  # kept as the CLI printed it; no control character raw either way
         return
-    from tritonlock.cli import main as cli
+    from tritonlock.cli import _base, main as cli
 
-    global OWN_PROCESS
-    OWN_PROCESS = True
+    _base.OWN_PROCESS = True  # this process is the command: how it ends is tritonlock's to decide
     cli()
-
-
-# True once main() runs the CLI as this process's command (not a test's CliRunner inside another program): what
-# the process does at its end is then tritonlock's to decide
-OWN_PROCESS = False
 
 
 def _help(args: list[str]) -> str | None:

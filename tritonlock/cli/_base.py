@@ -101,9 +101,7 @@ class Group(click.Group):
                   "permissions", err=True)
             sys.exit(2)  # a path that is not there or not ours: bad input, as WriteError says
         except KeyboardInterrupt:
-            from tritonlock import _entry
-
-            if _entry.OWN_PROCESS:  # a second Ctrl-C while this is said and the process ends: the same exit 130
+            if OWN_PROCESS:  # a second Ctrl-C while this is said and the process ends: the same exit 130
                 import signal
 
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -130,6 +128,10 @@ def discover(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     PROJECT.append(value)
     return value
 
+
+# True when the console script runs the CLI as this process's command (tritonlock._entry sets it), not a test's
+# CliRunner inside another program
+OWN_PROCESS = False
 
 project_opt = click.option("--project", "-p", default=None, callback=discover, metavar="DIR",
                             help="Directory holding triton-env.toml (or a pyproject.toml with [tool.tritonlock]) and "

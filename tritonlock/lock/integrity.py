@@ -120,7 +120,7 @@ def _kept(sha256: str) -> str | None:
     from tritonlock.lock.native import cache_dir
 
     try:
-        d = json.loads((cache_dir() / "metadata" / f"{sha256.lower()}.json").read_text(encoding="utf-8"))
+        d = json.loads((cache_dir() / f"{sha256.lower()}.metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(d, dict) or d.get("sha256") != sha256.lower() or not isinstance(d.get("metadata"), str):
@@ -132,14 +132,13 @@ def _keep(sha256: str, metadata: str) -> None:
     import json
 
     from tritonlock._files import write_atomic
-    from tritonlock.lock.native import cache_dir
+    from tritonlock.lock.native import cache_folder
 
     if not _HEX64.fullmatch(sha256):
         return
-    folder = cache_dir() / "metadata"
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(folder / f"{sha256.lower()}.json", json.dumps({"sha256": sha256.lower(), "metadata": metadata}),
+        write_atomic(cache_folder() / f"{sha256.lower()}.metadata.json",
+                     json.dumps({"sha256": sha256.lower(), "metadata": metadata}),
                      what="keep a locked file's checked METADATA")
     except (OSError, TritonlockError):
         pass  # a cache that cannot be written is no error: the next resolve checks again

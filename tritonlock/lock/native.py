@@ -166,13 +166,13 @@ def keep(facts: NativeFacts) -> None:
     from tritonlock.errors import TritonlockError
 
     try:
-        write_atomic(_cache_folder() / f"{facts.sha256}.json", json.dumps(facts.to_json(), sort_keys=True),
+        write_atomic(cache_folder() / f"{facts.sha256}.json", json.dumps(facts.to_json(), sort_keys=True),
                      what="keep a wheel's binary facts")
     except (OSError, TritonlockError):
         pass
 
 
-def _cache_folder() -> Path:
+def cache_folder() -> Path:
     """The cache's folder, made (0700) when missing: tritonlock's own."""
     d = cache_dir()
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
