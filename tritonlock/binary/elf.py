@@ -6,13 +6,13 @@ a wheel was built for, from its METADATA or its version's label."""
 from __future__ import annotations
 
 import functools
-import io
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
+from tritonlock.binary.rangefile import RangeFile
 from tritonlock.models import NativeMember as Member
 
 SO = re.compile(r"\.so(\.[0-9]+)*\Z")
@@ -24,32 +24,6 @@ _GPU_LIB = re.compile(r"^lib(?:cudart|cuda|cublas|cublasLt|cufft|curand|cusolver
                       r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._]")
 # Bytes of a library's start inflated at most to find its dynamic section, symbols and string table.
 _HEAD_MAX = 64 << 20
-
-
-class _Bytes(io.RawIOBase):
-    """A seekable file over `read(offset, n)` of a known size, so pyelftools reads only the ranges it parses."""
-
-    def __init__(self, read: Callable[[int, int], bytes], size: int) -> None:
-        self._read, self._size, self._pos = read, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._pos = offset if whence == 0 else self._pos + offset if whence == 1 else self._size + offset
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._size - self._pos if n is None or n < 0 else min(n, max(0, self._size - self._pos))
-        data = self._read(self._pos, n) if n > 0 else b""
-        self._pos += len(data)
-        return data
 
 
 def elf_links(read: Callable[[int, int], bytes], size: int,
@@ -77,7 +51,7 @@ def elf_links(read: Callable[[int, int], bytes], size: int,
 
     extension = bool(module) and not module.startswith("lib")
     try:
-        elf = _Segments(cast("IO[bytes]", _Bytes(read, size)))
+        elf = _Segments(cast("IO[bytes]", RangeFile(read, size)))
         dyn = next((s for s in elf.iter_segments() if isinstance(s, DynamicSegment)), None)
         if dyn is None:
             return (), extension, "", None  # statically linked: needs nothing

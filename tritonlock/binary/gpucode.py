@@ -4,12 +4,13 @@ fatbin sections only (never the code itself): CUDA's `.nv_fatbin` (sm_XX cubins,
 
 from __future__ import annotations
 
-import io
 import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, cast
+
+from tritonlock.binary.rangefile import RangeFile
 
 # read(offset, length) -> the bytes there (fewer at the end); offsets are relative to what is read
 Reader = Callable[[int, int], bytes]
@@ -87,7 +88,7 @@ def fatbin_sections(read: Reader, size: int) -> list[tuple[str, int, int]] | str
     from elftools.elf.elffile import ELFFile
 
     try:
-        elf = ELFFile(cast("IO[bytes]", _Stream(read, size)))
+        elf = ELFFile(cast("IO[bytes]", RangeFile(read, size)))
         out = []
         for sec in elf.iter_sections():
             if sec.name in _SECTIONS and sec["sh_type"] != "SHT_NOBITS" and sec["sh_size"]:
@@ -137,7 +138,7 @@ def _zstd_ids(read: Reader, start: int, limit: int) -> list[str] | None:
     """The entry IDs of a zstd-compressed bundle (as ROCm's offload compression writes them): decompressed through a
     bounded reader (compression.zstd on Python ≥ 3.14, else the zstandard package) only until its entry table, at
     most 1 MiB of output. NoZstd where neither exists."""
-    src = _Stream(lambda o, n: read(start + o, max(0, min(n, limit - start - o))), limit - start)
+    src = RangeFile(lambda o, n: read(start + o, max(0, min(n, limit - start - o))), limit - start)
     try:
         from compression import zstd as _z  # type: ignore[import-not-found]  # Python ≥ 3.14
 
@@ -336,36 +337,3 @@ def gfx_order(target: str) -> tuple[int, str]:
     """gfx942 after gfx90a after gfx908; gfx1030 after all gfx9: the ISA's major, then its name."""
     base = target.split(":")[0][3:]
     return (int(base[:-2] or 0), target)
-
-
-class _Stream(io.RawIOBase):
-    """A read-only file over a Reader, for pyelftools: it reads only the ranges pyelftools asks for."""
-
-    def __init__(self, read: Reader, size: int) -> None:
-        super().__init__()
-        self._read, self._size, self._pos = read, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._pos = offset if whence == 0 else self._pos + offset if whence == 1 else self._size + offset
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            n = self._size - self._pos
-        data = self._read(self._pos, max(0, min(n, self._size - self._pos)))
-        self._pos += len(data)
-        return data
-
-    def readinto(self, buf: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self.read(len(buf))
-        buf[:len(data)] = data
-        return len(data)
