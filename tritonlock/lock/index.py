@@ -469,9 +469,12 @@ class IndexClient:
         out: list[IndexFile] = []
         for href, text, yanked, requires_python, meta in parser.links:
             full, _, frag = urljoin(url, href).partition("#")
+            name = text or full.rsplit("/", 1)[-1]
+            if only is not None and name != only:
+                continue
             sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
             served, meta_sha = _metadata_flag(meta)
-            out.append(IndexFile(filename=text or full.rsplit("/", 1)[-1], url=full, sha256=sha, size=None,
+            out.append(IndexFile(filename=name, url=full, sha256=sha, size=None,
                                  yanked=yanked, requires_python=requires_python or None, has_metadata=served,
                                  metadata_sha256=meta_sha))
         return tuple(out)
