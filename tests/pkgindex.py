@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import hashlib
 import html
 import http.server
@@ -197,6 +198,7 @@ class LocalIndex:
     # A mirror that serves other bytes than its page lists (the page keeps the real file's hash and size): file name →
     # the bytes served for every GET of it ("file"), only for HTTP Range reads ("range"), or as its .metadata
     tampered: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    prefix: str = ""  # the path every address of this index starts with (start picks one; a test may name it)
     port: int = 0  # 0: any free port; a test that needs an address served before by another index names it
 
     def add(self, index: str, name: str, version: str, *, uploaded: str | None = None, **kw: object) -> Path:
@@ -221,6 +223,8 @@ class LocalIndex:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
+                if self.path.startswith(outer.prefix):  # (the index's own address: see `prefix`)
+                    self.path = self.path[len(outer.prefix):] or "/"
                 log.append(self.path)
                 got = self.headers.get("Authorization")
                 if got:  # every credential a client hands this index, asked for or not
@@ -272,7 +276,7 @@ class LocalIndex:
                 else:
                     return self._send(404, b"no such index", "text/plain")
                 files = sorted([*(index_dir / "_files").glob("*.whl"), *(index_dir / "_files").glob("*.tar.gz")])
-                rel = "/" + "/".join(parts[:cut])
+                rel = outer.prefix + "/" + "/".join(parts[:cut])
                 if not rest:
                     names = sorted({_norm(f.name.split("-")[0]) for f in files})
                     body = "".join(f'<a href="{rel}/{n}/">{n}</a>\n' for n in names)
@@ -341,7 +345,10 @@ class LocalIndex:
             self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
             scheme = "https"
         host = "localhost" if self.tls is not None else "127.0.0.1"
-        self.url = f"{scheme}://{host}:{self._server.server_address[1]}"
+        # Each index answers under a path of its own: a client's cache keyed by address (uv's pages and wheel
+        # metadata) never mixes two indexes that got one port one after the other, in one run or across runs
+        self.prefix = self.prefix or "/i-" + os.urandom(6).hex()
+        self.url = f"{scheme}://{host}:{self._server.server_address[1]}{self.prefix}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

@@ -118,7 +118,7 @@ def test_a_page_uv_cached_from_another_index_at_the_same_address_is_asked_again(
         port = s.getsockname()[1]
     locks = []
     for n, module in enumerate(("# an older build of the same name\n", None)):
-        idx = _source_builds_index(LocalIndex(tmp_path / f"index-{n}", port=port))
+        idx = _source_builds_index(LocalIndex(tmp_path / f"index-{n}", port=port, prefix="/mirror"))
         if module is not None:  # the same file name, other bytes
             idx.add("simple", "triton", "3.2.0", tag=LINUX_TAG, modules={"triton/__init__.py": module})
         served = {f.name: f for f in (tmp_path / f"index-{n}" / "simple" / "_files").glob("triton-3.2.0-*.whl")}
