@@ -4,7 +4,8 @@ requirements in the user's order (your default index: PyPI or your mirror): what
 Usage: python bench/packages_search_bench.py [--repeat N] [--only NAME] [-o FILE]    (needs the network)
 
 Each case is resolved by both tools for the same machine (platform, Python). uv's cache is warmed by a first
-untimed run of each tool, so the ratio compares decisions, not downloads. The cases are issue 21's: package sets
+untimed run of each tool, so the ratio compares decisions, not downloads. Both re-resolve from nothing (uv with
+--upgrade, as tritonlock resolve --upgrade), and neither may download a Python (UV_PYTHON_DOWNLOADS=never for both). The cases are issue 21's: package sets
 whose newest releases fight each other (vllm + sglang), whose greedy order matters (lmcache before vllm, which
 backtracks through every vllm release), whose old releases are unpinned sdists, and whose CUDA user libraries need a
 newer driver (lmcache's cupy-cuda13x on R550).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -79,17 +81,21 @@ def main() -> None:
                 + f'[indexes]\ntorch = "default"\n[[targets]]\n{body}', encoding="utf-8")
             (root / "requirements.in").write_text("\n".join(packages + [f"torch{torch}" if torch else "torch"])
                                                   + "\n", encoding="utf-8")
+            # --upgrade as tritonlock's (an existing uv.txt would otherwise be uv's preferences: a lock to start
+            # from, 3x faster here); no Python downloads for either (uv would fetch a CPython 3.12 to resolve for it)
             uv_cmd = [uv, "pip", "compile", "requirements.in", "--no-config", "--python-version", "3.12",
-                      "--python-platform", _platform(target), "--generate-hashes", "--quiet", "-o", "uv.txt"]
+                      "--python-platform", _platform(target), "--generate-hashes", "--quiet", "-o", "uv.txt",
+                      "--upgrade", "--no-python-downloads"]
             tl_cmd = [*tl, "resolve", "--upgrade", "--json"]
-            _run(uv_cmd, root)  # warm uv's cache for both
-            _run(tl_cmd, root)
+            env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+            _run(uv_cmd, root, env)  # warm uv's cache for both
+            _run(tl_cmd, root, env)
             uv_t: list[float] = []
             tl_t: list[float] = []
             for _ in range(args.repeat):  # interleaved, so load on the machine hits both alike
-                t, uvp = _run(uv_cmd, root)
+                t, uvp = _run(uv_cmd, root, env)
                 uv_t.append(t)
-                t, tlp = _run(tl_cmd, root)
+                t, tlp = _run(tl_cmd, root, env)
                 tl_t.append(t)
             pins = {}
             if uvp.returncode == 0:

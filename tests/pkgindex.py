@@ -192,6 +192,7 @@ class LocalIndex:
     gate: threading.Event | None = None
     served: list[str] = field(default_factory=list)  # paths of the files whose bytes were sent in full
     served_to: list[tuple[str, str]] = field(default_factory=list)  # the same, with the client's User-Agent
+    asked_by: list[tuple[str, str]] = field(default_factory=list)  # every GET's path (pages too), with its User-Agent
     json: bool = True  # serve PEP 691 JSON pages (with sizes); False: PEP 503 HTML only, as some mirrors do
     # PEP 658/714: list each wheel's core-metadata hash on its page (data-core-metadata / "core-metadata"), as PyPI does
     core_metadata: bool = False
@@ -226,6 +227,7 @@ class LocalIndex:
                 if self.path.startswith(outer.prefix):  # (the index's own address: see `prefix`)
                     self.path = self.path[len(outer.prefix):] or "/"
                 log.append(self.path)
+                outer.asked_by.append((self.path, self.headers.get("User-Agent", "")))
                 got = self.headers.get("Authorization")
                 if got:  # every credential a client hands this index, asked for or not
                     seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])

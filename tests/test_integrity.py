@@ -108,9 +108,16 @@ def test_a_second_resolve_downloads_no_checked_file_again(tmp_path: Path, monkey
 
         assert checked() == locked  # (each was downloaded to be checked: the case is the one claimed)
         idx.served_to.clear()
+        idx.asked_by.clear()
         r = CliRunner().invoke(main, ["resolve", "-p", str(root), "--upgrade"])
         assert r.exit_code == 0, r.output
         assert checked() == set(), idx.served_to
+        # nor their pages: the sha256 each pins is one uv read from its page in this run, and what the file requires
+        # is known from its own bytes (the decision itself reads only the pages of einops, torch and triton)
+        read = {s for s, agent in idx.asked_by if not agent.startswith("uv/")}
+        others = {f"/{i}/{p.name}/" for t in read_lock(root / "triton-env.lock").targets for p in t.packages
+                  for i in ("simple", "whl/cpu") if p.name not in ("einops", "torch", "triton")}
+        assert others and not read & others, read & others
         # the mirror now swaps einops under its name: uv (its cache empty) computes the closure from the swapped
         # bytes; what the real file's hash vouched for, kept, still says typing-extensions is missing
         idx.tampered[("einops-0.8.0-py3-none-any.whl", "file")] = _einops_without_its_dependency(tmp_path)

@@ -166,6 +166,23 @@ def test_a_cuda_13_build_beside_a_cuda_12_torch_is_passed_over_for_the_release_t
     assert _target(free)[0]["kernelpkg"] == "2.0" and _target(free)[0]["nvidia-cuda-runtime"] == "13.0.96"
 
 
+
+def test_the_decisions_later_compiles_have_uv_read_each_page_once(tmp_path: Path, pypi: LocalIndex) -> None:
+    """The round that passes kernelpkg 2.0 over, and the checks, answer from uv's cache: uv reads online only what
+    its cache lacks for them (a release's metadata, a page this run did not read), never every page of the closure
+    again — each page is read by uv once in the resolve (asked online in full, every later compile read them all
+    again: 3 to 4 times here, a minute for vLLM + SGLang)."""
+    from collections import Counter
+
+    root = _project(tmp_path, pypi, ["kernelpkg"], f"gpu|{R580_H100}", torch="==2.10.*")
+    before = len(pypi.asked_by)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert _target(root)[0]["kernelpkg"] == "1.0"
+    pages = Counter(path for path, agent in pypi.asked_by[before:]
+                    if agent.startswith("uv/") and path.endswith("/"))
+    assert {"/simple/kernelpkg/", "/simple/torch/"} <= set(pages) and set(pages.values()) == {1}, pages
+
 def test_a_packages_own_build_for_torchs_cuda_is_taken_from_its_index(tmp_path: Path, pypi: LocalIndex) -> None:
     """[[package-builds]] names where kernelpkg's per-CUDA builds are: 2.0's CUDA 12.8 build is taken from there,
     bound to that index, instead of falling back to 1.0."""

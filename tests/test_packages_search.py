@@ -285,3 +285,52 @@ def test_a_dependency_with_no_wheel_for_the_platform_is_the_platforms_conflict(t
     assert ("target 'mac': linuxcodec has no wheel that installs on Python 3.11 on macOS arm64 14.5 (needed by "
             "videokit), in any release the requirements allow: uv: Because") in out
     assert "reachable" not in out and "Traceback" not in out
+
+
+
+def test_uv_resolves_with_a_python_it_has_and_never_downloads_one(tmp_path: Path, pypi: LocalIndex,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `uv pip compile` gets --no-python-downloads (with downloads allowed, uv fetches a CPython build of the
+    target's version just to resolve for it: 9 s of retries a compile where that host is unreachable), and the
+    interpreter it builds sdists' metadata with, found once per run (uv's own discovery costs half a second a
+    compile): for a target of this Python's version, this one."""
+    import sys
+
+    from tritonlock import _subprocess
+
+    real = _subprocess.run
+    seen: list[list[str]] = []
+
+    def spy(args: list[str], **kw: object) -> object:
+        if args[1:3] == ["pip", "compile"]:
+            seen.append(list(args))
+        return real(args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_subprocess, "run", spy)
+    root = _project(tmp_path, pypi, ["cachekit", "servekit"], _linux(R580))
+    (root / "triton-env.toml").write_text((root / "triton-env.toml").read_text().replace(
+        'python = "3.11"', f'python = "{sys.version_info[0]}.{sys.version_info[1]}"'), encoding="utf-8")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert seen
+    for argv in seen:
+        assert "--no-python-downloads" in argv and f"--python={sys.executable}" in argv, argv
+
+
+def test_a_second_resolve_reads_no_release_metadata_again_for_its_words(tmp_path: Path, pypi: LocalIndex) -> None:
+    """The held-back line's words read the releases' METADATA from the index (ranged reads of the wheel, or PEP 658);
+    it is kept per file sha256, so `resolve --upgrade` reads none of it again — and says the same."""
+    root = _project(tmp_path, pypi, ["alphakit", "betakit", "gammakit"], _linux(R580))
+
+    def files_read() -> list[str]:  # what tritonlock itself read of the index's files (uv's own reads aside)
+        return [s for s, agent in pypi.asked_by[before:] if "/_files/" in s and not agent.startswith("uv/")]
+
+    before = len(pypi.asked_by)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    first = _versions(root)[1].warnings
+    assert files_read() and [w for w in first if "is locked, not its newest" in w]  # (the case is the one claimed)
+    before = len(pypi.asked_by)
+    code, out = _run("resolve", "-p", str(root), "--upgrade")
+    assert code == 0, out
+    assert files_read() == [] and _versions(root)[1].warnings == first

@@ -39,6 +39,43 @@ def uv_version() -> tuple[int, ...]:
     return tuple(int(x) for x in m.groups(default="0")) if m else (0,)
 
 
+
+_PYTHONS: dict[str, str] = {}  # target Python version → the interpreter uv's compiles get (see resolver_python)
+
+
+def find_resolver_python(version: str) -> None:
+    """Start finding the interpreter for `version` in the background (resolver_python says once it is found)."""
+    import sys
+    import threading
+
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        _PYTHONS[version] = sys.executable
+    elif version not in _PYTHONS:
+        _PYTHONS.setdefault(version, "")
+        threading.Thread(target=_find_python, args=(version,), daemon=True, name="tritonlock-find-python").start()
+
+
+def resolver_python(version: str) -> str | None:
+    """The interpreter `uv pip compile` gets for a target's Python `version`, once find_resolver_python found it: one
+    of that version on this machine where uv finds one, else this one (uv's own fallback) — never downloaded. Passed
+    with --python, it spares each compile uv's own discovery (about half a second a compile; with Python downloads
+    allowed, uv fetches a CPython build just to resolve for another version). None while it is being found: that
+    compile lets uv look itself. The interpreter only runs source builds for their metadata; what is locked follows
+    --python-version and --python-platform."""
+    return _PYTHONS.get(version) or None
+
+
+def _find_python(version: str) -> None:
+    import sys
+
+    try:
+        proc = subprocess.run([uv_bin(), "python", "find", "--no-config", "--no-python-downloads", version],
+                              capture_output=True, text=True, timeout=60, env=clean_env(), check=False)
+        found = proc.stdout.strip().splitlines()[-1:] if proc.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError):
+        found = []
+    _PYTHONS[version] = found[0] if found and os.path.isfile(found[0]) else sys.executable
+
 # The user's uv settings that may reach tritonlock's uv runs: where uv keeps its cache and Pythons, how it talks to
 # the network, how it links files. Every other UV_* variable (UV_OVERRIDE, UV_CONSTRAINT, UV_RESOLUTION,
 # UV_PRERELEASE, UV_INDEX*, UV_EXTRA_INDEX_URL, UV_FIND_LINKS, UV_NO_BINARY, UV_OFFLINE, UV_PYTHON, …) would change

@@ -225,7 +225,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     from tritonlock.lock.closure import compile_key, compile_target, new_run
 
     uv_bin()  # locate uv before the worker threads do
-    new_run()  # uv's cache answers offline only what this run read online
+    new_run(s.python for s in selections if s.ok and s.python)  # (and the interpreters uv's compiles get)
     # a nightly/test channel's torch is that channel's one newest build: nothing for the packages to choose among
     cands = [_candidates(intent, matrix, s) if needs_decision(intent, s) and intent.channel == "release" else None
              for s in selections]
@@ -489,9 +489,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
     closures = [p for _, p in decided]
     from tritonlock import _fast
+    from tritonlock._discover import intent_bytes as relevant_bytes
 
     inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
-    from tritonlock._discover import intent_bytes as relevant_bytes
 
     intent_bytes = relevant_bytes(intent_path)  # of a pyproject.toml, only what the lock depends on
     key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)

@@ -240,6 +240,21 @@ def _read_metadata(index: str, f: IndexFile) -> str | None:
     """PEP 658's `.metadata` beside the file, else (an index without it, as many mirrors) the wheel's METADATA read
     with HTTP Range requests — the zip's central directory and one member, a few kB of a wheel of any size, as uv
     does."""
+    from tritonlock.lock.integrity import keep_metadata, kept_metadata
+
+    sha = (f.sha256 or "").lower()
+    # a file of this sha256 has this METADATA for ever: checked against its bytes by the integrity check, else kept
+    # as an index served it — so a later resolve's words read nothing again
+    text = (kept_metadata(sha) or kept_metadata(sha, served=True)) if sha else None
+    if text:
+        return text
+    text = _served_metadata(index, f)
+    if text and sha:
+        keep_metadata(sha, text, served=True)
+    return text
+
+
+def _served_metadata(index: str, f: IndexFile) -> str | None:
     import re
 
     from tritonlock.lock.index import IndexClient

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
+import subprocess
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -321,9 +322,13 @@ _CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 _READ_ONLINE: set[tuple[str, str]] = set()
 
 
-def new_run() -> None:
-    """Forget what earlier runs read online (one process may lock many times: a test suite, a service)."""
+def new_run(pythons: Iterable[str] = ()) -> None:
+    """Forget what earlier runs read online (one process may lock many times: a test suite, a service): uv's cache
+    answers offline only what this run read online. And start finding the interpreters the compiles for these
+    Python versions get (_subprocess.resolver_python)."""
     _READ_ONLINE.clear()
+    for py in dict.fromkeys(pythons):
+        _subprocess.find_resolver_python(py)
 
 
 def _read_keys(packages: list[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -347,9 +352,11 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         pyproject = Path(tmp) / "pyproject.toml"
         pyproject.write_text(_pyproject(sel, reqs, torch_pkgs, own or {}, flat or set()), encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
-        args = [_subprocess.uv_bin(), "pip", "compile", str(pyproject), "--no-config", "--no-header", "--quiet",
-                f"--python-version={sel.python}", f"--python-platform={python_platform(sel, floor)}",
-                "--generate-hashes", "-o", str(out)]
+        interpreter = _subprocess.resolver_python(sel.python)
+        common = ["--no-config", "--no-header", "--quiet", f"--python-version={sel.python}",
+                  f"--python-platform={python_platform(sel, floor)}", "--no-python-downloads",
+                  *([f"--python={interpreter}"] if interpreter else [])]
+        args = [_subprocess.uv_bin(), "pip", "compile", str(pyproject), *common, "--generate-hashes", "-o", str(out)]
         # [environment].no-build: uv takes the newest version with a wheel for the target, or fails naming it
         args += [f"--only-binary={n}" for n in no_build]
         if constraints:
@@ -361,13 +368,12 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
             if macos:
                 env["MACOSX_DEPLOYMENT_TARGET"] = macos
             unset = (*index.UV_UNSET, "MACOSX_DEPLOYMENT_TARGET")  # this machine's setting says nothing of the target
-            proc = _subprocess.run(args + (["--offline"] if offline else []), cwd=tmp, timeout=timeout, env=env,
-                                   unset=unset)
-            if offline and proc.returncode != 0 and _CACHE_MISS.search(proc.stderr or proc.stdout or ""):
-                proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)  # not cached: ask
-            elif offline and proc.returncode == 0 and not _read_keys(_answer(out)) <= _READ_ONLINE:
-                # the cache answered with a page this run never read online: asked again, online
-                proc = _subprocess.run(args, cwd=tmp, timeout=timeout, env=env, unset=unset)
+
+            def uv(argv: list[str], at: str = tmp) -> subprocess.CompletedProcess[str]:
+                return _subprocess.run(argv, cwd=at, timeout=timeout, env=env, unset=unset)
+
+            proc = _from_cache(uv, args, common, out, sel, torch_pkgs, own or {}, flat or set()) if offline \
+                else uv(args)
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
         if proc.returncode != 0:
@@ -393,6 +399,61 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         packages = _answer(out)
     _READ_ONLINE.update(_read_keys(packages))  # (an offline answer reaches here only when all of it was so read)
     return packages
+
+
+# How many times an --offline compile may have uv read the pages it lacks (or read from another run) and answer
+# again from its cache, before the compile is asked online in full.
+_REFRESHES = 6
+# uv --offline naming what its cache lacks: "Because vllm was not found in the cache", "rich==13.0.0 needs to be
+# downloaded from a registry"
+_MISSED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)((?:===?|[<>!~]=?)[^\s,]+)?"
+                     r" (?:was not found in the cache|needs to be downloaded from a registry)")
+
+
+def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[str], common: list[str], out: Path,
+                sel: Selection, torch_pkgs: Sequence[str], own: dict[str, str],
+                flat: set[str]) -> subprocess.CompletedProcess[str]:
+    """An --offline compile whose answer holds only what this run read online. Where uv's cache lacks a page or a
+    release's metadata, or answers with a page this run did not read (another day's, or another index's once served
+    at the same address), uv reads just those online (`uv pip compile --no-deps` of them) and answers again from its
+    cache — a handful of pages, where asking the whole compile online again reads every page of the closure (a
+    minute for vLLM + SGLang). An offline failure that is no cache miss is uv's answer, as online."""
+    proc = uv([*args, "--offline"])
+    wanted: dict[str, str]
+    for _ in range(_REFRESHES):
+        words = proc.stderr or proc.stdout or ""
+        if proc.returncode == 0:
+            wanted = {canonicalize_name(str(p.get("name") or "")): f"=={p.get('version')}"
+                      for p in _answer(out) if _read_keys([p]) - _READ_ONLINE}
+            if not wanted:
+                return proc
+        elif not _CACHE_MISS.search(words):
+            return proc
+        else:
+            wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
+        if not wanted or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat):
+            break
+        proc = uv([*args, "--offline"])
+    return uv(args)  # asked online in full
+
+
+def _read_online(uv: Callable[..., subprocess.CompletedProcess[str]], common: list[str], tmp: Path, sel: Selection,
+                 wanted: dict[str, str], torch_pkgs: Sequence[str], own: dict[str, str], flat: set[str]) -> bool:
+    """uv reads these packages' pages (and the named releases' metadata) online, from the indexes the compile binds
+    them to; False when it cannot (the compile is then asked online in full)."""
+    where = tmp / "read"
+    where.mkdir(exist_ok=True)
+    names = set(wanted)
+    (where / "pyproject.toml").write_text(
+        _pyproject(sel, [f"{n}{v}" for n, v in sorted(wanted.items())],
+                   [t for t in torch_pkgs if canonicalize_name(t) in names],
+                   {n: u for n, u in own.items() if canonicalize_name(n) in names}, flat), encoding="utf-8")
+    proc = uv([_subprocess.uv_bin(), "pip", "compile", str(where / "pyproject.toml"), *common, "--no-deps", "-o",
+               str(where / "pylock.toml")], str(where))
+    if proc.returncode != 0:
+        return False
+    _READ_ONLINE.update(_read_keys(_answer(where / "pylock.toml")))
+    return True
 
 
 def _answer(out: Path) -> list[dict[str, Any]]:

@@ -366,12 +366,12 @@ def session() -> Any:
 
     net = network()
     s = requests.Session()
-    # as many kept-alive connections as the checks run threads (16): a new TLS handshake, and a CA bundle read, per
+    # as many kept-alive connections as the checks run threads (32): a new TLS handshake, and a CA bundle read, per
     # request would cost more than the request
-    s.mount("http://", HTTPAdapter(pool_connections=4, pool_maxsize=16))
+    s.mount("http://", HTTPAdapter(pool_connections=4, pool_maxsize=32))
     if net.cert:
         s.verify = net.cert
-        s.mount("https://", HTTPAdapter(pool_connections=4, pool_maxsize=16))
+        s.mount("https://", HTTPAdapter(pool_connections=4, pool_maxsize=32))
     else:
         import ssl
 
@@ -388,7 +388,7 @@ def session() -> Any:
                 kwargs["ssl_context"] = ctx
                 return super().proxy_manager_for(*args, **kwargs)
 
-        s.mount("https://", _SystemTrust(pool_connections=4, pool_maxsize=16))
+        s.mount("https://", _SystemTrust(pool_connections=4, pool_maxsize=32))
     if net.client_cert:
         s.cert = net.client_cert
     return s

@@ -29,6 +29,7 @@ from tritonlock.models import Lock, LockedPackage, LockedTarget, Wheel
 # A file larger than this is not downloaded to be checked (a torch wheel is GBs): where its index lists no
 # core-metadata hash either, the lock says it was not checked rather than fetching it.
 MAX_FILE_BYTES = 64 * 2**20
+_THREADS = 32  # pages and files fetched at once (uv itself fetches up to 50)
 _MARKER_VARS = frozenset({"python_version", "python_full_version", "os_name", "sys_platform", "platform_system",
                           "platform_machine", "implementation_name", "platform_python_implementation", "extra"})
 
@@ -52,7 +53,7 @@ def check_lock(lock: Lock, *, max_bytes: int | None = None) -> tuple[str, ...]:
     bound = MAX_FILE_BYTES if max_bytes is None else max_bytes
     jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
     clients = _Clients()
-    with ThreadPoolExecutor(max_workers=16) as pool:  # (network-bound: pages, .metadata files, downloads)
+    with ThreadPoolExecutor(max_workers=_THREADS) as pool:  # (network-bound: pages, .metadata files, downloads)
         checked = dict(zip(jobs, pool.map(lambda pw: _check_file(pw[0], pw[1], bound, clients), jobs.values())))
     problems = [c.problem for c in checked.values() if c.problem]
     for t in lock.targets:
@@ -108,10 +109,14 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 # A downloaded file's METADATA, kept per sha256 in tritonlock's cache (beside the binary facts) once its bytes matched
 # that hash: a file of that sha256 has that METADATA for ever, so on an index without PEP 658 hashes (where the check
-# downloads whole files: a mirror, about 900 MB for a vLLM closure) a later resolve downloads none of them again. Its
-# page is still read and compared every time; where the page lists a core-metadata hash, the small `.metadata` file is
-# read and checked every time. "": nothing static to compare (an sdist whose requirements are dynamic).
-def _kept(sha256: str) -> str | None:
+# downloads whole files: a mirror, about 900 MB for a vLLM closure) a later resolve downloads none of them again, and
+# reads no page for it either — the sha256 the lock pins is one uv read from the page in this run (closure.py answers
+# from uv's cache only what this run read online), and what the file requires is known from its own bytes. Where the
+# page lists a core-metadata hash, page and `.metadata` file are read and checked every time. "": nothing static to
+# compare (an sdist whose requirements are dynamic). `served` (the decision's words, never this check): METADATA as an
+# index served it (PEP 658 file or ranged read), kept apart, so that nothing served is ever taken as checked.
+def kept_metadata(sha256: str, *, served: bool = False) -> str | None:
+    """The METADATA kept for a file of this sha256 (see above); None when none is."""
     import json
 
     if not _HEX64.fullmatch(sha256):
@@ -120,7 +125,7 @@ def _kept(sha256: str) -> str | None:
     from tritonlock.lock.native import cache_dir
 
     try:
-        d = json.loads((cache_dir() / f"{sha256.lower()}.metadata.json").read_text(encoding="utf-8"))
+        d = json.loads((cache_dir() / _kept_name(sha256, served)).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(d, dict) or d.get("sha256") != sha256.lower() or not isinstance(d.get("metadata"), str):
@@ -128,7 +133,7 @@ def _kept(sha256: str) -> str | None:
     return str(d["metadata"])
 
 
-def _keep(sha256: str, metadata: str) -> None:
+def keep_metadata(sha256: str, metadata: str, *, served: bool = False) -> None:
     import json
 
     from tritonlock._files import write_atomic
@@ -137,11 +142,15 @@ def _keep(sha256: str, metadata: str) -> None:
     if not _HEX64.fullmatch(sha256):
         return
     try:
-        write_atomic(cache_folder() / f"{sha256.lower()}.metadata.json",
+        write_atomic(cache_folder() / _kept_name(sha256, served),
                      json.dumps({"sha256": sha256.lower(), "metadata": metadata}),
-                     what="keep a locked file's checked METADATA")
+                     what="keep a locked file's METADATA")
     except (OSError, TritonlockError):
-        pass  # a cache that cannot be written is no error: the next resolve checks again
+        pass  # a cache that cannot be written is no error: the next resolve reads it again
+
+
+def _kept_name(sha256: str, served: bool) -> str:
+    return f"{sha256.lower()}.{'served-' if served else ''}metadata.json"
 
 
 def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients) -> _Checked:
@@ -153,6 +162,9 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients) -> _Ch
         return _from_bytes(p, w, local, max_bytes)
     if scheme not in ("http", "https"):
         return _Checked(package=p, file=w, unchecked=f"{w.name}: not checked (a {scheme}: URL)")
+    kept = kept_metadata(w.sha256)
+    if kept is not None:  # downloaded and checked against this sha256 by an earlier resolve: its METADATA is known
+        return _Checked(package=p, file=w, metadata=kept or None)
     client = clients.get(p.index)
     listed = {f.filename: f for f in client.files(p.name, only=w.name)}
     entry = listed.get(w.name)
@@ -172,16 +184,13 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients) -> _Ch
             return _Checked(package=p, file=w, problem=f"{w.name}.metadata: the index serves METADATA with sha256 "
                                                        f"{got}, its page lists {entry.metadata_sha256}")
         return _Checked(package=p, file=w, metadata=meta.decode("utf-8", "replace"))
-    kept = _kept(w.sha256)
-    if kept is not None:  # downloaded and checked against this sha256 by an earlier resolve: its METADATA is known
-        return _Checked(package=p, file=w, metadata=kept or None)
     size = w.size if w.size is not None else entry.size
     data: bytes | None = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
     if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
         return _Checked(package=p, file=w, unchecked=w.name)
     checked = _from_bytes(p, w, data, max_bytes)
     if checked.problem is None and checked.unchecked is None:
-        _keep(w.sha256, checked.metadata or "")
+        keep_metadata(w.sha256, checked.metadata or "")
     return checked
 
 
