@@ -94,6 +94,19 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     idx.add("simple", "opspkg", "1.0", tag=CP, requires=("torch==2.9.0",), modules={
         "opspkg/__init__.py": "import opspkg._C\nraise RuntimeError('operator opspkg::nms does not exist')\n",
         "opspkg/_C.so": extension(tmp / "ops", "opspkg._C", links={})})
+    # one module built per torch release (as nixl-cu12's nixl_ep_cpp_torch211.so, _torch212.so, …): the build for
+    # torch 2.10 is CUDA 12 with sm_90 code; the one for 2.11 CUDA 13 with sm_100 code only
+    idx.add("simple", "eppkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "eppkg/__init__.py": "",
+        "eppkg/_ep_torch210.so": _kernel(tmp / "ep210", stubs, "libcudart.so.12", ((2, 80), (2, 90)), "eppkg"),
+        "eppkg/_ep_torch211.so": _kernel(tmp / "ep211", stubs, "libcudart.so.13", ((2, 100),), "eppkg")})
+    # the same for verify, beside the real torch (2.13): the build for 2.13 loads; the one for 2.12 links a C++
+    # symbol of another torch's libc10 (importing it fails: the package itself never does)
+    idx.add("simple", "variantpkg", "1.0", tag=CP, modules={
+        "variantpkg/__init__.py": "",
+        "variantpkg/_ops_torch213.so": extension(tmp / "v213", "variantpkg._ops_torch213", links={}),
+        "variantpkg/_ops_torch212.so": extension(tmp / "v212", "variantpkg._ops_torch212",
+                                                 links={stubs["libc10.so@2.9"]: (C10_CXX,)})})
     idx.start()
     yield idx
     idx.stop()
@@ -435,3 +448,49 @@ def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_b
     # no lock: every distribution with native code the interpreter sees, the preinstalled ones too
     everything = {c.name: c for c in run_verify(python, interpret=True, quick=True).checks}
     assert not everything["import kernelpkg"].ok and not everything["import tiedpkg"].ok
+
+
+def test_of_a_module_built_once_per_torch_release_only_the_build_for_the_locked_torch_is_judged(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """eppkg carries _ep_torch210.so (CUDA 12, sm_90) and _ep_torch211.so (CUDA 13, sm_100 only), and loads the one
+    for the torch it runs with: beside torch 2.10 (CUDA 12.8) on an H100 the 2.11 build's CUDA 13 runtime and GPU
+    code are no problem; beside torch 2.11 its build for 2.11 is judged, and has no code for the H100."""
+    root = _project(tmp_path, pypi, ["eppkg"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["eppkg"], versions["torch"]) == ("1.0", "2.10.0")
+    assert not [w for w in sel.warnings if "eppkg" in w], sel.warnings
+    other = _project(tmp_path / "211", pypi, ["eppkg"], f"gpu|{R580_H100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(other))
+    assert code == 3, out
+    assert "eppkg 1.0: its GPU code is built for sm_100 (no PTX), which has no code for this target's GPU " \
+           "(compute capability 9.0)" in out, out
+
+
+def test_verify_imports_only_the_build_for_the_installed_torch_of_a_module_built_per_torch(
+        real_torch_python: str, pypi: LocalIndex, tmp_path: Path) -> None:
+    """variantpkg carries _ops_torch213.so and _ops_torch212.so and loads the one for the torch installed: verify
+    beside the real torch imports that one (and passes), not the other torch's build (whose import fails)."""
+    import subprocess
+    import sys
+
+    from tritonlock._subprocess import uv_bin
+    from tritonlock.verify import run_verify
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    src = Path(subprocess.run([real_torch_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip())
+    dst = next((venv / "lib").glob("python3*/site-packages"))
+    for entry in src.iterdir():
+        (dst / entry.name).symlink_to(entry)
+    (wheel,) = (pypi.root / "simple" / "_files").glob("variantpkg-1.0-*.whl")
+    subprocess.run([uv_bin(), "pip", "install", "--python", str(venv / "bin" / "python"), "--no-deps", "--offline",
+                    str(wheel)], check=True, capture_output=True)
+    torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    assert torch.startswith("2.13.")  # (the builds above are named for it)
+    result = run_verify(str(venv / "bin" / "python"), interpret=True, quick=True, imports=("variantpkg",))
+    row = {c.name: c for c in result.checks}["import variantpkg"]
+    assert row.ok, row.detail

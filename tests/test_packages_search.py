@@ -84,6 +84,10 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
         idx.add("simple", "betakit", v, tag=ANY, requires=("torch", tfm), uploaded=day)
     for v in ("0.9", "1.1"):
         idx.add("simple", "gammakit", v, tag=ANY, requires=("tfm",))
+    # deltakit's older release is an sdist (built at sync), recent and naming torch as its wheel-built newest does;
+    # the newest needs tfm below 5, which betakit 2.0 excludes
+    idx.add_sdist("simple", "deltakit", "1.0", requires=("torch", "tfm"), uploaded="2026-08-01")
+    idx.add("simple", "deltakit", "2.0", tag=ANY, requires=("torch", "tfm<5.0"), uploaded="2026-11-03")
     idx.start()
     yield idx
     idx.stop()
@@ -334,3 +338,20 @@ def test_a_second_resolve_reads_no_release_metadata_again_for_its_words(tmp_path
     code, out = _run("resolve", "-p", str(root), "--upgrade")
     assert code == 0, out
     assert files_read() == [] and _versions(root)[1].warnings == first
+
+
+def test_a_release_that_needs_a_source_build_where_the_newer_ones_have_wheels_only_stands_in(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """betakit 2.0 (tfm >= 5) first; deltakit 2.0 needs tfm < 5, and uv falls back to deltakit 1.0 — recent, naming
+    torch, but an sdist to build at sync where 2.0 has a wheel: that is a conflict naming both (exit 3), not a
+    lock; pinning the old release is how a user takes it."""
+    root = _project(tmp_path, pypi, ["betakit", "deltakit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "deltakit cannot be locked at a recent release — deltakit 1.0" in out, out
+    assert "it needs a source build at sync, where deltakit 2.0 has a wheel for this target" in out, out
+    assert "betakit" in out.split("deltakit 2.0 has a wheel for this target", 1)[1], out
+    pinned = _project(tmp_path / "pinned", pypi, ["betakit", "deltakit==1.0"], _linux(R580))
+    code, out = _run("resolve", "-p", str(pinned))
+    assert code == 0, out
+    assert _versions(pinned)[0]["deltakit"] == "1.0"

@@ -69,12 +69,14 @@ def _find_python(version: str) -> None:
     import sys
 
     try:
-        proc = subprocess.run([uv_bin(), "python", "find", "--no-config", "--no-python-downloads", version],
-                              capture_output=True, text=True, timeout=60, env=clean_env(), check=False)
+        # --system: not a project's .venv (it may be broken, or anything) — any interpreter of the version will do
+        proc = subprocess.run([uv_bin(), "python", "find", "--system", "--no-config", "--no-python-downloads",
+                               version], capture_output=True, text=True, timeout=60, env=clean_env(), check=False)
         found = proc.stdout.strip().splitlines()[-1:] if proc.returncode == 0 else []
     except (OSError, subprocess.SubprocessError):
         found = []
     _PYTHONS[version] = found[0] if found and os.path.isfile(found[0]) else sys.executable
+
 
 # The user's uv settings that may reach tritonlock's uv runs: where uv keeps its cache and Pythons, how it talks to
 # the network, how it links files. Every other UV_* variable (UV_OVERRIDE, UV_CONSTRAINT, UV_RESOLUTION,

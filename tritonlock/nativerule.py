@@ -82,12 +82,49 @@ class Setting:
         return "nothing installed here (nor this machine's loader)" if self.installed else "no locked wheel"
 
 
-def loaded(members: Iterable[NativeMember]) -> list[NativeMember]:
+# one module built per torch release, the release in its name: nixl_ep_cpp_torch211.so, _torch212.so, …;
+# libtorch_c_dlpack_addon_torch24-cpu.so … torch29-cpu.so
+_TORCH_VARIANT = re.compile(r"torch([23])([0-9]{1,2})(?![0-9])")
+
+
+def _variant(path: str) -> tuple[str, str] | None:
+    """(the module's name without the torch release, that release "2.11") for a per-torch build's file."""
+    folder, _, base = path.rpartition("/")
+    base = base.split(".", 1)[0]
+    m = _TORCH_VARIANT.search(base)
+    return (f"{folder}/{base[:m.start()]}*{base[m.end():]}", f"{m[1]}.{m[2]}") if m else None
+
+
+def _other_torches(members: list[NativeMember], torch: str | None) -> set[str]:
+    """The paths of per-torch builds made for another torch than `torch`: a wheel that carries one module built for
+    each of several torch releases (two or more, told by their names) loads the one for the torch it runs with, if
+    any — the others are never loaded (and when none matches, the package goes without that part, its own choice)."""
+    want = public_minor(torch)
+    if want is None:
+        return set()
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for m in members:
+        v = _variant(m.path)
+        if v is not None:
+            groups.setdefault(v[0], []).append((m.path, v[1]))
+    return {path for builds in groups.values() if len({r for _, r in builds}) > 1 for path, r in builds if r != want}
+
+
+def built_for_by_name(path: str) -> str | None:
+    """The torch release ("2.11") a per-torch build's file name says it is made for; None when it says none."""
+    v = _variant(path)
+    return v[1] if v else None
+
+
+def loaded(members: Iterable[NativeMember], torch: str | None = None) -> list[NativeMember]:
     """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
     package loads them with torch.ops.load_library: xformers' and torchao's _C.so), and the wheel's libraries those
     need by soname. A library nothing names is loaded, if at all, by the package's own choice at run time (one of
-    bitsandbytes' per-CUDA libraries): it is not judged."""
+    bitsandbytes' per-CUDA libraries): it is not judged. With `torch` (the release it runs with), of a module built
+    once per torch release only the build for that torch is judged (see _other_torches)."""
     members = list(members)
+    other = _other_torches(members, torch)
+    members = [m for m in members if m.path not in other]
     by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
     todo = [m for m in members if m.extension or m.torch_abi]
     seen: dict[str, NativeMember] = {m.path: m for m in todo}
@@ -109,12 +146,12 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
             continue
         f = item.facts
         found: dict[str, Problem] = {}
-        for m in loaded(f.members):
+        for m in loaded(f.members, at.torch):
             for prob in _member_problems(item, m, at, provided):
                 found.setdefault(prob.kind + prob.needs, prob)
         # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
         # kernels among them by architecture, and one that lacks an arch is no failure while another has it
-        with_code = [m for m in loaded(f.members) if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        with_code = [m for m in loaded(f.members, at.torch) if m.gpu.startswith("read") and (m.sm or m.ptx)]
         if with_code and ccs and at.backend.startswith("cu"):
             sm = tuple(sorted({a for m in with_code for a in m.sm}))
             ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
@@ -209,14 +246,17 @@ def _backend_cuda(backend: str | None) -> str:
     return f"{m[1]}.{m[2]}" if m else "no CUDA"
 
 
-def unknown_torch(items: Iterable[Item]) -> list[str]:
+def unknown_torch(items: Iterable[Item], torch: str | None = None) -> list[str]:
     """The packages whose loaded native code links torch's C++ API while their wheel names no torch release it was
-    built for (no exact torch pin, no per-torch label): whether it loads with a torch is unknown from its files."""
+    built for (no exact torch pin, no per-torch label, no file name naming this torch): whether it loads with a torch
+    is unknown from its files."""
     out = []
     for item in items:
         if is_provider(item.name) or item.facts.built_for_torch:
             continue
-        tied = [m.path for m in loaded(item.facts.members) if m.torch_abi == "cxx"]
+        mine = public_minor(torch)
+        tied = [m.path for m in loaded(item.facts.members, torch) if m.torch_abi == "cxx"
+                and (mine is None or built_for_by_name(m.path) != mine)]
         if tied:
             out.append(f"{item.name} {item.version}: {tied[0]}" + (f" and {len(tied) - 1} more" if len(tied) > 1 else "")
                        + f" in {item.facts.filename} link torch's C++ API, and the wheel names no torch release they "

@@ -48,7 +48,7 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
              if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
     return [f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing) — "
-            "`tritonlock verify` imports it on the machine and says" for u in unknown_torch(items)]
+            "`tritonlock verify` imports it on the machine and says" for u in unknown_torch(items, sel.torch)]
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str]) -> str:

@@ -94,6 +94,33 @@ def installed_with_native_code(named: list[str], scope: list[str] | None = None)
     return sorted(jobs.values(), key=lambda j: j["dist"]), len(left_out - set(jobs))
 
 
+# one module built per torch release, the release in its name (nixl_ep_cpp_torch211, _torch212, …): the package
+# loads the one for the torch installed, if any (tritonlock.nativerule._TORCH_VARIANT, written again here)
+_TORCH_VARIANT = re.compile(r"torch([23])([0-9]{1,2})(?![0-9])")
+
+
+def _for_this_torch(modules: list[str]) -> list[str]:
+    """The modules without the per-torch builds made for another torch than the installed one (a set of two or more
+    builds of one module, told by their names: importing another torch's build fails with an undefined symbol,
+    and the package never does it)."""
+    from importlib import metadata
+
+    try:
+        mine = ".".join(metadata.version("torch").split("+")[0].split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return modules
+    groups: dict[str, set[str]] = {}
+    found: dict[str, tuple[str, str]] = {}
+    for mod in modules:
+        v = _TORCH_VARIANT.search(mod.rsplit(".", 1)[-1])
+        if v:
+            stem = mod[:mod.rfind(".") + 1] + mod.rsplit(".", 1)[-1][:v.start()] + "*" \
+                + mod.rsplit(".", 1)[-1][v.end():]
+            found[mod] = (stem, f"{v[1]}.{v[2]}")
+            groups.setdefault(stem, set()).add(f"{v[1]}.{v[2]}")
+    return [m for m in modules if m not in found or len(groups[found[m][0]]) < 2 or found[m][1] == mine]
+
+
 def import_job_main(job: dict[str, Any]) -> int:
     """In the job's own process: import torch first where asked, the top-level modules, then each extension
     module; one JSON line with what happened to each."""
@@ -112,7 +139,7 @@ def import_job_main(job: dict[str, Any]) -> int:
         attempt("torch")
     for m in job.get("tops", []):
         attempt(m)
-    for m in job.get("modules", []):
+    for m in _for_this_torch(job.get("modules", [])):
         attempt(m)
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
