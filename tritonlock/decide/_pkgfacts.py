@@ -131,6 +131,7 @@ class Facts:
 
         self._files: dict[tuple[str, str], Future[tuple[IndexFile, ...] | None]] = {}
         self._meta: dict[tuple[str, str, str], str | None] = {}
+        self._by_release: dict[tuple[str, str], dict[Version, list[IndexFile]]] = {}
         self._lock = threading.Lock()
 
     def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
@@ -162,9 +163,20 @@ class Facts:
             list(pool.map(lambda p: self.files(*p), todo))
 
     def release_files(self, index: str, name: str, version: str) -> list[IndexFile]:
-        want = parse_version(version)
-        return [f for f in self.files(index, name) or () if not f.yanked and _file_version(f.filename) is not None
-                and parse_version(public(str(_file_version(f.filename)))) == parse_version(public(str(want)))]
+        """The release's files (any local build of it: "2.5.1+cu124" is 2.5.1), nothing yanked. The page is sorted
+        by release once per run: the decision's words ask for hundreds of releases of one page (vLLM's lists
+        hundreds of files)."""
+        key = (index, canonicalize_name(name))
+        by_release = self._by_release.get(key)
+        if by_release is None:
+            by_release = {}
+            for f in self.files(index, name) or ():
+                v = _file_version(f.filename)
+                if not f.yanked and v is not None:
+                    by_release.setdefault(Version(public(str(v))), []).append(f)
+            self._by_release[key] = by_release
+        want = parse_version(public(version))
+        return list(by_release.get(want, ())) if want is not None else []
 
     def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
         """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
