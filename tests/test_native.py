@@ -258,21 +258,27 @@ def test_a_build_for_another_torch_release_is_refused_with_the_torch_it_was_buil
 def broken_venv(real_torch_python: str, pypi: LocalIndex, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The real torch + triton venv (linked), with kernelpkg 1.0 — a CUDA 12 build — put in by hand, and no CUDA 12
     runtime (installed or on this machine: its system toolkit is CUDA 13): a wrong pairing made by hand."""
+    return _beside_real_torch(real_torch_python, tmp_path_factory.mktemp("broken") / "venv", pypi,
+                              ("kernelpkg-1.0", "tiedpkg"))
+
+
+def _beside_real_torch(real_torch_python: str, venv: Path, idx: LocalIndex, wheels: tuple[str, ...]) -> str:
+    """A venv that sees the real torch + triton venv's packages (linked) and has these wheels of `idx` put in by
+    hand (name-version prefixes of their file names); its interpreter."""
     import subprocess
     import sys
 
     from tritonlock._subprocess import uv_bin
 
-    venv = tmp_path_factory.mktemp("broken") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     src = Path(subprocess.run([real_torch_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               check=True, capture_output=True, text=True).stdout.strip())
     dst = next((venv / "lib").glob("python3*/site-packages"))
     for entry in src.iterdir():
         (dst / entry.name).symlink_to(entry)
-    wheels = [next((pypi.root / "simple" / "_files").glob(f"{n}-*.whl")) for n in ("kernelpkg-1.0", "tiedpkg")]
+    files = [next((idx.root / "simple" / "_files").glob(f"{n}-*.whl")) for n in wheels]
     subprocess.run([uv_bin(), "pip", "install", "--python", str(venv / "bin" / "python"), "--no-deps", "--offline",
-                    *map(str, wheels)], check=True, capture_output=True)
+                    *map(str, files)], check=True, capture_output=True)
     return str(venv / "bin" / "python")
 
 
@@ -473,24 +479,13 @@ def test_verify_imports_only_the_build_for_the_installed_torch_of_a_module_built
     """variantpkg carries _ops_torch213.so and _ops_torch212.so and loads the one for the torch installed: verify
     beside the real torch imports that one (and passes), not the other torch's build (whose import fails)."""
     import subprocess
-    import sys
 
-    from tritonlock._subprocess import uv_bin
     from tritonlock.verify import run_verify
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    src = Path(subprocess.run([real_torch_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              check=True, capture_output=True, text=True).stdout.strip())
-    dst = next((venv / "lib").glob("python3*/site-packages"))
-    for entry in src.iterdir():
-        (dst / entry.name).symlink_to(entry)
-    (wheel,) = (pypi.root / "simple" / "_files").glob("variantpkg-1.0-*.whl")
-    subprocess.run([uv_bin(), "pip", "install", "--python", str(venv / "bin" / "python"), "--no-deps", "--offline",
-                    str(wheel)], check=True, capture_output=True)
-    torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+    python = _beside_real_torch(real_torch_python, tmp_path / "venv", pypi, ("variantpkg-1.0",))
+    torch = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
                            check=True, capture_output=True, text=True).stdout.strip()
     assert torch.startswith("2.13.")  # (the builds above are named for it)
-    result = run_verify(str(venv / "bin" / "python"), interpret=True, quick=True, imports=("variantpkg",))
+    result = run_verify(python, interpret=True, quick=True, imports=("variantpkg",))
     row = {c.name: c for c in result.checks}["import variantpkg"]
     assert row.ok, row.detail
