@@ -62,3 +62,27 @@ def test_a_local_build_of_the_newest_release_is_that_release(tmp_path: Path) -> 
         assert not [w for w in locked.selection.warnings if "torchvision" in w], locked.selection.warnings
     finally:
         idx.stop()
+
+
+def test_a_releases_files_are_its_local_builds_too(tmp_path: Path) -> None:
+    """What the decision's words read of one release (its files: whether it has a wheel, when it was uploaded, its
+    METADATA) is every build of it the index serves — "2.0+cu128" is release 2.0, asked for either way — and no
+    other release's."""
+    from tritonlock.decide._pkgfacts import Facts
+
+    idx = LocalIndex(tmp_path / "index")
+    idx.add("simple", "kbuild", "2.0")
+    idx.add("simple", "kbuild", "2.0+cu128", tag=LINUX_TAG)
+    idx.add("simple", "kbuild", "2.0.1")
+    idx.add("simple", "kbuild", "1.0")
+    idx.start()
+    try:
+        facts = Facts()
+        for asked in ("2.0", "2.0+cu128", "2.0.0"):
+            got = sorted(f.filename for f in facts.release_files(idx.index_url("simple"), "kbuild", asked))
+            assert len(got) == 2 and all(n.startswith("kbuild-2.0-") or n.startswith("kbuild-2.0+cu128-")
+                                         for n in got), (asked, got)
+        assert facts.release_files(idx.index_url("simple"), "kbuild", "3.0") == []
+        assert facts.release_files(idx.index_url("simple"), "kbuild", "not a version") == []
+    finally:
+        idx.stop()
