@@ -6,6 +6,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 
 
@@ -39,13 +40,11 @@ def uv_version() -> tuple[int, ...]:
     return tuple(int(x) for x in m.groups(default="0")) if m else (0,)
 
 
-
 _PYTHONS: dict[str, str] = {}  # target Python version → the interpreter uv's compiles get (see resolver_python)
 
 
 def find_resolver_python(version: str) -> None:
     """Start finding the interpreter for `version` in the background (resolver_python says once it is found)."""
-    import sys
     import threading
 
     if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
@@ -66,8 +65,6 @@ def resolver_python(version: str) -> str | None:
 
 
 def _find_python(version: str) -> None:
-    import sys
-
     try:
         # --system: not a project's .venv (it may be broken, or anything) — any interpreter of the version will do
         proc = subprocess.run([uv_bin(), "python", "find", "--system", "--no-config", "--no-python-downloads",

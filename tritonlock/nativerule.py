@@ -110,7 +110,7 @@ def _other_torches(members: list[NativeMember], torch: str | None) -> set[str]:
     return {path for builds in groups.values() if len({r for _, r in builds}) > 1 for path, r in builds if r != want}
 
 
-def built_for_by_name(path: str) -> str | None:
+def _built_for_by_name(path: str) -> str | None:
     """The torch release ("2.11") a per-torch build's file name says it is made for; None when it says none."""
     v = _variant(path)
     return v[1] if v else None
@@ -256,7 +256,7 @@ def unknown_torch(items: Iterable[Item], torch: str | None = None) -> list[str]:
             continue
         mine = public_minor(torch)
         tied = [m.path for m in loaded(item.facts.members, torch) if m.torch_abi == "cxx"
-                and (mine is None or built_for_by_name(m.path) != mine)]
+                and (mine is None or _built_for_by_name(m.path) != mine)]
         if tied:
             out.append(f"{item.name} {item.version}: {tied[0]}" + (f" and {len(tied) - 1} more" if len(tied) > 1 else "")
                        + f" in {item.facts.filename} link torch's C++ API, and the wheel names no torch release they "
