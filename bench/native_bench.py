@@ -6,7 +6,8 @@ Usage: python bench/native_bench.py --other PYTHON [--repeat N] [-o FILE]
     PYTHON: the interpreter of a venv with the tritonlock to compare against (e.g. a worktree of the commit before)
 
 Both resolve with uv's cache warm (an untimed run of each first), so what differs is the decision and the reading
-of the wheels, not index downloads. "Facts read" clears the binary facts only; the integrity check's kept METADATA
+of the wheels, not index downloads. The same code with the rule given nothing to read is timed too: what the rule
+costs, apart from what later issues added to both (issue 23's integrity check). "Facts read" clears the binary facts only; the integrity check's kept METADATA
 (issue 23's, not the rule's) stays, and one last run with nothing kept at all says what a new machine pays.
 Run it with UV_PYTHON_DOWNLOADS=never where uv cannot download Pythons (the older code does not pass it itself).
 """
@@ -25,10 +26,16 @@ from pathlib import Path
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "inference"
 
 
-def run(python: str, root: Path, env: dict[str, str]) -> float:
+# The same tritonlock with the rule given nothing to read: what the rule costs, apart from what came with later
+# issues (the integrity check of issue 23 runs in both)
+NO_RULE = ("import sys, tritonlock.project as p; p.native_wanted = lambda sel, pkgs: []; "
+           "sys.argv = ['tritonlock', 'resolve', '--upgrade', '--json']; from tritonlock._entry import main; main()")
+
+
+def run(python: str, root: Path, env: dict[str, str], *, rule: bool = True) -> float:
     t0 = time.perf_counter()
-    p = subprocess.run([python, "-m", "tritonlock", "resolve", "--upgrade", "--json"], cwd=root, env=env,
-                       capture_output=True, text=True)
+    cmd = [python, "-m", "tritonlock", "resolve", "--upgrade", "--json"] if rule else [python, "-c", NO_RULE]
+    p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{python}: resolve failed ({p.returncode}):\n{p.stderr[-2000:]}")
@@ -51,7 +58,7 @@ def main() -> None:
         env = dict(os.environ, TRITONLOCK_NATIVE_CACHE=str(cache))
         run(sys.executable, root, env)  # uv's cache warm for both
         run(args.other, root, env)
-        first, warm, other, empty = [], [], [], []
+        first, warm, other, off, empty = [], [], [], [], []
         for _ in range(args.repeat):
             for f in cache.glob("*.json"):  # the binary facts only: the integrity check's METADATA stays
                 if not f.name.endswith("metadata.json"):
@@ -59,17 +66,20 @@ def main() -> None:
             first.append(run(sys.executable, root, env))  # every wheel's facts read
             warm.append(run(sys.executable, root, env))  # kept per sha256
             other.append(run(args.other, root, env))
+            off.append(run(sys.executable, root, env, rule=False))
         shutil.rmtree(cache, ignore_errors=True)
         empty.append(run(sys.executable, root, env))  # nothing kept: facts, and the integrity check's downloads
-        o = statistics.median(other)
-        lines = [f"resolve examples/inference (2 targets), median of {args.repeat}, interleaved:",
-                 f"  without the native rule ({args.other}): {o:6.1f} s",
-                 f"  with it, facts read (empty cache):  {statistics.median(first):6.1f} s   "
-                 f"{statistics.median(first) / o:.2f}x (goal 1.3x)",
-                 f"  with it, facts cached:              {statistics.median(warm):6.1f} s   "
-                 f"{statistics.median(warm) / o:.2f}x (goal 1.05x)",
-                 f"  runs: {[round(x, 1) for x in other]} / {[round(x, 1) for x in first]} / "
-                 f"{[round(x, 1) for x in warm]}",
+        o, n = statistics.median(other), statistics.median(off)
+        f, w = statistics.median(first), statistics.median(warm)
+        lines = [f"resolve examples/inference (2 targets), median of {args.repeat}, interleaved, {os.cpu_count()} cores:",
+                 f"  without the native rule, the code before it ({args.other}): {o:6.1f} s",
+                 f"  without the native rule, this code (the rule reads nothing): {n:6.1f} s",
+                 f"  with it, facts read (empty cache):  {f:6.1f} s   {f / o:.2f}x the code before, {f / n:.2f}x this "
+                 "code without it (goal 1.3x)",
+                 f"  with it, facts cached:              {w:6.1f} s   {w / o:.2f}x the code before, {w / n:.2f}x this "
+                 "code without it (goal 1.05x)",
+                 f"  runs: before {[round(x, 1) for x in other]} / without {[round(x, 1) for x in off]} / read "
+                 f"{[round(x, 1) for x in first]} / cached {[round(x, 1) for x in warm]}",
                  f"  with nothing kept at all (facts, and the integrity check's METADATA of each locked file, which "
                  f"an index without PEP 658 hashes makes it download): {empty[0]:6.1f} s   {empty[0] / o:.2f}x",
                  f"  cache: {sum(f.stat().st_size for f in cache.glob('*.json')) / 1e3:.0f} kB in "

@@ -107,6 +107,13 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
         "variantpkg/_ops_torch213.so": extension(tmp / "v213", "variantpkg._ops_torch213", links={}),
         "variantpkg/_ops_torch212.so": extension(tmp / "v212", "variantpkg._ops_torch212",
                                                  links={stubs["libc10.so@2.9"]: (C10_CXX,)})})
+    # one release, two Linux wheels the glibc 2.35 target could take: pip and uv install the manylinux_2_28 one (the
+    # more specific tag), which is CUDA 12; the manylinux_2_17 one needs the CUDA 13 runtime
+    for tag, cudart in (("cp311-cp311-manylinux_2_17_x86_64", "libcudart.so.13"),
+                        ("cp311-cp311-manylinux_2_28_x86_64", "libcudart.so.12")):
+        idx.add("simple", "pickpkg", "1.0", tag=tag, requires=("torch>=2.10",), modules={
+            "pickpkg/__init__.py": "", "pickpkg/_C.so": _kernel(tmp / f"pick-{tag}", stubs, cudart, ((2, 90),),
+                                                                "pickpkg")})
     idx.start()
     yield idx
     idx.stop()
@@ -152,6 +159,26 @@ def test_binary_facts_of_a_wheel_by_ranged_reads(pypi: LocalIndex, tmp_path: Pat
     (t,) = project_files(pypi.index_url("simple"), "tiedpkg")
     tied = native.read_remote(t.url, t.size, t.sha256 or "", t.filename, session=session(), gpu=True)
     assert (tied.members[0].torch_abi, tied.built_for_torch) == ("cxx", "2.9")
+
+
+def test_the_wheel_judged_is_the_one_that_installs_and_the_others_are_not_read(tmp_path: Path,
+                                                                             pypi: LocalIndex) -> None:
+    """Of a release's wheels that fit the target, an installer takes the most specific tag (manylinux_2_28 before
+    manylinux_2_17 on glibc 2.35): that one is read and judged — a CUDA 12 build beside torch 2.10's CUDA 12.8 — and
+    the other, which would need CUDA 13, is not read for its native code (the lock's facts have only the first).
+    The lock keeps both files, as uv installs from it."""
+    root = _project(tmp_path, pypi, ["pickpkg"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["pickpkg"] == "1.0"
+    assert any(r.startswith("native code checked: 1 shared object of 1 package (pickpkg)") for r in sel.reasons)
+    lock = read_lock(root / "triton-env.lock")
+    (pick,) = [p for t in lock.targets for p in t.packages if p.name == "pickpkg"]
+    assert sorted(w.name.split("-")[-1] for w in pick.wheels) == ["manylinux_2_17_x86_64.whl",
+                                                                   "manylinux_2_28_x86_64.whl"]
+    assert [f.filename for f in lock.native if f.filename.startswith("pickpkg")] == [
+        "pickpkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"]
 
 
 def test_a_cuda_13_build_beside_a_cuda_12_torch_is_passed_over_for_the_release_that_loads(

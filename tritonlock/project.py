@@ -302,17 +302,10 @@ NATIVE_ROUNDS = 4
 
 
 def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[tuple[str, int | None, str, str, bool]]:
-    """The wheels whose binary facts the rule needs: each platform wheel the target installs, whole for the packages
-    whose native code is checked, only what it brings for the providers (torch, Triton, NVIDIA's libraries)."""
-    from tritonlock.decide.native import is_provider, target_wheel
-    from tritonlock.lock.native import may_hold_native_code
+    """The wheels whose binary facts the rule needs (tritonlock.decide.native.wheels_to_read)."""
+    from tritonlock.decide.native import wheels_to_read
 
-    out = []
-    for p in packages:
-        shas = set(target_wheel(p, sel.target, sel.python or running_python()))
-        out += [(w.url, w.size, w.sha256, w.name, is_provider(p.name)) for w in p.wheels
-                if w.sha256 in shas and may_hold_native_code(w.name)]
-    return out
+    return wheels_to_read(sel, packages, sel.python or running_python())
 
 
 def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
@@ -404,7 +397,7 @@ def _native_reason(packages: tuple[LockedPackage, ...], reader: Reader) -> str |
     with_code = [p for p in packages if any(w.sha256 in facts and facts[w.sha256].native for w in p.wheels)]
     if not with_code:
         return None
-    n = sum(len(facts[w.sha256].members) for p in with_code for w in p.wheels[:1] if w.sha256 in facts)
+    n = sum(max(len(facts[w.sha256].members) for w in p.wheels if w.sha256 in facts) for p in with_code)
     names = ", ".join(p.name for p in with_code[:6]) + (f" and {len(with_code) - 6} more" if len(with_code) > 6 else "")
     return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
             f"package{'' if len(with_code) == 1 else 's'} ({names}) find the CUDA libraries, torch build and GPU code "

@@ -85,8 +85,11 @@ def elf_links(read: Callable[[int, int], bytes], size: int,
         return (), False, "", f"not an ELF file pyelftools can read ({str(err)[:100]})"
 
 
-def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu: bool) -> Member:
-    """One shared object's facts; its GPU code only where `gpu` and it links a GPU library."""
+def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu: bool,
+                 nv_fatbin: Callable[[int, int], tuple[tuple[str, ...], tuple[str, ...], str | None]] | None = None
+                 ) -> Member:
+    """One shared object's facts; its GPU code only where `gpu` and it links a GPU library (`nv_fatbin`: see
+    gpucode.gpu_code_from)."""
     from tritonlock.binary.gpucode import gpu_code_from
 
     needed, pyinit, abi, problem = elf_links(read, size, path.rsplit("/", 1)[-1])
@@ -97,7 +100,7 @@ def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu
         return m
     if not gpu:
         return _replace(m, gpu="not read (not asked for)")
-    code = gpu_code_from(read, size)
+    code = gpu_code_from(read, size, nv_fatbin=nv_fatbin)
     return _replace(m, sm=tuple(code.sm), ptx=tuple(code.ptx), gfx=tuple(code.gfx),
                     gpu=f"read; {code.unreadable}" if code.unreadable else "read")
 

@@ -20,10 +20,10 @@ Reader = Callable[[int, int], bytes]
 # u32 header size, u64 payload size, ..., u32 arch at +28 ("80" for sm_80), u64 flags at +40 (0x100000 arch-specific
 # "a", 0x200000 family "f"). Checked against nvcc 13.0's output (tests/test_gpucode.py builds one).
 FATBIN_MAGIC = 0xBA55ED50
-_FATBIN_HEAD = struct.Struct("<IHHQ")
-_ENTRY_HEAD = struct.Struct("<HHIQ")
-_KIND_PTX, _KIND_ELF = 1, 2
-_FLAG_A, _FLAG_F = 0x100000, 0x200000
+FATBIN_HEAD = struct.Struct("<IHHQ")
+ENTRY_HEAD = struct.Struct("<HHIQ")
+KIND_PTX, KIND_ELF = 1, 2
+FLAG_A, FLAG_F = 0x100000, 0x200000
 
 # Clang offload bundles (ClangOffloadBundler.rst, "Bundled Code Object Layout"): the 24-byte magic, u64 number of
 # entries, then per entry u64 offset (from the bundle's start), u64 size, u64 id length, the id
@@ -56,9 +56,12 @@ def gpu_code(elf: bytes) -> GpuCode:
     return gpu_code_from(lambda off, n: elf[off:off + n], len(elf))
 
 
-def gpu_code_from(read: Reader, size: int) -> GpuCode:
+def gpu_code_from(read: Reader, size: int, *,
+                  nv_fatbin: Callable[[int, int], tuple[tuple[str, ...], tuple[str, ...], str | None]] | None = None
+                  ) -> GpuCode:
     """The GPU code of an ELF file of `size` bytes that `read` gives ranges of: the ELF header, the section headers
-    and their names, then only the container headers inside `.nv_fatbin` / `.hip_fatbin`."""
+    and their names, then only the container headers inside `.nv_fatbin` / `.hip_fatbin`. `nv_fatbin(offset,
+    size)`: what a `.nv_fatbin` section carries where it was read otherwise (tritonlock.binary.stream's walk)."""
     sections = fatbin_sections(read, size)
     if isinstance(sections, str):
         return GpuCode((), (), (), sections)
@@ -70,7 +73,7 @@ def gpu_code_from(read: Reader, size: int) -> GpuCode:
         def sub(o: int, n: int, base: int = off, end: int = length) -> bytes:
             return read(base + o, max(0, min(n, end - o)))
         if name == ".nv_fatbin":
-            s, p, problem = fatbin_targets(sub, length)
+            s, p, problem = nv_fatbin(off, length) if nv_fatbin else fatbin_targets(sub, length)
             sm |= set(s)
             ptx |= set(p)
         else:
@@ -78,7 +81,7 @@ def gpu_code_from(read: Reader, size: int) -> GpuCode:
             gfx |= set(g)
         if problem:
             problems.append(f"{name}: {problem}")
-    return GpuCode(_sorted(sm), _sorted(ptx), tuple(sorted(gfx, key=gfx_order)), "; ".join(problems) or None)
+    return GpuCode(arch_sorted(sm), arch_sorted(ptx), tuple(sorted(gfx, key=gfx_order)), "; ".join(problems) or None)
 
 
 def fatbin_sections(read: Reader, size: int) -> list[tuple[str, int, int]] | str:
@@ -103,9 +106,9 @@ def fatbin_targets(read: Reader, size: int) -> tuple[tuple[str, ...], tuple[str,
     sm: set[str] = set()
     ptx: set[str] = set()
     pos = 0
-    while pos + _FATBIN_HEAD.size <= size:
-        head = read(pos, _FATBIN_HEAD.size)
-        magic, _, hsize, fat = _FATBIN_HEAD.unpack(head)
+    while pos + FATBIN_HEAD.size <= size:
+        head = read(pos, FATBIN_HEAD.size)
+        magic, _, hsize, fat = FATBIN_HEAD.unpack(head)
         if magic != FATBIN_MAGIC:
             nxt = _find(read, struct.pack("<I", FATBIN_MAGIC), pos + 1, size, align=8)
             if nxt is None:
@@ -115,19 +118,19 @@ def fatbin_targets(read: Reader, size: int) -> tuple[tuple[str, ...], tuple[str,
         e, end = pos + hsize, min(size, pos + hsize + fat)
         while e + 48 <= end:
             entry = read(e, 48)
-            kind, _, ehsize, payload = _ENTRY_HEAD.unpack_from(entry)
+            kind, _, ehsize, payload = ENTRY_HEAD.unpack_from(entry)
             arch, = struct.unpack_from("<I", entry, 28)
             flags, = struct.unpack_from("<Q", entry, 40)
             if ehsize < 48 or not 10 <= arch < 1000:
-                return _sorted(sm), _sorted(ptx), f"a fatbin entry at +{e} has no readable header"
-            suffix = "a" if flags & _FLAG_A else "f" if flags & _FLAG_F else ""
-            if kind == _KIND_ELF:
+                return arch_sorted(sm), arch_sorted(ptx), f"a fatbin entry at +{e} has no readable header"
+            suffix = "a" if flags & FLAG_A else "f" if flags & FLAG_F else ""
+            if kind == KIND_ELF:
                 sm.add(f"sm_{arch}{suffix}")
-            elif kind == _KIND_PTX:
+            elif kind == KIND_PTX:
                 ptx.add(f"compute_{arch}{suffix}")
             e += ehsize + payload
         pos = max(end, pos + 1)
-    return _sorted(sm), _sorted(ptx), None
+    return arch_sorted(sm), arch_sorted(ptx), None
 
 
 class NoZstd(Exception):
@@ -326,7 +329,7 @@ def _find_any(read: Reader, needles: tuple[bytes, ...], start: int, size: int) -
     return None
 
 
-def _sorted(names: set[str]) -> tuple[str, ...]:
+def arch_sorted(names: set[str]) -> tuple[str, ...]:
     def key(s: str) -> tuple[int, str]:
         digits = "".join(ch for ch in s.split("_", 1)[-1] if ch.isdigit())
         return int(digits or 0), s

@@ -3,6 +3,7 @@ files install on a target (its Python, platform and glibc) — read once per run
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -105,6 +106,50 @@ def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
         if ok_interp and _platform_fits(t.platform, target):
             return True
     return False
+
+
+def install_order(filenames: Iterable[str], target: TargetSpec, python: str) -> list[str]:
+    """The wheels that install on the target, in the order an installer prefers them (pip's and uv's tag priority:
+    the interpreter and ABI first — cp312-cp312, then abi3 builds for newer to older CPythons, then py3 — then the
+    most specific platform, then the higher build number): the first is the one that installs."""
+    from packaging.utils import parse_wheel_filename
+
+    rank = _tag_rank(target.os, target.arch, target.glibc, target.macos, python)
+    fits = [f for f in filenames if f.endswith(".whl") and file_fits(f, target, python)]
+
+    def key(f: str) -> tuple[int, int]:
+        try:
+            _, _, build, tags = parse_wheel_filename(f)
+        except (ValueError, InvalidVersion):
+            return (len(rank) + 1, 0)
+        return (min((rank.get(str(t), len(rank)) for t in tags), default=len(rank)), -build[0] if build else 0)
+
+    return sorted(fits, key=key)
+
+
+@functools.lru_cache(maxsize=32)
+def _tag_rank(os: str, arch: str, glibc: str | None, macos: str | None, python: str) -> dict[str, int]:
+    """Tag -> its place in the target's priority list (packaging.tags' order for the target's platforms)."""
+    from packaging import tags
+
+    major, minor = _mm(python)
+    if os == "windows":
+        platforms = ["win_amd64" if arch == "x86_64" else "win_arm64"]
+    elif os == "macos":
+        mac = _mm(macos) if macos else (26, 0)
+        platforms = list(tags.mac_platforms(mac, "arm64"))
+    else:
+        top = _mm(glibc)[1] if glibc else 99
+        legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+        platforms = []
+        for m in range(top, 4, -1):
+            platforms.append(f"manylinux_2_{m}_{arch}")
+            if m in legacy:
+                platforms.append(f"{legacy[m]}_{arch}")
+        platforms.append(f"linux_{arch}")
+    order = [*tags.cpython_tags((major, minor), abis=[f"cp{major}{minor}"], platforms=platforms),
+             *tags.compatible_tags((major, minor), interpreter=f"cp{major}{minor}", platforms=platforms)]
+    return {str(t): i for i, t in reversed(list(enumerate(order)))}
 
 
 # --- what an index says of a package ------------------------------------------------------------------------------

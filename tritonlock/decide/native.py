@@ -13,14 +13,34 @@ if TYPE_CHECKING:
     from tritonlock.compat.matrix import Matrix
     from tritonlock.models import NativeFacts
 
-__all__ = ["Problem", "is_provider", "problems", "conflict", "target_wheel", "unknowns"]
+__all__ = ["Problem", "is_provider", "problems", "conflict", "target_wheel", "unknowns", "wheels_to_read"]
 
 
 def target_wheel(p: LockedPackage, target: TargetSpec, python: str) -> list[str]:
-    """The sha256s of the package's wheels that install on the target (a lock may list several platforms')."""
-    from tritonlock.decide._pkgfacts import file_fits
+    """The sha256s of the package's wheels that install on the target (a lock may list several platforms'), the one
+    an installer takes first (tag priority); every wheel where none fits."""
+    from tritonlock.decide._pkgfacts import install_order
 
-    return [w.sha256 for w in p.wheels if file_fits(w.name, target, python)] or [w.sha256 for w in p.wheels]
+    by_name = {w.name: w.sha256 for w in p.wheels}
+    return [by_name[n] for n in install_order(by_name, target, python)] or [w.sha256 for w in p.wheels]
+
+
+# (url, size, sha256, file name, only what it brings): a wheel whose binary facts the lock stage reads
+Wanted = tuple[str, "int | None", str, str, bool]
+
+
+def wheels_to_read(sel: Selection, packages: tuple[LockedPackage, ...], python: str) -> list[Wanted]:
+    """The wheels whose binary facts the rule needs: the platform wheel the target installs of each package (the
+    first in tag priority), whole for the packages whose native code is checked, only what it brings for the
+    providers (torch, Triton, NVIDIA's libraries). The largest first: they take longest to read."""
+    from tritonlock.lock.native import may_hold_native_code
+
+    out = []
+    for p in packages:
+        first = target_wheel(p, sel.target, python)[:1]
+        out += [(w.url, w.size, w.sha256, w.name, is_provider(p.name)) for w in p.wheels
+                if w.sha256 in first and may_hold_native_code(w.name)]
+    return sorted(out, key=lambda w: (w[4], -(w[1] or 0)))
 
 
 def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
@@ -31,11 +51,11 @@ def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     provided: set[str] = set()
     items = []
     for p in packages:
-        shas = [sha for sha in target_wheel(p, target, python) if sha in facts]
+        # the wheel that installs (the others on the lock are not on the target: what they bring is not there)
+        shas = [sha for sha in target_wheel(p, target, python) if sha in facts][:1]
         for sha in shas:
             provided.update(facts[sha].provides)
-        if shas:
-            items.append(Item(name=p.name, version=p.version, facts=facts[shas[0]]))
+            items.append(Item(name=p.name, version=p.version, facts=facts[sha]))
     floors = {m: f for m in (11, 12, 13, 14) if (f := matrix.driver_floor(f"{m}.0", target.os, policy))}
     at = Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors)
     return check(items, provided, at)

@@ -5,11 +5,13 @@ needed) or from a file on disk, and kept per file sha256 so that a later resolve
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
+import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,93 +33,289 @@ def may_hold_native_code(filename: str) -> bool:
 
 # --- a wheel: on an index (ranged reads) or on disk ------------------------------------------------------------------
 
-class _Inflating:
-    """One deflated zip member read forward on demand: the compressed bytes come in chunks as far as a read needs,
-    are inflated and kept (a library's start for its dynamic section, all of it for its GPU code)."""
+# One zip member the facts need: name, compression method, compressed size, size, local header offset.
+_Want = tuple[str, int, int, int, int]
 
-    def __init__(self, fetch: Callable[[int, int], bytes], start: int, csize: int, usize: int, method: int) -> None:
-        self._fetch, self._pos, self._end, self.size = fetch, start, start + csize, usize
-        self._z = zlib.decompressobj(-15) if method == 8 else None
-        self._buf = bytearray()
+
+def _is_metadata(name: str) -> bool:
+    return re.fullmatch(r"[^/]+\.dist-info/METADATA", name) is not None
+
+
+def _wanted(members: dict[str, tuple[int, int, int, int]]) -> list[_Want]:
+    """The members read: every shared object stored or deflated (the two methods wheels use), and METADATA."""
+    return sorted(((n, *v) for n, v in members.items() if (_SO.search(n) and v[0] in (0, 8)) or _is_metadata(n)),
+                  key=lambda w: w[4])
+
+
+def zlib_module() -> Any:
+    """The inflater: python-isal's zlib (ISA-L, about twice zlib's speed; a dependency where it has wheels), else
+    Python's own. Both release the GIL while they inflate, so members inflate side by side on every core."""
+    try:
+        from isal import isal_zlib
+
+        return isal_zlib
+    except ImportError:
+        return zlib
+
+
+class _Inflated:
+    """A member's bytes as the decompressor gave them, kept in its pieces (never joined into one buffer):
+    `read(offset, n)` joins only the pieces a read spans. Only for a library the streaming pass could not read."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        import itertools
+
+        self._pieces = pieces
+        self._starts = [0, *itertools.accumulate(len(p) for p in pieces)]
+        self.size = self._starts[-1]
 
     def read(self, off: int, n: int) -> bytes:
-        want = min(off + n, self.size)
-        while len(self._buf) < want and self._pos < self._end:
-            step = max(1 << 20, min(want - len(self._buf), 16 << 20))
-            raw = self._fetch(self._pos, min(self._end, self._pos + step) - 1)
-            if not raw:
-                break
-            self._pos += len(raw)
-            self._buf += self._z.decompress(raw) if self._z else raw
-        return bytes(self._buf[off:want])
+        import bisect
+
+        end = min(off + n, self.size)
+        if off < 0 or off >= end:
+            return b""
+        i = bisect.bisect_right(self._starts, off) - 1
+        out = []
+        while off < end:
+            base = self._starts[i]
+            piece = self._pieces[i][off - base:end - base]
+            out.append(piece)
+            off += len(piece)
+            i += 1
+        return out[0] if len(out) == 1 else b"".join(out)
 
 
-def read_wheel(filename: str, sha256: str, *, members: dict[str, tuple[int, int, int, int]],
-               fetch: Callable[[int, int], bytes], gpu: bool, source: str, names_only: bool = False) -> NativeFacts:
-    """Facts of a wheel whose zip central directory (`members`: name -> method, compressed size, size, header
-    offset) is known and whose bytes `fetch(start, end)` gives; `names_only`: what it brings, nothing inside."""
+class _Sink:
+    """One member's compressed bytes in, inflated as they come: a shared object into an ElfStream (only what its
+    facts are read from is kept), METADATA whole; a `.so` that does not start as an ELF file is dropped unread."""
+
+    def __init__(self, w: _Want, whole: bool) -> None:
+        from tritonlock.binary.stream import ElfStream
+
+        self.want, self.whole = w, whole or _is_metadata(w[0])
+        self._z = zlib_module().decompressobj(-15) if w[1] == 8 else None
+        self.pieces: list[bytes] = []
+        self.stream = ElfStream(w[3])
+        self.size = 0
+        self.elf: bool | None = None
+
+    def feed(self, raw: bytes) -> None:
+        if self.elf is False:
+            return
+        out = self._z.decompress(raw) if self._z is not None else raw
+        self._out(out)
+
+    def _out(self, out: bytes) -> None:
+        if not out:
+            return
+        if self.elf is None and not _is_metadata(self.want[0]):
+            self.elf = bytes(out[:4]) == b"\x7fELF"
+            if not self.elf:
+                return
+        self.size += len(out)
+        if self.size > self.want[3]:  # a member that inflates past its size is not inflated on (a zip bomb)
+            raise ValueError(f"{self.want[0]} inflates past the {self.want[3]} bytes the wheel's zip directory says")
+        if self.whole:
+            self.pieces.append(out)
+        else:
+            self.stream.feed(out)
+
+    def finish(self) -> None:
+        if self.elf is False:
+            return
+        if self._z is not None:
+            self._out(self._z.flush())
+        if self.size != self.want[3]:
+            raise ValueError(f"{self.want[0]} inflates to {self.size} bytes, not the {self.want[3]} the wheel's zip "
+                             "directory says")
+        self.stream.finish()
+
+
+# What one member came to: its facts, None (not an ELF file), its METADATA's text, or _AGAIN (read it again whole)
+_AGAIN = object()
+
+
+def _facts_of(sink: _Sink, gpu: bool) -> Member | str | None | object:
+    from tritonlock.binary.stream import Miss
+
+    name = sink.want[0]
+    if _is_metadata(name):
+        return _Inflated(sink.pieces).read(0, sink.size).decode("utf-8", "replace")
+    if sink.elf is not True:
+        return None
+    if sink.whole:
+        got = _Inflated(sink.pieces)
+        return member_facts(name, got.read, got.size, gpu=gpu)
+    try:
+        return member_facts(name, sink.stream.read, sink.size, gpu=gpu, nv_fatbin=sink.stream.scan.targets)
+    except Miss:
+        return _AGAIN
+
+
+def _read_span(pieces: Iterable[bytes], start: int, wanted: list[_Want], gpu: bool, *,
+               whole: bool = False) -> dict[str, Any]:
+    """The facts of the wanted members (by header offset), out of a stream of the wheel's bytes from `start` on:
+    each member's data inflated as it comes, its facts read as soon as its last byte is in. name -> what it came to
+    (see _facts_of); `whole`: keep every member's bytes (the second read of one the stream could not read)."""
     import struct
 
-    provides = tuple(sorted({n.rsplit("/", 1)[-1] for n in members if _SO.search(n)}))
-    if names_only:
-        return NativeFacts(sha256=sha256, filename=filename, provides=provides, source=source, names_only=True)
-    out: list[Member] = []
-    meta = None
-    for name, (method, csize, usize, offset) in sorted(members.items()):
-        if re.fullmatch(r"[^/]+\.dist-info/METADATA", name):
-            meta = _member_bytes(fetch, offset, csize, method).decode("utf-8", "replace")
-            continue
-        if not _SO.search(name) or method not in (0, 8):
-            continue
-        head = fetch(offset, offset + 29)
-        nlen, elen = struct.unpack("<HH", head[26:30])
-        reader = _Inflating(fetch, offset + 30 + nlen + elen, csize, usize, method)
-        if reader.read(0, 4) != b"\x7fELF":
-            continue
-        out.append(member_facts(name, reader.read, usize, gpu=gpu))
+    out: dict[str, Any] = {}
+    todo = collections.deque(wanted)
+    pos = start
+    head = bytearray()
+    sink: _Sink | None = None
+    left = 0  # the current member's data still to come (while `sink`)
+    for chunk in pieces:
+        view, at = memoryview(chunk), pos
+        pos += len(chunk)
+        while view and todo:
+            w = todo[0]
+            if sink is None:
+                if at < w[4]:  # bytes before the member's local header (other members)
+                    skip = min(len(view), w[4] - at)
+                    view, at = view[skip:], at + skip
+                    continue
+                need = 30 + sum(struct.unpack_from("<HH", head, 26)) if len(head) >= 30 else 30
+                take = min(len(view), need - len(head))
+                head += view[:take]
+                view, at = view[take:], at + take
+                if len(head) < 30:
+                    continue
+                if head[:4] != b"PK\x03\x04":
+                    raise ValueError(f"{w[0]}: no zip local header where the wheel's directory says it is")
+                if len(head) < 30 + sum(struct.unpack_from("<HH", head, 26)):
+                    continue
+                sink, left, head = _Sink(w, whole), w[2], bytearray()
+            take = min(len(view), left)
+            if take:
+                sink.feed(view[:take].tobytes())
+                view, at, left = view[take:], at + take, left - take
+            if left == 0:
+                sink.finish()
+                out[w[0]] = _facts_of(sink, gpu)
+                todo.popleft()
+                sink = None
+    if todo:
+        raise ValueError(f"the wheel's bytes ended before {todo[0][0]} did")
+    return out
+
+
+class _Jobs:
+    """The reads of every wheel's members, a few at a time, the largest first (they take longest): a read streams
+    its bytes and inflates them as they come (outside the GIL, so reads run side by side on every core)."""
+
+    def __init__(self, workers: int) -> None:
+        import heapq
+
+        self._heap: list[tuple[int, int, Any, Any]] = []
+        self._push = heapq.heappush
+        self._pop = heapq.heappop
+        self._cv = threading.Condition()
+        self._seq = 0
+        self._workers = workers
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, size: int, fn: Any) -> Any:
+        from concurrent.futures import Future
+
+        fut: Future[Any] = Future()
+        with self._cv:
+            self._seq += 1
+            self._push(self._heap, (-size, self._seq, fn, fut))
+            if len(self._threads) < self._workers:
+                t = threading.Thread(target=self._run, daemon=True, name="native-read")
+                self._threads.append(t)
+                t.start()
+            self._cv.notify()
+        return fut
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._heap:
+                    self._cv.wait()
+                _, _, fn, fut = self._pop(self._heap)
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except BaseException as err:  # noqa: BLE001 — the wheel's reader says what went wrong
+                fut.set_exception(err)
+
+
+_JOBS: _Jobs | None = None
+_JOBS_LOCK = threading.Lock()
+
+
+def _jobs() -> _Jobs:
+    global _JOBS
+    with _JOBS_LOCK:
+        if _JOBS is None:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+            _JOBS = _Jobs(max(2, cores))
+        return _JOBS
+
+
+# A member this large is read by a request of its own (a read per core); smaller ones share one per run
+_OWN_READ = 8 << 20
+
+
+def _groups(wanted: list[_Want]) -> list[list[_Want]]:
+    """The members in runs read by one request each: a large member alone, the small ones between together."""
+    out: list[list[_Want]] = []
+    for w in wanted:
+        if w[2] >= _OWN_READ or not out or out[-1][-1][2] >= _OWN_READ:
+            out.append([w])
+        else:
+            out[-1].append(w)
+    return out
+
+
+def _read_members(filename: str, sha256: str, provides: tuple[str, ...], wanted: list[_Want],
+                  span: Any, *, gpu: bool, source: str) -> NativeFacts:
+    """The wheel's facts: its members read in runs (`span(start, end)` streams bytes start..end), side by side;
+    a library the streaming pass could not read is read again, whole."""
+    def run(group: list[_Want], whole: bool = False) -> dict[str, Any]:
+        start = group[0][4]
+        end = group[-1][4] + group[-1][2] + 30 + 0xFFFF * 2  # + the last local header's name and extra field
+        return _read_span(span(start, end), start, group, gpu, whole=whole)
+
+    futures = [_jobs().submit(sum(w[2] for w in g), lambda g=g: run(g)) for g in _groups(wanted)]
+    got: dict[str, Any] = {}
+    for f in futures:
+        got.update(f.result())
+    for w in wanted:
+        if got.get(w[0]) is _AGAIN:
+            got.update(run([w], whole=True))
+    meta = next((v for n, v in got.items() if _is_metadata(n)), None)
+    out = [m for n, m in sorted(got.items()) if isinstance(m, Member)]
     return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out),
                        built_for_torch=built_for_torch(filename, meta) if out else None, source=source)
 
 
-def _member_bytes(fetch: Callable[[int, int], bytes], offset: int, csize: int, method: int) -> bytes:
-    import struct
-
-    head = fetch(offset, offset + 29)
-    nlen, elen = struct.unpack("<HH", head[26:30])
-    raw = fetch(offset + 30 + nlen + elen, offset + 30 + nlen + elen + csize - 1) if csize else b""
-    return zlib.decompress(raw, -15) if method == 8 else raw
+def _provides(members: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({n.rsplit("/", 1)[-1] for n in members if _SO.search(n)}))
 
 
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
                 names_only: bool = False) -> NativeFacts:
-    """Facts of a wheel on an index, by HTTP Range requests (tritonlock.lock.remotezip)."""
+    """Facts of a wheel on an index, by HTTP Range requests (tritonlock.lock.remotezip): its central directory,
+    then its shared objects, streamed (never written to disk) and inflated as they come — a request for each large
+    one, one for each run of small ones."""
     from tritonlock.lock.remotezip import RemoteZip
 
     z = RemoteZip(session, url, size)
     members = z.members()
+    source = f"read from {filename} by ranged reads"
     if names_only:
-        return read_wheel(filename, sha256, members=members, fetch=z.read_range, gpu=gpu,
-                          source=f"read from {filename} by ranged reads", names_only=True)
-    wanted = [v for n, v in members.items() if _SO.search(n) or re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
-    if not wanted:
-        return read_wheel(filename, sha256, members=members, fetch=z.read_range, gpu=gpu,
-                          source=f"read from {filename} by ranged reads")
-    # the shared objects' span of the zip in one request, into a temporary file; parsed from there
-    start = min(v[3] for v in wanted)
-    end = min(z.size, max(v[3] + v[1] for v in wanted) + 64 * 1024) - 1  # + their local headers' names
-    import tempfile
-
-    with tempfile.TemporaryFile(prefix="tritonlock-wheel-") as fh:
-        z.span_to(start, end, fh)
-
-        def fetch(a: int, b: int) -> bytes:
-            if a < start or b > end:
-                return z.read_range(a, b)
-            fh.seek(a - start)
-            return fh.read(b - a + 1)
-
-        return read_wheel(filename, sha256, members=members, fetch=fetch, gpu=gpu,
-                          source=f"read from {filename} by ranged reads")
+        return NativeFacts(sha256=sha256, filename=filename, provides=_provides(members), source=source,
+                           names_only=True)
+    wanted = _wanted(members)
+    if not any(_SO.search(w[0]) for w in wanted):
+        return NativeFacts(sha256=sha256, filename=filename, source=source)
+    return _read_members(filename, sha256, _provides(members), wanted,
+                         lambda a, b: z.stream(a, min(b, z.size) - 1), gpu=gpu, source=source)
 
 
 def read_file(path: Path, sha256: str, *, gpu: bool = True) -> NativeFacts:
@@ -126,12 +324,18 @@ def read_file(path: Path, sha256: str, *, gpu: bool = True) -> NativeFacts:
 
     with zipfile.ZipFile(path) as zf:
         members = {i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset) for i in zf.infolist()}
-    with open(path, "rb") as fh:
-        def fetch(start: int, end: int) -> bytes:
-            fh.seek(start)
-            return fh.read(end - start + 1)
+    wanted = _wanted(members)
+    if not any(_SO.search(w[0]) for w in wanted):
+        return NativeFacts(sha256=sha256, filename=path.name, source=f"read from {path}")
 
-        return read_wheel(path.name, sha256, members=members, fetch=fetch, gpu=gpu, source=f"read from {path}")
+    def span(a: int, b: int) -> Iterator[bytes]:
+        with open(path, "rb") as fh:
+            fh.seek(a)
+            while a < b and (chunk := fh.read(min(1 << 20, b - a))):
+                a += len(chunk)
+                yield chunk
+
+    return _read_members(path.name, sha256, _provides(members), wanted, span, gpu=gpu, source=f"read from {path}")
 
 
 # --- kept per sha256 -----------------------------------------------------------------------------------------------
@@ -186,7 +390,7 @@ class Reader:
     locks, while the decision goes on); `facts` waits for what it asks."""
 
     gpu: bool = True
-    workers: int = 4
+    workers: int = 32  # each reads a central directory, then waits for its members (_Jobs reads those)
     read: dict[str, NativeFacts] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ members."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterator
 import struct
 import zlib
 
@@ -26,8 +26,8 @@ class RemoteZip:
         """Bytes start..end (inclusive) of the file."""
         return self._get(start, end)
 
-    def span_to(self, start: int, end: int, out: Any, *, chunk: int = 1 << 20) -> None:
-        """Bytes start..end (inclusive) streamed into the file `out`, in one request (many members at once cost one
+    def stream(self, start: int, end: int, *, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """Bytes start..end (inclusive) in pieces as they arrive, in one request (many members at once cost one
         round trip, not several each)."""
         from tritonlock.errors import IndexError_
 
@@ -42,10 +42,10 @@ class RemoteZip:
                 got += len(piece)
                 if got > end - start + 1:
                     raise IndexError_(f"{self.url}: the index answered more bytes than the range asked for")
-                out.write(piece)
+                self.bytes_read += len(piece)
+                yield piece
             if got != end - start + 1:
                 raise IndexError_(f"{self.url}: the answer was cut off ({got} of {end - start + 1} bytes)")
-            self.bytes_read += got
 
     def _get(self, start: int, end: int) -> bytes:
         """Bytes start..end (inclusive)."""

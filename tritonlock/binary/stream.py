@@ -1,0 +1,263 @@
+"""An ELF file read once as it streams by (inflated from a wheel on an index), keeping only the bytes its facts are
+read from: its first loadable segment (the ELF and program headers, the dynamic symbols and strings), its dynamic
+segment, its section table with what comes just before it (the section names), and — found by walking the
+stream — the headers of the CUDA fatbin containers and their entries. Where the facts would need anything else,
+`Miss` says so and the file is read again whole (so what is read never differs from tritonlock.binary.gpucode's
+walk over the whole file: a layout it does not expect costs time, never a wrong fact)."""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass, field
+
+from tritonlock.binary.gpucode import ENTRY_HEAD, FATBIN_HEAD, FLAG_A, FLAG_F, KIND_ELF, KIND_PTX, FATBIN_MAGIC
+from tritonlock.binary.gpucode import arch_sorted as _arch_sorted
+
+_MAGIC = struct.pack("<I", FATBIN_MAGIC)
+# The start kept at most (the first loadable segment holds the dynamic symbols and strings; a file linked without
+# separate code segments has its code there too, which is not needed)
+HEAD_MAX = 64 << 20
+# Bytes kept before the section table: the section names (.shstrtab) sit right before it where linkers put them
+_BEFORE_SECTIONS = 1 << 20
+# Loadable segments this small are kept whole: data, and what patchelf adds
+_SMALL_SEGMENT = 8 << 20
+# Kept past each range's end: a parser reads strings in chunks that may run past the segment they are in
+_MARGIN = 64 << 10
+
+
+class Miss(Exception):
+    """A read of bytes the streaming pass did not keep (not an ELF error: no parser catches it)."""
+
+
+@dataclass
+class _Container:
+    hsize: int
+    fat: int
+    # (offset, kind, arch, flags, entry header size, payload size), in the walk's order; None: its header was not
+    # walked (not a fatbin container header this walk follows)
+    entries: list[tuple[int, int, int, int, int, int]] | None = field(default_factory=list)
+
+
+class FatbinScan:
+    """CUDA fatbin containers found as the bytes stream by, before it is known where `.nv_fatbin` is: each
+    container's entry headers by file offset (payloads skipped, as gpucode.fatbin_targets skips them), and the
+    stretches searched for the next container. `targets(start, size)` answers what fatbin_targets answers for the
+    section at `start`, or raises Miss where this walk went another way than that section's walk."""
+
+    def __init__(self) -> None:
+        self.containers: dict[int, _Container] = {}
+        self._searched: list[tuple[int, int]] = []  # [from, to) stretches where every magic was seen
+        self._starts: list[int] = []
+        self._q = 0  # searching from here (state "search"), or the next entry header (state "entry")
+        self._from = 0  # where the current search began
+        self._cur: _Container | None = None  # the container being walked (state "entry")
+        self._cstart = self._cend = 0
+        self._carry = b""
+
+    def feed(self, base: int, piece: bytes) -> None:
+        """The bytes at file offset `base` (each piece right after the last)."""
+        data = self._carry + piece if self._carry else piece
+        start, end = base - len(self._carry), base + len(piece)
+        while True:
+            cur = self._cur
+            if cur is not None:
+                e = self._q
+                if e + 48 > self._cend:  # the container's end: search again from there, as the walk does
+                    self._cur = None
+                    self._q = self._from = max(self._cend, self._cstart + 1)
+                    continue
+                if e + 48 > end:
+                    break
+                kind, _, ehsize, payload = ENTRY_HEAD.unpack_from(data, e - start)
+                arch, = struct.unpack_from("<I", data, e - start + 28)
+                flags, = struct.unpack_from("<Q", data, e - start + 40)
+                assert cur.entries is not None
+                cur.entries.append((e, kind, arch, flags, ehsize, payload))
+                if ehsize < 48 or not 10 <= arch < 1000:  # the walk stops here (a problem where this is the section)
+                    self._cur = None
+                    self._q = self._from = e + 48  # searched from here on; what the entry skipped is not
+                    continue
+                self._q = e + ehsize + payload
+                continue
+            p = self._search(data, start, end)
+            if p is None:
+                break
+            if p + FATBIN_HEAD.size > end:
+                self._q = p  # its header straddles the next piece
+                break
+            _, version, hsize, fat = FATBIN_HEAD.unpack_from(data, p - start)
+            self._searched.append((self._from, p + 1))
+            self._q = self._from = p + 1
+            if (version, hsize) != (1, 16):  # not followed (the walk may read it: then the member is read whole)
+                self.containers[p] = _Container(hsize, fat, None)
+                continue
+            self._cur = self.containers[p] = _Container(hsize, fat)
+            self._q, self._cstart, self._cend = p + hsize, p, p + hsize + fat
+        self._carry = bytes(data[max(self._q, end - 64, start) - start:]) if self._q < end else b""
+
+    def _search(self, data: bytes, start: int, end: int) -> int | None:
+        """The next magic at or after the search position (any alignment: the section's own is not known yet)."""
+        i = data.find(_MAGIC, max(self._q, start) - start)
+        if i < 0:
+            self._q = max(self._q, end - 3)
+            return None
+        return start + i
+
+    def finish(self, size: int) -> None:
+        """The stream ended at `size` bytes."""
+        if self._cur is None:
+            self._searched.append((self._from, size))
+        merged: list[tuple[int, int]] = []
+        for a, b in sorted(self._searched):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        self._searched = merged
+        self._starts = [a for a, _ in merged]
+
+    def _covered(self, a: int, b: int) -> bool:
+        """Whether every offset in [a, b) was searched."""
+        if a >= b:
+            return True
+        i = bisect.bisect_right(self._starts, a) - 1
+        return i >= 0 and self._searched[i][1] >= b
+
+    def targets(self, start: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+        """(sm, ptx, problem) of the `.nv_fatbin` section at file offset `start`, `size` bytes: fatbin_targets'
+        walk, over what the stream kept."""
+        sm: set[str] = set()
+        ptx: set[str] = set()
+        pos, limit = start, start + size
+        hits = sorted(p for p in self.containers if (p - start) % 8 == 0)  # the walk's search: 8-aligned in the section
+        while pos + FATBIN_HEAD.size <= limit:
+            c = self.containers.get(pos)
+            if c is None:
+                if not self._covered(pos, pos + 1):
+                    raise Miss(f"no fatbin header looked for at {pos}")
+                i = bisect.bisect_right(hits, pos)
+                nxt = hits[i] if i < len(hits) and hits[i] < limit else None
+                if not self._covered(pos + 1, nxt + 1 if nxt is not None else limit):
+                    raise Miss(f"the stretch after {pos} was not searched")
+                if nxt is None:
+                    break
+                pos = nxt
+                continue
+            if c.entries is None:
+                raise Miss(f"the container at {pos} was not walked")
+            end = min(limit, pos + c.hsize + c.fat)
+            e = pos + c.hsize
+            for off, kind, arch, flags, ehsize, payload in c.entries:
+                if e + 48 > end:
+                    break
+                if off != e:
+                    raise Miss(f"the walk of the container at {pos} went another way")
+                if ehsize < 48 or not 10 <= arch < 1000:
+                    return (_arch_sorted(sm), _arch_sorted(ptx),
+                            f"a fatbin entry at +{e - start} has no readable header")
+                suffix = "a" if flags & FLAG_A else "f" if flags & FLAG_F else ""
+                if kind == KIND_ELF:
+                    sm.add(f"sm_{arch}{suffix}")
+                elif kind == KIND_PTX:
+                    ptx.add(f"compute_{arch}{suffix}")
+                e += ehsize + payload
+            else:
+                if e + 48 <= end:
+                    raise Miss(f"the walk of the container at {pos} stopped short")
+            pos = max(end, pos + 1)
+        return _arch_sorted(sm), _arch_sorted(ptx), None
+
+
+class ElfStream:
+    """One ELF file fed piece by piece (`feed`, then `finish`); `read(offset, n)` then serves what was kept, and
+    raises Miss for the rest."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.scan = FatbinScan()
+        self._head = bytearray()
+        self._head_max = 64 << 10  # until the program headers say how far the first loadable segment goes
+        self._ranges: list[tuple[int, int, bytearray]] = []  # (start, end, bytes so far) kept past the head
+        self._planned = False
+        self._pos = 0
+
+    def feed(self, piece: bytes) -> None:
+        base = self._pos
+        end = self._pos = base + len(piece)
+        self.scan.feed(base, piece)
+        if base <= len(self._head) < self._head_max:
+            self._head += piece[len(self._head) - base:self._head_max - base]
+            if not self._planned and (len(self._head) >= self._head_max or end >= self.size):
+                self._plan(end)
+                if base <= len(self._head) < self._head_max:
+                    self._head += piece[len(self._head) - base:self._head_max - base]
+        for a, b, buf in self._ranges:
+            lo, hi = a + len(buf), min(end, b)
+            if base <= lo < hi:
+                buf += piece[lo - base:hi - base]
+
+    def _plan(self, seen: int) -> None:
+        """From the ELF and program headers: how much of the start to keep (at least all `seen` so far), and which
+        ranges further on."""
+        from elftools.elf.structs import ELFStructs
+
+        h = bytes(self._head)
+        if h[:4] != b"\x7fELF" or len(h) < 64 or h[4] not in (1, 2):
+            self._planned = True
+            return
+        structs = ELFStructs(little_endian=h[5] == 1, elfclass=32 if h[4] == 1 else 64)
+        structs.create_basic_structs()
+        structs.create_advanced_structs()
+        hdr = structs.Elf_Ehdr.parse(h)
+        phoff, phnum, phentsize = int(hdr["e_phoff"]), int(hdr["e_phnum"]), int(hdr["e_phentsize"])
+        if phoff + phnum * phentsize > len(h):
+            if phoff + phnum * phentsize <= HEAD_MAX:
+                self._head_max = phoff + phnum * phentsize  # read on until the program headers are in
+            else:
+                self._planned = True
+            return
+        self._planned = True
+        first_load, ranges = None, []
+        for i in range(phnum):
+            ph = structs.Elf_Phdr.parse(h[phoff + i * phentsize:phoff + (i + 1) * phentsize])
+            off, filesz = int(ph["p_offset"]), int(ph["p_filesz"])
+            if ph["p_type"] == "PT_LOAD":
+                if first_load is None or off < first_load[0]:
+                    first_load = (off, filesz)
+                if filesz <= _SMALL_SEGMENT:  # patchelf's (auditwheel's) new dynamic strings live in segments of
+                    ranges.append((off, off + filesz))  # their own at the end of the file
+            elif ph["p_type"] == "PT_DYNAMIC":
+                ranges.append((off, off + filesz))
+        self._head_max = max(seen, min(HEAD_MAX, sum(first_load) + _MARGIN if first_load else 0))
+        shoff, shnum, shentsize = int(hdr["e_shoff"]), int(hdr["e_shnum"]), int(hdr["e_shentsize"])
+        if shoff:
+            # e_shnum 0: the count is in section 0's header (more than 0xff00 sections): keep to the end
+            ranges.append((max(0, shoff - _BEFORE_SECTIONS), shoff + shnum * shentsize if shnum else self.size))
+        kept: list[tuple[int, int]] = []
+        for a, b in sorted(ranges):
+            a, b = max(a, self._head_max), min(b + _MARGIN, self.size)
+            if a >= b:
+                continue
+            if a <= self._head_max and b <= HEAD_MAX:  # right after the start: the start goes on (one read spans both)
+                self._head_max = b
+                continue
+            if kept and a <= kept[-1][1]:
+                kept[-1] = (kept[-1][0], max(kept[-1][1], b))
+            else:
+                kept.append((a, b))
+        self._ranges = [(a, b, bytearray()) for a, b in kept]
+
+    def finish(self) -> None:
+        self.scan.finish(self._pos)
+
+    def read(self, off: int, n: int) -> bytes:
+        end = min(off + n, self.size)
+        if off >= end:
+            return b""
+        if end <= len(self._head):
+            return bytes(self._head[off:end])
+        for a, _, buf in self._ranges:
+            if a <= off and end <= a + len(buf):
+                return bytes(buf[off - a:end - a])
+        raise Miss(f"bytes {off}-{end} were not kept")
