@@ -77,10 +77,19 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     subprocess.run(["objcopy", "--add-section", f".nv_fatbin={tmp / 'decoy.fatbin'}", "--set-section-flags",
                     ".nv_fatbin=alloc,readonly", str(so)], check=True, capture_output=True)
     out["decoy"] = so.read_bytes()
-    # auditwheel repairs a wheel with patchelf: new needed names and run path in segments appended to the file
+    # auditwheel repairs a wheel with patchelf: new needed names and run path in segments appended to the file —
+    # here past 4 MiB of read-only data, so that they are not in what the pass keeps of the file's start
+    big = tmp / "big.c"
+    big.write_text("extern int cudaRuntimeGetVersion(void);\nextern int _ZN3c1010TensorImpl7releaseEv(void);\n"
+                   "__attribute__((used)) static const char pad[4 << 20] = {1};\n"
+                   "int f(void) { return cudaRuntimeGetVersion() + _ZN3c1010TensorImpl7releaseEv() + pad[7]; }\n",
+                   encoding="utf-8")
     patched = tmp / "patched" / "_C.so"
     patched.parent.mkdir()
-    patched.write_bytes(out["cxx"])
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(patched), str(big), f"-L{cudart.parent}", "-l:libcudart.so.12",
+                    f"-L{c10.parent}", "-l:libc10.so", "-Wl,--no-as-needed"], check=True, capture_output=True)
+    subprocess.run(["objcopy", "--add-section", f".nv_fatbin={tmp / 'decoy.fatbin'}", str(patched)], check=True,
+                   capture_output=True)
     pe = _patchelf()
     subprocess.run([pe, "--add-needed", "libbundled-1a2b3c4d.so.1", str(patched)], check=True, capture_output=True)
     subprocess.run([pe, "--set-rpath", "$ORIGIN/../cxx.libs:" + "x" * 300, str(patched)], check=True,
@@ -110,6 +119,7 @@ def test_what_the_libraries_carry(libs: dict[str, bytes]) -> None:
         assert got["nvcc-compressed"].sm == ("sm_80", "sm_90a")
     assert got["cxx"].sm == ("sm_70", "sm_80", "sm_90", "sm_100", "sm_120") and got["cxx"].torch_abi == "cxx"
     assert (got["decoy"].sm, got["decoy"].ptx) == (("sm_86",), ("compute_86",))
+    assert len(libs["patched"]) > 4 << 20 and got["patched"].sm == ("sm_86",) and got["patched"].torch_abi == "cxx"
     assert "libbundled-1a2b3c4d.so.1" in got["patched"].needed
     assert "libcudart-5e6f7a8b.so.12" in got["patched"].needed and "libcudart.so.12" not in got["patched"].needed
 

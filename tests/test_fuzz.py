@@ -509,3 +509,48 @@ def test_fuzz_pyproject_intents_init_and_uv_export(text: str) -> None:
 @given(pyprojects())
 def test_fuzz_pyproject_long(text: str) -> None:
     _check_pyproject(text)
+
+
+# ---------------------------------------------------------------- shared objects read as they stream
+
+@pytest.fixture(scope="module")
+def small_elf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    from nativebuild import extension, stub_library
+
+    d = tmp_path_factory.mktemp("fuzz-elf")
+    cudart = stub_library(d / "rt", "libcudart.so.12", ("cudaRuntimeGetVersion",))
+    return extension(d / "x", "x._C", links={cudart: ("cudaRuntimeGetVersion",)}, fatbin=((2, 80), (1, 90), (2, 90)))
+
+
+def _stream_says(data: bytes, step: int) -> object:
+    from tritonlock.binary.elf import member_facts
+    from tritonlock.binary.stream import ElfStream, Miss
+
+    s = ElfStream(len(data))
+    for i in range(0, len(data), step):
+        s.feed(data[i:i + step])
+    s.finish()
+    try:
+        return member_facts("x/_C.so", s.read, len(data), gpu=True, nv_fatbin=s.scan.targets)
+    except Miss:
+        return Miss
+
+
+@CI
+@given(flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=12),
+       cut=st.integers(min_value=0, max_value=100), step=st.sampled_from([1, 3, 64, 4096, 1 << 20]))
+def test_fuzz_a_damaged_library_streamed_says_what_the_whole_file_says_or_misses(
+        small_elf: bytes, flips: list[tuple[int, int]], cut: int, step: int) -> None:
+    """Bytes flipped anywhere, the file cut short: the one-pass read gives the whole file's facts, or says Miss (the
+    wheel's read then takes the member whole) — never other facts, never another exception."""
+    from tritonlock.binary.elf import member_facts
+
+    data = bytearray(small_elf)
+    for at, value in flips:
+        data[at % len(data)] = value
+    data = data[:max(1, len(data) * (100 - cut) // 100)] if cut > 90 else data
+    whole = member_facts("x/_C.so", lambda o, n: bytes(data[o:o + n]), len(data), gpu=True)
+    got = _stream_says(bytes(data), step)
+    assert got is not None
+    if got.__class__ is not type:
+        assert got == whole

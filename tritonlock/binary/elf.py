@@ -20,10 +20,10 @@ SO = re.compile(r"\.so(\.[0-9]+)*\Z")
 # one that calls only the stable C shim (aoti_torch_*, torch_* C functions; `*_stable_libtorch.abi3.so`) is not
 _TORCH_CXX = re.compile(r"^_Z(?:N|NK|TV|TI|TS|ZN)?(?:N|K)?(?:3c10|2at|5torch)[0-9A-Z_]")
 # libraries whose use means CUDA / HIP code: their members' GPU code is read
+# (auditwheel renames a bundled one "libcudart-5e6f7a8b.so.12")
 _GPU_LIB = re.compile(r"^lib(?:cudart|cuda|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn|nccl|"
-                      r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._]")
-# Bytes of a library's start inflated at most to find its dynamic section, symbols and string table.
-_HEAD_MAX = 64 << 20
+                      r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._-]")
+
 
 
 def elf_links(read: Callable[[int, int], bytes], size: int,
@@ -32,7 +32,10 @@ def elf_links(read: Callable[[int, int], bytes], size: int,
     dynamic segment (its tags read once); the undefined symbols are read — one block of the symbol table, parsed
     with pyelftools' own Elf_Sym — only where the file links torch. `module`: the file name, which says whether it
     is an extension module ("_C.abi3.so", "x.cpython-312-x86_64-linux-gnu.so", a plain "name.so" not named lib*)."""
+    import struct
+
     from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
     from elftools.elf.dynamic import DynamicSegment
     from elftools.elf.elffile import ELFFile
 
@@ -81,7 +84,8 @@ def elf_links(read: Callable[[int, int], bytes], size: int,
                 cxx = True
                 break
         return needed, extension, "cxx" if cxx else "stable", None
-    except (ELFError, ValueError, KeyError, IndexError, OSError, AttributeError, StopIteration) as err:
+    except (ELFError, ConstructError, struct.error, AssertionError, ValueError, KeyError, IndexError, OSError,
+            AttributeError, StopIteration) as err:  # pyelftools checks a damaged file with asserts too
         return (), False, "", f"not an ELF file pyelftools can read ({str(err)[:100]})"
 
 

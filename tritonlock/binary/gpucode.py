@@ -88,6 +88,7 @@ def fatbin_sections(read: Reader, size: int) -> list[tuple[str, int, int]] | str
     """(name, file offset, size) of the GPU-code sections, read with pyelftools; a string says why the file is no
     ELF it can read."""
     from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
     from elftools.elf.elffile import ELFFile
 
     try:
@@ -97,7 +98,8 @@ def fatbin_sections(read: Reader, size: int) -> list[tuple[str, int, int]] | str
             if sec.name in _SECTIONS and sec["sh_type"] != "SHT_NOBITS" and sec["sh_size"]:
                 out.append((sec.name, int(sec["sh_offset"]), int(sec["sh_size"])))
         return out
-    except (ELFError, struct.error, ValueError, OSError) as err:
+    except (ELFError, ConstructError, struct.error, AssertionError, ValueError, KeyError, IndexError, OSError,
+            AttributeError) as err:  # a damaged file: pyelftools asserts, too
         return f"not an ELF file it can read ({str(err)[:120]})"
 
 
@@ -123,14 +125,19 @@ def fatbin_targets(read: Reader, size: int) -> tuple[tuple[str, ...], tuple[str,
             flags, = struct.unpack_from("<Q", entry, 40)
             if ehsize < 48 or not 10 <= arch < 1000:
                 return arch_sorted(sm), arch_sorted(ptx), f"a fatbin entry at +{e} has no readable header"
-            suffix = "a" if flags & FLAG_A else "f" if flags & FLAG_F else ""
-            if kind == KIND_ELF:
-                sm.add(f"sm_{arch}{suffix}")
-            elif kind == KIND_PTX:
-                ptx.add(f"compute_{arch}{suffix}")
+            add_entry(sm, ptx, kind, arch, flags)
             e += ehsize + payload
         pos = max(end, pos + 1)
     return arch_sorted(sm), arch_sorted(ptx), None
+
+
+def add_entry(sm: set[str], ptx: set[str], kind: int, arch: int, flags: int) -> None:
+    """One fatbin entry's target into `sm` (a cubin: "sm_90a") or `ptx` (PTX: "compute_90"); other kinds: nothing."""
+    suffix = "a" if flags & FLAG_A else "f" if flags & FLAG_F else ""
+    if kind == KIND_ELF:
+        sm.add(f"sm_{arch}{suffix}")
+    elif kind == KIND_PTX:
+        ptx.add(f"compute_{arch}{suffix}")
 
 
 class NoZstd(Exception):

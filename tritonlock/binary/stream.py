@@ -11,7 +11,7 @@ import bisect
 import struct
 from dataclasses import dataclass, field
 
-from tritonlock.binary.gpucode import ENTRY_HEAD, FATBIN_HEAD, FLAG_A, FLAG_F, KIND_ELF, KIND_PTX, FATBIN_MAGIC
+from tritonlock.binary.gpucode import ENTRY_HEAD, FATBIN_HEAD, FATBIN_MAGIC, add_entry
 from tritonlock.binary.gpucode import arch_sorted as _arch_sorted
 
 _MAGIC = struct.pack("<I", FATBIN_MAGIC)
@@ -156,11 +156,7 @@ class FatbinScan:
                 if ehsize < 48 or not 10 <= arch < 1000:
                     return (_arch_sorted(sm), _arch_sorted(ptx),
                             f"a fatbin entry at +{e - start} has no readable header")
-                suffix = "a" if flags & FLAG_A else "f" if flags & FLAG_F else ""
-                if kind == KIND_ELF:
-                    sm.add(f"sm_{arch}{suffix}")
-                elif kind == KIND_PTX:
-                    ptx.add(f"compute_{arch}{suffix}")
+                add_entry(sm, ptx, kind, arch, flags)
                 e += ehsize + payload
             else:
                 if e + 48 <= end:
