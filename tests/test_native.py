@@ -364,6 +364,36 @@ def test_without_a_driver_the_other_missing_library_is_still_found(broken_venv: 
         assert import_checks([row13], torch=None, lock=None, site=[site])[0][1] is True
 
 
+def test_without_a_driver_only_the_build_for_the_installed_torch_counts(tmp_path: Path,
+                                                                       stubs: dict[str, Path]) -> None:
+    """The same driverless machine, a package that carries its module built for torch 2.13 (CUDA 12, whose runtime
+    is installed) and for 2.12 (CUDA 11, whose runtime is not): with torch 2.13 the package loads the 2.13 build
+    only, so nothing is missing; with torch 2.12 the CUDA 11 runtime is."""
+    from tritonlock.verify.natives import ImportRow, import_checks
+
+    site = tmp_path / "site"
+    files = {"varcuda/__init__.py": b""}
+    cuda11 = stub_library(tmp_path / "rt11", "libcudart.so.11", ("cudaRuntimeGetVersion",))
+    for release, cudart in (("213", stubs["libcudart.so.12"]), ("212", cuda11)):
+        files[f"varcuda/_k_torch{release}.so"] = extension(
+            tmp_path / release, f"varcuda._k_torch{release}",
+            links={cudart: ("cudaRuntimeGetVersion",), stubs["libcuda.so.1"]: ("cuInit",)})
+    runtime = {"nvidia/cuda_runtime/lib/libcudart.so.12": stubs["libcudart.so.12"].read_bytes()}
+    for dist, members in (("varcuda-1.0", files), ("nvidia_cuda_runtime_cu12-12.8.90", runtime)):
+        for rel, data in members.items():
+            (site / rel).parent.mkdir(parents=True, exist_ok=True)
+            (site / rel).write_bytes(data)
+        (site / f"{dist}.dist-info").mkdir()
+        (site / f"{dist}.dist-info" / "RECORD").write_text("".join(f"{rel},,\n" for rel in members), encoding="utf-8")
+    row = ImportRow(dist="varcuda", version="1.0", ok=True, native=True, needs_driver=True, module="varcuda",
+                    error="ImportError: libcuda.so.1: cannot open shared object file",
+                    modules=("varcuda._k_torch213", "varcuda._k_torch212"))
+    ((_, ok, detail, _),) = import_checks([row], torch="2.13.0+cpu", lock=None, site=[str(site)])
+    assert ok, detail
+    ((_, ok, detail, _),) = import_checks([row], torch="2.12.0+cpu", lock=None, site=[str(site)])
+    assert not ok and "it needs libcudart.so.11, which no installed package brings" in detail, detail
+
+
 def test_verify_names_the_locked_wheel_that_should_have_brought_the_library(
         broken_venv: str, stubs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LD_LIBRARY_PATH", f"{stubs['libcuda.so.1'].parent}:{stubs['libtorch_cuda.so'].parent}")

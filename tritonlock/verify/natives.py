@@ -155,11 +155,12 @@ def installed_sonames(site: Iterable[str]) -> set[str]:
     return out
 
 
-def _missing_cuda_libs(site: list[str], dist: str) -> list[tuple[str, str]]:
+def _missing_cuda_libs(site: list[str], dist: str, torch: str | None) -> list[tuple[str, str]]:
     """(member, library) for each CUDA library a distribution's installed extension modules name that no installed
-    distribution brings: read from the files, for when the loader stopped earlier (no driver on this machine)."""
+    distribution brings: read from the files, for when the loader stopped earlier (no driver on this machine). Only
+    what importing it loads counts: of a module built once per torch release, the build for the installed torch."""
     from tritonlock.binary.elf import read_installed
-    from tritonlock.nativerule import CUDA_LIB
+    from tritonlock.nativerule import CUDA_LIB, loaded
 
     found = _record([Path(s) for s in site], dist)
     if found is None:
@@ -168,7 +169,8 @@ def _missing_cuda_libs(site: list[str], dist: str) -> list[tuple[str, str]]:
     from tritonlock.binary.elf import system_sonames
 
     have = installed_sonames(site) | system_sonames()
-    return [(m.path, lib) for m in read_installed(root, paths, gpu=False) for lib in m.needed
+    public = torch.split("+", 1)[0] if torch else None
+    return [(m.path, lib) for m in loaded(read_installed(root, paths, gpu=False), public) for lib in m.needed
             if CUDA_LIB.match(lib) and lib not in have]
 
 
@@ -179,7 +181,7 @@ def import_checks(rows: Iterable[ImportRow], *, torch: str | None, lock: LockFac
     site = list(site)
     for r in rows:
         name = f"import {r.dist}"
-        missing = _missing_cuda_libs(site, r.dist) if r.ok and r.needs_driver and site else []
+        missing = _missing_cuda_libs(site, r.dist, torch) if r.ok and r.needs_driver and site else []
         if missing:  # the loader stopped at the driver's library; what else it needs is missing whatever the machine
             member, lib = missing[0]
             row = ImportRow(dist=r.dist, version=r.version, ok=False, named=r.named, native=True, module=r.module,
