@@ -57,7 +57,9 @@ class FatbinScan:
 
     def feed(self, base: int, piece: bytes) -> None:
         """The bytes at file offset `base` (each piece right after the last)."""
-        data = self._carry + piece if self._carry else piece
+        if self._carry and self._cur is None and len(piece) >= 3 and (self._carry + piece[:3]).find(_MAGIC) < 0:
+            self._carry, self._q = b"", max(self._q, base)  # searching, and no magic across the boundary: no join
+        data = self._carry + piece if self._carry else piece  # (a header across the boundary: joined, rarely)
         start, end = base - len(self._carry), base + len(piece)
         while True:
             cur = self._cur

@@ -101,11 +101,10 @@ class _Sink:
         self.size = 0
         self.elf: bool | None = None
 
-    def feed(self, raw: bytes) -> None:
+    def feed(self, raw: memoryview) -> None:
         if self.elf is False:
             return
-        out = self._z.decompress(raw) if self._z is not None else raw
-        self._out(out)
+        self._out(self._z.decompress(raw) if self._z is not None else raw.tobytes())
 
     def _out(self, out: bytes) -> None:
         if not out:
@@ -190,7 +189,7 @@ def _read_span(pieces: Iterable[bytes], start: int, wanted: list[_Want], gpu: bo
                 sink, left, head = _Sink(w, whole), w[2], bytearray()
             take = min(len(view), left)
             if take:
-                sink.feed(view[:take].tobytes())
+                sink.feed(view[:take])
                 view, at, left = view[take:], at + take, left - take
             if left == 0:
                 sink.finish()
