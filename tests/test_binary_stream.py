@@ -214,3 +214,19 @@ def test_a_wheel_whose_member_the_pass_cannot_read_is_read_again_whole(tmp_path:
     monkeypatch.setattr(stream.ElfStream, "read", kept_nothing)  # as if the pass had kept nothing
     assert native.read_file(wheel, "0" * 64) == first
     assert sorted(again) == ["pkg/_C.so", "pkg/libk.so"]
+
+
+def test_a_file_made_of_fatbin_magic_is_given_up_on_not_walked_for_ever() -> None:
+    """Hostile bytes: a fatbin container header every 16 bytes, 4 MiB of them — the walk stops recording at its bound
+    and says Miss (the member is then read whole, where gpucode's walk reads only the section)."""
+    from tritonlock.binary import stream
+
+    header = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 0)
+    data = header * (4 << 16)
+    scan = FatbinScan()
+    for i in range(0, len(data), 1 << 20):
+        scan.feed(i, data[i:i + (1 << 20)])
+    scan.finish(len(data))
+    assert stream._MAX_CONTAINERS < len(scan.containers) <= stream._MAX_CONTAINERS + (1 << 20) // 16
+    with pytest.raises(Miss):
+        scan.targets(0, len(data))

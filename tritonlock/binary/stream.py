@@ -24,6 +24,8 @@ _BEFORE_SECTIONS = 1 << 20
 _SMALL_SEGMENT = 8 << 20
 # Kept past each range's end: a parser reads strings in chunks that may run past the segment they are in
 _MARGIN = 64 << 10
+# Container headers the walk records at most (vLLM's largest library has a few thousand)
+_MAX_CONTAINERS = 100_000
 
 
 class Miss(Exception):
@@ -57,6 +59,8 @@ class FatbinScan:
 
     def feed(self, base: int, piece: bytes) -> None:
         """The bytes at file offset `base` (each piece right after the last)."""
+        if len(self.containers) > _MAX_CONTAINERS:  # a file made of magic numbers: the walk gives up (Miss)
+            return
         if self._carry and self._cur is None and len(piece) >= 3 and (self._carry + piece[:3]).find(_MAGIC) < 0:
             self._carry, self._q = b"", max(self._q, base)  # searching, and no magic across the boundary: no join
         data = self._carry + piece if self._carry else piece  # (a header across the boundary: joined, rarely)
@@ -129,6 +133,8 @@ class FatbinScan:
     def targets(self, start: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
         """(sm, ptx, problem) of the `.nv_fatbin` section at file offset `start`, `size` bytes: fatbin_targets'
         walk, over what the stream kept."""
+        if len(self.containers) > _MAX_CONTAINERS:
+            raise Miss(f"more than {_MAX_CONTAINERS} fatbin headers: not walked")
         sm: set[str] = set()
         ptx: set[str] = set()
         pos, limit = start, start + size
