@@ -86,3 +86,27 @@ def test_a_releases_files_are_its_local_builds_too(tmp_path: Path) -> None:
         assert facts.release_files(idx.index_url("simple"), "kbuild", "not a version") == []
     finally:
         idx.stop()
+
+
+def test_the_wheel_an_installer_takes_comes_first() -> None:
+    """pip's and uv's order (packaging.tags for the target): this CPython's own ABI, then abi3 builds for newer to
+    older CPythons, then py3; within each, the newest manylinux the target's glibc allows; a higher build number
+    first; a wheel the target cannot install is not listed."""
+    from tritonlock.decide._pkgfacts import install_order
+    from tritonlock.models import TargetSpec
+
+    files = ["c-1-cp39-abi3-manylinux_2_34_x86_64.whl", "c-1-cp311-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+             "c-1-cp311-abi3-manylinux_2_34_x86_64.whl", "c-1-cp311-abi3-manylinux_2_28_x86_64.whl",
+             "c-1-py3-none-any.whl", "c-1-cp312-cp312-manylinux_2_39_x86_64.whl",
+             "c-1-cp312-abi3-macosx_11_0_arm64.whl", "c-1-cp312-cp312-manylinux_2_17_x86_64.whl",
+             "c-1-2-cp312-cp312-manylinux_2_17_x86_64.whl"]
+    linux = TargetSpec(name="x", os="linux", arch="x86_64", glibc="2.35")
+    assert install_order(files, linux, "3.12") == [
+        "c-1-2-cp312-cp312-manylinux_2_17_x86_64.whl", "c-1-cp312-cp312-manylinux_2_17_x86_64.whl",
+        "c-1-cp311-abi3-manylinux_2_34_x86_64.whl", "c-1-cp311-abi3-manylinux_2_28_x86_64.whl",
+        "c-1-cp311-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", "c-1-cp39-abi3-manylinux_2_34_x86_64.whl",
+        "c-1-py3-none-any.whl"]
+    older = TargetSpec(name="x", os="linux", arch="x86_64", glibc="2.31")
+    assert install_order(files, older, "3.12")[2] == "c-1-cp311-abi3-manylinux_2_28_x86_64.whl"
+    mac = TargetSpec(name="m", os="macos", arch="arm64", macos="14.5")
+    assert install_order(files, mac, "3.12") == ["c-1-cp312-abi3-macosx_11_0_arm64.whl", "c-1-py3-none-any.whl"]
