@@ -230,3 +230,26 @@ def test_a_file_made_of_fatbin_magic_is_given_up_on_not_walked_for_ever() -> Non
     assert stream._MAX_CONTAINERS < len(scan.containers) <= stream._MAX_CONTAINERS + (1 << 20) // 16
     with pytest.raises(Miss):
         scan.targets(0, len(data))
+
+
+def test_a_wheels_bytes_in_any_pieces_give_the_same_facts(tmp_path: Path, libs: dict[str, bytes]) -> None:
+    """The network hands the bytes in pieces that fall anywhere: a stored member's first piece may be one byte.
+    Byte by byte, a wheel with a stored and a deflated library and its METADATA reads as it does from disk."""
+    from tritonlock.lock import native
+
+    wheel = tmp_path / "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/_C.so", libs["cxx"], compress_type=zipfile.ZIP_STORED)
+        z.writestr("pkg/libk.so", libs["plain"], compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"
+                   "Requires-Dist: torch==2.9.1\n", compress_type=zipfile.ZIP_DEFLATED)
+    first = native.read_file(wheel, "0" * 64)
+    assert [m.path for m in first.members] == ["pkg/_C.so", "pkg/libk.so"] and first.built_for_torch == "2.9"
+    with zipfile.ZipFile(wheel) as z:
+        wanted = native._wanted({i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset)
+                                 for i in z.infolist()})
+    data = wheel.read_bytes()[wanted[0][4]:]
+    for step in (1, 2, 3, 5, 4096):
+        got = native._read_span((data[i:i + step] for i in range(0, len(data), step)), wanted[0][4], wanted, True)
+        assert sorted(m.path for m in got.values() if isinstance(m, NativeMember)) == ["pkg/_C.so", "pkg/libk.so"], step
+        assert [got["pkg/_C.so"], got["pkg/libk.so"]] == list(first.members), step

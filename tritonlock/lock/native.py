@@ -99,7 +99,8 @@ class _Sink:
         self.pieces: list[bytes] = []
         self.stream = ElfStream(w[3])
         self.size = 0
-        self.elf: bool | None = None
+        self.elf: bool | None = None  # None until its first 4 bytes are in (held back till then)
+        self._held = b""
 
     def feed(self, raw: memoryview) -> None:
         if self.elf is False:
@@ -110,7 +111,11 @@ class _Sink:
         if not out:
             return
         if self.elf is None and not _is_metadata(self.want[0]):
-            self.elf = bytes(out[:4]) == b"\x7fELF"
+            self._held += out  # a piece may bring fewer than 4 bytes (a stored member cut at a chunk's end)
+            if len(self._held) < 4:
+                return
+            out, self._held = self._held, b""
+            self.elf = out[:4] == b"\x7fELF"
             if not self.elf:
                 return
         self.size += len(out)
@@ -126,6 +131,9 @@ class _Sink:
             return
         if self._z is not None:
             self._out(self._z.flush())
+        if self.elf is None:  # fewer than 4 bytes in all: no ELF file
+            self.elf = False
+            return
         if self.size != self.want[3]:
             raise ValueError(f"{self.want[0]} inflates to {self.size} bytes, not the {self.want[3]} the wheel's zip "
                              "directory says")
