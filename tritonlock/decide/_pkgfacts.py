@@ -128,14 +128,14 @@ def install_order(filenames: Iterable[str], target: TargetSpec, python: str) -> 
 
 
 @functools.lru_cache(maxsize=32)
-def _tag_rank(os: str, arch: str, glibc: str | None, macos: str | None, python: str) -> dict[str, int]:
+def _tag_rank(system: str, arch: str, glibc: str | None, macos: str | None, python: str) -> dict[str, int]:
     """Tag -> its place in the target's priority list (packaging.tags' order for the target's platforms)."""
     from packaging import tags
 
     major, minor = _mm(python)
-    if os == "windows":
+    if system == "windows":
         platforms = ["win_amd64" if arch == "x86_64" else "win_arm64"]
-    elif os == "macos":
+    elif system == "macos":
         mac = _mm(macos) if macos else (26, 0)
         platforms = list(tags.mac_platforms(mac, "arm64"))
     else:

@@ -6,6 +6,7 @@ needed) or from a file on disk, and kept per file sha256 so that a later resolve
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tritonlock.binary.elf import SO as _SO
 from tritonlock.binary.elf import built_for_torch, member_facts
@@ -34,8 +35,14 @@ def may_hold_native_code(filename: str) -> bool:
 
 # --- a wheel: on an index (ranged reads) or on disk ------------------------------------------------------------------
 
-# One zip member the facts need: name, compression method, compressed size, size, local header offset.
-_Want = tuple[str, int, int, int, int]
+class _Want(NamedTuple):
+    """One zip member the facts need."""
+
+    name: str
+    method: int  # 0 stored, 8 deflated
+    csize: int
+    usize: int
+    offset: int  # of its local header
 
 
 def _is_metadata(name: str) -> bool:
@@ -44,8 +51,8 @@ def _is_metadata(name: str) -> bool:
 
 def _wanted(members: dict[str, tuple[int, int, int, int]]) -> list[_Want]:
     """The members read: every shared object stored or deflated (the two methods wheels use), and METADATA."""
-    return sorted(((n, *v) for n, v in members.items() if (_SO.search(n) and v[0] in (0, 8)) or _is_metadata(n)),
-                  key=lambda w: w[4])
+    return sorted((_Want(n, *v) for n, v in members.items() if (_SO.search(n) and v[0] in (0, 8)) or _is_metadata(n)),
+                  key=lambda w: w.offset)
 
 
 def zlib_module() -> Any:
@@ -94,10 +101,10 @@ class _Sink:
     def __init__(self, w: _Want, whole: bool) -> None:
         from tritonlock.binary.stream import ElfStream
 
-        self.want, self.whole = w, whole or _is_metadata(w[0])
-        self._z = zlib_module().decompressobj(-15) if w[1] == 8 else None
+        self.want, self.whole = w, whole or _is_metadata(w.name)
+        self._z = zlib_module().decompressobj(-15) if w.method == 8 else None
         self.pieces: list[bytes] = []
-        self.stream = ElfStream(w[3])
+        self.stream = ElfStream(w.usize)
         self.size = 0
         self.elf: bool | None = None  # None until its first 4 bytes are in (held back till then)
         self._held = b""
@@ -110,7 +117,7 @@ class _Sink:
     def _out(self, out: bytes) -> None:
         if not out:
             return
-        if self.elf is None and not _is_metadata(self.want[0]):
+        if self.elf is None and not _is_metadata(self.want.name):
             self._held += out  # a piece may bring fewer than 4 bytes (a stored member cut at a chunk's end)
             if len(self._held) < 4:
                 return
@@ -119,8 +126,9 @@ class _Sink:
             if not self.elf:
                 return
         self.size += len(out)
-        if self.size > self.want[3]:  # a member that inflates past its size is not inflated on (a zip bomb)
-            raise ValueError(f"{self.want[0]} inflates past the {self.want[3]} bytes the wheel's zip directory says")
+        if self.size > self.want.usize:  # a member that inflates past its size is not inflated on (a zip bomb)
+            raise ValueError(f"{self.want.name} inflates past the {self.want.usize} bytes the wheel's zip directory "
+                             "says")
         if self.whole:
             self.pieces.append(out)
         else:
@@ -134,9 +142,9 @@ class _Sink:
         if self.elf is None:  # fewer than 4 bytes in all: no ELF file
             self.elf = False
             return
-        if self.size != self.want[3]:
-            raise ValueError(f"{self.want[0]} inflates to {self.size} bytes, not the {self.want[3]} the wheel's zip "
-                             "directory says")
+        if self.size != self.want.usize:
+            raise ValueError(f"{self.want.name} inflates to {self.size} bytes, not the {self.want.usize} the wheel's "
+                             "zip directory says")
         self.stream.finish()
 
 
@@ -147,7 +155,7 @@ _AGAIN = object()
 def _facts_of(sink: _Sink, gpu: bool) -> Member | str | None | object:
     from tritonlock.binary.stream import Miss
 
-    name = sink.want[0]
+    name = sink.want.name
     if _is_metadata(name):
         return _Inflated(sink.pieces).read(0, sink.size).decode("utf-8", "replace")
     if sink.elf is not True:
@@ -180,8 +188,8 @@ def _read_span(pieces: Iterable[bytes], start: int, wanted: list[_Want], gpu: bo
         while view and todo:
             w = todo[0]
             if sink is None:
-                if at < w[4]:  # bytes before the member's local header (other members)
-                    skip = min(len(view), w[4] - at)
+                if at < w.offset:  # bytes before the member's local header (other members)
+                    skip = min(len(view), w.offset - at)
                     view, at = view[skip:], at + skip
                     continue
                 need = 30 + sum(struct.unpack_from("<HH", head, 26)) if len(head) >= 30 else 30
@@ -191,21 +199,21 @@ def _read_span(pieces: Iterable[bytes], start: int, wanted: list[_Want], gpu: bo
                 if len(head) < 30:
                     continue
                 if head[:4] != b"PK\x03\x04":
-                    raise ValueError(f"{w[0]}: no zip local header where the wheel's directory says it is")
+                    raise ValueError(f"{w.name}: no zip local header where the wheel's directory says it is")
                 if len(head) < 30 + sum(struct.unpack_from("<HH", head, 26)):
                     continue
-                sink, left, head = _Sink(w, whole), w[2], bytearray()
+                sink, left, head = _Sink(w, whole), w.csize, bytearray()
             take = min(len(view), left)
             if take:
                 sink.feed(view[:take])
                 view, at, left = view[take:], at + take, left - take
             if left == 0:
                 sink.finish()
-                out[w[0]] = _facts_of(sink, gpu)
+                out[w.name] = _facts_of(sink, gpu)
                 todo.popleft()
                 sink = None
     if todo:
-        raise ValueError(f"the wheel's bytes ended before {todo[0][0]} did")
+        raise ValueError(f"the wheel's bytes ended before {todo[0].name} did")
     return out
 
 
@@ -214,36 +222,23 @@ class _Jobs:
     its bytes and inflates them as they come (outside the GIL, so reads run side by side on every core)."""
 
     def __init__(self, workers: int) -> None:
-        import heapq
+        import queue
 
-        self._heap: list[tuple[int, int, Any, Any]] = []
-        self._push = heapq.heappush
-        self._pop = heapq.heappop
-        self._cv = threading.Condition()
-        self._seq = 0
-        self._workers = workers
-        self._threads: list[threading.Thread] = []
+        self._queue: queue.PriorityQueue[tuple[int, int, Any, Any]] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        for _ in range(workers):
+            threading.Thread(target=self._run, daemon=True, name="native-read").start()
 
     def submit(self, size: int, fn: Any) -> Any:
         from concurrent.futures import Future
 
         fut: Future[Any] = Future()
-        with self._cv:
-            self._seq += 1
-            self._push(self._heap, (-size, self._seq, fn, fut))
-            if len(self._threads) < self._workers:
-                t = threading.Thread(target=self._run, daemon=True, name="native-read")
-                self._threads.append(t)
-                t.start()
-            self._cv.notify()
+        self._queue.put((-size, next(self._seq), fn, fut))
         return fut
 
     def _run(self) -> None:
         while True:
-            with self._cv:
-                while not self._heap:
-                    self._cv.wait()
-                _, _, fn, fut = self._pop(self._heap)
+            _, _, fn, fut = self._queue.get()
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
@@ -273,7 +268,7 @@ def _groups(wanted: list[_Want]) -> list[list[_Want]]:
     """The members in runs read by one request each: a large member alone, the small ones between together."""
     out: list[list[_Want]] = []
     for w in wanted:
-        if w[2] >= _OWN_READ or not out or out[-1][-1][2] >= _OWN_READ:
+        if w.csize >= _OWN_READ or not out or out[-1][-1].csize >= _OWN_READ:
             out.append([w])
         else:
             out[-1].append(w)
@@ -285,16 +280,16 @@ def _read_members(filename: str, sha256: str, provides: tuple[str, ...], wanted:
     """The wheel's facts: its members read in runs (`span(start, end)` streams bytes start..end), side by side;
     a library the streaming pass could not read is read again, whole."""
     def run(group: list[_Want], whole: bool = False) -> dict[str, Any]:
-        start = group[0][4]
-        end = group[-1][4] + group[-1][2] + 30 + 0xFFFF * 2  # + the last local header's name and extra field
+        start = group[0].offset
+        end = group[-1].offset + group[-1].csize + 30 + 0xFFFF * 2  # + the last local header's name and extra field
         return _read_span(span(start, end), start, group, gpu, whole=whole)
 
-    futures = [_jobs().submit(sum(w[2] for w in g), lambda g=g: run(g)) for g in _groups(wanted)]
+    futures = [_jobs().submit(sum(w.csize for w in g), lambda g=g: run(g)) for g in _groups(wanted)]
     got: dict[str, Any] = {}
     for f in futures:
         got.update(f.result())
     for w in wanted:
-        if got.get(w[0]) is _AGAIN:
+        if got.get(w.name) is _AGAIN:
             got.update(run([w], whole=True))
     meta = next((v for n, v in got.items() if _is_metadata(n)), None)
     out = [m for n, m in sorted(got.items()) if isinstance(m, Member)]
@@ -320,7 +315,7 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
         return NativeFacts(sha256=sha256, filename=filename, provides=_provides(members), source=source,
                            names_only=True)
     wanted = _wanted(members)
-    if not any(_SO.search(w[0]) for w in wanted):
+    if not any(_SO.search(w.name) for w in wanted):
         return NativeFacts(sha256=sha256, filename=filename, source=source)
     return _read_members(filename, sha256, _provides(members), wanted,
                          lambda a, b: z.stream(a, min(b, z.size) - 1), gpu=gpu, source=source)
@@ -333,7 +328,7 @@ def read_file(path: Path, sha256: str, *, gpu: bool = True) -> NativeFacts:
     with zipfile.ZipFile(path) as zf:
         members = {i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset) for i in zf.infolist()}
     wanted = _wanted(members)
-    if not any(_SO.search(w[0]) for w in wanted):
+    if not any(_SO.search(w.name) for w in wanted):
         return NativeFacts(sha256=sha256, filename=path.name, source=f"read from {path}")
 
     def span(a: int, b: int) -> Iterator[bytes]:
