@@ -554,3 +554,43 @@ def test_fuzz_a_damaged_library_streamed_says_what_the_whole_file_says_or_misses
     assert got is not None
     if got.__class__ is not type:
         assert got == whole
+
+
+@CI
+@given(flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), min_size=1,
+                      max_size=8), step=st.sampled_from([1, 7, 4096, 1 << 20]))
+def test_fuzz_a_damaged_wheel_reads_as_facts_or_one_clean_error(small_elf: bytes, flips: list[tuple[int, int]],
+                                                                 step: int) -> None:
+    """A wheel's bytes damaged after its zip directory was read (a mirror serving other bytes, a cut download): the
+    read gives facts or raises ValueError or the inflater's error — which the reader turns into the wheel's
+    `problem` — never another exception."""
+    import io
+    import zipfile
+    import zlib
+
+    from tritonlock.lock import native
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("x/_C.so", small_elf)
+        z.writestr("x/_D.so", small_elf, compress_type=zipfile.ZIP_STORED)
+        z.writestr("x-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: x\nVersion: 1.0\n")
+    good = buf.getvalue()
+    with zipfile.ZipFile(io.BytesIO(good)) as z:
+        wanted = native._wanted({i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset)
+                                 for i in z.infolist()})
+    end = max(w.offset + 30 + len(w.name) + w.csize for w in wanted)
+    data = bytearray(good[:end])
+    for at, value in flips:
+        data[at % len(data)] = value
+    errors: tuple[type[BaseException], ...] = (ValueError, zlib.error)
+    try:
+        from isal import isal_zlib
+
+        errors += (isal_zlib.error,)
+    except ImportError:
+        pass
+    try:
+        native._read_span((bytes(data[i:i + step]) for i in range(0, len(data), step)), 0, wanted, True)
+    except errors:
+        pass
