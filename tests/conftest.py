@@ -265,3 +265,13 @@ def real_cpu_torch_python(real_torch_python: str, real_torch_backend: str) -> st
         pytest.skip(f"needs torch's CPU build; the set-up got the {real_torch_backend} build (PyTorch's CPU index did "
                     "not answer, and the default index ships that one)")
     return real_torch_python
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A suite started as a background job (`cmd &` in a script, a CI runner) inherits SIGINT ignored, and so would
+    every child: the Ctrl-C tests would then wait for a KeyboardInterrupt that never comes. Ctrl-C is given back its
+    default meaning here, so the children the tests start see it as a terminal's foreground group does."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
