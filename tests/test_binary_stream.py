@@ -45,10 +45,13 @@ def _patchelf() -> str:
 
 @pytest.fixture(scope="module")
 def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    return build_libs(tmp_path_factory.mktemp("stream"))
+
+
+def build_libs(tmp: Path) -> dict[str, bytes]:
     """Shared objects as wheels carry them: nvcc's (cubins, PTX, compressed), an extension with a fatbin of many
     containers, one with a decoy fatbin magic in its data before the real section, one auditwheel-style (patchelf
     moved its dynamic strings into segments at the end), and one that links nothing."""
-    tmp = tmp_path_factory.mktemp("stream")
     cudart = stub_library(tmp / "rt", "libcudart.so.12", ("cudaRuntimeGetVersion",))
     c10 = stub_library(tmp / "c10", "libc10.so", ("_ZN3c1010TensorImpl7releaseEv",))
     out = {
@@ -253,3 +256,48 @@ def test_a_wheels_bytes_in_any_pieces_give_the_same_facts(tmp_path: Path, libs: 
         got = native._read_span((data[i:i + step] for i in range(0, len(data), step)), wanted[0][4], wanted, True)
         assert sorted(m.path for m in got.values() if isinstance(m, NativeMember)) == ["pkg/_C.so", "pkg/libk.so"], step
         assert [got["pkg/_C.so"], got["pkg/libk.so"]] == list(first.members), step
+
+
+def test_the_walk_stops_only_where_the_first_segment_says_no_gpu_library_is_linked(tmp_path: Path) -> None:
+    """The fatbin walk stops on a file whose first segment (its dynamic strings, as linkers place them) names no GPU
+    library: most of a wheel's libraries, whose GPU code is never read. A file patchelf rewrote (segments past the
+    section table) is walked whole: its strings moved, here to name a CUDA runtime only patchelf added. One whose
+    linker put the strings elsewhere is a Miss where its GPU code is wanted, and the wheel reads it whole."""
+    from tritonlock.lock import native
+
+    cudart = stub_library(tmp_path / "rt", "libcudart.so.12", ("cudaRuntimeGetVersion",))
+    (tmp_path / "f.fatbin").write_bytes(fatbin_bytes(((2, 80), (1, 80))))
+
+    def build(name: str, src: str, *flags: str) -> Path:
+        (tmp_path / f"{name}.c").write_text(src, encoding="utf-8")
+        so = tmp_path / f"lib{name}.so"
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(tmp_path / f"{name}.c"), *flags], check=True,
+                       capture_output=True)
+        subprocess.run(["objcopy", "--add-section", f".nv_fatbin={tmp_path / 'f.fatbin'}", "--set-section-flags",
+                        ".nv_fatbin=alloc,readonly", str(so)], check=True, capture_output=True)
+        return so
+
+    so = build("added", "__attribute__((used)) static const char pad[4 << 20] = {1};\n"  # past the start kept
+                        "int added(int x) { return x + pad[x]; }\n")
+    plain = so.read_bytes()
+    assert streamed("pkg/libadded.so", plain, 4096) == whole("pkg/libadded.so", plain)  # nothing GPU: no walk
+    subprocess.run([_patchelf(), "--add-needed", "libcudart.so.12", str(so)], check=True, capture_output=True)
+    data = so.read_bytes()
+    assert b"libcudart" not in data[:len(plain)]  # the name is only past the file's old end
+    want = whole("pkg/libadded.so", data)
+    assert "libcudart.so.12" in want.needed and (want.sm, want.gpu) == (("sm_80",), "read")
+    for step in (4096, 1 << 20):
+        assert streamed("pkg/libadded.so", data, step) == want
+    # the dynamic strings in the second segment (a linker told so): the first names no GPU library, the walk stops
+    moved = build("moved", "extern int cudaRuntimeGetVersion(int *);\n"
+                           "int f(void) { int v; return cudaRuntimeGetVersion(&v); }\n",
+                  "-Wl,--section-start=.dynstr=0x600000", f"-L{cudart.parent}", "-l:libcudart.so.12").read_bytes()
+    want = whole("pkg/libmoved.so", moved)
+    assert "libcudart.so.12" in want.needed and (want.sm, want.gpu) == (("sm_80",), "read")
+    with pytest.raises(Miss, match="named no GPU library"):
+        streamed("pkg/libmoved.so", moved, 4096)
+    wheel = tmp_path / "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("pkg/libmoved.so", moved)
+    (m,) = native.read_file(wheel, "0" * 64).members
+    assert m == want

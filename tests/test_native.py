@@ -546,3 +546,36 @@ def test_verify_imports_only_the_build_for_the_installed_torch_of_a_module_built
     result = run_verify(python, interpret=True, quick=True, imports=("variantpkg",))
     row = {c.name: c for c in result.checks}["import variantpkg"]
     assert row.ok, row.detail
+
+
+@pytest.mark.parametrize("files, comment", [(3, 0), (4000, 0), (30, 65535)])
+def test_a_wheels_zip_directory_is_read_in_one_request_where_the_end_holds_it(tmp_path: Path, files: int,
+                                                                              comment: int) -> None:
+    """The end record and the central directory come in one ranged read where the file's end holds both; a large
+    directory (4,000 members) gets one more read for what the first did not reach, and one that the longest zip
+    comment pushes out of the first read gets a read of its own — the members the same as zipfile's in every case."""
+    import os
+    import zipfile
+
+    from tritonlock.lock.index import session
+    from tritonlock.lock.remotezip import RemoteZip
+
+    idx = LocalIndex(tmp_path / "index").start()
+    try:
+        d = tmp_path / "index" / "simple" / "_files"
+        d.mkdir(parents=True)
+        whl = d / "many-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("many/big.bin", os.urandom(200_000), compress_type=zipfile.ZIP_STORED)
+            for i in range(files):
+                zf.writestr(f"many/pkg/module_with_a_long_name_{i:05d}.py", f"x = {i}\n")
+            zf.comment = b"c" * comment
+        before = len(idx.requests)
+        got = RemoteZip(session(), f"{idx.url}/simple/_files/{whl.name}", whl.stat().st_size).members()
+        with zipfile.ZipFile(whl) as zf:
+            want = {i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset)
+                    for i in zf.infolist()}
+        assert got == want
+        assert len(idx.requests) - before == (1 if files < 1000 and not comment else 2)
+    finally:
+        idx.stop()

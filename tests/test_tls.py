@@ -127,8 +127,8 @@ def test_client_certificate_from_pips_client_cert(tmp_path: Path, mtls_index: Lo
 
 def test_system_trust_store_through_truststore(tmp_path: Path, https_index: LocalIndex, ca: certs.Certs,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """No pip `cert`: the system store decides, as with pip. OpenSSL's store follows SSL_CERT_FILE, which certifi
-    (requests' own bundle) ignores — so this passes only through truststore."""
+    """No pip `cert`: the system store decides, as with pip's truststore. OpenSSL's store follows SSL_CERT_FILE,
+    which certifi (requests' own bundle) ignores — so this passes only through the system store."""
     monkeypatch.setenv("SSL_CERT_FILE", str(ca.ca))
     assert index.IndexClient(https_index.index_url("simple")).files("einops")
     proj = _project(tmp_path, https_index)
@@ -152,3 +152,59 @@ def test_uv_gets_the_settings_in_its_environment(ca: certs.Certs, _pip_conf: Pat
     env = index.uv_env(named={})
     assert env["SSL_CERT_FILE"] == str(ca.ca) and env["SSL_CLIENT_CERT"] == str(ca.client)
     assert "UV_SYSTEM_CERTS" not in env
+
+
+def test_pips_cert_is_read_once_into_the_tls_context_every_connection_shares(
+        tmp_path: Path, https_index: LocalIndex, ca: certs.Certs, _pip_conf: Path) -> None:
+    """A new connection does not read pip's CA bundle again (25 ms of CPU each, where the native-code read opens
+    dozens): the session's one TLS context holds it, and it is what verifies — another CA's bundle fails."""
+    import requests
+
+    url = https_index.index_url("simple") + "/einops/"
+    _pip_conf.write_text(f"[global]\ncert = {ca.ca}\n")
+    index.network.cache_clear()
+    s = index.session()
+    for _ in range(3):  # a new connection each
+        assert s.get(url, headers={"Connection": "close"}, timeout=30).status_code == 200
+    manager = s.get_adapter(url).poolmanager
+    pools = [manager.pools[k] for k in manager.pools.keys()]
+    assert pools and all(p.ca_certs is None and p.conn_kw.get("ssl_context") is not None for p in pools)
+    other = certs.make(tmp_path / "other-ca")
+    _pip_conf.write_text(f"[global]\ncert = {other.ca}\n")
+    index.network.cache_clear()
+    with pytest.raises(requests.exceptions.SSLError):
+        index.session().get(url, timeout=30)
+
+
+def test_a_bundle_from_the_environment_is_read_once_too(https_index: LocalIndex, ca: certs.Certs,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No pip `cert`, REQUESTS_CA_BUNDLE set (requests, as pip, verifies against it): read once into a context of
+    its own, beside the system store; each new connection uses it."""
+    url = https_index.index_url("simple") + "/einops/"
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca.ca))
+    s = index.session()
+    for _ in range(3):
+        assert s.get(url, headers={"Connection": "close"}, timeout=30).status_code == 200
+    manager = s.get_adapter(url).poolmanager
+    pools = [manager.pools[k] for k in manager.pools.keys()]
+    assert pools and all(p.ca_certs is None and p.conn_kw.get("ssl_context") is not None for p in pools)
+
+
+def test_a_client_certificate_is_in_the_shared_context_for_connections_made_side_by_side(
+        mtls_index: LocalIndex, ca: certs.Certs, _pip_conf: Path) -> None:
+    """pip's client-cert is loaded once into the context every connection shares — not into it again by each new
+    connection while others handshake with it (which crashed the process with OpenSSL's abort): 32 threads open
+    connections at once, and every one presents the certificate."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _pip_conf.write_text(f"[global]\ncert = {ca.ca}\nclient-cert = {ca.client}\n")
+    index.network.cache_clear()
+    s = index.session()
+    url = mtls_index.index_url("simple") + "/einops/"
+    with ThreadPoolExecutor(32) as pool:
+        codes = list(pool.map(lambda _: s.get(url, headers={"Connection": "close"}, timeout=60).status_code,
+                              range(96)))
+    assert codes == [200] * 96
+    manager = s.get_adapter(url).poolmanager
+    pools = [manager.pools[k] for k in manager.pools.keys()]
+    assert pools and all(p.cert_file is None and p.ca_certs is None for p in pools)

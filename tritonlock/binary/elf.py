@@ -1,4 +1,5 @@
-"""ELF facts of a shared object through pyelftools, over whatever gives its bytes (a file on disk, a zip member
+"""ELF facts of a shared object (its dynamic segment read by tritonlock.binary.elfdyn, its GPU code by
+tritonlock.binary.gpucode), over whatever gives its bytes (a file on disk, a zip member
 inflated from an index): the libraries it needs (DT_NEEDED), whether it is a Python extension module, whether it
 links torch's C++ API (one torch release) or torch's stable C ABI, and the GPU code its fatbins carry; and the torch
 a wheel was built for, from its METADATA or its version's label."""
@@ -8,85 +9,45 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
-from tritonlock.binary.rangefile import RangeFile
 from tritonlock.models import NativeMember as Member
 
 SO = re.compile(r"\.so(\.[0-9]+)*\Z")
-# torch's C++ API (c10::, at::, torch:: — mangled): an extension that calls into it is built for one torch release;
-# one that calls only the stable C shim (aoti_torch_*, torch_* C functions; `*_stable_libtorch.abi3.so`) is not
-_TORCH_CXX = re.compile(r"^_Z(?:N|NK|TV|TI|TS|ZN)?(?:N|K)?(?:3c10|2at|5torch)[0-9A-Z_]")
 # libraries whose use means CUDA / HIP code: their members' GPU code is read
 # (auditwheel renames a bundled one "libcudart-5e6f7a8b.so.12")
-_GPU_LIB = re.compile(r"^lib(?:cudart|cuda|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn|nccl|"
-                      r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._-]")
+_GPU_LIBS = (r"lib(?:cudart|cuda|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn|nccl|"
+             r"torch_cuda|c10_cuda|amdhip64|torch_hip|c10_hip|rocblas|hipblas|MIOpen)[._-]")
+_GPU_LIB = re.compile("^" + _GPU_LIBS)
+# The same names anywhere in a file's bytes: a file whose dynamic strings hold none of them links no GPU library
+GPU_LIB_BYTES = re.compile(_GPU_LIBS.encode())
 
 
 
 def elf_links(read: Callable[[int, int], bytes], size: int,
               module: str = "") -> tuple[tuple[str, ...], bool, str, str | None]:
     """(DT_NEEDED, is a Python extension module, torch ABI, problem) of an ELF file, from its program headers and
-    dynamic segment (its tags read once); the undefined symbols are read — one block of the symbol table, parsed
-    with pyelftools' own Elf_Sym — only where the file links torch. `module`: the file name, which says whether it
-    is an extension module ("_C.abi3.so", "x.cpython-312-x86_64-linux-gnu.so", a plain "name.so" not named lib*)."""
+    dynamic segment (tritonlock.binary.elfdyn); the undefined dynamic symbols are read only where the file links
+    torch. `module`: the file name, which says whether it is an extension module ("_C.abi3.so",
+    "x.cpython-312-x86_64-linux-gnu.so", a plain "name.so" not named lib*)."""
     import struct
 
-    from elftools.common.exceptions import ELFError
-    from elftools.construct import ConstructError
-    from elftools.elf.dynamic import DynamicSegment
-    from elftools.elf.elffile import ELFFile
-
-    class _Segments(ELFFile):
-        """pyelftools' ELFFile as for a file whose section table is stripped (which it supports): the dynamic
-        segment's own tags find the string and symbol tables."""
-
-        def _get_section_header_stringtable(self) -> None:
-            return None
-
-        def num_sections(self) -> int:
-            return 0
-
-        def iter_sections(self, type: str | None = None) -> Iterator[Any]:  # noqa: A002
-            return iter(())
+    from tritonlock.binary.elfdyn import TORCH_CXX, ElfError, dynamic
 
     extension = bool(module) and not module.startswith("lib")
     try:
-        elf = _Segments(cast("IO[bytes]", RangeFile(read, size)))
-        dyn = next((s for s in elf.iter_segments() if isinstance(s, DynamicSegment)), None)
+        dyn = dynamic(read, size)
         if dyn is None:
             return (), extension, "", None  # statically linked: needs nothing
-        tags = [t for t in dyn.iter_tags()]
-        needed = tuple(str(getattr(t, "needed")) for t in tags if t.entry.d_tag == "DT_NEEDED")
-        torchy = any(n.startswith(("libtorch", "libc10")) for n in needed)
-        if not torchy:
+        needed = dyn.needed()
+        if not any(n.startswith(("libtorch", "libc10")) for n in needed):
             return needed, extension, "", None
-        values = {t.entry.d_tag: int(t.entry.d_val) for t in tags if t.entry.d_tag in ("DT_SYMTAB", "DT_STRTAB",
-                                                                                          "DT_STRSZ", "DT_SYMENT")}
-        symtab = next(iter(elf.address_offsets(values["DT_SYMTAB"])), None)
-        strtab = next(iter(elf.address_offsets(values["DT_STRTAB"])), None)
-        if symtab is None or strtab is None:
-            return needed, extension, "stable", None
-        entsize = values.get("DT_SYMENT") or elf.structs.Elf_Sym.sizeof()
-        count = dyn.num_symbols()
-        table = read(symtab, count * entsize)
-        names = read(strtab, values.get("DT_STRSZ", 0))
-        cxx = False
-        for i in range(len(table) // entsize):
-            sym = elf.structs.Elf_Sym.parse(table[i * entsize:(i + 1) * entsize])
-            if sym["st_shndx"] != "SHN_UNDEF":
-                continue
-            start = sym["st_name"]
-            name = names[start:names.find(b"\0", start)]
-            if _TORCH_CXX.match(name.decode("ascii", "replace")):
-                cxx = True
-                break
+        cxx = any(TORCH_CXX.match(name) for name in dyn.undefined_names())
         return needed, extension, "cxx" if cxx else "stable", None
-    except (ELFError, ConstructError, struct.error, AssertionError, ValueError, KeyError, IndexError, OSError,
-            AttributeError, StopIteration) as err:  # pyelftools checks a damaged file with asserts too
-        return (), False, "", f"not an ELF file pyelftools can read ({str(err)[:100]})"
+    except (ElfError, struct.error, OverflowError, MemoryError) as err:
+        return (), False, "", f"not an ELF file it can read ({str(err)[:100]})"
 
 
 def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu: bool,

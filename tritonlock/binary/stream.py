@@ -11,6 +11,7 @@ import bisect
 import struct
 from dataclasses import dataclass, field
 
+from tritonlock.binary.elf import GPU_LIB_BYTES
 from tritonlock.binary.gpucode import ENTRY_HEAD, FATBIN_HEAD, FATBIN_MAGIC, add_entry
 from tritonlock.binary.gpucode import arch_sorted as _arch_sorted
 
@@ -56,10 +57,15 @@ class FatbinScan:
         self._cur: _Container | None = None  # the container being walked (state "entry")
         self._cstart = self._cend = 0
         self._carry = b""
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Walk no further (the file links no GPU library: its GPU code is not read); `targets` then raises Miss."""
+        self._stopped = True
 
     def feed(self, base: int, piece: bytes) -> None:
         """The bytes at file offset `base` (each piece right after the last)."""
-        if len(self.containers) > _MAX_CONTAINERS:  # a file made of magic numbers: the walk gives up (Miss)
+        if self._stopped or len(self.containers) > _MAX_CONTAINERS:  # (a file of magic numbers: given up, Miss)
             return
         if self._carry and self._cur is None and len(piece) >= 3 and (self._carry + piece[:3]).find(_MAGIC) < 0:
             self._carry, self._q = b"", max(self._q, base)  # searching, and no magic across the boundary: no join
@@ -135,6 +141,8 @@ class FatbinScan:
         walk, over what the stream kept."""
         if len(self.containers) > _MAX_CONTAINERS:
             raise Miss(f"more than {_MAX_CONTAINERS} fatbin headers: not walked")
+        if self._stopped:
+            raise Miss("the walk stopped where the file's start named no GPU library")
         sm: set[str] = set()
         ptx: set[str] = set()
         pos, limit = start, start + size
@@ -184,6 +192,8 @@ class ElfStream:
         self._head_max = 64 << 10  # until the program headers say how far the first loadable segment goes
         self._ranges: list[tuple[int, int, bytearray]] = []  # (start, end, bytes so far) kept past the head
         self._planned = False
+        self._judged = False  # whether the first segment was looked at for GPU library names
+        self._first_end: int | None = None  # where the first loadable segment ends, if the dynamic strings are in it
         self._pos = 0
 
     def feed(self, piece: bytes) -> None:
@@ -196,6 +206,12 @@ class ElfStream:
                 self._plan(end)
                 if base <= len(self._head) < self._head_max:
                     self._head += piece[len(self._head) - base:self._head_max - base]
+        if self._first_end is not None and not self._judged and len(self._head) >= min(self._first_end, self.size):
+            self._judged = True
+            if not GPU_LIB_BYTES.search(self._head, 0, self._first_end):
+                # its dynamic strings (in its first segment) name no GPU library: no GPU code is read from it, and
+                # the fatbin walk stops (where that is wrong, patchelf having added one, the read misses: whole)
+                self.scan.stop()
         for a, b, buf in self._ranges:
             lo, hi = a + len(buf), min(end, b)
             if base <= lo < hi:
@@ -204,37 +220,46 @@ class ElfStream:
     def _plan(self, seen: int) -> None:
         """From the ELF and program headers: how much of the start to keep (at least all `seen` so far), and which
         ranges further on."""
-        from elftools.elf.structs import ELFStructs
+        import struct as _struct
+
+        from tritonlock.binary import elfdyn
 
         h = bytes(self._head)
-        if h[:4] != b"\x7fELF" or len(h) < 64 or h[4] not in (1, 2):
-            self._planned = True
+        try:
+            hdr = elfdyn.header(h)
+        except (elfdyn.ElfError, _struct.error):
+            self._planned = True  # not an ELF file this reads: the facts' read says so
             return
-        structs = ELFStructs(little_endian=h[5] == 1, elfclass=32 if h[4] == 1 else 64)
-        structs.create_basic_structs()
-        structs.create_advanced_structs()
-        hdr = structs.Elf_Ehdr.parse(h)
-        phoff, phnum, phentsize = int(hdr["e_phoff"]), int(hdr["e_phnum"]), int(hdr["e_phentsize"])
-        if phoff + phnum * phentsize > len(h):
-            if phoff + phnum * phentsize <= HEAD_MAX:
+        phoff, phnum, phentsize = hdr.phoff, hdr.phnum, hdr.phentsize
+        if phnum == elfdyn.PN_XNUM or phoff + phnum * phentsize > len(h):
+            if phnum != elfdyn.PN_XNUM and phoff + phnum * phentsize <= HEAD_MAX:
                 self._head_max = phoff + phnum * phentsize  # read on until the program headers are in
             else:
                 self._planned = True
             return
         self._planned = True
+        try:
+            segs = elfdyn.segments(lambda o, n: h[o:o + n], hdr)
+        except (elfdyn.ElfError, _struct.error):
+            return
         first_load, ranges = None, []
-        for i in range(phnum):
-            ph = structs.Elf_Phdr.parse(h[phoff + i * phentsize:phoff + (i + 1) * phentsize])
-            off, filesz = int(ph["p_offset"]), int(ph["p_filesz"])
-            if ph["p_type"] == "PT_LOAD":
+        for seg in segs:
+            off, filesz = seg.offset, seg.filesz
+            if seg.type == elfdyn.PT_LOAD:
                 if first_load is None or off < first_load[0]:
                     first_load = (off, filesz)
                 if filesz <= _SMALL_SEGMENT:  # patchelf's (auditwheel's) new dynamic strings live in segments of
                     ranges.append((off, off + filesz))  # their own at the end of the file
-            elif ph["p_type"] == "PT_DYNAMIC":
+            elif seg.type == elfdyn.PT_DYNAMIC:
                 ranges.append((off, off + filesz))
         self._head_max = max(seen, min(HEAD_MAX, sum(first_load) + _MARGIN if first_load else 0))
-        shoff, shnum, shentsize = int(hdr["e_shoff"]), int(hdr["e_shnum"]), int(hdr["e_shentsize"])
+        # Where the file is as its linker wrote it (every loadable segment before the section table), its dynamic
+        # strings are in its first segment; patchelf appends segments past the section table, moves the strings
+        # there and blanks the old ones: then the whole file is walked
+        loads_end = max((seg.offset + seg.filesz for seg in segs if seg.type == elfdyn.PT_LOAD), default=0)
+        linked = first_load is not None and 0 < loads_end <= hdr.shoff
+        self._first_end = min(HEAD_MAX, sum(first_load)) if first_load and linked else None
+        shoff, shnum, shentsize = hdr.shoff, hdr.shnum, hdr.shentsize
         if shoff:
             # e_shnum 0: the count is in section 0's header (more than 0xff00 sections): keep to the end
             ranges.append((max(0, shoff - _BEFORE_SECTIONS), shoff + shnum * shentsize if shnum else self.size))

@@ -357,41 +357,10 @@ PEP691 = "application/vnd.pypi.simple.v1+json"
 
 
 def session() -> Any:
-    """A requests session that reaches indexes as pip does: pip's `cert` as the CA bundle, else the system
-    trust store through truststore (pip's default since 24.2); pip's `client-cert`. ~/.netrc is read by
-    requests itself."""
-    import requests
+    """A requests session that reaches indexes as pip does (tritonlock.lock.tls)."""
+    from tritonlock.lock.tls import session as tls_session
 
-    from requests.adapters import HTTPAdapter
-
-    net = network()
-    s = requests.Session()
-    # as many kept-alive connections as the checks run threads (32): a new TLS handshake, and a CA bundle read, per
-    # request would cost more than the request
-    s.mount("http://", HTTPAdapter(pool_connections=4, pool_maxsize=32))
-    if net.cert:
-        s.verify = net.cert
-        s.mount("https://", HTTPAdapter(pool_connections=4, pool_maxsize=32))
-    else:
-        import ssl
-
-        import truststore
-
-        ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-        class _SystemTrust(HTTPAdapter):
-            def init_poolmanager(self, *args: Any, **kwargs: Any) -> Any:
-                kwargs["ssl_context"] = ctx
-                return super().init_poolmanager(*args, **kwargs)
-
-            def proxy_manager_for(self, *args: Any, **kwargs: Any) -> Any:
-                kwargs["ssl_context"] = ctx
-                return super().proxy_manager_for(*args, **kwargs)
-
-        s.mount("https://", _SystemTrust(pool_connections=4, pool_maxsize=32))
-    if net.client_cert:
-        s.cert = net.client_cert
-    return s
+    return tls_session(network())
 
 
 class IndexClient:

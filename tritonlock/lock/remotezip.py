@@ -69,7 +69,10 @@ class RemoteZip:
     def members(self) -> dict[str, tuple[int, int, int, int]]:
         if self._members is not None:
             return self._members
-        tail = self._get(max(0, self.size - 65536), self.size - 1)
+        # One read of the file's end for the end record and, mostly, the whole central directory with it (0.4%
+        # of a large wheel): a second read only for what that did not reach
+        tail_at = max(0, self.size - max(22 + 0xFFFF, min(self.size // 256, 1 << 20)))  # (the longest comment)
+        tail = self._get(tail_at, self.size - 1)
         end = tail.rfind(b"PK\x05\x06")
         if end < 0:
             raise ValueError(f"{self.url}: no zip end-of-central-directory record")
@@ -77,7 +80,10 @@ class RemoteZip:
         if cd_off == 0xFFFFFFFF:  # zip64: the real values are in the zip64 end record
             z64 = tail.rfind(b"PK\x06\x06")
             cd_size, cd_off = struct.unpack("<QQ", tail[z64 + 40:z64 + 56])
-        cd = self._get(cd_off, cd_off + cd_size - 1)
+        if cd_off >= tail_at:
+            cd = tail[cd_off - tail_at:cd_off - tail_at + cd_size]
+        else:
+            cd = (self._get(cd_off, tail_at - 1) + tail)[:cd_size]
         out: dict[str, tuple[int, int, int, int]] = {}
         pos = 0
         while cd[pos:pos + 4] == b"PK\x01\x02":
