@@ -594,3 +594,33 @@ def test_fuzz_a_damaged_wheel_reads_as_facts_or_one_clean_error(small_elf: bytes
         native._read_span((bytes(data[i:i + step]) for i in range(0, len(data), step)), 0, wanted, True)
     except errors:
         pass
+
+
+@CI
+@given(layout=st.sampled_from([(w, le, g) for w in (True, False) for le in (True, False)
+                               for g in (False, True, "unhashed")]),
+       flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), min_size=1,
+                      max_size=10), cut=st.integers(min_value=0, max_value=100))
+def test_fuzz_a_damaged_dynamic_segment_of_any_class_and_byte_order(layout: tuple[bool, bool, Any],
+                                                                     flips: list[tuple[int, int]], cut: int) -> None:
+    """tritonlock/binary/elfdyn.py on 32- and 64-bit, little- and big-endian files (SysV, GNU and unhashed GNU
+    tables) with bytes flipped and the file cut short: facts, or "not an ELF file it can read" — never an
+    exception, never a read past the file."""
+    from test_elfdyn import synthetic
+    from tritonlock.binary.elf import elf_links, member_facts
+
+    data = bytearray(synthetic(*layout))
+    for at, value in flips:
+        data[at % len(data)] = value
+    data = data[:max(1, len(data) * cut // 100)] if cut < 30 else data
+    asked: list[tuple[int, int]] = []
+
+    def read(o: int, n: int) -> bytes:
+        asked.append((o, n))
+        return bytes(data[o:o + n])
+
+    needed, _, abi, problem = elf_links(read, len(data), "_C.so")
+    assert problem is None or problem.startswith("not an ELF file it can read")
+    assert all(0 <= o and o + n <= len(data) for o, n in asked if n)
+    m = member_facts("x/_C.so", read, len(data), gpu=True)
+    assert m.gpu == (problem or m.gpu) and abi in ("", "stable", "cxx")
