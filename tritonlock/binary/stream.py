@@ -210,7 +210,7 @@ class ElfStream:
             self._judged = True
             if not GPU_LIB_BYTES.search(self._head, 0, self._first_end):
                 # its dynamic strings (in its first segment) name no GPU library: no GPU code is read from it, and
-                # the fatbin walk stops (where that is wrong, patchelf having added one, the read misses: whole)
+                # the fatbin walk stops (where that is wrong, a linker having put them elsewhere: Miss, read whole)
                 self.scan.stop()
         for a, b, buf in self._ranges:
             lo, hi = a + len(buf), min(end, b)
