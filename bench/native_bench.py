@@ -7,8 +7,10 @@ Usage: python bench/native_bench.py --other PYTHON [--repeat N] [-o FILE]
 
 Both resolve with uv's cache warm (an untimed run of each first), so what differs is the decision and the reading
 of the wheels, not index downloads. The same code with the rule given nothing to read is timed too: what the rule
-costs, apart from what later issues added to both (issue 23's integrity check). "Facts read" clears the binary facts only; the integrity check's kept METADATA
-(issue 23's, not the rule's) stays, and one last run with nothing kept at all says what a new machine pays.
+costs, apart from what later issues added to both (issue 23's integrity check). "Facts read" clears the binary
+facts only (the integrity check's kept METADATA, issue 23's, stays): once with the lock the run before wrote, which
+the reading takes as its guess of the closure (a re-resolve, a teammate's lock), once with no lock (the guess is uv's
+answer from its cache alone). One last run with nothing kept at all says what a new machine pays.
 Run it with UV_PYTHON_DOWNLOADS=never where uv cannot download Pythons (the older code does not pass it itself).
 """
 
@@ -58,28 +60,38 @@ def main() -> None:
         env = dict(os.environ, TRITONLOCK_NATIVE_CACHE=str(cache))
         run(sys.executable, root, env)  # uv's cache warm for both
         run(args.other, root, env)
-        first, warm, other, off, empty = [], [], [], [], []
-        for _ in range(args.repeat):
+        first, warm, other, off, empty, fresh = [], [], [], [], [], []
+
+        def forget() -> None:
             for f in cache.glob("*.json"):  # the binary facts only: the integrity check's METADATA stays
                 if not f.name.endswith("metadata.json"):
                     f.unlink()
-            first.append(run(sys.executable, root, env))  # every wheel's facts read
+
+        for _ in range(args.repeat):
+            forget()
+            (root / "triton-env.lock").unlink()
+            fresh.append(run(sys.executable, root, env))  # no lock either: uv's cached answer is the guess
+            forget()
+            first.append(run(sys.executable, root, env))  # every wheel's facts read (the lock replaced is the guess)
             warm.append(run(sys.executable, root, env))  # kept per sha256
             other.append(run(args.other, root, env))
             off.append(run(sys.executable, root, env, rule=False))
         shutil.rmtree(cache, ignore_errors=True)
         empty.append(run(sys.executable, root, env))  # nothing kept: facts, and the integrity check's downloads
         o, n = statistics.median(other), statistics.median(off)
-        f, w = statistics.median(first), statistics.median(warm)
+        f, w, fr = statistics.median(first), statistics.median(warm), statistics.median(fresh)
         lines = [f"resolve examples/inference (2 targets), median of {args.repeat}, interleaved, {os.cpu_count()} cores:",
                  f"  without the native rule, the code before it ({args.other}): {o:6.1f} s",
                  f"  without the native rule, this code (the rule reads nothing): {n:6.1f} s",
                  f"  with it, facts read (empty cache):  {f:6.1f} s   {f / o:.2f}x the code before, {f / n:.2f}x this "
                  "code without it (goal 1.3x)",
+                 f"  with it, facts read and no lock yet: {fr:6.1f} s   {fr / o:.2f}x the code before, {fr / n:.2f}x "
+                 "this code without it",
                  f"  with it, facts cached:              {w:6.1f} s   {w / o:.2f}x the code before, {w / n:.2f}x this "
                  "code without it (goal 1.05x)",
                  f"  runs: before {[round(x, 1) for x in other]} / without {[round(x, 1) for x in off]} / read "
-                 f"{[round(x, 1) for x in first]} / cached {[round(x, 1) for x in warm]}",
+                 f"{[round(x, 1) for x in first]} / read, no lock {[round(x, 1) for x in fresh]} / cached "
+                 f"{[round(x, 1) for x in warm]}",
                  f"  with nothing kept at all (facts, and the integrity check's METADATA of each locked file, which "
                  f"an index without PEP 658 hashes makes it download): {empty[0]:6.1f} s   {empty[0] / o:.2f}x",
                  f"  cache: {sum(f.stat().st_size for f in cache.glob('*.json')) / 1e3:.0f} kB in "

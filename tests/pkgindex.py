@@ -190,6 +190,9 @@ class LocalIndex:
     # While set to an Event that is not set, every file download waits for it (an install held mid-download, for as
     # long as the test needs: it opens the gate when it wants the downloads to go on)
     gate: threading.Event | None = None
+    # While set to an Event that is not set, every page uv asks for (its User-Agent "uv/…") waits for it: uv's online
+    # answer held back, while other clients (tritonlock's own reads) are served
+    uv_pages_gate: threading.Event | None = None
     served: list[str] = field(default_factory=list)  # paths of the files whose bytes were sent in full
     served_to: list[tuple[str, str]] = field(default_factory=list)  # the same, with the client's User-Agent
     asked_by: list[tuple[str, str]] = field(default_factory=list)  # every GET's path (pages too), with its User-Agent
@@ -269,6 +272,9 @@ class LocalIndex:
                     return self._send(404, b"not found", "text/plain")
                 if not parts:
                     return self._send(404, b"not found", "text/plain")
+                pages_gate = outer.uv_pages_gate
+                if pages_gate is not None and self.headers.get("User-Agent", "").startswith("uv/"):
+                    pages_gate.wait(120)
                 # /<index...>/<project>/ -> list the project's files; /<index...>/ -> list projects
                 for cut in range(len(parts), 0, -1):
                     index_dir = root.joinpath(*parts[:cut])

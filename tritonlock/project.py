@@ -321,7 +321,7 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
     from tritonlock.decide import packages as pk
     from tritonlock.compat import pkgbuilds
     from tritonlock.decide._pkgfacts import public
-    from tritonlock.lock.closure import compile_target
+    from tritonlock.lock.closure import compile_target, guessing
     from tritonlock.models import Conflict
 
     constraints: list[str] = []
@@ -331,10 +331,13 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
     rejected: list[str] = []
     tried: set[str] = set()
     last: tuple[Selection, list[rule.Problem]] | None = None
+    # uv's cached answer, while the online one comes: its wheels' facts are read from then on
+    compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs), guess=True)) \
+        if reader.early and s.target.name not in reader.from_lock else compile_target
     for round_ in range(NATIVE_ROUNDS):
         decision: tuple[Selection, tuple[LockedPackage, ...]] | None
         try:
-            decision = pk.decide(s, c, intent, matrix, dindex, compile=compile_target, facts=facts,
+            decision = pk.decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts,
                                  default_python=running_python(), host=host, constraints=tuple(constraints),
                                  passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own),
                                  seen=lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs)))
@@ -465,9 +468,11 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
     fitting = tuple(s for s in selections if s.ok)
-    from tritonlock.lock.native import Reader
+    from tritonlock.lock.native import Reader, reads_likely
 
-    reader = Reader()
+    reader = Reader(early=reads_likely(lock_path))
+    if reader.early and lock_path.is_file():  # the lock being replaced: the closure it locks is read from now on
+        reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)
     try:
         done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
     except ClosureError as err:

@@ -177,7 +177,8 @@ def _torch_index_serves(sel: Selection, name: str, default_index: str) -> str | 
 def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
                    no_build: tuple[str, ...] = (), offline: bool = False,
                    constraints: tuple[str, ...] = (), build_facts: bool = True,
-                   package_indexes: tuple[tuple[str, str, str], ...] = ()) -> tuple[LockedPackage, ...]:
+                   package_indexes: tuple[tuple[str, str, str], ...] = (),
+                   guess: bool = False) -> tuple[LockedPackage, ...]:
     """The full transitive set for the plan's ok selection, each package bound to exactly one index.
 
     uv honours [tool.uv.sources] for direct requirements only, so a torch-family package that enters the closure
@@ -198,9 +199,12 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
     and without locking its build requirements — an answer the decision may still replace, read in full once kept.
     `package_indexes` ((name, url, "simple" | "flat"), …): a package taken from an index of its own (its per-CUDA
     builds, as vLLM publishes them; "flat": a page of links), bound there like the torch family.
+    `guess`: uv's answer from its cache alone (--offline, nothing read online, no sdist read), which the online
+    answer usually repeats: what `guessing` starts reading early. ClosureError where the cache holds no answer.
     """
     sel, torch_spec = plan.selection, plan.torch_spec
     assert sel.ok and sel.torch and sel.index and sel.python
+    build_facts = build_facts and not guess
     reqs = requirements(sel, torch_spec)
     names = {canonicalize_name(m.group(0)) for r in reqs if (m := _NAME.match(r))}
     notes: dict[str, str] = {}
@@ -233,7 +237,7 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
                            # on the torch index — and uv --offline would take a stale copy of those from its cache)
                            offline=offline,
                            constraints=(*constraints, *plan.triton_constraints), own=own_builds,
-                           flat=flat)
+                           flat=flat, guess=guess)
         except ClosureError as err:
             # a torch-family member the failure names (rocm[libraries], looked up on the default index as a
             # dependency of torch) is bound to the torch index and the compile repeated
@@ -281,6 +285,37 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
     if problem is not None:
         raise ClosureError(problem)
     return tuple(sorted(pkgs, key=lambda p: p.name))
+
+
+def guessing(compile: Callable[..., tuple[LockedPackage, ...]],
+             heard: Callable[[Selection, tuple[LockedPackage, ...]], None]) -> Callable[..., tuple[LockedPackage, ...]]:
+    """`compile` (compile_target) that, for a compile asked online, has uv answer from its cache alone beside it
+    (`guess`: a second or two, where online takes several) and hands that answer to `heard` unless the online one
+    came first. The orchestrator starts reading the guessed wheels' binary facts: an online answer that repeats the
+    guess finds them read or under way (they are kept per sha256); one that differs costs those reads, never a fact.
+    What is locked is the online answer alone."""
+    import threading
+
+    def run(plan: LockPlan, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
+        if kw.get("offline") or kw.get("guess"):
+            return compile(plan, default_index, **kw)
+        answered = threading.Event()
+
+        def guess() -> None:
+            try:
+                pkgs = compile(plan, default_index, **{**kw, "guess": True})
+            except Exception:  # noqa: BLE001 — no answer in uv's cache (or any failure): no guess, nothing else
+                return
+            if not answered.is_set():
+                heard(plan.selection, pkgs)
+
+        threading.Thread(target=guess, daemon=True, name="closure-guess").start()
+        try:
+            return compile(plan, default_index, **kw)
+        finally:
+            answered.set()
+
+    return run
 
 
 def _canon(req: str) -> str:
@@ -339,7 +374,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
              timeout: float, pulled: list[str], macos: str | None = None, *,
              no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None, offline: bool = False,
              constraints: tuple[str, ...] = (), own: dict[str, str] | None = None,
-             flat: set[str] | None = None) -> list[dict[str, Any]]:
+             flat: set[str] | None = None, guess: bool = False) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
@@ -372,10 +407,15 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
             def uv(argv: list[str], at: str = tmp) -> subprocess.CompletedProcess[str]:
                 return _subprocess.run(argv, cwd=at, timeout=timeout, env=env, unset=unset)
 
+            if guess:
+                proc = uv([*args, "--offline"])
+                break
             proc = _from_cache(uv, args, common, out, sel, torch_pkgs, own or {}, flat or set()) if offline \
                 else uv(args)
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
+        if proc.returncode != 0 and guess:
+            raise ClosureError(f"uv's cache holds no answer for target {sel.target.name!r}", uv=proc.stderr or "")
         if proc.returncode != 0:
             msg = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
             shown = [r for r in reqs if r not in pulled]
@@ -397,6 +437,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                                f"for Python {sel.python} on {python_platform(sel, floor)}"
                                + (f" (macOS {macos})" if macos else "") + index.extra_index_note(), uv=msg)
         packages = _answer(out)
+    if guess:
+        return packages  # read from the cache alone: nothing this run read online
     _READ_ONLINE.update(_read_keys(packages))  # (an offline answer reaches here only when all of it was so read)
     return packages
 

@@ -12,14 +12,14 @@ import os
 import re
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from tritonlock.binary.elf import SO as _SO
 from tritonlock.binary.elf import built_for_torch, member_facts
-from tritonlock.models import NativeFacts
+from tritonlock.models import LockedPackage, NativeFacts, Selection
 from tritonlock.models import NativeMember as Member
 
 # v2: a member's `gpu` says whether its GPU code was read ("read", "none", or why not); v3: GPU code is read where a
@@ -221,13 +221,14 @@ class _Jobs:
     """The reads of every wheel's members, a few at a time, the largest first (they take longest): a read streams
     its bytes and inflates them as they come (outside the GIL, so reads run side by side on every core)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, name: str = "native-read") -> None:
         import queue
 
-        self._queue: queue.PriorityQueue[tuple[int, int, Any, Any]] = queue.PriorityQueue()
+        self._queue: queue.PriorityQueue[tuple[float, int, Any, Any]] = queue.PriorityQueue()
         self._seq = itertools.count()
+        self._workers = workers
         for _ in range(workers):
-            threading.Thread(target=self._run, daemon=True, name="native-read").start()
+            threading.Thread(target=self._run, daemon=True, name=name).start()
 
     def submit(self, size: int, fn: Any) -> Any:
         from concurrent.futures import Future
@@ -236,9 +237,16 @@ class _Jobs:
         self._queue.put((-size, next(self._seq), fn, fut))
         return fut
 
+    def close(self) -> None:
+        """The workers end once the jobs before them are done (or cancelled)."""
+        for _ in range(self._workers):
+            self._queue.put((float("inf"), next(self._seq), None, None))
+
     def _run(self) -> None:
         while True:
             _, _, fn, fut = self._queue.get()
+            if fn is None:
+                return
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
@@ -386,26 +394,55 @@ def cache_folder() -> Path:
     return d
 
 
+def _keep_done(fut: Any) -> None:
+    """A guessed read that an answer confirmed: kept as any read is."""
+    if not fut.cancelled() and fut.exception() is None:
+        keep(fut.result())
+
+
+# a lock's [[native]] table starts with the file's sha256
+_NATIVE_SHA = re.compile(r'^\[\[native\]\]\s*\nsha256 = "([0-9a-f]{64})"', re.M)
+
+
+def reads_likely(lock_path: Path) -> bool:
+    """Whether a resolve will likely read wheels' binary facts (worth starting before uv's online answer): no lock
+    yet, or the facts of a wheel the lock's [[native]] tables name are not kept. A lock without native code (or
+    that cannot be read) says nothing will be: then only the online answer's wheels are read."""
+    try:
+        text = lock_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
+    d = cache_dir()
+    return any(not (d / f"{sha}.json").is_file() for sha in _NATIVE_SHA.findall(text))
+
+
 @dataclass(kw_only=True)
 class Reader:
-    """Reads the facts of many wheels at once (a few threads), each once per sha256 (and across runs through the
-    cache); shared by the targets of one resolve. `prefetch` starts reads without waiting (what a first answer
-    locks, while the decision goes on); `facts` waits for what it asks."""
+    """Reads the facts of many wheels at once (a few threads, the largest wheel first whenever it was asked for),
+    each once per sha256 (and across runs through the cache); shared by the targets of one resolve. `prefetch`
+    starts reads without waiting (what a first answer locks, while the decision goes on); `facts` waits for what it
+    asks."""
 
     gpu: bool = True
+    # whether reads are likely (reads_likely): the closure guessed from uv's cache is then read while uv answers
+    early: bool = True
+    from_lock: set[str] = field(default_factory=set)  # targets whose closure was guessed from the lock replaced
     workers: int = 32  # each reads a central directory, then waits for its members (_Jobs reads those)
     read: dict[str, NativeFacts] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         import threading
-        from concurrent.futures import Future, ThreadPoolExecutor
+        from concurrent.futures import Future
 
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, bool], Future[NativeFacts]] = {}
-        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="native-facts")
+        self._guessed: dict[tuple[str, bool, str], Future[NativeFacts]] = {}  # (sha256, names only, address)
+        self._pool = _Jobs(self.workers, name="native-facts")
         self._session: Any = None
 
-    def _one(self, w: tuple[str, int | None, str, str, bool]) -> NativeFacts:
+    def _one(self, w: tuple[str, int | None, str, str, bool], kept: bool = True) -> NativeFacts:
         url, size, sha, name, names = w
         with self._lock:
             if self._session is None:
@@ -418,10 +455,11 @@ class Reader:
             from tritonlock._urls import redact
 
             return NativeFacts(sha256=sha, filename=name, problem=redact(str(err))[:200] or type(err).__name__)
-        keep(f)
+        if kept:
+            keep(f)
         return f
 
-    def _start(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> list[Any]:
+    def _start(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], guess: bool = False) -> list[Any]:
         futures = []
         with self._lock:
             for url, size, sha, name, names in dict.fromkeys(wheels):
@@ -432,17 +470,53 @@ class Reader:
                 if pending is not None:
                     futures.append(pending)
                     continue
+                # a guessed read of this very address: an index's answer names it with this sha256, so its facts
+                # are as if read now, and kept
+                guessed = None if guess else self._guessed.pop((sha, names, url), None) or (
+                    self._guessed.pop((sha, False, url), None) if names else None)
+                if guessed is not None:
+                    self._pending[(sha, names)] = guessed
+                    guessed.add_done_callback(_keep_done)
+                    futures.append(guessed)
+                    continue
                 hit = cached(sha, gpu=self.gpu, names_only=names)
                 if hit is not None:
                     self.read[sha] = hit
                     continue
-                fut = self._pending[(sha, names)] = self._pool.submit(self._one, (url, size, sha, name, names))
+                job = (url, size, sha, name, names)
+                if guess:
+                    if (sha, names, url) not in self._guessed and (sha, False, url) not in self._guessed:
+                        self._guessed[(sha, names, url)] = self._pool.submit(
+                            size or 0, lambda job=job: self._one(job, kept=False))
+                    continue
+                fut = self._pending[(sha, names)] = self._pool.submit(size or 0, lambda job=job: self._one(job))
                 futures.append(fut)
         return futures
 
-    def prefetch(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> None:
-        """Start reading these wheels' facts (what `facts` will ask for soon), without waiting."""
-        self._start(wheels)
+    def prefetch(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], *, guess: bool = False) -> None:
+        """Start reading these wheels' facts (what `facts` will ask for soon), without waiting. `guess`: the wheels
+        of a guessed closure (uv's answer from its cache, the lock being replaced), whose addresses and sha256 no
+        index has just named: what is read is used, and kept, only once an answer names the same address and sha256
+        (a lock edited to pair a known sha256 with other bytes never gives that sha256 facts)."""
+        self._start(wheels, guess=guess)
+
+    def prefetch_lock(self, lock_path: Path, wanted: Callable[[Selection, tuple[LockedPackage, ...]], list[Any]],
+                      intent_hash: str) -> set[str]:
+        """Start reading, as a guess, what the lock being replaced locks for each target (`wanted(selection,
+        packages)`: its wheels); the names of those targets. Only a lock of the same intent guesses (another intent
+        locks other packages: uv's cached answer is the better guess then); one that cannot be read guesses nothing."""
+        from tritonlock.lock.lockfile import read_lock
+
+        try:
+            old = read_lock(lock_path)
+        except Exception:  # noqa: BLE001 — a lock that cannot be read is replaced; it guesses nothing
+            return set()
+        if old.intent_hash != intent_hash:
+            return set()
+        for t in old.targets:
+            if t.selection.ok:
+                self.prefetch(wanted(t.selection, t.packages), guess=True)
+        return {t.name for t in old.targets if t.selection.ok}
 
     def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> dict[str, NativeFacts]:
         """Facts by sha256 of each (url, size, sha256, filename, names only), from the cache or the index; a wheel
@@ -457,4 +531,8 @@ class Reader:
             return dict(self.read)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Reads not started are not made; the threads end with the reads under way."""
+        with self._lock:
+            for fut in (*self._pending.values(), *self._guessed.values()):
+                fut.cancel()
+        self._pool.close()

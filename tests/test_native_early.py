@@ -1,0 +1,284 @@
+"""The binary facts are read early: while uv's online answer is awaited, the closure it will most likely give — the
+lock being replaced, else uv's answer from its cache alone — is read already. A guessed read counts only once an
+index's answer names the same address and sha256: what is locked, and the facts kept, never come from a guess the
+answer did not confirm. Every wheel here carries a real shared object (tests/nativebuild.py) on the local index."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nativebuild import extension, stub_library
+from pkgindex import LocalIndex
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.lock.lockfile import read_lock
+
+CP = "cp311-cp311-manylinux_2_17_x86_64"
+LINUX = "py3-none-manylinux_2_17_x86_64"
+
+
+@pytest.fixture(scope="module")
+def early(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    tmp = tmp_path_factory.mktemp("early-build")
+    cudart = stub_library(tmp / "cudart", "libcudart.so.12", ("cudaRuntimeGetVersion",))
+    idx = LocalIndex(tmp_path_factory.mktemp("early-index"))
+    rel = load_matrix().torch_release("2.10.0")
+    assert rel is not None and rel.triton
+    idx.add("simple", "triton", rel.triton, tag=LINUX)
+    idx.add("simple", "torch", "2.10.0", tag=CP, requires=("nvidia-cuda-runtime-cu12==12.8.90",
+                                                           f"triton=={rel.triton}; platform_system == 'Linux'"),
+            modules={"torch/__init__.py": "__version__ = '2.10.0'\n"})
+    idx.add("simple", "nvidia-cuda-runtime-cu12", "12.8.90", tag=LINUX,
+            modules={"nvidia/cuda_runtime/lib/libcudart.so.12": cudart.read_bytes()})
+    idx.add("simple", "earlypkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "earlypkg/__init__.py": "", "earlypkg/_C.so": extension(tmp / "e10", "earlypkg._C",
+                                                               links={cudart: ("cudaRuntimeGetVersion",)})})
+    # another package's wheel: other bytes on the same index (for a lock edited to point earlypkg's sha256 at them)
+    idx.add("simple", "otherpkg", "1.0", tag=CP, modules={
+        "otherpkg/__init__.py": "", "otherpkg/_other.so": extension(tmp / "o10", "otherpkg._other", links={})})
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _project(root: Path, idx: LocalIndex) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "triton-env.toml").write_text(
+        '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["earlypkg"]\n'
+        f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
+        '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
+    return root
+
+
+def _resolve(root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tritonlock", "resolve", "-p", str(root), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+
+
+def _done(proc: subprocess.Popen[str]) -> str:
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    return out
+
+
+def _facts_cache() -> Path:
+    return Path(os.environ["TRITONLOCK_NATIVE_CACHE"])
+
+
+def _forget_facts() -> None:
+    """The binary facts kept per sha256 removed (the integrity check's METADATA stays): the next resolve reads."""
+    for f in _facts_cache().glob("*.json"):
+        if not f.name.endswith(".metadata.json"):
+            f.unlink()
+
+
+def _wheel(idx: LocalIndex, name: str, version: str) -> tuple[str, str, str]:
+    return _file(idx, name, version)[:3]
+
+
+def _file(idx: LocalIndex, name: str, version: str) -> tuple[str, str, str, int | None]:
+    from tritonlock.lock.index import project_files
+
+    (f,) = [f for f in project_files(idx.index_url("simple"), name) if f.filename.startswith(f"{name}-{version}-")]
+    return f.filename, f.url, f.sha256 or "", f.size
+
+
+def _gets(idx: LocalIndex, since: int, filename: str) -> int:
+    """tritonlock's GETs of the file (uv fetches a wheel too, for its metadata, as it sees fit)."""
+    return sum(1 for path, agent in idx.asked_by[since:] if path.endswith("/" + filename) and not agent.startswith("uv/"))
+
+
+def _lock_native(root: Path) -> dict[str, list[str]]:
+    return {f.filename: [m.path for m in f.members] for f in read_lock(root / "triton-env.lock").native}
+
+
+@pytest.mark.parametrize("guess", ["the lock replaced", "uv's cache"])
+def test_the_closure_is_read_while_uvs_online_answer_is_awaited(tmp_path: Path, early: LocalIndex,
+                                                                guess: str) -> None:
+    """With every page uv asks for held back, the wheel's bytes are already asked for (from the lock being
+    replaced, or uv's answer from its cache alone); once the pages come, the answer names the same wheel, whose
+    read is used as it is — one read in all (as many requests as one read of it makes) — and kept."""
+    from tritonlock.lock import native
+    from tritonlock.lock.index import session
+
+    root = _project(tmp_path / "p", early)
+    _done(_resolve(root))  # uv's cache now holds the pages; a lock is written
+    filename, url, sha, size = _file(early, "earlypkg", "1.0")
+    before = len(early.asked_by)
+    native.read_remote(url, size, sha, filename, session=session(), gpu=True)  # as a resolve reads it
+    one_read = _gets(early, before, filename)
+    assert one_read >= 1
+    if guess == "uv's cache":
+        (root / "triton-env.lock").unlink()
+    _forget_facts()
+    gate = threading.Event()
+    early.uv_pages_gate = gate
+    try:
+        before = len(early.asked_by)
+        proc = _resolve(root, "--upgrade")
+        deadline = time.monotonic() + 90
+
+        def seen() -> tuple[int, int]:
+            held = sum(1 for p, agent in early.asked_by[before:] if agent.startswith("uv/") and p.endswith("/"))
+            return _gets(early, before, filename), held
+
+        while min(seen()) == 0 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        read_early, held = seen()
+        running = proc.poll() is None  # uv's online answer cannot have come: its pages are held
+    finally:
+        gate.set()
+        early.uv_pages_gate = None
+    _done(proc)
+    assert held and running, "uv asked no page online (its answer did not wait): nothing was shown"
+    assert read_early, "the wheel was not read while uv's pages were held"
+    assert _gets(early, before, filename) == one_read  # the early read was the read: none again
+    assert _lock_native(root)[filename] == ["earlypkg/_C.so"]
+    assert json.loads((_facts_cache() / f"{sha}.json").read_text())["members"][0]["path"] == "earlypkg/_C.so"
+
+
+def test_a_guess_the_answer_does_not_repeat_is_neither_locked_nor_kept(tmp_path: Path, early: LocalIndex) -> None:
+    """uv's cache still holds the page without earlypkg 1.1 (published after the last resolve): the guess reads
+    1.0, the online answer locks 1.1 — the lock and its facts are 1.1's, and 1.0's guessed facts are not kept (no
+    index named that wheel in this resolve)."""
+    root = _project(tmp_path / "p", early)
+    _done(_resolve(root))
+    (root / "triton-env.lock").unlink()  # the guess is uv's cached answer
+    _forget_facts()
+    tmp = tmp_path / "build"
+    cudart = stub_library(tmp / "cudart", "libcudart.so.12", ("cudaRuntimeGetVersion",))
+    wheel = early.add("simple", "earlypkg", "1.1", tag=CP, requires=("torch>=2.10",), modules={
+        "earlypkg/__init__.py": "", "earlypkg/_C11.so": extension(tmp / "e11", "earlypkg._C11",
+                                                                 links={cudart: ("cudaRuntimeGetVersion",)})})
+    try:
+        old_name, _, old_sha = _wheel(early, "earlypkg", "1.0")
+        new_name, _, new_sha = _wheel(early, "earlypkg", "1.1")
+        before = len(early.asked_by)
+        _done(_resolve(root, "--upgrade"))
+        assert {p.name: p.version for t in read_lock(root / "triton-env.lock").targets
+                for p in t.packages}["earlypkg"] == "1.1"
+        assert [n for n in _lock_native(root) if n.startswith("earlypkg")] == [new_name]
+        assert _lock_native(root)[new_name] == ["earlypkg/_C11.so"]
+        assert (_facts_cache() / f"{new_sha}.json").is_file()
+        assert not (_facts_cache() / f"{old_sha}.json").exists()
+        assert _gets(early, before, old_name) >= 1  # (the guess did read it: the case this test is about)
+    finally:
+        wheel.unlink()
+
+
+@pytest.mark.parametrize("intent_changed", [False, True])
+def test_a_lock_that_pairs_a_wheels_sha256_with_other_bytes_never_gives_it_their_facts(tmp_path: Path,
+                                                                                      early: LocalIndex,
+                                                                                      intent_changed: bool) -> None:
+    """A lock edited so that earlypkg's file (name and sha256 kept) is at an address serving otherpkg's bytes, its
+    digests made again (as anyone can: a hand edit alone is refused): the guess reads those bytes, but the index's
+    answer names earlypkg's own address, so earlypkg's facts are read from it — its own module, in the lock and in
+    what is kept for its sha256. A lock of another intent (its packages may differ) is not guessed from at all."""
+    import dataclasses
+
+    from tritonlock.lock.lockfile import write_lock
+
+    root = _project(tmp_path / "p", early)
+    _done(_resolve(root))
+    filename, url, sha = _wheel(early, "earlypkg", "1.0")
+    other_name, _, _ = _wheel(early, "otherpkg", "1.0")
+    elsewhere = early.root / "simple" / "_files" / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    (elsewhere / filename).write_bytes((early.root / "simple" / "_files" / other_name).read_bytes())
+    lock = root / "triton-env.lock"
+    old = read_lock(lock)
+    moved = url.replace("/_files/", "/_files/elsewhere/")
+    write_lock(dataclasses.replace(old, targets=tuple(dataclasses.replace(t, packages=tuple(
+        dataclasses.replace(p, wheels=tuple(dataclasses.replace(w, url=moved) if w.url == url else w
+                                            for w in p.wheels)) for p in t.packages)) for t in old.targets)), lock)
+    assert moved in lock.read_text(encoding="utf-8") and read_lock(lock)
+    if intent_changed:
+        intent = root / "triton-env.toml"
+        intent.write_text(intent.read_text(encoding="utf-8").replace('"==2.10.*"', '"==2.10.0"'), encoding="utf-8")
+    _forget_facts()
+    before = len(early.asked_by)
+    _done(_resolve(root, "--upgrade"))
+    guessed_from_lock = _gets(early, before, "elsewhere/" + filename)
+    assert (guessed_from_lock == 0) if intent_changed else (guessed_from_lock >= 1)
+    assert _lock_native(root)[filename] == ["earlypkg/_C.so"]
+    kept = json.loads((_facts_cache() / f"{sha}.json").read_text())
+    assert [m["path"] for m in kept["members"]] == ["earlypkg/_C.so"]
+
+
+def test_reads_are_likely_without_a_lock_or_where_a_locked_wheels_facts_are_not_kept(tmp_path: Path) -> None:
+    from tritonlock.lock.native import reads_likely
+
+    lock = tmp_path / "triton-env.lock"
+    assert reads_likely(lock)  # no lock yet
+    a, b = "a" * 64, "b" * 64
+    lock.write_text(f'lock-version = 1\n\n[[native]]\nsha256 = "{a}"\nfile = "x.whl"\n\n[[native]]\nsha256 = "{b}"\n'
+                    'file = "y.whl"\n', encoding="utf-8")
+    assert reads_likely(lock)  # neither is kept
+    (_facts_cache()).mkdir(parents=True, exist_ok=True)
+    (_facts_cache() / f"{a}.json").write_text("{}")
+    assert reads_likely(lock)  # one is not
+    (_facts_cache() / f"{b}.json").write_text("{}")
+    assert not reads_likely(lock)
+    lock.write_text("lock-version = 1\n", encoding="utf-8")
+    assert not reads_likely(lock)  # no native code in the last lock
+    lock.unlink()
+    lock.mkdir()
+    assert not reads_likely(lock)  # not a file to read: nothing said
+
+
+def test_a_guess_is_heard_only_before_the_online_answer_and_never_replaces_it() -> None:
+    """`guessing`: the answer returned is the online compile's; the cached answer is heard while the online one is
+    awaited, not after it; a guess that fails is not heard; a compile asked from the cache (a later round) starts
+    no guess."""
+    from tritonlock.lock.closure import guessing
+
+    class Plan:
+        selection = "sel"
+
+    heard: list[tuple[object, object]] = []
+    online_go, guess_go = threading.Event(), threading.Event()
+
+    def compile_(plan: object, index: str, **kw: object) -> tuple[str, ...]:
+        if kw.get("guess"):
+            guess_go.wait(10)
+            if kw.get("fail"):
+                raise RuntimeError("no answer in the cache")
+            return ("cached",)
+        online_go.wait(10)
+        return ("online",)
+
+    run = guessing(compile_, lambda sel, pkgs: heard.append((sel, pkgs)))
+    # the guess answers first: heard, and the online answer is what is returned
+    guess_go.set()
+    deadline = time.monotonic() + 10
+    t = threading.Thread(target=lambda: heard.append(("returned", run(Plan(), "idx"))))
+    t.start()
+    while not heard and time.monotonic() < deadline:
+        time.sleep(0.01)
+    online_go.set()
+    t.join(10)
+    assert heard == [("sel", ("cached",)), ("returned", ("online",))]
+    # the online answer first: the guess that comes after is not heard
+    heard.clear()
+    guess_go.clear()
+    assert run(Plan(), "idx") == ("online",)
+    guess_go.set()
+    time.sleep(0.2)
+    assert heard == []
+    # a failing guess: nothing heard; an offline compile: no guess at all
+    assert run(Plan(), "idx", fail=True) == ("online",)
+    time.sleep(0.1)
+    assert heard == []
+    calls: list[dict[str, object]] = []
+    offline = guessing(lambda plan, index, **kw: calls.append(kw) or ("cache",), lambda sel, pkgs: heard.append(1))
+    assert offline(Plan(), "idx", offline=True) == ("cache",)
+    time.sleep(0.1)
+    assert calls == [{"offline": True}] and heard == []
