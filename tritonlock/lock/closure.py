@@ -309,7 +309,9 @@ def guessing(compile: Callable[..., tuple[LockedPackage, ...]],
             if not answered.is_set():
                 heard(plan.selection, pkgs)
 
-        threading.Thread(target=guess, daemon=True, name="closure-guess").start()
+        # not a daemon: a guess still under way when tritonlock exits finishes (a second or so), so its uv leaves no
+        # temporary folder behind
+        threading.Thread(target=guess, name="closure-guess").start()
         try:
             return compile(plan, default_index, **kw)
         finally:
