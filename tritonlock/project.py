@@ -471,9 +471,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock.lock.native import Reader, reads_likely
 
     reader = Reader(early=reads_likely(lock_path))
-    if reader.early and lock_path.is_file():  # the lock being replaced: the closure it locks is read from now on
-        reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)
     try:
+        if reader.early and lock_path.is_file():  # the lock being replaced: the closure it locks is read from now on
+            reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)
         done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
     except ClosureError as err:
         raise _unreachable_torch_index(err, intent, selections, dindex) from None

@@ -304,10 +304,10 @@ def guessing(compile: Callable[..., tuple[LockedPackage, ...]],
         def guess() -> None:
             try:
                 pkgs = compile(plan, default_index, **{**kw, "guess": True})
+                if not answered.is_set():
+                    heard(plan.selection, pkgs)
             except Exception:  # noqa: BLE001 — no answer in uv's cache (or any failure): no guess, nothing else
                 return
-            if not answered.is_set():
-                heard(plan.selection, pkgs)
 
         # not a daemon: a guess still under way when tritonlock exits finishes (a second or so), so its uv leaves no
         # temporary folder behind

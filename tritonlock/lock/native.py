@@ -509,13 +509,13 @@ class Reader:
 
         try:
             old = read_lock(lock_path)
+            if old.intent_hash != intent_hash:
+                return set()
+            for t in old.targets:
+                if t.selection.ok:
+                    self.prefetch(wanted(t.selection, t.packages), guess=True)
         except Exception:  # noqa: BLE001 — a lock that cannot be read is replaced; it guesses nothing
             return set()
-        if old.intent_hash != intent_hash:
-            return set()
-        for t in old.targets:
-            if t.selection.ok:
-                self.prefetch(wanted(t.selection, t.packages), guess=True)
         return {t.name for t in old.targets if t.selection.ok}
 
     def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> dict[str, NativeFacts]:
