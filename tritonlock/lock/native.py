@@ -426,7 +426,8 @@ class Reader:
     asks."""
 
     gpu: bool = True
-    # whether reads are likely (reads_likely): the closure guessed from uv's cache is then read while uv answers
+    # whether reads are likely (reads_likely): a guessed closure (the lock replaced, uv's cached answer) is then
+    # read while uv's online answer is awaited
     early: bool = True
     from_lock: set[str] = field(default_factory=set)  # targets whose closure was guessed from the lock replaced
     workers: int = 32  # each reads a central directory, then waits for its members (_Jobs reads those)
