@@ -189,7 +189,33 @@ def _restamp(text: str) -> str:
         return text
 
 
+def _check_early_read(text: str) -> None:
+    """What a resolve reads of the lock it replaces before anything else (issue 22's early read): whether reads are
+    likely, and the closure it guesses from — a bool and a set of target names for any bytes, never an error; the
+    wheels it would read are what the rule's own wheel choice gives for a lock that reads."""
+
+    from tritonlock.lock.native import Reader, reads_likely
+    from tritonlock.project import native_wanted
+
+    with tempfile.TemporaryDirectory(prefix="tl-fuzz-early-") as d:
+        path = Path(d) / "triton-env.lock"
+        path.write_text(text, encoding="utf-8")
+        assert isinstance(reads_likely(path), bool)
+        asked: list[object] = []
+        try:
+            hash_ = lockfile.loads(text, "fuzz.lock").intent_hash
+        except TritonlockError:
+            hash_ = ""
+        reader = Reader()
+        try:
+            names = reader.prefetch_lock(path, lambda sel, pkgs: asked.append(native_wanted(sel, pkgs)) or [], hash_)
+        finally:
+            reader.close()
+        assert isinstance(names, set) and len(asked) == len(names)
+
+
 def _check_lock(text: str) -> None:
+    _check_early_read(text)
     try:
         lock = lockfile.loads(text, "fuzz.lock")
     except TritonlockError as err:
