@@ -106,6 +106,16 @@ class Group(click.Group):
 
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
             echo("interrupted", err=True)
+            if OWN_PROCESS:
+                # the process ends here, with 130: what is left of the interpreter's own shutdown (a signal still
+                # pending from a child's group, say) cannot turn it into a death by SIGINT (-2) — everything this
+                # command started was ended by the code the interruption unwound through
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (OSError, ValueError):  # (a closed pipe: nothing more can be said)
+                        pass
+                os._exit(130)
             sys.exit(130)
         except MemoryError:  # (the readers bound their work; this is the last word, never a traceback)
             echo("error: ran out of memory — is an input (the intent, a host file, the lock) far larger than any "
