@@ -193,6 +193,9 @@ class LocalIndex:
     # While set to an Event that is not set, every page uv asks for (its User-Agent "uv/…") waits for it: uv's online
     # answer held back, while other clients (tritonlock's own reads) are served
     uv_pages_gate: threading.Event | None = None
+    # While set to an Event that is not set, every HTTP Range read by another client than uv waits for it: tritonlock's
+    # reads of the binary facts held back, while uv's own reads and whole-file downloads are served
+    reads_gate: threading.Event | None = None
     served: list[str] = field(default_factory=list)  # paths of the files whose bytes were sent in full
     served_to: list[tuple[str, str]] = field(default_factory=list)  # the same, with the client's User-Agent
     asked_by: list[tuple[str, str]] = field(default_factory=list)  # every GET's path (pages too), with its User-Agent
@@ -253,6 +256,9 @@ class LocalIndex:
                     if f.is_file():
                         data = f.read_bytes()
                         rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                        reads_gate = outer.reads_gate
+                        if rng and reads_gate is not None and not self.headers.get("User-Agent", "").startswith("uv/"):
+                            reads_gate.wait(120)
                         data = outer.tampered.get((f.name, "range" if rng else "file"),
                                                   outer.tampered.get((f.name, "file"), data))
                         if rng:  # HTTP Range, as real indexes answer it (compat check reads inside wheels so)

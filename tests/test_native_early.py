@@ -213,6 +213,71 @@ def test_a_lock_that_pairs_a_wheels_sha256_with_other_bytes_never_gives_it_their
     assert [m["path"] for m in kept["members"]] == ["earlypkg/_C.so"]
 
 
+def test_the_hash_checks_start_from_uvs_answer_while_the_reads_are_held(tmp_path: Path, early: LocalIndex) -> None:
+    """The integrity check of each locked file (this index lists no core-metadata hashes, so it downloads the file)
+    starts once uv's online answer names it, beside the reading of the binary facts: with every ranged read held
+    back, the locked files are already downloaded whole; once the reads come, the resolve ends with both done."""
+    root = _project(tmp_path / "p", early)
+    _done(_resolve(root))
+    for f in _facts_cache().glob("*.json"):  # nothing kept: the facts, and the checked METADATA
+        f.unlink()
+    gate = threading.Event()
+    early.reads_gate = gate
+    try:
+        before = len(early.served_to)
+        proc = _resolve(root, "--upgrade")
+        deadline = time.monotonic() + 90
+
+        def downloaded() -> set[str]:
+            return {path.rsplit("/", 1)[-1].split("-")[0] for path, agent in early.served_to[before:]
+                    if not agent.startswith("uv/")}
+
+        while len(downloaded()) < 4 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got, running = downloaded(), proc.poll() is None
+    finally:
+        gate.set()
+        early.reads_gate = None
+    out = _done(proc)
+    assert running, out
+    assert got == {"earlypkg", "torch", "triton", "nvidia_cuda_runtime_cu12"}, got  # every locked file, while held
+    assert _lock_native(root)[_wheel(early, "earlypkg", "1.0")[0]] == ["earlypkg/_C.so"]
+    assert any(f.name.endswith(".metadata.json") for f in _facts_cache().glob("*.json"))  # checked and kept
+
+
+def test_a_hash_check_started_for_an_answer_not_locked_fails_nothing(tmp_path: Path, early: LocalIndex) -> None:
+    """A check started early for a closure the decision then replaced finds a file the index serves other bytes
+    for: the lock that does not hold that file passes; the lock that does is refused, in the check's words."""
+    import dataclasses
+    import hashlib
+
+    from tritonlock.errors import ClosureError
+    from tritonlock.lock.integrity import Early, check_lock
+    from tritonlock.models import LockedPackage, Wheel
+
+    root = _project(tmp_path / "p", early)
+    _done(_resolve(root))
+    lock = read_lock(root / "triton-env.lock")
+    bad = early.add("simple", "badpkg", "1.0")
+    real = bad.read_bytes()
+    early.tampered[(bad.name, "file")] = real[:-1] + bytes([real[-1] ^ 1])
+    try:
+        name, url, _ = _wheel(early, "badpkg", "1.0")
+        badpkg = LockedPackage(name="badpkg", version="1.0", index=early.index_url("simple"), wheels=(
+            Wheel(name=name, url=url, sha256=hashlib.sha256(real).hexdigest(), size=len(real)),))
+        (t,) = lock.targets
+        with Early() as started:
+            started.start(t.packages + (badpkg,))  # the answer the decision replaced also held badpkg
+            assert check_lock(lock, early=started) == ()
+            with pytest.raises(ClosureError, match=r"badpkg-1.0-\S+ \(badpkg 1.0\): the index serves a file with "
+                                                   r"sha256"):
+                check_lock(dataclasses.replace(lock, targets=(dataclasses.replace(t, packages=t.packages + (
+                    badpkg,)),)), early=started)
+    finally:
+        early.tampered.pop((bad.name, "file"), None)
+        bad.unlink()
+
+
 def test_reads_are_likely_without_a_lock_or_where_a_locked_wheels_facts_are_not_kept(tmp_path: Path) -> None:
     from tritonlock.lock.native import reads_likely
 

@@ -340,7 +340,7 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
             decision = pk.decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts,
                                  default_python=running_python(), host=host, constraints=tuple(constraints),
                                  passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own),
-                                 seen=lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs)))
+                                 seen=lambda sel, pkgs: reader.seen(native_wanted(sel, pkgs), pkgs))
         except ClosureError:
             if own and own[-1][0] in own_release:
                 # a package's own index did not serve that build: pass the release over instead
@@ -468,39 +468,39 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
     fitting = tuple(s for s in selections if s.ok)
+    from tritonlock.lock.integrity import Early, check_lock
     from tritonlock.lock.native import Reader, reads_likely
 
-    reader = Reader(early=reads_likely(lock_path))
-    try:
-        if reader.early and lock_path.is_file():  # the lock being replaced: the closure it locks is read from now on
-            reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)
-        done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
-    except ClosureError as err:
-        raise _unreachable_torch_index(err, intent, selections, dindex) from None
-    finally:
-        reader.close()
-    # one target's conflict does not block the others: each target that fits is locked, each that does not is
-    # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
-    decided = [next(done) if s.ok else (s, ()) for s in selections]
-    if not any(s.ok for s, _ in decided):
-        raise conflicts_error(tuple(s for s, _ in decided))
-    selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
-    closures = [p for _, p in decided]
-    from tritonlock import _fast
-    from tritonlock._discover import intent_bytes as relevant_bytes
+    with Early() as early:  # each closure's files are checked against their hashes from uv's answer on
+        reader = Reader(early=reads_likely(lock_path), told=early.start)
+        try:
+            if reader.early and lock_path.is_file():  # the lock replaced: the closure it locks is read from now on
+                reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)
+            done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
+        except ClosureError as err:
+            raise _unreachable_torch_index(err, intent, selections, dindex) from None
+        finally:
+            reader.close()
+        # one target's conflict does not block the others: each target that fits is locked, each that does not is
+        # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
+        decided = [next(done) if s.ok else (s, ()) for s in selections]
+        if not any(s.ok for s, _ in decided):
+            raise conflicts_error(tuple(s for s, _ in decided))
+        selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
+        closures = [p for _, p in decided]
+        from tritonlock import _fast
+        from tritonlock._discover import intent_bytes as relevant_bytes
 
-    inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
+        inputs_from = "file" if target_file else ("intent" if intent.targets else "host")
 
-    intent_bytes = relevant_bytes(intent_path)  # of a pyproject.toml, only what the lock depends on
-    key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)
-    digest = _fast.input_digest(intent_bytes, matrix.version, key)
-    lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
-                intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
-                targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
-                input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
-    from tritonlock.lock.integrity import check_lock
-
-    checked = check_lock(lock)  # what the closure was computed from, against the hashes it pins: before any write
+        intent_bytes = relevant_bytes(intent_path)  # of a pyproject.toml, only what the lock depends on
+        key = _fast.machine_key(inputs_from, target_file) + _fast.target_files_key(intent_path, intent_bytes)
+        digest = _fast.input_digest(intent_bytes, matrix.version, key)
+        lock = Lock(lock_version=lockfile.LOCK_VERSION, created_by=f"tritonlock {__version__}",
+                    intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
+                    targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
+                    input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
+        checked = check_lock(lock, early=early)  # what the closure was computed from, against its hashes
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 

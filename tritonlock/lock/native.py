@@ -432,6 +432,8 @@ class Reader:
     from_lock: set[str] = field(default_factory=set)  # targets whose closure was guessed from the lock replaced
     workers: int = 32  # each reads a central directory, then waits for its members (_Jobs reads those)
     read: dict[str, NativeFacts] = field(default_factory=dict)
+    # told of each closure uv's online answer names, as its reads start (the integrity check's early start)
+    told: Callable[[tuple[LockedPackage, ...]], None] | None = None
 
     def __post_init__(self) -> None:
         import threading
@@ -500,6 +502,13 @@ class Reader:
         index has just named: what is read is used, and kept, only once an answer names the same address and sha256
         (a lock edited to pair a known sha256 with other bytes never gives that sha256 facts)."""
         self._start(wheels, guess=guess)
+
+    def seen(self, wheels: Iterable[tuple[str, int | None, str, str, bool]],
+             packages: tuple[LockedPackage, ...]) -> None:
+        """A closure uv's online answer names: the reads of its wheels start, and `told` hears of it."""
+        self.prefetch(wheels)
+        if self.told is not None:
+            self.told(packages)
 
     def prefetch_lock(self, lock_path: Path, wanted: Callable[[Selection, tuple[LockedPackage, ...]], list[Any]],
                       intent_hash: str) -> set[str]:
