@@ -10,7 +10,8 @@ of the wheels, not index downloads. The same code with the rule given nothing to
 costs, apart from what later issues added to both (issue 23's integrity check). "Facts read" clears the binary
 facts only (the integrity check's kept METADATA, issue 23's, stays): once with the lock the run before wrote, which
 the reading takes as its guess of the closure (a re-resolve, a teammate's lock), once with no lock (the guess is uv's
-answer from its cache alone). One last run with nothing kept at all says what a new machine pays.
+answer from its cache alone). One run with nothing of tritonlock's kept says what a new project pays; then a new
+machine (uv's cache empty too) is timed for the code before, this code without the rule and with it, interleaved.
 Run it with UV_PYTHON_DOWNLOADS=never where uv cannot download Pythons (the older code does not pass it itself).
 """
 
@@ -78,6 +79,16 @@ def main() -> None:
             off.append(run(sys.executable, root, env, rule=False))
         shutil.rmtree(cache, ignore_errors=True)
         empty.append(run(sys.executable, root, env))  # nothing kept: facts, and the integrity check's downloads
+        # a new machine: nothing kept at all, uv's cache empty too, for each of the three (interleaved)
+        new_machine: dict[str, list[float]] = {"before": [], "without": [], "with": []}
+        for _ in range(args.repeat):
+            for what, python, rule in (("before", args.other, True), ("without", sys.executable, False),
+                                       ("with", sys.executable, True)):
+                with tempfile.TemporaryDirectory(prefix="tl-bench-new-machine-") as fresh_tmp:
+                    (root / "triton-env.lock").unlink(missing_ok=True)
+                    fresh_env = dict(env, UV_CACHE_DIR=f"{fresh_tmp}/uv", XDG_CACHE_HOME=f"{fresh_tmp}/xdg",
+                                     TRITONLOCK_NATIVE_CACHE=f"{fresh_tmp}/native")
+                    new_machine[what].append(run(python, root, fresh_env, rule=rule))
         o, n = statistics.median(other), statistics.median(off)
         f, w, fr = statistics.median(first), statistics.median(warm), statistics.median(fresh)
         lines = [f"resolve examples/inference (2 targets), median of {args.repeat}, interleaved, {os.cpu_count()} cores:",
@@ -94,6 +105,13 @@ def main() -> None:
                  f"{[round(x, 1) for x in warm]}",
                  f"  with nothing kept at all (facts, and the integrity check's METADATA of each locked file, which "
                  f"an index without PEP 658 hashes makes it download): {empty[0]:6.1f} s   {empty[0] / o:.2f}x",
+                 "  a new machine (nothing kept, uv's cache empty too), median of "
+                 f"{args.repeat}: before {statistics.median(new_machine['before']):.1f} s, this code without the "
+                 f"rule {statistics.median(new_machine['without']):.1f} s, with it "
+                 f"{statistics.median(new_machine['with']):.1f} s "
+                 f"({statistics.median(new_machine['with']) / statistics.median(new_machine['before']):.2f}x the "
+                 f"code before, {statistics.median(new_machine['with']) / statistics.median(new_machine['without']):.2f}"
+                 f"x this code without it); runs {[[round(x, 1) for x in v] for v in new_machine.values()]}",
                  f"  cache: {sum(f.stat().st_size for f in cache.glob('*.json')) / 1e3:.0f} kB in "
                  f"{len(list(cache.glob('*.json')))} files"]
         print("\n".join(lines))

@@ -213,14 +213,18 @@ def test_a_lock_that_pairs_a_wheels_sha256_with_other_bytes_never_gives_it_their
     assert [m["path"] for m in kept["members"]] == ["earlypkg/_C.so"]
 
 
-def test_the_hash_checks_start_from_uvs_answer_while_the_reads_are_held(tmp_path: Path, early: LocalIndex) -> None:
+def test_the_hash_checks_start_from_uvs_answer_and_a_wheel_read_whole_is_downloaded_once(tmp_path: Path,
+                                                                                          early: LocalIndex) -> None:
     """The integrity check of each locked file (this index lists no core-metadata hashes, so it downloads the file)
     starts once uv's online answer names it, beside the reading of the binary facts: with every ranged read held
-    back, the locked files are already downloaded whole; once the reads come, the resolve ends with both done."""
+    back, the files not read for their code (torch, triton, the CUDA runtime's wheel) are already downloaded. The
+    wheel whose code is read (earlypkg) is downloaded whole by that read, which waits behind the held read of its
+    zip directory; the check waits for it and takes the METADATA the read vouched for: one download of it in all."""
     root = _project(tmp_path / "p", early)
     _done(_resolve(root))
     for f in _facts_cache().glob("*.json"):  # nothing kept: the facts, and the checked METADATA
         f.unlink()
+    filename, _, sha = _wheel(early, "earlypkg", "1.0")
     gate = threading.Event()
     early.reads_gate = gate
     try:
@@ -228,21 +232,51 @@ def test_the_hash_checks_start_from_uvs_answer_while_the_reads_are_held(tmp_path
         proc = _resolve(root, "--upgrade")
         deadline = time.monotonic() + 90
 
-        def downloaded() -> set[str]:
-            return {path.rsplit("/", 1)[-1].split("-")[0] for path, agent in early.served_to[before:]
-                    if not agent.startswith("uv/")}
+        def downloaded() -> list[str]:
+            return [path.rsplit("/", 1)[-1].split("-")[0] for path, agent in early.served_to[before:]
+                    if not agent.startswith("uv/")]
 
-        while len(downloaded()) < 4 and proc.poll() is None and time.monotonic() < deadline:
+        while len(set(downloaded())) < 3 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        got, running = downloaded(), proc.poll() is None
+        time.sleep(0.5)  # (a download of earlypkg by the check, were it to start, would be in by now)
+        held, running = downloaded(), proc.poll() is None
     finally:
         gate.set()
         early.reads_gate = None
     out = _done(proc)
     assert running, out
-    assert got == {"earlypkg", "torch", "triton", "nvidia_cuda_runtime_cu12"}, got  # every locked file, while held
-    assert _lock_native(root)[_wheel(early, "earlypkg", "1.0")[0]] == ["earlypkg/_C.so"]
-    assert any(f.name.endswith(".metadata.json") for f in _facts_cache().glob("*.json"))  # checked and kept
+    assert sorted(held) == ["nvidia_cuda_runtime_cu12", "torch", "triton"], held
+    assert downloaded().count("earlypkg") == 1, downloaded()  # the read's download; the check made none
+    assert _lock_native(root)[filename] == ["earlypkg/_C.so"]
+    kept = json.loads((_facts_cache() / f"{sha}.metadata.json").read_text())
+    assert "Name: earlypkg" in kept["metadata"] and kept["sha256"] == sha
+
+
+def test_a_wheel_read_whole_whose_bytes_are_not_its_sha256_gives_no_facts_and_fails_the_resolve(
+        tmp_path: Path, early: LocalIndex) -> None:
+    """The index serves other bytes for earlypkg's file than its page's sha256 (a mirror): the read downloads them
+    whole, finds they are not the sha256's, and neither keeps their facts nor vouches their METADATA; the integrity
+    check then refuses the resolve (exit 4), and a resolve against the honest index reads the real file's facts."""
+    root = _project(tmp_path / "p", early)
+    _done(_resolve(root))
+    for f in _facts_cache().glob("*.json"):
+        f.unlink()
+    filename, _, sha = _wheel(early, "earlypkg", "1.0")
+    real = (early.root / "simple" / "_files" / filename).read_bytes()
+    early.tampered[(filename, "range")] = real  # (uv reads the real METADATA by ranged reads)
+    early.tampered[(filename, "file")] = real[:-1] + bytes([real[-1] ^ 1])  # a whole download gets other bytes
+    try:
+        proc = _resolve(root, "--upgrade")
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        early.tampered.pop((filename, "file"), None)
+        early.tampered.pop((filename, "range"), None)
+    assert proc.returncode == 4, out
+    assert f"{filename} (earlypkg 1.0): the index serves a file with sha256" in out, out
+    assert not (_facts_cache() / f"{sha}.json").exists()
+    assert not (_facts_cache() / f"{sha}.metadata.json").exists()
+    _done(_resolve(root, "--upgrade"))
+    assert _lock_native(root)[filename] == ["earlypkg/_C.so"]
 
 
 def test_a_hash_check_started_for_an_answer_not_locked_fails_nothing(tmp_path: Path, early: LocalIndex) -> None:

@@ -472,7 +472,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock.lock.native import Reader, reads_likely
 
     with Early() as early:  # each closure's files are checked against their hashes from uv's answer on
-        reader = Reader(early=reads_likely(lock_path), told=early.start)
+        reader = Reader(early=reads_likely(lock_path), checks=early)
         try:
             if reader.early and lock_path.is_file():  # the lock replaced: the closure it locks is read from now on
                 reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)

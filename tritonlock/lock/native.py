@@ -284,16 +284,17 @@ def _groups(wanted: list[_Want]) -> list[list[_Want]]:
 
 
 def _read_members(filename: str, sha256: str, provides: tuple[str, ...], wanted: list[_Want],
-                  span: Any, *, gpu: bool, source: str) -> NativeFacts:
+                  span: Any, *, gpu: bool, source: str, first: dict[str, Any] | None = None) -> NativeFacts:
     """The wheel's facts: its members read in runs (`span(start, end)` streams bytes start..end), side by side;
-    a library the streaming pass could not read is read again, whole."""
+    a library the streaming pass could not read is read again, whole. `first`: what one pass already read."""
     def run(group: list[_Want], whole: bool = False) -> dict[str, Any]:
         start = group[0].offset
         end = group[-1].offset + group[-1].csize + 30 + 0xFFFF * 2  # + the last local header's name and extra field
         return _read_span(span(start, end), start, group, gpu, whole=whole)
 
-    futures = [_jobs().submit(sum(w.csize for w in g), lambda g=g: run(g)) for g in _groups(wanted)]
-    got: dict[str, Any] = {}
+    futures = [] if first is not None else [_jobs().submit(sum(w.csize for w in g), lambda g=g: run(g))
+                                            for g in _groups(wanted)]
+    got: dict[str, Any] = dict(first or {})
     for f in futures:
         got.update(f.result())
     for w in wanted:
@@ -310,10 +311,11 @@ def _provides(members: Iterable[str]) -> tuple[str, ...]:
 
 
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
-                names_only: bool = False) -> NativeFacts:
+                names_only: bool = False, vouch: Callable[[str, str], None] | None = None) -> NativeFacts:
     """Facts of a wheel on an index, by HTTP Range requests (tritonlock.lock.remotezip): its central directory,
     then its shared objects, streamed (never written to disk) and inflated as they come — a request for each large
-    one, one for each run of small ones."""
+    one, one for each run of small ones. `vouch`: the file is downloaded whole in one request instead and hashed;
+    where its bytes are the sha256's, its METADATA is handed to `vouch` (the integrity check then downloads none)."""
     from tritonlock.lock.remotezip import RemoteZip
 
     z = RemoteZip(session, url, size)
@@ -323,10 +325,45 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
         return NativeFacts(sha256=sha256, filename=filename, provides=_provides(members), source=source,
                            names_only=True)
     wanted = _wanted(members)
+    if not any(_SO.search(w.name) for w in wanted) and vouch is None:
+        return NativeFacts(sha256=sha256, filename=filename, source=source)
+    first = _jobs().submit(z.size, lambda: _read_whole(z, sha256, members, wanted, gpu, vouch)).result() \
+        if vouch is not None else None
+    if vouch is not None:
+        if first is None:  # nothing read from other bytes counts, nor is kept (the integrity check says the rest)
+            return NativeFacts(sha256=sha256, filename=filename, problem="the index serves other bytes than the "
+                               "sha256 its page lists")
+        source = f"read from {filename}, downloaded whole (its sha256 checked)"
     if not any(_SO.search(w.name) for w in wanted):
         return NativeFacts(sha256=sha256, filename=filename, source=source)
     return _read_members(filename, sha256, _provides(members), wanted,
-                         lambda a, b: z.stream(a, min(b, z.size) - 1), gpu=gpu, source=source)
+                         lambda a, b: z.stream(a, min(b, z.size) - 1), gpu=gpu, source=source, first=first)
+
+
+def _read_whole(z: Any, sha256: str, members: dict[str, tuple[int, int, int, int]], wanted: list[_Want], gpu: bool,
+                vouch: Callable[[str, str], None]) -> dict[str, Any] | None:
+    """The wanted members' facts out of one download of the whole file, hashed as it streams; None where its bytes
+    are not the sha256's. Its METADATA is vouched for where the wheel has one
+    (stored or deflated), as the integrity check's own download reads it; none at all is vouched as "" (nothing to
+    compare); a wheel with several is left to the check."""
+    import hashlib
+
+    digest = hashlib.sha256()
+
+    def pieces() -> Iterator[bytes]:
+        for piece in z.download():
+            digest.update(piece)
+            yield piece
+
+    got = _read_span(pieces(), 0, wanted, gpu)
+    if digest.hexdigest() != sha256.lower():
+        return None
+    meta = [n for n in members if _is_metadata(n)]
+    if not meta:
+        vouch(sha256, "")
+    elif len(meta) == 1 and members[meta[0]][0] in (0, 8) and isinstance(got.get(meta[0]), str):
+        vouch(sha256, got[meta[0]])
+    return got
 
 
 def read_file(path: Path, sha256: str, *, gpu: bool = True) -> NativeFacts:
@@ -432,8 +469,9 @@ class Reader:
     from_lock: set[str] = field(default_factory=set)  # targets whose closure was guessed from the lock replaced
     workers: int = 32  # each reads a central directory, then waits for its members (_Jobs reads those)
     read: dict[str, NativeFacts] = field(default_factory=dict)
-    # told of each closure uv's online answer names, as its reads start (the integrity check's early start)
-    told: Callable[[tuple[LockedPackage, ...]], None] | None = None
+    # the integrity check (tritonlock.lock.integrity.Early): told of each closure uv's online answer names, as its
+    # reads start; the wheels it would download whole are read whole, their METADATA vouched for it
+    checks: Any = None
 
     def __post_init__(self) -> None:
         import threading
@@ -445,7 +483,7 @@ class Reader:
         self._pool = _Jobs(self.workers, name="native-facts")
         self._session: Any = None
 
-    def _one(self, w: tuple[str, int | None, str, str, bool], kept: bool = True) -> NativeFacts:
+    def _one(self, w: tuple[str, int | None, str, str, bool], kept: bool = True, whole: bool = False) -> NativeFacts:
         url, size, sha, name, names = w
         with self._lock:
             if self._session is None:
@@ -453,7 +491,8 @@ class Reader:
 
                 self._session = session()
         try:
-            f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names)
+            f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names,
+                            vouch=self.checks.vouch if whole else None)
         except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report, not a crash
             from tritonlock._urls import redact
 
@@ -487,12 +526,18 @@ class Reader:
                     self.read[sha] = hit
                     continue
                 job = (url, size, sha, name, names)
+                whole = self.checks is not None and not names and self.checks.whole(sha, size)
                 if guess:
                     if (sha, names, url) not in self._guessed and (sha, False, url) not in self._guessed:
-                        self._guessed[(sha, names, url)] = self._pool.submit(
-                            size or 0, lambda job=job: self._one(job, kept=False))
+                        fut = self._guessed[(sha, names, url)] = self._pool.submit(
+                            size or 0, lambda job=job, whole=whole: self._one(job, kept=False, whole=whole))
+                        if whole:
+                            self.checks.reading(sha, fut)
                     continue
-                fut = self._pending[(sha, names)] = self._pool.submit(size or 0, lambda job=job: self._one(job))
+                fut = self._pending[(sha, names)] = self._pool.submit(
+                    size or 0, lambda job=job, whole=whole: self._one(job, whole=whole))
+                if whole:
+                    self.checks.reading(sha, fut)
                 futures.append(fut)
         return futures
 
@@ -505,10 +550,10 @@ class Reader:
 
     def seen(self, wheels: Iterable[tuple[str, int | None, str, str, bool]],
              packages: tuple[LockedPackage, ...]) -> None:
-        """A closure uv's online answer names: the reads of its wheels start, and `told` hears of it."""
+        """A closure uv's online answer names: the reads of its wheels start, and the integrity check's."""
         self.prefetch(wheels)
-        if self.told is not None:
-            self.told(packages)
+        if self.checks is not None:
+            self.checks.start(packages)
 
     def prefetch_lock(self, lock_path: Path, wanted: Callable[[Selection, tuple[LockedPackage, ...]], list[Any]],
                       intent_hash: str) -> set[str]:

@@ -47,6 +47,23 @@ class RemoteZip:
             if got != end - start + 1:
                 raise IndexError_(f"{self.url}: the answer was cut off ({got} of {end - start + 1} bytes)")
 
+    def download(self, *, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """The whole file in pieces as they arrive, in one plain GET (as an installer downloads it)."""
+        from tritonlock.errors import IndexError_
+
+        with self.session.get(self.url, timeout=120, stream=True) as resp:  # type: ignore[attr-defined]
+            if resp.status_code != 200:
+                raise IndexError_(f"cannot download {self.url} (HTTP {resp.status_code})")
+            got = 0
+            for piece in resp.iter_content(chunk):
+                got += len(piece)
+                if got > self.size:
+                    raise IndexError_(f"{self.url}: the index answered more bytes than the file has")
+                self.bytes_read += len(piece)
+                yield piece
+            if got != self.size:
+                raise IndexError_(f"{self.url}: the answer was cut off ({got} of {self.size} bytes)")
+
     def _get(self, start: int, end: int) -> bytes:
         """Bytes start..end (inclusive)."""
         from tritonlock.errors import IndexError_
