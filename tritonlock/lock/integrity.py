@@ -79,7 +79,7 @@ class Early:
     # A wheel whose binary facts are read and whose METADATA is not kept, within the bound: the reading downloads it
     # whole (one request, not ranged reads) and hashes it; where its bytes are the sha256's, its METADATA is kept
     # (`vouch`), as this check's own download would keep it, and the check waits for that read instead of downloading
-    # the file a second time (about 480 MB of a vLLM closure on an index without PEP 658 hashes)
+    # the file a second time (473 MB of the vLLM closure of examples/inference on an index without PEP 658 hashes)
     def whole(self, sha256: str, size: int | None) -> bool:
         return size is not None and size <= self.bound and kept_metadata(sha256) is None
 
