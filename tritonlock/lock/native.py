@@ -325,11 +325,9 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
         return NativeFacts(sha256=sha256, filename=filename, provides=_provides(members), source=source,
                            names_only=True)
     wanted = _wanted(members)
-    if not any(_SO.search(w.name) for w in wanted) and vouch is None:
-        return NativeFacts(sha256=sha256, filename=filename, source=source)
-    first = _jobs().submit(z.size, lambda: _read_whole(z, sha256, members, wanted, gpu, vouch)).result() \
-        if vouch is not None else None
-    if vouch is not None:
+    first = None
+    if vouch is not None:  # (also a wheel without shared objects: the check would download it for its METADATA)
+        first = _jobs().submit(z.size, lambda: _read_whole(z, sha256, members, wanted, gpu, vouch)).result()
         if first is None:  # nothing read from other bytes counts, nor is kept (the integrity check says the rest)
             return NativeFacts(sha256=sha256, filename=filename, problem="the index serves other bytes than the "
                                "sha256 its page lists")
@@ -343,9 +341,8 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
 def _read_whole(z: Any, sha256: str, members: dict[str, tuple[int, int, int, int]], wanted: list[_Want], gpu: bool,
                 vouch: Callable[[str, str], None]) -> dict[str, Any] | None:
     """The wanted members' facts out of one download of the whole file, hashed as it streams; None where its bytes
-    are not the sha256's. Its METADATA is vouched for where the wheel has one
-    (stored or deflated), as the integrity check's own download reads it; none at all is vouched as "" (nothing to
-    compare); a wheel with several is left to the check."""
+    are not the sha256's. Its METADATA is vouched for where the wheel has one (stored or deflated), as the integrity
+    check's own download reads it; none at all is vouched as "" (nothing to compare); several are left to the check."""
     import hashlib
 
     digest = hashlib.sha256()
