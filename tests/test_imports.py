@@ -78,7 +78,8 @@ def test_no_import_circles() -> None:
 # terminal helpers, the ELF reader, the native-code rule. compat is the curated facts of compat/ (the matrix), read
 # by everyone who names a GPU or a build; intent and host are the decision's other two inputs. The lock carries out
 # what the decision hands it (a LockPlan): it imports neither the decision nor the facts the decision read.
-# project.py alone orchestrates decide → lock → decide; the CLI parses, calls one function and prints.
+# project.py alone orchestrates decide → lock → decide (its loop in nativeloop.py); the CLI parses, calls one function
+# and prints.
 STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ground": (("tritonlock", "tritonlock.models", "tritonlock.errors", "tritonlock._archs", "tritonlock._data",
                 "tritonlock._urls", "tritonlock._toml", "tritonlock._files", "tritonlock._term",
@@ -95,7 +96,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tritonlock._kept"),
                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
     "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
-    "project": (("tritonlock.project",),
+    "project": (("tritonlock.project", "tritonlock.nativeloop"),
                 ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around")),
     "cli": (("tritonlock.cli", "tritonlock._entry", "tritonlock.__main__"),
             ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around", "maintain",

@@ -114,6 +114,29 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
         idx.add("simple", "pickpkg", "1.0", tag=tag, requires=("torch>=2.10",), modules={
             "pickpkg/__init__.py": "", "pickpkg/_C.so": _kernel(tmp / f"pick-{tag}", stubs, cudart, ((2, 90),),
                                                                 "pickpkg")})
+    # backpkg: 1.0 carries sm_70 code; 2.0–7.0 only sm_80/sm_90 (as torchao and xformers dropped Volta): six releases
+    # a V100 cannot run, more than the rounds a decision has; its 0.5 is pure Python. cu13pkg: 1.0 is CUDA 12, 2.0–6.0
+    # CUDA 13 (which torch 2.10's CUDA 12.8 does not bring: another closure could)
+    volta = _kernel(tmp / "back1", stubs, "libcudart.so.12", ((2, 70), (2, 80)), "backpkg")
+    newer = _kernel(tmp / "back2", stubs, "libcudart.so.12", ((2, 80), (2, 90)), "backpkg")
+    idx.add("simple", "backpkg", "0.5", tag="py3-none-any", uploaded="2026-01-01", modules={"backpkg/__init__.py": ""})
+    for n in range(1, 8):
+        idx.add("simple", "backpkg", f"{n}.0", tag=CP, uploaded=f"2026-0{n + 1}-10", modules={
+            "backpkg/__init__.py": "", "backpkg/_C.so": volta if n == 1 else newer})
+    cu12 = _kernel(tmp / "c12", stubs, "libcudart.so.12", ((2, 80), (2, 90)), "cu13pkg")
+    cu13 = _kernel(tmp / "c13", stubs, "libcudart.so.13", ((2, 80), (2, 90)), "cu13pkg")
+    for n in range(1, 7):
+        idx.add("simple", "cu13pkg", f"{n}.0", tag=CP, requires=("torch>=2.10",), uploaded=f"2026-0{n + 1}-10",
+                modules={"cu13pkg/__init__.py": "", "cu13pkg/_C.so": cu12 if n == 1 else cu13})
+    # cu12only: every release a CUDA 12 build that names no torch (as sgl-kernel on PyPI), beside PyPI's CUDA 13
+    # torch 2.11; tiedcu12: 2.0 is CUDA 12 but needs torch >= 2.11 (CUDA 13 only), 1.0 is CUDA 13
+    for n in (1, 2):
+        idx.add("simple", "cu12only", f"{n}.0", tag=CP, uploaded=f"2026-0{n + 4}-10",
+                modules={"cu12only/__init__.py": "", "cu12only/_C.so": cu12})
+    idx.add("simple", "tiedcu12", "1.0", tag=CP, requires=("torch>=2.10",), uploaded="2026-05-10",
+            modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu13})
+    idx.add("simple", "tiedcu12", "2.0", tag=CP, requires=("torch>=2.11",), uploaded="2026-06-10",
+            modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu12})
     idx.start()
     yield idx
     idx.stop()
@@ -248,6 +271,148 @@ def test_gpu_code_without_the_targets_gpu_takes_a_release_that_has_it(tmp_path: 
     assert versions["kernelpkg"] == "1.0"
     assert any("its GPU code is built for sm_80, sm_90 and PTX compute_90, which has no code for this target's GPU "
                "(compute capability 7.0)" in r for r in sel.reasons)
+
+
+def test_releases_no_closure_could_run_are_passed_over_together_back_to_one_that_loads(tmp_path: Path,
+                                                                                        pypi: LocalIndex) -> None:
+    """backpkg 7.0 has no code for a V100 and neither have 6.0–2.0: more releases than the decision has rounds, one
+    release passed over per round. The wheels before 7.0 are read in one batch once 7.0 is passed over, so the
+    first round passes over all six and the lock takes 1.0 (sm_70), each release named in the reasons."""
+    root = _project(tmp_path, pypi, ["backpkg"], f"gpu|{R580_V100}", torch="==2.10.*")
+    before = len(pypi.asked_by)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["backpkg"] == "1.0"
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    for n in range(2, 8):
+        assert (f"backpkg {n}.0 (its native code cannot load here: its GPU code is built for sm_80, sm_90 (no PTX), "
+                "which has no code for this target's GPU (compute capability 7.0)") in passed, (n, passed)
+    # uv was asked for backpkg's page and metadata in the first compile only, and 1.0's wheel was read once
+    wheels = [path for path, agent in pypi.asked_by[before:] if "/backpkg-1.0-" in path and path.endswith(".whl")]
+    assert wheels and not any(path.endswith("backpkg-0.5-py3-none-any.whl") for path, _ in pypi.asked_by[before:])
+
+
+def test_no_release_with_code_for_the_gpu_is_a_conflict_naming_the_releases_passed_over(tmp_path: Path,
+                                                                                        pypi: LocalIndex) -> None:
+    """The same V100 with backpkg >= 2: no release left has sm_70 code. A conflict (exit 3) that leads with the GPU
+    code, names the releases passed over in one line, and says what the decision found with them passed over."""
+    root = _project(tmp_path, pypi, ["backpkg>=2"], f"gpu|{R580_V100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()  # its only target is a conflict: nothing is written
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith("target 'gpu': backpkg's native code cannot load on this target: backpkg 7.0: its GPU code "
+                          "is built for sm_80, sm_90 (no PTX), which has no code for this target's GPU"), msg
+    assert "  tried and rejected: backpkg 7.0, 6.0, … 2.0 (6 releases)\n" in msg, msg
+    assert "  with those passed over: " in msg and "backpkg" in msg.split("with those passed over: ")[1], msg
+    assert msg.rstrip().endswith("fix: a build of backpkg with code for sm_70 (none of the releases tried has it), or "
+                                 "a target without backpkg for these GPUs"), msg
+
+
+def test_a_closure_dependent_problem_passes_one_release_per_round_and_says_what_was_not_tried(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """cu13pkg 6.0–2.0 need the CUDA 13 runtime, which torch 2.10's CUDA 12.8 does not bring: another closure could,
+    so none is passed over unread, one release per round. The rounds run out before 1.0 (CUDA 12): the conflict
+    does not claim no release works — it says which were not tried and the range that has uv try them."""
+    root = _project(tmp_path, pypi, ["cu13pkg"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()  # its only target is a conflict: nothing is written
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith("target 'gpu': cu13pkg's native code cannot load on this target: cu13pkg 3.0: "), msg
+    assert "tried and rejected: cu13pkg 6.0, 5.0, 4.0\n" in msg, msg
+    assert ('  not tried: releases of cu13pkg older than 3.0 (the decision goes back 4 rounds at most): a range in '
+            'the packages, "cu13pkg<3.0", has uv try them') in msg, msg
+    # and so it does: the range locks 1.0
+    again = _project(tmp_path / "again", pypi, ["cu13pkg<3.0"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(again))
+    assert code == 0, out
+    assert _target(again)[0]["cu13pkg"] == "1.0"
+
+
+def test_a_package_built_for_an_older_cuda_than_the_newest_torch_takes_the_torch_line_that_brings_it(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """cu12only's releases are all CUDA 12 builds and name no torch (as sgl-kernel's PyPI wheels); the newest torch,
+    2.11, is PyPI's CUDA 13 build. Passing its releases over could never help: the decision takes the torch line whose
+    build brings CUDA 12 instead, keeps cu12only at its newest release, and says why torch is held back."""
+    root = _project(tmp_path, pypi, ["cu12only"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["cu12only"], versions["torch"], versions["nvidia-cuda-runtime-cu12"]) == ("2.0", "2.10.0",
+                                                                                               "12.8.90")
+    assert sel.reasons[0] == ("torch 2.10.0 (cu128): the newest torch build that brings CUDA 12, which cu12only 2.0's "
+                              "native code needs; torch 2.11.0 (cu130) would fit this target"), sel.reasons
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    assert "torch 2.11.0 (cu130) and the torch builds that bring no CUDA 12 (cu12only 2.0's native code needs CUDA 12: " \
+           "cu12only/_C.so in cu12only-2.0-" in passed, passed
+    assert any(w.startswith("torch 2.10.0 (cu128) is locked, not 2.11.0 (cu130): cu12only 2.0's native code needs "
+                            "CUDA 12, which torch 2.11.0's cu130 build does not bring") for w in sel.warnings), sel.warnings
+    assert "cu12only 1.0" not in passed  # no release of it was passed over
+
+
+def test_on_pytorchs_index_the_same_torch_release_is_taken_in_its_build_for_the_packages_cuda(
+        tmp_path: Path, stubs: dict[str, Path]) -> None:
+    """PyTorch's index serves torch 2.11.0 for CUDA 12.6/12.8/12.9 and 13.0; on an R580 driver the newest CUDA, cu130, is
+    the first choice. cu12only is a CUDA 12 build: the lock keeps torch 2.11.0 in its CUDA 12 build (not an older torch)
+    with the CUDA 12 runtime, and cu12only at its newest release."""
+    idx = LocalIndex(tmp_path / "index")
+    m = load_matrix()
+    rel = m.torch_release("2.11.0")
+    assert rel is not None and rel.triton
+    libs = {f"torch/lib/{n}": stubs[n].read_bytes() for n in ("libtorch.so", "libtorch_cuda.so", "libc10.so",
+                                                              "libc10_cuda.so")}
+    for backend, runtime in (("cu126", "nvidia-cuda-runtime-cu12==12.8.90"), ("cu128", "nvidia-cuda-runtime-cu12==12.8.90"),
+                             ("cu129", "nvidia-cuda-runtime-cu12==12.8.90"), ("cu130", "nvidia-cuda-runtime==13.0.96")):
+        idx.add(f"whl/{backend}", "triton", rel.triton, tag=LINUX)
+        idx.add(f"whl/{backend}", "torch", f"2.11.0+{backend}", tag=CP,
+                requires=(runtime, f"triton=={rel.triton}; platform_system == 'Linux'"), modules=libs)
+    idx.add("simple", "nvidia-cuda-runtime-cu12", "12.8.90", tag=LINUX,
+            modules={"nvidia/cuda_runtime/lib/libcudart.so.12": stubs["libcudart.so.12"].read_bytes()})
+    idx.add("simple", "nvidia-cuda-runtime", "13.0.96", tag=LINUX,
+            modules={"nvidia/cu13/lib/libcudart.so.13": stubs["libcudart.so.13"].read_bytes()})
+    idx.add("simple", "cu12only", "2.0", tag=CP, modules={
+        "cu12only/__init__.py": "", "cu12only/_C.so": _kernel(tmp_path / "k", stubs, "libcudart.so.12", ((2, 90),),
+                                                              "cu12only")})
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        root.mkdir()
+        (root / "triton-env.toml").write_text(
+            '[environment]\npython = "3.11"\ntorch = "==2.11.*"\npackages = ["cu12only"]\n'
+            f'[indexes]\ntorch = "{idx.url}/whl/{{backend}}"\ndefault = "{idx.index_url("simple")}"\n'
+            f'\n[[targets]]\nname = "gpu"\nglibc = "2.35"\n{R580_H100}\n', encoding="utf-8")
+        code, out = _run("resolve", "-p", str(root))
+        assert code == 0, out
+        versions, sel = _target(root)
+    finally:
+        idx.stop()
+    assert versions["cu12only"] == "2.0" and "nvidia-cuda-runtime" not in versions, versions
+    assert versions["torch"] in ("2.11.0+cu126", "2.11.0+cu128", "2.11.0+cu129"), versions
+    assert versions["nvidia-cuda-runtime-cu12"] == "12.8.90"
+    assert any(w.startswith(f"torch 2.11.0 ({sel.backend}) is locked, not 2.11.0 (cu130): cu12only 2.0's native code "
+                            "needs CUDA 12, which torch 2.11.0's cu130 build does not bring") for w in sel.warnings), \
+        sel.warnings
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    assert "torch 2.11.0 (cu130) and the torch builds that bring no CUDA 12" in passed, passed
+
+
+def test_a_torch_line_the_package_itself_rules_out_passes_the_release_over_instead(tmp_path: Path,
+                                                                                  pypi: LocalIndex) -> None:
+    """tiedcu12 2.0 is a CUDA 12 build that needs torch >= 2.11, which PyPI builds for CUDA 13 only: the torch line
+    that brings CUDA 12 cannot lock it. The decision goes back, passes 2.0 over and locks 1.0 (CUDA 13) with torch
+    2.11, and the reasons say both."""
+    root = _project(tmp_path, pypi, ["tiedcu12"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["tiedcu12"], versions["torch"]) == ("1.0", "2.11.0")
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    assert "tiedcu12 2.0 (its native code cannot load here: tiedcu12/_C.so in tiedcu12-2.0-" in passed, passed
+    assert "no torch release whose build brings CUDA 12 locks with the other requirements)" in passed, passed
+    assert "and the torch builds that bring no CUDA 12" not in passed
+    assert not any(w.startswith("torch 2.11.0 (cu130) is locked") for w in sel.warnings), sel.warnings
 
 
 def test_a_target_without_a_driver_beside_a_gpu_box_is_a_conflict_naming_the_library(tmp_path: Path,

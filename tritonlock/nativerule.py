@@ -6,6 +6,7 @@ the package, the library or arch, and the file it was read from."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -164,6 +165,24 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                               f"is available'; read from {f.filename})")))
         out += found.values()
     return out
+
+
+# Problems no other closure changes: the wheel's own GPU code against the target's GPUs, its CUDA against the driver
+HOPELESS = ("gpu-code", "cuda-driver")
+
+
+def hopeless(item: Item, at: Setting) -> list[Problem]:
+    """What in one wheel's native code cannot run in the setting whatever else is locked beside it (any torch, any
+    CUDA libraries): no code or PTX for a GPU across all its modules (the builds for every torch counted), or a
+    module every torch loads built for a CUDA the driver does not run. A subset of what `check` finds."""
+    members = loaded(item.facts.members)
+    kept = [m for m in members if _variant(m.path) is None]
+    wide = dataclasses.replace(item, facts=dataclasses.replace(item.facts, members=tuple(kept)))
+    found = [p for p in check([wide], set(), at) if p.kind == "cuda-driver"]
+    if at.gpus and at.backend.startswith("cu"):
+        whole = dataclasses.replace(at, torch=None)
+        found += [p for p in check([item], set(), whole) if p.kind == "gpu-code"]
+    return found
 
 
 def _archs(sm: tuple[str, ...], ptx: tuple[str, ...]) -> str:

@@ -296,11 +296,6 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     return out
 
 
-# How many times the native-code rule may send one target's decision back (each round passes over the releases
-# whose native code cannot load there: the package's own build for the torch's CUDA first, then older releases)
-NATIVE_ROUNDS = 4
-
-
 def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[tuple[str, int | None, str, str, bool]]:
     """The wheels whose binary facts the rule needs (tritonlock.decide.native.wheels_to_read)."""
     from tritonlock.decide.native import wheels_to_read
@@ -311,100 +306,17 @@ def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[t
 def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
                   facts: Facts, host: Callable[[], tuple[Selection, ...]],
                   reader: Reader) -> tuple[Selection, tuple[LockedPackage, ...]]:
-    """decide → lock → decide: the packages decision, then the lock stage's binary facts of its closure, then the
-    decision's native-code rule; a closure that breaks the rule is decided again with the release that broke it
-    passed over (its own build for the torch's CUDA first, where compat/packages.toml or [[package-builds]] knows
-    one) — until the closure is a lock, or no choice is left and the target is a conflict naming what it needs."""
-    import dataclasses
+    """decide → lock → decide (tritonlock.nativeloop), with this module's reading of a closure's wheels."""
+    from tritonlock.nativeloop import decide
 
-    from tritonlock.decide import native as rule
-    from tritonlock.decide import packages as pk
-    from tritonlock.compat import pkgbuilds
-    from tritonlock.decide._pkgfacts import public
-    from tritonlock.lock.closure import compile_target, guessing
-    from tritonlock.models import Conflict
+    def lines(n: int) -> tuple[Selection, ...]:  # the torch choices whose build is CUDA n (as `cuda = "n"` says)
+        from tritonlock.decide.resolve import feasible
 
-    constraints: list[str] = []
-    passed: list[str] = []
-    own: list[tuple[str, str, str]] = []
-    own_release: dict[str, str] = {}
-    rejected: list[str] = []
-    tried: set[str] = set()
-    last: tuple[Selection, list[rule.Problem]] | None = None
-    # uv's cached answer, while the online one comes: its wheels' facts are read from then on
-    compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs), guess=True)) \
-        if reader.early and s.target.name not in reader.from_lock else compile_target
-    for round_ in range(NATIVE_ROUNDS):
-        decision: tuple[Selection, tuple[LockedPackage, ...]] | None
-        try:
-            decision = pk.decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts,
-                                 default_python=running_python(), host=host, constraints=tuple(constraints),
-                                 passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own),
-                                 seen=lambda sel, pkgs: reader.seen(native_wanted(sel, pkgs), pkgs))
-        except ClosureError:
-            if own and own[-1][0] in own_release:
-                # a package's own index did not serve that build: pass the release over instead
-                name = own.pop()[0]
-                constraints.append(f"{name}!={own_release.pop(name)}")
-                passed[-1] += f"; {name}'s own index did not serve it"
-                continue
-            if last is None:
-                raise
-            decision = None
-        if (decision is None or not decision[0].ok) and last is not None:
-            # with the releases whose native code cannot load passed over, nothing is left: that is the conflict
-            message = rule.conflict(last[0], last[1], rejected)
-            return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
-        assert decision is not None
-        sel, pkgs = decision
-        if not sel.ok:
-            return sel, pkgs
-        read = reader.facts(native_wanted(sel, pkgs))
-        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy)
-        if not found:
-            checked = _native_reason(pkgs, reader)
-            return dataclasses.replace(sel, reasons=sel.reasons + ((checked,) if checked else ()),
-                                       warnings=sel.warnings + tuple(rule.unknowns(sel, pkgs, read))), pkgs
-        last = (sel, found)
-        structural = [p for p in found if p.structural]
-        if structural or round_ == NATIVE_ROUNDS - 1:
-            message = rule.conflict(sel, structural or found, rejected)
-            return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
-        by_release: dict[str, list[rule.Problem]] = {}
-        for p in found:
-            by_release.setdefault(f"{p.package} {public(p.version)}", []).append(p)
-        for key, probs in by_release.items():
-            if key in tried:
-                continue
-            tried.add(key)
-            rejected.append(key)
-            p = next((q for q in probs if q.kind in ("cuda-library", "cuda-driver")), probs[0])
-            why = "; ".join(q.text for q in probs)
-            # a CUDA the torch does not bring, or the driver does not run: the release's build for the torch's CUDA
-            choice = pkgbuilds.choose(p.package, p.version, sel.torch or "", sel.backend or "", cuda_major=None,
-                                      extra=intent.package_builds) if p.kind in ("cuda-library", "cuda-driver") else None
-            if choice is not None and p.package not in {n for n, _, _ in own}:
-                own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
-                own_release[choice.name] = public(p.version)
-                passed.append(f"{key}'s build from its default index (its native code cannot load here: {why}); "
-                              f"took {choice.why}")
-            else:
-                constraints.append(f"{p.package}!={public(p.version)}")
-                passed.append(f"{key} (its native code cannot load here: {why})")
-    raise AssertionError("unreachable")
+        return _complete(feasible(dataclasses.replace(intent, cuda=f"=={n}.*"), matrix, s.target, running_python()),
+                         intent)
 
-
-def _native_reason(packages: tuple[LockedPackage, ...], reader: Reader) -> str | None:
-    """What the rule checked, in one reason line (None when nothing in the closure carries native code)."""
-    facts = reader.read
-    with_code = [p for p in packages if any(w.sha256 in facts and facts[w.sha256].native for w in p.wheels)]
-    if not with_code:
-        return None
-    n = sum(max(len(facts[w.sha256].members) for w in p.wheels if w.sha256 in facts) for p in with_code)
-    names = ", ".join(p.name for p in with_code[:6]) + (f" and {len(with_code) - 6} more" if len(with_code) > 6 else "")
-    return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
-            f"package{'' if len(with_code) == 1 else 's'} ({names}) find the CUDA libraries, torch build and GPU code "
-            "they need on this target (read from the wheels)")
+    return decide(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader, python=running_python(),
+                  wanted=lambda sel, pkgs: native_wanted(sel, pkgs), lines=lines)
 
 
 def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool) -> tuple[Selection, ...]:

@@ -223,6 +223,14 @@ class Facts:
         want = parse_version(public(version))
         return list(by_release.get(want, ())) if want is not None else []
 
+    def older(self, index: str, name: str, version: str) -> list[str]:
+        """The final releases before `version` that the index lists files of, newest first."""
+        self.release_files(index, name, version)  # (the page sorted by release)
+        want = parse_version(public(version))
+        by_release = self._by_release.get((index, canonicalize_name(name)), {})
+        return [str(v) for v in sorted(by_release, reverse=True)
+                if want is not None and v < want and not v.is_prerelease and not v.is_devrelease]
+
     def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
         """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
         key = (index, canonicalize_name(name), version)

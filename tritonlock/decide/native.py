@@ -10,10 +10,14 @@ from tritonlock.models import LockedPackage, Selection, TargetSpec
 from tritonlock.nativerule import Item, Problem, Setting, check, is_provider
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tritonlock.compat.matrix import Matrix
+    from tritonlock.decide._pkgfacts import Facts
     from tritonlock.models import NativeFacts
 
-__all__ = ["Problem", "is_provider", "problems", "conflict", "target_wheel", "unknowns", "wheels_to_read"]
+__all__ = ["Problem", "checked", "is_provider", "problems", "conflict", "older_hopeless", "target_wheel", "torch_line",
+           "unknowns", "wheels_to_read"]
 
 
 def target_wheel(p: LockedPackage, target: TargetSpec, python: str) -> list[str]:
@@ -56,9 +60,107 @@ def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
         for sha in shas:
             provided.update(facts[sha].provides)
             items.append(Item(name=p.name, version=p.version, facts=facts[sha]))
+    return check(items, provided, _setting(sel, matrix, policy))
+
+
+def _setting(sel: Selection, matrix: Matrix, policy: str) -> Setting:
+    target = sel.target
     floors = {m: f for m in (11, 12, 13, 14) if (f := matrix.driver_floor(f"{m}.0", target.os, policy))}
-    at = Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors)
-    return check(items, provided, at)
+    return Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors)
+
+
+# Older releases read at once, and their bytes at most, when one is passed over for what no closure changes
+LOOK_BACK = 6
+LOOK_BACK_BYTES = 600 << 20
+LOOK_BACK_BATCHES = 4
+
+
+def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: str, matrix: Matrix, policy: str,
+                   read: Callable[[list[Wanted]], dict[str, NativeFacts]]) -> list[tuple[str, str]]:
+    """When a release is passed over for what no other closure changes (no GPU code for the target's GPUs, a CUDA
+    its driver does not run: nativerule.hopeless), the releases before it whose own wheel for the target fails the
+    same way: (version, why), newest first, up to the first that may load. Their wheels are read a batch at a time
+    (`read`: the lock stage's reader, handed in by project.py), so one round of the decision passes over them all
+    instead of one release per round. The look stops at a release whose wheel here is pure Python or an sdist, or
+    whose file the index lists without its sha256 (nothing to key its facts by)."""
+    from tritonlock.decide._pkgfacts import install_order
+    from tritonlock.lock.native import may_hold_native_code
+    from tritonlock.nativerule import HOPELESS, hopeless
+
+    if not found or not any(p.kind in HOPELESS for p in found):
+        return []
+    name, python = found[0].package, sel.python or "3.12"
+    at = _setting(sel, matrix, policy)
+    older = iter(facts.older(index, name, found[0].version))
+    out: list[tuple[str, str]] = []
+    for _ in range(LOOK_BACK_BATCHES):
+        todo: list[tuple[str, Wanted]] = []
+        size, last = 0, False
+        for v in older:
+            if not facts.fits(index, name, v, sel.target, python):
+                continue  # not a release an installer takes here (its Python, its platforms)
+            files = {f.filename: f for f in facts.release_files(index, name, v)}
+            first = install_order(files, sel.target, python)[:1]
+            f = files[first[0]] if first else None
+            if f is None or not may_hold_native_code(f.filename) or not f.sha256:
+                last = True  # an sdist, a pure-Python wheel (it loads), a file without its sha256: looked no further
+                break
+            size += f.size or 0
+            todo.append((v, (f.url, f.size, f.sha256, f.filename, False)))
+            if len(todo) >= LOOK_BACK or size > LOOK_BACK_BYTES:
+                break
+        got = read([w for _, w in todo]) if todo else {}
+        for v, w in todo:
+            nf = got.get(w[2])
+            probs = hopeless(Item(name=name, version=v, facts=nf), at) if nf is not None and not nf.problem else []
+            if not probs:
+                return out
+            out.append((v, "; ".join(p.text for p in probs)))
+        if last or len(todo) == 0:
+            break
+    return out
+
+
+def torch_line(sel: Selection, found: list[Problem],
+               lines: Callable[[int], tuple[Selection, ...]]) -> tuple[int, tuple[Selection, ...]] | None:
+    """(N, the torch choices whose build brings CUDA N: `lines(N)`, newest first) where a release's only problem is
+    that it needs CUDA N's libraries (libcudart.so.N, …) and the locked torch brings another CUDA: another torch build
+    can fix that without passing the release over — the same torch's build for CUDA N where its index has one
+    (PyTorch's cu128 beside cu130), else an older torch whose build is CUDA N (PyPI's). None where some problem is
+    another (its GPU code, its driver), where its libraries name no CUDA major or more than one, or where no torch
+    that fits brings N."""
+    import re
+
+    if not found or any(p.kind != "cuda-library" for p in found):
+        return None
+    numbered = r"^lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z"  # (the soname's number: CUDA's major)
+    majors = {int(m[1]) for p in found if (m := re.match(numbered, p.needs))}
+    if len(majors) != 1:
+        return None  # (cuDNN's, NCCL's, cuFFT's numbers are their own: the round after checks those)
+    (n,) = majors
+    if _backend_major(sel.backend) in (None, n):
+        return None
+    line = tuple(c for c in lines(n) if _backend_major(c.backend) == n)
+    return (n, line) if line else None
+
+
+def _backend_major(backend: str | None) -> int | None:
+    import re
+
+    m = re.fullmatch(r"cu([0-9]+)([0-9])", backend or "")
+    return int(m[1]) if m else None
+
+
+def checked(packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) -> str | None:
+    """What the rule checked, in one reason line (None when nothing in the closure carries native code)."""
+    with_code = [p for p in packages if any(w.sha256 in facts and facts[w.sha256].native for w in p.wheels)]
+    if not with_code:
+        return None
+    n = sum(max(len(facts[w.sha256].members) for w in p.wheels if w.sha256 in facts) for p in with_code)
+    names = ", ".join(p.name for p in with_code[:6]) + (f" and {len(with_code) - 6} more" if len(with_code) > 6 else "")
+    return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
+            f"package{'' if len(with_code) == 1 else 's'} ({names}) find the CUDA libraries, torch build and GPU code "
+            "they need on this target (read from the wheels)")
 
 
 def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) -> list[str]:
@@ -71,15 +173,41 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
             "`tritonlock verify` imports it on the machine and says" for u in unknown_torch(items, sel.torch)]
 
 
-def conflict(sel: Selection, found: list[Problem], rejected: list[str]) -> str:
-    """No choice fixes the closure's native code: the package, what it needs, and the least change."""
+def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried: int = 0,
+             left: str | None = None) -> str:
+    """No choice fixes the closure's native code: the package, what it needs, and the least change. With `untried`
+    (the rounds the decision had, all spent), older releases of the package were not tried: it says so; `left`: why
+    the decision with those releases passed over locks nothing (its own conflict's first line)."""
+    from tritonlock.decide._pkgfacts import public
+    from tritonlock.nativerule import HOPELESS
+
+    found = sorted(found, key=lambda p: p.kind not in HOPELESS)  # what no other closure changes, first
     first = found[0]
     lines = [f"target {sel.target.name!r}: {first.package}'s native code cannot load on this target: {first.line}"]
     lines += [f"  also: {p.line}" for p in found[1:3]]
     if rejected:
-        lines.append("  tried and rejected: " + "; ".join(rejected[:4]))
+        lines.append("  tried and rejected: " + _releases(rejected))
+    if left:
+        lines.append("  with those passed over: " + (left.split(": ", 1)[-1] if left.startswith("target ") else left))
+    if untried:
+        lines.append(f"  not tried: releases of {first.package} older than {public(first.version)} (the decision goes "
+                     f"back {untried} rounds at most): a range in the packages, \"{first.package}<"
+                     f"{public(first.version)}\", has uv try them")
     lines.append("  fix: " + _least_change(sel, first))
     return "\n".join(lines)
+
+
+def _releases(rejected: list[str]) -> str:
+    """'torchao 0.18.0, 0.17.0, … 0.5.0 (14 releases); xformers 0.0.35': the releases per package, in order."""
+    by: dict[str, list[str]] = {}
+    for r in rejected:
+        name, _, version = r.partition(" ")
+        by.setdefault(name, []).append(version)
+    out = []
+    for name, vs in by.items():
+        out.append(f"{name} {', '.join(vs)}" if len(vs) <= 4 else
+                   f"{name} {', '.join(vs[:2])}, … {vs[-1]} ({len(vs)} releases)")
+    return "; ".join(out)
 
 
 def _least_change(sel: Selection, p: Problem) -> str:
@@ -97,4 +225,5 @@ def _least_change(sel: Selection, p: Problem) -> str:
     if p.kind == "torch-release":
         return f"torch = \"=={p.needs.split()[-1]}.*\" (the torch it was built for), or a {p.package} built for " \
                f"torch {sel.torch}"
-    return f"a release of {p.package} built for this GPU, or a target without it"
+    return (f"a build of {p.package} with code for {p.needs} (none of the releases tried has it), or a target "
+            f"without {p.package} for these GPUs")

@@ -1,0 +1,163 @@
+"""decide → lock → decide: the packages decision (tritonlock.decide.packages), the lock stage's binary facts of the
+closure it locks (tritonlock.lock.native's reader, handed in), and the native-code rule on them
+(tritonlock.decide.native); a closure that breaks the rule is decided again until it is a lock or a conflict.
+tritonlock.project orchestrates: it hands this module the reader and what to read of a closure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tritonlock.errors import ClosureError
+from tritonlock.models import Intent, LockedPackage, Selection
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tritonlock.compat.matrix import Matrix
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide.native import Wanted
+    from tritonlock.lock.native import Reader
+
+# How many times the native-code rule may send one target's decision back (each round passes over the releases
+# whose native code cannot load there: the package's own build for the torch's CUDA first, then older releases)
+NATIVE_ROUNDS = 4
+
+
+
+def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
+           facts: Facts, host: Callable[[], tuple[Selection, ...]], reader: Reader, python: str,
+           wanted: Callable[[Selection, tuple[LockedPackage, ...]], list[Wanted]],
+           lines: Callable[[int], tuple[Selection, ...]] = lambda n: ()
+           ) -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """decide → lock → decide: the packages decision, then the lock stage's binary facts of its closure, then the
+    decision's native-code rule; a closure that breaks the rule is decided again with the release that broke it
+    passed over (its own build for the torch's CUDA first, where compat/packages.toml or [[package-builds]] knows
+    one) — until the closure is a lock, or no choice is left and the target is a conflict naming what it needs."""
+    import dataclasses
+
+    from tritonlock.decide import native as rule
+    from tritonlock.decide import packages as pk
+    from tritonlock.compat import pkgbuilds
+    from tritonlock.decide._pkgfacts import public
+    from tritonlock.lock.closure import compile_target, guessing
+    from tritonlock.models import Conflict
+    from packaging.utils import canonicalize_name
+
+    constraints: list[str] = []
+    passed: list[str] = []
+    own: list[tuple[str, str, str]] = []
+    own_release: dict[str, str] = {}
+    rejected: list[str] = []
+    tried: set[str] = set()
+    last: tuple[Selection, list[rule.Problem]] | None = None
+    left: str | None = None  # why the decision with the releases passed over locks nothing
+    # a move to the torch releases that bring another CUDA, not yet proven: (s, c, package, release) to go back to
+    moved: tuple[Selection, tuple[Selection, ...], str, str, int, str] | None = None
+    lines_tried: set[str] = set()
+    held: tuple[str, ...] = ()  # (warning, first reason): torch held back for a package's CUDA
+    err_text: ClosureError | None = None
+    # uv's cached answer, while the online one comes: its wheels' facts are read from then on
+    compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(wanted(sel, pkgs), guess=True)) \
+        if reader.early and s.target.name not in reader.from_lock else compile_target
+    for round_ in range(NATIVE_ROUNDS):
+        decision: tuple[Selection, tuple[LockedPackage, ...]] | None
+        try:
+            decision = pk.decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts,
+                                 default_python=python, host=host, constraints=tuple(constraints),
+                                 passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own),
+                                 seen=lambda sel, pkgs: reader.seen(wanted(sel, pkgs), pkgs))
+        except ClosureError as err:
+            said = [ln.strip().removeprefix("error: ") for ln in str(err).splitlines() if ln.startswith("error: ")]
+            left = f"uv finds no closure ({said[0]})" if said else None
+            decision, err_text = None, err
+        if moved is not None and (decision is None or not decision[0].ok or not any(
+                canonicalize_name(p.name) == canonicalize_name(moved[2]) and public(p.version) == moved[3]
+                for p in decision[1])):
+            # no torch that brings that CUDA locks that release with the rest: it is passed over after all
+            (s, c, name, version, at, instead), moved, held = moved, None, ()
+            constraints.append(f"{name}!={version}")
+            passed[at] = instead
+            rejected.append(f"{name} {version}")
+            continue
+        if decision is None:
+            if own and own[-1][0] in own_release:
+                # a package's own index did not serve that build: pass the release over instead
+                name = own.pop()[0]
+                constraints.append(f"{name}!={own_release.pop(name)}")
+                passed[-1] += f"; {name}'s own index did not serve it"
+                continue
+            if last is None:
+                assert err_text is not None
+                raise err_text
+        if (decision is None or not decision[0].ok) and last is not None:
+            # with the releases whose native code cannot load passed over, nothing is left: that is the conflict
+            if decision is not None and decision[0].conflict:
+                left = decision[0].conflict.message.splitlines()[0]
+            message = rule.conflict(last[0], last[1], rejected, left=left)
+            return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+        assert decision is not None
+        sel, pkgs = decision
+        if not sel.ok:
+            return sel, pkgs
+        moved = None
+        read = reader.facts(wanted(sel, pkgs))
+        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy)
+        if not found:
+            checked = rule.checked(pkgs, reader.read)
+            reasons = list(sel.reasons)
+            if held and reasons and reasons[0].startswith(f"torch {sel.torch}: the newest release matching torch"):
+                reasons[0] = f"torch {sel.torch} ({sel.backend}): {held[1]}"  # (not what the intent's torch matches)
+            warned = (*sel.warnings, *(f"torch {sel.torch} ({sel.backend}) {h}" for h in held[:1]), *rule.unknowns(sel, pkgs, read))
+            return dataclasses.replace(sel, reasons=(*reasons, *((checked,) if checked else ())), warnings=warned), pkgs
+        last = (sel, found)
+        structural = [p for p in found if p.structural]
+        if structural or round_ == NATIVE_ROUNDS - 1:
+            message = rule.conflict(sel, structural or found, rejected, 0 if structural else NATIVE_ROUNDS)
+            return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+        by_release: dict[str, list[rule.Problem]] = {}
+        for p in found:
+            by_release.setdefault(f"{p.package} {public(p.version)}", []).append(p)
+        for key, probs in by_release.items():
+            if key in tried:
+                continue
+            tried.add(key)
+            p = next((q for q in probs if q.kind in ("cuda-library", "cuda-driver")), probs[0])
+            why = "; ".join(q.text for q in probs)
+            # a CUDA the torch does not bring, or the driver does not run: the release's build for the torch's CUDA
+            choice = pkgbuilds.choose(p.package, p.version, sel.torch or "", sel.backend or "", cuda_major=None,
+                                      extra=intent.package_builds) if p.kind in ("cuda-library", "cuda-driver") else None
+            line = rule.torch_line(sel, probs, lines) if choice is None and moved is None and key not in lines_tried \
+                and intent.cuda == "auto" else None
+            if line is not None:
+                # the release needs another CUDA than the torch brings: the torch releases whose build brings it
+                # (the packages keep their newest releases, as the decision gives them before the newest torch)
+                lines_tried.add(key)
+                n = line[0]
+                moved = (s, c, p.package, public(p.version), len(passed),
+                         f"{key} (its native code cannot load here: {why}; no torch release whose build brings "
+                         f"CUDA {n} locks with the other requirements)")
+                c = line[1]
+                s = c[0]  # (the decision takes the newest of its candidates as the one that would fit)
+                passed.append(f"torch {sel.torch} ({sel.backend}) and the torch builds that bring no CUDA {n} ({key}'s "
+                              f"native code needs CUDA {n}: {why}); took the torch releases whose build brings it")
+                held = (f"is locked, not {sel.torch} ({sel.backend}): {key}'s native code needs CUDA {n}, which torch "
+                        f"{sel.torch}'s {sel.backend} build does not bring ({p.text})",
+                        f"the newest torch build that brings CUDA {n}, which {key}'s native code needs; torch "
+                        f"{sel.torch} ({sel.backend}) would fit this target")
+                continue
+            rejected.append(key)
+            if choice is not None and p.package not in {n for n, _, _ in own}:
+                own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
+                own_release[choice.name] = public(p.version)
+                passed.append(f"{key}'s build from its default index (its native code cannot load here: {why}); "
+                              f"took {choice.why}")
+            else:
+                constraints.append(f"{p.package}!={public(p.version)}")
+                passed.append(f"{key} (its native code cannot load here: {why})")
+                # the releases before it that fail the same way whatever is locked: passed over in this round too
+                for v, why in rule.older_hopeless(sel, probs, facts, dindex, matrix, intent.cuda_policy, reader.facts):
+                    tried.add(f"{p.package} {v}")
+                    rejected.append(f"{p.package} {v}")
+                    constraints.append(f"{p.package}!={v}")
+                    passed.append(f"{p.package} {v} (its native code cannot load here: {why})")
+    raise AssertionError("unreachable")
