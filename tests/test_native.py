@@ -137,6 +137,11 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
             modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu13})
     idx.add("simple", "tiedcu12", "2.0", tag=CP, requires=("torch>=2.11",), uploaded="2026-06-10",
             modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu12})
+    # an Intel GPU package: its extension links torch's XPU library (as intel-extension-for-pytorch's do)
+    torch_xpu = stub_library(tmp / "xpu", "libtorch_xpu.so", ("torch_xpu_stub",))
+    idx.add("simple", "xpupkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "xpupkg/__init__.py": "", "xpupkg/_C.so": extension(tmp / "xpupkg", "xpupkg._C",
+                                                            links={torch_xpu: ("torch_xpu_stub",)})})
     idx.start()
     yield idx
     idx.stop()
@@ -413,6 +418,64 @@ def test_a_torch_line_the_package_itself_rules_out_passes_the_release_over_inste
     assert "no torch release whose build brings CUDA 12 locks with the other requirements)" in passed, passed
     assert "and the torch builds that bring no CUDA 12" not in passed
     assert not any(w.startswith("torch 2.11.0 (cu130) is locked") for w in sel.warnings), sel.warnings
+
+
+def test_amd_code_objects_are_checked_against_each_gfx_gpu_on_a_rocm_torch(tmp_path: Path) -> None:
+    """A wheel whose extension carries HIP offload bundles for gfx90a and gfx942 (read from the wheel's ELF, as a
+    resolve reads it): on a ROCm torch an MI300X (gfx942) finds its code, an RX 7900 XTX (gfx1100) does not — a
+    problem naming the gfx targets read and the GPU; a gfx11-generic bundle covers gfx1100 and gfx1101, not gfx1030."""
+    import hashlib
+    import subprocess
+
+    from nativebuild import OBJCOPY
+    from pkgindex import build_wheel
+    from test_gpucode import bundle
+    from tritonlock.lock.native import read_file
+    from tritonlock.nativerule import Item, Setting, check, hopeless
+
+    hip_runtime = stub_library(tmp_path / "hip", "libamdhip64.so.6", ("hipGetDeviceCount",))
+
+    def facts(name: str, *targets: str):  # type: ignore[no-untyped-def]
+        extension(tmp_path / name, f"{name}._hip", links={hip_runtime: ("hipGetDeviceCount",)})  # (as hipcc links)
+        (tmp_path / name / "bundles").write_bytes(bundle(*targets))
+        subprocess.run([OBJCOPY, "--add-section", f".hip_fatbin={tmp_path / name / 'bundles'}", "--set-section-flags",
+                        ".hip_fatbin=alloc,readonly", str(tmp_path / name / "_hip.so")], check=True, capture_output=True)
+        so = (tmp_path / name / "_hip.so").read_bytes()
+        whl = build_wheel(tmp_path / f"{name}-whl", name, "1.0", tag=CP, modules={f"{name}/_hip.so": so})
+        got = read_file(whl, hashlib.sha256(whl.read_bytes()).hexdigest())
+        assert got.members and not got.problem, got
+        return got
+
+    hip = facts("hippkg", "gfx90a:xnack-", "gfx942")
+    assert hip.members[0].gfx == ("gfx90a:xnack-", "gfx942")
+
+    def at(*gpus: str, backend: str = "rocm6.4") -> Setting:
+        return Setting(torch="2.9.0", backend=backend, driver=None, gpus=gpus, floors={})
+
+    item = Item(name="hippkg", version="1.0", facts=hip)
+    assert check([item], set(), at("gfx942", "gfx942")) == []
+    (p,) = check([item], set(), at("gfx942", "gfx1100"))
+    assert (p.kind, p.needs) == ("gpu-code", "gfx1100")
+    assert p.text.startswith("its GPU code is built for gfx90a:xnack-, gfx942, which has no code for this target's GPU "
+                             "(gfx1100): loading its kernels would fail ('hipErrorNoBinaryForGpu'; read from hippkg-1.0-")
+    assert hopeless(item, at("gfx1100")) == [p]  # no other closure gives it code for gfx1100: passed over together
+    assert check([item], set(), at("gfx1100", backend="cpu")) == []  # (a CPU torch: no GPU code runs, none judged)
+    generic = Item(name="genpkg", version="1.0", facts=facts("genpkg", "gfx11-generic"))
+    assert check([generic], set(), at("gfx1100", "gfx1101")) == []
+    assert [q.needs for q in check([generic], set(), at("gfx1030"))] == ["gfx1030"]
+
+
+def test_an_intel_gpu_package_on_an_nvidia_target_is_a_conflict_naming_torchs_xpu_build(tmp_path: Path,
+                                                                                      pypi: LocalIndex) -> None:
+    """xpupkg's extension links libtorch_xpu.so, which only torch's XPU builds have: on the H100 box no release can
+    change that (exit 3 at once), and the fix names the Intel machines, not torch's CUDA build."""
+    root = _project(tmp_path, pypi, ["xpupkg"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "xpupkg/_C.so in xpupkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl needs libtorch_xpu.so, which only " \
+           "torch's XPU builds (Intel GPUs) have; torch 2.11.0 here is the cu130 build" in out, out
+    assert "fix: xpupkg needs an Intel GPU and torch's XPU build: lock it for those machines only" in out, out
+    assert "tried and rejected" not in out
 
 
 def test_a_target_without_a_driver_beside_a_gpu_box_is_a_conflict_naming_the_library(tmp_path: Path,

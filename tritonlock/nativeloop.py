@@ -155,7 +155,9 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                 constraints.append(f"{p.package}!={public(p.version)}")
                 passed.append(f"{key} (its native code cannot load here: {why})")
                 # the releases before it that fail the same way whatever is locked: passed over in this round too
-                for v, why in rule.older_hopeless(sel, probs, facts, dindex, matrix, intent.cuda_policy, reader.facts):
+                bound = next((q.index for q in pkgs if canonicalize_name(q.name) == canonicalize_name(p.package)), "")
+                for v, why in rule.older_hopeless(sel, probs, facts, bound or dindex, matrix, intent.cuda_policy,
+                                                  reader.facts):
                     tried.add(f"{p.package} {v}")
                     rejected.append(f"{p.package} {v}")
                     constraints.append(f"{p.package}!={v}")

@@ -163,8 +163,46 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                         text=(f"its GPU code is built for {_archs(sm, ptx)}, which has no code for {at.here}'s "
                               f"GPU (compute capability {cc}): its first kernel launch would fail ('no kernel image "
                               f"is available'; read from {f.filename})")))
+        # AMD code objects the same way, on a ROCm torch: each gfx GPU needs code for its target in some module
+        gfxs = [g for g in at.gpus if g.startswith("gfx")]
+        with_gfx = [m for m in loaded(f.members, at.torch) if m.gpu.startswith("read") and m.gfx]
+        if with_gfx and gfxs and at.backend.startswith("rocm"):
+            have = tuple(sorted({a for m in with_gfx for a in m.gfx}))
+            for gfx in dict.fromkeys(gfxs):
+                if not gfx_runs(gfx, have):
+                    found.setdefault(f"gpu-code{gfx}", Problem(
+                        package=item.name, version=item.version, kind="gpu-code", needs=gfx,
+                        text=(f"its GPU code is built for {', '.join(have)}, which has no code for {at.here}'s GPU "
+                              f"({gfx}): loading its kernels would fail ('hipErrorNoBinaryForGpu'; read from "
+                              f"{f.filename})")))
         out += found.values()
     return out
+
+
+def _gfx_family(gfx: str) -> tuple[str, str] | None:
+    """'gfx942' -> ('9', '4'), 'gfx1100' -> ('11', '0'): the processor's major and minor version."""
+    m = re.fullmatch(r"gfx([0-9a-f]+)", gfx)
+    if not m:
+        return None
+    v = m[1]
+    return (v[0], v[1]) if len(v) == 3 else (v[:2], v[2]) if len(v) == 4 else None
+
+
+def gfx_runs(gfx: str, have: Iterable[str]) -> bool:
+    """Whether AMD code objects for the target IDs `have` ("gfx90a:xnack-", "gfx11-generic") run on a `gfx` GPU: its
+    own processor with any features, or a generic target of its family — LLVM's AMDGPUUsage "generic processors",
+    named for the family they cover (gfx9-generic, gfx9-4-generic, gfx10-1-generic, gfx10-3-generic, gfx11-generic,
+    gfx12-generic), taken by name: a member the generic target leaves out still counts (verify imports it)."""
+    base = gfx.split(":", 1)[0]
+    me = _gfx_family(base)
+    for target in have:
+        t = target.split(":", 1)[0]
+        if t == base:
+            return True
+        m = re.fullmatch(r"gfx([0-9]+)(?:-([0-9]+))?-generic", t)
+        if m and me is not None and me[0] == m[1] and (m[2] is None or me[1] == m[2]):
+            return True
+    return False
 
 
 # Problems no other closure changes: the wheel's own GPU code against the target's GPUs, its CUDA against the driver
@@ -179,7 +217,7 @@ def hopeless(item: Item, at: Setting) -> list[Problem]:
     kept = [m for m in members if _variant(m.path) is None]
     wide = dataclasses.replace(item, facts=dataclasses.replace(item.facts, members=tuple(kept)))
     found = [p for p in check([wide], set(), at) if p.kind == "cuda-driver"]
-    if at.gpus and at.backend.startswith("cu"):
+    if at.gpus and at.backend.startswith(("cu", "rocm")):
         whole = dataclasses.replace(at, torch=None)
         found += [p for p in check([item], set(), whole) if p.kind == "gpu-code"]
     return found
@@ -209,6 +247,11 @@ def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str
             add("torch-build", "torch's CUDA build",
                 f"{where} needs {lib}, which only torch's CUDA builds have; torch {at.torch} here is the "
                 f"{backend or 'unknown'} build", structural=not at.driver)
+            continue
+        if lib in ("libtorch_xpu.so", "libc10_xpu.so") and not backend.startswith("xpu"):
+            add("torch-build", "torch's XPU build",
+                f"{where} needs {lib}, which only torch's XPU builds (Intel GPUs) have; torch {at.torch} here is the "
+                f"{backend or 'unknown'} build", structural=True)
             continue
         if lib in ("libtorch_hip.so", "libc10_hip.so") and not backend.startswith("rocm"):
             add("torch-build", "torch's ROCm build",

@@ -346,4 +346,6 @@ def arch_sorted(names: set[str]) -> tuple[str, ...]:
 def gfx_order(target: str) -> tuple[int, str]:
     """gfx942 after gfx90a after gfx908; gfx1030 after all gfx9: the ISA's major, then its name."""
     base = target.split(":")[0][3:]
-    return (int(base[:-2] or 0), target)
+    generic = base.split("-", 1)[0] if "-" in base else None  # gfx11-generic, gfx9-4-generic: the family's major
+    major = generic if generic is not None else base[:-2]
+    return (int(major) if major.isdigit() else 0, target)

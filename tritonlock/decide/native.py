@@ -211,6 +211,11 @@ def _releases(rejected: list[str]) -> str:
 
 
 def _least_change(sel: Selection, p: Problem) -> str:
+    other = {"torch's ROCm build": "an AMD GPU and torch's ROCm build", "torch's XPU build":
+             "an Intel GPU and torch's XPU build"}.get(p.needs) if p.kind == "torch-build" else None
+    if other:
+        return (f"{p.package} needs {other}: lock it for those machines only (a target or environment of their own), "
+                "not for this one")
     if p.kind in ("driver", "torch-build") and sel.target.driver is None:
         return (f"{p.package} needs an NVIDIA GPU: lock it for the GPU machines only (a target or environment of "
                 "their own), not for this one")
