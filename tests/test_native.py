@@ -137,6 +137,12 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
             modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu13})
     idx.add("simple", "tiedcu12", "2.0", tag=CP, requires=("torch>=2.11",), uploaded="2026-06-10",
             modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu12})
+    # movepkg 2.0 is a CUDA 12 build of torch 2.11's C++ API (its label says so), 1.0 a CUDA 13 build on the stable ABI
+    idx.add("simple", "movepkg", "2.0+pt211cu128", tag=CP, uploaded="2026-06-10", modules={
+        "movepkg/__init__.py": "", "movepkg/_C.so": extension(tmp / "move2", "movepkg._C", links={
+            stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",), stubs["libc10.so@2.9"]: (C10_CXX,)})})
+    idx.add("simple", "movepkg", "1.0", tag=CP, uploaded="2026-05-10",
+            modules={"movepkg/__init__.py": "", "movepkg/_C.so": cu13})
     # an Intel GPU package: its extension links torch's XPU library (as intel-extension-for-pytorch's do)
     torch_xpu = stub_library(tmp / "xpu", "libtorch_xpu.so", ("torch_xpu_stub",))
     idx.add("simple", "xpupkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
@@ -463,6 +469,23 @@ def test_amd_code_objects_are_checked_against_each_gfx_gpu_on_a_rocm_torch(tmp_p
     generic = Item(name="genpkg", version="1.0", facts=facts("genpkg", "gfx11-generic"))
     assert check([generic], set(), at("gfx1100", "gfx1101")) == []
     assert [q.needs for q in check([generic], set(), at("gfx1030"))] == ["gfx1030"]
+
+
+def test_a_release_passed_over_after_torch_moved_for_it_takes_torch_back(tmp_path: Path, pypi: LocalIndex) -> None:
+    """movepkg 2.0 needs CUDA 12 (torch moves to 2.10 for it) and was built for torch 2.11's C++ API (so it cannot load
+    on 2.10 either): it is passed over, torch goes back to 2.11, and 1.0 (CUDA 13) is locked there — not on the
+    torch that was tried only for 2.0."""
+    root = _project(tmp_path, pypi, ["movepkg"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["movepkg"], versions["torch"]) == ("1.0", "2.11.0"), versions
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    assert ("the torch builds that bring the CUDA movepkg 2.0's native code needs, tried for it and not kept: it cannot "
+            "load with them either") in passed, passed
+    assert "movepkg 2.0 (its native code cannot load here: movepkg/_C.so in movepkg-2.0+pt211cu128-" in passed, passed
+    assert "was built for torch 2.11" in passed and not any(w.startswith("torch 2.11.0 (cu130) is locked")
+                                                            for w in sel.warnings)
 
 
 def test_an_intel_gpu_package_on_an_nvidia_target_is_a_conflict_naming_torchs_xpu_build(tmp_path: Path,

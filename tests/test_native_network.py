@@ -59,3 +59,34 @@ def test_bitsandbytes_per_cuda_libraries_are_loaded_by_its_own_choice() -> None:
 def test_torchao_kernels_are_cuda_13_builds() -> None:
     f = _facts("torchao", "0.18.0")
     assert all("libcudart.so.13" in m.needed for m in f.members if m.torch_abi)
+
+
+def _resolve(tmp_path, packages: list[str], target: str):  # type: ignore[no-untyped-def]
+    """`tritonlock resolve` of `packages` for one target against your default index (PyPI's torch builds)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tritonlock.cli import main
+    from tritonlock.lock.lockfile import read_lock
+
+    (tmp_path / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.12"\npackages = {json.dumps(packages)}\n[indexes]\ntorch = "default"\n'
+        f'\n[[targets]]\nname = "gpu"\nglibc = "2.35"\n{target}\n', encoding="utf-8")
+    r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    (t,) = read_lock(tmp_path / "triton-env.lock").targets
+    return t, r.output
+
+
+def test_sgl_kernel_gets_the_torch_whose_build_brings_the_cuda_its_wheel_needs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """sgl-kernel names no torch; its PyPI wheel is built for one CUDA major. The lock pairs it with a torch whose
+    build brings that major (PyPI's newest torch may be another CUDA's build: then torch is held back, and said)."""
+    t, out = _resolve(tmp_path, ["sgl-kernel"], 'driver = "580.95.05"\ngpus = ["9.0"]')
+    sgl = next(p for p in t.packages if p.name == "sgl-kernel")
+    assert any(r.startswith("packages at their newest release: ") and "sgl-kernel" in r for r in t.selection.reasons)
+    f = _facts("sgl-kernel", sgl.version)
+    majors = {lib.rsplit(".", 1)[-1] for m in loaded(f.members) for lib in m.needed if lib.startswith("libcudart.so.")}
+    assert len(majors) == 1, majors
+    backend = t.selection.backend or ""
+    assert backend.startswith(f"cu{majors.pop()}"), (backend, out)

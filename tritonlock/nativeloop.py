@@ -53,7 +53,8 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     left: str | None = None  # why the decision with the releases passed over locks nothing
     # a move to the torch releases that bring another CUDA, not yet proven: (s, c, package, release) to go back to
     moved: tuple[Selection, tuple[Selection, ...], str, str, int, str] | None = None
-    lines_tried: set[str] = set()
+    # release -> the torch choices before its move, and where `passed` says so
+    lines_tried: dict[str, tuple[Selection, tuple[Selection, ...], int]] = {}
     held: tuple[str, ...] = ()  # (warning, first reason): torch held back for a package's CUDA
     err_text: ClosureError | None = None
     # uv's cached answer, while the online one comes: its wheels' facts are read from then on
@@ -107,7 +108,8 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
             reasons = list(sel.reasons)
             if held and reasons and reasons[0].startswith(f"torch {sel.torch}: the newest release matching torch"):
                 reasons[0] = f"torch {sel.torch} ({sel.backend}): {held[1]}"  # (not what the intent's torch matches)
-            warned = (*sel.warnings, *(f"torch {sel.torch} ({sel.backend}) {h}" for h in held[:1]), *rule.unknowns(sel, pkgs, read))
+            warned = (*sel.warnings, *(f"torch {sel.torch} ({sel.backend}) {h}" for h in held[:1]),
+                      *rule.unknowns(sel, pkgs, read))
             return dataclasses.replace(sel, reasons=(*reasons, *((checked,) if checked else ())), warnings=warned), pkgs
         last = (sel, found)
         structural = [p for p in found if p.structural]
@@ -131,7 +133,8 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
             if line is not None:
                 # the release needs another CUDA than the torch brings: the torch releases whose build brings it
                 # (the packages keep their newest releases, as the decision gives them before the newest torch)
-                lines_tried.add(key)
+                lines_tried[key] = (s, c, len(passed))
+                tried.discard(key)  # (with the torch moved, what else it needs is judged again)
                 n = line[0]
                 moved = (s, c, p.package, public(p.version), len(passed),
                          f"{key} (its native code cannot load here: {why}; no torch release whose build brings "
@@ -146,6 +149,10 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                         f"{sel.torch} ({sel.backend}) would fit this target")
                 continue
             rejected.append(key)
+            if key in lines_tried:  # passed over after all (another problem with the torch moved): torch goes back
+                s, c, at = lines_tried[key]
+                held, passed[at] = (), (f"the torch builds that bring the CUDA {key}'s native code needs, tried for it "
+                                        "and not kept: it cannot load with them either")
             if choice is not None and p.package not in {n for n, _, _ in own}:
                 own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
                 own_release[choice.name] = public(p.version)
