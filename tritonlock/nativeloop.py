@@ -30,9 +30,12 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
            lines: Callable[[int], tuple[Selection, ...]] = lambda n: ()
            ) -> tuple[Selection, tuple[LockedPackage, ...]]:
     """decide → lock → decide: the packages decision, then the lock stage's binary facts of its closure, then the
-    decision's native-code rule; a closure that breaks the rule is decided again with the release that broke it
-    passed over (its own build for the torch's CUDA first, where compat/packages.toml or [[package-builds]] knows
-    one) — until the closure is a lock, or no choice is left and the target is a conflict naming what it needs."""
+    decision's native-code rule; a closure that breaks the rule is decided again — the release's own build for the
+    torch's CUDA first, where compat/packages.toml or [[package-builds]] knows one; else, where it only needs another
+    CUDA major, the torch builds that bring it (`lines`; undone where that locks no such closure, or where the release
+    is then passed over for another problem); else the release passed over, with the releases before it that fail
+    the same way whatever is locked — until the closure is a lock, or no choice is left and the target is a conflict
+    naming what it needs, what was tried and what was not."""
     import dataclasses
 
     from tritonlock.decide import native as rule
