@@ -830,3 +830,71 @@ def test_a_wheels_zip_directory_is_read_in_one_request_where_the_end_holds_it(tm
         assert len(idx.requests) - before == (1 if files < 1000 and not comment else 2)
     finally:
         idx.stop()
+
+
+def _native_tables(lock: Path) -> str:
+    text = lock.read_text(encoding="utf-8")
+    return text[text.index("[[native]]"):]
+
+
+def _facts_forgotten() -> None:
+    """The binary facts kept per sha256, not the integrity check's METADATA beside them."""
+    from tritonlock.lock import native
+
+    for f in native.cache_dir().glob("*.json"):
+        if not f.name.endswith("metadata.json"):
+            f.unlink()
+
+
+def test_after_a_sync_the_wheels_uv_unpacked_are_read_in_its_cache_not_on_the_index(
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync leaves each locked wheel unpacked in uv's cache, under the sha256 uv hashed it by: a resolve that keeps
+    no binary facts then reads them there, asking the index for none of those files, and locks the same facts as
+    ranged reads of the index gave. A shared object changed there (its size no longer the one the wheel's RECORD
+    lists) is not believed: that wheel is read from the index again."""
+    from tritonlock.lock import native, uvcache
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    root = _project(tmp_path / "p", pypi, ["kernelpkg"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    lock = read_lock(root / "triton-env.lock")
+    tables = _native_tables(root / "triton-env.lock")
+    files = {f.filename: f.sha256 for f in lock.native}
+    assert {n.split("-")[0] for n in files} >= {"kernelpkg", "torch", "nvidia_cuda_runtime"}, files
+    assert all(uvcache.unpacked(n, sha) is None for n, sha in files.items())  # nothing installed yet
+    code, out = _run("sync", "-p", str(root), "--target", "gpu", "--no-verify")
+    assert code == 0, out
+    folders = {n: uvcache.unpacked(n, sha) for n, sha in files.items()}
+    assert all(folders.values()), folders
+    assert uvcache.unpacked(next(iter(files)), "0" * 64) is None  # another sha256 is another file
+    with monkeypatch.context() as m:  # uv told to keep no cache: nothing is taken from one either
+        m.setenv("UV_NO_CACHE", "1")
+        assert all(uvcache.unpacked(n, sha) is None for n, sha in files.items())
+
+    def reads_of_locked_wheels(since: int) -> list[str]:
+        return [p for p, agent in pypi.asked_by[since:] if not agent.startswith("uv/") and p.rsplit("/", 1)[-1]
+                in files]
+
+    _facts_forgotten()
+    (root / "triton-env.lock").unlink()
+    before = len(pypi.asked_by)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert reads_of_locked_wheels(before) == []
+    assert _native_tables(root / "triton-env.lock") == tables
+    kept = {n: native.cached(sha, gpu=True, names_only=True) for n, sha in files.items()}
+    assert all(f is not None and f.source.startswith(f"read from the files uv unpacked {n} into") for n, f in
+               kept.items()), kept
+    # kernelpkg's extension changed in uv's cache: read from the index again, the same facts locked
+    (kname,) = [n for n in files if n.startswith("kernelpkg-")]
+    with open(folders[kname] / "kernelpkg" / "_C.so", "ab") as fh:
+        fh.write(b"\0" * 16)
+    assert uvcache.read(folders[kname], files[kname], kname) is None
+    _facts_forgotten()
+    (root / "triton-env.lock").unlink()
+    before = len(pypi.asked_by)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert {p.rsplit("/", 1)[-1] for p in reads_of_locked_wheels(before)} == {kname}
+    assert _native_tables(root / "triton-env.lock") == tables

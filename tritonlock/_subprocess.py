@@ -7,12 +7,24 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 
 
-@functools.lru_cache(maxsize=1)
+_UV_BIN: list[str] = []
+_UV_BIN_LOCK = threading.Lock()
+
+
 def uv_bin() -> str:
-    """The uv binary shipped by the `uv` package, else one on PATH (found once: sysconfig is not thread-safe)."""
+    """The uv binary shipped by the `uv` package, else one on PATH, found once, under a lock: sysconfig (which the
+    `uv` package asks) is not thread-safe, and a resolve's reader threads may ask while the main thread does."""
+    with _UV_BIN_LOCK:
+        if not _UV_BIN:
+            _UV_BIN.append(_find_uv_bin())
+        return _UV_BIN[0]
+
+
+def _find_uv_bin() -> str:
     try:
         from uv import find_uv_bin
 

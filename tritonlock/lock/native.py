@@ -469,6 +469,7 @@ class Reader:
     # the integrity check (tritonlock.lock.integrity.Early): told of each closure uv's online answer names, as its
     # reads start; the wheels it would download whole are read whole, their METADATA vouched for it
     checks: Any = None
+    uv_cache: bool = True  # wheels uv has unpacked in its cache are read there (tritonlock.lock.uvcache)
 
     def __post_init__(self) -> None:
         import threading
@@ -479,9 +480,17 @@ class Reader:
         self._guessed: dict[tuple[str, bool, str], Future[NativeFacts]] = {}  # (sha256, names only, address)
         self._pool = _Jobs(self.workers, name="native-facts")
         self._session: Any = None
+        from tritonlock.lock.uvcache import Pointers
+
+        self._uv = Pointers() if self.uv_cache else None  # uv's cache, listed once (on the first read)
 
     def _one(self, w: tuple[str, int | None, str, str, bool], kept: bool = True, whole: bool = False) -> NativeFacts:
         url, size, sha, name, names = w
+        f = self._uv.facts(sha, name, gpu=self.gpu, names_only=names) if self._uv is not None else None
+        if f is not None:  # (the integrity check, told of a whole read, then finds no METADATA vouched: it reads it)
+            if kept:
+                keep(f)
+            return f
         with self._lock:
             if self._session is None:
                 from tritonlock.lock.index import session
