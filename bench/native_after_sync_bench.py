@@ -25,21 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # native_bench's NO_RULE
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from native_bench import run  # noqa: E402 — the same timed resolve, with the rule or without
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "inference"
 GLIBC = {"h200": "2.35", "a100-r535": "2.31"}  # examples/inference/triton-env.toml
-
-
-def run(python: str, root: Path, env: dict[str, str], *, rule: bool = True) -> float:
-    from native_bench import NO_RULE
-
-    t0 = time.perf_counter()
-    cmd = [python, "-m", "tritonlock", "resolve", "--upgrade", "--json"] if rule else [python, "-c", NO_RULE]
-    p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
-    took = time.perf_counter() - t0
-    if p.returncode != 0:
-        raise SystemExit(f"{python}: resolve failed ({p.returncode}):\n{p.stderr[-2000:]}")
-    return took
 
 
 def fill_uv_cache(root: Path, env: dict[str, str], work: Path) -> float:
