@@ -650,3 +650,46 @@ def test_fuzz_a_damaged_dynamic_segment_of_any_class_and_byte_order(layout: tupl
     assert all(0 <= o and o + n <= len(data) for o, n in asked if n)
     m = member_facts("x/_C.so", read, len(data), gpu=True)
     assert m.gpu == (problem or m.gpu) and abi in ("", "stable", "cxx")
+
+
+@settings(CI, max_examples=min(CI.max_examples, 200))
+@given(record=st.one_of(st.just(None), st.text(max_size=300)),
+       flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=8),
+       pointer=st.binary(max_size=80))
+def test_fuzz_a_wheel_unpacked_in_uvs_cache_reads_as_the_wheels_facts_or_none(
+        small_elf: bytes, record: str | None, flips: list[tuple[int, int]], pointer: bytes) -> None:
+    """What uv left in its cache, damaged: a RECORD of any text, a library's bytes flipped (its size kept), a pointer
+    of any bytes. The read gives facts or None (the index is read then), never an exception; with the RECORD and the
+    library intact, the facts are the wheel's own, as read from its zip."""
+    import base64
+    import hashlib
+    import zipfile
+
+    from tritonlock.lock import native, uvcache
+
+    ident = uvcache._archive_id(pointer)
+    assert ident is None or re.fullmatch(r"[A-Za-z0-9_-]+", ident)
+    data = bytearray(small_elf)
+    for at, value in flips:
+        data[at % len(data)] = value
+    digest = base64.urlsafe_b64encode(hashlib.sha256(small_elf).digest()).rstrip(b"=").decode()
+    good = (f"x/_C.so,sha256={digest},{len(small_elf)}\nx-1.0.dist-info/METADATA,,\nx-1.0.dist-info/RECORD,,\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "archive-v0" / "abc"
+        (folder / "x").mkdir(parents=True)
+        (folder / "x-1.0.dist-info").mkdir()
+        (folder / "x" / "_C.so").write_bytes(bytes(data))
+        (folder / "x-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: x\nVersion: 1.0\n")
+        (folder / "x-1.0.dist-info" / "RECORD").write_text(good if record is None else record, encoding="utf-8")
+        got = uvcache.read(folder, "0" * 64, "x-1.0-cp311-cp311-linux_x86_64.whl")
+        assert got is None or isinstance(got, native.NativeFacts)
+        if record is None and bytes(data) == small_elf:
+            whl = Path(tmp) / "x-1.0-cp311-cp311-linux_x86_64.whl"
+            with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("x/_C.so", small_elf)
+                z.writestr("x-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: x\nVersion: 1.0\n")
+                z.writestr("x-1.0.dist-info/RECORD", good)
+            assert got is not None
+            zipped = native.read_file(whl, "0" * 64)
+            assert (got.members, got.provides, got.built_for_torch) == (zipped.members, zipped.provides,
+                                                                      zipped.built_for_torch)
