@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from native_bench import run  # noqa: E402 — the same timed resolve, with the rule or without
+from native_bench import forget, run  # noqa: E402 — the same timed resolve (with the rule or without)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "inference"
 GLIBC = {"h200": "2.35", "a100-r535": "2.31"}  # examples/inference/triton-env.toml
@@ -71,14 +71,9 @@ def main() -> None:
         filled = fill_uv_cache(root, env, Path(tmp))
         run(sys.executable, root, env)
 
-        def forget() -> None:
-            for f in cache.glob("*.json"):  # the binary facts only: the integrity check's METADATA stays
-                if not f.name.endswith("metadata.json"):
-                    f.unlink()
-
         read, cached, other, off = [], [], [], []
         for _ in range(args.repeat):
-            forget()
+            forget(cache)
             read.append(run(sys.executable, root, env))
             cached.append(run(sys.executable, root, env))
             other.append(run(args.other, root, env))

@@ -45,6 +45,13 @@ def run(python: str, root: Path, env: dict[str, str], *, rule: bool = True) -> f
     return took
 
 
+def forget(cache: Path) -> None:
+    """The binary facts kept in `cache`, removed; the integrity check's METADATA beside them stays."""
+    for f in cache.glob("*.json"):
+        if not f.name.endswith("metadata.json"):
+            f.unlink()
+
+
 def main() -> None:
     import os
 
@@ -63,16 +70,11 @@ def main() -> None:
         run(args.other, root, env)
         first, warm, other, off, empty, fresh = [], [], [], [], [], []
 
-        def forget() -> None:
-            for f in cache.glob("*.json"):  # the binary facts only: the integrity check's METADATA stays
-                if not f.name.endswith("metadata.json"):
-                    f.unlink()
-
         for _ in range(args.repeat):
-            forget()
+            forget(cache)
             (root / "triton-env.lock").unlink()
             fresh.append(run(sys.executable, root, env))  # no lock either: uv's cached answer is the guess
-            forget()
+            forget(cache)
             first.append(run(sys.executable, root, env))  # every wheel's facts read (the lock replaced is the guess)
             warm.append(run(sys.executable, root, env))  # kept per sha256
             other.append(run(args.other, root, env))

@@ -469,7 +469,6 @@ class Reader:
     # the integrity check (tritonlock.lock.integrity.Early): told of each closure uv's online answer names, as its
     # reads start; the wheels it would download whole are read whole, their METADATA vouched for it
     checks: Any = None
-    uv_cache: bool = True  # wheels uv has unpacked in its cache are read there (tritonlock.lock.uvcache)
 
     def __post_init__(self) -> None:
         import threading
@@ -482,11 +481,11 @@ class Reader:
         self._session: Any = None
         from tritonlock.lock.uvcache import Pointers
 
-        self._uv = Pointers() if self.uv_cache else None  # uv's cache, listed once (on the first read)
+        self._uv = Pointers()  # wheels uv has unpacked in its cache are read there, listed once (first read)
 
     def _one(self, w: tuple[str, int | None, str, str, bool], kept: bool = True, whole: bool = False) -> NativeFacts:
         url, size, sha, name, names = w
-        f = self._uv.facts(sha, name, gpu=self.gpu, names_only=names) if self._uv is not None else None
+        f = self._uv.facts(sha, name, gpu=self.gpu, names_only=names)
         if f is not None:  # (the integrity check, told of a whole read, then finds no METADATA vouched: it reads it)
             if kept:
                 keep(f)

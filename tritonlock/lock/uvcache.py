@@ -14,8 +14,8 @@ import os
 import re
 import subprocess
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
