@@ -12,6 +12,7 @@
 #   stray-*          torchvision 0.28.0 (PyPI's build for torch 2.13) put in by hand: the issue's repro, verify,
 #                    doctor, then sync (must put 0.26.0 back) and verify again
 #   shadow-*         a triton.py dropped into site-packages: verify, doctor, sync (issue 23)
+#   percuda-*        torch-memory-saver 0.0.10 (one hook build per CUDA major) put in by hand: verify, doctor
 #   summary.txt      one line per step
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,18 +69,20 @@ for f in sorted(r.glob("warm-new-*.txt")):
     print("  notes", [n for n in doc.get("notes", []) if n.startswith("imports")])
 EOF
 
-# the stray build: PyPI's torchvision 0.28.0 (for torch 2.13) over the locked 0.26.0, by hand
-uv pip install -q --offline --no-deps --reinstall --python .venv/bin/python "$C"/stray/torchvision-*.whl > "$R/stray-install.txt" 2>&1
-read rc dt < <(step stray-repro .venv/bin/python -c "$NMS"); summary "stray: the issue's repro (nms): exit $rc"
-read rc dt < <(step stray-verify "$TL" verify); summary "stray: verify: exit $rc, $dt s"
-grep -E 'FAIL|fix:|RESULT' "$R/stray-verify.txt" | head -8 >> "$R/summary.txt"
-read rc dt < <(step stray-doctor "$TL" doctor); summary "stray: doctor: exit $rc, $dt s"
-grep -iE 'torchvision' "$R/stray-doctor.txt" | head -6 >> "$R/summary.txt"
-read rc dt < <(step stray-sync "$TL" sync --no-verify --find-links "$C/house"); summary "stray: sync --no-verify: exit $rc, $dt s"
-grep -iE 'torchvision|matches' "$R/stray-sync.txt" | head -4 >> "$R/summary.txt"
-read rc dt < <(step stray-verify-after "$TL" verify --quick); summary "stray: verify --quick after sync: exit $rc, $dt s"
-grep -E 'FAIL|RESULT' "$R/stray-verify-after.txt" | head -4 >> "$R/summary.txt"
-.venv/bin/python -c 'import torchvision; print("torchvision now", torchvision.__version__)' >> "$R/summary.txt" 2>&1
+# the stray build: PyPI's torchvision 0.28.0 (for torch 2.13) over the locked 0.26.0, by hand (where carried)
+if ls "$C"/stray/*.whl > /dev/null 2>&1; then
+  uv pip install -q --offline --no-deps --reinstall --python .venv/bin/python "$C"/stray/torchvision-*.whl > "$R/stray-install.txt" 2>&1
+  read rc dt < <(step stray-repro .venv/bin/python -c "$NMS"); summary "stray: the issue's repro (nms): exit $rc"
+  read rc dt < <(step stray-verify "$TL" verify); summary "stray: verify: exit $rc, $dt s"
+  grep -E 'FAIL|fix:|RESULT' "$R/stray-verify.txt" | head -8 >> "$R/summary.txt"
+  read rc dt < <(step stray-doctor "$TL" doctor); summary "stray: doctor: exit $rc, $dt s"
+  grep -iE 'torchvision' "$R/stray-doctor.txt" | head -6 >> "$R/summary.txt"
+  read rc dt < <(step stray-sync "$TL" sync --no-verify --find-links "$C/house"); summary "stray: sync --no-verify: exit $rc, $dt s"
+  grep -iE 'torchvision|matches' "$R/stray-sync.txt" | head -4 >> "$R/summary.txt"
+  read rc dt < <(step stray-verify-after "$TL" verify --quick); summary "stray: verify --quick after sync: exit $rc, $dt s"
+  grep -E 'FAIL|RESULT' "$R/stray-verify-after.txt" | head -4 >> "$R/summary.txt"
+  .venv/bin/python -c 'import torchvision; print("torchvision now", torchvision.__version__)' >> "$R/summary.txt" 2>&1
+fi
 
 # issue 23: a stray module that shadows a locked import name
 printf 'raise ImportError("a stray triton.py")\n' > "$SITE/triton.py"
@@ -90,6 +93,25 @@ read rc dt < <(step shadow-sync "$TL" sync --no-verify --find-links "$C/house");
 grep -iE 'triton.py|matches' "$R/shadow-sync.txt" | head -3 >> "$R/summary.txt"
 read rc dt < <(step shadow-verify-after "$TL" verify --quick); summary "shadow removed: verify --quick: exit $rc, $dt s"
 [ -e "$SITE/triton.py" ] && summary "shadow: triton.py still there" || summary "shadow: triton.py gone"
+# a package built once per CUDA major (torch-memory-saver 0.0.10: its hooks _cu12 and _cu13, and an unsuffixed one,
+# CUDA 12, for ROCm), put in by hand beside torch's CUDA 13 build: verify imports the _cu13 builds only
+if ls "$C"/percuda/*.whl > /dev/null 2>&1; then
+  uv pip install -q --offline --no-deps --python .venv/bin/python "$C"/percuda/*.whl > "$R/percuda-install.txt" 2>&1
+  .venv/bin/python -c 'import ctypes
+for n in ("libcudart.so.12", "libcudart.so.13"):
+    try:
+        ctypes.CDLL(n); print("percuda:", n, "loads here")
+    except OSError as e:
+        print("percuda:", n, "does not load here:", e)' >> "$R/summary.txt" 2>&1
+  read rc dt < <(step percuda-plain .venv/bin/python -c 'import torch, torch_memory_saver_hook_mode_torch')
+  summary "percuda: importing the unsuffixed (CUDA 12) hook by hand: exit $rc"; tail -2 "$R/percuda-plain.txt" | cut -c1-300 >> "$R/summary.txt"
+  read rc dt < <(step percuda-pick .venv/bin/python -c 'import torch; from torch_memory_saver.utils import get_binary_path_from_package as g; print(g("torch_memory_saver_hook_mode_torch"))')
+  summary "percuda: the package's own pick: exit $rc"; head -1 "$R/percuda-pick.txt" >> "$R/summary.txt"
+  read rc dt < <(step percuda-verify "$TL" verify); summary "percuda: verify: exit $rc, $dt s"
+  grep -iE 'memory|FAIL|RESULT' "$R/percuda-verify.txt" | head -5 | cut -c1-400 >> "$R/summary.txt"
+  read rc dt < <(step percuda-doctor "$TL" doctor); summary "percuda: doctor: exit $rc, $dt s"
+  grep -iE 'memory|^(ERROR|WARNING)' "$R/percuda-doctor.txt" | head -4 | cut -c1-400 >> "$R/summary.txt"
+fi
 cp triton-env.lock "$R/" 2>/dev/null
 tar -C "$R" -czf "$OUT/native.tar.gz" .
 cp "$R/summary.txt" "$OUT/"

@@ -6,6 +6,7 @@
 #   .device-carry/h200-native/house/   the locked wheels the H200 image does not already hold
 #   .device-carry/h200-native/stray/   torchvision 0.28.0, PyPI's build for torch 2.13: the mismatched build that
 #                                      bench/h200_native.sh puts into the venv by hand (issue 22)
+#   .device-carry/h200-native/percuda/ torch-memory-saver 0.0.10, which carries one build per CUDA major
 # Run from the repository root in an environment where this checkout is installed (`pip install -e .`):
 #   bash bench/h200_native_prepare.sh
 # The lock holds the index's file URLs: it stays under .device-carry/ (ignored by git), never in the repository.
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 C=.device-carry/h200-native
 PY=${PYTHON:-python3}
 rm -rf "$C"
-mkdir -p "$C/wheels" "$C/proj" "$C/house" "$C/stray"
+mkdir -p "$C/wheels" "$C/proj" "$C/house" "$C/stray" "$C/percuda"
 PLAT=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --platform manylinux_2_28_x86_64
       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 
@@ -65,3 +66,6 @@ PYEOF
 # 4. the stray build
 "$PY" -m pip download -q --no-deps "${PLAT[@]}" -d "$C/stray" "torchvision==0.28.0"
 du -sh "$C"/* "$C"
+
+# 5. a package built once per CUDA major (hook _cu12 / _cu13, and an unsuffixed CUDA 12 build for ROCm)
+"$PY" -m pip download -q "${PLAT[@]}" --no-deps -d "$C/percuda" "torch-memory-saver==0.0.10"

@@ -137,6 +137,32 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
             modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu13})
     idx.add("simple", "tiedcu12", "2.0", tag=CP, requires=("torch>=2.11",), uploaded="2026-06-10",
             modules={"tiedcu12/__init__.py": "", "tiedcu12/_C.so": cu12})
+    # tiedmany 2.0–5.0: CUDA 12 builds that each need torch >= 2.11 (CUDA 13 only): every torch line is undone, more
+    # of them than the rounds; 1.0 is a CUDA 13 build
+    idx.add("simple", "tiedmany", "1.0", tag=CP, requires=("torch>=2.10",), uploaded="2026-01-10",
+            modules={"tiedmany/__init__.py": "", "tiedmany/_C.so": cu13})
+    for n in range(2, 6):
+        idx.add("simple", "tiedmany", f"{n}.0", tag=CP, requires=("torch>=2.11",), uploaded=f"2026-0{n}-10",
+                modules={"tiedmany/__init__.py": "", "tiedmany/_C.so": cu12})
+    # percuda: one library per CUDA major, picked by torch's CUDA (as torch_memory_saver's hook_cu12 / hook_cu13, its
+    # unsuffixed build being for ROCm), and one per CUDA folder (as nccl_extensions' lib/cu12/, lib/cu13/)
+    def hook(tag: str, cudart: str) -> bytes:
+        return extension(tmp / f"hook{tag}", f"percuda_hook{tag}", links={stubs[cudart]: ("cudaRuntimeGetVersion",),
+                                                                            stubs["libcuda.so.1"]: ("cuInit",)})
+    idx.add("simple", "percuda", "1.0", tag=CP, modules={
+        "percuda/__init__.py": "", "percuda_hook_cu12.abi3.so": hook("_cu12", "libcudart.so.12"),
+        "percuda_hook_cu13.abi3.so": hook("_cu13", "libcudart.so.13"),
+        "percuda_hook.abi3.so": hook("", "libcudart.so.12"),
+        "percuda/cu12/_pc.so": extension(tmp / "pc12", "percuda.cu12._pc",
+                                         links={stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",)}),
+        "percuda/cu13/_pc.so": extension(tmp / "pc13", "percuda.cu13._pc",
+                                         links={stubs["libcudart.so.13"]: ("cudaRuntimeGetVersion",)})})
+    # zgpuapp needs the driver, and so does adep, which it requires (as vLLM and humming-kernels): adep sorts first
+    idx.add("simple", "adep", "1.0", tag=CP, modules={
+        "adep/__init__.py": "", "adep/_C.so": _kernel(tmp / "adep", stubs, "libcudart.so.13", ((2, 90),), "adep")})
+    idx.add("simple", "zgpuapp", "1.0", tag=CP, requires=("adep", "torch>=2.10"), modules={
+        "zgpuapp/__init__.py": "", "zgpuapp/_C.so": _kernel(tmp / "zapp", stubs, "libcudart.so.13", ((2, 90),),
+                                                             "zgpuapp")})
     # movepkg 2.0 is a CUDA 12 build of torch 2.11's C++ API (its label says so), 1.0 a CUDA 13 build on the stable ABI
     idx.add("simple", "movepkg", "2.0+pt211cu128", tag=CP, uploaded="2026-06-10", modules={
         "movepkg/__init__.py": "", "movepkg/_C.so": extension(tmp / "move2", "movepkg._C", links={
@@ -426,6 +452,91 @@ def test_a_torch_line_the_package_itself_rules_out_passes_the_release_over_inste
     assert not any(w.startswith("torch 2.11.0 (cu130) is locked") for w in sel.warnings), sel.warnings
 
 
+def test_torch_lines_undone_release_after_release_go_on_past_the_rounds_to_a_release_that_locks(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """tiedmany 5.0–2.0 are CUDA 12 builds that each need torch >= 2.11 (CUDA 13 only): each one's torch line is
+    tried and undone, more of them than the decision's rounds (a resolve once ended in a traceback there). The
+    decision goes on to 1.0, a CUDA 13 build, and names the four releases it passed over."""
+    root = _project(tmp_path, pypi, ["tiedmany"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert "Traceback" not in out
+    versions, sel = _target(root)
+    assert (versions["tiedmany"], versions["torch"]) == ("1.0", "2.11.0")
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    for n in (5, 4, 3, 2):
+        assert f"tiedmany {n}.0 (its native code cannot load here: tiedmany/_C.so in tiedmany-{n}.0-" in passed, passed
+    assert "nvidia-cuda-runtime-cu12" not in versions
+
+
+def test_a_library_built_once_per_cuda_is_judged_in_the_build_for_the_torchs_cuda(tmp_path: Path,
+                                                                                  pypi: LocalIndex) -> None:
+    """percuda carries its hook once per CUDA major (percuda_hook_cu12 / _cu13, and an unsuffixed build for ROCm,
+    CUDA 12 here; as torch_memory_saver) and a module per CUDA folder (cu12/, cu13/): the package loads the build for
+    its torch's CUDA. On torch 2.11 (CUDA 13) the CUDA 12 builds are not judged, so nothing is passed over and no CUDA
+    12 runtime is locked; on an R535 A100 (torch 2.10, CUDA 12.8) the CUDA 13 builds are not judged either."""
+    root = _project(tmp_path, pypi, ["percuda"], f"h100|{R580_H100}", 'a100|driver = "535.183.01"\ngpus = ["8.0"]')
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    for name, torch, runtime in (("h100", "2.11.0", "nvidia-cuda-runtime"),
+                                 ("a100", "2.10.0", "nvidia-cuda-runtime-cu12")):
+        versions, sel = _target(root, name)
+        assert (versions["percuda"], versions["torch"]) == ("1.0", torch), (name, versions)
+        other = ({"nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12"} - {runtime}).pop()
+        assert runtime in versions and other not in versions, (name, versions)
+        assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons), sel.reasons
+        assert not any("percuda" in w for w in sel.warnings), sel.warnings
+
+
+def test_the_per_cuda_builds_judged_follow_the_torchs_cuda_and_none_is_dropped_without_its_own(tmp_path: Path) -> None:
+    """The rule on one wheel's facts: a CUDA 13 torch judges the _cu13 builds only, a CUDA 12.8 torch the _cu12
+    builds (not the unsuffixed one beside them); a CUDA 11.8 torch, which has no build of its own, judges all of
+    them, and so does a CPU torch; `hopeless` counts none of them as what every torch loads. The verify runner picks
+    the same modules to import, and reads torch's CUDA from its version.py."""
+    import hashlib
+
+    from pkgindex import build_wheel
+    from nativebuild import stub_library
+    from tritonlock.lock.native import read_file
+    from tritonlock.nativerule import Item, Setting, check, hopeless
+    from tritonlock.verify.natives import _torch_backend
+    from tritonlock.verify.runner.tlverify.imports import _for_this_cuda
+
+    cudart = {n: stub_library(tmp_path / n, f"libcudart.so.{n}", ("cudaRuntimeGetVersion",))
+              for n in ("11", "12", "13")}
+
+    def ext(mod: str, major: str) -> bytes:
+        return extension(tmp_path / mod.replace(".", "-"), mod, links={cudart[major]: ("cudaRuntimeGetVersion",)})
+
+    whl = build_wheel(tmp_path / "w", "pc", "1.0", tag=CP, modules={
+        "pc_hook_cu12.abi3.so": ext("pc_hook_cu12", "12"), "pc_hook_cu13.abi3.so": ext("pc_hook_cu13", "13"),
+        "pc_hook.abi3.so": ext("pc_hook", "12"), "pc/cu12/_x.so": ext("pc.cu12._x", "12"),
+        "pc/cu13/_x.so": ext("pc.cu13._x", "13")})
+    item = Item(name="pc", version="1.0", facts=read_file(whl, hashlib.sha256(whl.read_bytes()).hexdigest()))
+
+    def needs(backend: str, runtime: str) -> set[str]:
+        at = Setting(torch="2.11.0", backend=backend, driver="580.95.05", gpus=("9.0",), floors={})
+        return {p.needs for p in check([item], {runtime}, at)}
+
+    assert needs("cu130", "libcudart.so.13") == set()
+    assert needs("cu128", "libcudart.so.12") == set()
+    assert needs("cu118", "libcudart.so.11") == {"libcudart.so.12", "libcudart.so.13"}  # (no build of its own)
+    assert needs("cpu", "") == {"libcudart.so.12", "libcudart.so.13"}  # (a CPU torch loads no build of its own)
+    at_r535 = Setting(torch="2.10.0", backend="cu128", driver="535.183.01", gpus=("8.0",), floors={13: "580.65.06"})
+    assert hopeless(item, at_r535) == []  # (the CUDA 13 builds are not what every torch loads)
+    modules = ["pc_hook_cu12", "pc_hook_cu13", "pc_hook", "pc.cu12._x", "pc.cu13._x", "pc._plain"]
+    assert _for_this_cuda(modules, (13, 0)) == ["pc_hook_cu13", "pc.cu13._x", "pc._plain"]
+    assert _for_this_cuda(modules, (12, 8)) == ["pc_hook_cu12", "pc.cu12._x", "pc._plain"]
+    assert _for_this_cuda(["m_cuda118", "m_cuda128", "m_cuda130"], (12, 8)) == ["m_cuda128"]
+    assert _for_this_cuda(modules, (11, 8)) == modules and _for_this_cuda(modules, None) == modules
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "version.py").write_text("cuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n")
+    assert _torch_backend([str(site)]) == "cu130"
+    (site / "torch" / "version.py").write_text("cuda: Optional[str] = None\n")
+    assert _torch_backend([str(site)]) is None
+
+
 def test_amd_code_objects_are_checked_against_each_gfx_gpu_on_a_rocm_torch(tmp_path: Path) -> None:
     """A wheel whose extension carries HIP offload bundles for gfx90a and gfx942 (read from the wheel's ELF, as a
     resolve reads it): on a ROCm torch an MI300X (gfx942) finds its code, an RX 7900 XTX (gfx1100) does not — a
@@ -516,6 +627,20 @@ def test_a_target_without_a_driver_beside_a_gpu_box_is_a_conflict_naming_the_lib
                           "kernelpkg/_C.so in kernelpkg-2.0-")
     assert "needs libcuda.so.1, the NVIDIA driver's library, and this target has no NVIDIA driver" in msg
     assert "fix: kernelpkg needs an NVIDIA GPU: lock it for the GPU machines only" in msg
+
+
+def test_the_conflict_leads_with_the_package_the_user_named_not_its_dependency(tmp_path: Path,
+                                                                             pypi: LocalIndex) -> None:
+    """zgpuapp and adep, which it requires, both need the NVIDIA driver: on a laptop the conflict names zgpuapp, the
+    package the user asked for, first and in its fix (adep follows as "also"), not the dependency that sorts first."""
+    root = _project(tmp_path, pypi, ["zgpuapp"], "laptop|gpus = []")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    msg = out[out.index("error: target 'laptop'"):].removeprefix("error: ")
+    assert not (root / "triton-env.lock").exists()
+    assert msg.startswith("target 'laptop': zgpuapp's native code cannot load on this target: zgpuapp 1.0: "), msg
+    assert "\n  also: adep 1.0: adep/_C.so in adep-1.0-" in msg, msg
+    assert "fix: zgpuapp needs an NVIDIA GPU: lock it for the GPU machines only" in msg, msg
 
 
 def test_a_build_for_another_torch_release_is_refused_with_the_torch_it_was_built_for(tmp_path: Path,

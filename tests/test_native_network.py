@@ -90,3 +90,21 @@ def test_sgl_kernel_gets_the_torch_whose_build_brings_the_cuda_its_wheel_needs(t
     assert len(majors) == 1, majors
     backend = t.selection.backend or ""
     assert backend.startswith(f"cu{majors.pop()}"), (backend, out)
+
+
+def test_torch_memory_saver_loads_its_hook_for_the_torchs_cuda_major() -> None:
+    """torch-memory-saver 0.0.10 (sglang requires it) carries each hook once per CUDA major (_cu12, _cu13) and once
+    unsuffixed (CUDA 12 here; its ROCm slot): on torch's CUDA 13 build only the _cu13 hooks are judged, so it locks
+    beside sglang's CUDA 13 torch; on a CUDA 12.8 build only the _cu12 ones."""
+    from tritonlock.nativerule import Item, Setting, check
+
+    f = _facts("torch-memory-saver", "0.0.10")
+    names = {m.path for m in f.members}
+    assert {"torch_memory_saver_hook_mode_torch_cu12.abi3.so", "torch_memory_saver_hook_mode_torch_cu13.abi3.so",
+            "torch_memory_saver_hook_mode_torch.abi3.so"} <= names
+    assert {m.path for m in loaded(f.members, "2.14.1", "cu130")} == {
+        n for n in names if "_cu13" in n}
+    assert {m.path for m in loaded(f.members, "2.10.0", "cu128")} == {n for n in names if "_cu12" in n}
+    item = Item(name="torch-memory-saver", version="0.0.10", facts=f)
+    at = Setting(torch="2.14.1", backend="cu130", driver="580.95.05", gpus=("9.0",), floors={})
+    assert check([item], {"libcudart.so.13"}, at) == []

@@ -63,12 +63,13 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     # uv's cached answer, while the online one comes: its wheels' facts are read from then on
     compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(wanted(sel, pkgs), guess=True)) \
         if reader.early and s.target.name not in reader.from_lock else compile_target
-    for round_ in range(NATIVE_ROUNDS):
+    spent = 0  # the rounds that passed releases over (a move to another torch line, and its undoing, spend none)
+    for step in range(3 * NATIVE_ROUNDS):  # (at most one move per release judged: each spends a round or is undone)
         decision: tuple[Selection, tuple[LockedPackage, ...]] | None
         try:
             decision = pk.decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts,
                                  default_python=python, host=host, constraints=tuple(constraints),
-                                 passed=tuple(passed), warm=round_ > 0, package_indexes=tuple(own),
+                                 passed=tuple(passed), warm=step > 0, package_indexes=tuple(own),
                                  seen=lambda sel, pkgs: reader.seen(wanted(sel, pkgs), pkgs))
         except ClosureError as err:
             said = [ln.strip().removeprefix("error: ") for ln in str(err).splitlines() if ln.startswith("error: ")]
@@ -116,9 +117,11 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
             return dataclasses.replace(sel, reasons=(*reasons, *((checked,) if checked else ())), warnings=warned), pkgs
         last = (sel, found)
         structural = [p for p in found if p.structural]
-        if structural or round_ == NATIVE_ROUNDS - 1:
+        if structural or spent == NATIVE_ROUNDS - 1:
             message = rule.conflict(sel, structural or found, rejected, 0 if structural else NATIVE_ROUNDS)
             return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+        spent += 1
+        rejected_before, own_before = len(rejected), len(own)
         by_release: dict[str, list[rule.Problem]] = {}
         for p in found:
             by_release.setdefault(f"{p.package} {public(p.version)}", []).append(p)
@@ -172,4 +175,10 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                     rejected.append(f"{p.package} {v}")
                     constraints.append(f"{p.package}!={v}")
                     passed.append(f"{p.package} {v} (its native code cannot load here: {why})")
-    raise AssertionError("unreachable")
+        if moved is not None and len(rejected) == rejected_before and len(own) == own_before:
+            spent -= 1  # (only a move to another torch line: the round after says whether it holds)
+    # the steps ran out (moves undone one after another): the last closure judged is the conflict, with what was not
+    # tried said
+    assert last is not None
+    message = rule.conflict(last[0], last[1], rejected, NATIVE_ROUNDS, left=left)
+    return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()

@@ -117,14 +117,80 @@ def _built_for_by_name(path: str) -> str | None:
     return v[1] if v else None
 
 
-def loaded(members: Iterable[NativeMember], torch: str | None = None) -> list[NativeMember]:
+# one library built per CUDA release, the CUDA in its name or its folder's name: torch_memory_saver's
+# hook_mode_torch_cu12 / _cu13 (it loads the one for torch.version.cuda's major), nccl_extensions' lib/cu12/ and
+# lib/cu13/, bitsandbytes' libbitsandbytes_cuda128 (major and minor)
+_CUDA_TAG = r"cu(?:da)?(1[0-9])([0-9])?x?"
+_CUDA_IN_NAME = re.compile(rf"(?:(?<=[_-])|^){_CUDA_TAG}(?=[_-]|\Z)")
+_CUDA_FOLDER = re.compile(_CUDA_TAG)
+
+
+def _cuda_variant(path: str) -> tuple[str, str, tuple[int, int | None]] | None:
+    """(the file with its CUDA left out, the same file as a build naming no CUDA would be named, (major, minor)) of
+    a per-CUDA build's path; None for a file whose name and folders name no CUDA release."""
+    folder, _, name = path.rpartition("/")
+    base, dot, rest = name.partition(".")
+    m = _CUDA_IN_NAME.search(base)
+    if m:
+        head, tail = base[:m.start()], base[m.end():]
+        plain = head.rstrip("_-") + tail if head else tail.lstrip("_-")
+        pre = f"{folder}/" if folder else ""
+        return (f"{pre}{head}*{tail}{dot}{rest}", f"{pre}{plain}{dot}{rest}",
+                (int(m[1]), int(m[2]) if m[2] else None))
+    parts = folder.split("/") if folder else []
+    for i, part in enumerate(parts):
+        f = _CUDA_FOLDER.fullmatch(part)
+        if f:
+            key = "/".join([*parts[:i], "*", *parts[i + 1:], name])
+            return key, "/".join([*parts[:i], *parts[i + 1:], name]), (int(f[1]), int(f[2]) if f[2] else None)
+    return None
+
+
+def _backend_cuda_release(backend: str | None) -> tuple[int, int] | None:
+    m = re.fullmatch(r"cu(1[0-9])([0-9])", backend or "")
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _cuda_builds(members: list[NativeMember], backend: str | None = None) -> set[str]:
+    """The paths of per-CUDA builds a torch of `backend` does not load: a wheel that carries one build of a library
+    for each of several CUDA releases (told by their names) loads the one for its torch's CUDA — the exact release
+    where the builds name a minor (cuda128), else the major (cu12) — and neither the others nor a build of the same
+    name that names no CUDA (torch_memory_saver keeps that one for ROCm). Where no build is for that CUDA, none is
+    left out (the package has no build for it: each is judged). With no `backend`, every such build and the one
+    naming no CUDA beside them: what not every torch loads."""
+    want = _backend_cuda_release(backend) if backend is not None else None
+    if backend is not None and want is None:
+        return set()
+    names = {m.path for m in members}
+    groups: dict[str, list[tuple[str, str, tuple[int, int | None]]]] = {}
+    for m in members:
+        v = _cuda_variant(m.path)
+        if v is not None:
+            groups.setdefault(v[0], []).append((m.path, v[1], v[2]))
+    out: set[str] = set()
+    for builds in groups.values():
+        if len({c for _, _, c in builds}) < 2:
+            continue
+        plain = {p for _, p, _ in builds if p in names}
+        if want is None:
+            out |= {p for p, _, _ in builds} | plain
+            continue
+        mine = [p for p, _, c in builds if c == want] or [p for p, _, c in builds if c == (want[0], None)]
+        if mine:
+            out |= {p for p, _, _ in builds if p not in mine} | plain
+    return out
+
+
+def loaded(members: Iterable[NativeMember], torch: str | None = None,
+           backend: str | None = None) -> list[NativeMember]:
     """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
     package loads them with torch.ops.load_library: xformers' and torchao's _C.so), and the wheel's libraries those
     need by soname. A library nothing names is loaded, if at all, by the package's own choice at run time (one of
     bitsandbytes' per-CUDA libraries): it is not judged. With `torch` (the release it runs with), of a module built
-    once per torch release only the build for that torch is judged (see _other_torches)."""
+    once per torch release only the build for that torch is judged (see _other_torches); with `backend` (its build,
+    "cu130"), of one built per CUDA release only the build for that CUDA (see _cuda_builds)."""
     members = list(members)
-    other = _other_torches(members, torch)
+    other = _other_torches(members, torch) | (_cuda_builds(members, backend) if backend else set())
     members = [m for m in members if m.path not in other]
     by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
     todo = [m for m in members if m.extension or m.torch_abi]
@@ -147,12 +213,12 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
             continue
         f = item.facts
         found: dict[str, Problem] = {}
-        for m in loaded(f.members, at.torch):
+        for m in loaded(f.members, at.torch, at.backend):
             for prob in _member_problems(item, m, at, provided):
                 found.setdefault(prob.kind + prob.needs, prob)
         # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
         # kernels among them by architecture, and one that lacks an arch is no failure while another has it
-        with_code = [m for m in loaded(f.members, at.torch) if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        with_code = [m for m in loaded(f.members, at.torch, at.backend) if m.gpu.startswith("read") and (m.sm or m.ptx)]
         if with_code and ccs and at.backend.startswith("cu"):
             sm = tuple(sorted({a for m in with_code for a in m.sm}))
             ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
@@ -165,7 +231,7 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                               f"is available'; read from {f.filename})")))
         # AMD code objects the same way, on a ROCm torch: each gfx GPU needs code for its target in some module
         gfxs = [g for g in at.gpus if g.startswith("gfx")]
-        with_gfx = [m for m in loaded(f.members, at.torch) if m.gpu.startswith("read") and m.gfx]
+        with_gfx = [m for m in loaded(f.members, at.torch, at.backend) if m.gpu.startswith("read") and m.gfx]
         if with_gfx and gfxs and at.backend.startswith("rocm"):
             have = tuple(sorted({a for m in with_gfx for a in m.gfx}))
             for gfx in dict.fromkeys(gfxs):
@@ -214,7 +280,8 @@ def hopeless(item: Item, at: Setting) -> list[Problem]:
     CUDA libraries): no code or PTX for a GPU across all its modules (the builds for every torch counted), or a
     module every torch loads built for a CUDA the driver does not run. A subset of what `check` finds."""
     members = loaded(item.facts.members)
-    kept = [m for m in members if _variant(m.path) is None]
+    per_cuda = _cuda_builds(members)
+    kept = [m for m in members if _variant(m.path) is None and m.path not in per_cuda]
     wide = dataclasses.replace(item, facts=dataclasses.replace(item.facts, members=tuple(kept)))
     found = [p for p in check([wide], set(), at) if p.kind == "cuda-driver"]
     if at.gpus and at.backend.startswith(("cu", "rocm")):
@@ -308,7 +375,7 @@ def _backend_cuda(backend: str | None) -> str:
     return f"{m[1]}.{m[2]}" if m else "no CUDA"
 
 
-def unknown_torch(items: Iterable[Item], torch: str | None = None) -> list[str]:
+def unknown_torch(items: Iterable[Item], torch: str | None = None, backend: str | None = None) -> list[str]:
     """The packages whose loaded native code links torch's C++ API while their wheel names no torch release it was
     built for (no exact torch pin, no per-torch label, no file name naming this torch): whether it loads with a torch
     is unknown from its files."""
@@ -317,7 +384,7 @@ def unknown_torch(items: Iterable[Item], torch: str | None = None) -> list[str]:
         if is_provider(item.name) or item.facts.built_for_torch:
             continue
         mine = public_minor(torch)
-        tied = [m.path for m in loaded(item.facts.members, torch) if m.torch_abi == "cxx"
+        tied = [m.path for m in loaded(item.facts.members, torch, backend) if m.torch_abi == "cxx"
                 and (mine is None or _built_for_by_name(m.path) != mine)]
         if tied:
             out.append(f"{item.name} {item.version}: {tied[0]}" + (f" and {len(tied) - 1} more" if len(tied) > 1 else "")

@@ -170,18 +170,25 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
              if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
     return [f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing) — "
-            "`tritonlock verify` imports it on the machine and says" for u in unknown_torch(items, sel.torch)]
+            "`tritonlock verify` imports it on the machine and says"
+            for u in unknown_torch(items, sel.torch, sel.backend)]
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried: int = 0,
              left: str | None = None) -> str:
     """No choice fixes the closure's native code: the package, what it needs, and the least change. With `untried`
     (the rounds the decision had, all spent), older releases of the package were not tried: it says so; `left`: why
-    the decision with those releases passed over locks nothing (its own conflict's first line)."""
+    the decision with those releases passed over locks nothing (its own conflict's first line). A package the user
+    named leads where its problem is of the same kind as a dependency's."""
     from tritonlock.decide._pkgfacts import public
     from tritonlock.nativerule import HOPELESS
 
-    found = sorted(found, key=lambda p: p.kind not in HOPELESS)  # what no other closure changes, first
+    import re
+
+    named = {d.name for d in sel.direct}
+    # what no other closure changes first, then the packages the user named (a dependency's problem is theirs too)
+    found = sorted(found, key=lambda p: (p.kind not in HOPELESS,
+                                         re.sub(r"[-_.]+", "-", p.package).lower() not in named))
     first = found[0]
     lines = [f"target {sel.target.name!r}: {first.package}'s native code cannot load on this target: {first.line}"]
     lines += [f"  also: {p.line}" for p in found[1:3]]

@@ -155,10 +155,25 @@ def installed_sonames(site: Iterable[str]) -> set[str]:
     return out
 
 
+def _torch_backend(site: list[str]) -> str | None:
+    """ "cu130" for the installed torch built for CUDA 13.0, from its torch/version.py; None where none says."""
+    import re
+
+    for s in site:
+        try:
+            text = (Path(s) / "torch" / "version.py").read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            continue
+        m = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9]+)\.([0-9]+)", text, re.M)
+        return f"cu{m[1]}{m[2]}" if m else None
+    return None
+
+
 def _missing_cuda_libs(site: list[str], dist: str, torch: str | None) -> list[tuple[str, str]]:
     """(member, library) for each CUDA library a distribution's installed extension modules name that no installed
     distribution brings: read from the files, for when the loader stopped earlier (no driver on this machine). Only
-    what importing it loads counts: of a module built once per torch release, the build for the installed torch."""
+    what importing it loads counts: of a module built once per torch release, the build for the installed torch;
+    of one built per CUDA release, the build for its CUDA."""
     from tritonlock.binary.elf import read_installed
     from tritonlock.nativerule import CUDA_LIB, loaded
 
@@ -170,7 +185,8 @@ def _missing_cuda_libs(site: list[str], dist: str, torch: str | None) -> list[tu
 
     have = installed_sonames(site) | system_sonames()
     public = torch.split("+", 1)[0] if torch else None
-    return [(m.path, lib) for m in loaded(read_installed(root, paths, gpu=False), public) for lib in m.needed
+    return [(m.path, lib) for m in loaded(read_installed(root, paths, gpu=False), public, _torch_backend(site))
+            for lib in m.needed
             if CUDA_LIB.match(lib) and lib not in have]
 
 

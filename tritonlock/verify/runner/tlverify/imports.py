@@ -121,6 +121,58 @@ def _for_this_torch(modules: list[str]) -> list[str]:
     return [m for m in modules if m not in found or len(groups[found[m][0]]) < 2 or found[m][1] == mine]
 
 
+# one library built per CUDA release, the CUDA in its name or its folder's (torch_memory_saver's _cu12 / _cu13,
+# lib/cu12/ and lib/cu13/): the package loads the one for torch's CUDA (tritonlock.nativerule._cuda_builds, written
+# again here)
+_CUDA_IN_NAME = re.compile(r"(?:(?<=[_-])|^)cu(?:da)?(1[0-9])([0-9])?x?(?=[_-]|\Z)")
+_CUDA_FOLDER = re.compile(r"cu(?:da)?(1[0-9])([0-9])?x?")
+
+
+def torch_cuda() -> tuple[int, int] | None:
+    """The CUDA release the installed torch is built for, from its torch/version.py (not imported)."""
+    from importlib import metadata
+
+    try:
+        from pathlib import Path
+
+        text = Path(str(metadata.distribution("torch").locate_file("torch/version.py"))).read_text(encoding="utf-8")
+    except (metadata.PackageNotFoundError, OSError, ValueError):
+        return None
+    m = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9]+)\.([0-9]+)", text, re.M)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _for_this_cuda(modules: list[str], cuda: tuple[int, int] | None) -> list[str]:
+    """The modules without the per-CUDA builds torch's CUDA does not load: of a set of two or more builds of one
+    module for several CUDA releases, the one for torch's (its release where they name a minor, else its major) —
+    and not a build of the same name that names no CUDA; all of them where none is for torch's CUDA."""
+    if cuda is None:
+        return modules
+    groups: dict[str, list[tuple[str, str, tuple[int, int | None]]]] = {}
+    for mod in modules:
+        parts = mod.split(".")
+        m = _CUDA_IN_NAME.search(parts[-1])
+        if m:
+            head, tail = parts[-1][:m.start()], parts[-1][m.end():]
+            plain = head.rstrip("_-") + tail if head else tail.lstrip("_-")
+            key, same = ".".join([*parts[:-1], head + "*" + tail]), ".".join([*parts[:-1], plain])
+        else:
+            folders = [(i, f) for i, x in enumerate(parts[:-1]) if (f := _CUDA_FOLDER.fullmatch(x))]
+            if not folders:
+                continue
+            i, m = folders[0]
+            key, same = ".".join([*parts[:i], "*", *parts[i + 1:]]), ".".join([*parts[:i], *parts[i + 1:]])
+        groups.setdefault(key, []).append((mod, same, (int(m[1]), int(m[2]) if m[2] else None)))
+    drop: set[str] = set()
+    for builds in groups.values():
+        if len({c for _, _, c in builds}) < 2:
+            continue
+        mine = [x for x, _, c in builds if c == cuda] or [x for x, _, c in builds if c == (cuda[0], None)]
+        if mine:
+            drop |= {x for x, _, _ in builds if x not in mine} | {same for _, same, _ in builds}
+    return [m for m in modules if m not in drop]
+
+
 def import_job_main(job: dict[str, Any]) -> int:
     """In the job's own process: import torch first where asked, the top-level modules, then each extension
     module; one JSON line with what happened to each."""
@@ -139,7 +191,7 @@ def import_job_main(job: dict[str, Any]) -> int:
         attempt("torch")
     for m in job.get("tops", []):
         attempt(m)
-    for m in _for_this_torch(job.get("modules", [])):
+    for m in _for_this_cuda(_for_this_torch(job.get("modules", [])), torch_cuda()):
         attempt(m)
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
