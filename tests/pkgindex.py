@@ -281,6 +281,15 @@ class LocalIndex:
                 pages_gate = outer.uv_pages_gate
                 if pages_gate is not None and self.headers.get("User-Agent", "").startswith("uv/"):
                     pages_gate.wait(120)
+                # /<index...>.html -> a flat page of links to every file of that index (pip's find-links, as PyG's
+                # data.pyg.org/whl/torch-2.8.0+cu128.html)
+                flat_dir = root.joinpath(*parts[:-1], parts[-1].removesuffix(".html"))
+                if parts[-1].endswith(".html") and (flat_dir / "_files").is_dir():
+                    rel = outer.prefix + "/" + "/".join([*parts[:-1], parts[-1].removesuffix(".html")])
+                    links = "".join(f'<a href="{html.escape(rel)}/_files/{html.escape(f.name)}#sha256='
+                                    f'{hashlib.sha256(f.read_bytes()).hexdigest()}">{html.escape(f.name)}</a><br>\n'
+                                    for f in sorted((flat_dir / "_files").iterdir()) if f.is_file())
+                    return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
                 # /<index...>/<project>/ -> list the project's files; /<index...>/ -> list projects
                 for cut in range(len(parts), 0, -1):
                     index_dir = root.joinpath(*parts[:cut])

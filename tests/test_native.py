@@ -163,6 +163,12 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     idx.add("simple", "zgpuapp", "1.0", tag=CP, requires=("adep", "torch>=2.10"), modules={
         "zgpuapp/__init__.py": "", "zgpuapp/_C.so": _kernel(tmp / "zapp", stubs, "libcudart.so.13", ((2, 90),),
                                                              "zgpuapp")})
+    # pygpkg: the default index serves only an sdist whose build imports torch (as PyG's torch-scatter on PyPI);
+    # its builds are on pages per torch and CUDA (data.pyg.org/whl/torch-2.8.0+cu128.html): here for torch 2.10 only
+    idx.add_sdist("simple", "pygpkg", "2.1.2", prelude="import torch", static_metadata=False)
+    idx.add("pyg/torch-2.10.0+cu128", "pygpkg", "2.1.2+pt210cu128", tag=CP, modules={
+        "pygpkg/__init__.py": "", "pygpkg/_C.so": _kernel(tmp / "pyg", stubs, "libcudart.so.12", ((2, 80), (2, 90)),
+                                                          "pygpkg")})
     # movepkg 2.0 is a CUDA 12 build of torch 2.11's C++ API (its label says so), 1.0 a CUDA 13 build on the stable ABI
     idx.add("simple", "movepkg", "2.0+pt211cu128", tag=CP, uploaded="2026-06-10", modules={
         "movepkg/__init__.py": "", "movepkg/_C.so": extension(tmp / "move2", "movepkg._C", links={
@@ -535,6 +541,59 @@ def test_the_per_cuda_builds_judged_follow_the_torchs_cuda_and_none_is_dropped_w
     assert _torch_backend([str(site)]) == "cu130"
     (site / "torch" / "version.py").write_text("cuda: Optional[str] = None\n")
     assert _torch_backend([str(site)]) is None
+
+
+def test_a_package_its_default_index_cannot_lock_is_taken_from_its_page_of_builds_per_torch(tmp_path: Path,
+                                                                                         pypi: LocalIndex) -> None:
+    """pygpkg's default index serves only an sdist whose build imports torch (uv finds no closure with it, as with
+    torch-scatter on PyPI); [[package-builds]] names its flat pages per torch and CUDA. The decision takes the newest
+    torch whose CUDA the pages are built for and whose page serves it (torch 2.10.0, cu128: 2.11's CUDA 13 has none),
+    locks pygpkg's build from that page, reads its native code, and says why torch is held back."""
+    extra = (f'\n[[package-builds]]\nname = "pygpkg"\nindex = "{pypi.url}/pyg/torch-{{torch}}+{{cuda}}.html"\n'
+             'format = "flat"\ncuda = ["cu126", "cu128"]\n')
+    root = _project(tmp_path, pypi, ["pygpkg"], f"gpu|{R580_H100}", extra=extra)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["pygpkg"], versions["torch"]) == ("2.1.2+pt210cu128", "2.10.0"), versions
+    lock = read_lock(root / "triton-env.lock")
+    (pkg,) = [q for q in lock.targets[0].packages if q.name == "pygpkg"]
+    assert all("/pyg/torch-2.10.0+cu128/_files/" in w.url for w in pkg.wheels) and pkg.wheels, pkg
+    assert any(n.filename.startswith("pygpkg-2.1.2+pt210cu128-") and n.members for n in lock.native), lock.native
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+    assert "pygpkg from the default index (uv finds no closure with it there: " in passed, passed
+    assert f"took pygpkg's cu128 build from its own index {pypi.url}/pyg/torch-2.10.0+cu128.html, for torch 2.10.0 " \
+           "(cu128)" in passed, passed
+    assert sel.reasons[0].startswith("torch 2.10.0 (cu128): the newest torch build pygpkg's own index has a build "
+                                     "for"), \
+        sel.reasons[0]
+    assert any(w.startswith("torch 2.10.0 (cu128) is locked, not ") and ": pygpkg's builds on its own index are made "
+               "per torch and CUDA, and the default index serves none uv can lock (" in w for w in sel.warnings), \
+        sel.warnings
+    code, out = _run("sync", "-p", str(root), "--target", "gpu", "--no-verify")  # (installed from that page)
+    assert code == 0, out
+    assert list((root / ".venv").glob("lib/python*/site-packages/pygpkg-2.1.2+pt210cu128.dist-info")), out
+
+
+def test_a_page_of_builds_this_machine_cannot_reach_is_named_beside_uvs_answer(tmp_path: Path,
+                                                                              pypi: LocalIndex) -> None:
+    """The same, with pygpkg's pages on a host that does not answer: uv's own answer is the error (exit 4), with the
+    page it could not ask named after it, asked once (not once per torch), and no lock written."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # (closed again: nothing listens there)
+    extra = (f'\n[[package-builds]]\nname = "pygpkg"\n'
+             f'index = "http://127.0.0.1:{port}/whl/torch-{{torch}}+{{cuda}}.html"\n'
+             'format = "flat"\ncuda = ["cu118", "cu126", "cu128"]\n')
+    root = _project(tmp_path, pypi, ["pygpkg"], f"gpu|{R580_H100}", extra=extra)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 4, out
+    assert not (root / "triton-env.lock").exists()  # (uv quotes the sdist build's own traceback: its words)
+    assert out.count("also tried: ") == 1 and out.count(f"127.0.0.1:{port}") == 1, out
+    assert f"also tried: pygpkg's builds at http://127.0.0.1:{port}/whl/torch-2.10.0+cu128.html (not reachable from " \
+           "here: ConnectionError" in out, out
 
 
 def test_amd_code_objects_are_checked_against_each_gfx_gpu_on_a_rocm_torch(tmp_path: Path) -> None:
@@ -922,6 +981,53 @@ def test_verify_imports_only_the_build_for_the_installed_torch_of_a_module_built
     result = run_verify(python, interpret=True, quick=True, imports=("variantpkg",))
     row = {c.name: c for c in result.checks}["import variantpkg"]
     assert row.ok, row.detail
+    # (what it says it imported is what it imported: the other torch's build counted apart)
+    assert row.detail == ("variantpkg 1.0: imported, with its 1 extension module (1 more: its builds for another "
+                          "torch or CUDA than this one's, which it does not load)"), row.detail
+
+
+def test_verify_imports_the_build_for_torchs_cuda_of_a_module_built_per_cuda_and_listed_as_top_level(
+        stubs: dict[str, Path], tmp_path: Path) -> None:
+    """tmslike carries its hook per CUDA major (tmslike_hook_cu12 / _cu13) and unsuffixed (CUDA 12), each a top-level
+    module that its top_level.txt lists (as torch-memory-saver's does); torch's version.py says CUDA 13.0. The import
+    job in a real venv imports the package and the _cu13 hook only — the CUDA 12 builds, whose import would fail (no
+    libcudart.so.12 here: found so on the H200), are neither imported as modules nor as top-level names."""
+    import json
+    import subprocess
+    import sys
+
+    from tritonlock._subprocess import uv_bin
+    from pkgindex import build_wheel
+
+    def hook(name: str, cudart: str) -> bytes:
+        return extension(tmp_path / name, name, links={stubs[cudart]: ("cudaRuntimeGetVersion",)})
+
+    torch = build_wheel(tmp_path / "w", "torch", "2.11.0", modules={
+        "torch/__init__.py": "", "torch/version.py": "__version__ = '2.11.0'\ncuda: Optional[str] = '13.0'\n"})
+    tops = "tmslike\ntmslike_hook\ntmslike_hook_cu12\ntmslike_hook_cu13\n"
+    tms = build_wheel(tmp_path / "w", "tmslike", "1.0", tag=CP, modules={
+        "tmslike/__init__.py": "", "tmslike_hook_cu12.abi3.so": hook("tmslike_hook_cu12", "libcudart.so.12"),
+        "tmslike_hook_cu13.abi3.so": hook("tmslike_hook_cu13", "libcudart.so.13"),
+        "tmslike_hook.abi3.so": hook("tmslike_hook", "libcudart.so.12"),
+        "libcudart.so.13": stubs["libcudart.so.13"].read_bytes(), "tmslike-1.0.dist-info/top_level.txt": tops})
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([uv_bin(), "pip", "install", "--python", py, "--no-deps", "--offline", str(torch), str(tms)],
+                   check=True, capture_output=True)
+    runner = Path(__file__).parents[1] / "tritonlock" / "verify" / "runner"
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from tlverify.imports import "
+            "installed_with_native_code, import_job_main, torch_cuda; print(json.dumps(torch_cuda())); "
+            "jobs, _ = installed_with_native_code(['tmslike']); "
+            "[import_job_main(j) for j in jobs if j['dist'] == 'tmslike']")
+    out = subprocess.run([py, "-I", "-c", code, str(runner)], check=True, capture_output=True, text=True).stdout
+    cuda, rows = out.splitlines()
+    assert json.loads(cuda) == [13, 0]
+    got = {r["module"]: r["ok"] for r in json.loads(rows)}
+    assert got == {"tmslike": True, "tmslike_hook_cu13": True}, rows
+    # (the CUDA 12 hook's import is a real failure here: what verify would have reported)
+    bad = subprocess.run([py, "-I", "-c", "import tmslike_hook_cu12"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "libcudart.so.12" in bad.stderr, bad.stderr
 
 
 @pytest.mark.parametrize("files, comment", [(3, 0), (4000, 0), (30, 65535)])

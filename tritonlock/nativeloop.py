@@ -5,7 +5,7 @@ tritonlock.project orchestrates: it hands this module the reader and what to rea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tritonlock.errors import ClosureError
 from tritonlock.models import Intent, LockedPackage, Selection
@@ -22,6 +22,61 @@ if TYPE_CHECKING:
 # whose native code cannot load there: the package's own build for the torch's CUDA first, then older releases)
 NATIVE_ROUNDS = 4
 
+
+
+def _said(err: Exception) -> str:
+    """uv's finding in a line: its error and first causes (a build's own output left out)."""
+    said = [ln.strip().removeprefix("error: ") for ln in str(err).splitlines()
+            if ln.startswith(("error: ", "  cause: "))]
+    text = "; ".join(said[1:3] or said[:1]) or str(err).splitlines()[0]
+    return text[:300]
+
+
+def _own_first(intent: Intent, c: tuple[Selection, ...],
+               err: str) -> tuple[list[tuple[str, Selection, Any]], list[str]]:
+    """Where uv found no closure and names a package the user asked for whose builds per torch and CUDA are on an index
+    of its own (compat/packages.toml, [[package-builds]]; a page per torch, not per release): that index for each of
+    the torch choices, newest first, whose CUDA it has builds for (4 at most), and what could not be asked (an index
+    this machine does not reach: asked once, 5 s)."""
+    import re
+    from urllib.parse import urlsplit
+
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from tritonlock.compat import pkgbuilds
+    from tritonlock.lock.index import unreachable
+
+    rows = {b.name: b for b in (*pkgbuilds.curated().values(), *intent.package_builds)}
+    said = re.sub(r"[-_.]+", "-", err.lower())
+    out: list[tuple[str, Selection, Any]] = []
+    notes: list[str] = []
+    for req in intent.packages:
+        try:
+            name = canonicalize_name(Requirement(req).name)
+        except InvalidRequirement:
+            continue
+        row = rows.get(name)
+        if row is None or "{version}" in row.index or name not in said:
+            continue
+        seen: set[tuple[str | None, str | None]] = set()
+        down: dict[str, str | None] = {}
+        for x in c:
+            choice = pkgbuilds.choose(name, "", x.torch or "", x.backend or "", cuda_major=None,
+                                      extra=intent.package_builds)
+            if choice is None or (x.torch, x.backend) in seen or len(seen) >= 4:
+                continue
+            seen.add((x.torch, x.backend))
+            host = urlsplit(choice.url).netloc
+            if host not in down:
+                down[host] = unreachable(choice.url, name)
+                if down[host]:
+                    notes.append(f"{name}'s builds at {choice.url} (not reachable from here: {down[host]})")
+            if not down[host]:
+                out.append((name, x, choice))
+        if out or notes:
+            return out, notes
+    return out, notes
 
 
 def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
@@ -63,6 +118,11 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     # uv's cached answer, while the online one comes: its wheels' facts are read from then on
     compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(wanted(sel, pkgs), guess=True)) \
         if reader.early and s.target.name not in reader.from_lock else compile_target
+    # a package the default index serves nothing lockable of (PyG's: sdists whose build imports torch), with builds
+    # per torch and CUDA on an index of its own: (name, torch choice, its build's index), newest torch first
+    first_err: ClosureError | None = None
+    upfront: list[tuple[str, Selection, Any]] | None = None
+    tried_own: list[str] = []
     spent = 0  # the rounds that passed releases over (a move to another torch line, and its undoing, spend none)
     for step in range(3 * NATIVE_ROUNDS):  # (at most one move per release judged: each spends a round or is undone)
         decision: tuple[Selection, tuple[LockedPackage, ...]] | None
@@ -93,7 +153,29 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                 continue
             if last is None:
                 assert err_text is not None
-                raise err_text
+                if first_err is None:
+                    first_err = err_text
+                    upfront, tried_own = _own_first(intent, c, str(err_text))
+                    tried_own = [f"{n}'s build at {ch.url} (uv finds no closure with it)" for n, _, ch in upfront] \
+                        + tried_own
+                elif upfront is not None and own:
+                    own.pop()  # (that torch's page of builds locks nothing either: the next torch's)
+                    passed.pop()
+                if not upfront:
+                    if not tried_own:
+                        raise first_err
+                    raise ClosureError(f"{first_err}\n  also tried: " + "; ".join(tried_own), uv=first_err.uv)
+                name, x, choice = upfront.pop(0)
+                own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
+                passed.append(f"{name} from the default index (uv finds no closure with it there: {_said(first_err)}); "
+                              f"took {choice.why}, for torch {x.torch} ({x.backend})")
+                if x is not c[0] and (x.torch, x.backend) != (c[0].torch, c[0].backend):
+                    held = (f"is locked, not {c[0].torch} ({c[0].backend}): {name}'s builds on its own index are made "
+                            f"per torch and CUDA, and the default index serves none uv can lock ({_said(first_err)})",
+                            f"the newest torch build {name}'s own index has a build for ({choice.url}); torch "
+                            f"{c[0].torch} ({c[0].backend}) would fit this target")
+                s, c = x, (x,)
+                continue
         if (decision is None or not decision[0].ok) and last is not None:
             # with the releases whose native code cannot load passed over, nothing is left: that is the conflict
             if decision is not None and decision[0].conflict:

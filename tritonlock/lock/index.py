@@ -411,7 +411,8 @@ class IndexClient:
     def files(self, project: str, *, only: str | None = None) -> tuple[IndexFile, ...]:
         """Files of a project; () when the index does not have it. `only`: the file of that name alone (a check of
         one file reads a page of a thousand)."""
-        url = f"{self.url}/{_norm(project)}/"
+        flat = self.url.rsplit("?", 1)[0].endswith((".html", ".htm"))  # a page of links (pip's find-links)
+        url = self.url if flat else f"{self.url}/{_norm(project)}/"
         resp = self._get(url, f"{PEP691}, text/html;q=0.1")
         if resp is None:
             return ()
@@ -441,6 +442,9 @@ class IndexClient:
             name = text or full.rsplit("/", 1)[-1]
             if only is not None and name != only:
                 continue
+            mine = name.split("-")[0] if name.endswith(".whl") else name.rsplit("-", 1)[0]
+            if flat and _norm(mine) != _norm(project):
+                continue  # (the page lists every project's files)
             sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
             served, meta_sha = _metadata_flag(meta)
             out.append(IndexFile(filename=name, url=full, sha256=sha, size=None,

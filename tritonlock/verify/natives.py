@@ -27,6 +27,7 @@ class ImportRow:
     loaded: int = 0
     requires_torch: str | None = None
     modules: tuple[str, ...] = ()
+    left: int = 0  # of `modules`, the builds for another torch or CUDA, not imported (the package never loads them)
     optional: tuple[tuple[str, str], ...] = ()  # (module, error): parts that cannot load, the package imports without
 
 
@@ -43,6 +44,7 @@ def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
             loaded=int(r["loaded"]) if isinstance(r.get("loaded"), int) else 0,
             requires_torch=r.get("requires_torch") if isinstance(r.get("requires_torch"), str) else None,
             modules=tuple(m for m in r.get("modules", []) if isinstance(m, str)),
+            left=int(r["left"]) if isinstance(r.get("left"), int) and r["left"] > 0 else 0,
             optional=tuple((str(o.get("module")), str(o.get("error"))) for o in r.get("optional", [])
                            if isinstance(o, dict))[:5] if isinstance(r.get("optional"), list) else ()))
     return tuple(out)
@@ -221,9 +223,11 @@ def import_checks(rows: Iterable[ImportRow], *, torch: str | None, lock: LockFac
                                     f"{needs[1] if needs else 'a library'}, which no installed package brings{more} — "
                                     f"inferred optional: {r.dist} imports without it", None))
         elif r.ok:
-            n = len(r.modules)
+            n = max(len(r.modules) - r.left, 0)
             out.append((name, True, f"{r.dist} {r.version}: imported" + (
-                f", with its {n} extension module{'s' * (n != 1)}" if n else ""), None))
+                f", with its {n} extension module{'s' * (n != 1)}" if n else "") + (
+                f" ({r.left} more: its builds for another torch or CUDA than this one's, which it does not load)"
+                if r.left else ""), None))
         else:
             detail, fix = explain(r, torch=torch, lock=lock)
             out.append((name, False, detail, fix))

@@ -187,11 +187,15 @@ def import_job_main(job: dict[str, Any]) -> int:
         except BaseException as e:  # noqa: BLE001 - SystemExit from a module's import is a failure to report too
             out.append({"module": module, "ok": False, "error": f"{type(e).__name__}: {str(e)[:600]}"})
 
+    modules = job.get("modules", [])
+    mine = _for_this_cuda(_for_this_torch(modules), torch_cuda())
+    other = set(modules) - set(mine)  # (top_level.txt lists a per-CUDA build's module as a top-level name too)
     if job.get("torch"):
         attempt("torch")
     for m in job.get("tops", []):
-        attempt(m)
-    for m in _for_this_cuda(_for_this_torch(job.get("modules", [])), torch_cuda()):
+        if m not in other:
+            attempt(m)
+    for m in mine:
         attempt(m)
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
@@ -275,7 +279,9 @@ def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) ->
     optional = [t for t in failed if beside(t) and _MISSING_LIB.search(t["error"])]
     failed = [t for t in failed if not beside(t)]
     if not failed:
-        return {**base, "ok": True, "loaded": len(tried),
+        # (a per-torch or per-CUDA build for another torch or CUDA than this one is not imported: counted apart)
+        left = len(set(job["modules"]) - {t["module"] for t in tried})
+        return {**base, "ok": True, "loaded": len(tried), **({"left": left} if left else {}),
                 **({"optional": [{"module": t["module"], "error": t["error"]} for t in optional[:5]]}
                    if optional else {})}
     first = next((t for t in failed if NATIVE_ERROR.search(t["error"])), failed[0])
