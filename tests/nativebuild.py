@@ -37,7 +37,7 @@ def stub_library(out_dir: Path, soname: str, symbols: tuple[str, ...] = ("stub_v
 
 
 def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]], rpath: str = "$ORIGIN",
-              fatbin: tuple[tuple[int, int], ...] = ()) -> bytes:
+              fatbin: tuple[tuple[int, ...], ...] = ()) -> bytes:
     """A Python extension module `module` (PyInit_<last part>) that links each library in `links` (found at its
     path when built; at `rpath` when imported) and calls the symbols given for it; `fatbin`: (kind, arch) entries of
     a `.nv_fatbin` section (kind 2: a cubin, 1: PTX; arch 80 for sm_80)."""
@@ -66,14 +66,16 @@ def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]],
     return out.read_bytes()
 
 
-def fatbin_bytes(entries: tuple[tuple[int, int], ...]) -> bytes:
+def fatbin_bytes(entries: tuple[tuple[int, ...], ...]) -> bytes:
     """One fatbin container: u32 magic 0xBA55ED50, u16 version, u16 header size (16), u64 size of the entries; each
-    entry a 64-byte header (u16 kind, u16 version, u32 header size, u64 payload size, …, u32 arch at +28) and an
-    8-byte payload."""
+    entry a 64-byte header (u16 kind, u16 version, u32 header size, u64 payload size, …, u32 arch at +28, u64 flags at
+    +40: 0x100000 for arch-specific code, sm_90a) and an 8-byte payload; an entry is (kind, arch) or (kind, arch,
+    flags)."""
     body = b""
-    for kind, arch in entries:
+    for kind, arch, *flags in entries:
         head = bytearray(64)
         struct.pack_into("<HHIQ", head, 0, kind, 0x0101, 64, 8)
         struct.pack_into("<I", head, 28, arch)
+        struct.pack_into("<Q", head, 40, flags[0] if flags else 0)
         body += bytes(head) + b"\0" * 8
     return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body

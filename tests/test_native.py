@@ -39,7 +39,7 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def _kernel(tmp: Path, stubs: dict[str, Path], cudart: str, fatbin: tuple[tuple[int, int], ...],
+def _kernel(tmp: Path, stubs: dict[str, Path], cudart: str, fatbin: tuple[tuple[int, ...], ...],
             name: str = "kernelpkg") -> bytes:
     return extension(tmp, f"{name}._C", links={stubs[cudart]: ("cudaRuntimeGetVersion",),
                                               stubs["libcuda.so.1"]: ("cuInit",),
@@ -596,6 +596,70 @@ def test_a_page_of_builds_this_machine_cannot_reach_is_named_beside_uvs_answer(t
            "here: ConnectionError" in out, out
 
 
+def test_a_module_for_one_gpu_family_alone_and_a_package_that_calls_its_kernels_only_there_are_no_refusal(
+        tmp_path: Path, stubs: dict[str, Path]) -> None:
+    """Code for one GPU family alone (sm_90a: torchao's _C_cutlass_90a) runs on no other GPU: a module of nothing else
+    does not count against an A100 or a V100, while the package's general module (sm_80, sm_86) still does on the
+    V100. torchao's modules (sm_90a; sm_100 and PTX compute_120, as its 0.16's) carry nothing for an A100: it is in
+    compat/packages.toml's [[optional-gpu-code]], so it is no problem there but a warning saying why, marked inferred;
+    the same files under another name are a problem."""
+    import hashlib
+
+    from pkgindex import build_wheel
+    from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
+    from tritonlock.lock.native import read_file
+    from tritonlock.nativerule import Item, Setting, check, optional_gpu_code
+
+    def item(name: str, modules: dict[str, tuple[tuple[int, ...], ...]]) -> Item:
+        whl = build_wheel(tmp_path / name, name, "1.0", tag=CP, modules={
+            path: _kernel(tmp_path / name / path.replace("/", "-"), stubs, "libcudart.so.12", code, name)
+            for path, code in modules.items()})
+        return Item(name=name, version="1.0", facts=read_file(whl, hashlib.sha256(whl.read_bytes()).hexdigest()))
+
+    def at(cc: str) -> Setting:
+        return Setting(torch="2.10.0", backend="cu128", driver="580.95.05", gpus=(cc,), floors={},
+                       optional_gpu=frozenset(rows()))
+
+    a = 0x100000
+    mixed = item("mixedpkg", {"mixedpkg/_C.so": ((2, 80), (2, 86)), "mixedpkg/_C_90a.so": ((2, 90, a),)})
+    only = item("onlypkg", {"onlypkg/_C_90a.so": ((2, 90, a),)})
+    provided = {"libcudart.so.12"}
+    assert check([mixed, only], provided, at("8.0")) == []
+    (p,) = check([mixed, only], provided, at("7.0"))
+    assert (p.package, p.kind) == ("mixedpkg", "gpu-code")
+    assert p.text.startswith("its GPU code is built for sm_80, sm_86 (no PTX), which has no code for this target's "
+                             "GPU (compute capability 7.0)"), p.text
+    tao = {"torchao/_C_cutlass_90a.abi3.so": ((2, 90, a),), "torchao/_C_mxfp8.so": ((2, 100), (1, 120))}
+    torchao, other = item("torchao", tao), item("otherao", tao)
+    assert check([torchao], provided, at("8.0")) == []
+    assert [q.needs for q in check([other], provided, at("8.0"))] == ["sm_80"]
+    (w,) = optional_gpu_code([torchao, other], at("8.0"), rows())
+    assert w.startswith("torchao 1.0: its GPU code is built for sm_100, sm_90a and PTX compute_120, none of it for "
+                        "this target's GPU (compute capability 8.0); it is locked all the same"), w
+    assert "(inferred: that torchao calls its C++ kernels only on the GPUs they are built for" in w, w
+    assert optional_gpu_code([torchao], at("9.0"), rows()) == []  # (its sm_90a runs on an H100)
+
+
+def test_optional_gpu_code_in_the_intent_locks_the_newest_release_with_a_warning(tmp_path: Path,
+                                                                                pypi: LocalIndex) -> None:
+    """[environment].optional-gpu-code = ["backpkg"]: backpkg 7.0 has no code for the V100, and the user says it calls
+    its kernels only where they run. The lock keeps 7.0 (no release passed over) and warns, saying it rests on the
+    intent; a bad entry is an error naming the key."""
+    root = _project(tmp_path, pypi, ["backpkg"], f"gpu|{R580_V100}", torch="==2.10.*")
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace("[environment]\n", '[environment]\noptional-gpu-code = ["BackPkg"]\n'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["backpkg"] == "7.0"
+    assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons), sel.reasons
+    (w,) = [w for w in sel.warnings if w.startswith("backpkg 7.0: its GPU code is built for sm_80, sm_90")]
+    assert "(inferred: the intent's [environment].optional-gpu-code says so)" in w, w
+    intent.write_text(intent.read_text().replace('["BackPkg"]', '["back pkg"]'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 2 and "environment.optional-gpu-code[0]" in out and "is not a package name" in out, out
+
+
 def test_amd_code_objects_are_checked_against_each_gfx_gpu_on_a_rocm_torch(tmp_path: Path) -> None:
     """A wheel whose extension carries HIP offload bundles for gfx90a and gfx942 (read from the wheel's ELF, as a
     resolve reads it): on a ROCm torch an MI300X (gfx942) finds its code, an RX 7900 XTX (gfx1100) does not — a
@@ -859,6 +923,37 @@ def test_installed_gpu_code_is_checked_against_each_gpu(broken_venv: str) -> Non
     ((_, ok, detail, _),) = gpu_code_checks([site], [row], ["cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"])
     assert ok and "only through PTX (compute_80)" in detail
     assert gpu_code_checks([site], [row], ["cuda:0 NVIDIA A100-SXM4-80GB (sm_80, 79.1 GiB)"]) == []
+
+
+def test_verify_passes_a_gpu_without_code_for_a_package_that_calls_its_kernels_only_where_they_run(
+        tmp_path: Path, stubs: dict[str, Path]) -> None:
+    """The installed files of torchao (compat/packages.toml's [[optional-gpu-code]]) carry sm_90a and sm_100 + PTX
+    compute_120 only: on an A100 verify's GPU-code row passes and says why, inferred; the same files as another
+    package fail it. A module of sm_90a code alone is left out of what is counted."""
+    import subprocess
+
+    from pkgindex import build_wheel
+    from tritonlock._subprocess import uv_bin
+    from tritonlock.verify.natives import ImportRow, gpu_code_checks
+
+    a100 = ["cuda:0 NVIDIA A100-SXM4-80GB (sm_80, 79.1 GiB)"]
+    site = tmp_path / "site"
+    for name in ("torchao", "otherao"):
+        whl = build_wheel(tmp_path / name, name, "1.0", tag=CP, modules={
+            f"{name}/_C_cutlass_90a.so": _kernel(tmp_path / f"{name}90a", stubs, "libcudart.so.12", ((2, 90, 0x100000),),
+                                                 name),
+            f"{name}/_C_mxfp8.so": _kernel(tmp_path / f"{name}mx", stubs, "libcudart.so.12", ((2, 100), (1, 120)),
+                                           name)})
+        subprocess.run([uv_bin(), "pip", "install", "--target", str(site), "--no-deps", "--offline", str(whl)],
+                       check=True, capture_output=True)
+    rows = [ImportRow(dist=n, version="1.0", ok=True, modules=(f"{n}._C_mxfp8",)) for n in ("torchao", "otherao")]
+    got = {name: (ok, detail) for name, ok, detail, _ in gpu_code_checks([str(site)], rows, a100)}
+    ok, detail = got["GPU code torchao"]
+    assert ok and detail.startswith("torchao 1.0's extension modules carry code for sm_100 and PTX compute_120, and "
+                                    "none for cuda:0 NVIDIA A100-SXM4-80GB (compute capability 8.0): it calls those "
+                                    "kernels only on the GPUs they are for (inferred: that torchao calls"), detail
+    ok, detail = got["GPU code otherao"]
+    assert not ok and "carry code for sm_100 and PTX compute_120, and none for" in detail, detail
 
 
 def test_doctor_reports_the_same_on_a_venv_tritonlock_did_not_make(broken_venv: str) -> None:

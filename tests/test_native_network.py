@@ -108,3 +108,25 @@ def test_torch_memory_saver_loads_its_hook_for_the_torchs_cuda_major() -> None:
     item = Item(name="torch-memory-saver", version="0.0.10", facts=f)
     at = Setting(torch="2.14.1", backend="cu130", driver="580.95.05", gpus=("9.0",), floors={})
     assert check([item], {"libcudart.so.13"}, at) == []
+
+
+def test_torchao_kernels_are_for_hopper_and_blackwell_and_an_a100_locks_it_with_a_warning() -> None:
+    """torchao 0.16.0 ships _C_cutlass_90a (sm_90a alone) and _C_mxfp8 (sm_100, PTX compute_120): nothing for an A100,
+    which runs its quantization through Triton. It is compat/packages.toml's [[optional-gpu-code]]: no problem on an
+    A100, a warning that says so; on an H100 no warning (its sm_90a runs there)."""
+    from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
+    from tritonlock.nativerule import Item, Setting, check, optional_gpu_code
+
+    f = _facts("torchao", "0.16.0")
+    sm = {a for m in f.members for a in m.sm}
+    assert sm == {"sm_90a", "sm_100"}, sm
+    item = Item(name="torchao", version="0.16.0", facts=f)
+
+    def at(cc: str) -> Setting:
+        return Setting(torch="2.10.0", backend="cu128", driver="580.95.05", gpus=(cc,), floors={},
+                       optional_gpu=frozenset(rows()))
+
+    assert check([item], {"libcudart.so.12"}, at("8.0")) == []
+    (w,) = optional_gpu_code([item], at("8.0"), rows())
+    assert "none of it for this target's GPU (compute capability 8.0)" in w and "(inferred: " in w
+    assert optional_gpu_code([item], at("9.0"), rows()) == []

@@ -108,6 +108,8 @@ class Intent:
     warnings: tuple[str, ...] = ()  # worth saying, not wrong (two targets describing the same machine)
     channel: str = "release"  # "release" | "nightly" | "test": which of PyTorch's indexes torch comes from
     package_builds: tuple[PackageBuilds, ...] = ()  # [[package-builds]]: per-CUDA builds of packages, by index
+    # [environment].optional-gpu-code: packages whose kernels are for some GPUs only, called only there (normalized)
+    optional_gpu_code: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -188,14 +188,15 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
             return sel, pkgs
         moved = None
         read = reader.facts(wanted(sel, pkgs))
-        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy)
+        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy, optional=intent.optional_gpu_code)
         if not found:
             checked = rule.checked(pkgs, reader.read)
             reasons = list(sel.reasons)
             if held and reasons and reasons[0].startswith(f"torch {sel.torch}: the newest release matching torch"):
                 reasons[0] = f"torch {sel.torch} ({sel.backend}): {held[1]}"  # (not what the intent's torch matches)
             warned = (*sel.warnings, *(f"torch {sel.torch} ({sel.backend}) {h}" for h in held[:1]),
-                      *rule.unknowns(sel, pkgs, read))
+                      *rule.unknowns(sel, pkgs, read, matrix, policy=intent.cuda_policy,
+                                     optional=intent.optional_gpu_code))
             return dataclasses.replace(sel, reasons=(*reasons, *((checked,) if checked else ())), warnings=warned), pkgs
         last = (sel, found)
         structural = [p for p in found if p.structural]
@@ -252,7 +253,7 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                 # the releases before it that fail the same way whatever is locked: passed over in this round too
                 bound = next((q.index for q in pkgs if canonicalize_name(q.name) == canonicalize_name(p.package)), "")
                 for v, why in rule.older_hopeless(sel, probs, facts, bound or dindex, matrix, intent.cuda_policy,
-                                                  reader.facts):
+                                                  reader.facts, intent.optional_gpu_code):
                     tried.add(f"{p.package} {v}")
                     rejected.append(f"{p.package} {v}")
                     constraints.append(f"{p.package}!={v}")

@@ -73,6 +73,9 @@ class Setting:
     floors: dict[int, str]
     # what is judged: a lock's target ("this target", "no locked wheel") or an installed environment
     installed: bool = False
+    # packages whose kernels are for some GPUs only, called only there (compat/packages.toml [[optional-gpu-code]],
+    # [environment].optional-gpu-code): a GPU without their code is a warning (optional_gpu_code), not a problem
+    optional_gpu: frozenset[str] = frozenset()
 
     @property
     def here(self) -> str:
@@ -218,7 +221,8 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                 found.setdefault(prob.kind + prob.needs, prob)
         # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
         # kernels among them by architecture, and one that lacks an arch is no failure while another has it
-        with_code = [m for m in loaded(f.members, at.torch, at.backend) if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        optional = _norm(item.name) in at.optional_gpu  # (its lack of code for a GPU is a warning instead)
+        with_code = [] if optional else gpu_code_modules(loaded(f.members, at.torch, at.backend))
         if with_code and ccs and at.backend.startswith("cu"):
             sm = tuple(sorted({a for m in with_code for a in m.sm}))
             ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
@@ -231,7 +235,8 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                               f"is available'; read from {f.filename})")))
         # AMD code objects the same way, on a ROCm torch: each gfx GPU needs code for its target in some module
         gfxs = [g for g in at.gpus if g.startswith("gfx")]
-        with_gfx = [m for m in loaded(f.members, at.torch, at.backend) if m.gpu.startswith("read") and m.gfx]
+        with_gfx = [] if optional else [m for m in loaded(f.members, at.torch, at.backend)
+                                        if m.gpu.startswith("read") and m.gfx]
         if with_gfx and gfxs and at.backend.startswith("rocm"):
             have = tuple(sorted({a for m in with_gfx for a in m.gfx}))
             for gfx in dict.fromkeys(gfxs):
@@ -242,6 +247,48 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
                               f"({gfx}): loading its kernels would fail ('hipErrorNoBinaryForGpu'; read from "
                               f"{f.filename})")))
         out += found.values()
+    return out
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _arch_specific(arch: str) -> bool:
+    """sm_90a, sm_100a, sm_100f, compute_90a: code for one GPU (family) alone, which no other GPU runs."""
+    return bool(re.fullmatch(r"(?:sm|compute)_[0-9]+[af]", arch))
+
+
+def gpu_code_modules(members: Iterable[NativeMember]) -> list[NativeMember]:
+    """The modules whose GPU code counts for a GPU: read, with code or PTX — not a module whose code is all for one
+    GPU (family) alone (sm_90a, sm_100a: torchao's _C_cutlass_90a), which runs on no other GPU by construction, so a
+    package that ships one loads or calls it only there."""
+    return [m for m in members if m.gpu.startswith("read") and (m.sm or m.ptx)
+            and not all(_arch_specific(a) for a in (*m.sm, *m.ptx))]
+
+
+def optional_gpu_code(items: Iterable[Item], at: Setting, why: dict[str, str]) -> list[str]:
+    """Warnings for the packages of `at.optional_gpu` whose GPU code has none for a GPU of the target: they load,
+    and call those kernels only on the GPUs they are for (`why`: what that rests on, per package, inferred)."""
+    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
+    out: list[str] = []
+    if not ccs or not at.backend.startswith("cu"):
+        return out
+    for item in items:
+        if _norm(item.name) not in at.optional_gpu or is_provider(item.name):
+            continue
+        mods = [m for m in loaded(item.facts.members, at.torch, at.backend) if m.gpu.startswith("read")
+                and (m.sm or m.ptx)]
+        sm = tuple(sorted({a for m in mods for a in m.sm}))
+        ptx = tuple(sorted({a for m in mods for a in m.ptx}))
+        lacking = [cc for cc in dict.fromkeys(ccs) if mods and gpu_runs(cc, sm, ptx) is None]
+        if lacking:
+            said = why.get(_norm(item.name)) or "the intent's [environment].optional-gpu-code says so"
+            out.append(f"{item.name} {item.version}: its GPU code is built for {_archs(sm, ptx)}, none of it for "
+                       f"{at.here}'s GPU (compute capability {', '.join(lacking)}); it is locked all the same, as a "
+                       f"package that calls those kernels only on the GPUs they are for (inferred: {said}) — what "
+                       "it runs here runs without them, and a call into one of them here would fail ('no kernel "
+                       "image is available')")
     return out
 
 

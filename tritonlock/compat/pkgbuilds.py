@@ -35,6 +35,22 @@ def curated() -> dict[str, PackageBuilds]:
                                            str(path), "build")}
 
 
+@lru_cache(maxsize=1)
+def optional_gpu_code() -> dict[str, str]:
+    """compat/packages.toml [[optional-gpu-code]]: the packages whose kernels are for some GPUs only, called only on
+    those, by normalized name -> what the row rests on that no source states ("" where nothing)."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    path = root / "packages.toml" if root else None
+    if path is None or not path.is_file():
+        return {}
+    rows = _toml.loads(path.read_text(encoding="utf-8")).get("optional-gpu-code", [])
+    return {canonicalize_name(r["name"]): str(r.get("inferred", "")) for r in rows if isinstance(r, dict)
+            and isinstance(r.get("name"), str)}
+
+
 def parse_rows(rows: object, where: str, key: str) -> list[PackageBuilds]:
     """Rows of [[build]] (compat) or [[package-builds]] (an intent); MatrixError / IntentError-worthy problems are
     raised as ValueError naming the row."""

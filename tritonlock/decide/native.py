@@ -48,7 +48,7 @@ def wheels_to_read(sel: Selection, packages: tuple[LockedPackage, ...], python: 
 
 
 def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
-             *, policy: str = "compatible") -> list[Problem]:
+             *, policy: str = "compatible", optional: tuple[str, ...] = ()) -> list[Problem]:
     """What in the closure's native code cannot load or run on `sel`'s target (empty: the closure is a lock)."""
     target = sel.target
     python = sel.python or "3.12"
@@ -60,13 +60,17 @@ def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
         for sha in shas:
             provided.update(facts[sha].provides)
             items.append(Item(name=p.name, version=p.version, facts=facts[sha]))
-    return check(items, provided, _setting(sel, matrix, policy))
+    return check(items, provided, _setting(sel, matrix, policy, optional))
 
 
-def _setting(sel: Selection, matrix: Matrix, policy: str) -> Setting:
+def _setting(sel: Selection, matrix: Matrix, policy: str, optional: tuple[str, ...] = ()) -> Setting:
+    """`optional`: the intent's [environment].optional-gpu-code, beside compat/packages.toml's."""
+    from tritonlock.compat.pkgbuilds import optional_gpu_code
+
     target = sel.target
     floors = {m: f for m in (11, 12, 13, 14) if (f := matrix.driver_floor(f"{m}.0", target.os, policy))}
-    return Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors)
+    return Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors,
+                   optional_gpu=frozenset(optional_gpu_code()) | frozenset(optional))
 
 
 # Older releases read at once, and their bytes at most, when one is passed over for what no closure changes
@@ -76,7 +80,8 @@ LOOK_BACK_BATCHES = 4
 
 
 def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: str, matrix: Matrix, policy: str,
-                   read: Callable[[list[Wanted]], dict[str, NativeFacts]]) -> list[tuple[str, str]]:
+                   read: Callable[[list[Wanted]], dict[str, NativeFacts]],
+                   optional: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """When a release is passed over for what no other closure changes (no GPU code for the target's GPUs, a CUDA
     its driver does not run: nativerule.hopeless), the releases before it whose own wheel for the target fails the
     same way: (version, why), newest first, up to the first that may load. Their wheels are read a batch at a time
@@ -90,7 +95,7 @@ def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: st
     if not found or not any(p.kind in HOPELESS for p in found):
         return []
     name, python = found[0].package, sel.python or "3.12"
-    at = _setting(sel, matrix, policy)
+    at = _setting(sel, matrix, policy, optional)
     older = iter(facts.older(index, name, found[0].version))
     out: list[tuple[str, str]] = []
     for _ in range(LOOK_BACK_BATCHES):
@@ -163,15 +168,20 @@ def checked(packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) 
             "they need on this target (read from the wheels)")
 
 
-def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) -> list[str]:
-    """Warnings for native code the rule cannot judge: a build of torch's C++ API whose wheel names no torch."""
-    from tritonlock.nativerule import unknown_torch
+def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
+             *, policy: str = "compatible", optional: tuple[str, ...] = ()) -> list[str]:
+    """Warnings for native code the rule does not refuse and cannot vouch for: a build of torch's C++ API whose wheel
+    names no torch; a package that calls its kernels only on the GPUs they are for, with none for this target's."""
+    from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
+    from tritonlock.nativerule import optional_gpu_code, unknown_torch
 
     items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
              if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
+    why = {n: t for n, t in rows().items()}
     return [f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing) — "
             "`tritonlock verify` imports it on the machine and says"
-            for u in unknown_torch(items, sel.torch, sel.backend)]
+            for u in unknown_torch(items, sel.torch, sel.backend)] + optional_gpu_code(
+        items, _setting(sel, matrix, policy, optional), why)
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried: int = 0,

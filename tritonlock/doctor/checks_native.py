@@ -39,6 +39,8 @@ def _cuda_of(p: Problem, facts: dict[str, str]) -> str:
 
 
 def check_native(c: Context) -> list[Finding]:
+    from tritonlock.compat.pkgbuilds import optional_gpu_code
+
     v = c.venv
     if v is None or not v.native or v.torch is None or v.torch.version is None:
         return []
@@ -49,7 +51,8 @@ def check_native(c: Context) -> list[Finding]:
     if c.matrix is not None:
         floors = {m: fl for m in (11, 12, 13, 14) if (fl := c.matrix.driver_floor(f"{m}.0", c.host.os))}
     at = Setting(torch=v.torch.version, backend=_backend(v.torch.cuda, v.torch.hip), driver=c.host.driver,
-                 gpus=tuple(g.cc for g in c.host.gpus), floors=floors, installed=True)
+                 gpus=tuple(g.cc for g in c.host.gpus), floors=floors, installed=True,
+                 optional_gpu=frozenset(optional_gpu_code()))
     items = [Item(name=n, version=ver, facts=f) for n, ver, f in v.native if f.members]
     versions = {n: ver for n, ver, _ in v.native}
     out = []

@@ -17,7 +17,8 @@ from tritonlock.intent._checks import INTENT_LIMIT, normalize_torch_spec
 from tritonlock.intent.targets import same_machines
 from tritonlock.models import Intent, PackageBuilds, TargetSpec
 
-_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel")
+_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel",
+             "optional-gpu-code")
 _INDEX_KEYS = ("torch", "default")
 _BACKEND = re.compile(r"^(cpu|cu[0-9]{3,})\Z")
 
@@ -186,6 +187,9 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
         elif pol is not None:
             policy = pol
     no_build = _no_build(p, env["no-build"]) if "no-build" in env else ()
+    optional_gpu = _names(p, ("environment", "optional-gpu-code"), env["optional-gpu-code"],
+                          'write a list of package names, e.g. optional-gpu-code = ["torchao"]') \
+        if "optional-gpu-code" in env else ()
     channel = "release"
     if "channel" in env:  # PyTorch's nightly or test builds (compat/channels.toml)
         ch = _checks._string(p, ("environment", "channel"), env["channel"], '"release", "nightly" or "test"')
@@ -219,7 +223,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
                     cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                     targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
                     warnings=tuple(p.warnings) + same_machines(targets), channel=channel,
-                    package_builds=package_builds)
+                    package_builds=package_builds, optional_gpu_code=optional_gpu)
     del files  # (the files are the targets' origins, in order: content_hash reads them from there)
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
 
@@ -261,6 +265,14 @@ def _no_build(p: _checks._Problems, raw: Any) -> tuple[str, ...]:
         return (":all:",) if raw else ()
     if not isinstance(raw, list):
         p.add(key, f"expected true, false or a list of package names, got {_toml.shown(raw)}", fix)
+        return ()
+    return _names(p, key, raw, fix)
+
+
+def _names(p: _checks._Problems, key: tuple[str | int, ...], raw: Any, fix: str) -> tuple[str, ...]:
+    """A list of package names, normalized and sorted; each entry that is none is a problem naming its index."""
+    if not isinstance(raw, list):
+        p.add(key, f"expected a list of package names, got {_toml.shown(raw)}", fix)
         return ()
     names: list[str] = []
     for i, n in enumerate(raw):

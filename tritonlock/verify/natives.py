@@ -248,9 +248,14 @@ def gpu_code_checks(site: Iterable[str], rows: Iterable[ImportRow],
                     gpus: Iterable[str]) -> list[tuple[str, bool, str, str | None]]:
     """The GPU code each imported distribution's installed files carry, against each GPU the runner saw: a GPU
     without code (or PTX) from any of its extension modules fails at the first kernel launch."""
+    import re
+
     from tritonlock._archs import gpu_runs
     from tritonlock.binary.elf import read_installed
+    from tritonlock.compat.pkgbuilds import optional_gpu_code
+    from tritonlock.nativerule import gpu_code_modules
 
+    optional = optional_gpu_code()
     ccs = _ccs(gpus)
     if not ccs:
         return []
@@ -263,7 +268,7 @@ def gpu_code_checks(site: Iterable[str], rows: Iterable[ImportRow],
         if files is None:
             continue
         root, paths = files
-        members = [m for m in read_installed(root, paths) if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        members = gpu_code_modules(read_installed(root, paths))  # (not a module for one GPU family alone: sm_90a)
         if not members:
             continue
         sm = tuple(sorted({a for m in members for a in m.sm}))
@@ -271,7 +276,13 @@ def gpu_code_checks(site: Iterable[str], rows: Iterable[ImportRow],
         for label, cc in ccs:
             runs = gpu_runs(cc, sm, ptx)
             archs = ", ".join(sm) + (f" and PTX {', '.join(ptx)}" if ptx else " (no PTX)")
-            if runs is None:
+            if runs is None and re.sub(r"[-_.]+", "-", r.dist).lower() in optional:
+                said = optional[re.sub(r"[-_.]+", "-", r.dist).lower()]
+                out.append((f"GPU code {r.dist}", True, f"{r.dist} {r.version}'s extension modules carry code for "
+                            f"{archs}, and none for {label} (compute capability {cc}): it calls those kernels only on "
+                            f"the GPUs they are for (inferred: {said}), so what it runs here runs without them",
+                            None))
+            elif runs is None:
                 out.append((f"GPU code {r.dist}", False, f"{r.dist} {r.version}'s extension modules carry code for "
                             f"{archs}, and none for {label} (compute capability {cc}): its kernels fail at their "
                             "first launch ('no kernel image is available for execution on the device')",
