@@ -169,6 +169,7 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     idx.add("pyg/torch-2.10.0+cu128", "pygpkg", "2.1.2+pt210cu128", tag=CP, modules={
         "pygpkg/__init__.py": "", "pygpkg/_C.so": _kernel(tmp / "pyg", stubs, "libcudart.so.12", ((2, 80), (2, 90)),
                                                           "pygpkg")})
+    idx.add("simple", "zwrap", "1.0", requires=("adep",), modules={"zwrap/__init__.py": ""})  # (pure Python)
     # movepkg 2.0 is a CUDA 12 build of torch 2.11's C++ API (its label says so), 1.0 a CUDA 13 build on the stable ABI
     idx.add("simple", "movepkg", "2.0+pt211cu128", tag=CP, uploaded="2026-06-10", modules={
         "movepkg/__init__.py": "", "movepkg/_C.so": extension(tmp / "move2", "movepkg._C", links={
@@ -755,7 +756,8 @@ def test_a_target_without_a_driver_beside_a_gpu_box_is_a_conflict_naming_the_lib
 def test_the_conflict_leads_with_the_package_the_user_named_not_its_dependency(tmp_path: Path,
                                                                              pypi: LocalIndex) -> None:
     """zgpuapp and adep, which it requires, both need the NVIDIA driver: on a laptop the conflict names zgpuapp, the
-    package the user asked for, first and in its fix (adep follows as "also"), not the dependency that sorts first."""
+    package the user asked for, first and in its fix (adep follows as "also"), not the dependency that sorts first.
+    Where the package named is pure Python (zwrap) and only its dependency needs the driver, the fix names both."""
     root = _project(tmp_path, pypi, ["zgpuapp"], "laptop|gpus = []")
     code, out = _run("resolve", "-p", str(root))
     assert code == 3, out
@@ -764,6 +766,12 @@ def test_the_conflict_leads_with_the_package_the_user_named_not_its_dependency(t
     assert msg.startswith("target 'laptop': zgpuapp's native code cannot load on this target: zgpuapp 1.0: "), msg
     assert "\n  also: adep 1.0: adep/_C.so in adep-1.0-" in msg, msg
     assert "fix: zgpuapp needs an NVIDIA GPU: lock it for the GPU machines only" in msg, msg
+    # zwrap is pure Python and requires adep: the fix names zwrap as what to lock elsewhere
+    root = _project(tmp_path / "wrap", pypi, ["zwrap"], "laptop|gpus = []")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "error: target 'laptop': adep's native code cannot load on this target: adep 1.0: " in out, out
+    assert "fix: adep, which zwrap requires, needs an NVIDIA GPU: lock zwrap for the GPU machines only" in out, out
 
 
 def test_a_build_for_another_torch_release_is_refused_with_the_torch_it_was_built_for(tmp_path: Path,

@@ -228,13 +228,21 @@ def _releases(rejected: list[str]) -> str:
 
 
 def _least_change(sel: Selection, p: Problem) -> str:
+    import re
+
+    named = [d.name for d in sel.direct]
+    mine = re.sub(r"[-_.]+", "-", p.package).lower() in named or not named
+    # a dependency's problem: the packages named that bring it are what to lock elsewhere
+    who, it = (p.package, "it") if mine else (
+        f"{p.package}, which {named[0] if len(named) == 1 else 'one of ' + ', '.join(named)} requires,",
+        named[0] if len(named) == 1 else "them")
     other = {"torch's ROCm build": "an AMD GPU and torch's ROCm build", "torch's XPU build":
              "an Intel GPU and torch's XPU build"}.get(p.needs) if p.kind == "torch-build" else None
     if other:
-        return (f"{p.package} needs {other}: lock it for those machines only (a target or environment of their own), "
+        return (f"{who} needs {other}: lock {it} for those machines only (a target or environment of their own), "
                 "not for this one")
     if p.kind in ("driver", "torch-build") and sel.target.driver is None:
-        return (f"{p.package} needs an NVIDIA GPU: lock it for the GPU machines only (a target or environment of "
+        return (f"{who} needs an NVIDIA GPU: lock {it} for the GPU machines only (a target or environment of "
                 "their own), not for this one")
     if p.kind == "torch-build":
         return f"torch's CUDA build ([environment].cuda, not \"{sel.backend}\") for {p.package}"
