@@ -159,15 +159,15 @@ def installed_sonames(site: Iterable[str]) -> set[str]:
 
 def _torch_backend(site: list[str]) -> str | None:
     """ "cu130" for the installed torch built for CUDA 13.0, from its torch/version.py; None where none says."""
-    import re
+    from tritonlock.verify.runner.tlverify.imports import cuda_of_version_py
 
     for s in site:
         try:
             text = (Path(s) / "torch" / "version.py").read_text(encoding="utf-8")
         except (OSError, ValueError):
             continue
-        m = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9]+)\.([0-9]+)", text, re.M)
-        return f"cu{m[1]}{m[2]}" if m else None
+        cuda = cuda_of_version_py(text)
+        return f"cu{cuda[0]}{cuda[1]}" if cuda else None
     return None
 
 

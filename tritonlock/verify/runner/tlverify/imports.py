@@ -138,6 +138,11 @@ def torch_cuda() -> tuple[int, int] | None:
         text = Path(str(metadata.distribution("torch").locate_file("torch/version.py"))).read_text(encoding="utf-8")
     except (metadata.PackageNotFoundError, OSError, ValueError):
         return None
+    return cuda_of_version_py(text)
+
+
+def cuda_of_version_py(text: str) -> tuple[int, int] | None:
+    """(13, 0) from a torch/version.py saying `cuda: Optional[str] = '13.0'`; None for a CPU or ROCm build."""
     m = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9]+)\.([0-9]+)", text, re.M)
     return (int(m[1]), int(m[2])) if m else None
 
