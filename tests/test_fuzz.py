@@ -72,7 +72,8 @@ def intents(draw: st.DrawFn) -> str:
     lines: list[str] = []
     if draw(st.booleans()):
         lines.append("[environment]")
-        for key in draw(st.lists(st.sampled_from(KEYS[:6] + ["nope"]), max_size=7, unique=True)):
+        for key in draw(st.lists(st.sampled_from(KEYS[:6] + ["nope", "no-build", "optional-gpu-code"]), max_size=7,
+                                 unique=True)):
             value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
             lines.append(f"{json.dumps(key)} = {_toml(value)}")
     if draw(st.booleans()):
