@@ -48,7 +48,7 @@ class Problem:
 
 def is_provider(name: str) -> bool:
     """torch's family, Triton and NVIDIA's CUDA libraries: their native code is what the others need."""
-    n = re.sub(r"[-_.]+", "-", name).lower()
+    n = _norm(name)
     return n in _PROVIDERS or n.startswith(("nvidia-", "cuda-", "cupy-cuda"))
 
 

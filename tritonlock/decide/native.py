@@ -177,11 +177,10 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
 
     items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
              if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
-    why = {n: t for n, t in rows().items()}
     return [f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing) — "
             "`tritonlock verify` imports it on the machine and says"
             for u in unknown_torch(items, sel.torch, sel.backend)] + optional_gpu_code(
-        items, _setting(sel, matrix, policy, optional), why)
+        items, _setting(sel, matrix, policy, optional), rows())
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried: int = 0,
