@@ -381,3 +381,26 @@ def test_a_guess_is_heard_only_before_the_online_answer_and_never_replaces_it() 
     assert offline(Plan(), "idx", offline=True) == ("cache",)
     time.sleep(0.1)
     assert calls == [{"offline": True}] and heard == []
+
+
+def test_reads_asked_for_together_start_with_the_largest_wheel(early: LocalIndex) -> None:
+    """The wheels of every target's guessed closure are asked for at once and handed to the readers the largest
+    first, whatever order they were named in (the smallest first here, as a lock's packages come sorted by name):
+    each reader that is free takes the next one as it is handed over, so handing them over as named would start the
+    small ones first and leave the longest read for last, behind the workers a resolve has."""
+    from tritonlock.lock.native import Reader
+
+    _forget_facts()
+    named = sorted((_file(early, n, v) for n, v in (("earlypkg", "1.0"), ("otherpkg", "1.0"), ("torch", "2.10.0"))),
+                   key=lambda f: f[3] or 0)
+    assert len({f[3] for f in named}) == 3, "the three wheels must differ in size for the order to show"
+    reader = Reader(workers=1)
+    handed: list[int] = []
+    submit = reader._pool.submit
+    reader._pool.submit = lambda size, fn: handed.append(size) or submit(size, fn)  # type: ignore[method-assign]
+    try:
+        facts = reader.facts([(url, size, sha, filename, False) for filename, url, sha, size in named])
+    finally:
+        reader.close()
+    assert {f.filename for f in facts.values()} == {f[0] for f in named}
+    assert handed == sorted((f[3] or 0 for f in named), reverse=True)

@@ -509,7 +509,9 @@ class Reader:
     def _start(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], guess: bool = False) -> list[Any]:
         futures = []
         with self._lock:
-            for url, size, sha, name, names in dict.fromkeys(wheels):
+            # the largest first: a read starts as soon as it is asked for while workers are free, so asking in this
+            # order is what puts the longest reads first (the rest queue behind them, the largest first too)
+            for url, size, sha, name, names in sorted(dict.fromkeys(wheels), key=lambda w: -(w[1] or 0)):
                 have = self.read.get(sha)
                 if have is not None and (names or not have.names_only):
                     continue
@@ -571,9 +573,9 @@ class Reader:
             old = read_lock(lock_path)
             if old.intent_hash != intent_hash:
                 return set()
-            for t in old.targets:
-                if t.selection.ok:
-                    self.prefetch(wanted(t.selection, t.packages), guess=True)
+            # every target's wheels asked for at once (the largest of all first, whichever target locks it)
+            self.prefetch([w for t in old.targets if t.selection.ok for w in wanted(t.selection, t.packages)],
+                          guess=True)
         except Exception:  # noqa: BLE001 — a lock that cannot be read is replaced; it guesses nothing
             return set()
         return {t.name for t in old.targets if t.selection.ok}
