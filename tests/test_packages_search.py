@@ -27,6 +27,7 @@ ANY = "py3-none-any"
 TORCHES = ("2.9.1", "2.10.0", "2.11.0", "2.14.0", "2.14.1", "2.15.0")
 R580 = 'driver = "580.95.05"\ngpus = ["9.0"]'
 R550 = 'driver = "550.54.15"\ngpus = ["8.9"]'
+R535 = 'driver = "535.183.01"\ngpus = ["8.0"]'
 CUDA_SETUP = "from torch.utils.cpp_extension import CUDAExtension\nnvcc = 'nvcc'\n"
 
 
@@ -88,6 +89,9 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # the newest needs tfm below 5, which betakit 2.0 excludes
     idx.add_sdist("simple", "deltakit", "1.0", requires=("torch", "tfm"), uploaded="2026-08-01")
     idx.add("simple", "deltakit", "2.0", tag=ANY, requires=("torch", "tfm<5.0"), uploaded="2026-11-03")
+    # LMCache-like again, as on PyPI: the releases before the CUDA 13 one are sdists (built at sync)
+    idx.add_sdist("simple", "storekit", "0.4.8", requires=("torch",), uploaded="2026-05-01")
+    idx.add("simple", "storekit", "0.5.6", tag=LINUX, requires=("torch", "cupy-cuda13x"), uploaded="2026-10-15")
     idx.start()
     yield idx
     idx.stop()
@@ -183,6 +187,24 @@ def test_cuda_13_libraries_are_passed_over_on_a_cuda_12_driver(tmp_path: Path, p
     # servekit below its newest because of the host: the driver is named, with the check
     (w,) = [w for w in sel.warnings if w.startswith("servekit 0.19 is locked, not its newest release 0.33")]
     assert "torch 2.14.0 does not fit this target" in w and "driver" in w and "checked: uv finds no lock" in w
+
+
+def test_a_release_held_off_by_a_library_passed_over_says_why_that_library_was(tmp_path: Path,
+                                                                                pypi: LocalIndex) -> None:
+    """An A100 on R535: storekit 0.5.6 needs cupy-cuda13x, a CUDA 13 build R535 cannot load, and storekit 0.4.8
+    (an sdist) only stands in for it: exit 3, no lock. uv's words only say cupy-cuda13x "does not allow any
+    versions" (tritonlock's `<0`); the message says what tritonlock passed over and why, with the driver."""
+    root = _project(tmp_path, pypi, ["storekit"], _linux(R535))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    assert "storekit cannot be locked at a recent release — storekit 0.4.8" in out, out
+    assert "it needs a source build at sync, where storekit 0.5.6 has a wheel for this target" in out
+    (line,) = [ln for ln in out.splitlines() if ln.strip().startswith("no storekit >= 0.5.6 installs on this target")]
+    assert "cupy-cuda13x" in line.split("(tritonlock passed over", 1)[0], line  # uv's own words name it
+    assert ("(tritonlock passed over cupy-cuda13x 14.2.0 (a CUDA 13 build, which needs driver >= 580.65.06; this "
+            "driver is 535.183.01))") in line, line
+    assert "fix: `tritonlock why` shows the change to the machine" in out and "Traceback" not in out
 
 
 def test_two_packages_whose_recent_releases_exclude_each_other_are_a_conflict(tmp_path: Path,

@@ -151,10 +151,15 @@ def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Chec
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
     asked = check.asked + (f" with {', '.join(check.held)}" if check.held else "")
     said = f"uv finds no lock with {asked}: {uv_reason(check.uv)}"
-    ours = [p for p in passed if p.split(" ", 1)[0] in check.uv]
-    if ours:
-        said += f" (tritonlock passed over {'; '.join(ours)})"
+    said += _ours(passed, check.uv)
     return f"{fact} (checked: {said})" if fact else f"checked: {said}"
+
+
+def _ours(passed: tuple[str, ...], uv: str | None) -> str:
+    """What tritonlock passed over (in words) that uv's words name: uv only says a package "does not allow any
+    versions" (the `<0` tritonlock gave it), not why."""
+    ours = [p for p in passed if uv and p.split(" ", 1)[0] in uv]
+    return f" (tritonlock passed over {'; '.join(ours)})" if ours else ""
 
 
 # uv: "Because xformers==0.0.28.post1 depends on torch==2.4.1 and ...", "xfmr<=0.0.28 depends on torch==2.10.0",
@@ -287,7 +292,8 @@ def no_wheel_here(sc: Scene, uv: str) -> str | None:
 
 # --- a fallback: the conflict, both sides, and the least fix --------------------------------------------------------
 
-def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix) -> str:
+def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix, passed: tuple[str, ...] = ()) -> str:
+    """`passed`: what the target cannot have, passed over (said where uv's words name it)."""
     locked = public(fb.locked.version)
     key = packages_key(sc.intent.path)
     lines = [f"target {sc.target.name!r}: {fb.name} cannot be locked at a recent release — {fb.name} {locked}, the "
@@ -295,7 +301,7 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix) -> str:
     accept = f"or accept {fb.name} {locked} by pinning it (\"{fb.name}=={locked}\" in {key})"
     if fix.change and fix.gives and fix.change.startswith("torch"):
         lines.append(f"  {fb.name} {fb.since} or newer cannot be installed with torch = {sc.intent.torch!r}"
-                     + (f": uv: {uv_reason(fix.uv)}" if fix.uv else ""))
+                     + (f": uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}" if fix.uv else ""))
         lines.append(f"  fix: {fix.change} in {sc.intent.path} (checked: uv then locks {fix.gives}), {accept}")
     elif fix.change and fix.gives and ">=" in fix.change:
         lines.append(f"  uv's answer in the order you named them gives up {fb.name}, but both can be recent together")
@@ -307,16 +313,17 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix) -> str:
     elif fix.mutual:
         beside = " and ".join(f"{n} >= {v}" for n, v in fix.mutual)
         lines.append(f"  no {fb.name} >= {fb.since} installs beside {beside} (each older release only stands in, as "
-                     f"above): uv: {uv_reason(fix.uv)}")
+                     f"above): uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}")
         lines.append(f"  fix: put {fb.name} and {', '.join(n for n, _ in fix.mutual)} in two environments (or "
                      f"targets), or accept an old release of one of them by pinning it, e.g. \"{fb.name}=={locked}\" "
                      f"in {key}")
     elif fix.others:
-        lines.append(f"  no {fb.name} >= {fb.since} installs beside {', '.join(fix.others)}: uv: {uv_reason(fix.uv)}")
+        lines.append(f"  no {fb.name} >= {fb.since} installs beside {', '.join(fix.others)}: uv: {uv_reason(fix.uv)}"
+                     + _ours(passed, fix.uv))
         lines.append(f"  fix: put {fb.name} and {', '.join(fix.others)} in two environments (or targets), pin one of "
                      f"them to a release that allows the other, {accept}")
     else:
         lines.append(f"  no {fb.name} >= {fb.since} installs on this target" + (
-            f": uv: {uv_reason(fix.uv)}" if fix.uv else ""))
+            f": uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}" if fix.uv else ""))
         lines.append(f"  fix: `tritonlock why` shows the change to the machine that would allow it, {accept}")
     return "\n".join(lines)

@@ -308,7 +308,8 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     for r in reqs:
         fallback = _fallback(sc, best.packages, r)
         if fallback is not None:
-            return _conflicted(sel, words.fallback_conflict(sc, fallback, _least_fix(sc, search, best, fallback))), ()
+            return _conflicted(sel, words.fallback_conflict(sc, fallback, _least_fix(sc, search, best, fallback),
+                                                           best.passed_over)), ()
     best = _torch_checked(sc, best, search)
     packages = best.packages
     if not _triton_as_decided(best.candidate, packages):
