@@ -184,6 +184,33 @@ def test_resolve_names_an_unreachable_torch_index_and_the_way_out(tmp_path: Path
     assert out.count("fix:") == 1
 
 
+def test_an_unreachable_torch_index_for_amd_and_intel_targets_names_a_mirror_not_the_default_index(
+        tmp_path: Path, local_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyPI has no ROCm or XPU build of torch: taking torch from the default index is no way out for those targets."""
+    from tritonlock.lock.index import default_index
+
+    default_index.cache_clear()
+    monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    body = ('[environment]\npython = "3.11"\ntorch = "==2.13.0"\n[indexes]\ntorch = "http://127.0.0.1:9/whl/{backend}"\n'
+            '[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n[[targets]]\nname = "arc"\ngpus = ["bmg"]\n')
+    (tmp_path / "triton-env.toml").write_text(body)
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 4, out
+    assert "http://127.0.0.1:9/whl/rocm7.2" in out and "but PyPI has no ROCm or XPU build of torch" in out, out
+    assert 'torch = "default"' not in out and '    torch = "https://mirror.example/whl/{backend}"' in out
+    assert "on a machine that reaches 127.0.0.1:9" in out and out.count("fix:") == 1
+    assert not (tmp_path / "triton-env.lock").exists()
+    # beside a CUDA machine the default index is the way out for it, and the mirror for the AMD and Intel ones
+    (tmp_path / "triton-env.toml").write_text(body + '[[targets]]\nname = "h100"\ndriver = "580.95.05"\n'
+                                                     'gpus = ["9.0"]\n')
+    code, out = _run("resolve", "-p", str(tmp_path))
+    default_index.cache_clear()
+    assert code == 4, out
+    assert '    torch = "default"' in out
+    assert "; the AMD and Intel targets (arc, mi300x) need the mirror: PyPI has no ROCm or XPU build of torch" in out
+
+
 def test_host_save_replaces_only_a_file_it_wrote(tmp_path: Path) -> None:
     saved = tmp_path / "a100.toml"
     saved.write_text("# my notes about the cluster\n")

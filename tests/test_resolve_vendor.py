@@ -200,6 +200,21 @@ def test_rocm_and_xpu_lock_take_their_triton_from_the_torch_index(tmp_path: Path
         pick_target(lock, machine("amd", "gfx90c"))
 
 
+def test_packages_on_amd_and_intel_targets_choose_among_their_own_torch_builds(tmp_path: Path,
+                                                                                rocm_index: LocalIndex) -> None:
+    """A torch range and packages: the decision chooses among the torch releases each target runs, which on an AMD or
+    Intel GPU are its ROCm and XPU builds (never the CPU build a GPU-less host would get)."""
+    write_intent(tmp_path, rocm_index, '[environment]\npython = "3.11"\ntorch = ">=2.13,<2.14"\n'
+                                       'packages = ["filelock"]\n\n[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n\n'
+                                       '[[targets]]\nname = "arc"\ngpus = ["bmg"]\n')
+    r = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    by = {t.name: {p.name: p.version for p in t.packages} for t in read_lock(tmp_path / "triton-env.lock").targets}
+    assert by["mi300x"]["torch"] == "2.13.0+rocm7.2" and "triton-rocm" in by["mi300x"]
+    assert by["arc"]["torch"] == "2.13.0+xpu" and "triton-xpu" in by["arc"]
+    assert by["mi300x"]["filelock"] == by["arc"]["filelock"] == "3.16.1"
+
+
 def test_two_triton_owners_never_share_a_lock(tmp_path: Path, rocm_index: LocalIndex) -> None:
     write_intent(tmp_path, rocm_index, '[environment]\npython = "3.11"\ntorch = "==2.13.0"\n'
                                        'packages = ["needs-triton"]\n\n[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n')
@@ -378,3 +393,53 @@ def test_an_intel_gpu_missing_from_a_releases_xpu_device_list_is_refused(tmp_pat
     arc = _dry(tmp_path, '[environment]\npython = "3.12"\ntorch = "<2.6"\n\n[[targets]]\nname = "arc"\n'
                          'gpus = ["Arc B580"]\n')["arc"]
     assert not arc["ok"] and "its xpu build supports pvc, dg2, mtl-h, not bmg" in arc["conflict"], arc
+
+
+def test_a_cuda_extension_is_refused_on_amd_and_intel_targets_and_a_hip_one_locks_on_amd_only(tmp_path: Path) -> None:
+    """Real ELF extensions on a torch range: the decision reads them against each target's own torch build (ROCm,
+    XPU), refuses the one that links torch's CUDA library, and locks the HIP one for the AMD GPU alone."""
+    from nativebuild import extension, stub_library
+
+    st = {n: stub_library(tmp_path / "stubs" / n.split(".so")[0], n, (s,)) for n, s in (
+        ("libcudart.so.12", "cudaRuntimeGetVersion"), ("libtorch_cuda.so", "torch_cuda_stub"),
+        ("libtorch_hip.so", "torch_hip_stub"), ("libamdhip64.so.7", "hipInit"))}
+    idx = LocalIndex(tmp_path / "idx")
+    rel = load_matrix().torch_release("2.13.0")
+    assert rel is not None and rel.triton
+    for backend, tri, libs in (("rocm7.2", "triton-rocm", ("libtorch_hip.so",)), ("xpu", "triton-xpu", ())):
+        idx.add(f"whl/{backend}", "torch", f"2.13.0+{backend}", tag=TAG,
+                requires=(f"{tri}=={rel.triton}; platform_system == 'Linux'",),
+                modules={"torch/__init__.py": "", **{f"torch/lib/{n}": st[n].read_bytes() for n in libs}})
+        idx.add(f"whl/{backend}", tri, rel.triton, tag=TAG, modules={"triton/__init__.py": ""})
+    cp = "cp311-cp311-manylinux_2_17_x86_64"
+    for name, runtime, torchlib, sym in (("cudakern", "libcudart.so.12", "libtorch_cuda.so", "cudaRuntimeGetVersion"),
+                                         ("hipkern", "libamdhip64.so.7", "libtorch_hip.so", "hipInit")):
+        so = extension(tmp_path / name, f"{name}._C", links={st[runtime]: (sym,), st[torchlib]: (st[torchlib].stem
+                                                                                                 + "_stub",)})
+        idx.add("simple", name, "1.0", tag=cp, requires=("torch>=2.10",),
+                modules={f"{name}/__init__.py": f"from {name} import _C\n", f"{name}/_C.so": so})
+    idx.start()
+    out = {}
+    try:
+        for name in ("cudakern", "hipkern"):
+            write_intent(tmp_path / name, idx, f'[environment]\npython = "3.11"\ntorch = ">=2.12"\npackages = '
+                                               f'["{name}"]\n\n[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n\n'
+                                               '[[targets]]\nname = "arc"\ngpus = ["bmg"]\n')
+            out[name] = CliRunner().invoke(main, ["resolve", "-p", str(tmp_path / name)])
+    finally:
+        idx.stop()
+    r = out["cudakern"]
+    assert r.exit_code == 3 and not (tmp_path / "cudakern" / "triton-env.lock").exists(), r.output
+    for target, build in (("mi300x", "rocm7.2"), ("arc", "xpu")):
+        assert (f"target '{target}': cudakern's native code cannot load on this target: cudakern 1.0: cudakern/_C.so "
+                f"in cudakern-1.0-{cp}.whl needs libtorch_cuda.so, which only torch's CUDA builds have; torch 2.13.0 "
+                f"here is the {build} build") in r.output
+    assert "fix: cudakern needs an NVIDIA GPU: lock it for the GPU machines only" in r.output
+    r = out["hipkern"]
+    assert r.exit_code == 3, r.output
+    by = {t.name: t for t in read_lock(tmp_path / "hipkern" / "triton-env.lock").targets}
+    assert {p.name: p.version for p in by["mi300x"].packages}["torch"] == "2.13.0+rocm7.2"
+    assert "hipkern" in {p.name for p in by["mi300x"].packages} and not by["arc"].packages
+    assert ("needs libtorch_hip.so, which only torch's ROCm builds have; torch 2.13.0 here is the xpu build"
+            in r.output)
+    assert "hipkern needs an AMD GPU and torch's ROCm build" in r.output

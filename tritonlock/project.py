@@ -502,8 +502,24 @@ def _unreachable_torch_index(err: ClosureError, intent: Intent, selections: tupl
     where = ", ".join(f"{u} ({why})" for u, why in down)
     text = str(err)
     text = text.rpartition("\n  fix: ")[0] or text  # uv's generic fix gives way to the real one
+    gone = {u for u, _ in down}
+    builds = {s.backend or "" for s in selections if s.index in gone}
+    if builds and all(b.startswith(("rocm", "xpu")) for b in builds):  # the default index has no such torch
+        kinds = " or ".join(sorted({"ROCm" if b.startswith("rocm") else "XPU" for b in builds}))
+        from urllib.parse import urlsplit
+
+        hosts = ", ".join(sorted({urlsplit(u).netloc for u in gone}))
+        return ClosureError(f"{text}\n  cause: the torch index does not answer from here: {where}; your default "
+                            f"index ({dindex}) does, but PyPI has no {kinds} build of torch (its Linux torch is a "
+                            "CUDA build)\n  fix: name a mirror of PyTorch's index in "
+                            f"{intent.path}:\n    [indexes]\n    torch = \"https://mirror.example/whl/{{backend}}\"\n"
+                            f"  or run `tritonlock resolve` on a machine that reaches {hosts}")
+    vendors = sorted({s.target.name for s in selections
+                      if s.index in gone and (s.backend or "").startswith(("rocm", "xpu"))})
     return ClosureError(f"{text}\n  cause: the torch index does not answer from here: {where}; your default index "
                         f"({dindex}) does\n  fix: take torch from the default index — add to {intent.path}:\n"
                         "    [indexes]\n    torch = \"default\"\n  (PyPI ships one torch build per platform: CUDA on "
                         "Linux, a GPU-less build elsewhere), or name a mirror of PyTorch's index: torch = "
-                        "\"https://mirror.example/whl/{backend}\"")
+                        "\"https://mirror.example/whl/{backend}\"" + (
+                            f"; the AMD and Intel targets ({', '.join(vendors)}) need the mirror: PyPI has no ROCm or "
+                            "XPU build of torch" if vendors else ""))

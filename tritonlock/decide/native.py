@@ -164,7 +164,7 @@ def checked(packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) 
     n = sum(max(len(facts[w.sha256].members) for w in p.wheels if w.sha256 in facts) for p in with_code)
     names = ", ".join(p.name for p in with_code[:6]) + (f" and {len(with_code) - 6} more" if len(with_code) > 6 else "")
     return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
-            f"package{'' if len(with_code) == 1 else 's'} ({names}) find the CUDA libraries, torch build and GPU code "
+            f"package{'' if len(with_code) == 1 else 's'} ({names}) find the libraries, torch build and GPU code "
             "they need on this target (read from the wheels)")
 
 

@@ -107,7 +107,7 @@ def _feasible(intent: Intent, matrix: Matrix, target: TargetSpec, default_python
         if Version(r.version) not in spec:
             continue
         pinned = dataclasses.replace(intent, torch=f"=={r.version}")
-        sel = Resolver(pinned, matrix, target, default_python).run(advise=False)
+        sel = resolve_one(pinned, matrix, target, default_python, advise=False)  # an AMD/Intel GPU's own builds too
         if sel.ok:
             out.append(sel)
     return tuple(out)
