@@ -394,6 +394,8 @@ def test_a_package_built_for_an_older_cuda_than_the_newest_torch_takes_the_torch
     assert any(w.startswith("torch 2.10.0 (cu128) is locked, not 2.11.0 (cu130): cu12only 2.0's native code needs "
                             "CUDA 12, which torch 2.11.0's cu130 build does not bring") for w in sel.warnings), sel.warnings
     assert "cu12only 1.0" not in passed  # no release of it was passed over
+    code, out = _run("check", "-p", str(root))  # the torch the packages' native code chose is no drift
+    assert code == 0 and "decisions unchanged under matrix" in out, out
 
 
 def test_on_pytorchs_index_the_same_torch_release_is_taken_in_its_build_for_the_packages_cuda(
@@ -432,6 +434,8 @@ def test_on_pytorchs_index_the_same_torch_release_is_taken_in_its_build_for_the_
         versions, sel = _target(root)
     finally:
         idx.stop()
+    code, out = _run("check", "-p", str(root))  # the same torch in the build for cu12only's CUDA: no drift
+    assert code == 0 and "decisions unchanged under matrix" in out, out
     assert versions["cu12only"] == "2.0" and "nvidia-cuda-runtime" not in versions, versions
     assert versions["torch"] in ("2.11.0+cu126", "2.11.0+cu128", "2.11.0+cu129"), versions
     assert versions["nvidia-cuda-runtime-cu12"] == "12.8.90"

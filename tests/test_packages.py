@@ -99,6 +99,37 @@ def test_a_package_that_pins_torch_gets_its_newest_release_and_holds_torch_back(
     assert {p["name"] for p in t["packages"]} == {"servelm", "torch", "triton"}
 
 
+def test_check_takes_the_torch_the_packages_chose_and_still_sees_a_real_drift(tmp_path: Path,
+                                                                              pkg_index: LocalIndex) -> None:
+    """servelm holds torch at 2.14.0 where the target runs 2.15.0: a fresh lock is no drift (resolve would write the
+    same lock), while a triton or a torch the matrix no longer gives that target still is."""
+    import dataclasses
+
+    from tritonlock.check import drift_problems
+    from tritonlock.intent.read import read_intent
+
+    root = _project(tmp_path, pkg_index, ["servelm"], R580)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    code, out = _run("check", "-p", str(root))
+    assert code == 0 and "decisions unchanged under matrix" in out, out
+    lock = read_lock(root / "triton-env.lock")
+    intent = read_intent(root / "triton-env.toml")
+    (t,) = lock.targets
+    assert t.selection.torch == "2.14.0" and drift_problems(lock, intent) == []
+
+    def with_selection(**kw: object) -> object:
+        return dataclasses.replace(lock, targets=(dataclasses.replace(t, selection=dataclasses.replace(
+            t.selection, **kw)),))
+
+    triton = load_matrix().torch_release("2.14.0").triton
+    (p,) = drift_problems(with_selection(triton="3.0.0"), intent)
+    assert f"the decision would change under matrix {load_matrix().version}: triton triton 3.0.0 → triton {triton}" \
+        in p.message
+    old_driver = dataclasses.replace(t.selection.target, driver="450.80.02")  # torch 2.14 runs on no CUDA it has
+    (p,) = drift_problems(with_selection(target=old_driver), intent)
+    assert p.message.startswith("target 'gpu': nothing fits it any more under matrix"), p.message
+
+
 def test_when_the_host_is_the_limit_the_warning_names_the_package_and_the_host(tmp_path: Path,
                                                                                pkg_index: LocalIndex) -> None:
     root = _project(tmp_path, pkg_index, ["servelm"], R570)

@@ -6,11 +6,14 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonlock import _toml
 from tritonlock.errors import TritonlockError
 from tritonlock.models import HostProfile, Intent, Lock, Selection
+
+if TYPE_CHECKING:
+    from tritonlock.compat.matrix import Matrix
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -170,6 +173,23 @@ def conflict_problems(lock: Lock) -> list[Problem]:
     return out
 
 
+def _packages_choice(intent: Intent, matrix: Matrix, old: Selection, new: Selection) -> Selection:
+    """Where the user's packages chose the lock's torch (an older release than the target allows, or the same release
+    in the build for their CUDA), the decision to compare with is the one for that torch and build: which torch the
+    packages allow is uv's answer, not the matrix's, and `resolve` gives the same lock again."""
+    from tritonlock.decide.requirements import needs_decision
+    from tritonlock.decide.resolve import resolve
+
+    if (not needs_decision(intent, new) or intent.channel != "release" or not old.torch
+            or (old.torch, old.backend) == (new.torch, new.backend)):
+        return new
+    pinned = dataclasses.replace(intent, torch=f"=={old.torch}")
+    if intent.cuda == "auto" and (old.backend or "").startswith("cu") and old.backend != new.backend:
+        pinned = dataclasses.replace(pinned, cuda=old.backend or "")  # the torch line their native code needs
+    (chosen,) = resolve(pinned, matrix, (old.target,), old.python or "3.12")
+    return chosen
+
+
 def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) -> list[Problem]:
     """Re-decide every locked target under the matrix this tritonlock ships: any change is a problem.
 
@@ -187,6 +207,7 @@ def drift_problems(lock: Lock, intent: Intent, *, intent_changed: bool = False) 
         if not old.ok:
             continue
         (new,) = resolve(intent, matrix, (old.target,), old.python or "3.12")
+        new = _packages_choice(intent, matrix, old, new)
         if intent.channel != "release":  # a nightly/test build: judged as the nearest release it was decided for
             from tritonlock.decide.channel import as_release
 
