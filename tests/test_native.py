@@ -502,8 +502,9 @@ def test_a_library_built_once_per_cuda_is_judged_in_the_build_for_the_torchs_cud
 def test_the_per_cuda_builds_judged_follow_the_torchs_cuda_and_none_is_dropped_without_its_own(tmp_path: Path) -> None:
     """The rule on one wheel's facts: a CUDA 13 torch judges the _cu13 builds only, a CUDA 12.8 torch the _cu12
     builds (not the unsuffixed one beside them); a CUDA 11.8 torch, which has no build of its own, judges all of
-    them, and so does a CPU torch; `hopeless` counts none of them as what every torch loads. The verify runner picks
-    the same modules to import, and reads torch's CUDA from its version.py."""
+    them, and so does a CPU torch; a ROCm torch judges the unsuffixed one; `hopeless` counts none of them as what
+    every torch loads. The verify runner picks the same modules to import, and reads torch's CUDA from its
+    version.py."""
     import hashlib
 
     from pkgindex import build_wheel
@@ -540,12 +541,24 @@ def test_the_per_cuda_builds_judged_follow_the_torchs_cuda_and_none_is_dropped_w
     assert _for_this_cuda(modules, (12, 8)) == ["pc_hook_cu12", "pc.cu12._x", "pc._plain"]
     assert _for_this_cuda(["m_cuda118", "m_cuda128", "m_cuda130"], (12, 8)) == ["m_cuda128"]
     assert _for_this_cuda(modules, (11, 8)) == modules and _for_this_cuda(modules, None) == modules
+    # a ROCm torch loads the build that names no CUDA (torch_memory_saver's ROCm build), none of the per-CUDA ones
+    # beside it; builds with no such sibling (pc/cu12/, pc/cu13/) are all judged, as for a CPU torch
+    from tritonlock.nativerule import loaded
+
+    def paths(backend: str) -> set[str]:
+        return {m.path for m in loaded(item.facts.members, "2.11.0", backend)}
+
+    assert paths("rocm7.2") == {"pc_hook.abi3.so", "pc/cu12/_x.so", "pc/cu13/_x.so"}
+    assert paths("cpu") == paths("xpu") == {m.path for m in item.facts.members}
+    assert _for_this_cuda(modules, "rocm") == ["pc_hook", "pc.cu12._x", "pc.cu13._x", "pc._plain"]
     site = tmp_path / "site"
     (site / "torch").mkdir(parents=True)
     (site / "torch" / "version.py").write_text("cuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n")
     assert _torch_backend([str(site)]) == "cu130"
     (site / "torch" / "version.py").write_text("cuda: Optional[str] = None\n")
     assert _torch_backend([str(site)]) is None
+    (site / "torch" / "version.py").write_text("cuda: Optional[str] = None\nhip: Optional[str] = '7.2.26015'\n")
+    assert _torch_backend([str(site)]) == "rocm"
 
 
 def test_a_package_its_default_index_cannot_lock_is_taken_from_its_page_of_builds_per_torch(tmp_path: Path,

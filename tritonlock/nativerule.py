@@ -159,10 +159,13 @@ def _cuda_builds(members: list[NativeMember], backend: str | None = None) -> set
     for each of several CUDA releases (told by their names) loads the one for its torch's CUDA — the exact release
     where the builds name a minor (cuda128), else the major (cu12) — and neither the others nor a build of the same
     name that names no CUDA (torch_memory_saver keeps that one for ROCm). Where no build is for that CUDA, none is
-    left out (the package has no build for it: each is judged). With no `backend`, every such build and the one
-    naming no CUDA beside them: what not every torch loads."""
+    left out (the package has no build for it: each is judged). A ROCm torch loads the build naming no CUDA where
+    there is one, and none of the per-CUDA builds (torch_memory_saver's utils.py: "ROCm builds ship an unsuffixed
+    binary"); a CPU or XPU torch, which has no CUDA to pick by, leaves none out. With no `backend`, every such build
+    and the one naming no CUDA beside them: what not every torch loads."""
     want = _backend_cuda_release(backend) if backend is not None else None
-    if backend is not None and want is None:
+    rocm = (backend or "").startswith("rocm")
+    if backend is not None and want is None and not rocm:
         return set()
     names = {m.path for m in members}
     groups: dict[str, list[tuple[str, str, tuple[int, int | None]]]] = {}
@@ -175,6 +178,9 @@ def _cuda_builds(members: list[NativeMember], backend: str | None = None) -> set
         if len({c for _, _, c in builds}) < 2:
             continue
         plain = {p for _, p, _ in builds if p in names}
+        if rocm:
+            out |= {p for p, _, _ in builds} if plain else set()
+            continue
         if want is None:
             out |= {p for p, _, _ in builds} | plain
             continue

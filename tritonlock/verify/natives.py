@@ -158,8 +158,9 @@ def installed_sonames(site: Iterable[str]) -> set[str]:
 
 
 def _torch_backend(site: list[str]) -> str | None:
-    """ "cu130" for the installed torch built for CUDA 13.0, from its torch/version.py; None where none says."""
-    from tritonlock.verify.runner.tlverify.imports import cuda_of_version_py
+    """ "cu130" for the installed torch built for CUDA 13.0, "rocm" for a ROCm build, from its torch/version.py; None
+    where none says."""
+    from tritonlock.verify.runner.tlverify.imports import cuda_of_version_py, rocm_of_version_py
 
     for s in site:
         try:
@@ -167,7 +168,7 @@ def _torch_backend(site: list[str]) -> str | None:
         except (OSError, ValueError):
             continue
         cuda = cuda_of_version_py(text)
-        return f"cu{cuda[0]}{cuda[1]}" if cuda else None
+        return f"cu{cuda[0]}{cuda[1]}" if cuda else ("rocm" if rocm_of_version_py(text) else None)
     return None
 
 

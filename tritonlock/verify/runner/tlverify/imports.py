@@ -128,8 +128,9 @@ _CUDA_IN_NAME = re.compile(r"(?:(?<=[_-])|^)cu(?:da)?(1[0-9])([0-9])?x?(?=[_-]|\
 _CUDA_FOLDER = re.compile(r"cu(?:da)?(1[0-9])([0-9])?x?")
 
 
-def torch_cuda() -> tuple[int, int] | None:
-    """The CUDA release the installed torch is built for, from its torch/version.py (not imported)."""
+def torch_cuda() -> tuple[int, int] | str | None:
+    """The CUDA release the installed torch is built for, from its torch/version.py (not imported); "rocm" for its
+    ROCm build."""
     from importlib import metadata
 
     try:
@@ -138,7 +139,12 @@ def torch_cuda() -> tuple[int, int] | None:
         text = Path(str(metadata.distribution("torch").locate_file("torch/version.py"))).read_text(encoding="utf-8")
     except (metadata.PackageNotFoundError, OSError, ValueError):
         return None
-    return cuda_of_version_py(text)
+    return cuda_of_version_py(text) or ("rocm" if rocm_of_version_py(text) else None)
+
+
+def rocm_of_version_py(text: str) -> bool:
+    """Whether a torch/version.py is a ROCm build's (`hip: Optional[str] = '7.2.…'`)."""
+    return re.search(r"^hip\b[^=\n]*=\s*['\"][0-9]", text, re.M) is not None
 
 
 def cuda_of_version_py(text: str) -> tuple[int, int] | None:
@@ -147,10 +153,11 @@ def cuda_of_version_py(text: str) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
-def _for_this_cuda(modules: list[str], cuda: tuple[int, int] | None) -> list[str]:
+def _for_this_cuda(modules: list[str], cuda: tuple[int, int] | str | None) -> list[str]:
     """The modules without the per-CUDA builds torch's CUDA does not load: of a set of two or more builds of one
     module for several CUDA releases, the one for torch's (its release where they name a minor, else its major) —
-    and not a build of the same name that names no CUDA; all of them where none is for torch's CUDA."""
+    and not a build of the same name that names no CUDA; all of them where none is for torch's CUDA. A ROCm torch
+    ("rocm") loads the build that names no CUDA where there is one, and none of the per-CUDA builds beside it."""
     if cuda is None:
         return modules
     groups: dict[str, list[tuple[str, str, tuple[int, int | None]]]] = {}
@@ -169,8 +176,13 @@ def _for_this_cuda(modules: list[str], cuda: tuple[int, int] | None) -> list[str
             key, same = ".".join([*parts[:i], "*", *parts[i + 1:]]), ".".join([*parts[:i], *parts[i + 1:]])
         groups.setdefault(key, []).append((mod, same, (int(m[1]), int(m[2]) if m[2] else None)))
     drop: set[str] = set()
+    present = set(modules)
     for builds in groups.values():
         if len({c for _, _, c in builds}) < 2:
+            continue
+        if isinstance(cuda, str):
+            if any(same in present for _, same, _ in builds):
+                drop |= {x for x, _, _ in builds}
             continue
         mine = [x for x, _, c in builds if c == cuda] or [x for x, _, c in builds if c == (cuda[0], None)]
         if mine:
