@@ -140,6 +140,9 @@ def test_when_the_host_is_the_limit_the_warning_names_the_package_and_the_host(t
     (w,) = [w for w in sel.warnings if w.startswith("servelm")]
     assert w.startswith("servelm 0.2 is locked, not its newest release 0.3: servelm 0.3 requires torch==2.14.0; "
                         "torch 2.14.0 does not fit this target: ")
+    # the default index's torch 2.14.0 is a CUDA 13 build; PyTorch's index has CUDA 12 builds of it for this driver
+    assert ("this driver is 570.172.08 (PyTorch's index has a build of torch 2.14.0 that fits: without [indexes] torch "
+            "= \"default\" in triton-env.toml the lock could take it); the newest servelm") in w, w
     assert "driver" in w and ("; the newest servelm whose torch fits here is 0.2 (checked: uv finds no lock with "
                               "servelm==0.3: Because servelm>=0.3 depends on torch==2.14.0") in w
     assert (sel.direct[0].version, sel.direct[0].newest) == ("0.2", "0.3") and sel.direct[0].held_by in w

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -98,7 +99,12 @@ def _torch_limit(sc: Scene, pkg: str, version: str, treq: Requirement) -> str:
     release = allowed[0]
     problem = release_problem(free, matrix, sc.target, release, sc.default_python)
     if problem:
-        return f"{head}; torch {release.version} does not fit this target: {problem}"
+        out = f"{head}; torch {release.version} does not fit this target: {problem}"
+        if intent.torch_index == "default" and release_problem(dataclasses.replace(free, torch_index=None), matrix,
+                                                               sc.target, release, sc.default_python) is None:
+            out += (f" (PyTorch's index has a build of torch {release.version} that fits: without [indexes] torch = "
+                    f"\"default\" in {Path(intent.path).name} the lock could take it)")
+        return out
     return f"{head}; torch {release.version} is not among this target's candidates"
 
 
