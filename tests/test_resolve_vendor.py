@@ -418,10 +418,14 @@ def test_a_cuda_extension_is_refused_on_amd_and_intel_targets_and_a_hip_one_lock
                                                                                                  + "_stub",)})
         idx.add("simple", name, "1.0", tag=cp, requires=("torch>=2.10",),
                 modules={f"{name}/__init__.py": f"from {name} import _C\n", f"{name}/_C.so": so})
+    # a CUDA runtime alone (no torch library): a CUDA runtime wheel would let it import, not run on these GPUs
+    so = extension(tmp_path / "cudartonly", "cudartonly._C", links={st["libcudart.so.12"]: ("cudaRuntimeGetVersion",)})
+    idx.add("simple", "cudartonly", "1.0", tag=cp, requires=("torch>=2.10",),
+            modules={"cudartonly/__init__.py": "from cudartonly import _C\n", "cudartonly/_C.so": so})
     idx.start()
     out = {}
     try:
-        for name in ("cudakern", "hipkern"):
+        for name in ("cudakern", "hipkern", "cudartonly"):
             write_intent(tmp_path / name, idx, f'[environment]\npython = "3.11"\ntorch = ">=2.12"\npackages = '
                                                f'["{name}"]\n\n[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n\n'
                                                '[[targets]]\nname = "arc"\ngpus = ["bmg"]\n')
@@ -443,3 +447,9 @@ def test_a_cuda_extension_is_refused_on_amd_and_intel_targets_and_a_hip_one_lock
     assert ("needs libtorch_hip.so, which only torch's ROCm builds have; torch 2.13.0 here is the xpu build"
             in r.output)
     assert "hipkern needs an AMD GPU and torch's ROCm build" in r.output
+    r = out["cudartonly"]
+    assert r.exit_code == 3 and not (tmp_path / "cudartonly" / "triton-env.lock").exists(), r.output
+    assert ("needs libcudart.so.12, which no locked wheel brings (torch 2.13.0 is the rocm7.2 build, which brings no "
+            "CUDA; a CUDA library runs on NVIDIA GPUs only)") in r.output
+    assert r.output.count("fix: cudartonly needs an NVIDIA GPU: lock it for the GPU machines only") == 2, r.output
+    assert "nvidia-cuda-runtime" not in r.output and "a torch build that brings" not in r.output

@@ -417,6 +417,8 @@ def _brings(lib: str, at: Setting) -> str:
     wheel = _WHEEL_OF.get(m[1]) if m else None
     said = (f"torch {at.torch} ({at.backend}) brings CUDA {_backend_cuda(at.backend)}" if at.backend.startswith("cu")
             else f"torch {at.torch} is the {at.backend or 'unknown'} build, which brings no CUDA")
+    if at.backend.startswith(("rocm", "xpu")):  # an AMD or Intel GPU: a CUDA runtime wheel would not run it
+        return said + "; a CUDA library runs on NVIDIA GPUs only"
     if wheel and m:
         suffix = "" if int(m[2]) >= 13 else f"-cu{m[2]}"
         said += f"; {wheel}{suffix} would bring it" if _CUDA_MAJOR_LIB.match(lib) else f"; {wheel} brings it"

@@ -240,7 +240,8 @@ def _least_change(sel: Selection, p: Problem) -> str:
     if other:
         return (f"{who} needs {other}: lock {it} for those machines only (a target or environment of their own), "
                 "not for this one")
-    if p.kind in ("driver", "torch-build") and sel.target.driver is None:
+    if (p.kind in ("driver", "torch-build") and sel.target.driver is None) or (
+            p.kind in ("cuda-library", "cuda-driver") and (sel.backend or "").startswith(("rocm", "xpu"))):
         return (f"{who} needs an NVIDIA GPU: lock {it} for the GPU machines only (a target or environment of "
                 "their own), not for this one")
     if p.kind == "torch-build":
