@@ -29,7 +29,7 @@ cat > "$C/proj/triton-env.toml" <<'EOF'
 [environment]
 python = "3.12"
 torch = "==2.11.*"
-packages = ["numpy==2.5.2", "torchvision"]  # the image's numpy: less to carry
+packages = ["numpy==2.5.2", "cuda-bindings==13.3.1", "cuda-pathfinder==1.8.1", "torchvision"]  # the image's: less to carry
 
 [indexes]
 torch = "default"
@@ -49,7 +49,7 @@ house = Path(sys.argv[2])
 # what the image holds, as an earlier sync onto it listed it ("= name version  (preinstalled)")
 image = {tuple(line.split()[1:3]) for line in Path("bench/h200/final-1201/first-sync.txt").read_text().splitlines()
          if line.startswith("  = ") and line.endswith("(preinstalled)")}
-image.add(("numpy", "2.5.2"))
+image |= {("numpy", "2.5.2"), ("cuda-bindings", "13.3.1"), ("cuda-pathfinder", "1.8.1")}
 for p in target.packages:
     if (p.name, p.version) in image:
         continue

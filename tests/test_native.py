@@ -123,6 +123,10 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     for n in range(1, 8):
         idx.add("simple", "backpkg", f"{n}.0", tag=CP, uploaded=f"2026-0{n + 1}-10", modules={
             "backpkg/__init__.py": "", "backpkg/_C.so": volta if n == 1 else newer})
+    # and a nightly, pure Python (as xformers' 0.0.35.devN): with 2.0–7.0 passed over it is all uv has above 1.0, and
+    # uv takes a pre-release "if necessary" — nobody asked for it
+    idx.add("simple", "backpkg", "7.1.dev20260901", tag="py3-none-any", uploaded="2026-09-01",
+            modules={"backpkg/__init__.py": ""})
     cu12 = _kernel(tmp / "c12", stubs, "libcudart.so.12", ((2, 80), (2, 90)), "cu13pkg")
     cu13 = _kernel(tmp / "c13", stubs, "libcudart.so.13", ((2, 80), (2, 90)), "cu13pkg")
     for n in range(1, 7):
@@ -335,6 +339,12 @@ def test_releases_no_closure_could_run_are_passed_over_together_back_to_one_that
     # uv was asked for backpkg's page and metadata in the first compile only, and 1.0's wheel was read once
     wheels = [path for path, agent in pypi.asked_by[before:] if "/backpkg-1.0-" in path and path.endswith(".whl")]
     assert wheels and not any(path.endswith("backpkg-0.5-py3-none-any.whl") for path, _ in pypi.asked_by[before:])
+    assert not any("7.1.dev" in r for r in sel.reasons + sel.warnings)  # the nightly nobody asked for: not locked
+    # asked for, the nightly is what the lock takes
+    root = _project(tmp_path / "nightly", pypi, ["backpkg>=7.1.dev0"], f"gpu|{R580_V100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert _target(root)[0]["backpkg"] == "7.1.dev20260901"
 
 
 def test_no_release_with_code_for_the_gpu_is_a_conflict_naming_the_releases_passed_over(tmp_path: Path,

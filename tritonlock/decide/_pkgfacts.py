@@ -223,6 +223,14 @@ class Facts:
         want = parse_version(public(version))
         return list(by_release.get(want, ())) if want is not None else []
 
+    def prereleases(self, index: str, name: str) -> list[str] | None:
+        """The pre- and dev releases the index lists files of, oldest first; None where it lists no final release
+        (then a pre-release is all the package has)."""
+        self.release_files(index, name, "0")  # (the page sorted by release)
+        by_release = self._by_release.get((index, canonicalize_name(name)), {})
+        pre = sorted(v for v in by_release if v.is_prerelease)
+        return [str(v) for v in pre] if len(pre) < len(by_release) else None
+
     def older(self, index: str, name: str, version: str) -> list[str]:
         """The final releases before `version` that the index lists files of, newest first."""
         self.release_files(index, name, version)  # (the page sorted by release)

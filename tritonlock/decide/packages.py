@@ -189,6 +189,19 @@ class Search:
                 raise ClosureError(f"target {self.sc.target.name!r}: passing over what the target cannot have did "
                                    f"not settle after {_MAX_PASSES} passes ({'; '.join(self.passed)})")
 
+    def _unasked_prerelease(self, p: LockedPackage) -> bool:
+        """A pre-release of a package the user named without asking for one, or of one the decision constrained, on
+        an index that has final releases of it."""
+        if not _v(p).is_prerelease or not p.index:
+            return False
+        name = canonicalize_name(p.name)
+        asked = [r for r in self.sc.reqs if canonicalize_name(r.name) == name]
+        if any(r.specifier.prereleases for r in asked):
+            return False
+        if not asked and not any(canonicalize_name(c.split("!=", 1)[0]) == name for c in self.constraints if "!=" in c):
+            return False
+        return self.sc.facts.prereleases(p.index, p.name) is not None
+
     def _pass_over(self, packages: tuple[LockedPackage, ...]) -> bool:
         """Constraints for what in `packages` the target cannot have; True when there was any."""
         from tritonlock.lock.builds import NVCC  # the lock's own word for the CUDA compiler (a constant, no code)
@@ -197,6 +210,14 @@ class Search:
 
         target, new = self.sc.target, False
         for p in packages:
+            if self._unasked_prerelease(p):
+                # the releases passed over (or a "newer than" check) left uv only pre-releases, which it then takes
+                # ("if necessary"): a lock the user did not ask for — the pre-releases are passed over too
+                for v in self.sc.facts.prereleases(p.index, p.name) or ():
+                    c = f"{p.name}!={v}"
+                    if c not in self.constraints:
+                        self.constraints.append(c)
+                        new = True
             if p.build == "source" and not p.build_needs and p.sdist is not None and not cudalibs.nvcc_possible(target):
                 p = dataclasses.replace(p, build_needs=needs_of(facts_for(p.name, p.sdist.url, p.sdist.name)))
             major = cudalibs.cuda_major(p.name, p.version)
