@@ -619,9 +619,14 @@ def test_a_page_of_builds_this_machine_cannot_reach_is_named_beside_uvs_answer(t
     code, out = _run("resolve", "-p", str(root))
     assert code == 4, out
     assert not (root / "triton-env.lock").exists()  # (uv quotes the sdist build's own traceback: its words)
-    assert out.count("also tried: ") == 1 and out.count(f"127.0.0.1:{port}") == 1, out
+    assert out.count("also tried: ") == 1 and out.count(f"127.0.0.1:{port}") == 2, out
     assert f"also tried: pygpkg's builds at http://127.0.0.1:{port}/whl/torch-2.10.0+cu128.html (not reachable from " \
            "here: ConnectionError" in out, out
+    # the fix is that page, not uv's generic one
+    assert out.count("fix: ") == 1 and out.rstrip().endswith(
+        f"fix: pygpkg's builds are on http://127.0.0.1:{port}/whl/torch-2.10.0+cu128.html, which does not answer from "
+        "here: resolve where it does, or name a mirror of it for pygpkg in triton-env.toml (a [[package-builds]] table "
+        "with its index)"), out
 
 
 def test_a_module_for_one_gpu_family_alone_and_a_package_that_calls_its_kernels_only_there_are_no_refusal(

@@ -164,7 +164,7 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                 if not upfront:
                     if not tried_own:
                         raise first_err
-                    raise ClosureError(f"{first_err}\n  also tried: " + "; ".join(tried_own), uv=first_err.uv)
+                    raise _also_tried(first_err, tried_own, intent.path)
                 name, x, choice = upfront.pop(0)
                 own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
                 passed.append(f"{name} from the default index (uv finds no closure with it there: {_said(first_err)}); "
@@ -265,3 +265,23 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     assert last is not None
     message = rule.conflict(last[0], last[1], rejected, NATIVE_ROUNDS, left=left)
     return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
+
+
+def _also_tried(err: ClosureError, tried: list[str], intent_path: str) -> ClosureError:
+    """uv's failure with what the decision tried beside it; where a package's own page of builds did not answer,
+    the fix is that page (reach it, or a mirror of it), not uv's generic one."""
+    import re
+    from pathlib import Path
+
+    down = [m for t in tried if (m := re.match(r"(\S+)'s builds at (\S+) \(not reachable from here", t))]
+    text = str(err)
+    if down:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("  fix: "))
+    text += "\n  also tried: " + "; ".join(tried)
+    if down:
+        pages = ", ".join(dict.fromkeys(m[2] for m in down))
+        names = ", ".join(dict.fromkeys(m[1] for m in down))
+        text += (f"\n  fix: {names}'s builds are on {pages}, which does not answer from here: resolve where it does, or "
+                 f"name a mirror of it for {names} in {Path(intent_path).name} (a [[package-builds]] table with its "
+                 "index)")
+    return ClosureError(text, uv=err.uv)
