@@ -154,6 +154,10 @@ def test_uv_locks_torch_215s_macos_14_wheel(tmp_path: Path, mac_index: LocalInde
     pk = {p.name: p for p in t.packages}  # type: ignore[attr-defined]
     assert pk["torch"].version == "2.15.0" and pk["torch"].wheels[0].name.endswith("macosx_14_0_arm64.whl")
     assert t.selection.target.macos is None  # type: ignore[attr-defined]
+    from tritonlock.lock.report import selection_text
+
+    assert selection_text(t.selection).splitlines()[0] == (  # type: ignore[attr-defined]
+        f"target {t.selection.target.name}: torch 2.15.0 (cpu) + no triton on Python {t.selection.python}")
 
 
 def test_a_mac_on_macos_13_locks_the_torch_it_can_install(tmp_path: Path, mac_index: LocalIndex) -> None:

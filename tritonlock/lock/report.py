@@ -19,7 +19,7 @@ def selection_text(s: Selection, words: Callable[[str], str] = _same) -> str:
     from tritonlock._term import styled
 
     lines = [styled(f"target {s.target.name}:", bold=True) + f" torch {s.torch} ({s.backend}) + "
-             f"{s.triton_package or 'no triton'} {s.triton or ''} on Python {s.python}".rstrip(),
+             f"{s.triton_package or 'no triton'}{' ' + s.triton if s.triton else ''} on Python {s.python}",
              f"  index: {s.index}"]
     lines += ["  " + styled("why:", dim=True) + f" {words(r)}" for r in s.reasons]
     lines += ["  " + styled("warning:", fg="yellow") + f" {words(w)}" for w in s.warnings]
