@@ -310,6 +310,46 @@ def test_a_packages_own_build_for_torchs_cuda_is_taken_from_its_index(tmp_path: 
                f"index {pypi.url}/kbuilds/2.0/cu128" in r for r in sel.reasons)
 
 
+def test_the_uv_and_pixi_exports_keep_the_build_and_releases_the_native_rule_decided(tmp_path: Path,
+                                                                                    pypi: LocalIndex) -> None:
+    """kernelpkg 2.0 is locked as its CUDA 12.8 build from its own index (the default index's 2.0 is a CUDA 13 build,
+    which torch 2.10 does not bring). The exported pyproject.toml pins it and binds it to that index, so a real
+    `uv lock` takes the same file (and `check` compares it); pixi.toml pins it on that index. Before, both named it
+    unpinned and uv took the CUDA 13 build."""
+    import os
+    import subprocess
+    import sys
+    import tomllib
+
+    from tritonlock._subprocess import uv_bin
+
+    extra = (f'\n[[package-builds]]\nname = "kernelpkg"\nindex = "{pypi.url}/kbuilds/{{version}}/{{cuda}}"\n'
+             'cuda = ["cu128"]\n')
+    root = _project(tmp_path, pypi, ["kernelpkg"], f"gpu|{R580_H100}", torch="==2.10.*", extra=extra)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
+    assert code == 0, out
+    doc = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "kernelpkg==2.0+cu128" in doc["tool"]["uv"]["constraint-dependencies"]
+    (entry,) = [e for e in doc["tool"]["uv"]["index"] if e["url"] == f"{pypi.url}/kbuilds/2.0/cu128"]
+    assert entry["explicit"] and doc["tool"]["uv"]["sources"]["kernelpkg"] == {"index": entry["name"]}
+    env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_CACHE_DIR=str(tmp_path / "uv-cache"),
+               UV_PYTHON=sys.executable)
+    p = subprocess.run([uv_bin(), "lock"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    uv = tomllib.loads((root / "uv.lock").read_text())
+    (kp,) = [e for e in uv["package"] if e["name"] == "kernelpkg"]
+    assert (kp["version"], kp["source"]["registry"]) == ("2.0+cu128", f"{pypi.url}/kbuilds/2.0/cu128"), kp
+    lock = read_lock(root / "triton-env.lock")
+    (locked,) = [q for q in lock.targets[0].packages if q.name == "kernelpkg"]
+    assert {f"sha256:{w.sha256}" for w in locked.wheels} <= {w["hash"] for w in kp["wheels"]}
+    code, out = _run("check", "-p", str(root))
+    assert code == 0, out
+    code, out = _run("export", "-p", str(root), "--format", "pixi", "-o", str(tmp_path / "pixi.toml"))
+    assert code == 0, out
+    assert (f'kernelpkg = {{ version = "==2.0+cu128", index = "{pypi.url}/kbuilds/2.0/cu128" }}'
+            in (tmp_path / "pixi.toml").read_text())
+
 def test_gpu_code_without_the_targets_gpu_takes_a_release_that_has_it(tmp_path: Path, pypi: LocalIndex) -> None:
     """A V100 (7.0): kernelpkg 2.0 carries sm_80/sm_90 and PTX 9.0 only — its first launch would fail there."""
     root = _project(tmp_path, pypi, ["kernelpkg"], f"gpu|{R580_V100}")
@@ -319,6 +359,11 @@ def test_gpu_code_without_the_targets_gpu_takes_a_release_that_has_it(tmp_path: 
     assert versions["kernelpkg"] == "1.0"
     assert any("its GPU code is built for sm_80, sm_90 and PTX compute_90, which has no code for this target's GPU "
                "(compute capability 7.0)" in r for r in sel.reasons)
+    # the uv and pixi exports keep the release the rule decided (uv resolving afresh would take 2.0)
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(tmp_path / "pyproject.toml"))
+    assert code == 0 and '"kernelpkg==1.0"' in (tmp_path / "pyproject.toml").read_text(), out
+    code, out = _run("export", "-p", str(root), "--format", "pixi", "-o", str(tmp_path / "pixi.toml"))
+    assert code == 0 and 'kernelpkg = { version = "==1.0" }' in (tmp_path / "pixi.toml").read_text(), out
 
 
 def test_releases_no_closure_could_run_are_passed_over_together_back_to_one_that_loads(tmp_path: Path,

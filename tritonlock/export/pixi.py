@@ -15,7 +15,8 @@ CANNOT = """\
 # What pixi cannot express of triton-env.lock, so it is not here:
 #   - the sha256 of each file: pixi pins files only in its own pixi.lock, after it resolved again (check that
 #     pixi.lock's torch files are the lock's: `tritonlock export --format pylock` lists them with hashes);
-#   - the packages beyond the torch family and the ones the intent names: pixi resolves them itself;
+#   - the packages without native code beyond the torch family and the ones the intent names: pixi resolves them
+#     itself (those with native code are pinned at the release whose binary facts tritonlock checked);
 #   - the NVIDIA driver floor, the GPU archs the build carries, and Triton's bundled ptxas: pixi knows only the CUDA
 #     version a machine offers (the __cuda virtual package, [system-requirements] cuda), not the driver or GPUs;
 #   - a target's exact machine (its driver, GPUs, glibc): each target is a pixi environment for its platform."""

@@ -40,16 +40,34 @@ def family(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
 
 
 def _pins(lock: Lock, t: LockedTarget) -> list[str]:
-    """Exact pins for the torch family (torch itself always, from whichever index)."""
+    """Exact pins for the torch family (torch itself always, from whichever index) and what `pinned` adds."""
     return sorted(f"{p.name}=={p.version}" for p in pinned(lock, t))
 
 
 def pinned(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
-    """What the export pins exactly: the torch family and, from wherever the lock took them, torch and Triton."""
+    """What the export pins exactly: the torch family and, from wherever the lock took them, torch and Triton; and
+    what the native-code rule decided — each package with native code at the release whose binary facts were checked
+    against this torch (uv resolving afresh would take the newest, which the rule may have refused: xformers without
+    sm_70 code on a V100, a CUDA 13 build beside a CUDA 12 torch), and each package taken from its own index of
+    builds (vLLM's CUDA 12.9 build), bound to it."""
     fam = family(lock, t)
     names = {p.name for p in fam}
     top = {"torch", t.selection.triton_package or "triton"}
-    return fam + tuple(p for p in t.packages if p.name in top and p.name not in names)
+    native = {n.sha256 for n in lock.native if n.native}
+    return fam + tuple(p for p in t.packages if p.name not in names and (
+        p.name in top or own_index(lock, t, p) or any(w.sha256 in native for w in p.wheels)))
+
+
+def own_index(lock: Lock, t: LockedTarget, p: LockedPackage) -> bool:
+    """Whether the lock took `p` from an index of its own builds (neither the torch index nor the default one)."""
+    index = p.index.rstrip("/")
+    return bool(index) and index not in (lock.default_index.rstrip("/"), (t.selection.index or "").rstrip("/"))
+
+
+def _own_index_name(p: LockedPackage) -> str:
+    import hashlib
+
+    return f"{PREFIX}{_extra(p.name)}-{hashlib.sha256(p.index.rstrip('/').encode()).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,6 +103,11 @@ def plan(lock: Lock) -> UvPlan:
         for t in targets:
             if family(lock, t) and t.selection.index:
                 indexes.setdefault(_index_name(t) + "-" + _extra(t.name), t.selection.index)
+    for t in targets:  # a package's own index of builds: one explicit entry per address, the package bound to it
+        for q in t.packages:
+            if own_index(lock, t, q):
+                indexes.setdefault(_own_index_name(q), q.index)
+
     def name_of(t: LockedTarget) -> str:
         for n, url in indexes.items():
             if url == t.selection.index and (n == _index_name(t) or n == _index_name(t) + "-" + _extra(t.name)):
@@ -99,6 +122,9 @@ def plan(lock: Lock) -> UvPlan:
         t = targets[0]
         for p in family(lock, t):
             sources[p.name] = {"index": name_of(t)}
+        for p in t.packages:
+            if own_index(lock, t, p):
+                sources[p.name] = {"index": _own_index_name(p)}
         cmd = "uv lock && uv sync"
         return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras={},
                       constraints=tuple(_pins(lock, t)), requires_python=requires,
@@ -113,6 +139,9 @@ def plan(lock: Lock) -> UvPlan:
         extras[e] = _pins(lock, t) + [r for r in t.selection.packages if r not in _base_requirements(lock)]
         for p in family(lock, t):
             sources.setdefault(p.name, []).append({"index": name_of(t), "extra": e})
+        for p in t.packages:
+            if own_index(lock, t, p):
+                sources.setdefault(p.name, []).append({"index": _own_index_name(p), "extra": e})
     return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras=extras,
                   constraints=(), requires_python=requires,
                   commands=tuple((t.name, f"uv lock && uv sync --extra {_extra(t.name)}") for t in targets))
