@@ -130,6 +130,31 @@ def test_one_target_in_place_keeps_the_users_file_and_pins_the_family(tmp_path: 
     assert _run("check", "-p", str(root))[0] == 0
 
 
+def test_the_targets_platforms_are_added_to_the_users_uv_environments(tmp_path: Path,
+                                                                       local_index: LocalIndex) -> None:
+    """`uv lock` resolves for every platform unless [tool.uv] environments says which: the export adds the targets'
+    (the lock decided for them alone), keeps the user's own entries, and a re-export adds nothing twice."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    original = (
+        "[project]\nname = \"myproj\"\nversion = \"1.0\"\nrequires-python = \">=3.11\"\ndependencies = []\n\n"
+        "[tool.uv]\nenvironments = [\"sys_platform == 'darwin'\"]\n\n"
+        "[tool.tritonlock.environment]\npython = \"3.11\"\ntorch = \"==2.6.0\"\n\n"
+        f"[tool.tritonlock.indexes]\ntorch = \"{local_index.url}/whl/{{backend}}\"\n"
+        f"default = \"{local_index.index_url('simple')}\"\n\n"
+        "[[tool.tritonlock.targets]]\nname = \"a100\"\ndriver = \"550.54.15\"\ngpus = [\"8.0\"]\n")
+    (root / "pyproject.toml").write_text(original)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
+    assert code == 0, out
+    import tomllib
+
+    new = (root / "pyproject.toml").read_text()
+    assert tomllib.loads(new)["tool"]["uv"]["environments"] == [
+        "sys_platform == 'darwin'", "sys_platform == 'linux' and platform_machine == 'x86_64'"]
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
+    assert code == 0 and (root / "pyproject.toml").read_text() == new, out
+
 def test_an_inline_index_array_is_kept_extended_and_read_by_uv(tmp_path: Path, local_index: LocalIndex) -> None:
     """`index = [{...}]` under [tool.uv] is valid uv configuration (it was a traceback): the user's entry stays,
     tritonlock's are added in the same layout, a re-export changes nothing, and the real `uv lock` takes torch and

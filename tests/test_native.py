@@ -330,7 +330,9 @@ def test_the_uv_and_pixi_exports_keep_the_build_and_releases_the_native_rule_dec
     code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
     assert code == 0, out
     doc = tomllib.loads((root / "pyproject.toml").read_text())
-    assert "kernelpkg==2.0+cu128" in doc["tool"]["uv"]["constraint-dependencies"]
+    linux = "sys_platform == 'linux' and platform_machine == 'x86_64'"
+    assert f"kernelpkg==2.0+cu128; {linux}" in doc["tool"]["uv"]["constraint-dependencies"]
+    assert doc["tool"]["uv"]["environments"] == [linux]  # the lock's platform: uv lock resolves for it alone
     (entry,) = [e for e in doc["tool"]["uv"]["index"] if e["url"] == f"{pypi.url}/kbuilds/2.0/cu128"]
     assert entry["explicit"] and doc["tool"]["uv"]["sources"]["kernelpkg"] == {"index": entry["name"]}
     env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_CACHE_DIR=str(tmp_path / "uv-cache"),
@@ -361,7 +363,7 @@ def test_gpu_code_without_the_targets_gpu_takes_a_release_that_has_it(tmp_path: 
                "(compute capability 7.0)" in r for r in sel.reasons)
     # the uv and pixi exports keep the release the rule decided (uv resolving afresh would take 2.0)
     code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(tmp_path / "pyproject.toml"))
-    assert code == 0 and '"kernelpkg==1.0"' in (tmp_path / "pyproject.toml").read_text(), out
+    assert code == 0 and '"kernelpkg==1.0; sys_platform' in (tmp_path / "pyproject.toml").read_text(), out
     code, out = _run("export", "-p", str(root), "--format", "pixi", "-o", str(tmp_path / "pixi.toml"))
     assert code == 0 and 'kernelpkg = { version = "==1.0" }' in (tmp_path / "pixi.toml").read_text(), out
 

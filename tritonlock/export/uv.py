@@ -40,8 +40,14 @@ def family(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
 
 
 def _pins(lock: Lock, t: LockedTarget) -> list[str]:
-    """Exact pins for the torch family (torch itself always, from whichever index) and what `pinned` adds."""
-    return sorted(f"{p.name}=={p.version}" for p in pinned(lock, t))
+    """Exact pins for the torch family (torch itself always, from whichever index) and what `pinned` adds: those for
+    the target's platform only (`uv lock` resolves for every platform, where another release may be required: vLLM
+    pins another protobuf on s390x)."""
+    from tritonlock.export import environment_marker
+
+    fam = {p.name for p in family(lock, t)} | {"torch", t.selection.triton_package or "triton"}
+    marker = environment_marker(t.selection)
+    return sorted(f"{p.name}=={p.version}" + ("" if p.name in fam else f"; {marker}") for p in pinned(lock, t))
 
 
 def pinned(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
@@ -84,6 +90,9 @@ class UvPlan:
     # one target: what [project].dependencies must name for uv to install it (constraints only pin what something
     # requires): torch, and a Triton that torch does not require (a CPU build's, kept for Triton's interpreter)
     dependencies: tuple[str, ...] = ("torch",)
+    # [tool.uv] environments: the targets' platforms, the ones the lock decided for (uv lock resolves for every
+    # platform otherwise, where the pinned releases may not resolve: vLLM pins another protobuf on s390x)
+    environments: tuple[str, ...] = ()
 
 
 def plan(lock: Lock) -> UvPlan:
@@ -114,6 +123,9 @@ def plan(lock: Lock) -> UvPlan:
                 return n
         return _index_name(t)
 
+    from tritonlock.export import environment_marker
+
+    envs = tuple(dict.fromkeys(environment_marker(t.selection) for t in targets))
     pythons = sorted({t.selection.python for t in targets if t.selection.python})
     requires = f">={pythons[0]}" if pythons else ">=3.9"
     distinct = {(t.selection.index, tuple(_pins(lock, t))) for t in targets}
@@ -128,7 +140,8 @@ def plan(lock: Lock) -> UvPlan:
         cmd = "uv lock && uv sync"
         return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras={},
                       constraints=tuple(_pins(lock, t)), requires_python=requires,
-                      commands=tuple((x.name, cmd) for x in targets), dependencies=_needed(t))
+                      commands=tuple((x.name, cmd) for x in targets), dependencies=_needed(t),
+                      environments=envs)
     extras: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
     for t in targets:
@@ -144,7 +157,8 @@ def plan(lock: Lock) -> UvPlan:
                 sources.setdefault(p.name, []).append({"index": _own_index_name(p), "extra": e})
     return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras=extras,
                   constraints=(), requires_python=requires,
-                  commands=tuple((t.name, f"uv lock && uv sync --extra {_extra(t.name)}") for t in targets))
+                  commands=tuple((t.name, f"uv lock && uv sync --extra {_extra(t.name)}") for t in targets),
+                  environments=envs)
 
 
 def _needed(t: LockedTarget) -> tuple[str, ...]:
@@ -307,6 +321,12 @@ def _edit(doc: Any, lock: Lock, p: UvPlan, project_name: str) -> None:
             it.update(new)
             arr.append(it)
         uv["index"] = arr.multiline(True)
+    if p.environments:  # the user's own entries kept, the targets' platforms added
+        have = [str(e) for e in _array(uv, "environments", "tool.uv.environments", "a list of marker strings")]
+        arr = tomlkit.array()
+        for e in have + [m for m in p.environments if m not in have]:
+            arr.append(e)
+        uv["environments"] = arr
     if p.constraints:
         fam = {re.split(r"[=<>!~ ;\[]", c, maxsplit=1)[0] for c in p.constraints}
         cons = [c for c in _array(uv, "constraint-dependencies", "tool.uv.constraint-dependencies",
@@ -358,6 +378,7 @@ def _check_written(out: str, p: UvPlan) -> None:
         ok = got == want and all(uv["sources"].get(n) == v for n, v in p.sources.items())
         ok = ok and all(data["project"]["optional-dependencies"].get(e) == pins for e, pins in p.extras.items())
         ok = ok and all(c in uv.get("constraint-dependencies", []) for c in p.constraints)
+        ok = ok and all(e in uv.get("environments", []) for e in p.environments)
     except (ValueError, KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
