@@ -192,7 +192,8 @@ def test_an_unreachable_torch_index_for_amd_and_intel_targets_names_a_mirror_not
     default_index.cache_clear()
     monkeypatch.setenv("PIP_INDEX_URL", local_index.index_url("simple"))
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")
-    body = ('[environment]\npython = "3.11"\ntorch = "==2.13.0"\n[indexes]\ntorch = "http://127.0.0.1:9/whl/{backend}"\n'
+    body = ('[environment]\npython = "3.11"\ntorch = "==2.13.0"\n'
+            '[indexes]\ntorch = "http://127.0.0.1:9/whl/{backend}"\n'
             '[[targets]]\nname = "mi300x"\ngpus = ["gfx942"]\n[[targets]]\nname = "arc"\ngpus = ["bmg"]\n')
     (tmp_path / "triton-env.toml").write_text(body)
     code, out = _run("resolve", "-p", str(tmp_path))

@@ -281,7 +281,7 @@ def _also_tried(err: ClosureError, tried: list[str], intent_path: str) -> Closur
     if down:
         pages = ", ".join(dict.fromkeys(m[2] for m in down))
         names = ", ".join(dict.fromkeys(m[1] for m in down))
-        text += (f"\n  fix: {names}'s builds are on {pages}, which does not answer from here: resolve where it does, or "
-                 f"name a mirror of it for {names} in {Path(intent_path).name} (a [[package-builds]] table with its "
-                 "index)")
+        text += (f"\n  fix: {names}'s builds are on {pages}, which does not answer from here: resolve where it does, "
+                 f"or name a mirror of it for {names} in {Path(intent_path).name} (a [[package-builds]] table with "
+                 "its index)")
     return ClosureError(text, uv=err.uv)
