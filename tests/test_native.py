@@ -650,6 +650,63 @@ def test_a_package_its_default_index_cannot_lock_is_taken_from_its_page_of_build
     assert list((root / ".venv").glob("lib/python*/site-packages/pygpkg-2.1.2+pt210cu128.dist-info")), out
 
 
+def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_and_synced(tmp_path: Path,
+                                                                                       pypi: LocalIndex) -> None:
+    """`kernelpkg @ https://…/kernelpkg-2.0-….whl`, as flash-attn's release wheels are named: its native code is read
+    and judged like an index's (CUDA 13 beside a CUDA 12 torch on R535: refused, exit 3). The CUDA 12 1.0 on an H100
+    is locked with its file and sha256 (uv's pylock `archive`; before, the lock held it with no file and could not be
+    read back), its bytes checked, and it is synced, checked and exported as that file."""
+    files = sorted(x.name for x in (pypi.root / "simple" / "_files").iterdir())
+    url = {v: f"{pypi.url}/simple/_files/" + next(f for f in files if f.startswith(f"kernelpkg-{v}-")) for v in
+           ("1.0", "2.0")}
+    root = _project(tmp_path / "r535", pypi, [f"kernelpkg @ {url['2.0']}"], 'gpu|driver = "535.183.01"\ngpus = ["8.0"]')
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3 and not (root / "triton-env.lock").exists(), out
+    assert ("kernelpkg 2.0: kernelpkg/_C.so in kernelpkg-2.0-cp311-cp311-manylinux_2_17_x86_64.whl is built for CUDA "
+            "13 (libcudart.so.13), which needs driver >= 580.65.06; this driver is 535.183.01") in out, out
+    root = _project(tmp_path / "h100", pypi, [f"kernelpkg @ {url['1.0']}"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert "native code checked: 1 shared object of 1 package (kernelpkg)" in out
+    lock = read_lock(root / "triton-env.lock")
+    (kp,) = [q for q in lock.targets[0].packages if q.name == "kernelpkg"]
+    (w,) = kp.wheels
+    assert (kp.version, kp.index, w.url, kp.direct) == ("1.0", url["1.0"], url["1.0"], True)
+    import hashlib
+
+    assert w.sha256 == hashlib.sha256((pypi.root / "simple" / "_files" / w.name).read_bytes()).hexdigest()
+    assert any(n.sha256 == w.sha256 and n.members for n in lock.native)
+    code, out = _run("check", "-p", str(root))
+    assert code == 0 and "every file hashed" in out, out
+    code, out = _run("export", "-p", str(root), "--format", "requirements")
+    assert f"kernelpkg @ {url['1.0']} \\\n    --hash=sha256:{w.sha256}" in out, out
+    code, out = _run("export", "-p", str(root), "--format", "pixi")
+    assert f'kernelpkg = {{ url = "{url["1.0"]}" }}' in out, out
+    code, out = _run("sync", "-p", str(root), "--target", "gpu", "--no-verify")
+    assert code == 0, out
+    assert list((root / ".venv").glob("lib/python*/site-packages/kernelpkg-1.0.dist-info")), out
+    # uv's tables: the project names the file (no index entry for it), and the real `uv lock` takes the same one
+    import os
+    import subprocess
+    import sys
+    import tomllib
+
+    from tritonlock._subprocess import uv_bin
+
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
+    assert code == 0, out
+    doc = tomllib.loads((root / "pyproject.toml").read_text())
+    assert f"kernelpkg @ {url['1.0']}" in doc["project"]["dependencies"]
+    assert not any(e["url"] == url["1.0"] for e in doc["tool"]["uv"]["index"]), doc["tool"]["uv"]["index"]
+    env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_CACHE_DIR=str(tmp_path / "uv-cache"),
+               UV_PYTHON=sys.executable)
+    p = subprocess.run([uv_bin(), "lock"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    (entry,) = [e for e in tomllib.loads((root / "uv.lock").read_text())["package"] if e["name"] == "kernelpkg"]
+    assert entry["source"] == {"url": url["1.0"]}, entry
+    code, out = _run("check", "-p", str(root))  # uv.lock beside the lock: the same file
+    assert code == 0, out
+
 def test_a_page_of_builds_this_machine_cannot_reach_is_named_beside_uvs_answer(tmp_path: Path,
                                                                               pypi: LocalIndex) -> None:
     """The same, with pygpkg's pages on a host that does not answer: uv's own answer is the error (exit 4), with the

@@ -209,6 +209,11 @@ class LockedPackage:
     # backend's index does not serve comes from the default index), or what it is there for (a build requirement).
     note: str | None = None
 
+    @property
+    def direct(self) -> bool:
+        """A direct reference (`pkg @ https://…/pkg-1.0-….whl`): its one file is its index — no index page lists it."""
+        return any(f.url == self.index for f in (*self.wheels, *((self.sdist,) if self.sdist else ())))
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LockedTarget:

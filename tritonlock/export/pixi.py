@@ -63,7 +63,9 @@ def render(lock: Lock, project_name: str) -> str:
         pins = {p.name: p for p in pinned(lock, t)}
         for p in sorted(pins.values(), key=lambda p: p.name):
             entry = {"version": f"=={p.version}"}
-            if p.index.rstrip("/") != lock.default_index.rstrip("/"):
+            if p.direct:  # a direct reference: its file
+                entry = {"url": p.index}
+            elif p.index.rstrip("/") != lock.default_index.rstrip("/"):
                 entry["index"] = p.index
             lines.append(f"{p.name} = {{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in entry.items()) + " }")
         for req in s.packages:

@@ -47,7 +47,8 @@ def _pins(lock: Lock, t: LockedTarget) -> list[str]:
 
     fam = {p.name for p in family(lock, t)} | {"torch", t.selection.triton_package or "triton"}
     marker = environment_marker(t.selection)
-    return sorted(f"{p.name}=={p.version}" + ("" if p.name in fam else f"; {marker}") for p in pinned(lock, t))
+    return sorted(f"{p.name}=={p.version}" + ("" if p.name in fam else f"; {marker}") for p in pinned(lock, t)
+                  if not p.direct)  # (a direct reference: the project names its file, which pins it)
 
 
 def pinned(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
@@ -67,7 +68,8 @@ def pinned(lock: Lock, t: LockedTarget) -> tuple[LockedPackage, ...]:
 def own_index(lock: Lock, t: LockedTarget, p: LockedPackage) -> bool:
     """Whether the lock took `p` from an index of its own builds (neither the torch index nor the default one)."""
     index = p.index.rstrip("/")
-    return bool(index) and index not in (lock.default_index.rstrip("/"), (t.selection.index or "").rstrip("/"))
+    return bool(index) and not p.direct and index not in (lock.default_index.rstrip("/"),
+                                                          (t.selection.index or "").rstrip("/"))
 
 
 def _own_index_name(p: LockedPackage) -> str:
@@ -421,16 +423,17 @@ def uv_lock_drift(lock: Lock, uv_lock: Path) -> list[tuple[str, str]]:
     for t in lock.targets:
         for p in pinned(lock, t):
             entries = by_name.get(p.name, [])
+            where = "url" if p.direct else "registry"  # (a direct reference: uv.lock's source is its file)
             same = [e for e in entries if e.get("version") == p.version and isinstance(e.get("source"), dict)
-                    and str(e["source"].get("registry", "")).rstrip("/") == p.index.rstrip("/")]
+                    and str(e["source"].get(where, "")).rstrip("/") == p.index.rstrip("/")]
             if not same:
                 have = ", ".join(sorted({str(e.get("version")) for e in entries})) or "none"
                 out.append((t.name, f"{uv_lock}: {p.name} {p.version} (target {t.name!r} in triton-env.lock) is not "
                                     f"in uv.lock from {p.index} (it holds {p.name}: {have}) — run `tritonlock export --format uv -o "
                                     "pyproject.toml`, then `uv lock`"))
                 continue
-            hashes = {str(w.get("hash", "")).removeprefix("sha256:") for e in same for w in e.get("wheels", [])
-                      if isinstance(w, dict)}
+            hashes = {str(w.get("hash", "")).removeprefix("sha256:") for e in same
+                      for w in [*e.get("wheels", []), e.get("sdist"), e.get("archive")] if isinstance(w, dict)}
             missing = [w.name for w in p.wheels if w.sha256 not in hashes]
             if missing:
                 out.append((t.name, f"{uv_lock}: {p.name} {p.version}: {', '.join(missing)} has another sha256 in "

@@ -266,6 +266,10 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
         index = own_builds.get(name) or (sel.index if name in bound else default_index)
         wheels = tuple(_file(w) for w in r.get("wheels", []))
         sdist = _file(r["sdist"]) if "sdist" in r else None
+        if isinstance(r.get("archive"), dict):  # a direct reference (`pkg @ https://…/pkg-1.0-….whl`): its own file,
+            direct = _file(r["archive"])       # which is where it comes from (no index lists it)
+            wheels, sdist = ((direct,), None) if direct.name.endswith(".whl") else ((), direct)
+            index = direct.url
         note = notes.get(name) or None
         if name in build_reqs and name not in names:
             note = (f"{note}; " if note else "") + (f"needed to build {build_reqs[name]}, whose build imports torch: "

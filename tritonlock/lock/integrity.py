@@ -239,6 +239,14 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
         kept = kept_metadata(w.sha256)
     if kept is not None:  # downloaded and checked against this sha256 by an earlier resolve: its METADATA is known
         return _Checked(package=p, file=w, metadata=kept or None)
+    if p.direct:  # a direct reference: no page lists it; its bytes are checked against the sha256 uv hashed
+        data = _download(clients.get(lock_index_of(w.url)), w.url, max_bytes) if (w.size or 0) <= max_bytes else None
+        if data is None:
+            return _Checked(package=p, file=w, unchecked=w.name)
+        checked = _from_bytes(p, w, data, max_bytes)
+        if checked.problem is None and checked.unchecked is None:
+            keep_metadata(w.sha256, checked.metadata or "")
+        return checked
     client = clients.get(p.index)
     listed = {f.filename: f for f in client.files(p.name, only=w.name)}
     entry = listed.get(w.name)
@@ -266,6 +274,11 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
     if checked.problem is None and checked.unchecked is None:
         keep_metadata(w.sha256, checked.metadata or "")
     return checked
+
+
+def lock_index_of(url: str) -> str:
+    """The folder a direct reference's file is in: an address for the client whose session downloads it."""
+    return url.rsplit("/", 1)[0]
 
 
 def _download(client: object, url: str, max_bytes: int) -> bytes | None:
