@@ -707,6 +707,21 @@ def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_an
     code, out = _run("check", "-p", str(root))  # uv.lock beside the lock: the same file
     assert code == 0, out
 
+def test_a_package_from_a_folder_is_refused_with_the_way_to_pin_it(tmp_path: Path, pypi: LocalIndex) -> None:
+    """`mylib @ file:///…/mylib` (a folder, or a git checkout): uv locks it with no file, so there is no sha256 to pin.
+    Before, the lock was written without a file for it and could not be read back; now resolve says so (exit 2),
+    names the folder and the way to pin it, and writes nothing."""
+    src = tmp_path / "mylib"
+    (src / "mylib").mkdir(parents=True)
+    (src / "mylib" / "__init__.py").write_text("")
+    (src / "pyproject.toml").write_text('[project]\nname = "mylib"\nversion = "0.1"\n')
+    root = _project(tmp_path / "p", pypi, [f"mylib @ {src.as_uri()}"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 2 and not (root / "triton-env.lock").exists(), out
+    assert f"mylib comes from a folder ({src}), which has no file whose sha256 a lock can pin" in out, out
+    assert "name that wheel in the packages (mylib @ <the wheel's https:// or file:// URL>)" in out
+    assert "Traceback" not in out
+
 def test_a_page_of_builds_this_machine_cannot_reach_is_named_beside_uvs_answer(tmp_path: Path,
                                                                               pypi: LocalIndex) -> None:
     """The same, with pygpkg's pages on a host that does not answer: uv's own answer is the error (exit 4), with the

@@ -15,7 +15,7 @@ from typing import Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
-from tritonlock.errors import ClosureError, TritonlockError
+from tritonlock.errors import ClosureError, IntentError, TritonlockError
 from tritonlock.lock.lockfile import toml_value
 from tritonlock.models import LockedPackage, LockPlan, Selection, Wheel
 
@@ -270,6 +270,8 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
             direct = _file(r["archive"])       # which is where it comes from (no index lists it)
             wheels, sdist = ((direct,), None) if direct.name.endswith(".whl") else ((), direct)
             index = direct.url
+        if not wheels and sdist is None:  # a folder or a checkout: no file whose sha256 the lock could pin
+            raise IntentError(_unpinnable(name, r))
         note = notes.get(name) or None
         if name in build_reqs and name not in names:
             note = (f"{note}; " if note else "") + (f"needed to build {build_reqs[name]}, whose build imports torch: "
@@ -523,6 +525,16 @@ def _no_build_note(output: str, no_build: tuple[str, ...], sel: Selection, floor
             f"[environment].no-build forbids building {'them' if len(names) > 1 else 'it'} from source\n  fix: "
             f"{allow} [environment].no-build to let sync build {'them' if len(names) > 1 else 'it'} (which may need "
             "nvcc and a C/C++ compiler), or require a version that has a wheel for this target")
+
+
+def _unpinnable(name: str, raw: dict[str, Any]) -> str:
+    src = raw.get("directory") or raw.get("vcs") or {}
+    where = (src.get("url") or src.get("path") or "") if isinstance(src, dict) else ""
+    kind = "a folder" if "directory" in raw else "a version-control checkout" if "vcs" in raw else "a source"
+    return (f"{name} comes from {kind}{f' ({where})' if where else ''}, which has no file whose sha256 a lock can pin "
+            "(a team's lock installs the same bytes everywhere); nothing was written — build a wheel of it (`pip "
+            f"wheel --no-deps <its source> -w wheels/`) and name that wheel in the packages ({name} @ <the wheel's "
+            "https:// or file:// URL>), or publish it to an index")
 
 
 def _file(raw: dict[str, object]) -> Wheel:
