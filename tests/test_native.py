@@ -656,6 +656,8 @@ def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_an
     and judged like an index's (CUDA 13 beside a CUDA 12 torch on R535: refused, exit 3). The CUDA 12 1.0 on an H100
     is locked with its file and sha256 (uv's pylock `archive`; before, the lock held it with no file and could not be
     read back), its bytes checked, and it is synced, checked and exported as that file."""
+    import tomllib
+
     files = sorted(x.name for x in (pypi.root / "simple" / "_files").iterdir())
     url = {v: f"{pypi.url}/simple/_files/" + next(f for f in files if f.startswith(f"kernelpkg-{v}-")) for v in
            ("1.0", "2.0")}
@@ -682,6 +684,10 @@ def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_an
     assert f"kernelpkg @ {url['1.0']} \\\n    --hash=sha256:{w.sha256}" in out, out
     code, out = _run("export", "-p", str(root), "--format", "pixi")
     assert f'kernelpkg = {{ url = "{url["1.0"]}" }}' in out, out
+    code, out = _run("export", "-p", str(root), "--format", "pylock", "-o", str(tmp_path / "pylock.toml"))
+    pylock = tomllib.loads((tmp_path / "pylock.toml").read_text())
+    (entry,) = [q for q in pylock["packages"] if q["name"] == "kernelpkg"]
+    assert "index" not in entry and entry["wheels"][0]["url"] == url["1.0"], entry  # (PEP 751: an index's address)
     code, out = _run("sync", "-p", str(root), "--target", "gpu", "--no-verify")
     assert code == 0, out
     assert list((root / ".venv").glob("lib/python*/site-packages/kernelpkg-1.0.dist-info")), out
@@ -689,7 +695,6 @@ def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_an
     import os
     import subprocess
     import sys
-    import tomllib
 
     from tritonlock._subprocess import uv_bin
 

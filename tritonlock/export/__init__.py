@@ -184,7 +184,9 @@ def pylock(lock: Lock, t: LockedTarget) -> str:
     if sel.python:
         lines.append(f"requires-python = {toml_value(f'=={sel.python}.*')}")
     for p in sorted(t.packages, key=lambda p: p.name):
-        lines += ["", "[[packages]]", f"name = {toml_value(p.name)}", f"version = {toml_value(p.version)}", f"index = {toml_value(p.index)}"]
+        lines += ["", "[[packages]]", f"name = {toml_value(p.name)}", f"version = {toml_value(p.version)}"]
+        if not p.direct:  # (PEP 751's index is an index's address; a direct reference's file is its own)
+            lines.append(f"index = {toml_value(p.index)}")
         if p.wheels:
             lines.append("wheels = [")
             lines += [f"  {toml_value(wheel_table(w))}," for w in sorted(p.wheels, key=lambda w: w.name)]
