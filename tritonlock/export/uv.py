@@ -72,10 +72,12 @@ def own_index(lock: Lock, t: LockedTarget, p: LockedPackage) -> bool:
                                                           (t.selection.index or "").rstrip("/"))
 
 
-def _own_index_name(p: LockedPackage) -> str:
+def _own_indexes(lock: Lock, t: LockedTarget) -> list[tuple[str, str, str]]:
+    """(package, index entry name, address) for each package the lock took from an index of its own builds."""
     import hashlib
 
-    return f"{PREFIX}{_extra(p.name)}-{hashlib.sha256(p.index.rstrip('/').encode()).hexdigest()[:8]}"
+    return [(p.name, f"{PREFIX}{_extra(p.name)}-{hashlib.sha256(p.index.rstrip('/').encode()).hexdigest()[:8]}",
+             p.index) for p in t.packages if own_index(lock, t, p)]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,9 +117,8 @@ def plan(lock: Lock) -> UvPlan:
             if family(lock, t) and t.selection.index:
                 indexes.setdefault(_index_name(t) + "-" + _extra(t.name), t.selection.index)
     for t in targets:  # a package's own index of builds: one explicit entry per address, the package bound to it
-        for q in t.packages:
-            if own_index(lock, t, q):
-                indexes.setdefault(_own_index_name(q), q.index)
+        for _, n, url in _own_indexes(lock, t):
+            indexes.setdefault(n, url)
 
     def name_of(t: LockedTarget) -> str:
         for n, url in indexes.items():
@@ -136,9 +137,7 @@ def plan(lock: Lock) -> UvPlan:
         t = targets[0]
         for p in family(lock, t):
             sources[p.name] = {"index": name_of(t)}
-        for p in t.packages:
-            if own_index(lock, t, p):
-                sources[p.name] = {"index": _own_index_name(p)}
+        sources.update({name: {"index": n} for name, n, _ in _own_indexes(lock, t)})
         cmd = "uv lock && uv sync"
         return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras={},
                       constraints=tuple(_pins(lock, t)), requires_python=requires,
@@ -154,9 +153,8 @@ def plan(lock: Lock) -> UvPlan:
         extras[e] = _pins(lock, t) + [r for r in t.selection.packages if r not in _base_requirements(lock)]
         for p in family(lock, t):
             sources.setdefault(p.name, []).append({"index": name_of(t), "extra": e})
-        for p in t.packages:
-            if own_index(lock, t, p):
-                sources.setdefault(p.name, []).append({"index": _own_index_name(p), "extra": e})
+        for name, n, _ in _own_indexes(lock, t):
+            sources.setdefault(name, []).append({"index": n, "extra": e})
     return UvPlan(indexes=tuple(indexes.items()), default_index=lock.default_index, sources=sources, extras=extras,
                   constraints=(), requires_python=requires,
                   commands=tuple((t.name, f"uv lock && uv sync --extra {_extra(t.name)}") for t in targets),
