@@ -433,7 +433,8 @@ UV_INDEX = ['index = [{name = "mine", url = "https://m.example/simple"}]',
 UV_OTHER = ['sources = {numpy = {index = "mine"}}', 'sources = {torch = [{index = "x", extra = "a"}]}', 'sources = 1',
             'constraint-dependencies = ["numpy<3"]', 'constraint-dependencies = "numpy"',
             'conflicts = [[{extra = "a"}, {extra = "b"}]]', 'conflicts = ["x", [1]]', 'conflicts = 1',
-            'dev-dependencies = ["pytest"]', 'package = false']
+            'dev-dependencies = ["pytest"]', 'package = false', 'environments = ["sys_platform == \'darwin\'"]',
+            'environments = "linux"', 'environments = [1, "sys_platform == \'linux\'"]', 'environments = []']
 
 
 @st.composite

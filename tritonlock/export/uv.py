@@ -322,7 +322,10 @@ def _edit(doc: Any, lock: Lock, p: UvPlan, project_name: str) -> None:
             arr.append(it)
         uv["index"] = arr.multiline(True)
     if p.environments:  # the user's own entries kept, the targets' platforms added
-        have = [str(e) for e in _array(uv, "environments", "tool.uv.environments", "a list of marker strings")]
+        have = _array(uv, "environments", "tool.uv.environments", "a list of marker strings")
+        for i, e in enumerate(have):
+            if not isinstance(e, str):
+                raise _bad(f"tool.uv.environments[{i}]", e, "a marker string (\"sys_platform == 'linux'\")")
         arr = tomlkit.array()
         for e in have + [m for m in p.environments if m not in have]:
             arr.append(e)
