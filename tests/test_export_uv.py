@@ -154,6 +154,11 @@ def test_the_targets_platforms_are_added_to_the_users_uv_environments(tmp_path: 
         "sys_platform == 'darwin'", "sys_platform == 'linux' and platform_machine == 'x86_64'"]
     code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
     assert code == 0 and (root / "pyproject.toml").read_text() == new, out
+    bad = new.replace("environments = [", "environments = [1, ", 1)
+    (root / "pyproject.toml").write_text(bad)
+    code, out = _run("export", "-p", str(root), "--format", "uv", "-o", str(root / "pyproject.toml"))
+    assert code == 2 and "tool.uv.environments[0] is " in out and "nothing was written" in out, out
+    assert (root / "pyproject.toml").read_text() == bad
 
 def test_an_inline_index_array_is_kept_extended_and_read_by_uv(tmp_path: Path, local_index: LocalIndex) -> None:
     """`index = [{...}]` under [tool.uv] is valid uv configuration (it was a traceback): the user's entry stays,
