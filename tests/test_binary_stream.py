@@ -16,9 +16,9 @@ import pytest
 
 from nativebuild import extension, fatbin_bytes, stub_library
 from test_gpucode import bundle, gcc_so, nvcc_so
-from tritonlock.binary.elf import member_facts
-from tritonlock.binary.gpucode import fatbin_targets
-from tritonlock.binary.stream import ElfStream, FatbinScan, Miss
+from tritonlock.native.elf import member_facts
+from tritonlock.native.gpucode import fatbin_targets
+from tritonlock.native.stream import ElfStream, FatbinScan, Miss
 from tritonlock.models import NativeMember
 
 PIECES = (1, 7, 4096, 65539, 1 << 20, 1 << 30)
@@ -131,7 +131,7 @@ def test_what_the_libraries_carry(libs: dict[str, bytes]) -> None:
 def test_a_hip_offload_bundle_past_what_the_pass_keeps_is_a_miss(tmp_path: Path) -> None:
     """The pass walks CUDA fatbins only: a `.hip_fatbin` section's bundles are read from what it kept, and where
     they lie past it, that is a Miss (the member is then read whole), never an empty answer."""
-    from tritonlock.binary.gpucode import gpu_code, gpu_code_from
+    from tritonlock.native.gpucode import gpu_code, gpu_code_from
 
     data = gcc_so(tmp_path, bundle("gfx942", "gfx90a:xnack-") + bytes(3 << 20))
     assert gpu_code(data).gfx == ("gfx90a:xnack-", "gfx942")
@@ -190,8 +190,8 @@ def test_a_wheel_whose_member_the_pass_cannot_read_is_read_again_whole(tmp_path:
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A member whose dynamic symbols lie past what the pass keeps: the wheel's read takes it again, whole, and
     its facts are the whole file's."""
-    from tritonlock.binary import stream
-    from tritonlock.lock import native
+    from tritonlock.native import stream
+    from tritonlock.native import read as native
 
     wheel = tmp_path / "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
@@ -222,7 +222,7 @@ def test_a_wheel_whose_member_the_pass_cannot_read_is_read_again_whole(tmp_path:
 def test_a_file_made_of_fatbin_magic_is_given_up_on_not_walked_for_ever() -> None:
     """Hostile bytes: a fatbin container header every 16 bytes, 4 MiB of them — the walk stops recording at its bound
     and says Miss (the member is then read whole, where gpucode's walk reads only the section)."""
-    from tritonlock.binary import stream
+    from tritonlock.native import stream
 
     header = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 0)
     data = header * (4 << 16)
@@ -238,7 +238,7 @@ def test_a_file_made_of_fatbin_magic_is_given_up_on_not_walked_for_ever() -> Non
 def test_a_wheels_bytes_in_any_pieces_give_the_same_facts(tmp_path: Path, libs: dict[str, bytes]) -> None:
     """The network hands the bytes in pieces that fall anywhere: a stored member's first piece may be one byte.
     Byte by byte, a wheel with a stored and a deflated library and its METADATA reads as it does from disk."""
-    from tritonlock.lock import native
+    from tritonlock.native import read as native
 
     wheel = tmp_path / "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as z:
@@ -263,7 +263,7 @@ def test_the_walk_stops_only_where_the_first_segment_says_no_gpu_library_is_link
     library: most of a wheel's libraries, whose GPU code is never read. A file patchelf rewrote (segments past the
     section table) is walked whole: its strings moved, here to name a CUDA runtime only patchelf added. One whose
     linker put the strings elsewhere is a Miss where its GPU code is wanted, and the wheel reads it whole."""
-    from tritonlock.lock import native
+    from tritonlock.native import read as native
 
     cudart = stub_library(tmp_path / "rt", "libcudart.so.12", ("cudaRuntimeGetVersion",))
     (tmp_path / "f.fatbin").write_bytes(fatbin_bytes(((2, 80), (1, 80))))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlock.binary import elfdyn
-from tritonlock.binary.elf import elf_links, member_facts
+from tritonlock.native import elfdyn
+from tritonlock.native.elf import elf_links, member_facts
 
 NEEDED = ("libfoo.so.1", "libc10.so")
 C10 = "_ZN3c105ErrorC1Ev"

@@ -195,7 +195,7 @@ def _check_early_read(text: str) -> None:
     likely, and the closure it guesses from — a bool and a set of target names for any bytes, never an error; the
     wheels it would read are what the rule's own wheel choice gives for a lock that reads."""
 
-    from tritonlock.lock.native import Reader, reads_likely
+    from tritonlock.native.read import Reader, reads_likely
     from tritonlock.project import native_wanted
 
     with tempfile.TemporaryDirectory(prefix="tl-fuzz-early-") as d:
@@ -551,8 +551,8 @@ def small_elf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 
 def _stream_says(data: bytes, step: int) -> object:
-    from tritonlock.binary.elf import member_facts
-    from tritonlock.binary.stream import ElfStream, Miss
+    from tritonlock.native.elf import member_facts
+    from tritonlock.native.stream import ElfStream, Miss
 
     s = ElfStream(len(data))
     for i in range(0, len(data), step):
@@ -571,7 +571,7 @@ def test_fuzz_a_damaged_library_streamed_says_what_the_whole_file_says_or_misses
         small_elf: bytes, flips: list[tuple[int, int]], cut: int, step: int) -> None:
     """Bytes flipped anywhere, the file cut short: the one-pass read gives the whole file's facts, or says Miss (the
     wheel's read then takes the member whole) — never other facts, never another exception."""
-    from tritonlock.binary.elf import member_facts
+    from tritonlock.native.elf import member_facts
 
     data = bytearray(small_elf)
     for at, value in flips:
@@ -596,7 +596,7 @@ def test_fuzz_a_damaged_wheel_reads_as_facts_or_one_clean_error(small_elf: bytes
     import zipfile
     import zlib
 
-    from tritonlock.lock import native
+    from tritonlock.native import read as native
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
@@ -631,11 +631,11 @@ def test_fuzz_a_damaged_wheel_reads_as_facts_or_one_clean_error(small_elf: bytes
                       max_size=10), cut=st.integers(min_value=0, max_value=100))
 def test_fuzz_a_damaged_dynamic_segment_of_any_class_and_byte_order(layout: tuple[bool, bool, Any],
                                                                      flips: list[tuple[int, int]], cut: int) -> None:
-    """tritonlock/binary/elfdyn.py on 32- and 64-bit, little- and big-endian files (SysV, GNU and unhashed GNU
+    """tritonlock/native/elfdyn.py on 32- and 64-bit, little- and big-endian files (SysV, GNU and unhashed GNU
     tables) with bytes flipped and the file cut short: facts, or "not an ELF file it can read" — never an
     exception, never a read past the file."""
     from test_elfdyn import synthetic
-    from tritonlock.binary.elf import elf_links, member_facts
+    from tritonlock.native.elf import elf_links, member_facts
 
     data = bytearray(synthetic(*layout))
     for at, value in flips:
@@ -667,7 +667,7 @@ def test_fuzz_a_wheel_unpacked_in_uvs_cache_reads_as_the_wheels_facts_or_none(
     import hashlib
     import zipfile
 
-    from tritonlock.lock import native, uvcache
+    from tritonlock.native import read as native, uvcache
 
     ident = uvcache._archive_id(pointer)
     assert ident is None or re.fullmatch(r"[A-Za-z0-9_-]+", ident)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlock.binary.gpucode import BUNDLE_MAGIC, GpuCode, gpu_code, gpu_code_from
+from tritonlock.native.gpucode import BUNDLE_MAGIC, GpuCode, gpu_code, gpu_code_from
 
 NVCC = shutil.which("nvcc") or next((str(p) for p in (Path("/usr/local/cuda/bin/nvcc"),) if p.exists()), None)
 KERNEL = """

@@ -78,25 +78,28 @@ def test_no_import_circles() -> None:
 # terminal helpers, the ELF reader, the native-code rule. compat is the curated facts of compat/ (the matrix), read
 # by everyone who names a GPU or a build; intent and host are the decision's other two inputs. The lock carries out
 # what the decision hands it (a LockPlan): it imports neither the decision nor the facts the decision read.
-# project.py alone orchestrates decide → lock → decide (its loop in nativeloop.py); the CLI parses, calls one function
-# and prints.
+# project.py alone orchestrates decide → lock → decide (its loop in native/loop.py); the CLI parses, calls one function
+# and prints. The native concept is one folder, tritonlock/native/, whose modules sit at their stages: the binary
+# readers and the rule are ground, the wheel reader (index, uv's cache) is the lock's, the rule on a closure is the
+# decision's, the loop is the orchestrator's.
 STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ground": (("tritonlock", "tritonlock.models", "tritonlock.errors", "tritonlock._archs", "tritonlock._data",
                 "tritonlock._urls", "tritonlock._toml", "tritonlock._files", "tritonlock._term",
                 "tritonlock._subprocess", "tritonlock._machine", "tritonlock._stamp", "tritonlock._discover",
-                "tritonlock._intenthash", "tritonlock._help", "tritonlock.binary", "tritonlock.nativerule"), ()),
+                "tritonlock._intenthash", "tritonlock._help", "tritonlock.native"), ()),
     "compat": (("tritonlock.compat",), ("ground",)),
     "intent": (("tritonlock.intent",), ("ground", "compat")),
     "host": (("tritonlock.host",), ("ground", "compat")),
-    "lock": (("tritonlock.lock",), ("ground",)),
-    "decide": (("tritonlock.decide",), ("ground", "compat", "intent", "lock")),
+    "lock": (("tritonlock.lock", "tritonlock.native.read", "tritonlock.native.remotezip", "tritonlock.native.uvcache"),
+             ("ground",)),
+    "decide": (("tritonlock.decide", "tritonlock.native.judge"), ("ground", "compat", "intent", "lock")),
     "environment": (("tritonlock.environment", "tritonlock._fast"), ("ground", "compat", "intent", "host", "lock")),
     "verify": (("tritonlock.verify",), ("ground", "compat")),
     "around": (("tritonlock.doctor", "tritonlock.fleet", "tritonlock.export", "tritonlock.check", "tritonlock.records",
                 "tritonlock._kept"),
                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
     "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
-    "project": (("tritonlock.project", "tritonlock.nativeloop"),
+    "project": (("tritonlock.project", "tritonlock.native.loop"),
                 ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around")),
     "cli": (("tritonlock.cli", "tritonlock._entry", "tritonlock.__main__"),
             ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around", "maintain",

@@ -214,7 +214,7 @@ def _target(root: Path, name: str = "gpu") -> tuple[dict[str, str], object]:
 
 def test_binary_facts_of_a_wheel_by_ranged_reads(pypi: LocalIndex, tmp_path: Path) -> None:
     """The wheel's ELF says what its extension needs and carries; only byte ranges of the wheel are read."""
-    from tritonlock.lock import native
+    from tritonlock.native import read as native
     from tritonlock.lock.index import project_files, session
 
     (f,) = [f for f in project_files(pypi.index_url("simple"), "kernelpkg") if "-2.0-" in f.filename]
@@ -566,8 +566,8 @@ def test_the_per_cuda_builds_judged_follow_the_torchs_cuda_and_none_is_dropped_w
 
     from pkgindex import build_wheel
     from nativebuild import stub_library
-    from tritonlock.lock.native import read_file
-    from tritonlock.nativerule import Item, Setting, check, hopeless
+    from tritonlock.native.read import read_file
+    from tritonlock.native.rule import Item, Setting, check, hopeless
     from tritonlock.verify.natives import _torch_backend
     from tritonlock.verify.runner.tlverify.imports import _for_this_cuda
 
@@ -600,7 +600,7 @@ def test_the_per_cuda_builds_judged_follow_the_torchs_cuda_and_none_is_dropped_w
     assert _for_this_cuda(modules, (11, 8)) == modules and _for_this_cuda(modules, None) == modules
     # a ROCm torch loads the build that names no CUDA (torch_memory_saver's ROCm build), none of the per-CUDA ones
     # beside it; builds with no such sibling (pc/cu12/, pc/cu13/) are all judged, as for a CPU torch
-    from tritonlock.nativerule import loaded
+    from tritonlock.native.rule import loaded
 
     def paths(backend: str) -> set[str]:
         return {m.path for m in loaded(item.facts.members, "2.11.0", backend)}
@@ -764,8 +764,8 @@ def test_a_module_for_one_gpu_family_alone_and_a_package_that_calls_its_kernels_
 
     from pkgindex import build_wheel
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
-    from tritonlock.lock.native import read_file
-    from tritonlock.nativerule import Item, Setting, check, optional_gpu_code
+    from tritonlock.native.read import read_file
+    from tritonlock.native.rule import Item, Setting, check, optional_gpu_code
 
     def item(name: str, modules: dict[str, tuple[tuple[int, ...], ...]]) -> Item:
         whl = build_wheel(tmp_path / name, name, "1.0", tag=CP, modules={
@@ -827,8 +827,8 @@ def test_amd_code_objects_are_checked_against_each_gfx_gpu_on_a_rocm_torch(tmp_p
     from nativebuild import OBJCOPY
     from pkgindex import build_wheel
     from test_gpucode import bundle
-    from tritonlock.lock.native import read_file
-    from tritonlock.nativerule import Item, Setting, check, hopeless
+    from tritonlock.native.read import read_file
+    from tritonlock.native.rule import Item, Setting, check, hopeless
 
     hip_runtime = stub_library(tmp_path / "hip", "libamdhip64.so.6", ("hipGetDeviceCount",))
 
@@ -1020,7 +1020,7 @@ def test_without_a_driver_the_other_missing_library_is_still_found(broken_venv: 
     assert "it needs libcudart.so.12, which no installed package brings" in detail
     assert detail.endswith("the import stopped earlier, at libcuda.so.1 (no NVIDIA driver here)")
     # a library this machine's own loader finds (its CUDA 13 toolkit) is no such failure
-    from tritonlock.binary.elf import system_sonames
+    from tritonlock.native.elf import system_sonames
 
     if "libcudart.so.13" in system_sonames():
         row13 = ImportRow(dist="numpy", version="x", ok=True, needs_driver=True)
@@ -1299,7 +1299,7 @@ def test_a_wheels_zip_directory_is_read_in_one_request_where_the_end_holds_it(tm
     import zipfile
 
     from tritonlock.lock.index import session
-    from tritonlock.lock.remotezip import RemoteZip
+    from tritonlock.native.remotezip import RemoteZip
 
     idx = LocalIndex(tmp_path / "index").start()
     try:
@@ -1329,7 +1329,7 @@ def _native_tables(lock: Path) -> str:
 
 def _facts_forgotten() -> None:
     """The binary facts kept per sha256, not the integrity check's METADATA beside them."""
-    from tritonlock.lock import native
+    from tritonlock.native import read as native
 
     for f in native.cache_dir().glob("*.json"):
         if not f.name.endswith("metadata.json"):
@@ -1342,7 +1342,7 @@ def test_after_a_sync_the_wheels_uv_unpacked_are_read_in_its_cache_not_on_the_in
     no binary facts then reads them there, asking the index for none of those files, and locks the same facts as
     ranged reads of the index gave. A shared object changed there (its size no longer the one the wheel's RECORD
     lists) is not believed: that wheel is read from the index again."""
-    from tritonlock.lock import native, uvcache
+    from tritonlock.native import read as native, uvcache
 
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
     root = _project(tmp_path / "p", pypi, ["kernelpkg"], f"gpu|{R580_H100}")

@@ -106,7 +106,7 @@ def test_the_closure_is_read_while_uvs_online_answer_is_awaited(tmp_path: Path, 
     """With every page uv asks for held back, the wheel's bytes are already asked for (from the lock being
     replaced, or uv's answer from its cache alone); once the pages come, the answer names the same wheel, whose
     read is used as it is — one read in all (as many requests as one read of it makes) — and kept."""
-    from tritonlock.lock import native
+    from tritonlock.native import read as native
     from tritonlock.lock.index import session
 
     root = _project(tmp_path / "p", early)
@@ -313,7 +313,7 @@ def test_a_hash_check_started_for_an_answer_not_locked_fails_nothing(tmp_path: P
 
 
 def test_reads_are_likely_without_a_lock_or_where_a_locked_wheels_facts_are_not_kept(tmp_path: Path) -> None:
-    from tritonlock.lock.native import reads_likely
+    from tritonlock.native.read import reads_likely
 
     lock = tmp_path / "triton-env.lock"
     assert reads_likely(lock)  # no lock yet
@@ -388,7 +388,7 @@ def test_reads_asked_for_together_start_with_the_largest_wheel(early: LocalIndex
     first, whatever order they were named in (the smallest first here, as a lock's packages come sorted by name):
     each reader that is free takes the next one as it is handed over, so handing them over as named would start the
     small ones first and leave the longest read for last, behind the workers a resolve has."""
-    from tritonlock.lock.native import Reader
+    from tritonlock.native.read import Reader
 
     _forget_facts()
     named = sorted((_file(early, n, v) for n, v in (("earlypkg", "1.0"), ("otherpkg", "1.0"), ("torch", "2.10.0"))),

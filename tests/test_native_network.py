@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonlock.lock import native
+from tritonlock.native import read as native
 from tritonlock.lock.index import default_index, project_files, session
-from tritonlock.nativerule import loaded
+from tritonlock.native.rule import loaded
 
 pytestmark = pytest.mark.network
 
@@ -96,7 +96,7 @@ def test_torch_memory_saver_loads_its_hook_for_the_torchs_cuda_major() -> None:
     """torch-memory-saver 0.0.10 (sglang requires it) carries each hook once per CUDA major (_cu12, _cu13) and once
     unsuffixed (CUDA 12 here; its ROCm slot): on torch's CUDA 13 build only the _cu13 hooks are judged, so it locks
     beside sglang's CUDA 13 torch; on a CUDA 12.8 build only the _cu12 ones."""
-    from tritonlock.nativerule import Item, Setting, check
+    from tritonlock.native.rule import Item, Setting, check
 
     f = _facts("torch-memory-saver", "0.0.10")
     names = {m.path for m in f.members}
@@ -115,7 +115,7 @@ def test_torchao_kernels_are_for_hopper_and_blackwell_and_an_a100_locks_it_with_
     which runs its quantization through Triton. It is compat/packages.toml's [[optional-gpu-code]]: no problem on an
     A100, a warning that says so; on an H100 no warning (its sm_90a runs there)."""
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
-    from tritonlock.nativerule import Item, Setting, check, optional_gpu_code
+    from tritonlock.native.rule import Item, Setting, check, optional_gpu_code
 
     f = _facts("torchao", "0.16.0")
     sm = {a for m in f.members for a in m.sm}

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tritonlock._term import TargetProgress
     from tritonlock.decide._pkgfacts import Facts
     from tritonlock.compat.matrix import Matrix
-    from tritonlock.lock.native import Reader
+    from tritonlock.native.read import Reader
 
 INTENT_FILE = "triton-env.toml"
 LOCK_FILE = "triton-env.lock"
@@ -243,7 +243,7 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     firsts = {k: (s, c) for k, s, c in reversed(list(zip(keys, selections, cands)))}
     names = {k: ", ".join(dict.fromkeys(t.target.name for kk, t in zip(keys, selections) if kk == k)) for k in firsts}
     from tritonlock.decide._pkgfacts import Facts
-    from tritonlock.lock.native import Reader
+    from tritonlock.native.read import Reader
 
     facts = Facts()
     mine = reader is None
@@ -297,8 +297,8 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
 
 
 def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[tuple[str, int | None, str, str, bool]]:
-    """The wheels whose binary facts the rule needs (tritonlock.decide.native.wheels_to_read)."""
-    from tritonlock.decide.native import wheels_to_read
+    """The wheels whose binary facts the rule needs (tritonlock.native.judge.wheels_to_read)."""
+    from tritonlock.native.judge import wheels_to_read
 
     return wheels_to_read(sel, packages, sel.python or running_python())
 
@@ -306,8 +306,8 @@ def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[t
 def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
                   facts: Facts, host: Callable[[], tuple[Selection, ...]],
                   reader: Reader) -> tuple[Selection, tuple[LockedPackage, ...]]:
-    """decide → lock → decide (tritonlock.nativeloop), with this module's reading of a closure's wheels."""
-    from tritonlock.nativeloop import decide
+    """decide → lock → decide (tritonlock.native.loop), with this module's reading of a closure's wheels."""
+    from tritonlock.native.loop import decide
 
     def lines(n: int) -> tuple[Selection, ...]:  # the torch choices whose build is CUDA n (as `cuda = "n"` says)
         from tritonlock.decide.resolve import feasible
@@ -381,7 +381,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     dindex = _default_index(intent)
     fitting = tuple(s for s in selections if s.ok)
     from tritonlock.lock.integrity import Early, check_lock
-    from tritonlock.lock.native import Reader, reads_likely
+    from tritonlock.native.read import Reader, reads_likely
 
     with Early() as early:  # each closure's files are checked against their hashes from uv's answer on
         reader = Reader(early=reads_likely(lock_path), checks=early)

@@ -337,7 +337,7 @@ def _served_metadata(index: str, f: IndexFile) -> str | None:
         text = client.metadata(f)
         if text or not f.filename.endswith(".whl"):
             return text or None
-        from tritonlock.lock.remotezip import RemoteZip
+        from tritonlock.native.remotezip import RemoteZip
 
         z = RemoteZip(client.session, f.url, f.size)
         name = next((n for n in z.members() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)

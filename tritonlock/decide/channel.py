@@ -119,7 +119,7 @@ def apply(selections: tuple[Selection, ...], intent: Intent) -> tuple[Selection,
     Triton that build pins exactly (from its METADATA), and reasons that say so."""
     if intent.channel == "release":
         return selections
-    from tritonlock.lock.remotezip import wheel_metadata
+    from tritonlock.native.remotezip import wheel_metadata
     from tritonlock.lock.index import IndexClient
 
     out = []

@@ -1,14 +1,14 @@
 """doctor: the installed packages' native code, on any venv (one tritonlock made or not), from its files — the CUDA
 libraries an extension module names that nothing brings, libcuda.so.1 where there is no driver, torch's CUDA build,
 the torch release a build was made for, and GPU code for this host's GPUs (the same rule the decision applies to a
-lock, tritonlock.nativerule)."""
+lock, tritonlock.native.rule)."""
 
 from __future__ import annotations
 
 import re
 
 from tritonlock.doctor.context import Context, Finding
-from tritonlock.nativerule import Item, Problem, Setting, check
+from tritonlock.native.rule import Item, Problem, Setting, check
 
 _FIX = {
     "driver": "run it on a machine with an NVIDIA driver (a container needs the GPU passed to it), or leave the "

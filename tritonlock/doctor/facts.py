@@ -111,7 +111,7 @@ class VenvFacts:
     managed: bool = False  # made by `tritonlock sync` (its marker file), or the project's own .venv
     ptxas: tuple[TritonPtxas, ...] = ()  # per GPU of the host (probe_ptxas), when triton imports
     toolkit_ptxas: tuple[ToolkitPtxas, ...] = ()  # the machine's own ptxas binaries, a TRITON_PTXAS_PATH can use
-    # the installed distributions' native code, read from their files (tritonlock.binary): (name, version, facts)
+    # the installed distributions' native code, read from their files (tritonlock.native): (name, version, facts)
     native: tuple[tuple[str, str, NativeFacts], ...] = ()
     system_libs: frozenset[str] = frozenset()  # what this machine's loader finds outside the venv (ldconfig -p)
 
@@ -237,7 +237,7 @@ def probe(python: str, *, timeout: float = 300) -> VenvFacts:
 
 
 def _system_sonames() -> frozenset[str]:
-    from tritonlock.binary.elf import system_sonames
+    from tritonlock.native.elf import system_sonames
 
     return system_sonames()
 
@@ -245,8 +245,8 @@ def _system_sonames() -> frozenset[str]:
 def installed_native(dists: tuple[Dist, ...]) -> tuple[tuple[str, str, NativeFacts], ...]:
     """The native code of each installed distribution, read from its files: whole for the packages whose code is
     judged, only what it brings for the providers (torch, Triton, NVIDIA's libraries)."""
-    from tritonlock.binary.elf import SO, built_for_torch, read_installed
-    from tritonlock.nativerule import is_provider
+    from tritonlock.native.elf import SO, built_for_torch, read_installed
+    from tritonlock.native.rule import is_provider
 
     out = []
     for d in dists:

@@ -192,7 +192,7 @@ def kept_metadata(sha256: str, *, served: bool = False) -> str | None:
     if not _HEX64.fullmatch(sha256):
         return None
 
-    from tritonlock.lock.native import cache_dir
+    from tritonlock.native.read import cache_dir
 
     try:
         d = json.loads((cache_dir() / _kept_name(sha256, served)).read_text(encoding="utf-8"))
@@ -207,7 +207,7 @@ def keep_metadata(sha256: str, metadata: str, *, served: bool = False) -> None:
     import json
 
     from tritonlock._files import write_atomic
-    from tritonlock.lock.native import cache_folder
+    from tritonlock.native.read import cache_folder
 
     if not _HEX64.fullmatch(sha256):
         return

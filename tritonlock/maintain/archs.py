@@ -12,7 +12,7 @@ from tritonlock.compat.matrix import Matrix
 from tritonlock.compat.rows import TorchRelease, Variant
 from tritonlock.compat.matrix_vendor import RocmBuild, VendorMatrix, normalize_gfx
 from tritonlock.errors import TritonlockError
-from tritonlock.binary.gpucode import GpuCode, gfx_order
+from tritonlock.native.gpucode import GpuCode, gfx_order
 from tritonlock.lock.index import IndexClient, IndexFile
 from tritonlock.maintain.tags import Wheel, wheels
 from tritonlock.maintain.wheels import read_wheel_gpu_code

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from tritonlock.errors import TritonlockError
 from tritonlock.lock.index import IndexClient, IndexFile, default_index
-from tritonlock.lock.remotezip import wheel_metadata
+from tritonlock.native.remotezip import wheel_metadata
 from tritonlock.compat.matrix import Matrix, load_matrix
 from tritonlock.compat.rows import Ptxas, TorchRelease, TritonRelease
 from tritonlock.compat.matrix_vendor import VendorMatrix

@@ -13,7 +13,7 @@ from tritonlock.compat.matrix import Matrix, load_matrix
 from tritonlock.compat.rows import TritonRelease
 from tritonlock.lock.index import IndexClient as Index
 from tritonlock.lock.index import default_index
-from tritonlock.lock.remotezip import wheel_metadata
+from tritonlock.native.remotezip import wheel_metadata
 from tritonlock.maintain.tags import Wheel, cuda_of, wheels
 from tritonlock.maintain.wheels import read_torch_build, read_wheel_ptxas
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from tritonlock.compat.rows import Ptxas
-from tritonlock.binary.gpucode import GpuCode, gpu_code_from
+from tritonlock.native.gpucode import GpuCode, gpu_code_from
 from tritonlock.lock.index import IndexFile
-from tritonlock.lock.remotezip import RemoteZip
+from tritonlock.native.remotezip import RemoteZip
 from tritonlock.maintain.tags import wheels
 
 _RELEASE = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")

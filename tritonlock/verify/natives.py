@@ -85,7 +85,7 @@ def _torch_cuda(torch: str | None) -> str | None:
 
 def explain(row: ImportRow, *, torch: str | None, lock: LockFacts | None) -> tuple[str, str | None]:
     """(detail, fix) of one distribution's failed import, in words that name the package and the cause."""
-    from tritonlock.binary.elf import built_for_torch
+    from tritonlock.native.elf import built_for_torch
 
     what = f"{row.dist} {row.version}" + (f": importing {row.module} failed" if row.module else "")
     missing = _MISSING.search(row.error)
@@ -144,7 +144,7 @@ def explain(row: ImportRow, *, torch: str | None, lock: LockFacts | None) -> tup
 
 def installed_sonames(site: Iterable[str]) -> set[str]:
     """The file names of every shared object the installed distributions hold (what the loader can find by name)."""
-    from tritonlock.binary.elf import SO
+    from tritonlock.native.elf import SO
 
     out: set[str] = set()
     for root in site:
@@ -177,14 +177,14 @@ def _missing_cuda_libs(site: list[str], dist: str, torch: str | None) -> list[tu
     distribution brings: read from the files, for when the loader stopped earlier (no driver on this machine). Only
     what importing it loads counts: of a module built once per torch release, the build for the installed torch;
     of one built per CUDA release, the build for its CUDA."""
-    from tritonlock.binary.elf import read_installed
-    from tritonlock.nativerule import CUDA_LIB, loaded
+    from tritonlock.native.elf import read_installed
+    from tritonlock.native.rule import CUDA_LIB, loaded
 
     found = _record([Path(s) for s in site], dist)
     if found is None:
         return []
     root, paths = found
-    from tritonlock.binary.elf import system_sonames
+    from tritonlock.native.elf import system_sonames
 
     have = installed_sonames(site) | system_sonames()
     public = torch.split("+", 1)[0] if torch else None
@@ -252,9 +252,9 @@ def gpu_code_checks(site: Iterable[str], rows: Iterable[ImportRow],
     import re
 
     from tritonlock._archs import gpu_runs
-    from tritonlock.binary.elf import read_installed
+    from tritonlock.native.elf import read_installed
     from tritonlock.compat.pkgbuilds import optional_gpu_code
-    from tritonlock.nativerule import gpu_code_modules
+    from tritonlock.native.rule import gpu_code_modules
 
     optional = optional_gpu_code()
     ccs = _ccs(gpus)

@@ -33,7 +33,7 @@ def _norm(name: str) -> str:
 
 
 # the libraries of the torch and GPU stack: a module of a package that cannot find one of these is broken whatever
-# the package's own import does (tritonlock.nativerule.CUDA_LIB and torch's own, written again here: the runner
+# the package's own import does (tritonlock.native.rule.CUDA_LIB and torch's own, written again here: the runner
 # imports nothing of tritonlock)
 _STACK_LIB = re.compile(r"^lib(torch[A-Za-z_]*|c10[A-Za-z_]*|cuda|cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|"
                         r"nvrtc|nvJitLink|cudnn[A-Za-z_]*|nccl|nvshmem[A-Za-z_]*|cupti|nvToolsExt|cufile|amdhip64|"
@@ -95,7 +95,7 @@ def installed_with_native_code(named: list[str], scope: list[str] | None = None)
 
 
 # one module built per torch release, the release in its name (nixl_ep_cpp_torch211, _torch212, …): the package
-# loads the one for the torch installed, if any (tritonlock.nativerule._TORCH_VARIANT, written again here)
+# loads the one for the torch installed, if any (tritonlock.native.rule._TORCH_VARIANT, written again here)
 _TORCH_VARIANT = re.compile(r"torch([23])([0-9]{1,2})(?![0-9])")
 
 
@@ -122,7 +122,7 @@ def _for_this_torch(modules: list[str]) -> list[str]:
 
 
 # one library built per CUDA release, the CUDA in its name or its folder's (torch_memory_saver's _cu12 / _cu13,
-# lib/cu12/ and lib/cu13/): the package loads the one for torch's CUDA (tritonlock.nativerule._cuda_builds, written
+# lib/cu12/ and lib/cu13/): the package loads the one for torch's CUDA (tritonlock.native.rule._cuda_builds, written
 # again here)
 _CUDA_IN_NAME = re.compile(r"(?:(?<=[_-])|^)cu(?:da)?(1[0-9])([0-9])?x?(?=[_-]|\Z)")
 _CUDA_FOLDER = re.compile(r"cu(?:da)?(1[0-9])([0-9])?x?")

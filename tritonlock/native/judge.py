@@ -1,5 +1,5 @@
-"""The native-code rule on a target's closure (tritonlock.nativerule's predicates over the binary facts the lock
-stage read, tritonlock.lock.native): a closure whose extension modules cannot load on the target is no lock; and
+"""The native-code rule on a target's closure (tritonlock.native.rule's predicates over the binary facts the lock
+stage read, tritonlock.native.read): a closure whose extension modules cannot load on the target is no lock; and
 when no choice fixes it, the conflict in words, with the least change."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonlock.models import LockedPackage, Selection, TargetSpec
-from tritonlock.nativerule import Item, Problem, Setting, check, is_provider
+from tritonlock.native.rule import Item, Problem, Setting, check, is_provider
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,7 +37,7 @@ def wheels_to_read(sel: Selection, packages: tuple[LockedPackage, ...], python: 
     """The wheels whose binary facts the rule needs: the platform wheel the target installs of each package (the
     first in tag priority), whole for the packages whose native code is checked, only what it brings for the
     providers (torch, Triton, NVIDIA's libraries). The largest first: they take longest to read."""
-    from tritonlock.lock.native import may_hold_native_code
+    from tritonlock.native.read import may_hold_native_code
 
     out = []
     for p in packages:
@@ -89,8 +89,8 @@ def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: st
     instead of one release per round. The look stops at a release whose wheel here is pure Python or an sdist, or
     whose file the index lists without its sha256 (nothing to key its facts by)."""
     from tritonlock.decide._pkgfacts import install_order
-    from tritonlock.lock.native import may_hold_native_code
-    from tritonlock.nativerule import HOPELESS, hopeless
+    from tritonlock.native.read import may_hold_native_code
+    from tritonlock.native.rule import HOPELESS, hopeless
 
     if not found or not any(p.kind in HOPELESS for p in found):
         return []
@@ -173,7 +173,7 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     """Warnings for native code the rule does not refuse and cannot vouch for: a build of torch's C++ API whose wheel
     names no torch; a package that calls its kernels only on the GPUs they are for, with none for this target's."""
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
-    from tritonlock.nativerule import optional_gpu_code, unknown_torch
+    from tritonlock.native.rule import optional_gpu_code, unknown_torch
 
     items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
              if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
@@ -190,7 +190,7 @@ def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried:
     the decision with those releases passed over locks nothing (its own conflict's first line). A package the user
     named leads where its problem is of the same kind as a dependency's."""
     from tritonlock.decide._pkgfacts import public
-    from tritonlock.nativerule import HOPELESS
+    from tritonlock.native.rule import HOPELESS
 
     import re
 

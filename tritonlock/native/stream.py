@@ -2,7 +2,7 @@
 read from: its first loadable segment (the ELF and program headers, the dynamic symbols and strings), its dynamic
 segment, its section table with what comes just before it (the section names), and — found by walking the
 stream — the headers of the CUDA fatbin containers and their entries. Where the facts would need anything else,
-`Miss` says so and the file is read again whole (so what is read never differs from tritonlock.binary.gpucode's
+`Miss` says so and the file is read again whole (so what is read never differs from tritonlock.native.gpucode's
 walk over the whole file: a layout it does not expect costs time, never a wrong fact)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import bisect
 import struct
 from dataclasses import dataclass, field
 
-from tritonlock.binary.elf import GPU_LIB_BYTES
-from tritonlock.binary.gpucode import ENTRY_HEAD, FATBIN_HEAD, FATBIN_MAGIC, add_entry
-from tritonlock.binary.gpucode import arch_sorted as _arch_sorted
+from tritonlock.native.elf import GPU_LIB_BYTES
+from tritonlock.native.gpucode import ENTRY_HEAD, FATBIN_HEAD, FATBIN_MAGIC, add_entry
+from tritonlock.native.gpucode import arch_sorted as _arch_sorted
 
 _MAGIC = struct.pack("<I", FATBIN_MAGIC)
 # The start kept at most (the first loadable segment holds the dynamic symbols and strings; a file linked without
@@ -222,7 +222,7 @@ class ElfStream:
         ranges further on."""
         import struct as _struct
 
-        from tritonlock.binary import elfdyn
+        from tritonlock.native import elfdyn
 
         h = bytes(self._head)
         try:

@@ -1,6 +1,6 @@
 """decide → lock → decide: the packages decision (tritonlock.decide.packages), the lock stage's binary facts of the
-closure it locks (tritonlock.lock.native's reader, handed in), and the native-code rule on them
-(tritonlock.decide.native); a closure that breaks the rule is decided again until it is a lock or a conflict.
+closure it locks (tritonlock.native.read's reader, handed in), and the native-code rule on them
+(tritonlock.native.judge); a closure that breaks the rule is decided again until it is a lock or a conflict.
 tritonlock.project orchestrates: it hands this module the reader and what to read of a closure."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
     from tritonlock.compat.matrix import Matrix
     from tritonlock.decide._pkgfacts import Facts
-    from tritonlock.decide.native import Wanted
-    from tritonlock.lock.native import Reader
+    from tritonlock.native.judge import Wanted
+    from tritonlock.native.read import Reader
 
 # How many times the native-code rule may send one target's decision back (each round passes over the releases
 # whose native code cannot load there: the package's own build for the torch's CUDA first, then older releases)
@@ -93,7 +93,7 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     naming what it needs, what was tried and what was not."""
     import dataclasses
 
-    from tritonlock.decide import native as rule
+    from tritonlock.native import judge as rule
     from tritonlock.decide import packages as pk
     from tritonlock.compat import pkgbuilds
     from tritonlock.decide._pkgfacts import public

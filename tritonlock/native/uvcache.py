@@ -150,7 +150,7 @@ def read(folder: Path, sha256: str, filename: str, *, gpu: bool = True, names_on
     where a shared object it lists is absent or not of its size."""
     import csv
 
-    from tritonlock.binary.elf import SO, built_for_torch, member_facts
+    from tritonlock.native.elf import SO, built_for_torch, member_facts
     from tritonlock.models import NativeFacts, NativeMember
 
     records = list(folder.glob("*.dist-info/RECORD"))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, cast
 
-from tritonlock.binary.rangefile import RangeFile
+from tritonlock.native.rangefile import RangeFile
 
 # read(offset, length) -> the bytes there (fewer at the end); offsets are relative to what is read
 Reader = Callable[[int, int], bytes]
@@ -61,7 +61,7 @@ def gpu_code_from(read: Reader, size: int, *,
                   ) -> GpuCode:
     """The GPU code of an ELF file of `size` bytes that `read` gives ranges of: the ELF header, the section headers
     and their names, then only the container headers inside `.nv_fatbin` / `.hip_fatbin`. `nv_fatbin(offset,
-    size)`: what a `.nv_fatbin` section carries where it was read otherwise (tritonlock.binary.stream's walk)."""
+    size)`: what a `.nv_fatbin` section carries where it was read otherwise (tritonlock.native.stream's walk)."""
     sections = fatbin_sections(read, size)
     if isinstance(sections, str):
         return GpuCode((), (), (), sections)

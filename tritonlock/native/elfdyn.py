@@ -1,7 +1,7 @@
 """An ELF file's headers and dynamic segment, read with `struct` from the ELF specification's layouts (the System V
 ABI's ELF chapter; the GNU hash table as the GNU linker writes it): the ELF and program headers, the dynamic tags,
 the libraries a file needs, and its dynamic symbols. Each read is one `read(offset, n)` of what it needs, so a file
-streamed from a wheel (tritonlock.binary.stream) is read without parsing one structure at a time.
+streamed from a wheel (tritonlock.native.stream) is read without parsing one structure at a time.
 
 A damaged file raises ElfError (or struct.error); a read of bytes the caller did not keep raises whatever its
 `read` raises."""

@@ -1,4 +1,4 @@
-"""Native code in locked wheels, read without installing (tritonlock.binary reads the ELF files): for each extension
+"""Native code in locked wheels, read without installing (tritonlock.native reads the ELF files): for each extension
 module and bundled library, what it needs and carries; for each wheel, the libraries it brings and the torch it was
 built for. Read from the index with ranged reads (the zip's central directory, then only the members and bytes
 needed) or from a file on disk, and kept per file sha256 so that a later resolve reads nothing again."""
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tritonlock.binary.elf import SO as _SO
-from tritonlock.binary.elf import built_for_torch, member_facts
+from tritonlock.native.elf import SO as _SO
+from tritonlock.native.elf import built_for_torch, member_facts
 from tritonlock.models import LockedPackage, NativeFacts, Selection
 from tritonlock.models import NativeMember as Member
 
@@ -99,7 +99,7 @@ class _Sink:
     facts are read from is kept), METADATA whole; a `.so` that does not start as an ELF file is dropped unread."""
 
     def __init__(self, w: _Want, whole: bool) -> None:
-        from tritonlock.binary.stream import ElfStream
+        from tritonlock.native.stream import ElfStream
 
         self.want, self.whole = w, whole or _is_metadata(w.name)
         self._z = zlib_module().decompressobj(-15) if w.method == 8 else None
@@ -153,7 +153,7 @@ _AGAIN = object()
 
 
 def _facts_of(sink: _Sink, gpu: bool) -> Member | str | None | object:
-    from tritonlock.binary.stream import Miss
+    from tritonlock.native.stream import Miss
 
     name = sink.want.name
     if _is_metadata(name):
@@ -312,11 +312,11 @@ def _provides(members: Iterable[str]) -> tuple[str, ...]:
 
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
                 names_only: bool = False, vouch: Callable[[str, str], None] | None = None) -> NativeFacts:
-    """Facts of a wheel on an index, by HTTP Range requests (tritonlock.lock.remotezip): its central directory,
+    """Facts of a wheel on an index, by HTTP Range requests (tritonlock.native.remotezip): its central directory,
     then its shared objects, streamed (never written to disk) and inflated as they come — a request for each large
     one, one for each run of small ones. `vouch`: the file is downloaded whole in one request instead and hashed;
     where its bytes are the sha256's, its METADATA is handed to `vouch` (the integrity check then downloads none)."""
-    from tritonlock.lock.remotezip import RemoteZip
+    from tritonlock.native.remotezip import RemoteZip
 
     z = RemoteZip(session, url, size)
     members = z.members()
@@ -479,7 +479,7 @@ class Reader:
         self._guessed: dict[tuple[str, bool, str], Future[NativeFacts]] = {}  # (sha256, names only, address)
         self._pool = _Jobs(self.workers, name="native-facts")
         self._session: Any = None
-        from tritonlock.lock.uvcache import Pointers
+        from tritonlock.native.uvcache import Pointers
 
         self._uv = Pointers()  # wheels uv has unpacked in its cache are read there, listed once (first read)
 

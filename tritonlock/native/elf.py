@@ -1,5 +1,5 @@
-"""ELF facts of a shared object (its dynamic segment read by tritonlock.binary.elfdyn, its GPU code by
-tritonlock.binary.gpucode), over whatever gives its bytes (a file on disk, a zip member
+"""ELF facts of a shared object (its dynamic segment read by tritonlock.native.elfdyn, its GPU code by
+tritonlock.native.gpucode), over whatever gives its bytes (a file on disk, a zip member
 inflated from an index): the libraries it needs (DT_NEEDED), whether it is a Python extension module, whether it
 links torch's C++ API (one torch release) or torch's stable C ABI, and the GPU code its fatbins carry; and the torch
 a wheel was built for, from its METADATA or its version's label."""
@@ -29,12 +29,12 @@ GPU_LIB_BYTES = re.compile(_GPU_LIBS.encode())
 def elf_links(read: Callable[[int, int], bytes], size: int,
               module: str = "") -> tuple[tuple[str, ...], bool, str, str | None]:
     """(DT_NEEDED, is a Python extension module, torch ABI, problem) of an ELF file, from its program headers and
-    dynamic segment (tritonlock.binary.elfdyn); the undefined dynamic symbols are read only where the file links
+    dynamic segment (tritonlock.native.elfdyn); the undefined dynamic symbols are read only where the file links
     torch. `module`: the file name, which says whether it is an extension module ("_C.abi3.so",
     "x.cpython-312-x86_64-linux-gnu.so", a plain "name.so" not named lib*)."""
     import struct
 
-    from tritonlock.binary.elfdyn import TORCH_CXX, ElfError, dynamic
+    from tritonlock.native.elfdyn import TORCH_CXX, ElfError, dynamic
 
     extension = bool(module) and not module.startswith("lib")
     try:
@@ -55,7 +55,7 @@ def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu
                  ) -> Member:
     """One shared object's facts; its GPU code only where `gpu` and it links a GPU library (`nv_fatbin`: see
     gpucode.gpu_code_from)."""
-    from tritonlock.binary.gpucode import gpu_code_from
+    from tritonlock.native.gpucode import gpu_code_from
 
     needed, pyinit, abi, problem = elf_links(read, size, path.rsplit("/", 1)[-1])
     if problem:
