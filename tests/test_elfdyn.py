@@ -1,4 +1,4 @@
-"""binary/elfdyn.py, the ELF headers and dynamic segment read with struct: on every class and byte order (files
+"""native/elfdyn.py, the ELF headers and dynamic segment read with struct: on every class and byte order (files
 built here to the ELF specification's layouts, with a SysV and a GNU hash table), on the libraries this test
 compiles, and on the interpreter's own extension modules, it reads what pyelftools reads — the needed libraries,
 the dynamic symbol count, the undefined symbols; a damaged file is a clean ElfError, quickly."""

@@ -1,4 +1,4 @@
-"""lock/gpucode.py on real binaries: a shared object nvcc builds (cubins and PTX in `.nv_fatbin`), and a gcc-built
+"""native/gpucode.py on real binaries: a shared object nvcc builds (cubins and PTX in `.nv_fatbin`), and a gcc-built
 shared object given a `.hip_fatbin` section of clang offload bundles laid out as ClangOffloadBundler.rst documents
 (plain, zlib- and zstd-compressed "CCOB" bundles)."""
 

@@ -54,7 +54,7 @@ ALLOWED = {
     ("export/wheelhouse.py", "build"): "mkdir: the wheelhouse directory itself, documented, after _plan checked it",
     ("lock/closure.py", "_compile"): "a private directory of its own (mkdtemp, 0700) for uv's input",
     ("lock/closure.py", "_read_online"): "a folder inside _compile's private directory for uv's input",
-    ("lock/native.py", "cache_folder"): "mkdir (0700) of tritonlock's own cache of binary facts, keyed by sha256",
+    ("native/read.py", "cache_folder"): "mkdir (0700) of tritonlock's own cache of binary facts, keyed by sha256",
     ("records.py", "_locked"): "the lock file's descriptor from open_lock_file",
     ("_subprocess.py", "run_shielded"): "an anonymous temporary file (no name in any directory) for uv's output",
     ("_kept.py", "remember_check"): "mkdir (0700) of tritonlock's own cache of passing checks; the file by write_atomic",

@@ -1,4 +1,4 @@
-"""binary/stream.py on real binaries: a shared object read once as its bytes stream by (as a wheel's member is
+"""native/stream.py on real binaries: a shared object read once as its bytes stream by (as a wheel's member is
 inflated) says what the whole file says — DT_NEEDED, torch ABI, the GPU code in `.nv_fatbin` — whatever pieces the
 bytes come in; where the pass did not keep what the facts need (a HIP offload bundle, a layout it does not expect),
 it says so (Miss), and a wheel's read takes the member again whole: the facts never differ."""
