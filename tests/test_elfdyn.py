@@ -138,7 +138,7 @@ def test_the_interpreters_own_extension_modules_read_as_pyelftools_reads_them() 
 def test_the_compiled_libraries_read_as_pyelftools_reads_them(tmp_path: Path) -> None:
     """The test-built ones: an extension linking torch's C++ API and the CUDA runtime, nvcc's where it is installed,
     a decoy, and one that patchelf rewrote five times (its dynamic segment and strings moved to the file's end)."""
-    from test_binary_stream import build_libs
+    from test_native_stream import build_libs
 
     built = build_libs(tmp_path)
     assert {"cxx", "patched", "plain"} <= set(built)
