@@ -154,13 +154,15 @@ def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
 @click.option("--record", is_flag=True,
               help="Record the result in triton-env.verified.toml beside the lock (the lock is not changed).")
 @click.option("--target", "target_name", help="Check against this lock target instead of the one that fits this host.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), metavar="N",
+              help="Draw the checks' random inputs from seed N (every report names its seed): repeats a run's inputs.")
 @click.option("--strict-speed", is_flag=True,
               help="Fail (exit 1) when a timed row is outside the band expected for this GPU (compat/bands.toml); "
                    "by default that is a warning.")
 @json_opt
 def verify(project: str, venv: str | None, python_: str | None, quick: bool, cold: bool, no_reuse: bool,
-           profile: str | None, interpret: bool, record: bool, target_name: str | None, strict_speed: bool,
-           as_json: bool) -> None:
+           profile: str | None, interpret: bool, record: bool, target_name: str | None, seed: int | None,
+           strict_speed: bool, as_json: bool) -> None:
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch, each timed row
     judged against the speed expected for this GPU (with the likely cause when it is outside)."""
     from tritonlock._files import check_writes
@@ -191,7 +193,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     # the runner first: its `import torch` (seconds) overlaps reading the host and the lock below, and what the lock
     # expects follows on its stdin
     started = start_verify(interp, interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
-                           reuse=not no_reuse)
+                           reuse=not no_reuse, seed=seed)
     try:
         backend = triton = driver = None
         expect_gpu = None

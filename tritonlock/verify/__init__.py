@@ -153,6 +153,7 @@ def run_verify(
     reuse: bool = True,
     inject_fault: str | None = None,
     timeout: float = 600,
+    seed: int | None = None,
     driver: str | None = None,
     ptxas_floors: dict[str, str] | None = None,
     imports: tuple[str, ...] = (),
@@ -171,7 +172,7 @@ def run_verify(
     (tritonlock.verify.natives.LockFacts): what the lock knows of their native code, to explain a failed import.
     """
     started = start_verify(python, interpret=interpret, quick=quick, profile=profile, cold=cold, reuse=reuse,
-                           inject_fault=inject_fault, timeout=timeout)
+                           inject_fault=inject_fault, timeout=timeout, seed=seed)
     return started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                           ptxas_floors=ptxas_floors, imports=imports, import_scope=import_scope,
                           lock_facts=lock_facts)
@@ -242,7 +243,7 @@ class StartedVerify:
 
 def start_verify(python: str, *, interpret: bool | None = None, quick: bool = False, profile: str | None = None,
                  cold: bool = False, reuse: bool = True, inject_fault: str | None = None,
-                 timeout: float = 600) -> StartedVerify:
+                 timeout: float = 600, seed: int | None = None) -> StartedVerify:
     """Start the runner under `python` with what the command line says (mode, sizes, caches), before the lock and the
     host are read: its `import torch` (seconds) then overlaps tritonlock's own work, and the lock's expectations follow
     on its stdin (StartedVerify.finish)."""
@@ -269,6 +270,7 @@ def start_verify(python: str, *, interpret: bool | None = None, quick: bool = Fa
         "cold": cold,
         # an older runner has no such option: sent only when it asks for something
         **({} if reuse else {"no_reuse": True}),
+        **({} if seed is None else {"seed": seed}),
         "inject_fault": inject_fault, "late_args": True,
     }
     env = dict(os.environ)

@@ -12,11 +12,16 @@ from typing import Any, Callable
 
 from .report import Report
 
-# --inject-fault NAME or NAME:wrong. A plain NAME makes the kernel's last program skip its stores (the output keeps
-# its NaN poison); NAME:wrong makes it compute a finite but wrong answer (a dropped K tile, a wrong scale, ...), which
-# only the tolerance check can catch.
+# --inject-fault NAME or NAME:wrong|raise|one. A plain NAME makes the kernel's last program skip its stores (the output
+# keeps its NaN poison); NAME:wrong makes it compute a finite but wrong answer (a dropped K tile, a wrong scale, ...),
+# which only the bound check can catch; NAME:one, the smallest fault, leaves exactly one output wrong: the first check
+# of each row has one term of one output's arithmetic missing (its largest: a product of a dot, a key of an attention
+# row, an addend, a term of a softmax denominator), which a bound from the arithmetic must still see.
 FAULT_TARGETS = ("vector_add", "matmul", "softmax", "attention", "fp8_matmul")
-FAULT_SKIP, FAULT_WRONG, FAULT_RAISE = 1, 2, 3  # RAISE: the check raises before its kernel runs (never a FAULT code)
+# RAISE: the check raises before its kernel runs; ONE: the kernel runs as it is and one output is changed after it
+# (neither is a FAULT code a kernel is compiled with)
+FAULT_SKIP, FAULT_WRONG, FAULT_RAISE, FAULT_ONE = 1, 2, 3, 4
+FAULT_KINDS = {"wrong": FAULT_WRONG, "raise": FAULT_RAISE, "one": FAULT_ONE}
 
 
 def parse_fault(value: str | None) -> tuple[str | None, int]:
@@ -24,9 +29,17 @@ def parse_fault(value: str | None) -> tuple[str | None, int]:
     if value is None:
         return None, 0
     name, colon, kind = value.partition(":")
-    if name not in (*FAULT_TARGETS, "all") or (colon and kind not in ("wrong", "raise")):
+    if name not in (*FAULT_TARGETS, "all") or (colon and kind not in FAULT_KINDS):
         raise ValueError(value)
-    return name, {"wrong": FAULT_WRONG, "raise": FAULT_RAISE}.get(kind, FAULT_SKIP)
+    return name, FAULT_KINDS.get(kind, FAULT_SKIP)
+
+
+def row_seed(seed: int, key: str) -> int:
+    """The seed of one check's inputs: the run's seed and the check's own name (kernel, dtype, size), so that each
+    check draws the same inputs for the same --seed whatever ran before it, on whichever device thread."""
+    import zlib
+
+    return (int(seed) * 1_000_003 + zlib.crc32(key.encode())) % (1 << 63)
 
 
 class Plan:
@@ -88,8 +101,8 @@ class Ctx:
     """One device: runs kernel families against their references and records the rows."""
 
     def __init__(self, r: Report, torch: Any, plan: Plan, device: str, index: int, fault: str | None,
-                 interpret: bool, step: int = 0) -> None:
-        self.r, self.torch, self.plan = r, torch, plan
+                 interpret: bool, step: int = 0, seed: int = 0) -> None:
+        self.r, self.torch, self.plan, self.seed = r, torch, plan, seed
         self.device, self.index, self.interpret = device, index, interpret
         self.fault, self.fault_kind = parse_fault(fault)
         self.label = "cpu (interpreter)" if interpret else device
@@ -99,7 +112,32 @@ class Ctx:
 
     def faulty(self, kernel: str) -> int:
         """0, or the FAULT code the kernel gets: FAULT_SKIP (never writes its last block) or FAULT_WRONG."""
-        return self.fault_kind if self.fault in (kernel, "all") and self.fault_kind != FAULT_RAISE else 0
+        return self.fault_kind if self.fault in (kernel, "all") and self.fault_kind in (FAULT_SKIP, FAULT_WRONG) \
+            else 0
+
+    def one_wrong(self, family: str) -> bool:
+        """--inject-fault FAMILY:one: the family's first check of each row gets one wrong output (see `plant`)."""
+        return self.fault in (family, "all") and self.fault_kind == FAULT_ONE
+
+    def plant(self, out: Any, index: tuple[int, ...], delta: float) -> None:
+        """The one wrong output: out[index] as the kernel would have stored it with one term missing (`delta`, the
+        term's effect, computed in float64 by the check), rounded to out's type."""
+        torch = self.torch
+        cell = out[index]
+        out[index] = (cell.to(torch.float64) + delta).to(out.dtype)
+
+    def gen(self, key: str, cpu: bool = False) -> Any:
+        """The generator of one check's inputs (row_seed): on the device (fast; the same numbers for the same seed on
+        the same kind of GPU and torch), or on the CPU."""
+        torch = self.torch
+        g = torch.Generator(device="cpu" if cpu or self.interpret else self.device)
+        g.manual_seed(row_seed(self.seed, key))
+        return g
+
+    def randn(self, shape: Any, key: str, dtype: Any = None) -> Any:
+        torch = self.torch
+        dev = "cpu" if self.interpret else self.device
+        return torch.randn(shape, generator=self.gen(key), device=dev, dtype=dtype or torch.float32)
 
     def begin(self, kernel: str, dtype: str, family: str | None = None) -> None:
         """A check of this kernel and dtype starts: if it raises, its row keeps this name (not an anonymous error)."""
@@ -115,10 +153,10 @@ class Ctx:
         """An output buffer full of NaN: an element the kernel never writes fails the check."""
         return self.torch.full(shape, float("nan"), device=self.device, dtype=dtype)
 
-    def compare(self, out: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float | None, str]:
+    def compare(self, out: Any, ref: Any, bound: Any) -> tuple[bool, float | None, str]:
         """(ok, max abs error, words) for out against a float64 reference: NaN never passes, and every element must
-        be within atol + rtol * |ref|."""
-        return compare(self.torch, out, ref, rtol, atol)
+        be within its bound (bounds.py: what the kernel's arithmetic may lose on that output)."""
+        return compare(self.torch, out, ref, bound)
 
     def race(self, fn: Callable[[], Any], torch_fn: Callable[[], Any], long: bool = False) -> tuple[float, float]:
         """Milliseconds per call of fn and of torch's equivalent (each the median over rounds).
@@ -159,9 +197,9 @@ class Ctx:
     def record(self, kernel: str, dtype: str, ok: bool, worst: float | None, words: list[str],
                timing: tuple[str, float, float | None] | None, *, family: str | None = None,
                mode: str | None = None) -> None:
-        if not ok and self.faulty(family or kernel):
-            words.insert(0, f"fault injected on purpose (--inject-fault {self.fault}"
-                            f"{':wrong' if self.fault_kind == FAULT_WRONG else ''})")
+        if not ok and (self.faulty(family or kernel) or self.one_wrong(family or kernel)):
+            kind = {FAULT_WRONG: ":wrong", FAULT_ONE: ":one"}.get(self.fault_kind, "")
+            words.insert(0, f"fault injected on purpose (--inject-fault {self.fault}{kind})")
         if self.interpret:
             words.append("interpreter: no timing (not meaningful on the CPU)")
         elif not self.plan.timed:
@@ -189,7 +227,7 @@ class Ctx:
                       order=(self.index, self.step))
 
 
-def compare(torch: Any, out: Any, ref: Any, rtol: float, atol: float) -> tuple[bool, float | None, str]:
+def compare(torch: Any, out: Any, ref: Any, bound: Any) -> tuple[bool, float | None, str]:
     out64 = out.to(torch.float64)
     unwritten = torch.isnan(out64)
     n_bad = int(unwritten.sum())
@@ -199,15 +237,17 @@ def compare(torch: Any, out: Any, ref: Any, rtol: float, atol: float) -> tuple[b
                              f"before the run), first at flat index {first}: never written or "
                              "computed as NaN")
     err = (out64 - ref).abs()
-    limit = atol + rtol * ref.abs()
-    worst = float((err / limit).max())
+    share = err / bound
+    worst = float(share.max())
     max_err = float(err.max())
-    if not math.isfinite(max_err) or worst > 1.0:
-        n_out = int((~(err <= limit)).sum())
+    if not math.isfinite(max_err) or not worst <= 1.0:
+        n_out = int((~(err <= bound)).sum())
+        at = int(share.flatten().nan_to_num(math.inf).argmax())
         return False, max_err if math.isfinite(max_err) else None, (
-            f"{n_out} of {out.numel()} outputs outside tolerance (rtol {rtol:g}, atol {atol:.3g}); "
-            f"max |error| {max_err:.3g}")
-    return True, max_err, f"max |error| {max_err:.3g} ({worst:.0%} of tolerance)"
+            f"{n_out} of {out.numel()} outputs outside the bound from the arithmetic; max |error| {max_err:.3g}; "
+            f"the worst at flat index {at}: |error| {float(err.flatten()[at]):.3g} against a bound of "
+            f"{float(bound.flatten()[at]):.3g}")
+    return True, max_err, f"max |error| {max_err:.3g} ({worst:.0%} of its bound)"
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -406,8 +406,11 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         fams = families()
     plan = Plan(gpu=not interpret, quick=opts.quick)
     n = 0 if interpret else torch.cuda.device_count()
-    ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True)] if interpret else \
-        [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False) for i in range(n)]
+    # each check draws its inputs from its own generator, seeded by this and its name (common.row_seed): --seed N
+    # repeats them
+    seed = int(opts.seed) if opts.seed is not None else int.from_bytes(os.urandom(4), "little")
+    ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True, seed=seed)] if interpret else \
+        [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False, seed=seed) for i in range(n)]
     tf32 = None
     if not interpret:
         # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does
@@ -419,9 +422,10 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
     ptxas: dict[int, dict[str, Any]] = {}
     if not interpret and not getattr(torch.version, "hip", None):  # ROCm: Triton's AMD backend uses no ptxas
         ptxas = envchecks.check_ptxas(r, torch, driver, opts.ptxas_floors, memo_dir)
-    seed = int.from_bytes(os.urandom(4), "little")
-    torch.manual_seed(seed)
-    r.notes.append(f"inputs are fresh random numbers (torch seed {seed})")
+    torch.manual_seed(seed)  # the timed sizes' inputs (never checked)
+    r.seed = seed
+    r.notes.append(f"inputs: random numbers of seed {seed}" + (" (given)" if opts.seed is not None else
+                   f"; `tritonlock verify --seed {seed}` repeats them"))
     compiled = compiler = None
     if not interpret:
         # the compile step in a thread of its own; the devices make torch's first calls meanwhile

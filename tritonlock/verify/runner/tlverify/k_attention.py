@@ -18,13 +18,11 @@ from typing import Any, Callable
 import triton
 import triton.language as tl
 
+from . import bounds
 from .common import Ctx, dtype_name
 
 FAMILY = "attention"
 HEAD_DIMS = (64, 128)
-# (rtol, atol): outputs are convex combinations of N(0, 1) values; the probabilities are rounded to the input
-# type before the second dot, and the output once more
-TOL = {"fp16": (1e-2, 2e-3), "bf16": (4e-2, 1.6e-2)}
 LOG2E = 1.4426950408889634
 
 
@@ -295,15 +293,68 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], None]]]:
     return out
 
 
-def reference(torch: Any, q: Any, k: Any, v: Any, causal: bool, first: int = 0) -> Any:
+def reference(torch: Any, q: Any, k: Any, v: Any, causal: bool, first: int = 0, name: str | None = None,
+              interpret: bool = False) -> Any:
     """Attention in float64, on the device: softmax(q k^T / sqrt(d), masked) v. `first`: the position of q's first
-    row among the keys (q may be the last rows of a longer sequence: causal row i sees keys up to first + i)."""
+    row among the keys (q may be the last rows of a longer sequence: causal row i sees keys up to first + i).
+    With `name` (the inputs' type): (reference, bound per output)."""
     q64, k64, v64 = q.double(), k.double(), v.double()
-    s = (q64 @ k64.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    d = q.shape[-1]
+    s = (q64 @ k64.transpose(-1, -2)) / math.sqrt(d)
+    hidden = None
     if causal:
         rows = torch.arange(q.shape[-2], device=q.device)[:, None] + first
-        s = s.masked_fill(torch.arange(k.shape[-2], device=q.device)[None, :] > rows, float("-inf"))
-    return torch.softmax(s, dim=-1) @ v64
+        hidden = torch.arange(k.shape[-2], device=q.device)[None, :] > rows
+        s = s.masked_fill(hidden, float("-inf"))
+    w = torch.softmax(s, dim=-1)
+    o = w @ v64
+    if name is None:
+        return o
+    return o, bound(torch, q64, k64, v64, s, w, o, hidden, name, interpret)
+
+
+def bound(torch: Any, q64: Any, k64: Any, v64: Any, s: Any, w: Any, o: Any, hidden: Any, name: str,
+          interpret: bool = False) -> Any:
+    """The online softmax of _fold, per output o[i, c] (w: the exact weights, s: the exact scaled scores).
+
+    Each score q.k_j is an fp32 dot of d exact products (bounds.dot_fp32 over |q|.|k_j|); the exponent
+    s_j log2(e) - m is then off by that over sqrt(d), times log2(e), plus three fp32 roundings of values up to
+    max|s| log2(e); ex2.approx adds EXP2. As a relative error of each weight: rho_i <= max_j dot_fp32 / sqrt(d) + EXP2
+    (1 + max_j |s_ij|). Weights perturbed by rho move a convex combination by at most rho (Vbar + |o|), Vbar =
+    sum_j w_j |v_jc| (numerator and denominator both), twice. The weights are rounded to the input type before the
+    second dot (u_in relatively; below fp16's normal range, 2^-25 each: n 2^-25 max|v| in all, the denominator being
+    at least 1), which sums n products in fp32 (dot_fp32 relative to Vbar), as the row sums l are summed (the same,
+    all positive); the rescaling by alpha multiplies acc and l by the same value (2^-24 each, once per key block at
+    most n times: 2^-23 n), the division 2^-22, and the store rounds to the output type."""
+    u_in = bounds.unit(name, interpret)
+    d, n = q64.shape[-1], k64.shape[-2]
+    e_dot = bounds.dot_fp32(d, q64.abs() @ k64.abs().transpose(-1, -2))
+    if hidden is not None:
+        e_dot = e_dot.masked_fill(hidden, 0.0)
+        s = s.masked_fill(hidden, 0.0)
+    rho = e_dot.amax(-1, keepdim=True) / math.sqrt(d) * (1 + 2.0 ** -20) \
+        + bounds.EXP2 * (1 + s.abs().amax(-1, keepdim=True))
+    vbar = w @ v64.abs()
+    acc = 2.0 ** -23 * (3 * n + 34)
+    rel = 2 * rho + u_in + 2 * acc * (1 + u_in) + 2.0 ** -23 * n + 2.0 ** -22
+    sub = n * 2.0 ** -25 * v64.abs().amax(-2, keepdim=True) if name == "fp16" else 0.0
+    exact = 1.01 * rel * (vbar + o.abs()) + sub + bounds.ref_error(d, vbar)
+    return bounds.stored(exact, o.abs(), name, interpret)
+
+
+def one_wrong(torch: Any, q: Any, k: Any, v: Any, causal: bool, first: int) -> tuple[tuple[int, ...], float]:
+    """The smallest fault: the last query of the first head without the key that moves one of its outputs most:
+    o[c] over the other keys, (sum_(j != j*) w_j v_jc) / (1 - w_j*) = o_c + w_j* (o_c - v_j*c) / (1 - w_j*)."""
+    q64, k64, v64 = q[0, 0, -1].double(), k[0, 0].double(), v[0, 0].double()
+    s = (k64 @ q64) / math.sqrt(q.shape[-1])
+    if causal:
+        s[first + q.shape[-2]:] = float("-inf")  # the last query sees keys up to its own position
+    w = torch.softmax(s, dim=0)
+    o = w @ v64
+    delta = w[:, None] * (o[None, :] - v64) / (1 - w[:, None]).clamp(min=1e-300)
+    at = int(delta.abs().argmax())
+    j, c = divmod(at, v64.shape[-1])
+    return (0, 0, q.shape[-2] - 1, c), float(delta[j, c])
 
 
 # The timed size is checked on slices: the first and the last CHECK_ROWS / 2 queries of two heads, against every key
@@ -399,7 +450,6 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
     torch, p = ctx.torch, ctx.plan
     name = dtype_name(torch, dt)
     fault = ctx.faulty(FAMILY)
-    rtol, atol = TOL[name]
     ok, worst, words = True, 0.0, []  # type: tuple[bool, float | None, list[str]]
     kernel = f"attention d{d}{' causal' if causal else ''}"
     ctx.begin(kernel, name, family=FAMILY)
@@ -412,25 +462,32 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
     k: Any = None
     v: Any = None
     o: Any = None
-    for dims, path in runs:
+    for ri, (dims, path) in enumerate(runs):
         b, h, n = dims
         if q is None or tuple(q.shape) != (b, h, n, d):
-            q, k, v = (torch.randn(b, h, n, d, device=ctx.device, dtype=dt) for _ in range(3))
+            key = f"{kernel} {name} {b}x{h}x{n}"
+            q, k, v = (ctx.randn((b, h, n, d), f"{key} {x}", dt) for x in "qkv")
         o = ctx.poison((b, h, n, d), dt)
         if path == "TMA descriptors":
             _launch_tma(ctx, q, k, v, o, dims, d, causal, fault)
         else:
             _launch(ctx, q, k, v, o, dims, d, causal, fault)
         ctx.sync()
+        if ri == 0 and ctx.one_wrong(FAMILY):
+            ctx.plant(o, *one_wrong(torch, q, k, v, causal, 0))
         if dims == p.attn_timed:  # slices of it (see CHECK_ROWS); the rest only for unwritten NaN poison
             half = CHECK_ROWS // 2
-            ref = torch.cat([reference(torch, q[:1, :2, at:at + half], k[:1, :2], v[:1, :2], causal, first=at)
-                             for at in (0, n - half)], dim=2)
+            pairs = [reference(torch, q[:1, :2, at:at + half], k[:1, :2], v[:1, :2], causal, first=at, name=name,
+                               interpret=ctx.interpret)
+                     for at in (0, n - half)]
+            ref = torch.cat([x[0] for x in pairs], dim=2)
+            limit = torch.cat([x[1] for x in pairs], dim=2)
             got = torch.cat([o[:1, :2, :half], o[:1, :2, n - half:]], dim=2)
             unwritten = int(torch.isnan(o).sum())
         else:
-            ref, got, unwritten = reference(torch, q, k, v, causal), o, 0
-        good, err, text = ctx.compare(got, ref, rtol, atol)
+            (ref, limit), got, unwritten = reference(torch, q, k, v, causal, name=name,
+                                                             interpret=ctx.interpret), o, 0
+        good, err, text = ctx.compare(got, ref, limit)
         if good and unwritten:
             good, err, text = False, None, (f"{unwritten} of {o.numel()} outputs are still NaN (the poison written "
                                             "before the run): never written or computed as NaN")
@@ -438,7 +495,7 @@ def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:
         worst = None if err is None or worst is None else max(worst, err)
         checked = f" (first and last {CHECK_ROWS // 2} queries of 2 heads checked)" if dims == p.attn_timed else ""
         words.append(f"{path} {b}x{h}x{n}x{d}{checked}: {text}")
-        del ref
+        del ref, limit
     timing = None
     if p.timed and not timed(ctx, d):
         words.append(f"not timed: a full run times head dim {', '.join(map(str, TIMED_HEAD_DIMS))}")

@@ -12,11 +12,22 @@ from typing import Any, Callable
 import triton
 import triton.language as tl
 
+from . import bounds
 from .common import Ctx
 
 FAMILY = "vector_add"
-# fp32 sums of N(0, 1) inputs: one rounding of the output
-RTOL, ATOL = 1e-6, 1e-6
+
+
+def bound(torch: Any, ref: Any) -> Any:
+    """x + y of two fp32 inputs: one fp32 rounding of the exact sum, u = 2^-24 of it, or a flushed subnormal (the
+    float64 reference of two fp32 numbers is their exact sum but where their exponents lie 29 apart: 2^-53 of it)."""
+    return (bounds.U32 + 2.0 ** -52) * ref.abs() + bounds.TINY
+
+
+def one_wrong(torch: Any, y: Any) -> tuple[tuple[int], float]:
+    """The smallest fault: one output without its largest addend y (out = x there)."""
+    i = int(y.abs().argmax())
+    return (i,), -float(y[i])
 
 
 @triton.jit
@@ -67,15 +78,18 @@ def run(ctx: Ctx) -> None:
     y: Any = None
     out: Any = None
     for i, n in enumerate(sizes):
-        x = torch.randn(n, device=ctx.device)
-        y = torch.randn(n, device=ctx.device)
+        x = ctx.randn((n,), f"{FAMILY} x {n}")
+        y = ctx.randn((n,), f"{FAMILY} y {n}")
         out = ctx.poison((n,), torch.float32)
         t0 = time.perf_counter()
         _launch(ctx, x, y, out, n, fault)
         ctx.sync()
         if ctx.index == 0 and i == 0 and not ctx.interpret:  # the interpreter compiles nothing
             ctx.r.jit_seconds = time.perf_counter() - t0
-        good, err, text = ctx.compare(out, x.double() + y.double(), RTOL, ATOL)
+        if i == 0 and ctx.one_wrong(FAMILY):
+            ctx.plant(out, *one_wrong(torch, y))
+        ref = x.double() + y.double()
+        good, err, text = ctx.compare(out, ref, bound(torch, ref))
         ok &= good
         worst = None if err is None or worst is None else max(worst, err)
         words.append(f"n={n}: {text}")

@@ -31,6 +31,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cold", action="store_true", help="compile into fresh, empty Triton and Inductor caches")
     p.add_argument("--no-reuse", action="store_true",
                    help="run the torch.compile check even when it passed in this same environment before")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the checks' random inputs (the report names the one it used): repeats a run's inputs")
     p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes
     p.add_argument("--compile-check-only", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process
     p.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)  # see precompile.py
@@ -45,9 +47,9 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
                    help="read backend, triton, expect_gpu, driver, ptxas_floors, imports and import_scope as one JSON "
                         "line on stdin, while torch imports (what tritonlock does: it starts the runner before it "
                         "reads the lock)")
-    p.add_argument("--inject-fault", metavar="KERNEL[:wrong|:raise]",
-                   help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, or with "
-                        ":wrong computes a finite but wrong answer")
+    p.add_argument("--inject-fault", metavar="KERNEL[:wrong|:raise|:one]",
+                   help=f"test hook: KERNEL ({', '.join(FAULT_TARGETS)} or all) skips its last block, with "
+                        ":wrong computes a finite but wrong answer, with :one leaves one output wrong by one term")
     ns = p.parse_args(argv)
     tri = {"yes": True, "no": False, "auto": None}
     ns.expect_gpu = tri[ns.expect_gpu]

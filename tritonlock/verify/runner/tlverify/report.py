@@ -38,6 +38,7 @@ class Report:
         self.site = list(dict.fromkeys([paths["purelib"], paths["platlib"]] + [
             p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]))
         self.gpu_health: dict[str, Any] | None = None  # gpuhealth.Monitor.facts(): what NVML saw
+        self.seed: int | None = None  # the checks' inputs (--seed repeats them)
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
         self._lock = threading.Lock()
@@ -105,6 +106,7 @@ class Report:
             "compile_seconds": finite(self.compile_seconds), "caches": self.caches,
             "total_seconds": time.perf_counter() - self.started, "gpus": self.gpus,
             "notes": notes, **({"imports": self.imports} if self.imports else {}), "site": self.site,
+            **({"seed": self.seed} if self.seed is not None else {}),
             **({"gpu_health": self.gpu_health} if self.gpu_health is not None else {}),
         }
 
