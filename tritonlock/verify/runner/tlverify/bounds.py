@@ -69,9 +69,11 @@ def stored(exact_bound: Any, ref_abs: Any, dtype: str, interpret: bool = False) 
     return exact_bound * (1 + u) + u * ref_abs + TINY
 
 
-def fp8_accumulation(torch: Any, aq: Any, bq: Any, bits: int = FP8_BITS, block: int = FP8_BLOCK) -> Any:
+def fp8_accumulation(torch: Any, aq: Any, bq: Any, bits: int = FP8_BITS, block: int = FP8_BLOCK,
+                     pairs: bool = False) -> Any:
     """What an FP8 tensor core accumulation of aq @ bq may be off by, per output, in the operands' own units (aq: M x K
-    and bq: K x N, the e4m3 values as float64; multiply by the scales).
+    and bq: K x N, the e4m3 values as float64; multiply by the scales). `pairs`: aq's row i with bq's column i only
+    (M = N; one bound per pair: what bench/verify_tolerance_sweep.py checks).
 
     Derivation (the H100 model above): the K products go in blocks of 32, in order; a block's products and the
     running sum S are aligned to the exponent e of the largest of them and each is truncated toward zero to
@@ -83,22 +85,35 @@ def fp8_accumulation(torch: Any, aq: Any, bq: Any, bits: int = FP8_BITS, block: 
     the block. Each step's terms are computed here exactly (float64 partial sums, sign counts by matmuls of 0/1
     matrices), step by step: E never falls below what the model can lose."""
     f64 = torch.float64
-    m, k = aq.shape
-    n = bq.shape[1]
-    s = torch.zeros(m, n, dtype=f64, device=aq.device)
+    k = aq.shape[1]
+    if pairs:
+        def dot(x: Any, y: Any) -> Any:
+            return (x * y.t()).sum(1)
+
+        def outer(x: Any, y: Any) -> Any:
+            return x.reshape(-1) * y.reshape(-1)
+        shape: tuple[int, ...] = (aq.shape[0],)
+    else:
+        def dot(x: Any, y: Any) -> Any:
+            return x @ y
+
+        def outer(x: Any, y: Any) -> Any:
+            return x * y
+        shape = (aq.shape[0], bq.shape[1])
+    s = torch.zeros(shape, dtype=f64, device=aq.device)
     e = torch.zeros_like(s)
     for lo in range(0, k, block):
         a, b = aq[:, lo:lo + block], bq[lo:lo + block, :]
-        pmax = a.abs().amax(1, keepdim=True) * b.abs().amax(0, keepdim=True)
+        pmax = outer(a.abs().amax(1, keepdim=True), b.abs().amax(0, keepdim=True))
         ap, an = (a > 0).to(f64), (a < 0).to(f64)
         bp, bn = (b > 0).to(f64), (b < 0).to(f64)
-        unsure = (s.abs() <= e).to(f64)  # the computed sum's sign is not known: count it on both sides
-        pos = ap @ bp + an @ bn + (s > 0).to(f64) + unsure
-        neg = ap @ bn + an @ bp + (s < 0).to(f64) + unsure
+        unsure = (s.abs() <= e) & (e > 0)  # the computed sum's sign is not known: count it on both sides
+        pos = dot(ap, bp) + dot(an, bn) + ((s > 0) | unsure).to(f64)
+        neg = dot(ap, bn) + dot(an, bp) + ((s < 0) | unsure).to(f64)
         big = torch.maximum(s.abs() + e, pmax)
         _, ex = torch.frexp(big)  # big = f 2^ex, f in [0.5, 1): the largest exponent is ex - 1
         ulp = torch.ldexp(torch.ones_like(big), ex - 1 - bits)
-        s = s + a @ b
+        s = s + dot(a, b)
         e = e + torch.maximum(pos, neg) * ulp
         e = e + 2.0 ** -23 * (s.abs() + e)
     return e

@@ -20,23 +20,31 @@ FAMILY = "fp8_matmul"
 E4M3_MAX = 448.0
 
 
-def bound(torch: Any, aq: Any, bq: Any, sa: Any, sb: Any, ref: Any) -> Any:
+def bound(torch: Any, aq: Any, bq: Any, sa: Any, sb: Any, ref: Any, pairs: bool = False) -> Any:
     """C = (A @ B) sa sb in bf16, against the float64 product of the dequantised operands (the e4m3 values times
     their scales: quantisation is the caller's choice, not the kernel's error). The products of e4m3 values are
     exact; their accumulation keeps about 13 bits on Hopper's and Ada's FP8 tensor cores, the whole K in the tensor
     core (bounds.fp8_accumulation: per output, from its own partial sums); then the epilogue: sa * sb and acc *
     scale in fp32 (2^-24 each) and the bf16 store (2^-8)."""
-    acc = bounds.fp8_accumulation(torch, aq.double(), bq.double())
+    acc = bounds.fp8_accumulation(torch, aq.double(), bq.double(), pairs=pairs)
     scale = sa.double() * sb.double()
     u = bounds.UNIT["bf16"] + 2.0 ** -22
     kk = aq.shape[1]
     return scale * acc * (1 + u) + u * ref.abs() + bounds.ref_error(kk, ref.abs()) + bounds.TINY
 
 
-def one_wrong(torch: Any, aq: Any, bq: Any, sa: Any, sb: Any) -> tuple[tuple[int, int], float]:
-    """The smallest fault: output (0, 0) without the largest product of its sum."""
-    terms = aq[0].double() * bq[:, 0].double() * float(sa) * float(sb)
-    return (0, 0), -float(terms[int(terms.abs().argmax())])
+def one_wrong(torch: Any, aq: Any, bq: Any, sa: Any, sb: Any, row: int = 0) -> tuple[tuple[int, int], float]:
+    """The smallest fault: one output of the first row without the largest product of its sum — the output of that
+    row where the largest product stands highest over its bound (the FP8 bound is the loosest of verify's: a worst
+    case of 13-bit truncations, about ten times the errors the model makes; bench/verify_tolerance_sweep.py)."""
+    a = aq[row:row + 1].double()
+    b = bq.double()
+    terms = a.t() * b * (float(sa) * float(sb))  # K x N: the products of each output of the row
+    big = terms.gather(0, terms.abs().argmax(0, keepdim=True)).squeeze(0)
+    ref = terms.sum(0)
+    limit = bound(torch, a, b, sa, sb, ref[None, :])[0]
+    j = int((big.abs() / limit).argmax())
+    return (row, j), -float(big[j])
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): 3 stages of 128x128 A and 128x256 B bytes are 144 KiB
 CONFIG = (128, 256, 128, 8, 3)
 

@@ -27,8 +27,11 @@ def bound(torch: Any, a: Any, b: Any, ref: Any, name: str, tf32: bool, interpret
     product within 2^-9 + 2^-20 of the exact one, whether the tensor core truncates or Triton rounds them first).
     Per output: that input error over P = sum_k |a_ik b_kj|, the fp32 accumulation (bounds.dot_fp32), then the
     output's rounding (bounds.stored), plus the float64 reference's own (bounds.ref_error)."""
-    kk = a.shape[1]
-    p = a.double().abs() @ b.double().abs()
+    return bound_of(a.double().abs() @ b.double().abs(), a.shape[1], ref, name, tf32, interpret)
+
+
+def bound_of(p: Any, kk: int, ref: Any, name: str, tf32: bool, interpret: bool = False) -> Any:
+    """`bound` from P = sum_k |a_ik b_kj| per output."""
     inp = TF32_INPUT * p if tf32 else 0.0
     exact = inp + bounds.dot_fp32(kk, p * (1 + TF32_INPUT) if tf32 else p) + bounds.ref_error(kk, p)
     return bounds.stored(exact, ref.abs(), name, interpret)
