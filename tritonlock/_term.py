@@ -173,3 +173,65 @@ class Quiet(TargetProgress):
 
     def failed(self, name: str) -> None:
         pass
+
+
+class PhaseProgress:
+    """verify's live lines: a header at once, then one line per phase the runner reports (its progress events:
+    {"phase": words, "state": "start"|"end", "seconds": s}). On a terminal, rich's spinners, each line ticked off with
+    its time when its phase ends; elsewhere one plain line when a phase starts and one when it ends. Use as a context
+    manager; `event` may be called from any thread."""
+
+    def __init__(self, header: str, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.header = header
+        self._rich: Any = None
+        self._tasks: dict[str, Any] = {}
+        import threading
+
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> PhaseProgress:
+        self.stream.write(printable(self.header) + "\n")
+        self.stream.flush()
+        if getattr(self.stream, "isatty", lambda: False)():
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            console = Console(file=self.stream, no_color=bool(os.environ.get("NO_COLOR")))
+            self._rich = Progress(SpinnerColumn(finished_text="[green]✓[/]"), TextColumn("{task.description}"),
+                                  TimeElapsedColumn(), console=console, transient=False)
+            self._rich.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        with self._lock:
+            if self._rich is not None:
+                for task in self._tasks.values():  # a phase the runner never ended (it stopped): left as it was
+                    self._rich.stop_task(task)
+                self._rich.stop()
+                self._rich = None
+
+    def event(self, event: dict[str, Any]) -> None:
+        phase, state = event.get("phase"), event.get("state")
+        if not isinstance(phase, str) or state not in ("start", "end"):
+            return
+        words = printable(phase, 200)
+        more = event.get("words")
+        seconds = event.get("seconds")
+        took = f" ({seconds:.1f} s)" if isinstance(seconds, (int, float)) else ""
+        with self._lock:
+            if self._rich is not None:
+                from rich.markup import escape
+
+                if state == "start":
+                    self._tasks[phase] = self._rich.add_task(escape(words) + "…", total=1)
+                elif phase in self._tasks:
+                    done = words + (f": {printable(more, 200)}" if isinstance(more, str) and more else "")
+                    self._rich.update(self._tasks.pop(phase), description=escape(done), completed=1)
+                return
+            if state == "start":
+                self.stream.write(f"  {words}…\n")
+            else:
+                self.stream.write(f"  {words}: done{took}"
+                                  + (f"; {printable(more, 200)}" if isinstance(more, str) and more else "") + "\n")
+            self.stream.flush()

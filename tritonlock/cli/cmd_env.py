@@ -87,7 +87,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         try:
             from tritonlock.lock.lockfile import read_lock
 
-            result = _run_verify(out.venv, out.target.selection, out.host,
+            result = _run_verify(out.venv, out.target.selection, out.host, as_json=as_json,
                                  **_native_args(read_lock(root / LOCK_FILE), out.target))
         except KeyboardInterrupt:
             from tritonlock.errors import SyncInterrupted
@@ -123,13 +123,30 @@ def _sync_state_lines(out: Any, dry_run: bool, show_plan: Any) -> None:
         echo(report.state_line(out))
 
 
-def _run_verify(venv: Path, sel: Any, host: Any, **kw: Any) -> Any:
+def _run_verify(venv: Path, sel: Any, host: Any, as_json: bool = False, **kw: Any) -> Any:
     from tritonlock.environment.sync import venv_python
     from tritonlock.verify import run_verify
 
     gpu_build = bool(sel.backend and sel.backend.startswith("cu") and sel.target.driver)
-    return run_verify(str(venv_python(venv)), backend=sel.backend, triton=sel.triton,
-                      expect_gpu=gpu_build and host.driver is not None, driver=host.driver, **kw)
+    python = str(venv_python(venv))
+    with _progress(python, as_json) as progress:
+        return run_verify(python, backend=sel.backend, triton=sel.triton,
+                          expect_gpu=gpu_build and host.driver is not None, driver=host.driver,
+                          on_progress=progress.event, **kw)
+
+
+def _progress(python: str, as_json: bool) -> Any:
+    """verify's live lines on stderr: the header at once, then a line per phase of the runner (nothing under --json)."""
+    from tritonlock._term import PhaseProgress
+
+    class _Quiet(PhaseProgress):
+        def __enter__(self) -> PhaseProgress:
+            return self
+
+        def event(self, event: dict[str, Any]) -> None:
+            pass
+
+    return (_Quiet if as_json else PhaseProgress)(f"verify: checking {python}")
 
 
 def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
@@ -191,9 +208,15 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         raise UsageError(f"{lock_path}: no such file — --record names the lock target it verified; run "
                          "`tritonlock resolve` first")
     # the runner first: its `import torch` (seconds) overlaps reading the host and the lock below, and what the lock
-    # expects follows on its stdin
-    started = start_verify(interp, interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
-                           reuse=not no_reuse, seed=seed)
+    # expects follows on its stdin; its phases show as they happen (stderr; nothing under --json)
+    progress = _progress(interp, as_json)
+    progress.__enter__()
+    try:
+        started = start_verify(interp, interpret=True if interpret else None, quick=quick, profile=profile, cold=cold,
+                               reuse=not no_reuse, seed=seed, on_progress=progress.event)
+    except BaseException:
+        progress.__exit__(None, None, None)
+        raise
     try:
         backend = triton = driver = None
         expect_gpu = None
@@ -225,8 +248,12 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
                 native = _native_args(lock, locked)
     except BaseException:
         started.abandon()
+        progress.__exit__(None, None, None)
         raise
-    result = started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver, **native)
+    try:
+        result = started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver, **native)
+    finally:
+        progress.__exit__(None, None, None)
     rec = None
     if record:
         from tritonlock import records

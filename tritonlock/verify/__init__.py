@@ -154,6 +154,7 @@ def run_verify(
     inject_fault: str | None = None,
     timeout: float = 600,
     seed: int | None = None,
+    on_progress: Any = None,
     driver: str | None = None,
     ptxas_floors: dict[str, str] | None = None,
     imports: tuple[str, ...] = (),
@@ -172,7 +173,7 @@ def run_verify(
     (tritonlock.verify.natives.LockFacts): what the lock knows of their native code, to explain a failed import.
     """
     started = start_verify(python, interpret=interpret, quick=quick, profile=profile, cold=cold, reuse=reuse,
-                           inject_fault=inject_fault, timeout=timeout, seed=seed)
+                           inject_fault=inject_fault, timeout=timeout, seed=seed, on_progress=on_progress)
     return started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
                           ptxas_floors=ptxas_floors, imports=imports, import_scope=import_scope,
                           lock_facts=lock_facts)
@@ -183,10 +184,23 @@ class StartedVerify:
     `finish()` sends that and reads the report; `abandon()` stops it (the caller's own checks failed first)."""
 
     def __init__(self, python: str, proc: subprocess.Popen[str], started: float, timeout: float,
-                 trace_dir: Path | None = None, profile: str | None = None) -> None:
+                 trace_dir: Path | None = None, profile: str | None = None, progress: int | None = None,
+                 on_progress: Any = None) -> None:
         self.python, self.proc, self.started, self.timeout = python, proc, started, timeout
         self.trace_dir, self.profile = trace_dir, profile
         self._old_term = _on_sigterm_stop(proc)  # from now until finish() or abandon(), whatever runs meanwhile
+        self._reader = None
+        if progress is not None:
+            import threading
+
+            self._reader = threading.Thread(target=_read_progress, args=(progress, on_progress), name="verify-progress",
+                                            daemon=True)
+            self._reader.start()
+
+    def _join_progress(self) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout=5)  # the pipe ends with the runner (and every child it gave the pipe to)
+            self._reader = None
 
     def finish(self, *, backend: str | None = None, triton: str | None = None, expect_gpu: bool | None = None,
                driver: str | None = None, ptxas_floors: dict[str, str] | None = None,
@@ -204,6 +218,7 @@ class StartedVerify:
                     **({"import_scope": list(import_scope)} if import_scope is not None else {})}
             stdout, stderr, code = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
             elapsed = time.perf_counter() - self.started
+            self._join_progress()
             if self.trace_dir is not None and self.profile is not None:
                 stdout = _place_trace(self.trace_dir / "trace.json", Path(self.profile), stdout)
         except KeyboardInterrupt:  # (Ctrl-C while what the lock expects was being put together, too)
@@ -237,16 +252,18 @@ class StartedVerify:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
             self.proc.communicate(timeout=60)
+        self._join_progress()
         self._drop_trace()
         self._restore_sigterm()
 
 
 def start_verify(python: str, *, interpret: bool | None = None, quick: bool = False, profile: str | None = None,
                  cold: bool = False, reuse: bool = True, inject_fault: str | None = None,
-                 timeout: float = 600, seed: int | None = None) -> StartedVerify:
+                 timeout: float = 600, seed: int | None = None, on_progress: Any = None) -> StartedVerify:
     """Start the runner under `python` with what the command line says (mode, sizes, caches), before the lock and the
     host are read: its `import torch` (seconds) then overlaps tritonlock's own work, and the lock's expectations follow
-    on its stdin (StartedVerify.finish)."""
+    on its stdin (StartedVerify.finish). `on_progress(event)`: called, from a thread of its own, with each progress
+    event the runner sends as it goes (a dict: {"phase": "importing torch", "state": "start"}, ...)."""
     if profile is not None:  # by the rule every writer follows, before anything runs
         from tritonlock._files import check_writes
 
@@ -280,18 +297,53 @@ def start_verify(python: str, *, interpret: bool | None = None, quick: bool = Fa
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
+    read_fd = write_fd = None
+    if on_progress is not None:
+        read_fd, write_fd = os.pipe()
+        args["progress_fd"] = write_fd
     # -I: judge the venv by itself, without PYTHONPATH, the user site or the working directory.
     cmd = [str(exe), "-I", str(RUNNER), "--json-args", json.dumps(args)]
     started = time.perf_counter()
     try:
         # its own process group: on a timeout the whole group goes, including the processes the runner spawns
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env, start_new_session=True)
+                                text=True, env=env, start_new_session=True,
+                                pass_fds=(write_fd,) if write_fd is not None else ())
     except OSError as e:
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
+        for fd in (read_fd, write_fd):
+            if fd is not None:
+                os.close(fd)
         raise VerifyError(f"verify: cannot start {cmd[0]}: {e.strerror or e}") from None
-    return StartedVerify(python, proc, started, timeout, trace_dir=trace_dir, profile=profile)
+    if write_fd is not None:
+        os.close(write_fd)  # the runner holds the only writing end: the pipe ends when it does
+    return StartedVerify(python, proc, started, timeout, trace_dir=trace_dir, profile=profile, progress=read_fd,
+                         on_progress=on_progress)
+
+
+def _read_progress(fd: int, on_progress: Any) -> None:
+    """The runner's progress events, one JSON object a line, handed on as they arrive; anything else is skipped (a
+    watcher never fails verify)."""
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        buf = b""
+        while True:
+            try:
+                chunk = pipe.read(4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    with contextlib.suppress(Exception):
+                        on_progress(event)
 
 
 def _with_natives(result: VerifyResult, doc: Any, lock_facts: Any) -> VerifyResult:

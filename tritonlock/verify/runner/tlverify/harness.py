@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from typing import Any, Callable
 
@@ -174,7 +175,7 @@ def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpr
 def start_compile_check(opts: argparse.Namespace) -> subprocess.Popen[str] | None:
     # what the lock expects stays with this process (its own checks say it); the child proves torch.compile works
     args = {k: v for k, v in vars(opts).items()
-            if k not in ("json_args", "json", "late_args", "late_ready", *LATE) and v is not None}
+            if k not in ("json_args", "json", "late_args", "late_ready", "progress_fd", *LATE) and v is not None}
     args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False, no_reuse=False, gated=True)
     # in-process compiles: a pool of compile workers costs more to start than one small graph takes
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
@@ -345,7 +346,7 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
         if check is not None:
             check.abandon()
         if imports is not None:
-            with r.phase("package imports (waited for)"):
+            with r.phase("package imports (waited for)", say="importing the packages"):
                 imports.finish(r, gpu=r.mode == "gpu")
         if monitor is not None:
             monitor.stop()
@@ -354,7 +355,7 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
 def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, memo_dir: str | None,
             pool: WorkerPool | None = None, monitor: gpuhealth.Monitor | None = None,
             hidden: tuple[str, str] | None = None) -> None:
-    with r.phase("import torch"):
+    with r.phase("import torch", say="importing torch"):
         torch = envchecks.import_torch(r)
     if torch is None:
         return
@@ -434,7 +435,7 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         def compile_step() -> None:
             try:
                 with r.phase("compile"):
-                    precompile(r, torch, ctxs, fams, memo_dir, pool)
+                    precompile(r, torch, ctxs, fams, memo_dir, pool, say=r.say)
             except Exception:  # noqa: BLE001 - whatever did not compile compiles at its first launch, and says so
                 traceback.print_exc()
             finally:
@@ -444,12 +445,18 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         compiler.start()
     if monitor is not None:
         monitor.timing(True)
+    where = ("in Triton's interpreter on the CPU" if interpret else
+             "on " + " and ".join([", ".join(c.device for c in ctxs[:-1]), ctxs[-1].device] if len(ctxs) > 1
+                                  else [ctxs[0].device]))
+    r.say(phase=f"running the kernels {where}", state="start")
+    t_run = time.perf_counter()
     try:
         run_devices(r, torch, ctxs, fams, interpret,
                     explain=lambda i, text: envchecks.explain_load_failure(text, ptxas.get(i), driver,
                                                                          opts.ptxas_floors),
                     compiled=compiled)
     finally:
+        r.say(phase=f"running the kernels {where}", state="end", seconds=round(time.perf_counter() - t_run, 2))
         if monitor is not None:
             monitor.timing(False)
         if check is not None:
@@ -470,7 +477,7 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
             from .allreduce import run_allreduce
             run_allreduce(r, int(opts.allreduce_cpu), backend="gloo")
     if n > 1 and not opts.quick:
-        with r.phase("NCCL all-reduce"):
+        with r.phase("NCCL all-reduce", say=f"NCCL all-reduce across {n} GPUs"):
             from .allreduce import run_allreduce
             run_allreduce(r, n)
     elif not interpret:
@@ -482,7 +489,7 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
                  "skipped: --quick (a full `tritonlock verify` compiles a function with torch.compile / Inductor)",
                  mode="skipped", order=(0, COMPILE_CHECK_ORDER))
     elif check is not None:
-        with r.phase("torch.compile (waited for)"):
+        with r.phase("torch.compile (waited for)", say="torch.compile check" + (" (reused)" if check.reused else "")):
             check.finish(r, label)
     if opts.profile:
         try:
@@ -511,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         if opts.compile_check_only:
             compile_check_main(opts, r)
         else:
+            r.progress_fd = opts.progress_fd
+            r.say(event="started", python=sys.version.split()[0], executable=sys.executable)
             if opts.late_args:
                 read_late_args(opts)
             cache_dir, memo_dir = setup_caches(r, opts.cold)

@@ -31,6 +31,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cold", action="store_true", help="compile into fresh, empty Triton and Inductor caches")
     p.add_argument("--no-reuse", action="store_true",
                    help="run the torch.compile check even when it passed in this same environment before")
+    p.add_argument("--progress-fd", type=int, default=None,
+                   help="write progress events (one JSON line each) to this file descriptor, as they happen")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the checks' random inputs (the report names the one it used): repeats a run's inputs")
     p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes

@@ -45,7 +45,7 @@ def compile_workers(n_jobs: int) -> int:
 
 
 def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], memo_dir: str | None = None,
-               pool: WorkerPool | None = None) -> None:
+               pool: WorkerPool | None = None, say: Callable[..., None] | None = None) -> None:
     """Compile or load every binary the checks will launch, once per kind of GPU (the other GPUs load it from the
     cache). Each job's seconds go to its row's compile column. A job that fails is left for its check to hit again,
     which reports it with its explanation. `pool`: workers started early (WorkerPool.early), used if the binaries
@@ -75,7 +75,11 @@ def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], memo_dir
     t0 = time.perf_counter()
     threads = compile_workers(len(jobs))
     by_workers = None
-    if not memo.binaries_warm(memo_dir, warm_key) and threads > 1 and len(jobs) > 1:
+    warm = memo.binaries_warm(memo_dir, warm_key)
+    words = f"compiling {len(jobs)} kernels ({'all cached' if warm else 'not all cached yet'})"
+    if say is not None:
+        say(phase=words, state="start")
+    if not warm and threads > 1 and len(jobs) > 1:
         if pool is None:
             pool = WorkerPool(min(threads, len(jobs)), memo_dir)
         by_workers = pool.compile(torch, jobs)
@@ -85,6 +89,12 @@ def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], memo_dir
     with triton_compiles() as here:
         failed = load(torch, jobs, threads)
     r.compile_seconds = time.perf_counter() - t0
+    if say is not None:
+        said = ""
+        if here is not None:
+            said = (f"{len(jobs)} kernels: {here['hit']} cached, "
+                    f"{here['compiled'] + (by_workers or {}).get('compiled', 0)} compiled")
+        say(phase=words, state="end", seconds=round(r.compile_seconds, 2), words=said)
     r.notes.append(f"compile: {len(jobs)} kernel binaries{_words(by_workers, pool, here, threads)} in "
                    f"{r.compile_seconds:.2f} s, before any timing")
     if not failed:

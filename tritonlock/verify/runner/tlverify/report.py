@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import sys
@@ -42,16 +43,32 @@ class Report:
         self.started = time.perf_counter()
         self.phases: list[tuple[str, float]] = []
         self._lock = threading.Lock()
+        self.progress_fd: int | None = None  # tritonlock's progress pipe (--progress-fd): one JSON line per event
+
+    def say(self, **event: Any) -> None:
+        """One progress event for tritonlock's live lines ({"phase": "import torch", "state": "start"}, ...); nothing
+        without a progress pipe, and never an error (a closed pipe means nobody is watching)."""
+        if self.progress_fd is None:
+            return
+        line = (json.dumps(event) + "\n").encode()
+        with contextlib.suppress(OSError):
+            os.write(self.progress_fd, line)
 
     @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        """Time one step; the times end up in a note, so a slow verify says where it went."""
+    def phase(self, name: str, say: str | None = None) -> Iterator[None]:
+        """Time one step; the times end up in a note, so a slow verify says where it went. `say`: the words of a live
+        progress line for it (sent when it starts and when it ends)."""
         t0 = time.perf_counter()
+        if say is not None:
+            self.say(phase=say, state="start")
         try:
             yield
         finally:
+            took = time.perf_counter() - t0
             with self._lock:
-                self.phases.append((name, time.perf_counter() - t0))
+                self.phases.append((name, took))
+            if say is not None:
+                self.say(phase=say, state="end", seconds=round(took, 2))
 
     def check(self, name: str, ok: bool, detail: str, fix: str | None = None) -> bool:
         with self._lock:
