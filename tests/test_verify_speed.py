@@ -207,3 +207,54 @@ def test_a_record_keeps_each_rows_verdict() -> None:
     assert verdicts[("fp8_matmul", "e4m3")] == "ok" and verdicts[("torch_compile", "fp32")] is None
     (back,) = loads(dumps([rec]))
     assert {(k.kernel, k.dtype): k.speed for k in back.kernels} == verdicts
+
+
+# ---------------------------------------------------------------------------------------------
+# Edges the mutation run found unguarded (issue 43): the clock a slow GPU is judged against, a modest power cap, and
+# a ratio exactly on a band's edge
+
+
+def test_a_20_percent_power_cap_is_named_and_one_within_3_percent_is_not() -> None:
+    healthy = _facts(HEALTHY)
+    assert healthy.power_default_w == 700.0
+    capped = causes(dataclasses.replace(healthy, power_limit_w=560.0))
+    assert "a power cap: the enforced power limit is 560 W, the GPU's default 700 W (nvidia-smi -pl)" in capped
+    assert not any("power cap" in c for c in causes(dataclasses.replace(healthy, power_limit_w=680.0)))
+    # the edge: 97% of the default is not a cap, just under it is
+    assert not any("power cap" in c for c in causes(dataclasses.replace(healthy, power_limit_w=679.0)))
+    assert any("power cap" in c for c in causes(dataclasses.replace(healthy, power_limit_w=678.9)))
+
+
+def test_clocks_are_judged_against_the_default_applications_clock_not_the_boost_clock() -> None:
+    """NVML's default applications clock (nvmlDeviceGetDefaultApplicationsClock: the clock the GPU runs applications
+    at unless told otherwise) is what a healthy GPU holds under load; its maximum (nvmlDeviceGetMaxClockInfo, the boost
+    ceiling) is not held at the power limit. A GPU whose default is 1755 MHz and boost 1980 MHz, running at 1500 MHz,
+    is within 80% of its default: no cause; at 1400 MHz it is below, and the words name the default."""
+    healthy = _facts(HEALTHY)
+    base = dataclasses.replace(healthy, sm_clock_default=1755, sm_clock_max=1980, busy_samples=20)
+    assert not any("clocks below base" in c for c in causes(dataclasses.replace(base, sm_clock_median=1500)))
+    low = causes(dataclasses.replace(base, sm_clock_median=1400))
+    assert any(c.startswith("clocks below base: the SM clock ran at 1400 MHz (median while the kernels ran) against "
+                            "1755 MHz by default") for c in low), low
+    # without a default the maximum is all there is
+    nodefault = dataclasses.replace(base, sm_clock_default=None, sm_clock_median=1500)
+    assert any("against 1980 MHz by default" in c for c in causes(nodefault))
+
+
+def test_a_ratio_or_figure_exactly_on_a_bands_edge_is_within_it() -> None:
+    from tritonlock.verify.speed import judge
+
+    bands = load_bands()
+    band = bands.band("H200", "matmul", "fp16")
+    assert band is not None and band.value is not None
+    lo, hi = band.ratio
+    vlo, vhi = band.value
+    gpu = ("NVIDIA H200", "9.0")
+    mid = (vlo + vhi) / 2
+    for ratio in (lo, hi):
+        assert judge("matmul", "fp16", "cuda:0", mid, ratio, "TFLOP/s", gpu, bands, None).verdict == "ok"
+    for value in (vlo, vhi):
+        assert judge("matmul", "fp16", "cuda:0", value, (lo + hi) / 2, "TFLOP/s", gpu, bands, None).verdict == "ok"
+    assert judge("matmul", "fp16", "cuda:0", mid, lo - 1e-9, "TFLOP/s", gpu, bands, None).verdict == "slow"
+    assert judge("matmul", "fp16", "cuda:0", mid, hi + 1e-9, "TFLOP/s", gpu, bands, None).verdict == "fast"
+    assert judge("matmul", "fp16", "cuda:0", vlo - 1e-6, (lo + hi) / 2, "TFLOP/s", gpu, bands, None).verdict == "slow"

@@ -6,7 +6,9 @@ Steps, in time order:
    overlap everything below; a warm run whose environment is unchanged since the check last passed reuses that
    row instead, and says so (memo.py); where the binaries are not known to be compiled yet, compile workers start
    too (precompile.py);
-2. torch imports, the CUDA build / driver / arch checks, triton imports, Triton's ptxas;
+2. torch imports (nothing else beside it in this process); then the packages' import checks start (imports.py:
+   their processes run beside everything below), the CUDA build / driver / arch checks, triton imports, Triton's
+   ptxas;
 3. every kernel binary the checks launch is compiled by the workers, or loaded from Triton's cache in threads, once
    per kind of GPU (the other GPUs load the binaries from the cache); beside it, a thread makes torch's first calls
    of the kernels the timings compare against (their first call loads them);
@@ -333,30 +335,54 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     with r.phase("start"):
         check = CompileCheck(opts, memo_dir) if not opts.quick and hidden is None else None
         pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True and hidden is None else None
-        # the packages' native code: each distribution's imports in a process of its own, beside the kernels
-        from .imports import ImportChecks
-
-        imports = (ImportChecks(RUNNER_DIR, lambda: (late(opts).imports, opts.import_scope)) if not opts.no_imports
-                   else None)
+    # the packages' native code: each distribution's imports in a process of its own, beside the kernels — started
+    # once torch is imported here (`imports.start`), so that neither their scan of the installed distributions (in a
+    # thread of this process: it would hold the GIL) nor their processes slow this process's own `import torch`
+    imports = Imports(opts)
     try:
-        _verify(opts, r, check, memo_dir, pool, monitor, hidden)
+        _verify(opts, r, check, memo_dir, pool, monitor, hidden, imports.start)
     finally:
         if pool is not None:
             pool.close()
         if check is not None:
             check.abandon()
-        if imports is not None:
+        imports.start()  # (when _verify returned before torch was imported: the rows are still wanted)
+        if imports.checks is not None:
             with r.phase("package imports (waited for)", say="importing the packages"):
                 imports.finish(r, gpu=r.mode == "gpu")
         if monitor is not None:
             monitor.stop()
 
 
+class Imports:
+    """The package import checks (imports.ImportChecks), started on demand, once."""
+
+    def __init__(self, opts: argparse.Namespace) -> None:
+        self.opts = opts
+        self.checks: Any = None
+        self.started = False
+
+    def start(self) -> None:
+        if self.started or self.opts.no_imports:
+            return
+        self.started = True
+        from .imports import ImportChecks
+
+        opts = self.opts
+        self.checks = ImportChecks(RUNNER_DIR, lambda: (late(opts).imports, opts.import_scope))
+
+    def finish(self, r: Report, gpu: bool) -> None:
+        if self.checks is not None:
+            self.checks.finish(r, gpu=gpu)
+
+
 def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, memo_dir: str | None,
             pool: WorkerPool | None = None, monitor: gpuhealth.Monitor | None = None,
-            hidden: tuple[str, str] | None = None) -> None:
+            hidden: tuple[str, str] | None = None, after_torch: Callable[[], None] | None = None) -> None:
     with r.phase("import torch", say="importing torch"):
         torch = envchecks.import_torch(r)
+    if after_torch is not None:
+        after_torch()  # what must not slow torch's import starts now (the package imports)
     if torch is None:
         return
     if not opts.late_ready.is_set():
