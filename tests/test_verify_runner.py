@@ -65,13 +65,13 @@ def test_finite_but_wrong_output_fails_every_kernel(wrong_run: dict[str, Any]) -
 
 @pytest.mark.slow
 def test_the_tolerance_check_is_what_catches_it(real_torch_python: str, tmp_path: Path) -> None:
-    """The mutation: a copy of the runner whose compare() no longer checks the tolerance (NaN still fails). The same
-    finite-but-wrong kernels then pass — so the test above fails if the tolerance check is ever disabled."""
+    """The mutation: a copy of the runner whose compare() no longer checks the bound (NaN still fails). The same
+    finite-but-wrong kernels then pass — so the test above fails if the bound check is ever disabled."""
     mutant = tmp_path / "runner"
     shutil.copytree(RUNNER, mutant, ignore=shutil.ignore_patterns("__pycache__"))
     common = mutant / "tlverify" / "common.py"
     text = common.read_text()
-    check = "if not math.isfinite(max_err) or worst > 1.0:"
+    check = "if not math.isfinite(max_err) or not worst <= 1.0:"
     assert text.count(check) == 1
     common.write_text(text.replace(check, "if not math.isfinite(max_err):"))
     doc = _run(real_torch_python, mutant, "--inject-fault", "all:wrong")
