@@ -37,6 +37,12 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "servelm", "0.0", requires=("torch>=2.0",))
     for v, tv in (("0.1", "2.9.1"), ("0.2", "2.10.0"), ("0.3", "2.14.0")):
         idx.add("simple", "servelm", v, requires=(f"torch=={tv}",))
+    # pinlm is servelm whose newest release pins a dependency no index serves (vLLM 0.34.0 and flashinfer-python
+    # 0.7.3): the driver its torch needs is necessary, not enough
+    for v, tv in (("0.2", "2.10.0"), ("0.3", "2.14.0")):
+        idx.add("simple", "pinlm", v, requires=(f"torch=={tv}",))
+    idx.add("simple", "pinlm", "0.4", requires=("torch==2.14.0", "ghostdep==0.7.3"))
+    idx.add("simple", "ghostdep", "0.7.2")
     idx.add("simple", "boundlib", "1.0", requires=("torch>=2.9,<2.11",))  # bounds torch from above
     idx.add("simple", "legacy", "1.0", requires=("torch==2.9.1",))  # pins a torch older than any host needs
     idx.add("simple", "newonly", "1.0", requires=("torch==2.15.0",))  # only the newest torch will do
@@ -270,10 +276,16 @@ def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path
     assert _run("resolve", "-p", str(held))[0] == 0
     code, out = _run("why", "-p", str(held))
     assert code == 0, out
-    assert "  your packages (triton-env.lock):\n    servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= " in out
+    assert ("  your packages (triton-env.lock):\n    servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= "
+            "580.65.06 (you have 570.172.08; the R580 branch)\n      checked with uv: with it, the lock gets servelm "
+            "0.3\n") in out
     code, out = _run("why", "-p", str(held), "--json")
     (t,) = json.loads(out)["targets"]
-    assert t["packages"][0].startswith("servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= ")
+    assert t["packages"][0] == ("servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= 580.65.06 (you have "
+                                "570.172.08; the R580 branch) — checked with uv: with it, the lock gets servelm 0.3")
+    there = _project(tmp_path / "floor", pkg_index, ["servelm"], R580_FLOOR)  # the claim, locked for real
+    assert _run("resolve", "-p", str(there))[0] == 0
+    assert _locked(there)[0]["servelm"] == "0.3"
     pinned = _project(tmp_path / "r580", pkg_index, ["servelm"], R580)
     assert _run("resolve", "-p", str(pinned))[0] == 0
     code, out = _run("why", "-p", str(pinned))
@@ -284,7 +296,7 @@ def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path
     intent = pinned / "triton-env.toml"
     intent.write_text(intent.read_text().replace('"servelm"', '"servelm", "plainlib"'))
     code, out = _run("why", "-p", str(pinned))
-    assert code == 0 and "your packages" not in out
+    assert code == 0 and "your packages (triton-env.lock)" not in out and "(no fresh triton-env.lock: " in out
 
 
 def test_an_offline_dry_run_with_one_fitting_torch_has_nothing_to_warn(tmp_path: Path, pkg_index: LocalIndex) -> None:
@@ -403,3 +415,129 @@ def test_a_package_at_its_newest_with_the_first_index_asks_no_other(tmp_path: Pa
     chosen, packages = decide(sel, candidates, intent, matrix, backend_index.index_url("simple"), compile=counting,
                               default_python="3.11")
     assert chosen.torch == "2.7.1" and calls == [f"{backend_index.url}/whl/cu126"]
+
+
+R580_FLOOR = 'driver = "580.65.06"\ngpus = ["9.0"]'  # the least driver `why` names for torch 2.14.0 on a 9.0 GPU
+
+
+def test_why_checks_each_change_by_locking_the_packages_and_names_the_next_blocker(tmp_path: Path,
+                                                                                   pkg_index: LocalIndex) -> None:
+    """pinlm 0.4 needs torch 2.14.0 (driver >= 580.65.06 here) and a ghostdep no index serves: the driver is not
+    enough, and `why` says so — what the lock would get with it and what then holds pinlm 0.4 — as the real lock
+    with that driver shows."""
+    root = _project(tmp_path / "r570", pkg_index, ["pinlm"], R570)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    assert _locked(root)[0]["pinlm"] == "0.2"
+    there = _project(tmp_path / "r580", pkg_index, ["pinlm"], R580_FLOOR)  # the change applied, locked for real
+    assert _run("resolve", "-p", str(there))[0] == 0
+    versions, sel = _locked(there)
+    assert (versions["pinlm"], versions["torch"]) == ("0.3", "2.14.0")
+    (d,) = sel.direct
+    assert d.held_by and "ghostdep==0.7.3" in d.held_by
+    code, out = _run("why", "-p", str(root))
+    assert code == 0, out
+    driver = "driver >= 580.65.06 (you have 570.172.08; the R580 branch)"
+    assert ("  your packages (triton-env.lock):\n"
+            f"    pinlm 0.4 (locked: 0.2) needs torch 2.14.0, but {driver} is not enough\n"
+            "      checked with uv: with it, the lock gets pinlm 0.3 (torch 2.14.0 (cu130) + triton 3.8.0); pinlm 0.4 "
+            f"is then held back by: {d.held_by}\n") in out
+    with_pkgs = ("      with your packages (checked with uv): the lock gets torch 2.14.0 (cu130) + triton 3.8.0 — the "
+                 "newest torch the packages allow (pinlm 0.3 requires torch==2.14.0); torch 2.15.0 would fit this "
+                 "target\n")
+    assert (f"  torch 2.15.0 + triton 3.9.0: needs {driver}\n"
+            "      because: published only for CUDA 13.2 on linux_x86_64, which need driver >= 580.65.06; this driver "
+            "is 570.172.08\n"
+            "      then: torch 2.15.0 (cu132) + triton 3.9.0\n" + with_pkgs) in out
+    assert out.count(with_pkgs) == 2  # the 2.11–2.14 lines need the same driver: the same lock
+    page = (Path(__file__).parents[1] / "docs" / "decision.md").read_text(encoding="utf-8")
+    shown = page.split("(`tests/test_packages.py` runs it):\n\n```\n", 1)[1].split("\n```", 1)[0]
+    for line in shown.splitlines():  # the manual shows this run ("…": the rest of the line, uv's words)
+        assert line.split("…")[0] in out, line
+    assert out.endswith("checked: each line by resolving again with its change against compat/ (offline), and with "
+                        "your packages by locking them with uv and the indexes with that change applied\n")
+    assert sel.reasons[0] == ("torch 2.14.0: the newest torch the packages allow (pinlm 0.3 requires "
+                              "torch==2.14.0); torch 2.15.0 would fit this target")  # what the line says it is
+    code, out = _run("why", "-p", str(root), "--json")
+    (t,) = json.loads(out)["targets"]
+    assert t["packages"][0].startswith(f"pinlm 0.4 (locked: 0.2) needs torch 2.14.0, but {driver} is not enough — "
+                                       "checked with uv: with it, the lock gets pinlm 0.3 (")
+    first = t["lines"][0]["with_packages"]
+    assert (first["checked"], first["then"]["torch"], first["then"]["name"]) == (True, "2.14.0", "gpu")
+    assert t["checked"].startswith("each line by resolving again")
+
+
+def test_why_offline_or_without_a_fresh_lock_says_the_packages_were_not_checked(tmp_path: Path) -> None:
+    """--offline, or no fresh lock: the lines stand as checked against compat/, and `why` says the packages were not
+    locked; with the index gone, the uv check says what failed — no traceback, exit 0, the same advice."""
+    idx = LocalIndex(tmp_path / "idx")
+    m = load_matrix()
+    for tv in ("2.10.0", "2.14.0"):
+        rel = m.torch_release(tv)
+        assert rel is not None and rel.triton
+        idx.add("simple", "triton", rel.triton, tag=TAG)
+        idx.add("simple", "torch", tv, tag=TAG, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    for v, tv in (("0.2", "2.10.0"), ("0.3", "2.14.0")):
+        idx.add("simple", "servelm", v, requires=(f"torch=={tv}",))
+    idx.start()
+    root = _project(tmp_path / "p", idx, ["servelm"], R570)
+    try:
+        code, out = _run("why", "-p", str(root))  # no lock yet
+        assert code == 0, out
+        assert out.endswith("checked: each line by resolving again with its change against compat/ (offline) — not "
+                            "by locking your packages with uv, which may hold back what a line names (no fresh "
+                            "triton-env.lock: run `tritonlock resolve`, then `why` checks that too)\n")
+        assert "with your packages" not in out and "your packages (triton-env.lock)" not in out
+        assert _run("resolve", "-p", str(root))[0] == 0
+        code, out = _run("why", "-p", str(root), "--offline")
+        assert code == 0, out
+        assert ("    servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= 580.65.06 (you have 570.172.08; the "
+                "R580 branch)\n      not checked with uv (--offline)\n") in out
+        assert out.endswith("(offline) — not by locking your packages with uv, which may hold back what a line names "
+                            "(--offline)\n")
+    finally:
+        idx.stop()
+    code, out = _run("why", "-p", str(root))  # the index is gone: the check says so, the advice stands
+    assert code == 0 and "Traceback" not in out, out
+    assert "    servelm 0.3 (locked: 0.2) needs torch 2.14.0: needs driver >= 580.65.06 (" in out
+    assert "      not checked with uv: " in out
+    assert "      with your packages" not in out
+    code, again = _run("why", "-p", str(root), "--offline")  # and --offline never asked it
+    assert code == 0 and "not checked with uv (--offline)" in again
+
+
+def test_why_applies_an_intent_change_to_the_packages_and_caps_what_it_locks(tmp_path: Path,
+                                                                             pkg_index: LocalIndex) -> None:
+    """A line the intent's torch = rules out names `torch = ">=X"`: locked with that intent, pinlm allows no
+    torch >= 2.15.0, and the line says the packages then cannot be locked. Each distinct change is one packages
+    decision; past the limit a line says it was not checked."""
+    from tritonlock.decide.why_packages import check_packages
+    from tritonlock.intent.read import read_intent
+    from tritonlock.project import packages_decision, running_python
+
+    root = _project(tmp_path, pkg_index, ["pinlm"], R580, torch="<2.12")
+    assert _run("resolve", "-p", str(root))[0] == 0
+    code, out = _run("why", "-p", str(root))
+    assert code == 0, out
+    assert ('  torch 2.15.0 + triton 3.9.0: needs torch = ">=2.15.0" in triton-env.toml (it fits this machine as it '
+            'is)\n      then: torch 2.15.0 (cu132) + triton 3.9.0\n'
+            '      with your packages (checked with uv): nothing can be locked — ') in out
+    assert '  torch 2.14.1 + triton 3.8.0: needs torch = ">=2.14.1" in triton-env.toml' in out
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def decide(it: object, ts: tuple[object, ...]) -> tuple[object, ...]:
+        asked.append((it.torch, tuple(t.name for t in ts)))  # type: ignore[attr-defined]
+        return packages_decision(it, ts)  # type: ignore[arg-type]
+
+    from tritonlock.decide.why import advise
+
+    intent = read_intent(root / "triton-env.toml")
+    m = load_matrix()
+    advice = [advise(intent, m, t, running_python()) for t in intent.targets]
+    (a,) = check_packages(advice, intent, m, running_python(), {}, decide, None, limit=1)  # type: ignore[arg-type]
+    assert asked == [(">=2.15.0", ('gpu with torch >=2.15.0',))]
+    by = {ln.torch: ln.with_packages for ln in a.lines}
+    assert by["2.15.0"] is not None and by["2.15.0"].checked and by["2.15.0"].then is not None
+    assert not by["2.15.0"].then.ok
+    assert by["2.14.1"] is not None and (by["2.14.1"].checked, by["2.14.1"].words) == (
+        False, "not checked with uv: 1 other change(s) were checked first, at most 1 a run — narrow it with --target "
+               "or --torch")

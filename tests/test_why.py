@@ -107,10 +107,12 @@ def test_cli_why_on_the_cluster_example_and_its_json_contract() -> None:
     doc = json.loads(out)
     assert set(doc) == {"matrix-version", "targets"}
     (t,) = doc["targets"]
-    assert set(t) == {"name", "target", "now", "lines", "packages"}
+    assert set(t) == {"name", "target", "now", "lines", "packages", "checked"}
     (line,) = t["lines"]
     assert set(line) == {"torch", "triton_package", "triton", "status", "summary", "blocker", "changes", "then",
-                         "sources"}
+                         "sources", "with_packages"}
+    assert line["with_packages"] is None and t["checked"].endswith("(no fresh triton-env.lock: run `tritonlock "
+                                                                   "resolve`, then `why` checks that too)")
     assert (line["torch"], line["status"], line["then"]["torch"]) == ("2.13.0", "blocked", "2.13.0")
     (change,) = line["changes"]
     assert set(change) == {"kind", "have", "need", "words", "sources"}

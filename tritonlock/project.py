@@ -296,6 +296,21 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     return out
 
 
+def packages_decision(intent: Intent, targets: tuple[TargetSpec, ...], *,
+                      progress: TargetProgress | None = None) -> tuple[Selection, ...]:
+    """What `resolve` would lock on each target — the matrix's decision, then the user's packages decided with uv and
+    the indexes — written nowhere: `why` hands each change it names to this, to check it unlocks what it says."""
+    from tritonlock.compat.matrix import load_matrix
+    from tritonlock.decide import channel
+    from tritonlock.decide.resolve import resolve
+
+    matrix = load_matrix()
+    sels = channel.apply(_complete(resolve(intent, matrix, targets, running_python()), intent), intent)
+    fitting = tuple(s for s in sels if s.ok)
+    done = iter(lock_targets(intent, matrix, fitting, _default_index(intent), progress=progress) if fitting else ())
+    return tuple(next(done)[0] if s.ok else s for s in sels)
+
+
 def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[tuple[str, int | None, str, str, bool]]:
     """The wheels whose binary facts the rule needs (tritonlock.native.judge.wheels_to_read)."""
     from tritonlock.native.judge import wheels_to_read

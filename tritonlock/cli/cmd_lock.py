@@ -251,14 +251,18 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
 @click.option("--target-file", metavar="FILE", help="Advise for a machine saved with `tritonlock host --save`.")
 @click.option("--sources", "sources", is_flag=True, help="Also list the compat/ rows each line rests on.")
 @click.option("--no-sources", is_flag=True, hidden=True, help="Leave out the compat/ rows (the default).")
+@click.option("--offline", is_flag=True,
+              help="Check each change against compat/ only, not by locking your packages with uv (it says so).")
 @json_opt
 def why(project: str, target_name: str | None, torch_version: str | None, target_file: str | None, sources: bool,
-        no_sources: bool, as_json: bool) -> None:
+        no_sources: bool, offline: bool, as_json: bool) -> None:
     """What stands between each target and each newer torch/triton line, and the least change that unlocks it.
 
     Each line names the change (driver >= X, Python, glibc, or the intent) and what the target would then get;
-    --sources adds the compat/ rows it rests on (--json always has them). Resolves decisions only: no network,
-    nothing written.
+    --sources adds the compat/ rows it rests on (--json always has them). Every change is checked by resolving again
+    with it against compat/ (no network); where you name packages and the lock is fresh, also by locking them with uv
+    and the indexes with the change applied, which says what the lock would then get and what still holds a package
+    back (--offline skips that). Nothing is written.
     """
     from tritonlock.errors import UnknownTargetError
     from tritonlock.intent.read import read_intent
@@ -278,36 +282,47 @@ def why(project: str, target_name: str | None, torch_version: str | None, target
         raise UnknownTargetError(f"--torch {torch_version}: the matrix knows torch {matrix.torch[-1].version}–"
                                  f"{matrix.torch[0].version} — give one of those (or a line like 2.15)")
     advice = [advise(intent, matrix, t, running_python(), torch_version) for t in targets]
-    locked = _locked_selections(project, intent_path) if intent.packages else {}
-    if locked:
-        import dataclasses
+    if intent.packages:
+        from tritonlock._term import Quiet, TargetProgress
+        from tritonlock.decide.why_packages import check_packages
+        from tritonlock.models import Intent, Selection, TargetSpec
+        from tritonlock.project import packages_decision
 
-        from tritonlock.decide.why import package_advice
+        locked = _locked_selections(project, intent_path)
+        skip = ("--offline" if offline else None if locked is not None else
+                f"no fresh {project_paths(project)[1].name}: run `tritonlock resolve`, then `why` checks that too")
 
-        advice = [dataclasses.replace(a, packages=package_advice(intent, matrix, a.target, running_python(), a,
-                                                                 locked.get(a.target.name))) for a in advice]
+        def decide(it: Intent, ts: tuple[TargetSpec, ...]) -> tuple[Selection, ...]:
+            with (Quiet() if as_json else TargetProgress()) as progress:
+                return packages_decision(it, ts, progress=progress)
+
+        advice = check_packages(advice, intent, matrix, running_python(), locked or {}, decide, skip)
     if as_json:
         echo_json({"matrix-version": matrix.version, "targets": [advice_json(a) for a in advice]})
         return
-    echo("\n\n".join(format_advice(a, sources=sources and not no_sources) for a in advice))
+    from tritonlock.decide.why_packages import format_checked
+
+    echo("\n\n".join([*(format_advice(a, sources=sources and not no_sources) for a in advice),
+                       *filter(None, [format_checked(advice)])]))
 
 
-def _locked_selections(project: str, intent_path: Path) -> dict[str, Any]:
+def _locked_selections(project: str, intent_path: Path) -> dict[str, Any] | None:
     """The lock's decisions by target name, for `why`'s word on the packages — only from a lock that is readable and
-    fresh (a stale one decided for another intent; `why` then says nothing of the packages rather than old news)."""
+    fresh (None otherwise: a stale one decided for another intent; `why` then says nothing of the packages rather
+    than old news)."""
     from tritonlock.errors import TritonlockError
     from tritonlock.lock.lockfile import read_lock
     from tritonlock.project import lock_staleness
 
     _, lock_path = project_paths(project)
     if not lock_path.is_file():
-        return {}
+        return None
     try:
         lock = read_lock(lock_path)
         if lock_staleness(Path(project), lock) is not None:
-            return {}
+            return None
     except TritonlockError:
-        return {}
+        return None
     return {t.name: t.selection for t in lock.targets}
 
 

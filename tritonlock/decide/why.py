@@ -1,6 +1,7 @@
 """What-if advice: for a target, what stands between it and each newer torch/triton line, and the least change
-that unlocks it — each line citing the compat/ rows it rests on. It resolves decisions only; no closures, no
-installs, no network."""
+that unlocks it — each line citing the compat/ rows it rests on, each checked by resolving again with its change
+(offline, from compat/); where the user names packages, each change is also applied to the whole decision, the
+packages locked with uv through a callable the orchestrator hands in (`check_packages`). Nothing is installed."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ class Change:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Checked:
+    """A change applied to the whole decision: what locking the user's packages with it gave (uv and the indexes)."""
+
+    checked: bool  # False: not checked (words say why)
+    words: str
+    then: Selection | None = None  # what the lock would hold with the change (None: not checked)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Line:
     """One newer torch line (its newest release) and what it would take on this target."""
 
@@ -43,6 +53,8 @@ class Line:
     changes: tuple[Change, ...]  # the least change that unlocks it (empty when available or unreachable)
     then: Selection | None  # what the target would get after those changes
     sources: tuple[str, ...]  # every compat/ row the line rests on
+    # with the user's packages: the change applied to the whole decision (uv and the indexes), or why not checked
+    with_packages: Checked | None = None
 
     @property
     def summary(self) -> str:
@@ -62,6 +74,7 @@ class Advice:
     lines: tuple[Line, ...]
     matrix: Matrix | None = None  # the facts it was made from (what a lock with triton = "none" still installs)
     packages: tuple[str, ...] = ()  # what the user's packages hold back, from the lock (package_advice)
+    checked: str = ""  # how the lines were checked, where the user names packages ("" without packages)
 
 
 # --- the search ----------------------------------------------------------------------------------------------
@@ -78,7 +91,7 @@ def advise(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: s
         ln = _line(intent, matrix, target, default_python, r, now)
         lines.append(ln)
         if not now.ok and not torch and ln.status == "blocked" and len(ln.changes) == 1 \
-                and ln.changes[0].kind not in _INTENT_KINDS:
+                and ln.changes[0].kind not in INTENT_KINDS:
             stopped = True  # nothing fits now: newest lines down to the first that one machine change unlocks,
             # then each older line that a strictly smaller machine change unlocks (R580 -> 2.15, then R525 -> 2.14.1)
             for older in releases[i + 1:]:
@@ -90,7 +103,7 @@ def advise(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: s
     if not now.ok and not torch and not stopped:
         # no single machine change helps: down to the first line a machine change alone unlocks, else any change
         tests: list[Callable[[Line], bool]] = [
-            lambda ln: ln.status == "blocked" and not {c.kind for c in ln.changes} & _INTENT_KINDS,
+            lambda ln: ln.status == "blocked" and not {c.kind for c in ln.changes} & INTENT_KINDS,
             lambda ln: ln.status != "unreachable"]
         for test in tests:
             cut = next((i for i, ln in enumerate(lines) if test(ln)), None)
@@ -100,14 +113,14 @@ def advise(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: s
     return Advice(target=target, python=python, now=now, lines=tuple(lines), matrix=matrix)
 
 
-_INTENT_KINDS = {"triton", "cuda", "cuda-policy", "torch"}
+INTENT_KINDS = {"triton", "cuda", "cuda-policy", "torch"}
 _ORDERED_KINDS = {"driver", "glibc", "macos"}  # machine changes whose size is their version: smaller is less work
 
 
 def _smaller(these: tuple[Change, ...], than: tuple[Change, ...]) -> bool:
     """Whether machine changes `these` are strictly less than `than`: no kind `than` lacks, no larger value, and
     at least one smaller value or one change fewer (a Python change counts only when it is the same one)."""
-    if not these or {c.kind for c in these} & _INTENT_KINDS:
+    if not these or {c.kind for c in these} & INTENT_KINDS:
         return False
     big = {c.kind: c.need for c in than}
     less = len(these) < len(than)
@@ -423,8 +436,12 @@ def advice_json(a: Advice) -> dict[str, object]:
                          "sources": list(c.sources)} for c in ln.changes],
             "then": selection_json(ln.then) if ln.then is not None else None,
             "sources": list(ln.sources),
+            "with_packages": None if ln.with_packages is None else {
+                "checked": ln.with_packages.checked, "words": ln.with_packages.words,
+                "then": selection_json(ln.with_packages.then) if ln.with_packages.then is not None else None},
         } for ln in a.lines],
         "packages": list(a.packages),
+        "checked": a.checked,
     }
 
 
@@ -435,7 +452,14 @@ def format_advice(a: Advice, sources: bool = True) -> str:
     out = [f"target {a.target.name} ({describe_target(a.target, a.python)})", f"  now: {now}"]
     if a.packages:
         out.append("  your packages (triton-env.lock):")
-        out += [f"    {p}" for p in a.packages]
+        for p in a.packages:  # the claim, then how it was checked on a line of its own
+            for sep in (" — checked with uv: ", " — not checked with uv"):
+                claim, found, rest = p.partition(sep)
+                if found:
+                    out += [f"    {claim}", f"      {found[3:]}{rest}"]
+                    break
+            else:
+                out.append(f"    {p}")
     if not a.lines:
         out.append("  nothing newer: this is the newest torch line the matrix knows")
     for group in _runs(a.lines):
@@ -457,6 +481,8 @@ def format_advice(a: Advice, sources: bool = True) -> str:
             tri = (f"triton {pin} (the one its wheels require, installed but not checked)" if pin
                    else f"{t.triton_package or 'no triton'} {t.triton or ''}".rstrip())
             out.append(f"      then: torch {t.torch} ({t.backend}) + {tri}")
+        if ln.with_packages is not None:
+            out.append(f"      {ln.with_packages.words}")
         if sources:
             out += [f"      rests on {src}" for src in dict.fromkeys(x for g in group for x in g.sources)]
     return "\n".join(out)
@@ -466,7 +492,8 @@ def _runs(lines: tuple[Line, ...]) -> list[list[Line]]:
     """Consecutive lines with the same status, blocker kind and changes (the torch version aside)."""
     def key(ln: Line) -> tuple[object, ...]:
         words = tuple(c.words.replace(f"torch {ln.torch} ", "torch ") for c in ln.changes)
-        return ln.status, words, (ln.blocker or "").split(":")[0] if ln.status == "blocked" else ln.blocker
+        return (ln.status, words, (ln.blocker or "").split(":")[0] if ln.status == "blocked" else ln.blocker,
+                ln.with_packages.words if ln.with_packages else None)
     out: list[list[Line]] = []
     for ln in lines:
         if out and key(out[-1][-1]) == key(ln) and ln.status in ("blocked", "excluded", "unreachable"):
@@ -474,45 +501,3 @@ def _runs(lines: tuple[Line, ...]) -> list[list[Line]]:
         else:
             out.append([ln])
     return out
-
-
-# --- the user's packages (what the lock's decision recorded) -------------------------------------------------------
-
-def package_advice(intent: Intent, matrix: Matrix, target: TargetSpec, default_python: str, advice: Advice,
-                   locked: Selection | None) -> tuple[str, ...]:
-    """What the user's packages hold back on this target, from the lock's decision (`direct` and its torch reason):
-    a torch the packages keep below what the target allows, and each package below its newest release — for those
-    the target holds back, the least change that unlocks the torch they need (the same search as the lines above)."""
-    import re
-
-    if locked is not None and not locked.ok and locked.conflict is not None:
-        # the lock records this target as a conflict of the packages (resolve exits 3 for it): say that first
-        head, *rest = locked.conflict.message.splitlines()
-        fix = next((x.strip() for x in rest if x.strip().startswith("fix:")), "")
-        return (f"the lock records a conflict for this target: {head}" + (f" — {fix}" if fix else ""),)
-    if locked is None or not locked.ok:
-        return ()
-    out: list[str] = []
-    first = locked.reasons[0] if locked.reasons else ""
-    m = re.match(r"torch (\S+): the newest torch the packages allow \((.*)\); torch (\S+) would fit this target$",
-                 first)
-    if m:
-        # a package's requirement: only a release of it that allows the newer torch helps (no machine change);
-        # otherwise (the index lacks that torch, or uv found no solution) say what held it, and no more
-        out.append(f"torch {m[3]} fits this target, but the lock holds torch {m[1]}: {m[2]}"
-                   + (f" — a newer release of the package that allows torch {m[3]} would unlock it; no change to this "
-                      "machine would" if " requires " in m[2] else ""))
-    for d in locked.direct:
-        if d.held_by is None:
-            continue
-        host = re.search(r"; torch (\S+) does not fit this target: ", d.held_by)
-        line = None
-        if host:
-            found = [ln for ln in advise(intent, matrix, target, default_python, host[1]).lines if ln.torch == host[1]]
-            line = found[0] if found else None
-        if line is not None and line.status == "blocked":
-            out.append(f"{d.name} {d.newest} (locked: {d.version}) needs torch {host[1] if host else ''}: "
-                       + line.summary.split(": ", 1)[1])
-        else:
-            out.append(f"{d.name} {d.newest} (locked: {d.version}): {d.held_by}")
-    return tuple(out)
