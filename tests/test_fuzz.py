@@ -43,6 +43,8 @@ TRICKY = [
 ]
 KEYS = ["python", "torch", "triton", "packages", "cuda", "cuda-policy", "name", "os", "arch", "glibc", "driver",
         "gpus", "default", "nope", "x" * 50, "é"]
+# keys a hand makes: misspelt, in another table's place, another case (each answered "did you mean", or where it goes)
+MISSPELT = ["torhc", "cuda_policy", "Gpus", "gpu", "packges", "driver", "index", "Torch", "é" * 40]
 
 
 def _toml(value: Any) -> str:
@@ -72,17 +74,18 @@ def intents(draw: st.DrawFn) -> str:
     lines: list[str] = []
     if draw(st.booleans()):
         lines.append("[environment]")
-        for key in draw(st.lists(st.sampled_from(KEYS[:6] + ["nope", "no-build", "optional-gpu-code"]), max_size=7,
-                                 unique=True)):
+        for key in draw(st.lists(st.sampled_from(KEYS[:6] + ["nope", "no-build", "optional-gpu-code"] + MISSPELT),
+                                 max_size=7, unique=True)):
             value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
             lines.append(f"{json.dumps(key)} = {_toml(value)}")
     if draw(st.booleans()):
         lines.append("[indexes]")
-        for key in draw(st.lists(st.sampled_from(["torch", "default", "extra"]), max_size=3, unique=True)):
+        for key in draw(st.lists(st.sampled_from(["torch", "default", "extra", "defualt"]), max_size=3, unique=True)):
             lines.append(f"{key} = {_toml(draw(values))}")
     for _ in range(draw(st.integers(0, 3))):
         lines.append("[[targets]]")
-        for key in draw(st.lists(st.sampled_from(KEYS[6:12] + ["python", "cuda", "nope"]), max_size=8, unique=True)):
+        for key in draw(st.lists(st.sampled_from(KEYS[6:12] + ["python", "cuda", "nope"] + MISSPELT), max_size=8,
+                                 unique=True)):
             value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
             lines.append(f"{json.dumps(key)} = {_toml(value)}")
     if draw(st.integers(0, 5)) == 0:  # target-files globs (relative to the fuzz directory)

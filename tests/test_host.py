@@ -579,7 +579,7 @@ def test_load_saved_target_names_file_and_line(tmp_path: Path) -> None:
     saved = tmp_path / "box.toml"
     saved.write_text(
         "# hand-edited\n[[targets]]\nname = \"box\"\nos = \"linux\"\ncuda = \"twelve\"\n"
-        "gpus = [\"sm_80\"]\ncolour = \"red\"\n")
+        "gpus = [\"sm_80\"]\ncolour = \"red\"\ndrivr = \"535.104.05\"\n")
     with pytest.raises(HostError) as e:
         host.load_saved_target(str(saved))
     assert str(e.value) == "\n".join([
@@ -587,6 +587,8 @@ def test_load_saved_target_names_file_and_line(tmp_path: Path) -> None:
         f"{saved}:6: targets[0].gpus = ['sm_80']: expected a list of compute capabilities like [\"8.0\"]",
         f"{saved}:7: targets[0].colour: unknown key, expected one of name, os, arch, glibc, python, driver, cuda, gpus, macos, "
             "amdgpu, hsa-override",
+        f'{saved}:8: targets[0].drivr: unknown key, did you mean "driver"? (expected one of name, os, arch, glibc, '
+        "python, driver, cuda, gpus, macos, amdgpu, hsa-override)",
         f"{saved}:2: targets[0].arch is missing",
     ])
 

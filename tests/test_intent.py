@@ -222,3 +222,74 @@ def test_an_unknown_gpu_name_suggests_the_nearest_known_one() -> None:
     assert 'gpus[1]: unknown GPU \'A10O\' — did you mean "A100" (compute capability 8.0)?' in text
     assert "gpus[2]: unknown GPU 'Quux 9' — give its compute capability instead (nvidia-smi" in text
     assert '"8.6"' not in text
+
+
+ENV_KEYS = "python, torch, triton, packages, cuda, cuda-policy, no-build, channel, optional-gpu-code"
+TARGET_KEYS = "name, os, arch, glibc, python, driver, cuda, gpus, macos, amdgpu, hsa-override"
+TOP_KEYS = "environment, indexes, targets, target-files, package-builds"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[environment]\ntorhc = ">=2.6"\n',
+     f't.toml:2: environment.torhc: unknown key — did you mean "torch"? (the keys here: {ENV_KEYS})'),
+    ('[environment]\ncuda_policy = "strict"\n',
+     f't.toml:2: environment.cuda_policy: unknown key — did you mean "cuda-policy"? (the keys here: {ENV_KEYS})'),
+    ('[environment]\nPackages = []\n',
+     f't.toml:2: environment.Packages: unknown key — did you mean "packages"? (the keys here: {ENV_KEYS})'),
+    ('[environment]\ndriver = "535"\n',
+     f"t.toml:2: environment.driver: unknown key — driver belongs in [[targets]]: move it there (the keys here: "
+     f"{ENV_KEYS})"),
+    ('[environment]\ngpu = ["8.0"]\n',
+     f't.toml:2: environment.gpu: unknown key — did you mean "gpus"? It belongs in [[targets]]: move it there (the '
+     f"keys here: {ENV_KEYS})"),
+    ('[environment]\nindex = "https://mirror.example/simple"\n',  # a [[package-builds]] key: no hint from there
+     f"t.toml:2: environment.index: unknown key — use one of: {ENV_KEYS}"),
+    ("enviroment = 1\n", f't.toml:1: enviroment: unknown key — did you mean "environment"? (the keys here: {TOP_KEYS})'),
+    ('torch = ">=2.6"\n',
+     f"t.toml:1: torch: unknown key — torch belongs in [environment]: move it there (the keys here: {TOP_KEYS})"),
+    ('target-file = ["hosts/*.toml"]\n',
+     f't.toml:1: target-file: unknown key — did you mean "target-files"? (the keys here: {TOP_KEYS})'),
+    ('[indexes]\ndefualt = "https://mirror.example/simple"\n',
+     't.toml:2: indexes.defualt: unknown key — did you mean "default"? (the keys here: torch, default)'),
+    ('[[targets]]\nname = "a"\ngpu = ["8.0"]\n',
+     f't.toml:3: targets[0].gpu: unknown key — did you mean "gpus"? (the keys here: {TARGET_KEYS})'),
+    ('[[targets]]\nname = "a"\npackges = ["x"]\n',
+     f't.toml:3: targets[0].packges: unknown key — did you mean "packages"? It belongs in [environment]: move it '
+     f"there (the keys here: {TARGET_KEYS})"),
+    ('[[package-builds]]\nname = "vllm"\nindex = "https://w.example/{version}/{cuda}"\ncuda = ["cu129"]\nfromat = 1\n',
+     't.toml:5: package-builds[0].fromat: unknown key — did you mean "format"? (the keys here: name, index, cuda, '
+     'format)'),
+])
+def test_a_misspelt_key_in_each_table_gets_the_key_it_most_likely_means(text: str, expected: str) -> None:
+    assert _err(text) == expected
+
+
+def test_a_misspelt_key_in_a_target_file_and_a_pyproject_gets_its_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "a.toml").write_text('[[target]]\nname = "a"\n')
+    (tmp_path / "triton-env.toml").write_text('target-files = ["hosts/*.toml"]\n')
+    with pytest.raises(IntentError) as err:
+        read_intent(tmp_path / "triton-env.toml")
+    assert (f'{tmp_path / "hosts" / "a.toml"}:1: target: unknown key — did you mean "targets"? (the keys here: '
+            "targets)") in str(err.value)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.optional-dependencies]\ntrain = []\n[tool.tritonlock]\nextra = ["train"]\n'
+        '[tool.tritonlock.environment]\ndriver = "535"\n')
+    with pytest.raises(IntentError) as err:
+        read_intent(tmp_path / "pyproject.toml")
+    where = tmp_path / "pyproject.toml"
+    assert str(err.value).splitlines()[1:] == [
+        f'  {where}:6: tool.tritonlock.extra: unknown key — did you mean "extras"? (the keys here: {TOP_KEYS}, '
+        'extras)',
+        f"  {where}:8: tool.tritonlock.environment.driver: unknown key — driver belongs in "
+        f"[[tool.tritonlock.targets]]: move it there (the keys here: {ENV_KEYS})"]
+
+
+def test_suggestions_stop_where_the_error_stops_listing() -> None:
+    """A fuzzy match per key costs time: like unknown GPU names, only the keys an error shows get one."""
+    msg = _err("[environment]\n" + "".join(f"k{i} = 1\n" for i in range(20)) + "torhc = 1\n")
+    assert msg.splitlines()[-1] == "  … and 1 more"
+    assert 'did you mean "torch"' not in msg
+    msg = _err("[environment]\n" + "".join(f"k{i} = 1\n" for i in range(19)) + "torhc = 1\n")
+    assert msg.splitlines()[-1].endswith('environment.torhc: unknown key — did you mean "torch"? (the keys here: '
+                                         f"{ENV_KEYS})")

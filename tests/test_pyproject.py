@@ -71,7 +71,8 @@ def test_problems_name_the_pyproject_line_and_the_full_key(tmp_path: Path) -> No
     assert lines[0] == f"3 problems in {tmp_path / 'pyproject.toml'}:"
     where = f"{tmp_path / 'pyproject.toml'}"
     assert any(line.strip().startswith(f"{where}:19: tool.tritonlock.extras[0]: 'trian' is not a group in "
-                                       "[project.optional-dependencies] — use one of: dev, train") for line in lines)
+                                       "[project.optional-dependencies] — did you mean \"train\"? (its groups: dev, train)")
+               for line in lines)
     assert any(line.strip().startswith(f"{where}:7: project.dependencies[1]: 'einops>>0.8' is not a valid requirement")
                for line in lines)
     assert any(line.strip().startswith(f"{where}:22: tool.tritonlock.environment.cuda: unknown backend 'cu999'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -162,3 +163,19 @@ def capped(problems: list[str], limit: int = 20) -> list[str]:
     if len(problems) <= limit:
         return problems
     return [*problems[:limit], f"… and {len(problems) - limit} more"]
+
+
+def nearest(word: str, known: Iterable[str]) -> str | None:
+    """The known key or name a misspelt one most likely means ("torhc" → "torch", "cuda_policy" → "cuda-policy"),
+    as GPU names are matched (difflib, compat.matrix.nearest_gpu); None when nothing is close."""
+    import difflib
+
+    def squeeze(text: str) -> str:
+        return re.sub(r"[-_. ]+", "-", text.strip().lower())
+
+    by = {squeeze(k): k for k in known}
+    want = squeeze(word)
+    if want in by:
+        return by[want]
+    close = difflib.get_close_matches(want, list(by), n=1, cutoff=0.7)
+    return by[close[0]] if close else None

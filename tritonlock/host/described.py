@@ -196,7 +196,10 @@ def load_saved_target(path: str) -> TargetSpec:
     for key, value in table.items():
         where = f"{path}:{line_of(key)}: targets[0].{_toml.shown(key, 40).strip(chr(39))}"
         if key not in _TARGET_KEYS:
-            problems.append(f"{where}: unknown key, expected one of {', '.join(_TARGET_KEYS)}")
+            near = _toml.nearest(str(key), _TARGET_KEYS) if len(problems) < 20 else None
+            problems.append(f"{where}: unknown key, " + (f'did you mean "{near}"? (expected one of '
+                                                          f"{', '.join(_TARGET_KEYS)})" if near else
+                                                          f"expected one of {', '.join(_TARGET_KEYS)}"))
         elif key == "gpus":
             if isinstance(value, list) and all(isinstance(v, str) and (_CC.match(v) or _VENDOR_GPU.match(v))
                                                for v in value):

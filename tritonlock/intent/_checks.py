@@ -124,10 +124,49 @@ def _string(p: _Problems, key: tuple[str | int, ...], raw: Any, example: str) ->
     return raw
 
 
-def _unknown(p: _Problems, table: dict[str, Any], allowed: tuple[str, ...], key: tuple[str | int, ...]) -> None:
+# The keys of each table of the intent: a key written in the wrong table is told where it belongs.
+TABLES: dict[str, tuple[str, ...]] = {
+    "[environment]": ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel",
+                      "optional-gpu-code"),
+    "[indexes]": ("torch", "default"),
+    "[[targets]]": ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos", "amdgpu",
+                    "hsa-override"),
+    "[[package-builds]]": ("name", "index", "cuda", "format"),
+}
+
+
+def elsewhere(this: str) -> dict[str, str]:
+    """Each key of the other tables → the table it belongs in (the first that has it; [[package-builds]]'s keys are
+    no hint: `index` in [environment] means [indexes] rather)."""
+    out: dict[str, str] = {}
+    for table, keys in TABLES.items():
+        if table not in (this, "[[package-builds]]"):
+            for k in keys:
+                out.setdefault(k, table)
+    return out
+
+
+def _unknown(p: _Problems, table: dict[str, Any], allowed: tuple[str, ...], key: tuple[str | int, ...],
+             elsewhere: dict[str, str] | None = None) -> None:
+    """Each key of `table` not in `allowed`: the key it most likely means, or the table it belongs in (`elsewhere`:
+    key → "[[targets]]"), and the keys this table has."""
     for k in table:
         if k not in allowed:
-            p.add((*key, k), "unknown key", f"use one of: {', '.join(allowed)}")
+            # a suggestion costs a fuzzy match: only for as many keys as an error shows (_toml.capped)
+            near = _toml.nearest(k, allowed) if len(p.items) < 20 else None
+            other = _toml.nearest(k, elsewhere) if elsewhere and near is None and len(p.items) < 20 else None
+            if near is not None:
+                fix = f'did you mean "{near}"? (the keys here: {", ".join(allowed)})'
+            elif other is not None and elsewhere is not None:
+                there = elsewhere[other]
+                if p.prefix:  # in a pyproject.toml: [tool.tritonlock.environment]
+                    name = there.strip("[]")
+                    there = there.replace(name, ".".join([*map(str, p.prefix), name]))
+                fix = (f"{other} belongs in {there}" if other == k else f'did you mean "{other}"? It belongs in '
+                       f"{there}") + f": move it there (the keys here: {', '.join(allowed)})"
+            else:
+                fix = f"use one of: {', '.join(allowed)}"
+            p.add((*key, k), "unknown key", fix)
 
 
 def _python(p: _Problems, key: tuple[str | int, ...], raw: Any) -> str | None:

@@ -41,8 +41,10 @@ def _from_pyproject(p: _checks._Problems, data: dict[str, Any]) -> dict[str, Any
     known = {re.sub(r"[-_.]+", "-", k).lower(): k for k in groups}
     for i, e in enumerate(extras):
         if re.sub(r"[-_.]+", "-", e).lower() not in known:
+            near = _toml.nearest(e, groups) if len(p.items) < 20 else None
             p.add(("extras", i), f"{_toml.shown(e)} is not a group in [project.optional-dependencies]",
-                  f"use one of: {', '.join(sorted(groups)) or '(none: add the group there first)'}")
+                  (f'did you mean "{near}"? (its groups: {", ".join(sorted(groups))})' if near else
+                   f"use one of: {', '.join(sorted(groups)) or '(none: add the group there first)'}"))
     dynamic = project.get("dynamic", [])
     if isinstance(dynamic, list) and "dependencies" in dynamic:
         p.add(("project", "dynamic"), "the dependencies are dynamic (a build backend computes them), so tritonlock "

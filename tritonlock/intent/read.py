@@ -17,9 +17,8 @@ from tritonlock.intent._checks import INTENT_LIMIT, normalize_torch_spec
 from tritonlock.intent.targets import same_machines
 from tritonlock.models import Intent, PackageBuilds, TargetSpec
 
-_ENV_KEYS = ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel",
-             "optional-gpu-code")
-_INDEX_KEYS = ("torch", "default")
+_ENV_KEYS = _checks.TABLES["[environment]"]
+_INDEX_KEYS = _checks.TABLES["[indexes]"]
 _BACKEND = re.compile(r"^(cpu|cu[0-9]{3,})\Z")
 
 
@@ -117,12 +116,14 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
         raise IntentError(f"{where}: TOML syntax error: {msg} — fix the syntax (https://toml.io)") from None
     if Path(path).name == "pyproject.toml":  # [tool.tritonlock] + [project].dependencies: the same intent
         data = pyproject._from_pyproject(p, data)
-    _checks._unknown(p, data, ("environment", "indexes", "targets", "target-files", "package-builds"), ())
+    top = ("environment", "indexes", "targets", "target-files", "package-builds")
+    _checks._unknown(p, data, (*top, "extras") if p.prefix else top, (),  # ([tool.tritonlock] has extras too)
+                     {k: t for k, t in _checks.elsewhere("").items() if t != "[[package-builds]]"})
     env = data.get("environment", {})
     if not isinstance(env, dict):
         p.add(("environment",), "expected a table", "write it as [environment]")
         env = {}
-    _checks._unknown(p, env, _ENV_KEYS, ("environment",))
+    _checks._unknown(p, env, _ENV_KEYS, ("environment",), _checks.elsewhere("[environment]"))
     python = _checks._python(p, ("environment", "python"), env["python"]) if "python" in env else None
     torch = ""
     label: str | None = None
@@ -201,7 +202,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
     if not isinstance(idx, dict):
         p.add(("indexes",), "expected a table", "write it as [indexes]")
         idx = {}
-    _checks._unknown(p, idx, _INDEX_KEYS, ("indexes",))
+    _checks._unknown(p, idx, _INDEX_KEYS, ("indexes",), _checks.elsewhere("[indexes]"))
     torch_index = _index(p, ("indexes", "torch"), idx["torch"]) if "torch" in idx else None
     default_index = _index(p, ("indexes", "default"), idx["default"]) if "default" in idx else None
     raw_targets = data.get("targets", [])
@@ -228,7 +229,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
 
 
-_BUILD_KEYS = ("name", "index", "cuda", "format")
+_BUILD_KEYS = _checks.TABLES["[[package-builds]]"]
 
 
 def _package_builds(p: _checks._Problems, raw: Any) -> tuple[PackageBuilds, ...]:
@@ -244,7 +245,7 @@ def _package_builds(p: _checks._Problems, raw: Any) -> tuple[PackageBuilds, ...]
         if not isinstance(row, dict):
             p.add(("package-builds", i), "expected a table", "write it as a [[package-builds]] table")
             continue
-        _checks._unknown(p, row, _BUILD_KEYS, ("package-builds", i))
+        _checks._unknown(p, row, _BUILD_KEYS, ("package-builds", i), _checks.elsewhere("[[package-builds]]"))
         try:
             (b,) = parse_rows([row], "", "package-builds")
         except ValueError as err:

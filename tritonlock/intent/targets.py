@@ -14,7 +14,7 @@ from tritonlock.intent import _checks
 from tritonlock.intent._checks import INTENT_LIMIT
 from tritonlock.models import TargetSpec
 
-_TARGET_KEYS = ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos", "amdgpu", "hsa-override")
+_TARGET_KEYS = _checks.TABLES["[[targets]]"]
 _OS = {"linux": "linux", "windows": "windows", "win32": "windows", "macos": "macos", "darwin": "macos"}
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 _CC = re.compile(r"^[0-9]+\.[0-9]+\Z")
@@ -103,7 +103,7 @@ def _target(p: _checks._Problems, i: int, raw: Any, names: set[str]) -> TargetSp
     if not isinstance(raw, dict):
         p.add(key, "expected a table", "write it as [[targets]] with name = ...")
         return None
-    _checks._unknown(p, raw, _TARGET_KEYS, key)
+    _checks._unknown(p, raw, _TARGET_KEYS, key, _checks.elsewhere("[[targets]]"))
     name = _checks._string(p, (*key, "name"), raw.get("name"), '"a100-cluster"') if "name" in raw else None
     if name is None:
         if "name" not in raw:
@@ -268,7 +268,7 @@ def _target_files(p: _checks._Problems, data: dict[str, Any], base: Path, names:
             p.items.append(f"{shown}:{line or 1}: TOML syntax error: {msg} — fix the syntax, or save it again "
                            f"on that machine with `tritonlock host --save {shown} --force`")
             continue
-        _checks._unknown(fp, doc, ("targets",), ())
+        _checks._unknown(fp, doc, ("targets",), (), {k: "[[targets]]" for k in _TARGET_KEYS})
         tables = doc.get("targets")
         if not isinstance(tables, list) or not tables:
             fp.add(("targets",), "expected one or more [[targets]] tables",
