@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -221,3 +222,15 @@ def test_cuda_cpu_from_a_default_index_with_only_cuda_builds_is_a_conflict(tmp_p
     assert "torch 2.6.0: the default index ships only the cu124 build of it for linux_x86_64, no CPU-only build" in out
     assert "fix: for a CPU-only torch take it from PyTorch's cpu index" in out
     assert not (tmp_path / "triton-env.lock").exists()
+    # the way the fix names for a machine that reaches only its default index: a mirror of PyTorch's index (here the
+    # test index's whl/ tree) in [indexes] torch — the small CPU build is then locked
+    form = re.search(r'\[indexes\] torch = "(https://<your mirror>(/whl/\{backend\}))"', out)
+    assert form is not None, out
+    (tmp_path / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n[indexes]\n'
+        f'torch = "{local_index.url}{form[2]}"\ndefault = "{local_index.index_url("simple")}"\n', encoding="utf-8")
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0, out
+    (t,) = read_lock(tmp_path / "triton-env.lock").targets
+    assert t.selection.backend == "cpu" and t.selection.index == f"{local_index.url}/whl/cpu"
+    assert {p.name: p.version for p in t.packages}["torch"] == "2.6.0+cpu"

@@ -196,6 +196,11 @@ def test_cpu_reason_says_what_was_asked() -> None:
     assert "cpu: no NVIDIA driver on this target" in nodriver.reasons
 
 
+CPU_FIX = ('fix: for a CPU-only torch take it from PyTorch\'s cpu index (remove [indexes] torch = "default"; where only '
+           "your default index is reachable, name a mirror of PyTorch's index there: [indexes] torch = "
+           '"https://<your mirror>/whl/{backend}"), or set cuda = "auto" to lock the build the default index ships')
+
+
 def test_cuda_cpu_from_the_default_index() -> None:
     """cuda = "cpu" never locks a CUDA build: where the default index ships only CUDA builds (Linux), nothing fits,
     and the conflict says so with both ways out; where its one build is the CPU one (macOS), that is locked."""
@@ -203,13 +208,11 @@ def test_cuda_cpu_from_the_default_index() -> None:
     assert not laptop.ok and laptop.conflict is not None and laptop.backend is None
     assert (f"torch {M.torch[0].version}: the default index ships only the {M.torch[0].pypi_backend} build of it for "
             "linux_x86_64, no CPU-only build") in laptop.conflict.message
-    assert ('fix: for a CPU-only torch take it from PyTorch\'s cpu index (remove [indexes] torch = "default"), or set '
-            'cuda = "auto" to lock the build the default index ships') in laptop.conflict.message
+    assert CPU_FIX in laptop.conflict.message
     mac = pick('cuda = "cpu"\n[indexes]\ntorch = "default"', os="macos", arch="arm64", python="3.12")
     assert mac.ok and mac.backend == "cpu" and not mac.warnings[:0]
     gpu = pick('cuda = "cpu"\n[indexes]\ntorch = "default"', driver="570.133.07", gpus=["8.9"], python="3.12")
     assert not gpu.ok and gpu.conflict is not None
     assert "no CPU-only build" in gpu.conflict.message
-    assert ('fix: for a CPU-only torch take it from PyTorch\'s cpu index (remove [indexes] torch = "default"), or set '
-            'cuda = "auto" to lock the build the default index ships') in gpu.conflict.message
+    assert CPU_FIX in gpu.conflict.message
     assert 'set cuda = "cpu"' not in gpu.conflict.message

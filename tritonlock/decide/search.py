@@ -512,8 +512,12 @@ class _Fixes:
                                  f"then torch {sel.torch}")
                     break
         if self.from_default and self.intent.cuda == "cpu":
-            hints.append("for a CPU-only torch take it from PyTorch's cpu index (remove [indexes] torch = \"default\"), "
-                         "or set cuda = \"auto\" to lock the build the default index ships")
+            # (the default index here is PyPI or its mirror, whose Linux torch is a CUDA build: where PyTorch's own
+            # index cannot be reached either, a mirror of it is the way to the small CPU build)
+            hints.append("for a CPU-only torch take it from PyTorch's cpu index (remove [indexes] torch = \"default\"; "
+                         "where only your default index is reachable, name a mirror of PyTorch's index there: [indexes] "
+                         "torch = \"https://<your mirror>/whl/{backend}\"), or set cuda = \"auto\" to lock the build the "
+                         "default index ships")
         elif self.intent.cuda not in ("auto", "cpu") and self.gpu:
             hints.append('let cuda = "auto" choose the CUDA variant')
         if not hints and self.t.os == "macos":
