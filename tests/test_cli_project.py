@@ -155,7 +155,7 @@ def test_a_path_that_is_not_there_is_bad_input_everywhere(project: Path, tmp_pat
         (("host", "--save", str(project / "triton-env.toml" / "host.toml")), f"{project / 'triton-env.toml' / 'host.toml'}"
          ": cannot write it (Not a directory) — check that its directory exists and that you may write there"),
         (("export", "-p", str(project), "--format", "pylock", "--target", "a100", "-o", str(nowhere / "pylock.toml")),
-         f"export --format pylock: {nowhere / 'pylock.toml'}: {nowhere} is not a directory — create it first or fix "
+         f"export --format pylock: {nowhere} does not exist (for {nowhere / 'pylock.toml'}) — create it first or fix "
          "the path; nothing was written"),
         (("init", "-p", str(project)), f"{project / 'triton-env.toml'} already exists — edit it, or pass --force"),
         (("show", "-p", str(nowhere)), f"{nowhere / 'triton-env.lock'}: no such file"),

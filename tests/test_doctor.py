@@ -707,7 +707,28 @@ def test_no_venv_examines_the_host_only(tmp_path: Path) -> None:
     assert report_json(r)["errors"] == 0
 
 
+def test_doctor_in_an_empty_folder_starts_the_fix_at_init(tmp_path: Path) -> None:
+    """No intent here: `sync` cannot make the venv (it asks for `init`), so doctor's fixes start at `init`; with an
+    intent they name `sync` and `resolve` as before."""
+    r = doctor(tmp_path, host())
+    assert [f.fix for f in r.findings] == [
+        "`tritonlock init` (no triton-env.toml here yet), then `tritonlock resolve` and `tritonlock sync` create it; "
+        "or pass --python PATH for another one",
+        "`tritonlock init` first (no triton-env.toml here yet), then `tritonlock resolve` writes one"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the claim: nothing here
+    code, out = _cli("sync", "-p", str(tmp_path))  # and what sync says there
+    assert code == 2 and "tritonlock init" in out, out
+    (tmp_path / "triton-env.toml").write_text("[environment]\n")
+    r = doctor(tmp_path, host())
+    assert [f.fix for f in r.findings] == ["`tritonlock sync` creates it; or pass --python PATH for another one",
+                                           "`tritonlock resolve` writes one"]
+    (tmp_path / "triton-env.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.tritonlock]\n')  # an intent too
+    assert doctor(tmp_path, host()).findings[0].fix.startswith("`tritonlock sync` creates it")
+
+
 def test_venv_whose_python_was_removed(tmp_path: Path) -> None:
+    (tmp_path / "triton-env.toml").write_text("[environment]\n")  # sync can recreate it (no intent: init first)
     venv = make_venv(tmp_path, triton_pkg("3.2.0"))
     gone = tmp_path / "pyenv" / "versions" / "3.11.4" / "bin" / "python3.11"  # upgraded away
     (venv / "bin" / "python").unlink()
@@ -719,6 +740,10 @@ def test_venv_whose_python_was_removed(tmp_path: Path) -> None:
                         evidence=(f"{venv / 'bin' / 'python'} points to {gone}, which no longer exists",),
                         fix=f"remove {venv} and run `tritonlock sync` to recreate it")
     assert "venv-missing" not in [x.id for x in r.findings]
+    (tmp_path / "triton-env.toml").unlink()
+    assert only(doctor(tmp_path, host()), "venv-broken").fix == (
+        f"remove {venv}; `tritonlock init` (no triton-env.toml here yet), then `tritonlock resolve` and `tritonlock "
+        "sync` make a new one")
 
 
 def test_real_cpu_torch_on_a_gpu_host(tmp_path: Path, real_cpu_torch_python: str) -> None:

@@ -489,10 +489,11 @@ def test_devcontainer(project: Path) -> None:
     ctx = project / "tritonlock-image"
     assert out == ("warning: target 'host' has files on an index on this machine (127.0.0.1): the image builds only "
                    "here, with the host's network\n"
-                   f"wrote {ctx / 'requirements-host.txt'} (the Dockerfile copies it from the build context)\n"
-                   + "".join(f"wrote {ctx / 'verify' / rel} (the Dockerfile copies it from the build context)\n"
-                             for rel, _ in runner_files()) +
-                   f"wrote {d / 'devcontainer.json'}\nwrote {d / 'Dockerfile'}\n")
+                   f"wrote {ctx}/ ({1 + len(runner_files())} files: requirements-host.txt, verify/), which the "
+                   "Dockerfile copies from its build context (the project)\n"
+                   f"wrote {d / 'devcontainer.json'}, {d / 'Dockerfile'}\n")
+    assert sorted(str(p.relative_to(ctx)) for p in ctx.rglob("*") if p.is_file()) == sorted(
+        ["requirements-host.txt", *(f"verify/{rel}" for rel, _ in runner_files())])  # the count said is the files
     doc = json.loads((d / "devcontainer.json").read_text())
     assert doc == {
         "name": "tritonlock host", "build": {"dockerfile": "Dockerfile", "context": ".."},
@@ -610,5 +611,68 @@ def test_a_failing_export_leaves_nothing_behind(project: Path) -> None:
 
     before = tree(project)
     code, out = cli("export", "-p", str(project), "--format", "dockerfile", "-o", str(project / "missing" / "Dockerfile"))
-    assert code == 2 and "is not a directory — create it first or fix the path; nothing was written" in out, out
+    assert code == 2 and out.endswith(f"error: export --format dockerfile: {project / 'missing'} does not exist (for "
+                                      f"{project / 'missing' / 'Dockerfile'}) — create it first or fix the path; "
+                                      "nothing was written\n"), out
     assert tree(project) == before  # tritonlock-image/ was written before the error, once
+
+
+def test_devcontainer_makes_its_o_directory_but_not_the_folders_above(project: Path) -> None:
+    """-o DIR for a devcontainer is made when missing, as the default .devcontainer/ is (the documented default
+    named with -o works the same); a missing folder above it, or a file in its place, is bad input naming it."""
+    for out_dir in (project / "nothere", project / ".devcontainer"):
+        code, out = cli("export", "-p", str(project), "--format", "devcontainer", "-o", str(out_dir))
+        assert code == 0, out
+        assert out.endswith(f"wrote {out_dir / 'devcontainer.json'}, {out_dir / 'Dockerfile'}\n"), out
+        assert sorted(p.name for p in out_dir.iterdir()) == ["Dockerfile", "devcontainer.json"]
+    before = sorted(p.name for p in project.iterdir())
+    code, out = cli("export", "-p", str(project), "--format", "devcontainer", "-o", str(project / "a" / "b"))
+    assert (code, out.splitlines()[-1]) == (2, f"error: export --format devcontainer: {project / 'a'} does not exist "
+                                               "— create it first or fix the path (the directory b itself is made when "
+                                               "missing); nothing was written")
+    code, out = cli("export", "-p", str(project), "--format", "devcontainer", "-o", str(project / "triton-env.toml"))
+    assert (code, out.splitlines()[-1]) == (2, f"error: export --format devcontainer: -o {project / 'triton-env.toml'} "
+                                               "is a file, not a directory — pass a directory (it is made when "
+                                               "missing); nothing was written")
+    assert sorted(p.name for p in project.iterdir()) == before
+    (project / "plain").write_text("x")
+    code, out = cli("export", "-p", str(project), "--format", "requirements", "-o",
+                    str(project / "plain" / "req.txt"))
+    assert (code, out.splitlines()[-1]) == (2, f"error: export --format requirements: {project / 'plain'} is not a "
+                                               f"directory (for {project / 'plain' / 'req.txt'}) — create it first or "
+                                               "fix the path; nothing was written")
+
+
+def test_the_dockerfile_export_says_its_build_context_in_one_line(project: Path) -> None:
+    r = CliRunner().invoke(main, ["export", "-p", str(project), "--format", "dockerfile"])
+    assert r.exit_code == 0, r.output
+    ctx = project / "tritonlock-image"
+    n = sum(1 for p in ctx.rglob("*") if p.is_file())
+    assert n == 1 + len(runner_files())
+    assert [x for x in r.stderr.splitlines() if x.startswith("wrote")] == [
+        f"wrote {ctx}/ ({n} files: requirements-host.txt, verify/), which the Dockerfile copies from its build "
+        "context (the project)"]
+
+
+def test_export_writes_a_locks_only_target_wherever_it_runs(project: Path) -> None:
+    """An image or a job is for its target's machine, not this one: the only target is exported with exit 0 even
+    where it does not fit (here: an H100 box on driver 560); of several, export needs --target unless one fits this
+    machine or is named "host" (exit 2) — as README's exit codes say."""
+    from tritonlock.environment.sync import pick_target
+    from tritonlock.errors import TritonlockError
+    from tritonlock.models import HostProfile
+
+    lock, t = _lock_and_target(project)
+    here = HostProfile(os="linux", arch="x86_64", glibc="2.35", python=PY)  # a machine without a GPU or a driver
+    with pytest.raises(TritonlockError):
+        pick_target(lock, here)  # the claim: the target does not fit a machine like this one
+    code, out = cli("export", "-p", str(project), "--format", "pylock", "-o", str(project / "pylock.toml"))
+    assert code == 0 and (project / "pylock.toml").is_file(), out
+    named = [replace(t, selection=replace(t.selection, target=replace(t.selection.target, name=n))) for n in ("a", "b")]
+    lockfile.write_lock(replace(lock, targets=tuple(named)), project / "triton-env.lock")
+    code, out = cli("export", "-p", str(project), "--format", "pylock")
+    assert (code, out.splitlines()[-1]) == (2, f"error: {project / 'triton-env.lock'} has several targets (a, b) and "
+                                               "none fits this host — pick one with --target")
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert ("a lock with no target for this machine (`sync`, `verify --record`; `export` only where the lock has "
+            "several targets and `--target` names none)") in " ".join(readme.split())

@@ -170,6 +170,11 @@ def _usage(text: str) -> Exception:
     return UsageError(text)
 
 
+def missing_dir(d: Path) -> str:
+    """What is wrong with a directory a file should go in: it is not there, or something else is in its place."""
+    return "is not a directory" if os.path.lexists(d) else "does not exist"
+
+
 def _names(paths: list[Path]) -> str:
     return ", ".join(str(p) for p in paths)
 
@@ -199,10 +204,13 @@ def check_writes(paths: list[Path] | tuple[Path, ...], *, what: str, force: bool
         raise _usage(f"{what}: {shown} — tritonlock replaces only regular files, never a device, pipe, socket, "
                      f"directory or symbolic link; nothing was written; {fix}")
     if not parents:
-        nodir = [p for p in paths if not Path(p).parent.is_dir()]
+        nodir: dict[Path, list[Path]] = {}  # the missing directory → the files that would go in it
+        for p in paths:
+            if not Path(p).parent.is_dir():
+                nodir.setdefault(Path(p).parent, []).append(Path(p))
         if nodir:
-            shown = "; ".join(f"{p}: {Path(p).parent}" for p in nodir)
-            raise _usage(f"{what}: {shown} is not a directory — create it first or fix the path; nothing was written")
+            shown = "; ".join(f"{d} {missing_dir(d)} (for {_names(ps)})" for d, ps in nodir.items())
+            raise _usage(f"{what}: {shown} — create it first or fix the path; nothing was written")
     if force or replace == "edit":
         return
     theirs = [p for p in paths if os.path.lexists(p) and (replace == "never" or not written_by_us(p))]

@@ -15,8 +15,9 @@ Exit codes:
   1  a check failed: verify found a problem, doctor found an error, check found a problem, or a node in report merge failed
   2  bad input: triton-env.toml, triton-env.lock (missing, unknown version, edited by hand,
      stale with --locked), compat/ data, pip's configuration (PIP_INDEX_URL, pip.conf), a lock
-     with no target for this machine (sync, verify --record, export), a lock target export cannot
-     write, or a command-line value (an unknown --target, an override, a path that is not there,
+     with no target for this machine (sync, verify --record; export only where the lock has several
+     targets and --target names none), a lock target export cannot write, or a command-line value
+     (an unknown --target, an override, a path that is not there,
      a path that is not a regular file — a device, pipe, socket, directory or link, refused even
      with --force —, a file init would overwrite, or one a command would replace that tritonlock
      did not write: pass --force)

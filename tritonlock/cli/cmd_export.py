@@ -50,7 +50,8 @@ def _fleet_export_opts(f: Any) -> Any:
                    "environment per target; wheelhouse: every file into -o DIR for `sync --find-links DIR`.")
 @click.option("--target", "target_name", help="Lock target to export (default: the one for this machine).")
 @click.option("-o", "--output", metavar="PATH",
-              help="Write here instead of stdout (devcontainer: the directory, default PROJECT/.devcontainer).")
+              help="Write here instead of stdout (devcontainer: the directory, made when missing; default "
+                   "PROJECT/.devcontainer).")
 @click.option("--force", is_flag=True, help="Replace output files that tritonlock did not write (by default they "
                                             "are left alone and the command stops).")
 @_fleet_export_opts
@@ -97,18 +98,31 @@ def export(project: str, fmt: str, target_name: str | None, output: str | None, 
     writes = [(Path(project) / f.path, f.text) for f in files if f.in_context]
     if fmt == "devcontainer":
         writes += [(out_dir / f.path, f.text) for f in main_files]
-        if output is not None:  # -o DIR: the directory must be there (only the default .devcontainer/ is made)
-            check_writes([out_dir / f.path for f in main_files], what=what, force=force)
+        if output is not None:  # -o DIR: made when missing, as the default .devcontainer/ is — not the folders above
+            from tritonlock._files import missing_dir, not_a_file
+
+            if os.path.lexists(out_dir) and not out_dir.is_dir():
+                raise UsageError(f"{what}: -o {out_dir} {not_a_file(out_dir) or 'is a file'}, not a directory — pass "
+                                 "a directory (it is made when missing); nothing was written")
+            if not out_dir.is_dir() and not out_dir.parent.is_dir():
+                raise UsageError(f"{what}: {out_dir.parent} {missing_dir(out_dir.parent)} — create it first or fix the "
+                                 f"path (the directory {out_dir.name} itself is made when missing); nothing was written")
+            check_writes([out_dir / f.path for f in main_files], what=what, force=force, parents=True)
     elif output is not None:
         writes.append((Path(output), main_files[0].text))
         check_writes([Path(output)], what=what, force=force)
     # the build context (tritonlock-image/) and the default .devcontainer/ are made in the project when missing
     write_files(writes, what=what, force=force, parents=True)
-    for p, _ in writes:
-        if fmt == "devcontainer" and p.parent == out_dir:
-            echo(f"wrote {p}", err=True)
-        elif output is None or p != Path(output):
-            echo(f"wrote {p} (the Dockerfile copies it from the build context)", err=True)
+    context_files = [p for p, _ in writes if (fmt != "devcontainer" or p.parent != out_dir)
+                     and (output is None or p != Path(output))]
+    if context_files:  # one line for the build context, however many files the runner has
+        ctx = Path(project) / Path(next(f.path for f in files if f.in_context)).parts[0]  # tritonlock-image/
+        tops = sorted({"/".join(p.relative_to(ctx).parts[:1]) + ("/" if len(p.relative_to(ctx).parts) > 1 else "")
+                       for p in context_files})
+        echo(f"wrote {ctx}/ ({len(context_files)} files: {', '.join(tops)}), which the Dockerfile copies from its "
+             "build context (the project)", err=True)
+    if fmt == "devcontainer":
+        echo(f"wrote {', '.join(str(p) for p, _ in writes if p.parent == out_dir)}", err=True)
     if output is None and fmt != "devcontainer":
         echo(main_files[0].text, nl=False)
     elif fmt != "devcontainer":

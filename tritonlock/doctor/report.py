@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tritonlock.doctor import checks_amd, checks_host, checks_install, checks_lock, checks_native, checks_torch
 from tritonlock.doctor.context import Context, Finding
+from tritonlock.errors import TritonlockError
 from tritonlock.doctor.facts import (DoctorError, LockFacts, VenvFacts, load_matrix_or_error, lock_facts, probe,
                                      probe_ptxas, toolkit_ptxas, venv_python)
 from tritonlock.models import HostProfile
@@ -35,9 +36,14 @@ class Report:
         return 1 if self.errors else 0
 
 
+# sync makes the venv from the lock, which resolve makes from the intent: where the project has none, init comes first
+_FIRST_STEPS = "`tritonlock init` (no triton-env.toml here yet), then `tritonlock resolve` and `tritonlock sync`"
+
+
 def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, matrix: Matrix | None, *,
-             venv_path: str = ".venv", broken: str | None = None) -> tuple[Finding, ...]:
-    """All findings for these facts, in check order (pure: no probing, no I/O)."""
+             venv_path: str = ".venv", broken: str | None = None, intent: bool = True) -> tuple[Finding, ...]:
+    """All findings for these facts, in check order (pure: no probing, no I/O); `intent`: whether the project has
+    one (triton-env.toml, or a pyproject.toml's [tool.tritonlock]) — the fixes start from `init` where it has not."""
     where = venv.prefix if venv else os.path.dirname(os.path.dirname(venv_path)) or venv_path
     checks: tuple[Callable[[Context], list[Finding]], ...] = (
         checks_host.check_driver, checks_host.check_driver_knows_gpus, checks_host.check_toolkit,
@@ -52,12 +58,17 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
     if venv is None and broken:
         out.append(Finding(id="venv-broken", severity="error", title=f"the venv at {where} cannot run: its Python "
                            "interpreter is gone or broken", evidence=(broken,),
-                           fix=f"remove {where} and run `tritonlock sync` to recreate it"))
+                           fix=f"remove {where} and run `tritonlock sync` to recreate it" if intent or lock else
+                           f"remove {where}; {_FIRST_STEPS} make a new one"))
     elif venv is None:
         out.append(Finding(id="venv-missing", severity="warning", title=f"no venv at {where}: only the host was "
-                           "examined", fix="`tritonlock sync` creates it; or pass --python PATH for another one"))
+                           "examined", fix=("`tritonlock sync` creates it" if intent or lock else
+                                            f"{_FIRST_STEPS} create it") + "; or pass --python PATH for another one"))
     for check in checks:
         for f in check(c):
+            if f.id == "no-lock" and not intent:
+                f = dataclasses.replace(f, fix=f"`tritonlock init` first (no triton-env.toml here yet), then "
+                                               "`tritonlock resolve` writes one")
             if f not in out:
                 out.append(f)
     return tuple(out)
@@ -127,7 +138,13 @@ def examine(project: Path, python: str | None = None, *, host: HostProfile | Non
         # (pyenv, Homebrew, apt) leaves the venv dead.
         broken = f"{interpreter} points to {os.readlink(interpreter)}, which no longer exists"
     lock = lock_facts(project, host, matrix, venv.minor if venv else None)
-    findings = diagnose(host, venv, lock, matrix, venv_path=interpreter, broken=broken)
+    try:
+        from tritonlock._discover import intent_file
+
+        intent = intent_file(project).is_file()
+    except TritonlockError:  # two intents at once: there is one, the lock's checks say the rest
+        intent = True
+    findings = diagnose(host, venv, lock, matrix, venv_path=interpreter, broken=broken, intent=intent)
     if matrix_error is not None:
         findings += (Finding(id="matrix-unavailable", severity="info",
                              title="the compatibility data (compat/) could not be loaded: checks that need it were "

@@ -185,15 +185,15 @@ def _listed(out: Path) -> dict[str, str]:
 def _plan(target: LockedTarget, out: Path, wheels: list[Wheel], *, force: bool) -> None:
     """Before anything is fetched: the directory, its index page and every file's place follow the rule every writer
     follows (tritonlock._files) — only regular files, and only the wheelhouse's own (or with --force)."""
-    from tritonlock._files import check_writes, not_a_file
+    from tritonlock._files import check_writes, missing_dir, not_a_file
 
     what = "export --format wheelhouse"
     if os.path.lexists(out) and not out.is_dir():
         raise UsageError(f"{what}: -o {out} {not_a_file(out) or 'is a file'}, not a directory — pass a directory "
                          "(it is made when missing); nothing was written")
     if not os.path.lexists(out) and not out.parent.is_dir():
-        raise UsageError(f"{what}: {out.parent} is not a directory — create it first or fix the path (the wheelhouse "
-                         "directory itself is made when missing); nothing was written")
+        raise UsageError(f"{what}: {out.parent} {missing_dir(out.parent)} — create it first or fix the path (the "
+                         "wheelhouse directory itself is made when missing); nothing was written")
     check_writes([out / INDEX_PAGE], what=what, force=force, parents=True)
     listed = _listed(out)
     odd, theirs = [], []
