@@ -67,7 +67,7 @@ def diagnose(host: HostProfile, venv: VenvFacts | None, lock: LockFacts | None, 
     for check in checks:
         for f in check(c):
             if f.id == "no-lock" and not intent:
-                f = dataclasses.replace(f, fix=f"`tritonlock init` first (no triton-env.toml here yet), then "
+                f = dataclasses.replace(f, fix="`tritonlock init` first (no triton-env.toml here yet), then "
                                                "`tritonlock resolve` writes one")
             if f not in out:
                 out.append(f)
