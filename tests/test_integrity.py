@@ -147,8 +147,56 @@ def test_a_file_too_large_to_fetch_without_a_metadata_hash_is_said_to_be_uncheck
     finally:
         idx.stop()
     assert code == 0, out
-    assert "locked files were not checked against the hash the lock records: over 1.0 KB" in out, out
-    assert "no core-metadata hash (PEP 658)" in out and "einops-0.8.0-py3-none-any.whl" in out
+    (note,) = [x for x in out.splitlines() if x.startswith("note: ")]
+    assert "warning" not in out  # a plain note, once: not an alarm
+    # its claims, checked on the lock: which files are over the bound, each pinned by its sha256, the rest checked
+    files = [w for t in read_lock(root / "triton-env.lock").targets for p in t.packages for w in p.wheels]
+    large = [w for w in files if w.size is not None and w.size > 1000]
+    assert len(large) == 4 and all(len(w.sha256) == 64 for w in large)
+    named = note.split(" (", 1)[1].split(" and 1 more)")[0].split(", ")
+    assert note.startswith("note: 4 locked files over 1.0 KB (") and len(named) == 3
+    assert set(named) <= {w.name for w in large}  # the files named are the ones over the bound
+    assert note.endswith(
+        " and 1 more) are pinned by their sha256, but were not downloaded to check the dependencies their index lists "
+        f"for them (it lists no hash for those, PEP 658); the other {len(files) - 4} files' dependencies were checked "
+        "against their own hash. `tritonlock sync` installs only files whose sha256 matches the lock, and `tritonlock "
+        "verify` imports them — nothing to do, unless you distrust that index: then resolve against one that lists "
+        "PEP 658 hashes")
+
+
+def test_the_large_file_note_says_one_file_and_no_others_in_words(tmp_path: Path) -> None:
+    from tritonlock.lock.integrity import large_note
+
+    assert large_note(["torch-2.11.0-cp311-none-linux_x86_64.whl"], 1, 64 * 2**20) == (
+        "1 locked file over 67.1 MB (torch-2.11.0-cp311-none-linux_x86_64.whl) is pinned by its sha256, but was not "
+        "downloaded to check the dependencies its index lists for it (it lists no hash for those, PEP 658); the other "
+        "file's dependencies were checked against its own hash. `tritonlock sync` installs only files whose sha256 "
+        "matches the lock, and `tritonlock verify` imports them — nothing to do, unless you distrust that index: then "
+        "resolve against one that lists PEP 658 hashes")
+    assert "; the other" not in large_note(["a.whl", "b.whl"], 0, 100)
+    assert large_note([f"{i}.whl" for i in range(5)], 2, 100).startswith(
+        "5 locked files over 100 B (0.whl, 1.whl, 2.whl and 2 more) are pinned by their sha256")
+
+
+def test_sync_installs_only_files_whose_sha256_is_the_locks(tmp_path: Path) -> None:
+    """The note's word on sync, checked: a file the index swaps after the lock was written (the torch wheel, one the
+    resolve did not download) is refused at install — exit 5 naming it — and nothing of it lands in the venv."""
+    idx = _index(tmp_path)
+    idx.start()
+    try:
+        root = tmp_path / "proj"
+        write_intent(root, idx, INTENT)
+        assert _resolve(root)[0] == 0
+        (t,) = read_lock(root / "triton-env.lock").targets
+        (torch_wheel,) = next(p for p in t.packages if p.name == "torch").wheels
+        idx.tampered[(torch_wheel.name, "file")] = build_wheel(tmp_path / "other", "torch", "2.6.0+cpu",
+                                                               tag="py3-none-manylinux_2_17_x86_64").read_bytes()
+        r = CliRunner().invoke(main, ["sync", "--no-verify", "-p", str(root)])
+    finally:
+        idx.stop()
+    assert r.exit_code == 5, r.output
+    assert "torch" in r.output and "mismatch" in r.output.lower(), r.output
+    assert not list((root / ".venv").glob("lib/python*/site-packages/torch")), "the swapped torch was installed"
 
 
 def test_the_check_itself_refuses_what_its_hashes_do_not_vouch_for(tmp_path: Path) -> None:
@@ -166,7 +214,7 @@ def test_the_check_itself_refuses_what_its_hashes_do_not_vouch_for(tmp_path: Pat
         write_intent(root, idx, INTENT)
         assert _resolve(root)[0] == 0
         lock = read_lock(root / "triton-env.lock")
-        assert check_lock(lock) == ()
+        assert check_lock(lock) == ((), ())
         (t,) = lock.targets
         short = dataclasses.replace(t, packages=tuple(p for p in t.packages if p.name != "typing-extensions"))
         with pytest.raises(ClosureError, match=r"einops-0.8.0-py3-none-any.whl \(checked against its hash\) requires "

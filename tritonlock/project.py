@@ -32,6 +32,7 @@ class LockOutcome:
     written: bool
     reason: str  # why it was (or was not) re-resolved
     warnings: tuple[str, ...] = ()  # the intent's (two targets describing one machine)
+    notes: tuple[str, ...] = ()  # what was not checked, said plainly (files too large to fetch: lock.integrity)
 
 
 def running_python() -> str:
@@ -427,13 +428,13 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                     intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
                     targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                     input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
-        checked = check_lock(lock, early=early)  # what the closure was computed from, against its hashes
+        checked, notes = check_lock(lock, early=early)  # what the closure was computed from, against its hashes
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
-                       warnings=intent.warnings + checked + news)
+                       warnings=intent.warnings + checked + news, notes=notes)
 
 
 def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:

@@ -114,11 +114,13 @@ def _key(p: LockedPackage, w: Wheel) -> tuple[str, str, str, str, str]:
     return (p.index, p.name, p.version, w.url, w.sha256)
 
 
-def check_lock(lock: Lock, *, max_bytes: int | None = None, early: Early | None = None) -> tuple[str, ...]:
+def check_lock(lock: Lock, *, max_bytes: int | None = None,
+               early: Early | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Raise ClosureError (exit 4; no lock is written) when a locked file's bytes or METADATA are not what its index
     page lists, or when what a file's checked METADATA requires for its target is missing from the closure; return
-    one warning per file that could not be checked (too large to fetch, and no metadata hash on its page). `early`:
-    the checks already started (their bound is theirs)."""
+    (warnings, notes): a warning per file that could not be checked for another reason (its index failed, a file:
+    URL), and one plain note for the files too large to fetch whose page lists no metadata hash. `early`: the checks
+    already started (their bound is theirs)."""
     early = early or Early(max_bytes)
     bound = early.bound
     jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
@@ -135,12 +137,25 @@ def check_lock(lock: Lock, *, max_bytes: int | None = None, early: Early | None 
                              "mirror's owner, or point [indexes] at another), then `tritonlock resolve`")
     large = list(dict.fromkeys(c.unchecked for c in checked.values() if c.unchecked == c.file.name))
     other = list(dict.fromkeys(c.unchecked for c in checked.values() if c.unchecked and c.unchecked != c.file.name))
-    said = [] if not large else [
-        f"{len(large)} locked file{'s were' if len(large) > 1 else ' was'} not checked against the hash the lock "
-        f"records: over {human_size(bound)}, and {'their index lists' if len(large) > 1 else 'its index lists'} no "
-        "core-metadata hash (PEP 658), so the METADATA uv resolved with is as the index served it: "
-        + ", ".join(large[:4]) + (f" and {len(large) - 4} more" if len(large) > 4 else "")]
-    return tuple(said + other)
+    vouched = sum(1 for c in checked.values() if c.metadata is not None and not c.unchecked)
+    return tuple(other), ((large_note(large, vouched, bound),) if large else ())
+
+
+def large_note(large: list[str], vouched: int, bound: int) -> str:
+    """What was and was not checked of a lock with files too large to fetch whose page lists no metadata hash (most
+    of a CUDA torch closure on PyPI), and what stands between them and an install: said once, plainly — a first
+    resolve should not read as an alarm, nor hide what was not done."""
+    n, many = len(large), len(large) > 1
+    names = ", ".join(large[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    return (f"{n} locked file{'s' if many else ''} over {human_size(bound)} ({names}) {'are' if many else 'is'} "
+            f"pinned by {'their' if many else 'its'} sha256, but {'were' if many else 'was'} not downloaded to check "
+            f"the dependencies {'their' if many else 'its'} index lists for {'them' if many else 'it'} (it lists no "
+            "hash for those, PEP 658)"
+            + (f"; the other {vouched} files' dependencies were checked against their own hash" if vouched > 1 else
+               "; the other file's dependencies were checked against its own hash" if vouched == 1 else "")
+            + ". `tritonlock sync` installs only files whose sha256 matches the lock, and `tritonlock verify` imports "
+            "them — nothing to do, unless you distrust that index: then resolve against one that lists PEP 658 "
+            "hashes")
 
 
 def _files(p: LockedPackage) -> tuple[Wheel, ...]:
