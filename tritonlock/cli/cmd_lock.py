@@ -176,8 +176,8 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         from tritonlock._term import styled
 
         echo(styled("warning:", err=True, fg="yellow") + f" {words(w)}", err=True)
-    for n in out.notes:
-        echo(f"note: {words(n)}", err=True)
+    for note in out.notes:
+        echo(f"note: {words(note)}", err=True)
     conflicts = [s for s in out.selections if not s.ok]
     if as_json:
         from tritonlock.decide.resolve import selection_json
