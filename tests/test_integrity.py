@@ -159,7 +159,7 @@ def test_a_file_too_large_to_fetch_without_a_metadata_hash_is_said_to_be_uncheck
     assert note.endswith(
         " and 1 more) are pinned by their sha256, but were not downloaded to check the dependencies their index lists "
         f"for them (it lists no hash for those, PEP 658); the other {len(files) - 4} files' dependencies were checked "
-        "against their own hash. `tritonlock sync` installs only files whose sha256 matches the lock, and `tritonlock "
+        "against a hash (the file's, or that of its metadata where the index lists one). `tritonlock sync` installs only files whose sha256 matches the lock, and `tritonlock "
         "verify` imports them — nothing to do, unless you distrust that index: then resolve against one that lists "
         "PEP 658 hashes")
 
@@ -170,7 +170,8 @@ def test_the_large_file_note_says_one_file_and_no_others_in_words(tmp_path: Path
     assert large_note(["torch-2.11.0-cp311-none-linux_x86_64.whl"], 1, 64 * 2**20) == (
         "1 locked file over 67.1 MB (torch-2.11.0-cp311-none-linux_x86_64.whl) is pinned by its sha256, but was not "
         "downloaded to check the dependencies its index lists for it (it lists no hash for those, PEP 658); the other "
-        "file's dependencies were checked against its own hash. `tritonlock sync` installs only files whose sha256 "
+        "file's dependencies were checked against a hash (the file's, or that of its metadata where the index lists "
+        "one). `tritonlock sync` installs only files whose sha256 "
         "matches the lock, and `tritonlock verify` imports them — nothing to do, unless you distrust that index: then "
         "resolve against one that lists PEP 658 hashes")
     assert "; the other" not in large_note(["a.whl", "b.whl"], 0, 100)

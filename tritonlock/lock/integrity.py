@@ -151,8 +151,10 @@ def large_note(large: list[str], vouched: int, bound: int) -> str:
             f"pinned by {'their' if many else 'its'} sha256, but {'were' if many else 'was'} not downloaded to check "
             f"the dependencies {'their' if many else 'its'} index lists for {'them' if many else 'it'} (it lists no "
             "hash for those, PEP 658)"
-            + (f"; the other {vouched} files' dependencies were checked against their own hash" if vouched > 1 else
-               "; the other file's dependencies were checked against its own hash" if vouched == 1 else "")
+            + (f"; the other {vouched} files' dependencies were checked against a hash (the file's, or that of its "
+               "metadata where the index lists one)" if vouched > 1 else
+               "; the other file's dependencies were checked against a hash (the file's, or that of its metadata "
+               "where the index lists one)" if vouched == 1 else "")
             + ". `tritonlock sync` installs only files whose sha256 matches the lock, and `tritonlock verify` imports "
             "them — nothing to do, unless you distrust that index: then resolve against one that lists PEP 658 "
             "hashes")
@@ -282,7 +284,7 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
                                                        f"{got}, its page lists {entry.metadata_sha256}")
         return _Checked(package=p, file=w, metadata=meta.decode("utf-8", "replace"))
     size = w.size if w.size is not None else entry.size
-    data: bytes | None = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
+    data = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
     if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
         return _Checked(package=p, file=w, unchecked=w.name)
     checked = _from_bytes(p, w, data, max_bytes)
