@@ -136,12 +136,45 @@ def test_an_index_that_does_not_answer_is_no_all_clear(tmp_path: Path, rel: Torc
     assert out.splitlines()[-1].startswith("no disagreement in what was read, but ")
     assert "not an all-clear — exit 7; --allow-unchecked accepts it" in out
     vm = load_vendor_matrix(str(copy))
-    for backend in [v.backend for v in rel.variants if v.cuda] + [b.backend for b in vm.rocm_builds(REL)] + ["xpu"]:
-        assert f"not checked: {backend} torch {REL}: " in out, backend
-    assert "http://127.0.0.1:9/whl/rocm7.2" in out
-    assert ok_code == 0 and "not checked: " in accepted and "(accepted: --allow-unchecked)" in accepted
     doc = json.loads(as_json)
+    backends = list(dict.fromkeys([v.backend for v in rel.variants if v.cuda] + [b.backend for b in vm.rocm_builds(REL)]
+                                  + ["xpu"]))
+    for backend in backends:  # --json lists each row
+        assert any(u.startswith(f"{backend} torch {REL}: ") for u in doc["unchecked"]), backend
+    # the text says the one cause once: every row of the host that did not answer on one line, named, with the count
+    (grouped,) = [x for x in out.splitlines() if "127.0.0.1:9 did not answer" in x]
+    n = sum(1 for u in doc["unchecked"] if "127.0.0.1:9" in u)
+    assert n >= len(backends) and f"({n} rows on PyTorch's index): 127.0.0.1:9 did not answer for http://127.0.0.1:9/"         in grouped
+    assert grouped.startswith(f"not checked: {backends[0]} torch {REL}, ")
+    assert len([x for x in out.splitlines() if x.startswith("not checked: ")]) < n
+    assert "could not be checked" in out.splitlines()[-1] and f"but {len(doc['unchecked'])} thing(s)" in out
+    assert ok_code == 0 and "not checked: " in accepted and "(accepted: --allow-unchecked)" in accepted
     assert json_code == 7 and doc["exit_code"] == 7 and doc["disagreements"] == [] and doc["unchecked"]
+
+
+def test_what_could_not_be_checked_is_grouped_by_its_cause() -> None:
+    """Offline, one unreachable host made 116 of 135 lines: each cause is one line, its rows named (12 at most)."""
+    from tritonlock.maintain.compat_check import grouped_unchecked
+
+    why = "pt.example did not answer for https://pt.example/whl/cu130 (cannot reach https://pt.example/whl/cu130/torch/"
+    unchecked = (
+        "torch 2.14.1: no readable METADATA for linux_x86_64: its pins are unread",
+        "torch 2.14.1: no readable METADATA for linux_aarch64: its pins are unread",
+        "torch 2.14.0: no readable METADATA for linux_aarch64: its pins are unread",
+        "cu130 torch 2.15.0: https://pt.example/whl/cu130 did not answer (cannot reach https://pt.example/whl/cu130/torch/",
+        f"cu132 torch 2.15.0: https://pt.example/whl/cu132 was not asked: {why}",
+        f"rocm7.14 torch 2.15.0: arch list not read (https://pt.example/whl/rocm7.14 was not asked: {why})",
+        "cu126 torch 2.15.0: arch list not read (no linux_x86_64 torch-2.15.0+cu126 wheel on https://other.example/)",
+        *(f"cu126 torch 2.{i}.0: https://pt.example/whl/cu126 was not asked: {why}" for i in range(12)),
+    )
+    assert grouped_unchecked(unchecked, (("pt.example", why),)) == [
+        "torch 2.14.1: no readable METADATA for linux_x86_64: its pins are unread",
+        "torch 2.14.1, torch 2.14.0: no readable METADATA for linux_aarch64: its pins are unread",
+        "cu130 torch 2.15.0, cu132 torch 2.15.0, rocm7.14 torch 2.15.0 (arch list), "
+        + ", ".join(f"cu126 torch 2.{i}.0" for i in range(9)) + " and 3 more (--json lists each) (15 rows on "
+        f"PyTorch's index): {why}",
+        "cu126 torch 2.15.0: arch list not read (no linux_x86_64 torch-2.15.0+cu126 wheel on https://other.example/)"]
+    assert grouped_unchecked(unchecked[:1], ()) == [unchecked[0]]
 
 
 def _wheel(idx: LocalIndex, index: str, version: str, tag: str, files: dict[str, bytes], requires: tuple[str, ...]) -> str:

@@ -125,7 +125,7 @@ def test_gfx_lists_follow_the_dated_pull_requests() -> None:
     # where a target's presence is not read, the row says so, and the decision can tell
     for b in vm.rocm:
         if "gfx1103" in b.gfx:
-            assert b.gfx_inferred == ("gfx1103",) and "#179653" in b.gfx_inferred_note, (b.torch, b.backend)
+            assert "gfx1103" in b.gfx_inferred and "#179653" in b.gfx_inferred_note, (b.torch, b.backend)
     # rocBLAS of ROCm >= 6.4 ships no Tensile library for gfx900/gfx906: listed, not runnable
     assert all(b.gfx_unusable == ("gfx900", "gfx906") for b in vm.rocm
                if Version(b.rocm) >= Version("6.4") and "gfx906" in b.gfx)
@@ -164,3 +164,28 @@ def test_xpu_windows_wheels_pin_triton_from_2_7() -> None:
     for x in vm.xpu:
         if Version(x.torch) >= Version("2.7"):
             assert x.triton_platforms == ("linux_x86_64", "win_amd64") and "148755" in x.triton_platforms_source
+
+
+# The rocm-sdk-device-* packages pytorch/test-infra mirrors as the dependencies of torch's rocm7.14 builds
+# (s3_management/update_dependencies.py at 61a77570f, PACKAGES_PER_PROJECT, project torch_rocm, target rocm7.14).
+ROCM714_SDK_DEVICES = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1030", "gfx1031",
+                       "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx1100", "gfx1101", "gfx1102",
+                       "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx1200", "gfx1201", "gfx1250")
+
+
+def test_the_rocm714_rows_name_every_target_its_sdk_serves_and_mark_the_unread_ones_inferred() -> None:
+    """The rocm7.14 list was the 7.2 list trimmed: an RX 6700 XT (gfx1031) read as a fact that no build carries its
+    code, though the SDK the build takes its libraries from has its device package. Each target the mirrored SDK
+    serves is listed; those no source shows in torch's own PYTORCH_ROCM_ARCH are gfx_inferred, with a note that says
+    so and a source that names the mirror."""
+    vm = load_vendor_matrix()
+    rows = [b for b in vm.rocm if b.backend == "rocm7.14"]
+    assert [b.torch for b in rows] == ["2.14", "2.15"]
+    read_before = {"gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150",
+                   "gfx1151", "gfx1200", "gfx1201"}  # in the 7.2 builds' lists, read from their sources
+    for b in rows:
+        assert set(b.gfx) == set(ROCM714_SDK_DEVICES), b.torch
+        assert set(b.gfx_inferred) == set(ROCM714_SDK_DEVICES) - read_before, b.torch
+        assert "update_dependencies.py" in b.gfx_source and "61a7757" in b.gfx_source
+        assert b.gfx_inferred_note.startswith("TheRock's SDK has device packages for them") and "not read" in \
+            b.gfx_inferred_note

@@ -115,7 +115,7 @@ def test_override_is_an_opt_in_with_warnings(tmp_path: Path) -> None:
     got = _dry(tmp_path, '[environment]\npython = "3.12"\n\n[[targets]]\nname = "rx6700"\ngpus = ["RX 6700 XT"]\n'
                          '\n[[targets]]\nname = "rx6700-override"\ngpus = ["RX 6700 XT"]\nhsa-override = "10.3.0"\n')
     plain = got["rx6700"]
-    assert plain["backend"] == "cpu"  # gfx1031 is in no ROCm build: never silently treated as gfx1030
+    assert plain["backend"] == "cpu"  # gfx1031 is only inferred in rocm7.14: never silently treated as gfx1030
     forced = got["rx6700-override"]
     assert forced["backend"].startswith("rocm")
     assert any("gfx1031 runs gfx1030 code — an unsupported opt-in" in w for w in forced["warnings"])
@@ -303,7 +303,10 @@ def test_gfx1103_is_inferred_and_said_so(tmp_path: Path) -> None:
     free = _one(tmp_path / "b", "", 'gpus = ["Radeon 780M"]\n')
     assert (free["ok"], free["backend"]) == (True, "cpu")
     assert free["reasons"][0].startswith("cpu: no PyTorch ROCm build surely carries code for gfx1103: gfx1103 in "
-                                         "torch 2.15's rocm7.14 build is inferred (pytorch #179653")
+                                         "torch 2.15's rocm7.14 build is inferred (TheRock's SDK has device packages "
+                                         "for them, mirrored as this build's dependencies (test-infra "
+                                         "update_dependencies.py at 61a7757), and the torch wheel's own list was not "
+                                         "read (gfx1103 too: pytorch #179653")
     newest = load_matrix().torch[0].version
     assert any(f'torch = "=={newest}" in triton-env.toml takes its rocm7.14 build' in w for w in free["warnings"])
     # an exact pin takes it, with the warning
@@ -453,3 +456,41 @@ def test_a_cuda_extension_is_refused_on_amd_and_intel_targets_and_a_hip_one_lock
             "CUDA; a CUDA library runs on NVIDIA GPUs only)") in r.output
     assert r.output.count("fix: cudartonly needs an NVIDIA GPU: lock it for the GPU machines only") == 2, r.output
     assert "nvidia-cuda-runtime" not in r.output and "a torch build that brings" not in r.output
+
+
+
+INFERRED_714 = ("in torch 2.15's rocm7.14 build is inferred (TheRock's SDK has device packages for them, mirrored as "
+                "this build's dependencies (test-infra update_dependencies.py at 61a7757), and the torch wheel's own "
+                "list was not read (gfx1103 too: pytorch #179653 added it to PYTORCH_ROCM_ARCH after the 2.12 "
+                "branch)); `tritonlock verify` on the machine settles it")
+
+
+def test_an_rx_6700_xt_is_told_its_rocm_build_is_inferred_not_that_none_exists(tmp_path: Path) -> None:
+    """gfx1031: torch's rocm7.14 build takes its libraries from TheRock's SDK, which has gfx1031's device package;
+    whether the torch wheel carries gfx1031 code is not read. The lock holds the CPU build and says it as inferred
+    (never "no PyTorch ROCm build carries code for gfx1031"); an exact pin takes the ROCm build, warning so."""
+    free = _one(tmp_path / "a", "", 'gpus = ["RX 6700 XT"]\n')
+    assert (free["ok"], free["backend"]) == (True, "cpu")
+    assert free["reasons"][0] == f"cpu: no PyTorch ROCm build surely carries code for gfx1031: gfx1031 {INFERRED_714}"
+    assert ("the lock holds the CPU build, which does not use the GPU: torch 2.15.0's rocm7.14 build is only inferred "
+            "to carry code for gfx1031; torch = \"==2.15.0\" in triton-env.toml takes its rocm7.14 build (`tritonlock "
+            "verify` on the machine then settles whether its code runs here)") in free["warnings"]
+    assert not any("no PyTorch ROCm build carries code" in x for x in free["reasons"] + free["warnings"])
+    taken = _one(tmp_path / "b", 'torch = "==2.15.0"\n', 'gpus = ["gfx1031"]\n')
+    assert (taken["ok"], taken["backend"]) == (True, "rocm7.14")
+    assert f"gfx1031 {INFERRED_714}" in taken["warnings"]
+
+
+def test_a_gpu_whose_triton_has_no_backend_says_torchs_code_for_it_is_inferred_too(tmp_path: Path) -> None:
+    """RX 5700 (gfx1010, RDNA1): Triton's AMD backend has no support for it, and torch's rocm7.14 code for it is
+    only inferred: the fix `triton = "none"` does not claim torch runs there."""
+    t = _one(tmp_path, "", 'gpus = ["gfx1010"]\n')
+    assert not t["ok"]
+    assert "  - torch 2.15.0: its triton-rocm 3.9.0 has no AMD backend support for gfx1010" in t["conflict"]
+    assert (f'fix: set triton = "none" (its Triton does not run on this GPU, and torch only may: gfx1010 '
+            f'{INFERRED_714}) or set cuda = "cpu" for the CPU build') in t["conflict"]
+    assert "torch runs on this GPU" not in t["conflict"]
+    # where torch's code for the GPU is read (gfx900 in torch 2.7's rocm6.3 list), the fix says torch runs there
+    sure = _one(tmp_path / "sure", 'torch = "==2.7.1"\n', 'gpus = ["gfx900"]\n')
+    assert not sure["ok"] and "has no AMD backend support for gfx900" in sure["conflict"], sure
+    assert 'fix: set triton = "none" (torch runs on this GPU, its Triton does not)' in sure["conflict"]

@@ -207,8 +207,8 @@ class _Vendor:
             first.append(f"the {b.backend} wheels bundle the ROCm {b.rocm} user space (HIP, rocBLAS, MIOpen, RCCL): "
                          "only the amdgpu kernel driver comes from the host")
         tri = self._triton(release, pythons[0], b.triton_package, ("linux_x86_64",), "amd", b.triton_note)
-        if tri.problem:
-            return tri
+        if tri.problem:  # (whether torch's own code for the GPU is a fact or inferred: the conflict's fix says which)
+            return dataclasses.replace(tri, unsure=tuple(unsure), unsure_words=words)
         return _Fit(backend=b.backend, python=pythons[0], gfx=b.gfx, triton_package=tri.triton_package,
                     triton=tri.triton, reasons=tuple(first + reasons + list(tri.reasons)),
                     warnings=tuple(warns + list(tri.warnings)), unsure=tuple(unsure), unsure_words=words,
@@ -454,7 +454,12 @@ class _Vendor:
         if self.t.glibc and any("glibc" in f.kinds or f.kind == "glibc" for f in fits.values()):
             hints.append("a newer Linux (glibc) for this target")
         if self.intent.triton != "none" and triton_blocked:
-            hints.append('set triton = "none" (torch runs on this GPU, its Triton does not)')
+            blocked = [f for f in fits.values() if f.kind == "triton"]
+            if blocked and all(f.unsure for f in blocked):  # torch's code for the GPU is itself only inferred
+                hints.append(f'set triton = "none" (its Triton does not run on this GPU, and torch only may: '
+                             f"{blocked[0].unsure_words})")
+            else:
+                hints.append('set triton = "none" (torch runs on this GPU, its Triton does not)')
         hints.append('set cuda = "cpu" for the CPU build')
         return " or ".join(hints)
 

@@ -342,6 +342,8 @@ class Outcome:
     unchecked: tuple[str, ...]
     compared: tuple[tuple[str, int], ...]  # ("torch releases", 31), ...
     left_out: tuple[str, ...] = ()  # what was not asked for (--versions, --wheels, --no-vendor)
+    # the hosts of PyTorch's indexes that did not answer: (host, "HOST did not answer for URL (why)")
+    down: tuple[tuple[str, str], ...] = ()
 
     def exit_code(self, allow_unchecked: bool = False) -> int:
         if self.disagreements:
@@ -350,7 +352,7 @@ class Outcome:
 
     def text(self, allow_unchecked: bool = False) -> list[str]:
         lines = list(self.disagreements)
-        lines += [f"not checked: {u}" for u in self.unchecked]
+        lines += [f"not checked: {u}" for u in grouped_unchecked(self.unchecked, self.down)]
         lines.append("compared: " + (", ".join(f"{n} {what}" for what, n in self.compared) or "nothing"))
         lines += [f"left out: {x}" for x in self.left_out]
         if self.disagreements:
@@ -368,6 +370,47 @@ class Outcome:
         return {"version": 1, "index": self.index, "matrix": self.matrix, "disagreements": list(self.disagreements),
                 "unchecked": list(self.unchecked), "compared": dict(self.compared), "left_out": list(self.left_out),
                 "exit_code": self.exit_code(allow_unchecked)}
+
+
+SHOWN = 12  # the rows a grouped "not checked" line names (--json lists every one)
+
+
+def grouped_unchecked(unchecked: tuple[str, ...], down: tuple[tuple[str, str], ...]) -> list[str]:
+    """What could not be checked, one line per cause: every row whose index is on a host that did not answer in one
+    line naming the host once (offline, that is most of them), and rows with the same words after their name in one
+    line; the rest as they are. The count and the order of first appearance are kept."""
+    def name(u: str) -> str:
+        subject, _, rest = u.partition(": ")
+        return subject + (" (arch list)" if rest.startswith("arch list not read") else "")
+
+    def listed(names: list[str]) -> str:
+        shown = ", ".join(names[:SHOWN])
+        return shown + (f" and {len(names) - SHOWN} more (--json lists each)" if len(names) > SHOWN else "")
+
+    groups: dict[str, list[str]] = {}  # a cause -> the rows' names
+    heads: dict[str, str] = {}
+    for u in unchecked:
+        host = next((h for h, _ in down if f"{h} did not answer" in u or f"//{h}/" in u and "did not answer" in u),
+                    None)
+        if host is not None:
+            key = f"host {host}"
+            heads.setdefault(key, dict(down)[host])
+            groups.setdefault(key, []).append(name(u))
+            continue
+        subject, sep, rest = u.partition(": ")
+        key = f"words {rest}" if sep else f"line {u}"
+        heads.setdefault(key, rest if sep else u)
+        groups.setdefault(key, []).append(subject if sep else u)
+    out = []
+    for key, names in groups.items():
+        if key.startswith("host "):
+            n = len(names)
+            out.append(f"{listed(names)} ({n} row{'s' if n > 1 else ''} on PyTorch's index): {heads[key]}")
+        elif key.startswith("words ") and len(names) > 1:
+            out.append(f"{listed(names)}: {heads[key]}")
+        else:
+            out.append(f"{names[0]}: {heads[key]}" if key.startswith("words ") else names[0])
+    return out
 
 
 def check(matrix: Matrix, index: Index, *, versions: set[str] | None = None, inside: str = "newest",
@@ -401,8 +444,9 @@ def check(matrix: Matrix, index: Index, *, versions: set[str] | None = None, ins
     bad = tuple(f for f in found if not f.startswith("note:"))
     unchecked = tuple(dict.fromkeys(f[len("note: "):] for f in found if f.startswith("note:")))
     compared = tuple((k, n) for k, n in counts.items() if n)
+    down = tuple(sorted((indexes.down or {}).items())) if vendor else ()
     return Outcome(index=index.url, matrix=matrix.version, disagreements=bad, unchecked=unchecked, compared=compared,
-                   left_out=tuple(left))
+                   left_out=tuple(left), down=down)
 
 
 def _picked(matrix: Matrix, version: str, versions: set[str] | None, inside: str) -> bool:
