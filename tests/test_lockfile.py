@@ -395,3 +395,41 @@ def test_any_names_and_origins_read_back_the_same(names: list[str], origin: str)
     text = _fleet_lock(names, [origin or "intent"] * len(names))
     _same_answer(text)
     assert [t.name for t in lockfile.loads(text).targets] == names
+
+
+@pytest.mark.parametrize("order", [("a", "ok", "c"), ("ok", "a", "c"), ("a", "c", "ok")])
+@pytest.mark.parametrize("names", [("mac-a", "mac-c"), ("o'brien", "mac-c"), ("node", "node-2")])
+def test_targets_sharing_a_conflict_decision_each_read_as_themselves(order: tuple[str, ...],
+                                                                      names: tuple[str, str]) -> None:
+    """Three targets, two of one kind sharing one conflict decision in the lock (its words written for the first):
+    each reads back with its own name — in its target, its conflict and the conflict's words — and the third, whose
+    decision is its own, is untouched; words that name no target, or another one, stay as written."""
+    import dataclasses
+
+    from tritonlock.models import Conflict
+
+    base = sample().targets[0]
+    first, second = names
+    mac = TargetSpec(name=first, os="macos", arch="aarch64", python="3.12", macos="14.5")
+    message = (f"target {first!r}: the packages need what this target cannot have — cudaonly needs nvcc\n"
+               f"  fix: lock cudaonly for the GPU machines only (not target {first + 'x'!r})")
+    shared = Selection(target=mac, ok=False, conflict=Conflict(target=first, message=message),
+                       warnings=(f"target {first!r} has no NVIDIA driver", "no name here"))
+    by = {"a": LockedTarget(selection=shared),
+          "c": LockedTarget(selection=dataclasses.replace(shared, target=dataclasses.replace(mac, name=second))),
+          "ok": base}
+    lock = dataclasses.replace(sample(), targets=tuple(by[k] for k in order))
+    text = lockfile.dumps(lock)
+    assert text.count("\n[[decisions]]\n") == 2  # the two macs share one decision
+    back = {t.name: t.selection for t in lockfile.loads(text, "x.lock").targets}
+    assert list(back) == [{"a": first, "c": second, "ok": "h200"}[k] for k in order]
+    assert back["h200"] == base.selection
+    a, c = back[first], back[second]
+    assert a == shared
+    assert (c.target.name, c.conflict.target) == (second, second)  # type: ignore[union-attr]
+    assert c.target == dataclasses.replace(mac, name=second)
+    assert c.conflict.message == (  # type: ignore[union-attr]
+        f"target {second!r}: the packages need what this target cannot have — cudaonly needs nvcc\n"
+        f"  fix: lock cudaonly for the GPU machines only (not target {first + 'x'!r})")
+    assert c.warnings == (f"target {second!r} has no NVIDIA driver", "no name here")
+    assert f"target {first!r}" not in c.conflict.message  # type: ignore[union-attr]

@@ -377,3 +377,26 @@ def test_a_release_that_needs_a_source_build_where_the_newer_ones_have_wheels_on
     code, out = _run("resolve", "-p", str(pinned))
     assert code == 0, out
     assert _versions(pinned)[0]["deltakit"] == "1.0"
+
+
+def test_machines_alike_share_one_packages_decision_but_each_conflict_names_its_own_target(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """Two Macs (one computation: machines alike are decided once) and a GPU box between them: each Mac's recorded
+    conflict names that Mac — in resolve's errors, in the lock, in `show` and in `check` — never the first one."""
+    mac = 'os = "macos"\narch = "arm64"\nmacos = "14.5"'
+    root = _project(tmp_path, pypi, ["cudaonly"], f"mac-a|{mac}", _linux(R580), f"mac-b|{mac}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    errors = [x for x in out.splitlines() if x.startswith("error: ")]
+    assert [x.split(":", 2)[1] for x in errors] == [" target 'mac-a'", " target 'mac-b'"], errors
+    lock = read_lock(root / "triton-env.lock")
+    for t in lock.targets:
+        if t.name != "gpu":
+            assert t.selection.conflict is not None and t.selection.conflict.target == t.name
+            assert t.selection.conflict.message.startswith(f"target {t.name!r}: the packages need"), t.name
+    code, shown = _run("show", "-p", str(root))
+    assert "target mac-b: conflict — nothing is locked for it" in shown
+    assert shown.split("target mac-b: conflict", 1)[1].splitlines()[1].strip().startswith("target 'mac-b': ")
+    code, checked = _run("check", "-p", str(root))
+    assert code == 1 and ("target 'mac-b' is recorded as a conflict, with nothing locked for it: target 'mac-b': "
+                          in checked), checked

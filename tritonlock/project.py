@@ -289,11 +289,13 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
     finally:
         if mine:
             reader.close()
+    from tritonlock.lock.lockread import for_target
+
     out = []
     for k, s in zip(keys, selections):
         chosen, pkgs = done[k]
-        # targets sharing a computation keep their own name and machine facts
-        out.append((dataclasses.replace(chosen, target=s.target) if chosen.target != s.target else chosen, pkgs))
+        # targets sharing a computation keep their own name (also in the words) and machine facts
+        out.append((for_target(chosen, s.target) if chosen.target != s.target else chosen, pkgs))
     return out
 
 

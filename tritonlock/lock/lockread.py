@@ -254,6 +254,25 @@ def _selection(r: _Reader, d: dict[str, Any], dw: str, spec: TargetSpec) -> Sele
     )
 
 
+def for_target(sel: Selection, spec: TargetSpec) -> Selection:
+    """A decision shared by targets of one kind (written once in the lock, or made once for machines alike), as
+    target `spec`'s own: its machine, and its name where the words name the target they were written for
+    ("target 'mac-a': the packages need …" reads "target 'mac-b': …" for mac-b)."""
+    if sel.target is spec:
+        return sel
+    first, name = sel.target.name, spec.name
+
+    def words(text: str) -> str:
+        return text.replace(f"target {first!r}", f"target {name!r}") if first != name else text
+
+    conflict = sel.conflict
+    if conflict is not None:
+        conflict = dataclasses.replace(conflict, target=name, message=words(conflict.message),
+                                       facts=tuple(words(f) for f in conflict.facts))
+    return dataclasses.replace(sel, target=spec, conflict=conflict, reasons=tuple(words(x) for x in sel.reasons),
+                               warnings=tuple(words(x) for x in sel.warnings))
+
+
 def _packages(r: _Reader, raw: list[Any], where: str, owner: str) -> tuple[LockedPackage, ...]:
     """The packages of a target (2.x) or a closure (3.x), each checked; `owner` names it in messages."""
     pkgs: list[LockedPackage] = []
@@ -402,11 +421,7 @@ def _targets_3(r: _Reader, data: dict[str, Any]) -> tuple[list[LockedTarget], li
         if d_id not in parsed:
             j, rd = decisions[d_id]
             parsed[d_id] = _selection(r, rd, f"decisions[{j}]", spec)
-        sel = parsed[d_id]
-        conflict = sel.conflict
-        if conflict is not None and conflict.target != name:
-            conflict = dataclasses.replace(conflict, target=name)
-        sel = dataclasses.replace(sel, target=spec, conflict=conflict) if sel.target is not spec else sel
+        sel = for_target(parsed[d_id], spec)
         c_id = r.get(rt, "closure", str, where, False, _ID, "sha256:…")
         if c_id is not None and c_id not in closures:
             raise r.fail(f"{where}.closure", f"no [[closures]] entry has id {c_id}")
