@@ -725,6 +725,9 @@ def test_doctor_in_an_empty_folder_starts_the_fix_at_init(tmp_path: Path) -> Non
     (tmp_path / "triton-env.toml").unlink()
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.tritonlock]\n')  # an intent too
     assert doctor(tmp_path, host()).findings[0].fix.startswith("`tritonlock sync` creates it")
+    (tmp_path / "pyproject.toml").unlink()
+    write_lock(tmp_path, [("torch", "2.11.0+cu130"), ("triton", "3.6.0")])  # a lock alone: sync makes the venv
+    assert only(doctor(tmp_path, host()), "venv-missing").fix.startswith("`tritonlock sync` creates it")
 
 
 def test_venv_whose_python_was_removed(tmp_path: Path) -> None:
