@@ -302,7 +302,7 @@ def test_a_hash_check_started_for_an_answer_not_locked_fails_nothing(tmp_path: P
         (t,) = lock.targets
         with Early() as started:
             started.start(t.packages + (badpkg,))  # the answer the decision replaced also held badpkg
-            assert check_lock(lock, early=started) == ()
+            assert check_lock(lock, early=started) == ((), ())
             with pytest.raises(ClosureError, match=r"badpkg-1.0-\S+ \(badpkg 1.0\): the index serves a file with "
                                                    r"sha256"):
                 check_lock(dataclasses.replace(lock, targets=(dataclasses.replace(t, packages=t.packages + (
