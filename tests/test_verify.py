@@ -290,6 +290,59 @@ def test_allreduce_plumbing_and_profile(venv_python: str, tmp_path: Path) -> Non
     assert proc.returncode == 0
 
 
+
+def _phases(doc: dict[str, Any]) -> list[str]:
+    """The runner's phases in the order they ended (its "time:" note)."""
+    note = next(n for n in doc["notes"] if n.startswith("time: "))
+    return [re.sub(r" [0-9.]+ s$", "", part) for part in note[len("time: "):].split(", ")]
+
+
+@pytest.mark.slow
+def test_allreduce_set_up_starts_after_torch_import_and_overlaps_the_kernels(venv_python: str) -> None:
+    # ordered by the runner's own phase events, never by time: the processes are spawned once torch is imported
+    # here (nothing slows that import), before any kernel runs; the all-reduce itself comes after the last kernel
+    proc = subprocess.run([venv_python, "-I", str(RUNNER), "--quick", "--allreduce-cpu", "2"],
+                          capture_output=True, text=True)
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is True, proc.stderr[-2000:]
+    phases = _phases(doc)
+    start, waited = phases.index("gloo all-reduce start"), phases.index("gloo all-reduce (waited for)")
+    kernels = [phases.index(f) for f in ("vector_add", "matmul", "softmax", "attention", "fp8_matmul")]
+    assert phases.index("import torch") < start < phases.index("CUDA init") < min(kernels)
+    assert max(kernels) < waited
+    row = doc["kernels"][-1]
+    assert (row["gpus"], row["message_bytes"]) == (2, 1 << 18)
+    assert isinstance(row["setup_overlapped"], bool) and row["setup_seconds"] > 0
+    assert row["value"] > 0 and "set-up " in row["detail"]
+    # the note of a GPU run without NCCL never appears in an interpreter run
+    assert not [n for n in doc["notes"] if n.startswith("NCCL all-reduce skipped")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fault", "words"), [
+    ("setup", ["rank 1: RuntimeError: injected set-up failure (test hook)"]),
+    ("crash", ["rank 1: its process exited with code 3 without a result", "rank 0: stopped: another rank failed"]),
+    ("sum", ["rank 1: wrong sum (off by 0.5)"]),
+])
+def test_allreduce_failure_is_on_its_row_and_the_kernels_still_report(venv_python: str, fault: str,
+                                                                      words: list[str]) -> None:
+    # a rank that fails its set-up, dies without a word (its peer would wait in the rendezvous for NCCL's time-out:
+    # it is stopped) or reduces a wrong sum: the all-reduce's row fails and says which rank and why; every kernel row
+    # is still there and passes; the run ends (no hang) and fails
+    proc = subprocess.run([venv_python, "-I", str(RUNNER), "--quick", "--allreduce-cpu", "2", "--allreduce-fault",
+                           fault], capture_output=True, text=True, timeout=300)
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is False and proc.returncode == 1
+    row = doc["kernels"][-1]
+    assert (row["kernel"], row["device"], row["ok"], row["value"]) == ("gloo_all_reduce", "cpu x2", False, None)
+    assert row["detail"].startswith("all-reduce over 2 processes failed: ")
+    for w in words:
+        assert w in row["detail"]
+    others = doc["kernels"][:-1]
+    assert {k["kernel"] for k in others} >= {"vector_add", "matmul", "softmax"} and all(k["ok"] for k in others)
+    assert all(c["ok"] for c in doc["checks"])
+
+
 # ---------------------------------------------------------------------------------------------
 # The API around the runner (fake interpreters: no torch needed)
 

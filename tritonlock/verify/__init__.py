@@ -67,6 +67,7 @@ class KernelResult:
     # torch.compile: when the check passed in this same environment and was not run again ("2026-12-01 16:07 UTC")
     reused: str | None = None
     speed: Speed | None = None  # a timed row against its band (compat/bands.toml); None when not timed
+    message_bytes: int | None = None  # the all-reduce: the size of the message it reduced
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -120,6 +121,7 @@ class VerifyResult:
                     "mode": k.mode, "compile_seconds": k.compile_seconds,
                     **({"generated": list(k.generated)} if k.generated else {}),
                     **({"reused": k.reused} if k.reused else {}),
+                    **({"message_bytes": k.message_bytes} if k.message_bytes is not None else {}),
                     "speed": k.speed.to_json() if k.speed else None,
                 }
                 for k in self.kernels
@@ -473,6 +475,8 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
             compile_seconds=_opt_num(k, "compile_seconds", f"kernels[{i}]"),
             generated=tuple(_str_list(k, "generated")) if "generated" in k else (),
             reused=_opt_str(k, "reused", f"kernels[{i}]"),
+            message_bytes=None if k.get("message_bytes") is None else int(
+                _opt_num(k, "message_bytes", f"kernels[{i}]") or 0),
         )
         for i, k in enumerate(_objs(d, "kernels"))
     )
@@ -507,6 +511,10 @@ def _judged(kernels: tuple[KernelResult, ...], gpus: tuple[str, ...],
     out = []
     for k in kernels:
         dev = k.device.split(" ")[0]
+        if k.kernel == "nccl_all_reduce":
+            verdict = speed.judge_allreduce(dev, k.value, k.message_bytes, names, bands, facts) if k.ok else None
+            out.append(dataclasses.replace(k, speed=verdict) if verdict is not None else k)
+            continue
         verdict = speed.judge(k.kernel, k.dtype, dev, k.value, k.ratio, k.metric, names.get(dev), bands,
                               speed.facts_for(dev, facts)) if k.ok else None
         out.append(dataclasses.replace(k, speed=verdict) if verdict is not None else k)

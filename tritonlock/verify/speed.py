@@ -28,6 +28,11 @@ _REASON_WORDS = {
 _SLOWDOWN_SHARE = 0.05  # a slowdown reason in more than 5% of the busy samples
 _CLOCK_SHARE = 0.3
 VERDICTS = ("ok", "slow", "fast", "no-band")
+LINKS = ("nvlink", "pcie")  # how an all-reduce's GPUs reach each other (NVML's P2P status between them)
+# nvmlGpuP2PStatus_t, in words (NVML's P2P status; 0 is OK)
+_P2P_WORDS = {1: "the chipset does not support it", 2: "the GPU does not support it",
+              3: "the I/O hub topology does not support it", 4: "disabled by a driver registry key",
+              5: "not supported", 6: "unknown"}
 
 
 # ---------------------------------------------------------------- the bands
@@ -52,10 +57,15 @@ class Band:
     kernel: str
     dtype: str
     metric: str
-    ratio: tuple[float, float]
+    ratio: tuple[float, float] | None  # None: a row with no torch side (the all-reduce)
     value: tuple[float, float] | None
     source: str  # the runs it comes from: machine, driver, torch/triton, date, the bench files
     note: str = ""  # why the band sits where it does (e.g. where Triton cannot reach torch's kernel)
+    # the all-reduce's bands: how many GPUs, over which link ("nvlink", "pcie"), at which message size
+    gpus: int | None = None
+    link: str | None = None
+    message_bytes: int | None = None
+    inferred: bool = False  # drawn from specifications and too few runs: every verdict on it says so
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,9 +80,10 @@ class Bands:
                 return f
         return None
 
-    def band(self, family: str, kernel: str, dtype: str) -> Band | None:
+    def band(self, family: str, kernel: str, dtype: str, gpus: int | None = None,
+             link: str | None = None) -> Band | None:
         for b in self.bands:
-            if b.family == family and b.kernel == kernel and b.dtype == dtype:
+            if b.family == family and b.kernel == kernel and b.dtype == dtype and b.gpus == gpus and b.link == link:
                 return b
         return None
 
@@ -121,7 +132,7 @@ def load_bands(root: Path | None = None) -> Bands | None:
                                   cc=_text(raw, "cc", where, path), source=_text(raw, "source", where, path)))
     known = {f.family for f in families}
     bands = []
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str, int | None, str | None]] = set()
     for i, raw in enumerate(data.get("band", [])):
         where = f"band[{i}]"
         if not isinstance(raw, dict):
@@ -130,13 +141,33 @@ def load_bands(root: Path | None = None) -> Bands | None:
         if fam not in known:
             raise MatrixError(f"{path}: {where}.family: {fam!r} is not a [[gpu]] family of this file (it has: "
                               f"{', '.join(sorted(known)) or 'none'}) — fix the row")
+        if "ratio" not in raw and "value" not in raw:
+            raise MatrixError(f"{path}: {where}: neither ratio nor value — a band needs one; fix the row")
+        gpus, link, size, inferred = raw.get("gpus"), raw.get("link"), raw.get("message_bytes"), raw.get("inferred")
+        if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 2):
+            raise MatrixError(f"{path}: {where}.gpus: expected a whole number of GPUs, 2 or more, got {gpus!r} — "
+                              "fix the row")
+        if link is not None and link not in LINKS:
+            raise MatrixError(f"{path}: {where}.link: expected one of {', '.join(LINKS)}, got {link!r} — fix the row")
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size <= 0):
+            raise MatrixError(f"{path}: {where}.message_bytes: expected a positive whole number of bytes, got "
+                              f"{size!r} — fix the row")
+        if inferred is not None and not isinstance(inferred, bool):
+            raise MatrixError(f"{path}: {where}.inferred: expected true or false, got {inferred!r} — fix the row")
+        if (gpus is None) != (link is None) or (gpus is None) != (size is None):
+            raise MatrixError(f"{path}: {where}: gpus, link and message_bytes go together (an all-reduce's band) — "
+                              "give all three or none; fix the row")
         b = Band(family=fam, kernel=_text(raw, "kernel", where, path), dtype=_text(raw, "dtype", where, path),
-                 metric=_text(raw, "metric", where, path), ratio=_pair(raw.get("ratio"), f"{where}.ratio", path),
+                 metric=_text(raw, "metric", where, path),
+                 ratio=_pair(raw["ratio"], f"{where}.ratio", path) if "ratio" in raw else None,
                  value=_pair(raw["value"], f"{where}.value", path) if "value" in raw else None,
-                 source=_text(raw, "source", where, path), note=_text(raw, "note", where, path, required=False))
-        if (b.family, b.kernel, b.dtype) in seen:
-            raise MatrixError(f"{path}: {where}: a second band for {b.family} {b.kernel} {b.dtype} — keep one")
-        seen.add((b.family, b.kernel, b.dtype))
+                 source=_text(raw, "source", where, path), note=_text(raw, "note", where, path, required=False),
+                 gpus=gpus, link=link, message_bytes=size, inferred=bool(inferred))
+        key = (b.family, b.kernel, b.dtype, b.gpus, b.link)
+        if key in seen:
+            raise MatrixError(f"{path}: {where}: a second band for {b.family} {b.kernel} {b.dtype}"
+                              + (f" ({b.gpus} GPUs, {b.link})" if b.gpus else "") + " — keep one")
+        seen.add(key)
         bands.append(b)
     return Bands(families=tuple(families), bands=tuple(bands), path=path)
 
@@ -185,6 +216,17 @@ class GpuFacts:
     pcie_gen_min: int | None = None
     pcie_width_min: int | None = None
     reason_share: tuple[tuple[str, float], ...] = ()
+    nvml_index: int | None = None
+    # NVML's P2P status towards each other GPU: (its NVML index, READ status, NVLINK status); 0 is OK, None unread
+    peers: tuple[tuple[int, int | None, int | None], ...] = ()
+
+
+def _peers(v: Any) -> tuple[tuple[int, int | None, int | None], ...]:
+    out = []
+    for p in v if isinstance(v, list) else []:
+        if isinstance(p, dict) and isinstance(p.get("nvml_index"), int):
+            out.append((int(p["nvml_index"]), _int(p, "p2p_read"), _int(p, "p2p_nvlink")))
+    return tuple(out)
 
 
 def _int(d: dict[str, Any], key: str) -> int | None:
@@ -251,7 +293,8 @@ def parse_facts(doc: Any) -> tuple[tuple[GpuFacts, ...], str | None]:
             temp_c_max=_int(during, "temp_c_max"), pcie_gen_min=_int(during, "pcie_gen_min"),
             pcie_width_min=_int(during, "pcie_width_min"),
             reason_share=tuple(sorted((str(k), float(v)) for k, v in share.items()
-                                      if isinstance(v, (int, float)) and not isinstance(v, bool)))))
+                                      if isinstance(v, (int, float)) and not isinstance(v, bool))),
+            nvml_index=_int(d, "nvml_index"), peers=_peers(d.get("peers"))))
     return tuple(out), None
 
 
@@ -269,6 +312,9 @@ def facts_doc(facts: tuple[GpuFacts, ...], error: str | None = None) -> dict[str
             d[key] = [{"pid": p.pid, "used_mib": p.used_mib, "name": p.name} for p in getattr(f, key)]
         d["during"] = {k: getattr(f, k) for k in _DURING if getattr(f, k) is not None}
         d["during"]["reason_share"] = dict(f.reason_share)
+        if f.peers:
+            d["peers"] = [{"nvml_index": j, **({"p2p_read": rd} if rd is not None else {}),
+                           **({"p2p_nvlink": nv} if nv is not None else {})} for j, rd, nv in f.peers]
         devices.append({k: v for k, v in d.items() if v is not None})
     own = sorted({p for f in facts for p in f.own_pids})
     return {"devices": devices, "own_pids": own}
@@ -277,7 +323,7 @@ def facts_doc(facts: tuple[GpuFacts, ...], error: str | None = None) -> dict[str
 _STATIC = ("name", "uuid", "cuda_index", "power_limit_w", "power_default_w", "sm_clock_max", "sm_clock_default",
            "sm_clock_app", "pcie_gen_max", "pcie_width_max", "temp_slowdown_c", "mig", "ecc_uncorrected",
            "ecc_uncorrected_after", "remapped_rows_pending", "remapped_rows_failed", "nvlink_links", "nvlink_active",
-           "utilization_before")
+           "utilization_before", "nvml_index")
 _DURING = ("busy_samples", "power_w_median", "sm_clock_median", "sm_clock_min", "temp_c_max", "pcie_gen_min",
            "pcie_width_min")
 
@@ -363,6 +409,7 @@ class Speed:
     source: str = ""
     note: str = ""
     causes: tuple[str, ...] = ()
+    inferred: bool = False  # the band rests on specifications rather than repeated runs
 
     @property
     def outside(self) -> bool:
@@ -372,7 +419,7 @@ class Speed:
         return {"verdict": self.verdict, "detail": self.detail, "family": self.family,
                 "ratio_band": list(self.ratio_band) if self.ratio_band else None,
                 "value_band": list(self.value_band) if self.value_band else None, "source": self.source or None,
-                "note": self.note or None, "causes": list(self.causes)}
+                "note": self.note or None, "causes": list(self.causes), "inferred": self.inferred}
 
 
 _GPU_LABEL = re.compile(r"(cuda:\d+) (.+) \(sm_(\d+?)(\d), ")
@@ -408,7 +455,7 @@ def judge(kernel: str, dtype: str, device: str, value: float | None, ratio: floa
     low: list[str] = []
     high: list[str] = []
     parts = []
-    if ratio is not None:
+    if ratio is not None and band.ratio is not None:
         lo, hi = band.ratio
         parts.append(f"ratio {ratio:.2f} (band {lo:.2f}–{hi:.2f})")
         (low if ratio < lo else high if ratio > hi else []).append(f"ratio {ratio:.2f} below {lo:.2f}" if ratio < lo
@@ -439,3 +486,95 @@ def facts_for(device: str, facts: tuple[GpuFacts, ...]) -> GpuFacts | None:
         if f.cuda_index == index:
             return f
     return facts[index] if len(facts) == 1 and index == 0 and facts[0].cuda_index is None else None
+
+
+def _link(indices: list[int], facts: tuple[GpuFacts, ...]) -> tuple[str | None, list[str]]:
+    """How the GPUs of an all-reduce reach each other, from NVML's P2P status between every pair: "nvlink", "pcie"
+    (P2P, not over NVLink), "none" (P2P off: NCCL copies through host memory), or None (NVML did not say); and the
+    words for each pair without NVLink."""
+    by_cuda = {f.cuda_index: f for f in facts if f.cuda_index is not None}
+    if not all(i in by_cuda for i in indices):
+        return None, []
+    nvml_to_cuda = {f.nvml_index: f.cuda_index for f in facts if f.nvml_index is not None}
+    links: list[str] = []
+    words: list[str] = []
+    for i in indices:
+        for j in indices:
+            if j <= i:
+                continue
+            peer = next((p for p in by_cuda[i].peers if nvml_to_cuda.get(p[0]) == j), None)
+            if peer is None or (peer[1] is None and peer[2] is None):
+                return None, []
+            _, read, nvlink = peer
+            if nvlink == 0:
+                links.append("nvlink")
+                continue
+            why = _P2P_WORDS.get(nvlink, f"status {nvlink}") if nvlink is not None else "not read"
+            if read == 0:
+                links.append("pcie")
+                words.append(f"no NVLink between cuda:{i} and cuda:{j} (NVML's P2P status over NVLink: {why}): "
+                             "P2P over PCIe")
+            else:
+                links.append("none")
+                rwhy = _P2P_WORDS.get(read, f"status {read}") if read is not None else "not read"
+                words.append(f"P2P is off between cuda:{i} and cuda:{j} (NVML's P2P read status: {rwhy}; over "
+                             f"NVLink: {why}): NCCL copies through host memory")
+    kind = "none" if "none" in links else "pcie" if "pcie" in links else "nvlink"
+    return kind, words
+
+
+def judge_allreduce(device: str, value: float | None, message_bytes: int | None,
+                    gpus: dict[str, tuple[str, str]], bands: Bands | None,
+                    facts: tuple[GpuFacts, ...]) -> Speed | None:
+    """The NCCL all-reduce's bus bandwidth (row "cuda:0..N-1") against the band for N GPUs of its family over the
+    link NVML reports between them; outside it, the cause: a GPU busy, a link down, P2P off."""
+    if value is None:
+        return None
+    m = re.fullmatch(r"cuda:(\d+)\.\.(\d+)", device)
+    if bands is None or m is None:
+        return Speed(verdict="no-band", detail="no speed bands in this installation" if bands is None else
+                     "the GPUs of this row are not known")
+    indices = list(range(int(m[1]), int(m[2]) + 1))
+    names = [gpus.get(f"cuda:{i}") for i in indices]
+    if any(n is None for n in names):
+        return Speed(verdict="no-band", detail="the GPUs of this row are not known")
+    fams = {bands.family(n[0], n[1]) for n in names if n is not None}
+    fam = fams.pop() if len(fams) == 1 else None
+    if fam is None:
+        kinds = ", ".join(sorted({n[0] for n in names if n is not None}))
+        return Speed(verdict="no-band", detail=f"no band for an all-reduce across these GPUs ({kinds}): "
+                     "compat/bands.toml has all-reduce bands for " + (", ".join(sorted(
+                         {f"{b.gpus} {b.family} over {b.link}" for b in bands.bands if b.gpus})) or "none"))
+    n = len(indices)
+    link, link_words = _link(indices, facts)
+    if link is None:
+        return Speed(verdict="no-band", family=fam.family, detail=f"the link between the {n} GPUs is not known "
+                     "(NVML did not give their P2P status), so no all-reduce band applies")
+    band = bands.band(fam.family, "nccl_all_reduce", "fp32", gpus=n, link=link)
+    if band is None:
+        over = {"nvlink": "NVLink", "pcie": "PCIe (P2P)", "none": "host memory (P2P off)"}[link]
+        return Speed(verdict="no-band", family=fam.family, causes=tuple(link_words),
+                     detail=f"no run has measured the all-reduce of {n} {fam.family} over {over}, so compat/bands.toml "
+                     "has no band for it" + (f": {link_words[0]}" if link_words else ""))
+    if band.message_bytes != message_bytes:
+        return Speed(verdict="no-band", family=fam.family,
+                     detail=f"the band is for a {(band.message_bytes or 0) / 2**20:g} MiB all-reduce, this one "
+                     f"reduced {(message_bytes or 0) / 2**20:g} MiB")
+    assert band.value is not None
+    lo, hi = band.value
+    unit = band.metric
+    said = " (band inferred: from NVIDIA's NVLink figure and a single run, not repeated runs)" if band.inferred else ""
+    words = f"{value:,.0f} {unit} bus bandwidth at {band.message_bytes / 2**20:g} MiB (band {lo:,.0f}–{hi:,.0f}){said}"
+    verdict = "slow" if value < lo else "fast" if value > hi else "ok"
+    if verdict == "slow":
+        words = f"{value:,.0f} {unit} below {lo:,.0f} — {words}"
+    elif verdict == "fast":
+        words = f"{value:,.0f} {unit} above {hi:,.0f} — {words}"
+    found: list[str] = []
+    if verdict != "ok":
+        for i in indices:
+            f = facts_for(f"cuda:{i}", facts)
+            found += [f"cuda:{i}: {c}" for c in causes(f)] if f is not None else []
+    return Speed(verdict=verdict, detail=words, family=fam.family, value_band=band.value, source=band.source,
+                 note=band.note, causes=tuple(found), inferred=band.inferred)
+

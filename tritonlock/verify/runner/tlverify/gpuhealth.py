@@ -314,7 +314,30 @@ class Monitor:
             if d.get("uuid") in by_uuid:
                 d["cuda_index"] = by_uuid[d["uuid"]]
             out.append(d)
+        peers = self._peers()
+        for d, p in zip(out, peers):
+            if p:
+                d["peers"] = p
         return {"devices": out, "own_pids": sorted(mine)}
+
+    def _peers(self) -> list[list[dict[str, Any]]]:
+        """Per device, NVML's P2P status towards every other one (nvmlDeviceGetP2PStatus: 0 is OK; the index is
+        NVML's nvmlGpuP2PCapsIndex_t, READ 0 and NVLINK 2): which link the all-reduce had."""
+        nv, handles = self._nv, self._handles
+        out: list[list[dict[str, Any]]] = [[] for _ in handles]
+        if nv is None or len(handles) < 2:
+            return out
+        for i, a in enumerate(handles):
+            for j, b in enumerate(handles):
+                if i == j or a is None or b is None:
+                    continue
+                entry: dict[str, Any] = {"nvml_index": j}
+                for key, index in (("p2p_read", 0), ("p2p_nvlink", 2)):
+                    status = ctypes.c_uint()
+                    if nv.rc("nvmlDeviceGetP2PStatus", a, b, ctypes.c_uint(index), ctypes.byref(status)) == 0:
+                        entry[key] = int(status.value)
+                out[i].append(entry)
+        return out
 
 
 def cuda_uuid(torch: Any, index: int) -> str | None:

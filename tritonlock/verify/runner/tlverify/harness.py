@@ -14,7 +14,8 @@ Steps, in time order:
    of the kernels the timings compare against (their first call loads them);
 4. each GPU runs every kernel family at the same time as the others (one thread per GPU): its reference, its
    tolerance, its timing against torch;
-5. the NCCL all-reduce across GPUs; the torch.compile process's rows are merged in.
+5. the NCCL all-reduce across GPUs (its processes were spawned right after step 2's `import torch` and set up while
+   the kernels ran: allreduce.py); the torch.compile process's rows are merged in.
 """
 
 # mypy: disable-error-code="no-untyped-def,import-not-found,unused-ignore"
@@ -178,7 +179,8 @@ def start_compile_check(opts: argparse.Namespace) -> subprocess.Popen[str] | Non
     # what the lock expects stays with this process (its own checks say it); the child proves torch.compile works
     args = {k: v for k, v in vars(opts).items()
             if k not in ("json_args", "json", "late_args", "late_ready", "progress_fd", *LATE) and v is not None}
-    args.update(compile_check_only=True, allreduce_cpu=0, profile=None, cold=False, no_reuse=False, gated=True)
+    args.update(compile_check_only=True, allreduce_cpu=0, allreduce_fault=None, profile=None, cold=False,
+                no_reuse=False, gated=True)
     # in-process compiles: a pool of compile workers costs more to start than one small graph takes
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
     try:
@@ -339,9 +341,12 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     # once torch is imported here (`imports.start`), so that neither their scan of the installed distributions (in a
     # thread of this process: it would hold the GIL) nor their processes slow this process's own `import torch`
     imports = Imports(opts)
+    early: list[Any] = []  # the all-reduce (allreduce.AllReduce), once _verify has started it
     try:
-        _verify(opts, r, check, memo_dir, pool, monitor, hidden, imports.start)
+        _verify(opts, r, check, memo_dir, pool, monitor, hidden, imports.start, early)
     finally:
+        for ar in early:
+            ar.abandon()  # (a run that ended before the all-reduce: its processes go)
         if pool is not None:
             pool.close()
         if check is not None:
@@ -378,13 +383,21 @@ class Imports:
 
 def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, memo_dir: str | None,
             pool: WorkerPool | None = None, monitor: gpuhealth.Monitor | None = None,
-            hidden: tuple[str, str] | None = None, after_torch: Callable[[], None] | None = None) -> None:
+            hidden: tuple[str, str] | None = None, after_torch: Callable[[], None] | None = None,
+            early: list[Any] | None = None) -> None:
     with r.phase("import torch", say="importing torch"):
         torch = envchecks.import_torch(r)
     if after_torch is not None:
         after_torch()  # what must not slow torch's import starts now (the package imports)
     if torch is None:
         return
+    if early is not None and hidden is None:
+        # the all-reduce's processes set up (torch, CUDA context, NCCL communicator) while the kernels run
+        from .allreduce import wanted
+        ar = wanted(opts, torch)
+        if ar is not None:
+            ar.start(r)
+            early.append(ar)
     if not opts.late_ready.is_set():
         with r.phase("waiting for tritonlock (the lock's expectations)"):
             late(opts)
@@ -498,17 +511,11 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         r.notes.append(f"the {n} GPUs ran their kernels at the same time, one thread each")
     if interpret:  # said only once the kernels really ran
         r.notes.append(INTERPRETER_NOTE)
-    if opts.allreduce_cpu:
-        with r.phase("gloo all-reduce"):
-            from .allreduce import run_allreduce
-            run_allreduce(r, int(opts.allreduce_cpu), backend="gloo")
-    if n > 1 and not opts.quick:
-        with r.phase("NCCL all-reduce", say=f"NCCL all-reduce across {n} GPUs"):
-            from .allreduce import run_allreduce
-            run_allreduce(r, n)
-    elif not interpret:
-        r.notes.append("NCCL all-reduce skipped: " + ("--quick" if n > 1 else
-                       "only 1 GPU visible (it needs 2 or more)"))
+    for ar in early or []:
+        ar.finish(r)  # started after torch's import; the all-reduce itself runs now, after every timing
+    if not interpret and not any(ar.backend == "nccl" for ar in early or []):
+        from .allreduce import skipped
+        r.notes.append(skipped(opts.quick, n, bool(early)))
     label = "cpu" if interpret else "cuda:0"
     if opts.quick:
         r.kernel("torch_compile", label, "fp32", True, None,

@@ -36,6 +36,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the checks' random inputs (the report names the one it used): repeats a run's inputs")
     p.add_argument("--allreduce-cpu", type=int, default=0, help=argparse.SUPPRESS)  # test hook: gloo over N CPU processes
+    p.add_argument("--allreduce-fault", choices=("setup", "crash", "sum"), default=None,
+                   help=argparse.SUPPRESS)  # test hook: the last rank's set-up raises, it dies, or its sum is wrong
     p.add_argument("--compile-check-only", action="store_true", help=argparse.SUPPRESS)  # the torch.compile process
     p.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)  # see precompile.py
     p.add_argument("--import-job", help=argparse.SUPPRESS)  # one distribution's imports (imports.py)

@@ -78,9 +78,11 @@ class Report:
     def kernel(self, kernel: str, device: str, dtype: str, ok: bool, max_err: float | None,
                detail: str, timing: tuple[str, float, float | None] | None = None, *,
                mode: str | None = None, compile_seconds: float | None = None,
-               generated: list[str] | None = None, order: tuple[int, int] = (0, 0)) -> None:
+               generated: list[str] | None = None, order: tuple[int, int] = (0, 0),
+               extra: dict[str, Any] | None = None) -> None:
         """One row. `mode` says how it ran (gpu, interpreter, inductor-triton, inductor-cpp, skipped);
-        `order` (device index, step index) puts rows written by concurrent devices back in report order."""
+        `order` (device index, step index) puts rows written by concurrent devices back in report order; `extra`: a
+        row's own fields beside the common ones (the all-reduce's message size and GPU count)."""
         metric = value = torch_value = ratio = None
         if timing is not None:
             metric, value, torch_value = timing
@@ -93,6 +95,8 @@ class Report:
         }
         if generated is not None:
             row["generated"] = list(generated)
+        for key, v in (extra or {}).items():
+            row.setdefault(key, v)
         with self._lock:
             row["_order"] = (*order, len(self.kernels))
             self.kernels.append(row)
