@@ -304,3 +304,66 @@ def test_the_kernels_pass_with_the_newest_triton_on_the_index(real_torch_python:
     result = run_verify(str(venv / "bin" / "python"), interpret=True, quick=True)
     version = result.triton
     assert [k.kernel for k in result.kernels if not k.ok] == [], (version, [k.detail for k in result.kernels])
+
+
+# ---------------------------------------------------------------------------------------------
+# Nothing that imports torch, or scans the installed distributions, starts beside the runner's own `import torch`
+
+ORDER_STUB = '''
+import os, sys, time
+here = os.path.dirname(__file__)
+LOG = os.path.join(here, "log")
+
+
+def _say(what):
+    with open(LOG, "a") as f:
+        f.write(f"{os.getpid()} {what} {time.time()}\\n")
+
+
+_say("began")
+time.sleep(1.5)  # long enough for a process started beside this import to begin its own
+_say("ended")
+__version__ = "2.13.0+cpu"
+
+
+class version:
+    cuda = None
+    hip = None
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        # hold the runner until a second process (the torch.compile check's) has begun importing torch
+        for _ in range(1200):
+            with open(LOG) as f:
+                if sum(1 for line in f if " began " in line) > 1:
+                    break
+            time.sleep(0.1)
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+'''
+
+
+def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_path: Path) -> None:
+    """A full run's torch.compile process imports torch too: it starts once the runner's own import is done, never
+    beside it (issue 41: the runner's import was slower than a bare one with processes started beside it)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text(ORDER_STUB)
+    result = run_verify(str(python), timeout=300)
+    log = [line.split() for line in (site / "torch" / "log").read_text().splitlines()]
+    runner = log[0][0]  # the runner's import began first: nothing else was started before it
+    ended = [float(t) for pid, what, t in log if pid == runner and what == "ended"]
+    others = [(pid, float(t)) for pid, what, t in log if pid != runner and what == "began"]
+    assert ended and others, log  # the check's process did start (the stub held the runner until it had)
+    assert all(t >= ended[0] for _, t in others), log
+    timeline = next(n for n in result.notes if n.startswith("time: "))
+    assert timeline.index("import torch") < timeline.index("torch.compile check: start"), timeline

@@ -2,13 +2,14 @@
 """The harness: caches, the order of the steps, parallel compiles, every GPU at once, and the report.
 
 Steps, in time order:
-1. the torch.compile check starts in a process of its own (full runs only), so Inductor's imports and compiles
-   overlap everything below; a warm run whose environment is unchanged since the check last passed reuses that
-   row instead, and says so (memo.py); where the binaries are not known to be compiled yet, compile workers start
-   too (precompile.py);
-2. torch imports (nothing else beside it in this process); then the packages' import checks start (imports.py:
-   their processes run beside everything below), the CUDA build / driver / arch checks, triton imports, Triton's
-   ptxas;
+1. where the binaries are not known to be compiled yet (a cold run), compile workers start (precompile.py: they
+   import triton, not torch); NVML's first look and the driver's start (cuInit) in threads (gpuhealth.py,
+   envchecks.preinit_cuda);
+2. torch imports (no other process importing torch beside it, no scan in this process); then, in
+   `after_torch_import`: the packages' import checks start (imports.py: their processes run beside everything
+   below), and the torch.compile check (full runs only) in a process of its own, so Inductor's imports and compiles
+   overlap the kernels' checks — or, in a warm run whose environment is unchanged since the check last passed, that
+   row is reused, and said so (memo.py); then the CUDA build / driver / arch checks, triton imports, Triton's ptxas;
 3. every kernel binary the checks launch is compiled by the workers, or loaded from Triton's cache in threads, once
    per kind of GPU (the other GPUs load the binaries from the cache); beside it, a thread makes torch's first calls
    of the kernels the timings compare against (their first call loads them);
@@ -218,20 +219,34 @@ def finish_compile_check(r: Report, proc: subprocess.Popen[str] | None, label: s
 
 
 class CompileCheck:
-    """The torch.compile check of a full run: its own process, started first so that Inductor's imports and compiles
-    overlap everything else; or, in a warm run whose environment memo.py finds unchanged since the check last
+    """The torch.compile check of a full run: its own process, started (`start`) once this process has imported torch,
+    so that Inductor's imports and compiles overlap the kernels' checks but not torch's import; or, in a warm run whose environment memo.py finds unchanged since the check last
     passed, that passing row, said to be reused."""
 
     def __init__(self, opts: argparse.Namespace, memo_dir: str | None) -> None:
         self.opts, self.memo_dir = opts, memo_dir
         self.released = False
         self.devices: list[str] = []
+        self.key: str | None = None
+        self.reused: dict[str, Any] | None = None
+        self.proc: subprocess.Popen[str] | None = None
+        self.started = False
+
+    def start(self) -> None:
+        """The environment's key (a scan of the installed distributions), the earlier passing row if the key is
+        unchanged, else the process. Called once torch is imported here: the scan holds this process, and the
+        process imports torch itself — beside this process's own `import torch` either one slows it."""
+        if self.started:
+            return
+        self.started = True
+        opts, memo_dir = self.opts, self.memo_dir
         self.key = memo.compile_check_key(opts) if memo_dir else None
         self.reused = memo.load_compile_check(memo_dir, self.key) if self.key and not opts.no_reuse else None
         self.proc = None if self.reused else start_compile_check(opts)
 
     def devices_seen(self, devices: list[str]) -> None:
         """The GPUs CUDA shows (names and capabilities): a reused row must have passed on the same ones."""
+        self.start()
         self.devices = devices
         if self.reused is not None and self.reused.get("devices") != devices:
             self.reused = None
@@ -252,6 +267,7 @@ class CompileCheck:
                 proc.stdin.flush()  # kept open: communicate() closes it
 
     def finish(self, r: Report, label: str) -> None:
+        self.start()
         self.release()
         if self.reused is not None:
             row = dict(self.reused["row"])
@@ -332,18 +348,28 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     if opts.interpret is not True and hidden is None:
         monitor = gpuhealth.Monitor()  # NVML's first look, before this process touches the GPU
         envchecks.preinit_cuda()  # the driver's start overlaps `import torch`
-    # first: the torch.compile process and any compile workers overlap everything below (not yet where the GPUs are
-    # hidden: whether that fails the run is known once torch says which build it is)
+    # first: where the binaries are not known to be compiled (a cold run), the compile workers, which import triton
+    # but not torch, so that their start overlaps it (not yet where the GPUs are hidden: whether that fails the run is
+    # known once torch says which build it is)
     with r.phase("start"):
-        check = CompileCheck(opts, memo_dir) if not opts.quick and hidden is None else None
         pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True and hidden is None else None
-    # the packages' native code: each distribution's imports in a process of its own, beside the kernels — started
-    # once torch is imported here (`imports.start`), so that neither their scan of the installed distributions (in a
-    # thread of this process: it would hold the GIL) nor their processes slow this process's own `import torch`
+    check = CompileCheck(opts, memo_dir) if not opts.quick and hidden is None else None
     imports = Imports(opts)
+
+    def after_torch_import() -> None:
+        """What runs beside the kernels' checks but must not slow this process's `import torch` starts here, once
+        it is done: the packages' import checks (their scan of the installed distributions would hold this
+        process's GIL, their processes import torch themselves), then the torch.compile check (the environment's
+        key is the same kind of scan; its process imports torch too). Another process or thread to start beside the
+        kernels (after torch's import) belongs here."""
+        imports.start()
+        if check is not None:
+            with r.phase("torch.compile check: start"):
+                check.start()
+
     early: list[Any] = []  # the all-reduce (allreduce.AllReduce), once _verify has started it
     try:
-        _verify(opts, r, check, memo_dir, pool, monitor, hidden, imports.start, early)
+        _verify(opts, r, check, memo_dir, pool, monitor, hidden, after_torch_import, early)
     finally:
         for ar in early:
             ar.abandon()  # (a run that ended before the all-reduce: its processes go)
@@ -387,10 +413,10 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
             early: list[Any] | None = None) -> None:
     with r.phase("import torch", say="importing torch"):
         torch = envchecks.import_torch(r)
-    if after_torch is not None:
-        after_torch()  # what must not slow torch's import starts now (the package imports)
     if torch is None:
         return
+    if after_torch is not None:
+        after_torch()  # what must not slow torch's import starts now (the package imports, the torch.compile check)
     if early is not None and hidden is None:
         # the all-reduce's processes set up (torch, CUDA context, NCCL communicator) while the kernels run
         from .allreduce import wanted
