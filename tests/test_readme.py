@@ -119,6 +119,8 @@ NOT_RUN: dict[str, str] = {
     "tritonlock verify --quick": "needs a venv with real torch and Triton; tests/test_verify.py runs it",
     "tritonlock verify --record": "needs real torch; tests/test_check.py and tests/test_cli_sync.py record real runs",
     "tritonlock verify --python /opt/conda/bin/python --json": "an interpreter of the reader's own (a conda Python)",
+    "tritonlock verify --seed 2730376912": "needs a venv with real torch and Triton; "
+                                         "tests/test_verify_bounds.py runs verify --seed and repeats a run's inputs",
     "tritonlock sync --find-links wheelhouse/":
         "installs and verifies real torch from a wheelhouse; tests/test_wheelhouse.py stops the index and syncs from one",
     "gpu-node$ tritonlock sync --find-links wheelhouse/": "on the GPU node of the air-gapped example (as above)",
