@@ -1,14 +1,41 @@
 #!/usr/bin/env bash
-# Issue 41's warm-verify ratio on one H200 (<= 5 minutes): after bench/h200_native.sh (in the same session: it leaves
-# tritonlock's own venv in $W/tl and the torch + torchvision project, synced, in $W/proj), five interleaved rounds of
-# a bare `import torch` + CUDA init, `tritonlock verify` and `verify --quick` (bench/verify_side_by_side.py).
-#   W=<h200_native.sh's work dir> OUT=$OUT bash bench/verify_speed41_h200.sh
+# Issue 41's warm-verify ratio on one H200, on its own (about 3-4 minutes of device time): tritonlock in its own venv
+# (carried wheels, no network), the torch + torchvision project of bench/h200_native_prepare.sh synced onto the
+# image's stack (`sync --system-site-packages`, no verify), one verify to fill the venv's caches (Triton's binaries,
+# the torch.compile check's passing row), then five interleaved rounds of a bare `import torch` + CUDA init, a bare
+# `import torch, torchvision` + CUDA init, `tritonlock verify` and `verify --quick` (bench/verify_side_by_side.py).
+#
+# Needs .device-carry/h200-native from `bash bench/h200_native_prepare.sh`, run on THIS checkout (its tritonlock wheel
+# is the code measured) where PyPI is reachable. On the GPU machine, from the repository root:
+#   OUT=$OUT bash bench/verify_speed41_h200.sh
+# (device tool: carry [".device-carry"]). Results: $OUT/side-by-side.txt (the ratios against their goals),
+# $OUT/sbs/*.json (every report), $OUT/fill.* (the filling run), $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+REPO=$PWD
+C=$REPO/.device-carry/h200-native
 OUT=${OUT:-/tmp/verify-speed41}
-W=${W:?the work directory bench/h200_native.sh made}
+[ -d "$C/wheels" ] && [ -f "$C/proj/triton-env.lock" ] || { echo "no $C: run bash bench/h200_native_prepare.sh" >&2; exit 2; }
+W=$(mktemp -d)
 mkdir -p "$OUT"
+export UV_PYTHON_DOWNLOADS=never UV_OFFLINE=1 PIP_NO_INDEX=1 PYTHONUNBUFFERED=1
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv; nproc; uptime
+  python3 -c 'import sys, torch, triton; print(sys.prefix, torch.__version__, triton.__version__)'
+  git -C "$REPO" log -1 --format='%h %s' 2>/dev/null; } > "$OUT/env.txt" 2>&1
+t0=$(date +%s)
+python3 -m venv "$W/tl" && "$W/tl/bin/pip" install -q --no-index --find-links "$C/wheels" tritonlock > "$OUT/install.txt" 2>&1 \
+  || { cat "$OUT/install.txt"; exit 1; }
+TL=$W/tl/bin/tritonlock
+"$TL" --version >> "$OUT/install.txt" 2>&1
+cp -r "$C/proj" "$W/proj"
 cd "$W/proj"
-"$W/tl/bin/tritonlock" verify --json > "$OUT/warm-fill.json" 2> "$OUT/warm-fill.err"  # fills the venv's caches
-timeout 280 python3 "$OLDPWD/bench/verify_side_by_side.py" "$OUT/sbs" 5 "$W/proj/.venv/bin/python" -- \
-  "$W/tl/bin/tritonlock" verify 2> "$OUT/sbs.err" | tee "$OUT/side-by-side.txt"
+timeout 150 "$TL" sync --system-site-packages --find-links "$C/house" --no-verify > "$OUT/sync.txt" 2>&1
+echo "sync: exit $?, $(( $(date +%s) - t0 )) s since start" | tee -a "$OUT/env.txt"
+# the first verify compiles the kernels and runs the torch.compile check; later ones find both (what a user's
+# second verify finds)
+timeout 150 "$TL" verify --json > "$OUT/fill.json" 2> "$OUT/fill.err"
+echo "filling verify: exit $?, $(( $(date +%s) - t0 )) s since start" | tee -a "$OUT/env.txt"
+PACKAGES=torchvision timeout 240 python3 "$REPO/bench/verify_side_by_side.py" "$OUT/sbs" 5 "$W/proj/.venv/bin/python" -- \
+  "$TL" verify 2> "$OUT/sbs.err" | tee "$OUT/side-by-side.txt"
+echo "done: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/env.txt"
+rm -rf "$W"
