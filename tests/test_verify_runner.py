@@ -367,3 +367,62 @@ def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_pat
     assert all(t >= ended[0] for _, t in others), log
     timeline = next(n for n in result.notes if n.startswith("time: "))
     assert timeline.index("import torch") < timeline.index("torch.compile check: start"), timeline
+
+
+NATIVES_PROBE = '''
+import json, sys
+from pathlib import Path
+from tritonlock import verify
+
+site = Path(sys.argv[1])
+verify._prepare_natives().join()
+before = {m for m in sys.modules if m.startswith("tritonlock")}
+doc = {"imports": [{"dist": "fakevision", "version": "1.0", "ok": True, "native": True, "module": "fakevision",
+                    "modules": ["fakevision/_C.so"]}], "site": [str(site)]}
+result = verify._parse({"schema": 1, "ok": True, "mode": "gpu", "python": "3.12", "torch": "2.11.0+cu130",
+                        "triton": "3.6.0", "checks": [], "kernels": [], "jit_seconds": 0.1, "total_seconds": 1.0,
+                        "gpus": ["cuda:0 NVIDIA H200 (sm_90, 139.8 GiB)"], "notes": []}, 1.0)
+checked = verify._with_natives(result, doc, None)
+print(json.dumps({"new": sorted({m for m in sys.modules if m.startswith("tritonlock")} - before),
+                  "checks": [c.name for c in checked.checks]}))
+'''
+
+
+def test_what_reading_the_native_rows_imports_is_imported_while_the_runner_works(tmp_path: Path) -> None:
+    """verify's parent imports the native checks' modules in a thread while the runner runs (issue 41: they were
+    imported after its report, a few tenths of a second of the command's wall time): reading the report then imports
+    nothing more."""
+    site = tmp_path / "site"
+    (site / "fakevision").mkdir(parents=True)
+    (site / "fakevision" / "_C.so").write_bytes(b"\x7fELF" + b"\0" * 60)
+    (site / "fakevision-1.0.dist-info").mkdir()
+    (site / "fakevision-1.0.dist-info" / "RECORD").write_text("fakevision/_C.so,,64\n")
+    proc = subprocess.run([sys.executable, "-c", NATIVES_PROBE, str(site)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["checks"] == ["import fakevision"]  # the rows were read (and the GPU code check looked at its files)
+    assert out["new"] == [], out["new"]
+
+
+def test_finish_prepares_the_native_checks_before_it_waits_for_the_report(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import tritonlock.verify as verify_mod
+
+    seen: list[bool] = []
+    marker = tmp_path / "report-read"
+    doc = {"schema": 1, "ok": True, "mode": "gpu", "python": "3.12", "torch": "2.11", "triton": "3.6.0",
+           "checks": [], "kernels": [], "jit_seconds": 0.1, "total_seconds": 1.0, "gpus": [], "notes": []}
+    (tmp_path / "doc.json").write_text(json.dumps(doc))
+    exe = tmp_path / "python"  # a "runner" that answers once its stdin (what the lock expects) has come
+    exe.write_text(f"#!/bin/sh\nread line\ntouch '{marker}'\ncat '{tmp_path / 'doc.json'}'\n")
+    exe.chmod(0o755)
+    real = verify_mod._prepare_natives
+
+    def prepare() -> threading.Thread:
+        seen.append(marker.exists())  # called while the runner still waits: before its report
+        return real()
+
+    monkeypatch.setattr(verify_mod, "_prepare_natives", prepare)
+    run_verify(str(exe))
+    assert seen == [False]

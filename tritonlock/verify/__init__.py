@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,8 +194,6 @@ class StartedVerify:
         self._old_term = _on_sigterm_stop(proc)  # from now until finish() or abandon(), whatever runs meanwhile
         self._reader = None
         if progress is not None:
-            import threading
-
             self._reader = threading.Thread(target=_read_progress, args=(progress, on_progress), name="verify-progress",
                                             daemon=True)
             self._reader.start()
@@ -218,6 +217,7 @@ class StartedVerify:
                     "ptxas_floors": ptxas_floors if ptxas_floors is not None else _ptxas_floors(),
                     **({"imports": list(imports)} if imports else {}),
                     **({"import_scope": list(import_scope)} if import_scope is not None else {})}
+            _prepare_natives()  # beside the runner: what reading its report needs, imported while it works
             stdout, stderr, code = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
             elapsed = time.perf_counter() - self.started
             self._join_progress()
@@ -348,6 +348,31 @@ def _read_progress(fd: int, on_progress: Any) -> None:
                         on_progress(event)
 
 
+# what _with_natives imports (tests/test_verify_runner.py checks the list against what it really imports)
+NATIVES_MODULES = ("tritonlock._archs", "tritonlock.compat.pkgbuilds", "tritonlock.native.elf",
+                   "tritonlock.native.elfdyn", "tritonlock.native.gpucode", "tritonlock.native.rangefile",
+                   "tritonlock.native.rule", "tritonlock.verify.natives", "tritonlock.verify.runner.tlverify.imports")
+
+
+def _prepare_natives() -> threading.Thread:
+    """Import what `_with_natives` needs (the ELF reader, the rule, the curated build facts: a few tenths of a second)
+    in a thread while the runner works, rather than after its report: the parent is only waiting meanwhile. A failure
+    here is left for `_with_natives` to meet again."""
+    import importlib
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            for name in NATIVES_MODULES:
+                importlib.import_module(name)
+            from tritonlock.compat.pkgbuilds import optional_gpu_code
+
+            optional_gpu_code()
+
+    thread = threading.Thread(target=run, name="verify-natives-prepare", daemon=True)
+    thread.start()
+    return thread
+
+
 def _with_natives(result: VerifyResult, doc: Any, lock_facts: Any) -> VerifyResult:
     """The runner's import rows as checks, explained with the lock's facts, and the installed GPU code checked
     against the GPUs the runner saw."""
@@ -413,8 +438,6 @@ def _on_sigterm_stop(proc: subprocess.Popen[str]) -> Any:
     """SIGTERM (a scheduler's job kill, `timeout`) while the runner runs — tritonlock reading the host and the lock,
     or waiting for the report: the runner's group goes with us, and we exit 143. Returns the handler it replaced
     (None off the main thread, where Python runs no handler)."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return None
 
