@@ -334,30 +334,43 @@ class version:
 class cuda:
     @staticmethod
     def is_available():
-        # hold the runner until a second process (the torch.compile check's) has begun importing torch
-        for _ in range(1200):
-            with open(LOG) as f:
-                if sum(1 for line in f if " began " in line) > 1:
-                    break
-            time.sleep(0.1)
         return False
 
     @staticmethod
     def device_count():
         return 0
 '''
+# triton's stub: imports; the kernels' first `@triton.jit` holds the runner until a second process (the torch.compile
+# check's) has begun importing torch, then stops the run
+TRITON_STUB = '''
+import os, time
+__version__ = "3.6.0"
+LOG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "torch", "log")
+
+
+def jit(*args, **kwargs):
+    for _ in range(1200):
+        with open(LOG) as f:
+            if sum(1 for line in f if " began " in line) > 1:
+                break
+        time.sleep(0.1)
+    raise RuntimeError("stub triton: the test has seen what it needs")
+'''
 
 
 def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_path: Path) -> None:
     """A full run's torch.compile process imports torch too: it starts once the runner's own import is done, never
-    beside it (issue 41: the runner's import was slower than a bare one with processes started beside it)."""
+    beside it (issue 41: the runner's import was slower than a bare one with processes started beside it); the scan
+    that decides whether its row is reused runs in a process of its own."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
-    (site / "torch").mkdir()
-    (site / "torch" / "__init__.py").write_text(ORDER_STUB)
+    for name, text in (("torch", ORDER_STUB), ("triton", TRITON_STUB), ("triton/language", "def __getattr__(name):\n"
+                       "    return object\n"), ("numpy", "__version__ = '2.0'\n")):
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text(text)
     result = run_verify(str(python), timeout=300)
     log = [line.split() for line in (site / "torch" / "log").read_text().splitlines()]
     runner = log[0][0]  # the runner's import began first: nothing else was started before it
@@ -366,7 +379,31 @@ def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_pat
     assert ended and others, log  # the check's process did start (the stub held the runner until it had)
     assert all(t >= ended[0] for _, t in others), log
     timeline = next(n for n in result.notes if n.startswith("time: "))
-    assert timeline.index("import torch") < timeline.index("torch.compile check: start"), timeline
+    assert timeline.index("import torch") < timeline.index("torch.compile check: reuse or start"), timeline
+
+
+KEY_PROBE = '''
+import argparse, json, sys
+sys.path.insert(0, sys.argv[1])
+from tlverify import harness, memo
+
+opts = argparse.Namespace(interpret=True)
+scan = harness.start_key_scan(opts)
+out, _ = scan.communicate(timeout=120)
+print(json.dumps([out.strip(), memo.compile_check_key(opts), harness.finish_key_scan(harness.start_key_scan(opts), opts),
+                  memo.compile_check_key(argparse.Namespace(interpret=None))]))
+'''
+
+
+def test_the_key_scanned_in_its_own_process_is_the_key_computed_here() -> None:
+    """The torch.compile check's key comes from a process of its own (its scan is then not this process's GIL): the
+    same key as the runner computes itself, so a row kept by an earlier run is reused."""
+    proc = subprocess.run([sys.executable, "-I", "-c", KEY_PROBE, str(RUNNER)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    scanned, here, finished, other_mode = json.loads(proc.stdout)
+    assert len(scanned) == 64 and scanned == here == finished
+    assert other_mode != here  # (the mode is part of it: the probe's keys are not all alike by accident)
 
 
 NATIVES_PROBE = '''

@@ -7,9 +7,10 @@ Steps, in time order:
    envchecks.preinit_cuda);
 2. torch imports (no other process importing torch beside it, no scan in this process); then, in
    `after_torch_import`: the packages' import checks start (imports.py: their processes run beside everything
-   below), and the torch.compile check (full runs only) in a process of its own, so Inductor's imports and compiles
-   overlap the kernels' checks — or, in a warm run whose environment is unchanged since the check last passed, that
-   row is reused, and said so (memo.py); then the CUDA build / driver / arch checks, triton imports, Triton's ptxas;
+   below), and the torch.compile check's key (full runs only: memo.py's scan of the installed distributions, in a
+   process of its own); the CUDA build / driver / arch checks, triton imports; then the torch.compile check starts in
+   a process of its own, so Inductor's imports and compiles overlap the kernels' checks — or, in a warm run whose
+   environment is unchanged since the check last passed, that row is reused, and said so; Triton's ptxas;
 3. every kernel binary the checks launch is compiled by the workers, or loaded from Triton's cache in threads, once
    per kind of GPU (the other GPUs load the binaries from the cache); beside it, a thread makes torch's first calls
    of the kernels the timings compare against (their first call loads them);
@@ -218,36 +219,81 @@ def finish_compile_check(r: Report, proc: subprocess.Popen[str] | None, label: s
     return list(doc.get("kernels", [])) if not doc["checks"] else []
 
 
+KEY_SCAN = ("import argparse, sys; sys.path.insert(0, sys.argv[1]); from tlverify import memo; "
+            "print(memo.compile_check_key(argparse.Namespace(interpret={interpret!r})))")
+
+
+def start_key_scan(opts: argparse.Namespace) -> subprocess.Popen[str] | None:
+    """memo.compile_check_key in a process of its own (this interpreter, this environment's variables): its scan of the
+    installed distributions holds a GIL for a few tenths of a second, which is not this process's then."""
+    try:
+        return subprocess.Popen([sys.executable, "-I", "-c", KEY_SCAN.format(interpret=opts.interpret), RUNNER_DIR],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    except OSError:
+        return None
+
+
+def finish_key_scan(proc: subprocess.Popen[str] | None, opts: argparse.Namespace) -> str:
+    """The key the process computed; computed here where it could not (the same function: the same key)."""
+    if proc is not None:
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        else:
+            key = out.strip()
+            if proc.returncode == 0 and len(key) == 64 and all(c in "0123456789abcdef" for c in key):
+                return key
+    return memo.compile_check_key(opts)
+
+
 class CompileCheck:
-    """The torch.compile check of a full run: its own process, started (`start`) once this process has imported torch,
-    so that Inductor's imports and compiles overlap the kernels' checks but not torch's import; or, in a warm run whose environment memo.py finds unchanged since the check last
-    passed, that passing row, said to be reused."""
+    """The torch.compile check of a full run: its own process, started once this process has imported torch, so that
+    Inductor's imports and compiles overlap the kernels' checks but not torch's import; or, in a warm run whose
+    environment memo.py finds unchanged since the check last passed, that passing row, said to be reused.
+
+    `start` (after torch's import) begins the environment's key — a scan of the installed distributions — in a process
+    of its own, so that it runs beside triton's import rather than before it; `resolve` (once triton is imported)
+    reads the key and either takes the passing row or starts the check's process."""
 
     def __init__(self, opts: argparse.Namespace, memo_dir: str | None) -> None:
         self.opts, self.memo_dir = opts, memo_dir
         self.released = False
-        self.devices: list[str] = []
+        self.devices: list[str] | None = None
         self.key: str | None = None
         self.reused: dict[str, Any] | None = None
         self.proc: subprocess.Popen[str] | None = None
-        self.started = False
+        self.scan: subprocess.Popen[str] | None = None
+        self.started = self.resolved = False
 
     def start(self) -> None:
-        """The environment's key (a scan of the installed distributions), the earlier passing row if the key is
-        unchanged, else the process. Called once torch is imported here: the scan holds this process, and the
-        process imports torch itself — beside this process's own `import torch` either one slows it."""
         if self.started:
             return
         self.started = True
+        if self.memo_dir:
+            self.scan = start_key_scan(self.opts)
+
+    def resolve(self) -> None:
+        if self.resolved:
+            return
+        self.start()
+        self.resolved = True
         opts, memo_dir = self.opts, self.memo_dir
-        self.key = memo.compile_check_key(opts) if memo_dir else None
+        self.key = finish_key_scan(self.scan, opts) if memo_dir else None
+        self.scan = None
         self.reused = memo.load_compile_check(memo_dir, self.key) if self.key and not opts.no_reuse else None
+        if self.reused is not None and self.devices is not None and self.reused.get("devices") != self.devices:
+            self.reused = None  # a reused row must have passed on the same GPUs
         self.proc = None if self.reused else start_compile_check(opts)
+        if self.devices == []:
+            self.release()  # no GPU timing to keep clear of
 
     def devices_seen(self, devices: list[str]) -> None:
         """The GPUs CUDA shows (names and capabilities): a reused row must have passed on the same ones."""
-        self.start()
         self.devices = devices
+        if not self.resolved:
+            return  # resolve() compares them
         if self.reused is not None and self.reused.get("devices") != devices:
             self.reused = None
             self.released = False
@@ -267,7 +313,7 @@ class CompileCheck:
                 proc.stdin.flush()  # kept open: communicate() closes it
 
     def finish(self, r: Report, label: str) -> None:
-        self.start()
+        self.resolve()
         self.release()
         if self.reused is not None:
             row = dict(self.reused["row"])
@@ -284,11 +330,14 @@ class CompileCheck:
         if self.key is None:
             return
         if len(rows) == 1 and rows[0].get("ok"):
-            memo.save_compile_check(self.memo_dir, self.key, rows[0], self.devices)
+            memo.save_compile_check(self.memo_dir, self.key, rows[0], self.devices or [])
         else:
             memo.forget_compile_check(self.memo_dir)
 
     def abandon(self) -> None:
+        if self.scan is not None and self.scan.poll() is None:
+            self.scan.kill()
+            self.scan.communicate()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate()
@@ -359,13 +408,13 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     def after_torch_import() -> None:
         """What runs beside the kernels' checks but must not slow this process's `import torch` starts here, once
         it is done: the packages' import checks (their scan of the installed distributions would hold this
-        process's GIL, their processes import torch themselves), then the torch.compile check (the environment's
-        key is the same kind of scan; its process imports torch too). Another process or thread to start beside the
-        kernels (after torch's import) belongs here."""
+        process's GIL, their processes import torch themselves), then the torch.compile check's key (the same kind of
+        scan, in a process of its own; the check's process, which imports torch too, starts at CompileCheck.resolve
+        unless its row is reused). Another process or thread to start beside the kernels (after torch's import)
+        belongs here."""
         imports.start()
         if check is not None:
-            with r.phase("torch.compile check: start"):
-                check.start()
+            check.start()
 
     early: list[Any] = []  # the all-reduce (allreduce.AllReduce), once _verify has started it
     try:
@@ -468,6 +517,9 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         if not envchecks.load_triton(r, interpret):
             return
     envchecks.check_triton_version(r, opts.triton)
+    if check is not None:
+        with r.phase("torch.compile check: reuse or start"):
+            check.resolve()  # the key's scan ran beside triton's import
     with r.phase("import kernels"):
         fams = families()
     plan = Plan(gpu=not interpret, quick=opts.quick)
