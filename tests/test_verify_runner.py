@@ -385,12 +385,12 @@ def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_pat
 KEY_PROBE = '''
 import argparse, json, sys
 sys.path.insert(0, sys.argv[1])
-from tlverify import harness, memo
+from tlverify import compilecheck, memo
 
 opts = argparse.Namespace(interpret=True)
-scan = harness.start_key_scan(opts)
+scan = compilecheck.start_key_scan(opts)
 out, _ = scan.communicate(timeout=120)
-print(json.dumps([out.strip(), memo.compile_check_key(opts), harness.finish_key_scan(harness.start_key_scan(opts), opts),
+print(json.dumps([out.strip(), memo.compile_check_key(opts), compilecheck.finish_key_scan(compilecheck.start_key_scan(opts), opts),
                   memo.compile_check_key(argparse.Namespace(interpret=None))]))
 '''
 

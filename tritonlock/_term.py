@@ -193,7 +193,15 @@ class PhaseProgress:
     def __enter__(self) -> PhaseProgress:
         self.stream.write(printable(self.header) + "\n")
         self.stream.flush()
-        if getattr(self.stream, "isatty", lambda: False)():
+        # rich (a tenth of a second to import) is set up at the first phase, in the thread that reads the runner's
+        # events, not here: the runner starts after this line, and nothing should delay it
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._open = True
+        return self
+
+    def _live(self) -> Any:
+        """rich's live lines, started on first use (under self._lock) while this progress is open on a terminal."""
+        if self._rich is None and getattr(self, "_tty", False) and getattr(self, "_open", False):
             from rich.console import Console
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -201,10 +209,11 @@ class PhaseProgress:
             self._rich = Progress(SpinnerColumn(finished_text="[green]✓[/]"), TextColumn("{task.description}"),
                                   TimeElapsedColumn(), console=console, transient=False)
             self._rich.start()
-        return self
+        return self._rich
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
         with self._lock:
+            self._open = False
             if self._rich is not None:
                 for task in self._tasks.values():  # a phase the runner never ended (it stopped): left as it was
                     self._rich.stop_task(task)
@@ -220,7 +229,7 @@ class PhaseProgress:
         seconds = event.get("seconds")
         took = f" ({seconds:.1f} s)" if isinstance(seconds, (int, float)) else ""
         with self._lock:
-            if self._rich is not None:
+            if self._live() is not None:
                 from rich.markup import escape
 
                 if state == "start":

@@ -183,7 +183,7 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     """Prove the environment works: imports, CUDA build, GPU archs, then Triton kernels vs torch, each timed row
     judged against the speed expected for this GPU (with the likely cause when it is outside)."""
     from tritonlock._files import check_writes
-    from tritonlock.environment.sync import venv_python
+    from tritonlock.environment._venv import venv_python  # (not sync's module: nothing more before the runner starts)
     from tritonlock.verify import start_verify
     from tritonlock.verify.report import format_report
 
