@@ -348,16 +348,14 @@ def _read_progress(fd: int, on_progress: Any) -> None:
                         on_progress(event)
 
 
-# what _with_natives imports (tests/test_verify_runner.py checks the list against what it really imports)
-NATIVES_MODULES = ("tritonlock._archs", "tritonlock.compat.pkgbuilds", "tritonlock.native.elf",
-                   "tritonlock.native.elfdyn", "tritonlock.native.gpucode", "tritonlock.native.rangefile",
-                   "tritonlock.native.rule", "tritonlock.verify.natives", "tritonlock.verify.runner.tlverify.imports")
+NATIVES_MODULES = tuple(f"tritonlock.{m}" for m in (  # what _with_natives imports (a test checks the list)
+    "_archs", "compat.pkgbuilds", "native.elf", "native.elfdyn", "native.gpucode", "native.rangefile", "native.rule",
+    "verify.natives", "verify.runner.tlverify.imports"))
 
 
 def _prepare_natives() -> threading.Thread:
-    """Import what `_with_natives` needs (the ELF reader, the rule, the curated build facts: a few tenths of a second)
-    in a thread while the runner works, rather than after its report: the parent is only waiting meanwhile. A failure
-    here is left for `_with_natives` to meet again."""
+    """Import what `_with_natives` needs (a few tenths of a second) in a thread while the runner works, not after its
+    report. A failure here is left for `_with_natives` to meet again."""
     import importlib
 
     def run() -> None:
