@@ -26,8 +26,11 @@ from tritonlock.models import HostProfile, Lock, LockedTarget
 
 RECORDS_FILE = "triton-env.verified.toml"
 # 1.1: each entry carries a digest of itself; 1.2: caveats (what a run cannot vouch for); 1.3: each timed kernel's
-# speed verdict against compat/bands.toml (`speed`), so a team's runs show which machines sat in their band
-RECORDS_VERSION = "1.3"
+# speed verdict against compat/bands.toml (`speed`), so a team's runs show which machines sat in their band; 1.4: the
+# NCCL all-reduce's band, whether it is inferred, the link between its GPUs and the likely causes of its verdict
+RECORDS_VERSION = "1.4"
+LINKS = ("nvlink", "pcie", "none")  # how an all-reduce's GPUs reach each other ("none": P2P off, through host memory)
+_MAX_CAUSES = 16
 HEADER = (
     "# triton-env.verified.toml — where triton-env.lock was proven to work; written by `tritonlock verify --record`.\n"
     "# One [[verified]] entry per target × host fingerprint, sorted. When merging branches, keep both sides' entries.\n"
@@ -47,6 +50,14 @@ class KernelSummary:
     torch_value: float | None = None
     ratio: float | None = None  # Triton / torch: above 1 is faster than torch
     speed: str | None = None  # the verdict against its band: "ok", "slow", "fast", "no-band" (None: not timed)
+    # the NCCL all-reduce's row (older records have none of these): the band its bus bandwidth was judged against,
+    # whether that band is inferred (specifications and too few runs), the link between its GPUs, the message size,
+    # and the likely causes verify named (a GPU busy, a link down, P2P off: "cuda:1: another process …")
+    band: tuple[float, float] | None = None
+    inferred: bool = False
+    link: str | None = None
+    message_bytes: int | None = None
+    causes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -238,7 +249,8 @@ def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: s
     kernels = tuple(KernelSummary(kernel=s(k.kernel) or "", dtype=s(k.dtype) or "", device=s(k.device) or "",
                                   ok=bool(k.ok), metric=s(k.metric), value=_4(_num(k.value)),
                                   torch_value=_4(_num(k.torch_value)), ratio=_4(_num(k.ratio)),
-                                  speed=k.speed.verdict if getattr(k, "speed", None) is not None else None)
+                                  speed=k.speed.verdict if getattr(k, "speed", None) is not None else None,
+                                  **_allreduce_fields(k))
                     for k in result.kernels)
     return _signed(Record(
         target=target.name, fingerprint=fingerprint(host), packages_digest=target_digest(target),
@@ -248,6 +260,21 @@ def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: s
         gpus=tuple(f"{s(g.name)} ({s(g.cc)})" for g in host.gpus), torch=s(result.torch), triton=s(result.triton),
         tritonlock=__version__, failures=tuple(str(f) for f in result.failures), kernels=kernels,
         caveats=tuple(caveats)))
+
+
+def _allreduce_fields(k: Any) -> dict[str, Any]:
+    """What a record keeps of the all-reduce's verdict beyond its word: band, inferred, link, message size, causes."""
+    from tritonlock._term import printable
+
+    sp = getattr(k, "speed", None)
+    if k.kernel != "nccl_all_reduce" or sp is None:
+        return {}
+    band = sp.value_band
+    size = getattr(k, "message_bytes", None)
+    return {"band": (_4(float(band[0])), _4(float(band[1]))) if band else None,
+            "inferred": bool(sp.inferred) and band is not None, "link": sp.link if sp.link in LINKS else None,
+            "message_bytes": size if isinstance(size, int) and size > 0 else None,
+            "causes": tuple(printable(str(c), 500) for c in sp.causes[:_MAX_CAUSES])}
 
 
 def machine(record: Record) -> HostProfile | None:
@@ -361,8 +388,7 @@ def dumps(records: tuple[Record, ...] | list[Record]) -> str:
             lines.append("]")
         if r.kernels:
             lines.append("kernels = [")
-            lines += [f"  {_v({'kernel': k.kernel, 'dtype': k.dtype, 'device': k.device, 'ok': k.ok, 'metric': k.metric, 'value': k.value, 'torch': k.torch_value, 'ratio': k.ratio, 'speed': k.speed})},"
-                      for k in r.kernels]
+            lines += [f"  {_v(_kernel_doc(k))}," for k in r.kernels]
             lines.append("]")
     return "\n".join(lines) + "\n"
 
@@ -424,7 +450,7 @@ def _entry(r: _R, e: Any, w: str) -> Record:
             ok=r.get(k, "ok", bool, kw), metric=r.get(k, "metric", str, kw, False),
             value=_num(r.get(k, "value", (int, float), kw, False)),
             torch_value=_num(r.get(k, "torch", (int, float), kw, False)),
-            ratio=_num(r.get(k, "ratio", (int, float), kw, False)), speed=_speed(r, k, kw)))
+            ratio=_num(r.get(k, "ratio", (int, float), kw, False)), speed=_speed(r, k, kw), **_allreduce(r, k, kw)))
     strs = r.get(e, "gpus", list, w, False) or []
     fails = r.get(e, "failures", list, w, False) or []
     caveats = r.get(e, "caveats", list, w, False) or []
@@ -461,6 +487,33 @@ def _speed(r: _R, k: dict[str, Any], where: str) -> str | None:
     if v is not None and v not in VERDICTS:
         raise r.fail(f"{where}.speed", f"{_shown(v)} is not one of {', '.join(VERDICTS)}")
     return v  # type: ignore[no-any-return]
+
+
+def _allreduce(r: _R, k: dict[str, Any], where: str) -> dict[str, Any]:
+    """The all-reduce's keys of a kernel row, each checked (all optional: a record before 1.4 has none)."""
+    out: dict[str, Any] = {}
+    band = r.get(k, "band", list, where, False)
+    if band is not None:
+        if (len(band) != 2 or not all(_num(x) is not None for x in band)) or band[0] > band[1]:
+            raise r.fail(f"{where}.band", f"{_shown(band)} is not [low, high], two numbers, low first")
+        out["band"] = (float(band[0]), float(band[1]))
+    inferred = r.get(k, "inferred", bool, where, False)
+    if inferred and band is None:
+        raise r.fail(f"{where}.inferred", "says a band is inferred, but the row has no band")
+    out["inferred"] = bool(inferred)
+    link = r.get(k, "link", str, where, False)
+    if link is not None and link not in LINKS:
+        raise r.fail(f"{where}.link", f"{_shown(link)} is not one of {', '.join(LINKS)}")
+    out["link"] = link
+    size = r.get(k, "message_bytes", int, where, False)
+    if size is not None and size <= 0:
+        raise r.fail(f"{where}.message_bytes", f"{_shown(size)} is not a positive number of bytes")
+    out["message_bytes"] = size
+    causes = r.get(k, "causes", list, where, False) or []
+    if len(causes) > _MAX_CAUSES or not all(isinstance(c, str) and c.isprintable() and len(c) <= 500 for c in causes):
+        raise r.fail(f"{where}.causes", f"expected at most {_MAX_CAUSES} printable lines of at most 500 characters")
+    out["causes"] = tuple(causes)
+    return out
 
 
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
@@ -534,6 +587,19 @@ def add_records(path: str | Path, new: tuple[Record, ...] | list[Record]) -> tup
     return out
 
 
+def _kernel_doc(k: KernelSummary) -> dict[str, Any]:
+    """One kernel as the file and a node's report hold it; the all-reduce's keys only where they were recorded (an
+    older record's rows, and every kernel's, keep the keys and the digest they had)."""
+    return {"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
+            "value": k.value, "torch": k.torch_value, "ratio": k.ratio,
+            **({"speed": k.speed} if k.speed is not None else {}),
+            **({"band": list(k.band)} if k.band is not None else {}),
+            **({"inferred": True} if k.inferred else {}),
+            **({"link": k.link} if k.link is not None else {}),
+            **({"message_bytes": k.message_bytes} if k.message_bytes is not None else {}),
+            **({"causes": list(k.causes)} if k.causes else {})}
+
+
 def record_json(r: Record) -> dict[str, Any]:
     return {"target": r.target, "fingerprint": r.fingerprint, "packages_digest": r.packages_digest, "when": r.when,
             "host": r.host, "ok": r.ok, "mode": r.mode, "os": r.os, "arch": r.arch, "glibc": r.glibc,
@@ -541,9 +607,7 @@ def record_json(r: Record) -> dict[str, Any]:
             "triton": r.triton, "tritonlock": r.tritonlock, "failures": list(r.failures), "digest": r.digest,
             "caveats": list(r.caveats),
             # a record made before speed verdicts keeps its digest: the key is there only when a verdict is
-            "kernels": [{"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
-                         "value": k.value, "torch": k.torch_value, "ratio": k.ratio,
-                         **({"speed": k.speed} if k.speed is not None else {})} for k in r.kernels]}
+            "kernels": [_kernel_doc(k) for k in r.kernels]}
 
 
 def record_from_json(d: Any, where: str) -> Record:
