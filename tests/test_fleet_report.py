@@ -7,6 +7,7 @@ import multiprocessing
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tritonlock.cli import main
@@ -750,3 +751,25 @@ def test_report_merge_reads_an_allreduce_recorded_before_its_fields(tmp_path: Pa
     r = CliRunner().invoke(main, ["report", "merge", str(d)])
     assert ("· gpu-02: all-reduce on cuda:0..1 (link not recorded): 121 GB/s — not judged (recorded before verify "
             "judged the all-reduce)") in r.output.splitlines()
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("band = [250.0, 450.0]", "band = [450.0, 250.0]", "band: [450.0, 250.0] is not [low, high], two numbers, low first"),
+    ("band = [250.0, 450.0]", "band = [250.0]", "band: [250.0] is not [low, high]"),
+    ("band = [250.0, 450.0], inferred = true", "inferred = true", "inferred: says a band is inferred, but the row has "
+                                                                   "no band"),
+    ('link = "nvlink"', 'link = "infiniband"', "link: 'infiniband' is not one of nvlink, pcie, none"),
+    ("message_bytes = 268435456", "message_bytes = 0", "message_bytes: 0 is not a positive number of bytes"),
+    ("message_bytes = 268435456", 'message_bytes = "256 MiB"', "message_bytes: unexpected value '256 MiB'"),
+    ('causes = ["', 'causes = ["a\\nb", "', "causes: expected at most 16 printable lines of at most 500 characters"),
+])
+def test_a_broken_allreduce_field_in_a_record_is_named(old: str, new: str, words: str) -> None:
+    from test_verify_speed import _two_gpus
+    from tritonlock.errors import LockfileError
+
+    text = dumps([_ar_record("gpu-02", _two_gpus(121.0, busy_second=True))])
+    assert old in text
+    n = text.count("kernel = ") - 1
+    with pytest.raises(LockfileError) as e:
+        loads(text.replace(old, new, 1), "x.toml")
+    assert str(e.value).startswith(f"x.toml: verified[0].kernels[{n}].{words}"), str(e.value)
