@@ -7,6 +7,7 @@ import multiprocessing
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tritonlock.cli import main
@@ -536,7 +537,7 @@ def test_records_keep_each_timed_rows_speed_verdict() -> None:
     judged = _signed(dataclasses.replace(plain, kernels=tuple(
         dataclasses.replace(k, speed="slow" if k.kernel == "matmul" else "ok") for k in plain.kernels)))
     text = dumps([judged])
-    assert 'records-version = "1.3"' in text and 'speed = "slow"' in text
+    assert 'records-version = "1.4"' in text and 'speed = "slow"' in text
     (back,) = loads(text)
     assert [k.speed for k in back.kernels] == [k.speed for k in judged.kernels] and back.digest == entry_digest(back)
     # the verdict is covered by the entry's digest: "slow" edited into "ok" no longer matches
@@ -602,3 +603,173 @@ def test_report_bands_shows_a_teams_runs_beside_the_shipped_bands(tmp_path: Path
     assert {row["gpu"] for row in doc["rows"]} == {"NVIDIA H200", "NVIDIA B200"}
     empty = CliRunner().invoke(main, ["report", "bands", str(tmp_path / "none.toml")])
     assert empty.exit_code == 2 and "no records" in empty.output
+
+
+# ---------------------------------------------------------------- the all-reduce in records and report merge (#44)
+
+
+def _ar_record(node: str, doc: dict[str, object]) -> Record:
+    """A record as `verify --record` makes it from a runner's report of a host of 2 H200s (verify's own parse)."""
+    from test_lockfile import sample
+    from tritonlock.models import Gpu, HostProfile
+    from tritonlock.records import make_record
+    from tritonlock.verify import _parse
+
+    (t,) = sample().targets
+    host = HostProfile(os="linux", arch="x86_64", python="3.12.3", glibc="2.39", driver="580.159.04",
+                       cuda_driver="13.0", gpus=(Gpu(index=0, name="NVIDIA H200", cc="9.0"),
+                                                 Gpu(index=1, name="NVIDIA H200", cc="9.0")))
+    return make_record(t, host, _parse(doc, 3.0), node=node)
+
+
+BUSY = ("cuda:1: another process is using this GPU: pid 3931 (python3) holding 1,002 MiB; the GPU was 100% busy "
+        "before verify started — verify's kernels shared the GPU with it")
+
+
+def test_a_record_keeps_the_allreduces_figure_band_link_and_cause() -> None:
+    from test_verify_speed import _two_gpus
+    from tritonlock.records import entry_digest
+
+    rec = _ar_record("gpu-02", _two_gpus(121.0, busy_second=True))
+    ar = rec.kernels[-1]
+    assert (ar.kernel, ar.device, ar.value, ar.speed) == ("nccl_all_reduce", "cuda:0..1", 121.0, "slow")
+    assert ar.band == (250.0, 450.0) and ar.inferred and ar.link == "nvlink" and ar.message_bytes == 256 << 20
+    assert ar.causes == (BUSY,)  # the busy GPU only: nothing is said of cuda:0
+    # the kernels' rows carry none of the all-reduce's keys: what they were before
+    assert set(record_json(rec)["kernels"][0]) == {"kernel", "dtype", "device", "ok", "metric", "value", "torch",
+                                                   "ratio", "speed"}
+    text = dumps([rec])
+    assert 'records-version = "1.4"' in text
+    line = next(x for x in text.splitlines() if "nccl_all_reduce" in x)
+    assert ('speed = "slow", band = [250.0, 450.0], inferred = true, link = "nvlink", message_bytes = 268435456, '
+            f'causes = ["{BUSY}"] }},') in line
+    (back,) = loads(text)
+    assert back == rec and back.digest == entry_digest(back)
+    # the cause and the band are under the entry's digest: edited, the record no longer matches
+    for old, new in ((BUSY, BUSY.replace("cuda:1", "cuda:0")), ("inferred = true, ", ""), ("250.0", "100.0")):
+        (edited,) = loads(text.replace(old, new, 1))
+        assert edited.digest != entry_digest(edited), old
+    # in band, the record keeps the band and link with no cause
+    ok = _ar_record("gpu-01", _two_gpus(297.0)).kernels[-1]
+    assert ok.speed == "ok" and ok.band == (250.0, 450.0) and ok.causes == () and ok.link == "nvlink"
+    # no band over PCIe: the link and the words why go in, no band, nothing inferred
+    pcie = _ar_record("gpu-04", _two_gpus(40.0, nvlink=5, read=0)).kernels[-1]
+    assert pcie.speed == "no-band" and pcie.band is None and not pcie.inferred and pcie.link == "pcie"
+    assert pcie.causes == ("no NVLink between cuda:0 and cuda:1 (NVML's P2P status over NVLink: not supported): P2P "
+                           "over PCIe",)
+    # 3 GPUs: no band, and why — never a band of 2 GPUs
+    three = _ar_record("gpu-05", _two_gpus(297.0, n=3)).kernels[-1]
+    assert three.speed == "no-band" and three.band is None and three.link == "nvlink"
+
+
+def test_a_record_from_before_the_allreduce_fields_still_reads_and_keeps_its_digest() -> None:
+    from test_verify_speed import _two_gpus
+    from tritonlock.records import entry_digest
+
+    rec = _ar_record("gpu-02", _two_gpus(121.0, busy_second=True))
+    line = next(x for x in dumps([rec]).splitlines() if "nccl_all_reduce" in x)
+    # as tritonlock 1.3 wrote it: the verdict, nothing else
+    old_line = line.split(", band = ")[0] + " },"
+    old_text = dumps([rec]).replace(line, old_line).replace('records-version = "1.4"', 'records-version = "1.3"')
+    (old,) = loads(old_text)
+    ar = old.kernels[-1]
+    assert ar.speed == "slow" and ar.band is None and ar.link is None and ar.causes == () and not ar.inferred
+    assert ar.message_bytes is None and "band" not in record_json(old)["kernels"][-1]
+    # the digest covers exactly what 1.3 covered: an entry signed then still matches
+    from tritonlock.records import _signed
+
+    assert entry_digest(_signed(old)) == _signed(old).digest and dumps([_signed(old)]).count("causes") == 0
+
+
+def _ar_nodes(tmp: Path) -> Path:
+    from test_verify_speed import _two_gpus
+
+    d = tmp / "runs"
+    d.mkdir()
+    recs = {"gpu-01": _ar_record("gpu-01", _two_gpus(297.0)),
+            "gpu-02": _ar_record("gpu-02", _two_gpus(121.0, busy_second=True)),
+            "gpu-03": _ar_record("gpu-03", _two_gpus(40.0, nvlink=5, read=0)),
+            "gpu-04": _record("gpu-04")}  # one GPU: no all-reduce
+    for host, rec in recs.items():
+        (d / f"{host}.json").write_text(json.dumps({**H200, "ok": True, "record": record_json(rec)}))
+        for suffix, text in (("started", "x"), ("sync.rc", "0"), ("verify.rc", "0")):
+            (d / f"{host}.{suffix}").write_text(text)
+    return d
+
+
+def test_report_merge_names_the_allreduces_band_link_and_cause(tmp_path: Path) -> None:
+    d = _ar_nodes(tmp_path)
+    r = CliRunner().invoke(main, ["report", "merge", str(d), "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert ("· gpu-01: all-reduce on cuda:0..1 over NVLink: 297 GB/s at 256 MiB, band 250–450 GB/s (inferred) — "
+            "in band") in lines
+    assert ("≈ gpu-02: all-reduce on cuda:0..1 over NVLink: 121 GB/s at 256 MiB, band 250–450 GB/s (inferred) — SLOW; "
+            f"likely cause: {BUSY}") in lines
+    assert ("· gpu-03: all-reduce on cuda:0..1 over PCIe (P2P): 40 GB/s at 256 MiB — no band; likely cause: no NVLink "
+            "between cuda:0 and cuda:1 (NVML's P2P status over NVLink: not supported): P2P over PCIe") in lines
+    assert not any("gpu-04: all-reduce" in x for x in lines)
+    assert "~ gpu-02: 1 of 11 timed rows outside the band expected for its GPU: nccl_all_reduce fp32 on cuda:0..1 " \
+           "slow" in r.output
+    # 2 GPUs over PCIe are not peers of 2 over NVLink: the PCIe node's lower figure is no outlier; over NVLink, 121
+    # against 297 is
+    assert not any(x.startswith("! gpu-03") for x in lines), r.output
+    assert "! gpu-02: far below its peers (NVIDIA H200): nccl_all_reduce fp32 (cuda:0..1 over NVLink) 121 GB/s is 58% " \
+           "of its peers' median 209" in lines
+    doc = json.loads(CliRunner().invoke(main, ["report", "merge", str(d), "--json"]).output)
+    by = {n["node"]: n for n in doc["nodes"]}
+    assert by["gpu-02"]["allreduce"] == {"device": "cuda:0..1", "value": 121.0, "metric": "GB/s",
+                                         "message_bytes": 256 << 20, "band": [250.0, 450.0], "band_inferred": True,
+                                         "link": "nvlink", "verdict": "slow", "causes": [BUSY], "ok": True}
+    assert by["gpu-01"]["allreduce"]["verdict"] == "ok" and by["gpu-01"]["allreduce"]["causes"] == []
+    assert by["gpu-03"]["allreduce"]["band"] is None and by["gpu-03"]["allreduce"]["band_inferred"] is None
+    assert by["gpu-03"]["allreduce"]["link"] == "pcie" and by["gpu-04"]["allreduce"] is None
+    page = (tmp_path / "r.html").read_text()
+    assert "<h2>NCCL all-reduce across each node's GPUs</h2>" in page
+    assert ("<li><b>gpu-02</b> — all-reduce on cuda:0..1 over NVLink: 121 GB/s at 256 MiB, band 250–450 GB/s "
+            "(inferred) — SLOW; likely cause: cuda:1: another process") in page
+    assert page.count("(inferred)") == 2  # wherever the band is shown, and nowhere else
+
+
+def test_report_merge_reads_an_allreduce_recorded_before_its_fields(tmp_path: Path) -> None:
+    """A node's record from tritonlock before 1.4: the verdict alone; the line says what it can, no band invented."""
+    import dataclasses
+
+    from tritonlock.records import _signed
+
+    d = _ar_nodes(tmp_path)
+    rec = _ar_record("gpu-02", __import__("test_verify_speed")._two_gpus(121.0, busy_second=True))
+    old = _signed(dataclasses.replace(rec, kernels=(*rec.kernels[:-1], dataclasses.replace(
+        rec.kernels[-1], band=None, inferred=False, link=None, message_bytes=None, causes=()))))
+    (d / "gpu-02.json").write_text(json.dumps({**H200, "ok": True, "record": record_json(old)}))
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    assert r.exit_code == 0, r.output
+    assert "≈ gpu-02: all-reduce on cuda:0..1 (link not recorded): 121 GB/s — SLOW" in r.output.splitlines()
+    unjudged = _signed(dataclasses.replace(old, kernels=(*old.kernels[:-1], dataclasses.replace(old.kernels[-1],
+                                                                                                  speed=None))))
+    (d / "gpu-02.json").write_text(json.dumps({**H200, "ok": True, "record": record_json(unjudged)}))
+    r = CliRunner().invoke(main, ["report", "merge", str(d)])
+    assert ("· gpu-02: all-reduce on cuda:0..1 (link not recorded): 121 GB/s — not judged (recorded before verify "
+            "judged the all-reduce)") in r.output.splitlines()
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("band = [250.0, 450.0]", "band = [450.0, 250.0]", "band: [450.0, 250.0] is not [low, high], two numbers, low first"),
+    ("band = [250.0, 450.0]", "band = [250.0]", "band: [250.0] is not [low, high]"),
+    ("band = [250.0, 450.0], inferred = true", "inferred = true", "inferred: says a band is inferred, but the row has "
+                                                                   "no band"),
+    ('link = "nvlink"', 'link = "infiniband"', "link: 'infiniband' is not one of nvlink, pcie, none"),
+    ("message_bytes = 268435456", "message_bytes = 0", "message_bytes: 0 is not a positive number of bytes"),
+    ("message_bytes = 268435456", 'message_bytes = "256 MiB"', "message_bytes: unexpected value '256 MiB'"),
+    ('causes = ["', 'causes = ["a\\nb", "', "causes: expected at most 16 printable lines of at most 500 characters"),
+])
+def test_a_broken_allreduce_field_in_a_record_is_named(old: str, new: str, words: str) -> None:
+    from test_verify_speed import _two_gpus
+    from tritonlock.errors import LockfileError
+
+    text = dumps([_ar_record("gpu-02", _two_gpus(121.0, busy_second=True))])
+    assert old in text
+    n = text.count("kernel = ") - 1
+    with pytest.raises(LockfileError) as e:
+        loads(text.replace(old, new, 1), "x.toml")
+    assert str(e.value).startswith(f"x.toml: verified[0].kernels[{n}].{words}"), str(e.value)

@@ -326,6 +326,90 @@ def test_fuzz_records(text: str) -> None:
         assert err.exit_code == 2 and str(err).startswith("fuzz.verified.toml"), str(err)
 
 
+# the all-reduce's keys of a kernel row (records 1.4): each value a near-miss of a valid one
+_AR_VALUES: dict[str, list[Any]] = {
+    "band": [[250.0, 450.0], [450, 250], [1], [1, 2, 3], ["a", "b"], [float("inf"), 1.0], [], "250-450", [True, 2]],
+    "inferred": [True, False, "yes", 1, None],
+    "link": ["nvlink", "pcie", "none", "NVLink", "infiniband", "", 2, "nvlink\n"],
+    "message_bytes": [268435456, 0, -1, 1.5, "256 MiB", True, 2**70],
+    "causes": [["cuda:1: busy"], [], "cuda:1: busy", [1], ["a\nb"], ["x" * 501], ["c"] * 17, [["nested"]]],
+}
+
+
+@st.composite
+def allreduce_rows(draw: st.DrawFn) -> tuple[str, list[str]]:
+    row: dict[str, Any] = {"kernel": "nccl_all_reduce", "dtype": "fp32", "device": "cuda:0..1", "ok": True,
+                           "metric": "GB/s", "value": 121.0, "speed": "slow"}
+    keys = draw(st.lists(st.sampled_from(sorted(_AR_VALUES)), min_size=1, unique=True))
+    for key in keys:
+        v = draw(st.sampled_from(_AR_VALUES[key]))
+        if v is not None:
+            row[key] = v
+    text = ('records-version = "1.4"\n[[verified]]\ntarget = "t"\nfingerprint = "f"\npackages-digest = "d"\n'
+            'when = "2026-11-30T10:00:00Z"\nhost = "h"\nok = true\nmode = "gpu"\nos = "linux"\narch = "x86_64"\n'
+            f"kernels = [{_toml(row)}]\n")
+    return text, keys
+
+
+@settings(CI, max_examples=300)
+@given(allreduce_rows())
+def test_fuzz_a_records_allreduce_fields(case: tuple[str, list[str]]) -> None:
+    """A broken band, link, message size or cause list is one clean error naming the row's key; a good one reads
+    back as written."""
+    from tritonlock.records import dumps, loads
+
+    text, keys = case
+    try:
+        (rec,) = loads(text, "fuzz.verified.toml")
+    except TritonlockError as err:
+        assert err.exit_code == 2 and str(err).startswith("fuzz.verified.toml: verified[0].kernels[0]."), str(err)
+        assert str(err).split(".kernels[0].")[1].split(":")[0] in keys, str(err)
+        return
+    assert loads(dumps([rec]))[0] == rec
+
+
+_BAND_VALUES: dict[str, list[Any]] = {
+    "gpus": [2, 1, 0, -2, 2.0, "2", True, 8],
+    "link": ["nvlink", "pcie", "none", "NVLINK", "", 2],
+    "message_bytes": [268435456, 0, -1, 1.5, "256", True],
+    "inferred": [True, False, "true", 1],
+    "value": [[250, 450], [450, 250], [1], "x", [float("nan"), 2]],
+}
+
+
+@st.composite
+def allreduce_bands(draw: st.DrawFn) -> tuple[str, list[str]]:
+    keys = draw(st.lists(st.sampled_from(sorted(_BAND_VALUES)), unique=True))
+    lines = ['[[gpu]]', 'family = "H200"', 'pattern = "NVIDIA H200"', 'cc = "9.0"', 'source = "x"', "",
+             "[[band]]", 'family = "H200"', 'kernel = "nccl_all_reduce"', 'dtype = "fp32"', 'metric = "GB/s"',
+             'source = "x"']
+    lines += [f"{key} = {_toml(draw(st.sampled_from(_BAND_VALUES[key])))}" for key in keys]
+    return "\n".join(lines) + "\n", keys
+
+
+@settings(CI, max_examples=300)
+@given(allreduce_bands())
+def test_fuzz_the_allreduce_keys_of_a_bands_file(case: tuple[str, list[str]]) -> None:
+    """compat/bands.toml's all-reduce keys (gpus, link, message_bytes, inferred) with any value: it loads, or one
+    clean MatrixError that names the file and the band (and its key where one key is wrong)."""
+    from tritonlock.errors import MatrixError
+    from tritonlock.verify.speed import load_bands
+
+    text, keys = case
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "bands.toml").write_text(text)
+        try:
+            bands = load_bands(Path(d))
+        except MatrixError as err:
+            assert str(err).startswith(f"{Path(d) / 'bands.toml'}: band[0]"), str(err)
+            named = str(err).split("band[0]")[1]
+            assert named.startswith(":") or named[1:].split(":")[0] in keys, str(err)
+            return
+    assert bands is not None
+    (band,) = bands.bands
+    assert band.gpus is None or (band.gpus >= 2 and band.link in ("nvlink", "pcie") and band.message_bytes)
+
+
 # ---------------------------------------------------------------- what nodes leave for `report merge`
 
 NODE_KEYS = ["ok", "failures", "checks", "record", "mode", "kernels", "torch"]

@@ -553,7 +553,8 @@ def test_default_target_name(gpus: tuple[Gpu, ...], expected: str) -> None:
 def test_profile_json_keys_are_stable(world: World) -> None:
     data = host.profile_json(h200_profile(world))
     assert list(data) == ["os", "arch", "python", "glibc", "driver", "cuda_driver", "nvcc", "container",
-                          "wsl", "gpus", "probes", "warnings", "macos", "vendor_gpus", "amdgpu", "rocm", "hsa_override"]
+                          "wsl", "gpus", "probes", "warnings", "macos", "vendor_gpus", "amdgpu", "rocm", "hsa_override",
+                          "gpu_links"]
     assert data["gpus"] == [{"index": 0, "name": "NVIDIA H200", "cc": "9.0", "memory_mib": 143771, "uuid": H200_UUID}]
     assert json.loads(json.dumps(data)) == data
 

@@ -96,7 +96,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "environment": (("tritonlock.environment", "tritonlock._fast"), ("ground", "compat", "intent", "host", "lock")),
     "verify": (("tritonlock.verify",), ("ground", "compat")),
     "around": (("tritonlock.doctor", "tritonlock.fleet", "tritonlock.export", "tritonlock.check", "tritonlock.records",
-                "tritonlock._kept"),
+                "tritonlock._kept", "tritonlock._caveats"),
                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
     "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
     "project": (("tritonlock.project", "tritonlock.native.loop"),

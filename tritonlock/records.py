@@ -21,13 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock import _toml
+from tritonlock._caveats import run_caveats  # noqa: F401  (what verify --record calls: records.run_caveats)
 from tritonlock.errors import LockfileError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 
 RECORDS_FILE = "triton-env.verified.toml"
 # 1.1: each entry carries a digest of itself; 1.2: caveats (what a run cannot vouch for); 1.3: each timed kernel's
-# speed verdict against compat/bands.toml (`speed`), so a team's runs show which machines sat in their band
-RECORDS_VERSION = "1.3"
+# speed verdict against compat/bands.toml (`speed`), so a team's runs show which machines sat in their band; 1.4: the
+# NCCL all-reduce's band, whether it is inferred, the link between its GPUs and the likely causes of its verdict
+RECORDS_VERSION = "1.4"
+LINKS = ("nvlink", "pcie", "none")  # how an all-reduce's GPUs reach each other ("none": P2P off, through host memory)
+_MAX_CAUSES = 16
 HEADER = (
     "# triton-env.verified.toml — where triton-env.lock was proven to work; written by `tritonlock verify --record`.\n"
     "# One [[verified]] entry per target × host fingerprint, sorted. When merging branches, keep both sides' entries.\n"
@@ -47,6 +51,14 @@ class KernelSummary:
     torch_value: float | None = None
     ratio: float | None = None  # Triton / torch: above 1 is faster than torch
     speed: str | None = None  # the verdict against its band: "ok", "slow", "fast", "no-band" (None: not timed)
+    # the NCCL all-reduce's row (older records have none of these): the band its bus bandwidth was judged against,
+    # whether that band is inferred (specifications and too few runs), the link between its GPUs, the message size,
+    # and the likely causes verify named (a GPU busy, a link down, P2P off: "cuda:1: another process …")
+    band: tuple[float, float] | None = None
+    inferred: bool = False
+    link: str | None = None
+    message_bytes: int | None = None
+    causes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,90 +152,6 @@ def _signed(r: Record) -> Record:
     return replace(r, digest=entry_digest(r))
 
 
-def run_caveats(host: HostProfile, result: Any, *, interpreter: str, venv: Path | None,
-                target: str) -> tuple[str, ...]:
-    """What a verify run on this machine cannot vouch for: host facts that TRITONLOCK_* overrides set instead of
-    detection, an interpreter that is not a venv `tritonlock sync` completed for this target (anything could answer
-    there, a script that prints a passing report included), and a GPU run reported where no driver was found."""
-    from tritonlock.environment._noop import read_synced
-    from tritonlock.host.described import ENV_PREFIX, OVERRIDE_KEYS
-
-    out: list[str] = []
-    names = [ENV_PREFIX + k.upper() for k in OVERRIDE_KEYS if os.environ.get(ENV_PREFIX + k.upper(), "").strip()]
-    if names:
-        out.append(f"host facts set by {', '.join(names)}, not detected")
-    stamp = read_synced(venv) if venv is not None else None
-    if stamp is None or stamp.get("target") != target:
-        from tritonlock._term import printable
-
-        out.append(f"interpreter {printable(os.path.abspath(interpreter), 200)} is not in a venv that `tritonlock sync` made for "
-                   f"target {target}")
-    if result.mode == "gpu" and host.driver is None:
-        out.append("the run says it used a GPU, but no NVIDIA driver was found on this machine")
-    if venv is not None:
-        why = _interpreter_caveat(venv, interpreter)
-        if why:
-            out.append(why)
-    why = _driver_caveat(host)
-    if why:
-        out.append(why)
-    return tuple(out)
-
-
-def _same_bytes(a: str, b: str) -> bool:
-    try:
-        if os.path.getsize(a) != os.path.getsize(b):
-            return False
-        with open(a, "rb") as fa, open(b, "rb") as fb:
-            return hashlib.sha256(fa.read()).digest() == hashlib.sha256(fb.read()).digest()
-    except OSError:
-        return False
-
-
-def _interpreter_caveat(venv: Path, interpreter: str) -> str | None:
-    """What ran must be the Python the venv was made on: its pyvenv.cfg names that base interpreter (`home`), and the
-    venv's interpreter is a link to it (or, made with --copies or on Windows, a copy of its bytes). One replaced
-    after the venv was made — a script that prints a passing report — is not; what answered then cannot be told."""
-    from tritonlock._term import printable
-    from tritonlock.environment._venv import venv_config
-
-    home = venv_config(venv).get("home")
-    exe = os.path.abspath(interpreter)
-    if not home:
-        return f"{printable(str(venv), 200)}/pyvenv.cfg names no base interpreter (home): what ran cannot be checked"
-    real = os.path.realpath(exe)
-    names = {os.path.basename(exe), "python", "python3", "python.exe", os.path.basename(real)}
-    bases = [os.path.join(home, n) for n in sorted(names) if os.path.isfile(os.path.join(home, n))]
-    if any(os.path.realpath(b) == real for b in bases) or (
-            not os.path.islink(exe) and any(_same_bytes(exe, os.path.realpath(b)) for b in bases)):
-        return None
-    return (f"interpreter {printable(exe, 200)} is not the Python its venv was made on (pyvenv.cfg home = "
-            f"{printable(home, 200)}): it was replaced after the venv was made, so what answered cannot be told")
-
-
-def _driver_caveat(host: HostProfile) -> str | None:
-    """The NVIDIA driver as read only from an `nvidia-smi` on PATH (NVML did not answer), checked against what the
-    kernel says (/proc/driver/nvidia/version): a program on PATH can print any driver and GPU, the kernel module
-    cannot be faked without root."""
-    import shutil
-    import sys
-
-    if host.driver is None or not sys.platform.startswith("linux") or "driver: nvidia-smi" not in host.probes:
-        return None
-    from tritonlock._term import printable
-    from tritonlock.host import _probes
-
-    smi = printable(shutil.which("nvidia-smi") or "nvidia-smi", 200)
-    kernel = _probes.proc_driver()
-    if kernel is None or kernel.driver is None:
-        return (f"the NVIDIA driver ({host.driver}) and GPUs were read only from {smi} (NVML did not answer), and the "
-                "kernel shows no NVIDIA driver (/proc/driver/nvidia/version): nothing here shows a GPU was used")
-    if kernel.driver != host.driver:
-        return (f"{smi} says driver {host.driver}, the kernel's module is {kernel.driver} "
-                "(/proc/driver/nvidia/version): not the driver the record names")
-    return None
-
-
 def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: str | None = None,
                 now: datetime.datetime | None = None, caveats: tuple[str, ...] = ()) -> Record:
     """A record of one verify result (a verify.VerifyResult) for a lock target on this host."""
@@ -238,7 +166,8 @@ def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: s
     kernels = tuple(KernelSummary(kernel=s(k.kernel) or "", dtype=s(k.dtype) or "", device=s(k.device) or "",
                                   ok=bool(k.ok), metric=s(k.metric), value=_4(_num(k.value)),
                                   torch_value=_4(_num(k.torch_value)), ratio=_4(_num(k.ratio)),
-                                  speed=k.speed.verdict if getattr(k, "speed", None) is not None else None)
+                                  speed=k.speed.verdict if getattr(k, "speed", None) is not None else None,
+                                  **_allreduce_fields(k))
                     for k in result.kernels)
     return _signed(Record(
         target=target.name, fingerprint=fingerprint(host), packages_digest=target_digest(target),
@@ -248,6 +177,21 @@ def make_record(target: LockedTarget, host: HostProfile, result: Any, *, node: s
         gpus=tuple(f"{s(g.name)} ({s(g.cc)})" for g in host.gpus), torch=s(result.torch), triton=s(result.triton),
         tritonlock=__version__, failures=tuple(str(f) for f in result.failures), kernels=kernels,
         caveats=tuple(caveats)))
+
+
+def _allreduce_fields(k: Any) -> dict[str, Any]:
+    """What a record keeps of the all-reduce's verdict beyond its word: band, inferred, link, message size, causes."""
+    from tritonlock._term import printable
+
+    sp = getattr(k, "speed", None)
+    if k.kernel != "nccl_all_reduce" or sp is None:
+        return {}
+    band = sp.value_band
+    size = getattr(k, "message_bytes", None)
+    return {"band": (_4(float(band[0])), _4(float(band[1]))) if band else None,
+            "inferred": bool(sp.inferred) and band is not None, "link": sp.link if sp.link in LINKS else None,
+            "message_bytes": size if isinstance(size, int) and size > 0 else None,
+            "causes": tuple(printable(str(c), 500) for c in sp.causes[:_MAX_CAUSES])}
 
 
 def machine(record: Record) -> HostProfile | None:
@@ -361,8 +305,7 @@ def dumps(records: tuple[Record, ...] | list[Record]) -> str:
             lines.append("]")
         if r.kernels:
             lines.append("kernels = [")
-            lines += [f"  {_v({'kernel': k.kernel, 'dtype': k.dtype, 'device': k.device, 'ok': k.ok, 'metric': k.metric, 'value': k.value, 'torch': k.torch_value, 'ratio': k.ratio, 'speed': k.speed})},"
-                      for k in r.kernels]
+            lines += [f"  {_v(_kernel_doc(k))}," for k in r.kernels]
             lines.append("]")
     return "\n".join(lines) + "\n"
 
@@ -424,7 +367,7 @@ def _entry(r: _R, e: Any, w: str) -> Record:
             ok=r.get(k, "ok", bool, kw), metric=r.get(k, "metric", str, kw, False),
             value=_num(r.get(k, "value", (int, float), kw, False)),
             torch_value=_num(r.get(k, "torch", (int, float), kw, False)),
-            ratio=_num(r.get(k, "ratio", (int, float), kw, False)), speed=_speed(r, k, kw)))
+            ratio=_num(r.get(k, "ratio", (int, float), kw, False)), speed=_speed(r, k, kw), **_allreduce(r, k, kw)))
     strs = r.get(e, "gpus", list, w, False) or []
     fails = r.get(e, "failures", list, w, False) or []
     caveats = r.get(e, "caveats", list, w, False) or []
@@ -461,6 +404,33 @@ def _speed(r: _R, k: dict[str, Any], where: str) -> str | None:
     if v is not None and v not in VERDICTS:
         raise r.fail(f"{where}.speed", f"{_shown(v)} is not one of {', '.join(VERDICTS)}")
     return v  # type: ignore[no-any-return]
+
+
+def _allreduce(r: _R, k: dict[str, Any], where: str) -> dict[str, Any]:
+    """The all-reduce's keys of a kernel row, each checked (all optional: a record before 1.4 has none)."""
+    out: dict[str, Any] = {}
+    band = r.get(k, "band", list, where, False)
+    if band is not None:
+        if (len(band) != 2 or not all(_num(x) is not None for x in band)) or band[0] > band[1]:
+            raise r.fail(f"{where}.band", f"{_shown(band)} is not [low, high], two numbers, low first")
+        out["band"] = (float(band[0]), float(band[1]))
+    inferred = r.get(k, "inferred", bool, where, False)
+    if inferred and band is None:
+        raise r.fail(f"{where}.inferred", "says a band is inferred, but the row has no band")
+    out["inferred"] = bool(inferred)
+    link = r.get(k, "link", str, where, False)
+    if link is not None and link not in LINKS:
+        raise r.fail(f"{where}.link", f"{_shown(link)} is not one of {', '.join(LINKS)}")
+    out["link"] = link
+    size = r.get(k, "message_bytes", int, where, False)
+    if size is not None and size <= 0:
+        raise r.fail(f"{where}.message_bytes", f"{_shown(size)} is not a positive number of bytes")
+    out["message_bytes"] = size
+    causes = r.get(k, "causes", list, where, False) or []
+    if len(causes) > _MAX_CAUSES or not all(isinstance(c, str) and c.isprintable() and len(c) <= 500 for c in causes):
+        raise r.fail(f"{where}.causes", f"expected at most {_MAX_CAUSES} printable lines of at most 500 characters")
+    out["causes"] = tuple(causes)
+    return out
 
 
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
@@ -534,6 +504,19 @@ def add_records(path: str | Path, new: tuple[Record, ...] | list[Record]) -> tup
     return out
 
 
+def _kernel_doc(k: KernelSummary) -> dict[str, Any]:
+    """One kernel as the file and a node's report hold it; the all-reduce's keys only where they were recorded (an
+    older record's rows, and every kernel's, keep the keys and the digest they had)."""
+    return {"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
+            "value": k.value, "torch": k.torch_value, "ratio": k.ratio,
+            **({"speed": k.speed} if k.speed is not None else {}),
+            **({"band": list(k.band)} if k.band is not None else {}),
+            **({"inferred": True} if k.inferred else {}),
+            **({"link": k.link} if k.link is not None else {}),
+            **({"message_bytes": k.message_bytes} if k.message_bytes is not None else {}),
+            **({"causes": list(k.causes)} if k.causes else {})}
+
+
 def record_json(r: Record) -> dict[str, Any]:
     return {"target": r.target, "fingerprint": r.fingerprint, "packages_digest": r.packages_digest, "when": r.when,
             "host": r.host, "ok": r.ok, "mode": r.mode, "os": r.os, "arch": r.arch, "glibc": r.glibc,
@@ -541,9 +524,7 @@ def record_json(r: Record) -> dict[str, Any]:
             "triton": r.triton, "tritonlock": r.tritonlock, "failures": list(r.failures), "digest": r.digest,
             "caveats": list(r.caveats),
             # a record made before speed verdicts keeps its digest: the key is there only when a verdict is
-            "kernels": [{"kernel": k.kernel, "dtype": k.dtype, "device": k.device, "ok": k.ok, "metric": k.metric,
-                         "value": k.value, "torch": k.torch_value, "ratio": k.ratio,
-                         **({"speed": k.speed} if k.speed is not None else {})} for k in r.kernels]}
+            "kernels": [_kernel_doc(k) for k in r.kernels]}
 
 
 def record_from_json(d: Any, where: str) -> Record:

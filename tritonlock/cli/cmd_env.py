@@ -251,7 +251,10 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
         progress.__exit__(None, None, None)
         raise
     try:
-        result = started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver, **native)
+        from tritonlock.host import shared_gpu_link  # asked only when the runner's NVML could not read the link
+
+        result = started.finish(backend=backend, triton=triton, expect_gpu=expect_gpu, driver=driver,
+                                host_link=shared_gpu_link, **native)
     finally:
         progress.__exit__(None, None, None)
     rec = None

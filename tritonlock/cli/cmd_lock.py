@@ -115,9 +115,9 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
         echo(f"wrote target {tname!r} to {save} — {saved_host_advice(Path(save), Path(find_project()))}",
               err=True)
     if as_json:
-        echo_json(host.profile_json(prof))
+        echo_json(host.profile_json(prof, host.gpu_links(prof)))
     elif not save:
-        echo(host.format_profile(prof))
+        echo(host.format_profile(prof, host.gpu_links(prof)))
 
 
 @click.command()

@@ -36,6 +36,55 @@ class Row:
     # the timed rows outside the band compat/bands.toml expects for its GPU, as verify judged them ("matmul fp16 slow")
     outside_band: tuple[str, ...] = ()
     judged: int = 0  # timed rows that had a band
+    allreduce: AllReduce | None = None  # the node's NCCL all-reduce across its GPUs, when it ran one
+
+
+_LINK_WORDS = {"nvlink": "NVLink", "pcie": "PCIe (P2P)", "none": "host memory (P2P off)"}
+_VERDICT_WORDS = {"ok": "in band", "slow": "SLOW", "fast": "above band", "no-band": "no band"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AllReduce:
+    """A node's NCCL all-reduce as its record keeps it: figure, band (and whether it is inferred), link, causes."""
+
+    device: str  # "cuda:0..1"
+    value: float | None  # bus bandwidth
+    metric: str
+    message_bytes: int | None
+    band: tuple[float, float] | None
+    inferred: bool
+    link: str | None  # "nvlink" | "pcie" | "none" | None (not known)
+    verdict: str | None  # "ok" | "slow" | "fast" | "no-band" | None (not judged: an older record, or it failed)
+    causes: tuple[str, ...] = ()
+    ok: bool = True
+
+    def words(self) -> str:
+        """One line: "all-reduce on cuda:0..1 over NVLink: 121 GB/s at 256 MiB, band 250–450 GB/s (inferred) — SLOW;
+        likely cause: …"."""
+        over = f" over {_LINK_WORDS[self.link]}" if self.link in _LINK_WORDS else " (link not recorded)"
+        fig = "failed" if not self.ok else "no figure" if self.value is None else f"{self.value:,.0f} {self.metric}"
+        size = f" at {self.message_bytes / 2**20:g} MiB" if self.message_bytes else ""
+        band = (f", band {self.band[0]:,.0f}–{self.band[1]:,.0f} {self.metric}" + (" (inferred)" if self.inferred else "")
+                if self.band else "")
+        verdict = f" — {_VERDICT_WORDS[self.verdict]}" if self.verdict in _VERDICT_WORDS else (
+            " — not judged (recorded before verify judged the all-reduce)" if self.ok and self.value is not None
+            else "")
+        why = f"; likely cause: {'; '.join(self.causes)}" if self.causes else ""
+        return f"all-reduce on {self.device}{over}: {fig}{size}{band}{verdict}{why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device": self.device, "value": self.value, "metric": self.metric, "message_bytes": self.message_bytes,
+                "band": list(self.band) if self.band else None, "band_inferred": self.inferred if self.band else None,
+                "link": self.link, "verdict": self.verdict, "causes": list(self.causes), "ok": self.ok}
+
+
+def _allreduce(rep: NodeReport) -> AllReduce | None:
+    for k in rep.record.kernels if rep.record else ():
+        if k.kernel == "nccl_all_reduce":
+            return AllReduce(device=k.device, value=k.value, metric=k.metric or "GB/s", message_bytes=k.message_bytes,
+                             band=k.band, inferred=k.inferred, link=k.link, verdict=k.speed, causes=k.causes,
+                             ok=k.ok)
+    return None
 
 
 def _models(gpus: tuple[str, ...]) -> tuple[str, str]:
@@ -62,6 +111,9 @@ def _figures(rep: NodeReport) -> dict[tuple[str, str], tuple[float, str]]:
         if k.value is None or not k.metric:
             continue
         key = (k.kernel, k.dtype)
+        if k.kernel == "nccl_all_reduce":  # peers only over the same GPUs and link: 2 over PCIe is not 2 over NVLink
+            key = (k.kernel, f"{k.dtype} ({k.device}" + (f" over {_LINK_WORDS[k.link]}" if k.link in _LINK_WORDS
+                                                          else "") + ")")
         if key not in out or k.value < out[key][0]:
             out[key] = (k.value, k.metric)
     return out
@@ -93,7 +145,7 @@ def rows(reports: list[NodeReport], *, expect: int | None = None, threshold: flo
                        add_ratio=_ratio(rep, "vector_add"),
                        matmul_ratio=_ratio(rep, "matmul", "fp16") or _ratio(rep, "matmul"), error=rep.error,
                        copies=rep.copies,
-                       outside_band=outside, judged=judged))
+                       outside_band=outside, judged=judged, allreduce=_allreduce(rep)))
     if expect is not None and len(out) < expect:
         for i in range(expect - len(out)):
             out.append(Row(node=f"(missing {i + 1})", tag="", gpu="?", model="?", driver=None, target=None,
@@ -117,6 +169,11 @@ def _safe(r: Row) -> Row:
                              if isinstance(v := getattr(r, f), str)}
     cells["copies"] = tuple(printable(redact(c), 200) for c in r.copies)
     cells["outside_band"] = tuple(printable(redact(x), 200) for x in r.outside_band)
+    if r.allreduce is not None:
+        ar = r.allreduce
+        cells["allreduce"] = dataclasses.replace(ar, device=printable(redact(ar.device), 200),
+                                                 metric=printable(redact(ar.metric), 40),
+                                                 causes=tuple(printable(redact(c), 500) for c in ar.causes))
     return dataclasses.replace(r, **cells)
 
 
@@ -188,6 +245,8 @@ def table_text(table: list[Row]) -> str:
         if r.outside_band:
             lines.append(f"~ {r.node}: {len(r.outside_band)} of {r.judged} timed rows outside the band expected for its "
                          f"GPU: {', '.join(r.outside_band[:6])}{' …' if len(r.outside_band) > 6 else ''}")
+        if r.allreduce is not None:
+            lines.append(f"{'≈' if r.allreduce.verdict in ('slow', 'fast') else '·'} {r.node}: {r.allreduce.words()}")
         if not r.ok and r.error:
             lines.append(f"x {r.node}: {r.status}: {r.error}")
         if r.copies:
@@ -208,7 +267,8 @@ def table_json(table: list[Row]) -> dict[str, Any]:
          "ok": r.ok, "mode": r.mode, "vector_add_gbs": r.vector_add_gbs, "matmul_tflops": r.matmul_tflops,
          "vector_add_ratio": r.add_ratio, "matmul_ratio": r.matmul_ratio, "outlier": r.outlier or None,
          "error": r.error or None, "copies": list(r.copies),
-         "outside_band": list(r.outside_band), "judged": r.judged} for r in table]}
+         "outside_band": list(r.outside_band), "judged": r.judged,
+         "allreduce": r.allreduce.to_json() if r.allreduce else None} for r in table]}
 
 
 # ---------------------------------------------------------------- HTML
@@ -284,6 +344,9 @@ def table_html(table: list[Row], *, title: str = "tritonlock fleet report", subt
     notes += [f"<li><b>{e(r.node)}</b> — {e(_copies(r))}</li>" for r in table if r.copies]
     if notes:
         out += ["<h2>What needs a look</h2>", "<ul>", *notes, "</ul>"]
+    reduces = [f"<li><b>{e(r.node)}</b> — {e(r.allreduce.words())}</li>" for r in table if r.allreduce is not None]
+    if reduces:
+        out += ["<h2>NCCL all-reduce across each node's GPUs</h2>", "<ul>", *reduces, "</ul>"]
     out.append("<footer>×torch: Triton's speed over torch's own operation on the same GPU (above 1 is faster); "
                f"the slowest GPU of a node is shown. A node is marked when it is below {OUTLIER:.0%} of the median "
                "of the nodes with the same GPU model. Interpreter runs (no GPU) prove the packages, not the GPU."

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from tritonlock.host import _probes as p
-from tritonlock.host import described
+from tritonlock.host import _links, described
 from tritonlock.host.described import OVERRIDE_KEYS, load_saved_target  # the package's face (__all__) names them
 from tritonlock.errors import HostError
 from tritonlock.models import Gpu, HostProfile, TargetSpec
@@ -21,8 +21,10 @@ __all__ = [
     "default_target_name",
     "detect",
     "format_profile",
+    "gpu_links",
     "load_saved_target",
     "profile_json",
+    "shared_gpu_link",
     "target_toml",
     "to_target",
 ]
@@ -38,10 +40,12 @@ T = TypeVar("T")
 
 def clear_cache() -> None:
     """Forget every probe's answer (tests; a long-lived process after a driver change)."""
+    from tritonlock.host import _links
     from tritonlock.host import _vendor as _host_vendor
 
     p.clear_cache()
     _host_vendor.clear_cache()
+    _links.clear_cache()
 
 
 # ---- detection -----------------------------------------------------------------------------
@@ -251,6 +255,27 @@ def _no_gpu_warning(driver: str, container: str | None) -> str:
     )
 
 
+# ---- links between GPUs --------------------------------------------------------------------
+
+
+def gpu_links(profile: HostProfile) -> tuple[_links.GpuLink, ...] | None:
+    """The links between the profile's NVIDIA GPUs, read from this machine (NVML, else `nvidia-smi topo -m`); () for
+    fewer than 2 GPUs or GPUs named by hand (TRITONLOCK_GPUS, --gpus: not this machine's), None when nothing told."""
+    from tritonlock.host import _links
+
+    if len(profile.gpus) < 2 or any(x.startswith("gpus: override") for x in profile.probes):
+        return ()
+    return _links.links()
+
+
+def shared_gpu_link() -> tuple[str, str] | None:
+    """The link every pair of this machine's GPUs shares ("nvlink", "pcie", "none") and where it was read, for verify
+    to judge an all-reduce by when its runner's NVML could not say; None when the pairs differ or nothing told."""
+    from tritonlock.host import _links
+
+    return _links.one_link(_links.links(), 2)
+
+
 # ---- projections ---------------------------------------------------------------------------
 
 
@@ -328,10 +353,11 @@ def target_toml(profile: HostProfile, name: str, *, today: datetime.date | None 
     return f"# {models}; detected by tritonlock host on {when}\n" + tomlkit.dumps(doc)
 
 
-def profile_json(profile: HostProfile) -> dict[str, object]:
+def profile_json(profile: HostProfile, links: tuple[_links.GpuLink, ...] | None = ()) -> dict[str, object]:
     """`tritonlock host --json`. Stable keys, always all present (null when unknown):
     os, arch, python, glibc, driver, cuda_driver, nvcc, container (str | null), wsl (bool),
-    gpus (list of {index, name, cc, memory_mib, uuid}), probes, warnings (lists of str), macos (str | null)."""
+    gpus (list of {index, name, cc, memory_mib, uuid}), probes, warnings (lists of str), macos (str | null),
+    gpu_links (list of {a, b, kind, detail, source}: [] under 2 GPUs, null when 2 or more and nothing told)."""
     return {
         "os": profile.os,
         "arch": profile.arch,
@@ -355,11 +381,16 @@ def profile_json(profile: HostProfile) -> dict[str, object]:
         "amdgpu": profile.amdgpu,
         "rocm": profile.rocm,
         "hsa_override": profile.hsa_override,
+        "gpu_links": None if links is None else [
+            {"a": x.a, "b": x.b, "kind": x.kind, "detail": x.detail, "source": x.source} for x in links],
     }
 
 
-def format_profile(profile: HostProfile) -> str:
-    """Human-readable text for `tritonlock host`."""
+_KIND_WORDS = {"nvlink": "NVLink", "pcie": "PCIe", "none": "no P2P"}
+
+
+def format_profile(profile: HostProfile, links: tuple[_links.GpuLink, ...] | None = ()) -> str:
+    """Human-readable text for `tritonlock host`; `links` from gpu_links (None: 2 or more GPUs, nothing told)."""
     lines = [
         f"os         {profile.os} {profile.arch}"
         + (f", glibc {profile.glibc}" if profile.glibc else "")
@@ -381,6 +412,11 @@ def format_profile(profile: HostProfile) -> str:
     for vg in profile.vendor_gpus:
         lines.append(f"gpu {vg.index:<6} {vg.vendor.upper() if vg.vendor == 'amd' else 'Intel'} {vg.target}"
                      + (f" ({vg.name})" if vg.name else "") + (f", PCI {vg.pci}" if vg.pci else ""))
+    if links is None:
+        lines.append("link       not read (NVML gave no P2P status, `nvidia-smi topo -m` no matrix): verify judges "
+                     "no all-reduce band by it")
+    for x in links or ():
+        lines.append(f"link       gpu {x.a} - gpu {x.b}: {_KIND_WORDS[x.kind]} ({x.detail}; {x.source})")
     if profile.amdgpu:
         lines.append(f"amdgpu     {profile.amdgpu}")
     if profile.rocm:

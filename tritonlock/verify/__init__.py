@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,10 +207,12 @@ class StartedVerify:
     def finish(self, *, backend: str | None = None, triton: str | None = None, expect_gpu: bool | None = None,
                driver: str | None = None, ptxas_floors: dict[str, str] | None = None,
                imports: tuple[str, ...] = (), import_scope: tuple[str, ...] | None = None,
-               lock_facts: Any = None) -> VerifyResult:
+               lock_facts: Any = None, host_link: Callable[[], tuple[str, str] | None] | None = None,
+               ) -> VerifyResult:
         """`imports`: the packages the user named (imported even without native code, beside every distribution
         that has some); `import_scope`: the lock's package names; `lock_facts` (tritonlock.verify.natives.LockFacts): what the lock knows of the packages'
-        native code, to explain a failed import."""
+        native code, to explain a failed import; `host_link`: host detection's link between the GPUs, asked only when the
+        runner's NVML could not read it (speed.judge_allreduce)."""
         try:
             late = {"backend": backend, "triton": triton, "expect_gpu": expect_gpu, "driver": driver,
                     # the least driver that loads code from a ptxas of each CUDA major (compat/cuda.toml
@@ -236,7 +239,7 @@ class StartedVerify:
                 f"verify: the runner under {self.python} exited with code {code} without a report"
                 f"{_stderr_words(stderr)}"
             ) from None
-        return _with_natives(_parse(doc, elapsed), doc, lock_facts)
+        return _with_natives(_parse(doc, elapsed, host_link), doc, lock_facts)
 
     def _restore_sigterm(self) -> None:
         if self._old_term is not None:
@@ -474,7 +477,8 @@ def _stderr_words(stderr: str | None) -> str:
 # Parsing the runner's JSON (the boundary: nothing past here sees a dict)
 
 
-def _parse(doc: object, elapsed: float) -> VerifyResult:
+def _parse(doc: object, elapsed: float,
+           host_link: Callable[[], tuple[str, str] | None] | None = None) -> VerifyResult:
     d = _obj(doc, "report")
     schema = d.get("schema")
     if schema != SCHEMA:
@@ -506,7 +510,7 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
         raise VerifyError(f"verify: the runner answered an unknown mode {mode!r}")
     gpus = tuple(_str_list(d, "gpus"))
     facts, nvml_error = speed.parse_facts(d.get("gpu_health"))
-    kernels = _judged(kernels, gpus, facts)
+    kernels = _judged(kernels, gpus, facts, host_link)
     return VerifyResult(
         # recomputed rather than trusted, so a report can never say ok over a failed row
         ok=_bool(d, "ok", "report") and all(c.ok for c in checks) and all(k.ok for k in kernels),
@@ -520,8 +524,8 @@ def _parse(doc: object, elapsed: float) -> VerifyResult:
     )
 
 
-def _judged(kernels: tuple[KernelResult, ...], gpus: tuple[str, ...],
-            facts: tuple[GpuFacts, ...]) -> tuple[KernelResult, ...]:
+def _judged(kernels: tuple[KernelResult, ...], gpus: tuple[str, ...], facts: tuple[GpuFacts, ...],
+            host_link: Callable[[], tuple[str, str] | None] | None = None) -> tuple[KernelResult, ...]:
     """Each timed row with its speed verdict against compat/bands.toml."""
     import dataclasses
 
@@ -533,7 +537,8 @@ def _judged(kernels: tuple[KernelResult, ...], gpus: tuple[str, ...],
     for k in kernels:
         dev = k.device.split(" ")[0]
         if k.kernel == "nccl_all_reduce":
-            verdict = speed.judge_allreduce(dev, k.value, k.message_bytes, names, bands, facts) if k.ok else None
+            verdict = speed.judge_allreduce(dev, k.value, k.message_bytes, names, bands, facts,
+                                             host_link) if k.ok else None
             out.append(dataclasses.replace(k, speed=verdict) if verdict is not None else k)
             continue
         verdict = speed.judge(k.kernel, k.dtype, dev, k.value, k.ratio, k.metric, names.get(dev), bands,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -410,6 +411,10 @@ class Speed:
     note: str = ""
     causes: tuple[str, ...] = ()
     inferred: bool = False  # the band rests on specifications rather than repeated runs
+    # the all-reduce: how its GPUs reach each other ("nvlink", "pcie", "none": P2P off; None when unknown) and who
+    # said so ("NVML's P2P status" from the runner, or host detection's words when the runner could not read it)
+    link: str | None = None
+    link_source: str = ""
 
     @property
     def outside(self) -> bool:
@@ -419,7 +424,8 @@ class Speed:
         return {"verdict": self.verdict, "detail": self.detail, "family": self.family,
                 "ratio_band": list(self.ratio_band) if self.ratio_band else None,
                 "value_band": list(self.value_band) if self.value_band else None, "source": self.source or None,
-                "note": self.note or None, "causes": list(self.causes), "inferred": self.inferred}
+                "note": self.note or None, "causes": list(self.causes), "inferred": self.inferred,
+                **({"link": self.link, "link_source": self.link_source} if self.link else {})}
 
 
 _GPU_LABEL = re.compile(r"(cuda:\d+) (.+) \(sm_(\d+?)(\d), ")
@@ -525,9 +531,11 @@ def _link(indices: list[int], facts: tuple[GpuFacts, ...]) -> tuple[str | None, 
 
 def judge_allreduce(device: str, value: float | None, message_bytes: int | None,
                     gpus: dict[str, tuple[str, str]], bands: Bands | None,
-                    facts: tuple[GpuFacts, ...]) -> Speed | None:
+                    facts: tuple[GpuFacts, ...], host_link: Callable[[], tuple[str, str] | None] | None = None,
+                    ) -> Speed | None:
     """The NCCL all-reduce's bus bandwidth (row "cuda:0..N-1") against the band for N GPUs of its family over the
-    link NVML reports between them; outside it, the cause: a GPU busy, a link down, P2P off."""
+    link NVML reports between them; outside it, the cause: a GPU busy, a link down, P2P off. `host_link`: asked only
+    when the runner's NVML gave no link — host detection's (kind, words) for a link every pair of GPUs shares."""
     if value is None:
         return None
     m = re.fullmatch(r"cuda:(\d+)\.\.(\d+)", device)
@@ -547,17 +555,24 @@ def judge_allreduce(device: str, value: float | None, message_bytes: int | None,
                          {f"{b.gpus} {b.family} over {b.link}" for b in bands.bands if b.gpus})) or "none"))
     n = len(indices)
     link, link_words = _link(indices, facts)
+    said_by = "NVML's P2P status (the runner)"
+    if link is None and host_link is not None:
+        found = host_link()
+        if found is not None:
+            link, said_by = found
+            link_words = [] if link == "nvlink" else [f"between every pair of GPUs: {said_by}"]
     if link is None:
         return Speed(verdict="no-band", family=fam.family, detail=f"the link between the {n} GPUs is not known "
-                     "(NVML did not give their P2P status), so no all-reduce band applies")
+                     "(NVML did not give their P2P status, nor host detection one link for every pair), so no "
+                     "all-reduce band applies")
     band = bands.band(fam.family, "nccl_all_reduce", "fp32", gpus=n, link=link)
     if band is None:
         over = {"nvlink": "NVLink", "pcie": "PCIe (P2P)", "none": "host memory (P2P off)"}[link]
-        return Speed(verdict="no-band", family=fam.family, causes=tuple(link_words),
+        return Speed(verdict="no-band", family=fam.family, causes=tuple(link_words), link=link, link_source=said_by,
                      detail=f"no run has measured the all-reduce of {n} {fam.family} over {over}, so compat/bands.toml "
                      "has no band for it" + (f": {link_words[0]}" if link_words else ""))
     if band.message_bytes != message_bytes:
-        return Speed(verdict="no-band", family=fam.family,
+        return Speed(verdict="no-band", family=fam.family, link=link, link_source=said_by,
                      detail=f"the band is for a {(band.message_bytes or 0) / 2**20:g} MiB all-reduce, this one "
                      f"reduced {(message_bytes or 0) / 2**20:g} MiB")
     assert band.value is not None
@@ -565,16 +580,17 @@ def judge_allreduce(device: str, value: float | None, message_bytes: int | None,
     unit = band.metric
     said = " (band inferred: from NVIDIA's NVLink figure and a single run, not repeated runs)" if band.inferred else ""
     words = f"{value:,.0f} {unit} bus bandwidth at {band.message_bytes / 2**20:g} MiB (band {lo:,.0f}–{hi:,.0f}){said}"
+    if said_by != "NVML's P2P status (the runner)":
+        words += f"; the link as host detection read it: {said_by}"
     verdict = "slow" if value < lo else "fast" if value > hi else "ok"
     if verdict == "slow":
         words = f"{value:,.0f} {unit} below {lo:,.0f} — {words}"
     elif verdict == "fast":
         words = f"{value:,.0f} {unit} above {hi:,.0f} — {words}"
-    found: list[str] = []
+    found_causes: list[str] = []
     if verdict != "ok":
         for i in indices:
             f = facts_for(f"cuda:{i}", facts)
-            found += [f"cuda:{i}: {c}" for c in causes(f)] if f is not None else []
+            found_causes += [f"cuda:{i}: {c}" for c in causes(f)] if f is not None else []
     return Speed(verdict=verdict, detail=words, family=fam.family, value_band=band.value, source=band.source,
-                 note=band.note, causes=tuple(found), inferred=band.inferred)
-
+                 note=band.note, causes=tuple(found_causes), inferred=band.inferred, link=link, link_source=said_by)
