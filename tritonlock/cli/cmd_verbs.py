@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from tritonlock.cli._base import LOCK_FILE, echo, echo_json, json_opt, project_opt, project_paths, warn_if_stale
+from tritonlock.cli._base import echo, echo_json, json_opt, project_opt, project_paths, warn_if_stale
 
 
 @click.command()
@@ -53,9 +55,9 @@ _sync_opts = [
 ]
 
 
-def _with_sync_opts(f: object) -> object:
+def _with_sync_opts(f: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(_sync_opts):
-        f = opt(f)  # type: ignore[operator]
+        f = opt(f)
     return f
 
 
@@ -225,12 +227,12 @@ def _ready(ctx: click.Context, project: str, root: Path, venv_dir: Path, target_
         from tritonlock.environment.sync import sync_project
         from tritonlock.environment._plan import format_plan
 
-        out = sync_project(root, venv=venv_dir, dry_run=True, target_name=target_name)
-        if out.plan.noop and venv_dir.is_dir():
+        looked = sync_project(root, venv=venv_dir, dry_run=True, target_name=target_name)
+        if looked.plan.noop and venv_dir.is_dir():
             return
-        plan = format_plan(out.plan).splitlines()
-        raise UsageError(f"{venv_dir} does not match target {out.target.name} of {lock_path} ({plan[0] if plan else ''}"
-                         ") — run `tritonlock sync`, or drop --no-sync to sync it first")
+        plan = format_plan(looked.plan).splitlines()
+        raise UsageError(f"{venv_dir} does not match target {looked.target.name} of {lock_path} ("
+                         f"{plan[0] if plan else ''}) — run `tritonlock sync`, or drop --no-sync to sync it first")
     from tritonlock.cli.cmd_env import sync
 
     with _to_stderr():

@@ -68,15 +68,15 @@ def closure_edges(packages: tuple[LockedPackage, ...], roots: list[Requirement],
     reqs = {p.name: (_requires(m) if (m := metadata(p)) is not None else None) for p in packages}
     extras: dict[str, set[str]] = {p.name: set() for p in packages}
     for r in roots:
-        name = canonicalize_name(r.name)
-        if name in extras and _holds(r, env, ()):
-            extras[name] |= set(r.extras)
+        root = str(canonicalize_name(r.name))
+        if root in extras and _holds(r, env, ()):
+            extras[root] |= set(r.extras)
     changed = True
     while changed:  # (extras only grow, and there are finitely many: this ends)
         changed = False
         for name, rs in reqs.items():
             for r in rs or ():
-                dep = canonicalize_name(r.name)
+                dep = str(canonicalize_name(r.name))
                 if dep in extras and r.extras and _holds(r, env, extras[name]) and not set(r.extras) <= extras[dep]:
                     extras[dep] |= set(r.extras)
                     changed = True
@@ -85,7 +85,7 @@ def closure_edges(packages: tuple[LockedPackage, ...], roots: list[Requirement],
         if rs is None:
             out[name] = None
             continue
-        deps = {canonicalize_name(r.name) for r in rs if _holds(r, env, extras[name])}
+        deps = {str(canonicalize_name(r.name)) for r in rs if _holds(r, env, extras[name])}
         out[name] = tuple(sorted(d for d in deps if d in locked and d != name))
     return out
 

@@ -180,7 +180,7 @@ def as_json(lock: Lock, targets: list[LockedTarget]) -> dict[str, Any]:
         by = g.required_by
         out.append({"name": t.name, "conflict": False, "roots": list(g.roots),
                     "packages": [{"name": n, "version": p.version,
-                                  "dependencies": list(g.requires[n]) if g.requires[n] is not None else None,
+                                  "dependencies": list(deps) if (deps := g.requires[n]) is not None else None,
                                   "required-by": list(by.get(n, ())), "root": g.roots.get(n)}
                                  for n, p in sorted(g.packages.items())]})
     return {"lock-version": lock.lock_version, "targets": out}
