@@ -12,9 +12,7 @@ def main() -> None:
     _run_matching(sys.argv[1:])  # (returns only when the CLI must decide)
     line = _noop_sync(sys.argv[1:])
     if line is not None:
-        from tritonlock._term import clean
-
-        sys.stdout.write(clean(line) + "\n")  # (as every line the CLI prints: no control character raw)
+        sys.stdout.write(_clean(line) + "\n")  # (as every line the CLI prints: no control character raw)
         return
     text = _help(sys.argv[1:]) or _passed_check(sys.argv[1:])
     if text is not None:
@@ -26,6 +24,16 @@ def main() -> None:
 
     _base.OWN_PROCESS = True  # this process is the command: how it ends is tritonlock's to decide
     cli()
+
+
+def _clean(line: str) -> str:
+    """tritonlock._term.clean for one line: imported only where the line holds a character that is not printable
+    (that module brings typing and enum: a tenth of a no-op sync's time)."""
+    if line.isprintable():
+        return line
+    from tritonlock._term import clean
+
+    return clean(line)
 
 
 def _help(args: list[str]) -> str | None:

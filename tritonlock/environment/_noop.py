@@ -128,24 +128,31 @@ def record_files(venv: Path) -> list[str]:
                    for real, paths in _recorded(venv) for p in paths})
 
 
-def files_digest(venv: Path | str, files: list[str]) -> str:
-    """Size and modification time of each of these files of the venv (see `record_files`), as one digest: one stat
-    per file (relative to the venv's directory, where the platform allows), nothing read. The digest is Python's own
-    hash of the tuple of those integers (for integers it is the same in every process of one Python version, and the
-    stamp is keyed on that version through the machine key): a quarter of the time of hashing their text."""
+def _open_dir(venv: Path | str, base: str) -> int | None:
+    """A descriptor of the venv's folder `base` (its site directory, usually) that the stats below resolve names
+    against — one path lookup for the folder, not one per file; None where the platform cannot."""
+    if os.stat not in os.supports_dir_fd:
+        return None
+    try:
+        return os.open(os.path.join(os.fspath(venv), base) if base else venv,
+                       os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+
+
+def files_digest(venv: Path | str, files: list[str], base: str = "") -> str:
+    """Size and modification time of each of these files of the venv (see `record_files`; relative to its folder
+    `base`), as one digest: one stat per file, nothing read. The digest is Python's own hash of the tuple of those
+    integers (for integers it is the same in every process of one Python version, and the stamp is keyed on that
+    version through the machine key): a quarter of the time of hashing their text."""
     stats: list[int] = []
     add, stat = stats.extend, os.stat
-    fd = None
+    fd = _open_dir(venv, base)
     try:
-        if stat in os.supports_dir_fd:
-            fd = os.open(venv, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        fd = None
-    try:
-        base = str(venv)
+        root = os.path.join(os.fspath(venv), base)
         for rel in files:
             try:
-                st = stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(base, rel))
+                st = stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(root, rel))
                 add((st.st_size, st.st_mtime_ns))
             except (OSError, ValueError):
                 add((-1, -1))
@@ -153,6 +160,24 @@ def files_digest(venv: Path | str, files: list[str]) -> str:
         if fd is not None:
             os.close(fd)
     return f"{len(files)}:{hash(tuple(stats))}"
+
+
+def site_base(venv: Path | str) -> str:
+    """The venv's (first) site directory, relative to it: what the stamp's paths are written relative to (the
+    same 28 characters left off sixteen thousand paths is a third of the stamp, read by every no-op)."""
+    sites = _site_dirs(os.fspath(venv))
+    return os.path.relpath(os.path.realpath(sites[0]), os.path.realpath(venv)) if sites else ""
+
+
+def under(base: str, rel: str) -> str:
+    """A path relative to the venv, made relative to its folder `base` (a path outside it climbs out with "..")."""
+    if not base:
+        return rel
+    if rel == base:
+        return "."
+    if rel.startswith(base + "/"):
+        return rel[len(base) + 1:]
+    return "../" * (base.count("/") + 1) + rel
 
 
 def record_dirs(venv: Path) -> list[str]:
@@ -177,25 +202,32 @@ def record_dirs(venv: Path) -> list[str]:
     return sorted(out)
 
 
-def dir_times(venv: Path | str, dirs: list[str]) -> list[int]:
-    """The modification times of these directories of the venv (see `record_dirs`); -1 for one that is not there."""
-    base, stat = os.fspath(venv), os.stat
+def dir_times(venv: Path | str, dirs: list[str], base: str = "") -> list[int]:
+    """The modification times of these directories of the venv (see `record_dirs`; relative to its folder `base`);
+    -1 for one that is not there."""
+    stat = os.stat
     out: list[int] = []
     add = out.append
-    for rel in dirs:
-        try:
-            add(stat(os.path.join(base, rel)).st_mtime_ns)
-        except (OSError, ValueError):
-            add(-1)
+    fd = _open_dir(venv, base)
+    root = os.path.join(os.fspath(venv), base)
+    try:
+        for rel in dirs:
+            try:
+                add((stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(root, rel))).st_mtime_ns)
+            except (OSError, ValueError):
+                add(-1)
+    finally:
+        if fd is not None:
+            os.close(fd)
     return out
 
 
-def dir_listing(venv: Path | str, rel: str) -> str:
+def dir_listing(venv: Path | str, rel: str, base: str = "") -> str:
     """What a directory holds, as a short digest — its byte-code cache (`__pycache__`) left out: Python writes one
     beside the modules it imports (verify, `tritonlock run`), which changes the folder's time and nothing a sync
     checks; a stray module or a deleted one changes this."""
     try:
-        names = sorted(n for n in os.listdir(os.path.join(os.fspath(venv), rel)) if n != "__pycache__")
+        names = sorted(n for n in os.listdir(os.path.join(os.fspath(venv), base, rel)) if n != "__pycache__")
     except OSError:
         return "-"
     return sha256_hex("\0".join(names).encode("utf-8", "surrogateescape"))[:16]
@@ -204,8 +236,8 @@ def dir_listing(venv: Path | str, rel: str) -> str:
 def _dirs_unchanged(venv: str, stamp: dict[str, Any]) -> bool:
     """Whether the recorded folders hold what they held when the stamp was written: each one's time as recorded,
     or — where a time moved — the same entries but for a byte-code cache (listed only then)."""
-    dirs = stamp["dirs"].split("\n") if stamp["dirs"] else []
-    now, then = dir_times(venv, dirs), stamp["dir-times"]
+    dirs, base = stamp["dirs"].split("\n") if stamp["dirs"] else [], stamp["base-dir"]
+    now, then = dir_times(venv, dirs, base), stamp["dir-times"]
     if now == then:
         return True
     if len(now) != len(then):
@@ -214,7 +246,7 @@ def _dirs_unchanged(venv: str, stamp: dict[str, Any]) -> bool:
     if len(lists) != len(dirs):
         return False
     for i, (a, b) in enumerate(zip(now, then)):
-        if a != b and (a < 0 or b < 0 or dir_listing(venv, dirs[i]) != lists[i]):
+        if a != b and (a < 0 or b < 0 or dir_listing(venv, dirs[i], base) != lists[i]):
             return False
     return True
 
@@ -292,7 +324,8 @@ def _synced_ok(d: dict[str, Any]) -> bool:
             and isinstance(d.get("dirs"), str) and isinstance(times, list)
             and all(isinstance(x, int) and not isinstance(x, bool) for x in times)
             and isinstance(d.get("dir-lists"), str)
-            and isinstance(d.get("files"), str) and isinstance(d.get("files-digest"), str))
+            and isinstance(d.get("files"), str) and isinstance(d.get("files-digest"), str)
+            and isinstance(d.get("base-dir"), str))
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -335,15 +368,16 @@ def drop_synced(venv: Path) -> dict[str, Any] | None:
 
 def write_synced(venv: Path, *, key: str | None, target: str, packages: int, system_site_packages: bool,
                  base_sites: list[str]) -> None:
-    dirs = record_dirs(venv)
-    files = record_files(venv)
+    base = site_base(venv)
+    dirs = [under(base, d) for d in record_dirs(venv)]
+    files = [under(base, f) for f in record_files(venv)]
     _write_json(venv / SYNCED, {"key": key, "target": target, "packages": packages,
                                 "system-site-packages": system_site_packages, "dists": fingerprint(venv),
-                                "base": site_listing(base_sites), "cfg": cfg_digest(venv),
+                                "base": site_listing(base_sites), "cfg": cfg_digest(venv), "base-dir": base,
                                 # one string, not a list: thousands of paths parse in a fraction of the time
-                                "dirs": "\n".join(dirs), "dir-times": dir_times(venv, dirs),
-                                "dir-lists": "\n".join(dir_listing(venv, d) for d in dirs),
-                                "files": "\n".join(files), "files-digest": files_digest(venv, files)})
+                                "dirs": "\n".join(dirs), "dir-times": dir_times(venv, dirs, base),
+                                "dir-lists": "\n".join(dir_listing(venv, d, base) for d in dirs),
+                                "files": "\n".join(files), "files-digest": files_digest(venv, files, base)})
 
 
 def cfg_digest(venv: Path | str) -> str:
@@ -435,7 +469,8 @@ def matching_stamp(project: Path | str, venv: Path | str, *, target: str | None,
                    python=python, files=files)
     if (key is None or key != stamp["key"] or cfg_digest(venv) != stamp.get("cfg")
             or fingerprint(venv) != stamp.get("dists") or not _dirs_unchanged(venv, stamp)
-            or files_digest(venv, stamp["files"].split("\n") if stamp["files"] else []) != stamp["files-digest"]):
+            or files_digest(venv, stamp["files"].split("\n") if stamp["files"] else [], stamp["base-dir"])
+            != stamp["files-digest"]):
         # (a file or folder deleted behind sync's back changes its directory's time, a file edited in place its own
         # size or time: look in depth, as the full path does)
         return None
@@ -464,7 +499,7 @@ def settle(venv: Path | str, stamp: dict[str, Any]) -> dict[str, Any]:
     them beside the modules verify imported): written back, so the next no-op check finds the times equal and lists
     no folder. Called right after `matching_stamp` accepted the venv; returns the stamp as it now stands."""
     dirs = stamp["dirs"].split("\n") if stamp["dirs"] else []
-    now = dir_times(venv, dirs)
+    now = dir_times(venv, dirs, stamp["base-dir"])
     if now == stamp["dir-times"]:
         return stamp
     new = {**stamp, "dir-times": now}
