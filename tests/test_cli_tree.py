@@ -194,3 +194,34 @@ def test_edges_follow_extras_to_a_fixed_point_and_evaluate_markers_for_the_targe
     edges = closure_edges(without_a, [Requirement("b[y]")], {**ENV, "python_version": "3.12"},
                           lambda p: meta.get(p.name))
     assert edges["b"] == ("d",) and edges["c"] == ()
+
+
+def test_a_wheel_the_check_could_not_read_has_its_metadata_read_from_inside_it(tmp_path: Path) -> None:
+    """A file too large for the integrity check on an index without PEP 658 hashes (torch on a plain mirror): its
+    METADATA is read from inside the wheel with ranged reads, for the edges alone (and kept, as served)."""
+    import hashlib
+
+    from tritonlock.lock.edges import file_metadata
+    from tritonlock.lock.integrity import kept_metadata
+
+    idx = LocalIndex(tmp_path / "index")
+    whl = idx.add("simple", "bigthing", "1.0", requires=("lib>=1", "other; sys_platform == 'win32'"))
+    idx.start()
+    try:
+        sha = hashlib.sha256(whl.read_bytes()).hexdigest()
+        p = LockedPackage(name="bigthing", version="1.0", index=idx.index_url("simple"),
+                          wheels=(Wheel(name=whl.name, url=f"{idx.index_url('simple')}/_files/{whl.name}",
+                                        sha256=sha),))
+        get = file_metadata({}, [p])
+        meta = get(p)
+        assert meta is not None and "Requires-Dist: lib>=1" in meta
+        assert kept_metadata(sha, served=True) == meta and kept_metadata(sha) is None  # never taken as checked
+        assert closure_edges((p, _pkg("lib")), [], ENV, get)["bigthing"] == ("lib",)
+        # an index that does not answer: no edge, no error
+        idx.stop()
+        gone = LockedPackage(name="gone", version="1", index=idx.index_url("simple"),
+                             wheels=(Wheel(name="gone-1-py3-none-any.whl", url="http://127.0.0.1:9/x.whl",
+                                           sha256="b" * 64),))
+        assert file_metadata({}, [gone])(gone) is None
+    finally:
+        idx.stop()

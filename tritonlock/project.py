@@ -463,7 +463,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         checked, notes = check_lock(lock, early=early, metadata=metadata)  # what the closure was computed from
     from tritonlock.lock.edges import file_metadata, with_edges
 
-    lock = with_edges(lock, file_metadata(metadata))  # who requires whom, for `tritonlock tree` (lock-version 3.1)
+    lock = with_edges(lock, file_metadata(metadata, (p for t in lock.targets for p in t.packages)))  # (3.1)
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 

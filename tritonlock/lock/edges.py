@@ -109,12 +109,15 @@ def with_edges(lock: Lock, metadata: Callable[[LockedPackage], str | None]) -> L
     return dataclasses.replace(lock, targets=tuple(targets))
 
 
-def file_metadata(checked: dict[str, str]) -> Callable[[LockedPackage], str | None]:
+def file_metadata(checked: dict[str, str], packages: Iterable[LockedPackage] = ()) -> Callable[[LockedPackage],
+                                                                                             str | None]:
     """A package's METADATA: of its first file that the integrity check read (against its hash), else as the index
-    served it to the decision (kept per sha256 in tritonlock's cache), else None."""
-    from tritonlock.lock.integrity import kept_metadata
+    served it (kept per sha256 in tritonlock's cache; for each of `packages` that has neither — a wheel too large to
+    check on an index without PEP 658 hashes — read now from inside the wheel with ranged reads, and kept), else None.
+    Edges are what `tree` draws: METADATA as served is good enough for them (never for the integrity check)."""
+    from tritonlock.lock.integrity import keep_metadata, kept_metadata
 
-    def get(p: LockedPackage) -> str | None:
+    def known(p: LockedPackage) -> str | None:
         files = (*p.wheels, *((p.sdist,) if p.sdist else ()))
         for f in files:
             if f.sha256.lower() in checked:
@@ -125,4 +128,28 @@ def file_metadata(checked: dict[str, str]) -> Callable[[LockedPackage], str | No
                 return served
         return None
 
-    return get
+    missing = {p.wheels[0].sha256: p for p in packages if p.wheels and not p.direct and known(p) is None}
+    if missing:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+            for sha, meta in zip(missing, pool.map(_served, missing.values())):
+                if meta:
+                    keep_metadata(sha, meta, served=True)
+
+    return known
+
+
+def _served(p: LockedPackage) -> str | None:
+    """The METADATA inside a package's wheel as its index serves it (PEP 658 file, else ranged reads); None on any
+    failure (the package is then drawn with its dependencies not recorded)."""
+    from tritonlock.lock.index import IndexClient
+    from tritonlock.native.remotezip import wheel_metadata
+
+    w = p.wheels[0]
+    try:
+        client = IndexClient(p.index, timeout=60)
+        f = next((x for x in client.files(p.name, only=w.name) if x.filename == w.name), None)
+        return wheel_metadata(client, f, deep=True) if f is not None else None
+    except Exception:  # noqa: BLE001 — an index that fails here fails nothing: the edge is "not recorded"
+        return None
