@@ -43,6 +43,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "gamma", "1.0")
     idx.add("simple", "alpha", "1.0", requires=("beta>=1", 'gamma; extra == "more"'), extras=("more",))
     idx.add("simple", "onlylinux", "1.0")
+    idx.add("simple", "flex", "1.0", requires=("torch<2.7",))  # its newest release needs a newer torch
+    idx.add("simple", "flex", "2.0", requires=("torch>=2.7",))
     idx.start()
     yield idx
     idx.stop()
@@ -241,6 +243,20 @@ def test_what_an_added_package_forces_moves_and_nothing_else(tmp_path: Path, ind
     assert "~ torch 2.6.0+cpu -> 2.7.1+cpu (required by needs27 1.0)" in out, out
 
 
+def test_an_added_package_gets_its_newest_release_even_where_that_moves_torch(tmp_path: Path,
+                                                                                index: LocalIndex) -> None:
+    """flex 1.0 fits the lock's torch 2.6, flex 2.0 needs 2.7: holding torch would add an old flex, so torch moves
+    (as `resolve` would give it flex 2.0); a package the lock keeps stays."""
+    body = INTENT.replace('torch = "==2.6.0"', 'torch = ">=2.6"').replace('  "einops",', '  "einops",\n  "holder",')
+    proj = _project(tmp_path, index, body, sync=False)
+    assert _run("remove", "-p", str(proj), "--no-sync", "holder")[0] == 0
+    assert _locked(proj)["torch"] == "2.6.0+cpu"
+    code, out, err = _run("add", "-p", str(proj), "--no-sync", "flex")
+    assert code == 0, out + err
+    assert _locked(proj)["flex"] == "2.0" and _locked(proj)["torch"] == "2.7.1+cpu", out
+    assert _locked(proj)["einops"] == "0.8.0"
+
+
 def test_add_edits_a_pyproject_intent_where_uv_would(tmp_path: Path, index: LocalIndex) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -306,3 +322,22 @@ def test_add_from_the_console_script_exits_3_and_leaves_the_files(tmp_path: Path
     assert r.returncode == 3, r
     assert "Traceback" not in r.stderr and "nothing was changed" in r.stderr
     assert {p: p.read_bytes() for p in files} == files
+
+
+def test_add_changes_nothing_while_any_target_cannot_be_locked(tmp_path: Path, index: LocalIndex) -> None:
+    """`resolve` locks the targets that fit and records the others as conflicts (exit 3); `add` changes the files
+    only when every target locks: with one target that cannot (Python 3.14 for torch 2.6), nothing changes."""
+    body = ('[environment]\ntorch = "==2.6.0"\ncuda = "cpu"\npackages = ["einops"]\n\n'
+            '[[targets]]\nname = "laptop"\nglibc = "2.35"\npython = "3.11"\n\n'
+            '[[targets]]\nname = "new-python"\nglibc = "2.35"\npython = "3.14"\n')
+    proj = tmp_path / "proj"
+    write_intent(proj, index, body)
+    code, out, err = _run("resolve", "-p", str(proj))
+    assert code == 3 and "1 recorded as a conflict (new-python)" in out, out + err
+    files = {p: p.read_bytes() for p in (proj / "triton-env.toml", proj / "triton-env.lock")}
+    asked = len(index.requests)
+    code, out, err = _run("add", "-p", str(proj), "typing-extensions")
+    assert code == 3, out + err
+    assert len(index.requests) == asked  # refused before anything was locked: no index was asked
+    assert "torch 2.6.0: supports Python 3.9–3.13, not 3.14" in err and "nothing was changed" in err
+    assert {p: p.read_bytes() for p in files} == files and not (proj / ".venv").exists()

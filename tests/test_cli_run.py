@@ -70,9 +70,10 @@ def test_run_in_a_matching_venv_is_the_command_and_nothing_else(tmp_path: Path, 
 def test_run_syncs_an_out_of_date_venv_first_saying_so_on_stderr(tmp_path: Path, index: LocalIndex) -> None:
     proj = _project(tmp_path, index)
     assert CliRunner().invoke(main, ["add", "-p", str(proj), "--no-sync", "beta"]).exit_code == 0
-    r = _tl(proj, "run", "--", "python", "-c", "import beta, sys; print(beta.__version__); sys.exit(3)")
+    r = _tl(proj, "run", "--", "python", "-c", PRINT_ENV + "; import beta, sys; print(beta.__version__); sys.exit(3)")
     assert r.returncode == 3, r
-    assert r.stdout == "1.0\n"  # the command's own output alone on stdout
+    venv = proj / ".venv"  # the command's own output alone on stdout, in the venv as in the fast path
+    assert r.stdout.splitlines() == [str(venv), str(venv), str(venv / "bin"), "0.8.0", "1.0"]
     assert "run: syncing .venv to the lock first" in r.stderr and "+ beta 1.0" in r.stderr
     assert ".venv now matches target host: 1 installed" in r.stderr
     # the next run finds it matching and says nothing

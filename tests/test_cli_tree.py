@@ -225,3 +225,14 @@ def test_a_wheel_the_check_could_not_read_has_its_metadata_read_from_inside_it(t
         assert file_metadata({}, [gone])(gone) is None
     finally:
         idx.stop()
+
+
+def test_a_cycle_in_the_graph_is_drawn_once_and_ends() -> None:
+    """Two packages that require each other (it happens: uv locks them): each drawn once, the repeat marked (*)."""
+    from tritonlock.lock.tree import Graph, lines
+
+    pk = {n: _pkg(n) for n in ("a", "b", "c")}
+    g = Graph(packages=pk, requires={"a": ("b",), "b": ("a", "c"), "c": ()}, roots={"a": "requested: a"})
+    assert lines(g) == ["a v1", "└── b v1", "    ├── a v1 (*)", "    └── c v1"]
+    assert lines(g, packages=("c",), invert=True) == ["c v1", "└── b v1", "    └── a v1 (requested: a)",
+                                                      "        └── b v1 (*)"]

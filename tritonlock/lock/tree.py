@@ -100,18 +100,17 @@ def lines(g: Graph, *, packages: tuple[str, ...] = (), invert: bool = False, dep
             extra = " (dependencies not recorded)"
         return _label(g, name) + extra
 
-    def walk(name: str, prefix: str, level: int, path: frozenset[str]) -> None:
+    def walk(name: str, prefix: str, level: int) -> None:
         kids = [k for k in children.get(name, ()) if k in g.packages]
         for i, kid in enumerate(kids):
             last = i == len(kids) - 1
             branch = "└── " if last else "├── "
-            again = kid in shown and children.get(kid)
-            cycle = kid in path
-            out.append(prefix + branch + mark(kid) + (" (*)" if again or cycle else ""))
-            if again or cycle or level + 1 >= depth:
+            again = kid in shown and children.get(kid)  # (a cycle too: its first package is shown before its walk)
+            out.append(prefix + branch + mark(kid) + (" (*)" if again else ""))
+            if again or level + 1 >= depth:
                 continue
             shown.add(kid)
-            walk(kid, prefix + ("    " if last else "│   "), level + 1, path | {kid})
+            walk(kid, prefix + ("    " if last else "│   "), level + 1)
 
     for name in starts:
         again = name in shown and children.get(name)
@@ -119,7 +118,7 @@ def lines(g: Graph, *, packages: tuple[str, ...] = (), invert: bool = False, dep
         if again or depth <= 0:
             continue
         shown.add(name)
-        walk(name, "", 0, frozenset({name}))
+        walk(name, "", 0)
     return out
 
 
