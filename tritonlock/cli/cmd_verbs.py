@@ -175,9 +175,17 @@ def run(ctx: click.Context, project: str, target_name: str | None, venv: str | N
     """
     from tritonlock.errors import TritonlockError, UsageError
 
+    root = Path(project)
+    if target_name is not None and (root / "triton-env.lock").is_file():  # an unknown --target first, as everywhere
+        from tritonlock.lock.lockfile import named_target, read_lock
+
+        try:
+            named_target(read_lock(root / "triton-env.lock"), target_name, root / "triton-env.lock")
+        except TritonlockError as err:
+            err.args = (f"{err}\n({NOT_RUN})", *err.args[1:])
+            raise
     if not command:
         raise UsageError(f"run: name the command to run, e.g. `tritonlock run -- python -c \"import torch\"`; {NOT_RUN}")
-    root = Path(project)
     venv_dir = Path(venv) if venv else root / ".venv"
     try:
         _ready(ctx, project, root, venv_dir, target_name, no_sync, locked)
