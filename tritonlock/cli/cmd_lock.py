@@ -86,7 +86,7 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool | None
         here = "here" if Path(project) == Path(".") else f"in {project}"
         echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
               err=True)
-    echo(f"wrote {intent_path} — next: `tritonlock resolve`")
+    echo(f"wrote {intent_path} — next: `tritonlock resolve` (or `tritonlock add PKG` to add a package, lock and sync)")
 
 
 def _python_project(root: Path) -> bool:
