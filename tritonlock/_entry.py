@@ -166,31 +166,10 @@ def _run_matching(args: list[str]) -> None:
         if matching_stamp(project, venv, target=values.get("--target"), python=None, system_site_packages=None,
                           locked=locked) is None:
             return
-        bin_dir = os.path.join(os.path.abspath(venv), "Scripts" if os.name == "nt" else "bin")
-        path = os.pathsep.join([bin_dir, *([os.environ["PATH"]] if os.environ.get("PATH") else [])])
-        exe = _which(command[0], path)
+        from tritonlock.environment._exec import become, in_venv
+
+        found = in_venv(venv, command)
     except (OSError, ValueError):
         return
-    if exe is None:
-        return  # (the CLI says that no such command was found)
-    env = dict(os.environ)
-    env["VIRTUAL_ENV"], env["PATH"] = os.path.abspath(venv), path
-    env.pop("PYTHONHOME", None)
-    sys.stdout.flush()
-    os.execve(exe, [exe, *command[1:]], env)
-
-
-def _which(name: str, path: str) -> str | None:
-    """shutil.which(name, path=path) on POSIX, without importing shutil (and the `re` and `fnmatch` it brings)."""
-    import os
-
-    def ok(p: str) -> bool:
-        return os.path.isfile(p) and os.access(p, os.X_OK)
-
-    if os.sep in name or (os.altsep and os.altsep in name):
-        return name if ok(name) else None
-    for d in path.split(os.pathsep):
-        p = os.path.join(d or ".", name)
-        if ok(p):
-            return p
-    return None
+    if found is not None:  # (else the CLI says that no such command was found)
+        become(*found)

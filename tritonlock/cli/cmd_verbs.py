@@ -189,11 +189,13 @@ def run(ctx: click.Context, project: str, target_name: str | None, venv: str | N
     venv_dir = Path(venv) if venv else root / ".venv"
     try:
         _ready(ctx, project, root, venv_dir, target_name, no_sync, locked)
-        argv = _argv(venv_dir, command)
+        argv, env = _argv(venv_dir, command)
     except TritonlockError as err:
         err.args = (f"{err}\n({NOT_RUN})", *err.args[1:])
         raise
-    _exec(venv_dir, argv)
+    from tritonlock.environment._exec import become
+
+    become(argv, env)
 
 
 def _ready(ctx: click.Context, project: str, root: Path, venv_dir: Path, target_name: str | None, no_sync: bool,
@@ -269,41 +271,16 @@ class _to_stderr:
         os.close(self.saved)
 
 
-def _argv(venv_dir: Path, command: tuple[str, ...]) -> list[str]:
-    """The command line with its program found as the venv's PATH finds it (the venv's bin/ first)."""
-    import shutil
-
+def _argv(venv_dir: Path, command: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of CMD in the venv (tritonlock._entry.in_venv: the one place that says how)."""
+    from tritonlock.environment._exec import in_venv
     from tritonlock.errors import UsageError
 
-    exe = shutil.which(command[0], path=_path(venv_dir))
-    if exe is None:
+    found = in_venv(str(venv_dir), list(command))
+    if found is None:
         from tritonlock._term import printable
 
-        raise UsageError(f"run: {printable(command[0], 200)!r}: no such command in {_bin(venv_dir)} or on PATH — "
+        where = venv_dir.absolute() / ("Scripts" if sys.platform == "win32" else "bin")
+        raise UsageError(f"run: {printable(command[0], 200)!r}: no such command in {where} or on PATH — "
                          f"install it into the venv (add it with `tritonlock add`), or give its path")
-    return [exe, *command[1:]]
-
-
-def _bin(venv_dir: Path) -> Path:
-    import os
-
-    return venv_dir.absolute() / ("Scripts" if os.name == "nt" else "bin")
-
-
-def _path(venv_dir: Path) -> str:
-    import os
-
-    return os.pathsep.join([str(_bin(venv_dir)), *([os.environ["PATH"]] if os.environ.get("PATH") else [])])
-
-
-def _exec(venv_dir: Path, argv: list[str]) -> None:
-    """Become the command (exec): its exit code, its signals, its stdin and terminal are its own."""
-    import os
-
-    env = dict(os.environ)
-    env["VIRTUAL_ENV"] = str(venv_dir.absolute())
-    env["PATH"] = _path(venv_dir)
-    env.pop("PYTHONHOME", None)
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    os.execve(argv[0], argv, env)
+    return found
