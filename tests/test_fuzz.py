@@ -782,3 +782,82 @@ def test_fuzz_a_wheel_unpacked_in_uvs_cache_reads_as_the_wheels_facts_or_none(
             zipped = native.read_file(whl, "0" * 64)
             assert (got.members, got.provides, got.built_for_torch) == (zipped.members, zipped.provides,
                                                                       zipped.built_for_torch)
+
+
+# ---------------------------------------------------------------- `add` / `remove`: the intent edited in place
+
+@st.composite
+def edits(draw: st.DrawFn) -> tuple[str, str, list[str], list[str]]:
+    """An intent file (triton-env.toml or pyproject.toml, valid or not), and what `add` and `remove` are handed."""
+    kind = draw(st.sampled_from(["triton-env.toml", "pyproject.toml"]))
+    text = draw(intents()) if kind == "triton-env.toml" else draw(pyprojects())
+    if draw(st.integers(0, 4)) == 0:  # the layouts users write: comments, CRLF, a BOM, dotted and inline tables
+        text = draw(st.sampled_from([
+            '# mine\n[environment]\npackages = [\n  "einops",  # x\n]\n', '\ufeff[environment]\r\npackages = []\r\n',
+            'environment.packages = ["a"]\n', 'environment = { packages = ["a"] }\n', '[indexes]\ndefault = "x"\n',
+            '[project]\nname = "m"\ndependencies = ["a"]\n[tool.tritonlock]\n',
+            '[project]\nname = "m"\n[tool.tritonlock.environment]\npackages = ["b"]\n',
+            '[tool.tritonlock]\n', '[project]\nname = "m"\ndependencies = "a"\n[tool.tritonlock]\n']))
+    reqs = st.one_of(st.sampled_from(REQS + TRICKY), st.text(max_size=40))
+    return kind, text, draw(st.lists(reqs, max_size=3)), draw(st.lists(reqs, max_size=3))
+
+
+@settings(CI, max_examples=int(os.environ.get("TRITONLOCK_FUZZ_EXAMPLES", "650")) // 2)
+@given(edits())
+def test_fuzz_add_and_remove_edit_the_intent_or_refuse_cleanly(case: tuple[str, str, list[str], list[str]]) -> None:
+    """Any intent, any requirement: a valid intent with the change (read back as one), or one clean error (exit 2) —
+    and the file on disk untouched either way (the edit only computes the new bytes)."""
+    from tritonlock.intent.edit import add, remove
+    from tritonlock.intent.read import parse_intent
+
+    kind, text, added, removed = case
+    d = Path(tempfile.mkdtemp(prefix="edit-", dir=_DIR))
+    path = d / kind
+    path.write_bytes(text.encode("utf-8"))
+    for verb, args in ((add, added), (remove, removed)):
+        try:
+            edit = verb(path, args)
+        except TritonlockError as err:
+            assert err.exit_code == 2 and "Traceback" not in str(err) and len(str(err)) < 20_000, (text, args, err)
+            assert str(err).isprintable() or all(line.isprintable() for line in str(err).split("\n")), str(err)
+        else:
+            assert edit.before == text.encode("utf-8") and edit.after.startswith(b"\xef\xbb\xbf") == text.startswith(
+                "\ufeff"), (text, args)
+            parse_intent(edit.after.decode("utf-8-sig").replace("\r\n", "\n"), str(path))
+            if edit.changed:
+                assert edit.said, (text, args)
+        assert path.read_bytes() == text.encode("utf-8")
+
+
+# ---------------------------------------------------------------- the lock's graph and the verify record
+
+@settings(CI, max_examples=300)
+@given(locks())
+def test_fuzz_tree_draws_any_lock_that_reads(text: str) -> None:
+    from tritonlock.lock import tree
+
+    try:
+        lock = lockfile.loads(text, "fuzz.lock")
+    except TritonlockError:
+        return
+    targets = list(lock.targets)
+    for invert in (False, True):
+        out = tree.text(targets, invert=invert, depth=3)
+        assert isinstance(out, str)
+    names = tuple(sorted({p.name for t in targets for p in t.packages}))[:2]
+    tree.text(targets, packages=names, invert=True)
+    json.dumps(tree.as_json(lock, targets))
+
+
+@settings(CI, max_examples=300)
+@given(doc=st.one_of(values, st.dictionaries(st.sampled_from(["format", "key", "when", "target", "x"]), values,
+                                             max_size=5), st.text(max_size=200)))
+def test_fuzz_a_verify_record_of_any_shape_is_ignored_or_read(doc: object) -> None:
+    """A .tritonlock-verified.json edited by hand, or by another tool: never trusted, never a traceback."""
+    from tritonlock.environment import _noop
+
+    d = Path(tempfile.mkdtemp(prefix="verified-", dir=_DIR))
+    (d / _noop.VERIFIED).write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    stamp = {"_inputs": "k", "target": "host", "packages": 1, "dists": {}, "base": [], "cfg": "", "files-digest": "x",
+             "dir-lists": ""}
+    assert _noop.verified_line(d, stamp) is None

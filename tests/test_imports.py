@@ -99,7 +99,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tritonlock._kept", "tritonlock._caveats"),
                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
     "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
-    "project": (("tritonlock.project", "tritonlock.native.loop"),
+    "project": (("tritonlock.project", "tritonlock.native.loop", "tritonlock.upgrade", "tritonlock.verbs"),
                 ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around")),
     "cli": (("tritonlock.cli", "tritonlock._entry", "tritonlock.__main__"),
             ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around", "maintain",

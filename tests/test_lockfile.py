@@ -18,6 +18,7 @@ from tritonlock.models import (DirectPackage, Lock, LockedPackage, LockedTarget,
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference.lock"
 REFERENCE_2_1 = Path(__file__).parent / "fixtures" / "reference-2.1.lock"  # what lock-version 2.1 wrote
+REFERENCE_3_0 = Path(__file__).parent / "fixtures" / "reference-3.0.lock"  # 3.0: no dependency edges yet
 
 
 def sample() -> Lock:
@@ -34,10 +35,10 @@ def sample() -> Lock:
         LockedPackage(name="torch", version="2.11.0+cu130", index=idx, wheels=(
             Wheel(name="torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
                   url=f"{idx}/torch-2.11.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl", sha256="a" * 64,
-                  size=900_000_000),)),
+                  size=900_000_000),), dependencies=("filelock",)),
         LockedPackage(name="filelock", version="3.16.1", index="https://mirror.example/simple", wheels=(
             Wheel(name="filelock-3.16.1-py3-none-any.whl", url="https://files.example/f/filelock-3.16.1-py3-none-any.whl",
-                  sha256="b" * 64, size=16_163),)),
+                  sha256="b" * 64, size=16_163),), dependencies=()),
     )
     native = (NativeFacts(sha256="a" * 64, filename="torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
                           provides=("libc10.so", "libtorch_cuda.so"), names_only=True),
@@ -94,20 +95,49 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
                               f"{LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock")
 
 
-def test_a_2_1_lock_still_reads_as_the_same_lock_and_is_written_as_3_0() -> None:
-    """An older lock (2.1: decision and packages inside each target) is read as it always was; the next write is 3.0."""
-    import dataclasses
+def _no_edges(lock: Lock) -> Lock:
+    return dataclasses.replace(lock, targets=tuple(dataclasses.replace(t, packages=tuple(
+        dataclasses.replace(p, dependencies=None) for p in t.packages)) for t in lock.targets))
 
+
+def test_a_2_1_lock_still_reads_as_the_same_lock_and_is_written_as_3_1() -> None:
+    """An older lock (2.1: decision and packages inside each target) is read as it always was; the next write is the
+    current format (3.0 wrote the same bytes but for the version: 2.1 recorded no dependency edges either)."""
     old = lockfile.loads(REFERENCE_2_1.read_text(encoding="utf-8"), "old.lock")
     assert old.lock_version == "2.1"
-    ref = lockfile.loads(REFERENCE.read_text(encoding="utf-8"))
+    ref = lockfile.loads(REFERENCE_3_0.read_text(encoding="utf-8"))
     assert old.native == ()  # 2.1 kept no native-code facts: the reference's are added to compare the rest
-    assert lockfile.dumps(dataclasses.replace(old, native=ref.native)) == REFERENCE.read_text(encoding="utf-8")
-    assert dataclasses.replace(old, lock_version=LOCK_VERSION, native=ref.native) == ref
+    written = lockfile.dumps(dataclasses.replace(old, native=ref.native))
+    assert written == lockfile.dumps(dataclasses.replace(ref, lock_version=LOCK_VERSION))
+    assert dataclasses.replace(old, lock_version="3.0", native=ref.native) == ref
     # and a 2.1 lock edited by hand is refused as before
     with pytest.raises(LockfileError, match="target 'h200' was edited after the lock was generated"):
         lockfile.loads(REFERENCE_2_1.read_text(encoding="utf-8").replace('torch = "2.11.0"', 'torch = "2.10.0"'),
                        "old.lock")
+
+
+def test_a_3_0_lock_reads_with_no_edges_and_a_3_1_one_with_them() -> None:
+    """lock-version 3.1 adds each closure package's `dependencies` (the edges `tree` draws); a 3.0 lock reads as the
+    same lock without them (None: not recorded, which is not "requires nothing"), and writes as 3.1."""
+    old = lockfile.loads(REFERENCE_3_0.read_text(encoding="utf-8"))
+    new = lockfile.loads(REFERENCE.read_text(encoding="utf-8"))
+    assert old.lock_version == "3.0" and new.lock_version == LOCK_VERSION == "3.1"
+    assert [p.dependencies for p in old.targets[0].packages] == [None, None]
+    assert {p.name: p.dependencies for p in new.targets[0].packages} == {"filelock": (), "torch": ("filelock",)}
+    assert _no_edges(new) == dataclasses.replace(old, lock_version=LOCK_VERSION)
+    assert 'dependencies = []' in REFERENCE.read_text(encoding="utf-8")  # "requires nothing" is written
+    assert "dependencies" not in lockfile.dumps(_no_edges(new))  # "not recorded" is not
+    # the edges are under the closure's digest: an edge added by hand is an edit
+    with pytest.raises(LockfileError, match="edited after the lock was generated"):
+        lockfile.loads(REFERENCE.read_text(encoding="utf-8").replace('dependencies = ["filelock"]',
+                                                                     'dependencies = ["filelock", "torch"]'))
+
+
+@pytest.mark.parametrize("value", ['"filelock"', '[1]', '["not a name!"]', '[["filelock"]]'])
+def test_dependencies_that_are_not_a_list_of_names_are_refused_naming_the_key(value: str) -> None:
+    text = REFERENCE.read_text(encoding="utf-8").replace('dependencies = ["filelock"]', f"dependencies = {value}")
+    with pytest.raises(LockfileError, match=r"closures\[0\]\.packages\[1\]\.dependencies"):
+        lockfile.loads(text)
 
 
 def test_targets_that_share_a_closure_share_it_in_the_lock() -> None:
@@ -187,7 +217,8 @@ EDITED = "x.lock: target 'h200' was edited after the lock was generated"
     ('ptx = ["sm_120"]\n', ''), ('packages = ["numpy>=1.26"]', 'packages = []'),
     ('reasons = ["torch 2.11.0: newest", "cu130: newest"]', 'reasons = []'),
     # packages: versions, indexes, files, hashes, sizes
-    ('index = "https://mirror.example/simple"\nwheels', 'index = "https://evil.example/simple"\nwheels'),
+    ('index = "https://mirror.example/simple"\ndependencies', 'index = "https://evil.example/simple"\ndependencies'),
+    ('dependencies = []', 'dependencies = ["torch"]'),
     ("b" * 64, "d" * 64), ("size = 16163", "size = 16164"),
     ('[[closures.packages]]\nname = "filelock"', '[[closures.packages]]\nname = "filelock"\nextra = 1'),
     ('name = "h200"', 'name = "h100"'),

@@ -44,9 +44,11 @@ class Run:
 
     where: str
     code: int = 0
+    process: bool = False  # in a process of its own (`run` execs the command in tritonlock's place)
 
 
 REPO, PROJECT, NEW = Run("repo"), Run("project"), Run("new")
+PROCESS = Run("project", process=True)
 
 RUN: dict[str, Run] = {
     # README.md
@@ -101,6 +103,28 @@ RUN: dict[str, Run] = {
     "tritonlock report merge tritonlock-reports/1234": Run("project", 1),  # the node's sync failed
     "tritonlock report merge tritonlock-reports/1234 --expect 4 --html report.html --update-records": Run("project", 1),
     "tritonlock report bands": Run("project", 2),  # no records yet: exit 2
+    # README.md's first session (also run as one session, in order: test_the_readme_session_runs_in_order)
+    "tritonlock add einops": PROJECT,
+    "tritonlock run -- python -c \"import torch, einops; print(torch.__version__)\"": PROCESS,
+    "tritonlock tree --invert typing-extensions": PROJECT,
+    # docs/add.md
+    "tritonlock add numpy": PROJECT,
+    "tritonlock add \"einops>=0.8\" --no-sync": PROJECT,
+    "tritonlock add \"einops[torch]; sys_platform == 'linux'\"": PROJECT,
+    "tritonlock remove einops": PROJECT,
+    # docs/lock.md
+    "tritonlock resolve --upgrade-package einops": PROJECT,
+    "tritonlock resolve -P torch -P einops": PROJECT,
+    # docs/run.md
+    "tritonlock run -- python -c \"import torch; print(torch.__version__)\"": PROCESS,
+    "tritonlock run --no-sync -- python -c \"import torch\"": Run("project", 2, process=True),  # no .venv yet
+    "tritonlock run --target laptop -- python -c \"import einops\"": PROCESS,
+    # docs/sync.md
+    "tritonlock sync --no-install-project --no-verify": PROJECT,
+    # docs/tree.md
+    "tritonlock tree": PROJECT,
+    "tritonlock tree --target a100 torch --depth 1": PROJECT,
+    "tritonlock tree --json": PROJECT,
     # docs/amd-intel.md
     "tritonlock resolve --dry-run -p examples/amd": REPO,
     "tritonlock why -p examples/amd --target mi300x": REPO,
@@ -289,10 +313,49 @@ def test_the_command_the_pages_show_runs(cmd: str, tmp_path: Path, locked: Path,
             name, value = words.pop(0).split("=", 1)
             monkeypatch.setenv(name, value)
         assert words[0] == "tritonlock", cmd
-        code, out = _run(*words[1:])
+        code, out = _process(here, *words[1:]) if how.process else _run(*words[1:])
         assert "Traceback" not in out and "No such option" not in out and "Usage:" not in out, out
         assert code == how.code, f"{cmd}: exit {code}, the pages' example expects {how.code}:\n{out}"
     assert _files(EXAMPLES) == before, "a command the pages show changed the repository's examples"
+
+
+def _process(here: Path, *args: str) -> tuple[int, str]:
+    """The console script in its own process, in `here` (what `run` execs replaces that process, not the tests')."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "tritonlock", *args], cwd=here, capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+@pytest.mark.usefixtures("isolated")
+def test_the_readme_session_runs_in_order(tmp_path: Path, local_index: LocalIndex,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's first session, one command after another in one new project, on a machine where only the default
+    index answers (as one that reaches only PyPI): init, add, run, tree — each as the page shows it (sync runs real
+    torch's kernels: tests/test_sync_noop.py runs that twice)."""
+    block = README.split("Then, in a project of your own", 1)[1].split("```console\n", 1)[1].split("\n```", 1)[0]
+    cmds = list(fenced_commands("```console\n" + block + "\n```\n"))
+    assert [c.split()[1] for c in cmds] == ["init", "add", "run", "tree", "sync"]
+    here = _place("init", tmp_path, tmp_path, local_index, monkeypatch)
+    monkeypatch.chdir(here)
+    for cmd in cmds:
+        if cmd in NOT_RUN:
+            continue
+        words = shlex.split(cmd)
+        code, out = _process(here, *words[1:]) if RUN[cmd].process else _run(*words[1:])
+        assert code == 0 and "Traceback" not in out, f"{cmd}:\n{out}"
+        if words[1] == "run":
+            assert out.splitlines()[-1] == "2.6.0", out  # the command's own output, from the venv's torch
+        if words[1] == "tree":
+            assert out == "typing-extensions v4.12.2\n└── einops v0.8.0 (requested: einops)\n", out
+    assert "einops" in (here / "triton-env.toml").read_text()
+
+
+@pytest.mark.usefixtures("isolated")
+def test_the_tree_shown_is_a_real_run(tmp_path: Path, locked: Path) -> None:
+    shutil.copytree(locked, tmp_path / "p")
+    code, out = _run("tree", "--invert", "typing-extensions", "-p", str(tmp_path / "p"))
+    assert code == 0 and out == _text_after("docs/tree.md", "`tree --invert typing-extensions`:") + "\n", out
 
 
 def _files(root: Path) -> list[tuple[str, int]]:

@@ -55,6 +55,7 @@ ALLOWED = {
     ("export/wheelhouse.py", "build"): "mkdir: the wheelhouse directory itself, documented, after _plan checked it",
     ("lock/closure.py", "_compile"): "a private directory of its own (mkdtemp, 0700) for uv's input",
     ("lock/closure.py", "_read_online"): "a folder inside _compile's private directory for uv's input",
+    ("lock/closure.py", "_preferences"): "uv's preferences (the pins a lock keeps), in _compile's private directory",
     ("native/read.py", "cache_folder"): "mkdir (0700) of tritonlock's own cache of binary facts, keyed by sha256",
     ("records.py", "_locked"): "the lock file's descriptor from open_lock_file",
     ("_subprocess.py", "run_shielded"): "an anonymous temporary file (no name in any directory) for uv's output",
@@ -119,6 +120,8 @@ INPUTS = {("compat check", "--compat"), ("resolve", "--target-file"), ("why", "-
           ("doctor", "--venv"), ("doctor", "--python"), ("verify", "--venv"), ("verify", "--python"),
           ("export", "--reports"), ("report merge", "DIRECTORY"), ("report bands", "FILES"), ("compat check", "--index"),
           ("sync", "--venv"),  # a venv: built beside and swapped in, never over what is not a venv (test_sync*)
+          ("add", "--venv"), ("remove", "--venv"), ("run", "--venv"),  # the same sync (test_cli_add, test_cli_run)
+          ("add", "--target-file"), ("remove", "--target-file"),
           ("init", "--project"), ("report merge", "--project")}
 # Options (and commands) that write a file: each has a row in WRITERS below.
 OUTPUTS = {("init", "--project"), ("host", "--save"), ("export", "--output"), ("report merge", "--out"),

@@ -1,5 +1,7 @@
-"""The console script: a no-op `tritonlock sync --no-verify` is answered from the venv's completed-sync stamp
-before the CLI (click and the rest) is imported; every other command line goes to `tritonlock.cli`."""
+"""The console script: a no-op `tritonlock sync --no-verify` is answered from the venv's completed-sync stamp (a plain
+`sync`, from that and the record of a verify that passed on exactly that venv), and `tritonlock run CMD` on a venv
+that matches its lock becomes CMD, before the CLI (click and the rest) is imported; every other command line goes to
+`tritonlock.cli`."""
 
 from __future__ import annotations
 
@@ -7,11 +9,10 @@ import sys
 
 
 def main() -> None:
+    _run_matching(sys.argv[1:])  # (returns only when the CLI must decide)
     line = _noop_sync(sys.argv[1:])
     if line is not None:
-        from tritonlock._term import clean
-
-        sys.stdout.write(clean(line) + "\n")  # (as every line the CLI prints: no control character raw)
+        sys.stdout.write(_clean(line) + "\n")  # (as every line the CLI prints: no control character raw)
         return
     text = _help(sys.argv[1:]) or _passed_check(sys.argv[1:])
     if text is not None:
@@ -23,6 +24,16 @@ def main() -> None:
 
     _base.OWN_PROCESS = True  # this process is the command: how it ends is tritonlock's to decide
     cli()
+
+
+def _clean(line: str) -> str:
+    """tritonlock._term.clean for one line: imported only where the line holds a character that is not printable
+    (that module brings typing and enum: a tenth of a no-op sync's time)."""
+    if line.isprintable():
+        return line
+    from tritonlock._term import clean
+
+    return clean(line)
 
 
 def _help(args: list[str]) -> str | None:
@@ -78,8 +89,8 @@ def _passed_check(args: list[str]) -> str | None:
 
 def _noop_sync(args: list[str]) -> str | None:
     """The "already matches" line for `sync --no-verify [--locked] [-p DIR | --project DIR] [--venv DIR]` in any
-    order — only
-    those — when the stamp says so; None sends the command line to the CLI, which does the same check itself."""
+    order — only those — when the stamp says so, and the "verified at" line for the same without --no-verify when the
+    venv's verify record holds too; None sends the command line to the CLI, which does the same check itself."""
     if not args or args[0] != "sync":
         return None
     values: dict[str, str] = {}
@@ -100,16 +111,65 @@ def _noop_sync(args: list[str]) -> str | None:
         else:
             return None
         i += 1
-    if not no_verify:
-        return None
     import os
 
     from tritonlock._discover import find_project
-    from tritonlock.environment._noop import already_synced
+    from tritonlock.environment._noop import already_synced, already_verified
+
+    project = values.get("--project") or find_project()
+    venv = values["--venv"] if "--venv" in values else os.path.join(project, ".venv")
+    check = already_synced if no_verify else already_verified  # plain sync: only a venv verified as it is now
+    try:
+        return check(project, venv, target=None, python=None, system_site_packages=None, locked=locked)
+    except (OSError, ValueError):  # any doubt: the full command decides
+        return None
+
+
+def _run_matching(args: list[str]) -> None:
+    """`tritonlock run [-p DIR | --project DIR] [--venv DIR] [--target T] [--no-sync] [--locked] [--] CMD…` on a venv
+    whose stamp says it matches the lock: exec CMD in the venv now, as the CLI would after the same check. Returns
+    (to the CLI) on anything else: another option, no match, a doubt."""
+    if not args or args[0] != "run":
+        return
+    values: dict[str, str] = {}
+    locked = False
+    i = 1
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if a == "--":
+            i += 1
+            break
+        if a in ("--no-sync", "--locked"):
+            locked = locked or a == "--locked"
+        elif eq and name in ("--project", "--venv", "--target") and value:
+            values[name] = value
+        elif a in ("-p", "--project", "--venv", "--target") and i + 1 < len(args) and args[i + 1]:
+            values["--project" if a == "-p" else a] = args[i + 1]
+            i += 1
+        elif a.startswith("-"):
+            return  # (--help, an unknown option: the CLI says it)
+        else:
+            break
+        i += 1
+    command = args[i:]
+    if not command:
+        return
+    import os
+
+    from tritonlock._discover import find_project
+    from tritonlock.environment._noop import matching_stamp
 
     project = values.get("--project") or find_project()
     venv = values["--venv"] if "--venv" in values else os.path.join(project, ".venv")
     try:
-        return already_synced(project, venv, target=None, python=None, system_site_packages=None, locked=locked)
-    except (OSError, ValueError):  # any doubt: the full command decides
-        return None
+        if matching_stamp(project, venv, target=values.get("--target"), python=None, system_site_packages=None,
+                          locked=locked) is None:
+            return
+        from tritonlock.environment._exec import become, in_venv
+
+        found = in_venv(venv, command)
+    except (OSError, ValueError):
+        return
+    if found is not None:  # (else the CLI says that no such command was found)
+        become(*found)

@@ -208,6 +208,10 @@ class LockedPackage:
     # Why this package comes from the index it does where that is not the rule (a torch-index family member the
     # backend's index does not serve comes from the default index), or what it is there for (a build requirement).
     note: str | None = None
+    # The locked packages this one requires on its target (Requires-Dist whose markers hold there, extras included),
+    # by name: the edges of `tritonlock tree` (lock-version 3.1). None: not recorded (an older lock, or METADATA that
+    # could not be read when the lock was written).
+    dependencies: tuple[str, ...] | None = None
 
     @property
     def direct(self) -> bool:

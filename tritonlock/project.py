@@ -33,6 +33,8 @@ class LockOutcome:
     reason: str  # why it was (or was not) re-resolved
     warnings: tuple[str, ...] = ()  # the intent's (two targets describing one machine)
     notes: tuple[str, ...] = ()  # what was not checked, said plainly (files too large to fetch: lock.integrity)
+    upgraded: tuple[str, ...] = ()  # --upgrade-package's names (or what `add` added), canonical
+    kept_from: Lock | None = None  # the lock whose pins were kept (--upgrade-package, add, remove): what moved is told
 
 
 def running_python() -> str:
@@ -359,9 +361,15 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
 
 
 def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
-                 target_file: str | None = None, progress: TargetProgress | None = None) -> LockOutcome:
+                 target_file: str | None = None, progress: TargetProgress | None = None,
+                 upgrade_packages: tuple[str, ...] = (), strict: bool = False,
+                 keep_pins: bool = False) -> LockOutcome:
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
-    `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes)."""
+    `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes).
+    `upgrade_packages`: lock again keeping every other pin of the existing lock (tritonlock.upgrade). `strict`: a
+    conflict in any target writes nothing (ResolveError, exit 3), as `add` and `remove` need. `keep_pins` (`add`,
+    `remove`): an intent that changed is locked keeping the existing lock's pins where it can be read, the packages
+    `upgrade_packages` names (requirements: what `add` added) free to move."""
     from tritonlock.lock import lockfile
     from tritonlock.intent.read import read_intent
     from tritonlock.compat.matrix import load_matrix
@@ -369,7 +377,14 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     intent = read_intent(intent_path)
     matrix = load_matrix()
     targets = targets_for(intent, target_file)
-    if lock_path.exists() and not upgrade:
+    kept: Lock | None = None
+    if upgrade_packages and not keep_pins:
+        from tritonlock import upgrade as keeping
+
+        kept = keeping.old_lock(lock_path)
+        upgrade_packages = keeping.names(upgrade_packages, kept, intent, lock_path)
+        reason = f"--upgrade-package {', '.join(upgrade_packages)}; every other pin kept"
+    elif lock_path.exists() and not upgrade:
         try:
             old = lockfile.read_lock(lock_path)
         except TritonlockError as err:  # a broken lock is never up to date: it is replaced, and we say so
@@ -382,6 +397,10 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                 return LockOutcome(lock=old, selections=tuple(t.selection for t in old.targets), written=False,
                                    reason=f"{lock_path} is up to date", warnings=intent.warnings)
             reason = why or "the target machines changed"
+            if keep_pins:  # `add` / `remove`: every pin the change does not move stays
+                kept = old
+                upgrade_packages = tuple(dict.fromkeys(_requirement_name(r) for r in upgrade_packages))
+                reason += "; every other pin kept"
     else:
         reason = "--upgrade" if upgrade else f"no {lock_path.name} yet"
     from tritonlock._files import check_writes
@@ -391,8 +410,9 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     from tritonlock.decide.resolve import resolve
 
     selections = _complete(resolve(intent, matrix, targets, running_python()), intent)
-    if not any(s.ok for s in selections):  # nothing to lock anywhere: no lock is written (an earlier one stays)
-        raise conflicts_error(selections)
+    if not any(s.ok for s in selections) or (strict and not all(s.ok for s in selections)):
+        # nothing to lock anywhere (or, strict, somewhere): no lock is written (an earlier one stays)
+        raise conflicts_error(tuple(s for s in selections if not s.ok))
     from tritonlock.decide import channel
 
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
@@ -406,7 +426,16 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         try:
             if reader.early and lock_path.is_file():  # the lock replaced: the closure it locks is read from now on
                 reader.from_lock = reader.prefetch_lock(lock_path, native_wanted, intent.content_hash)
-            done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
+            if kept is not None:
+                from tritonlock import upgrade as keeping
+
+                done = iter(keeping.lock_keeping(
+                    kept, upgrade_packages, intent, matrix, fitting,
+                    complete=lambda sels, it: channel.apply(_complete(sels, it), it), lock_targets=lock_targets,
+                    python=running_python(), lock_path=lock_path, default_index=dindex, progress=progress,
+                    reader=reader))
+            else:
+                done = iter(lock_targets(intent, matrix, fitting, dindex, progress=progress, reader=reader))
         except ClosureError as err:
             raise _unreachable_torch_index(err, intent, selections, dindex) from None
         finally:
@@ -414,8 +443,8 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         # one target's conflict does not block the others: each target that fits is locked, each that does not is
         # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
         decided = [next(done) if s.ok else (s, ()) for s in selections]
-        if not any(s.ok for s, _ in decided):
-            raise conflicts_error(tuple(s for s, _ in decided))
+        if not any(s.ok for s, _ in decided) or (strict and not all(s.ok for s, _ in decided)):
+            raise conflicts_error(tuple(s for s, _ in decided if not s.ok))
         selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
         closures = [p for _, p in decided]
         from tritonlock import _fast
@@ -430,13 +459,18 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                     intent_hash=intent.content_hash, matrix_version=matrix.version, default_index=dindex,
                     targets=tuple(LockedTarget(selection=s, packages=p) for s, p in zip(selections, closures)),
                     input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
-        checked, notes = check_lock(lock, early=early)  # what the closure was computed from, against its hashes
+        metadata: dict[str, str] = {}
+        checked, notes = check_lock(lock, early=early, metadata=metadata)  # what the closure was computed from
+    from tritonlock.lock.edges import file_metadata, with_edges
+
+    lock = with_edges(lock, file_metadata(metadata, (p for t in lock.targets for p in t.packages)))  # (3.1)
     lockfile.write_lock(lock, lock_path)
     from tritonlock.decide.releaseday import release_day
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
-                       warnings=intent.warnings + checked + news, notes=notes)
+                       warnings=intent.warnings + checked + news, notes=notes, upgraded=upgrade_packages,
+                       kept_from=kept)
 
 
 def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:

@@ -28,14 +28,22 @@ from tritonlock.errors import TritonlockError, UsageError
 @click.option("--python", "python_", metavar="VERSION|PATH", help="Interpreter for the venv (default: the locked Python).")
 @click.option("--target", "target_name", help="Use this lock target instead of the one that fits this host.")
 @click.option("--no-verify", is_flag=True, help="Skip running the Triton reference kernels afterwards.")
+@click.option("--verify", "force_verify", is_flag=True,
+              help="Run the kernels even when they passed on exactly this venv before, with nothing changed since "
+                   "(without it, such a sync says \"verified at <time> with nothing changed since\" and runs "
+                   "nothing).")
 @click.option("--reinstall", is_flag=True,
               help="Install the named packages (PKG…) again from the lock, whatever state they are in; every locked "
                    "package when none is named.")
+@click.option("--no-install-project", is_flag=True,
+              help="Where the intent is a buildable project's pyproject.toml, do not install the project itself "
+                   "(by default it is installed editable, as uv does).")
 @click.argument("packages", nargs=-1, metavar="[PKG]...")
 @json_opt
 def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: bool, find_links: str | None,
          system_site_packages: bool | None, python_: str | None, target_name: str | None, no_verify: bool,
-         reinstall: bool, packages: tuple[str, ...], as_json: bool) -> None:
+         reinstall: bool, packages: tuple[str, ...], as_json: bool, force_verify: bool = False,
+         no_install_project: bool = False) -> None:
     """Make the venv match the lock for this machine, then verify it with Triton kernels.
 
     The plan (with the download size) is printed before anything is installed. A venv that must be rebuilt (another
@@ -43,7 +51,11 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
     Every package's files are checked against its RECORD, and damaged ones (a file or folder deleted, a RECORD
     torn by a kill) are installed again; `--reinstall [PKG]...` does so on request. Ctrl-C stops at once and
     exits 130 (a venv being built beside the old one is removed; an in-place install is let finish first).
+    A venv that matches the lock and passed verify as it is now (same files, lock, interpreter, driver and GPUs) is
+    not verified again: sync says when it was.
     """
+    if no_verify and force_verify:
+        raise UsageError("--verify and --no-verify ask for opposite things — pass one of them")
     if packages and not reinstall:
         raise UsageError(f"sync takes package names only with --reinstall (got {' '.join(packages)!r}) — "
                          "`tritonlock sync --reinstall PKG...`")
@@ -55,6 +67,16 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
 
         line = already_synced(root, venv_dir, target=target_name, python=python_,
                               system_site_packages=system_site_packages, locked=locked)
+        if line is not None:
+            echo(line)
+            return
+    reuse = not (no_verify or dry_run or as_json or reinstall or force_verify)
+    if reuse:
+        # No-op, verified: the same stamp, and a verify that passed on exactly this venv (tritonlock.environment._noop)
+        from tritonlock.environment._noop import already_verified
+
+        line = already_verified(root, venv_dir, target=target_name, python=python_,
+                                system_site_packages=system_site_packages, locked=locked)
         if line is not None:
             echo(line)
             return
@@ -79,8 +101,18 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                        offline=offline, find_links=Path(find_links) if find_links else None,
                        system_site_packages=system_site_packages, python=python_, target_name=target_name,
                        reinstall=packages if reinstall else None,
-                       say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan)
+                       say=say if (tty or not as_json) else (lambda m: None), show_plan=show_plan,
+                       install_project=not no_install_project)
     result = None
+    if reuse and out.plan.noop and not out.applied:  # the full check found nothing to do: verified as it is?
+        from tritonlock.environment._noop import matching_stamp, verified_line
+
+        stamp = matching_stamp(root, out.venv, target=target_name, python=python_,
+                               system_site_packages=system_site_packages, locked=locked)
+        line = verified_line(out.venv, stamp) if stamp is not None else None
+        if line is not None:
+            echo(line)
+            return
     if not as_json:
         _sync_state_lines(out, dry_run, show_plan)  # what state the venv is in, said before verify starts
     if not dry_run and not no_verify:
@@ -97,6 +129,7 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
                                   + f"matches target {out.target.name} (checked before verify started); verify did "
                                     "not finish and its runner was stopped — `tritonlock verify` runs it again"
                                   ) from None
+        _record_verify(root, out.venv, result.ok, target_name, python_, locked)
     if as_json:
         from tritonlock.environment.report import sync_json
 
@@ -108,6 +141,20 @@ def sync(project: str, venv: str | None, dry_run: bool, locked: bool, offline: b
         echo(highlight(format_report(result)))
     if result is not None and not result.ok:
         sys.exit(1)
+
+
+def _record_verify(root: Path, venv: Path, ok: bool, target_name: str | None, python_: str | None,
+                   locked: bool) -> None:
+    """After verify inside sync: a pass is recorded against the venv as its stamp has it — only when the stamp still
+    matches it (nothing changed while verify ran but the byte-code caches verify writes); anything else drops the
+    record, so the next plain sync verifies again."""
+    from tritonlock.environment import _noop
+
+    stamp = _noop.matching_stamp(root, venv, target=target_name, python=python_, system_site_packages=None,
+                                 locked=locked) if ok else None
+    if stamp is not None:
+        stamp = _noop.settle(venv, stamp)
+    _noop.write_verified(venv, ok=ok and stamp is not None, stamp=stamp)
 
 
 def _sync_state_lines(out: Any, dry_run: bool, show_plan: Any) -> None:

@@ -22,11 +22,14 @@ from tritonlock.errors import UsageError
 @click.option("--force", is_flag=True, help="Overwrite an existing triton-env.toml.")
 @click.option("--no-index-check", "check_index", is_flag=True, flag_value=False, default=True,
               help="Do not ask the package indexes whether they answer (no network).")
-@click.option("--pyproject", "in_pyproject", is_flag=True,
+@click.option("--pyproject/--no-pyproject", "in_pyproject", default=None,
               help="Add a [tool.tritonlock] table to the project's existing pyproject.toml instead (its "
-                   "[project].dependencies are the packages; nothing else in the file changes).")
-def init(project: str, force: bool, check_index: bool, in_pyproject: bool = False) -> None:
-    """Write a commented triton-env.toml for this machine.
+                   "[project].dependencies are the packages; nothing else in the file changes). The default where "
+                   "DIR has a pyproject.toml with a [project] table and no triton-env.toml; --no-pyproject writes "
+                   "triton-env.toml there instead.")
+def init(project: str, force: bool, check_index: bool, in_pyproject: bool | None = None) -> None:
+    """Write a commented triton-env.toml for this machine — or, in a Python project (a pyproject.toml with a
+    [project] table), its [tool.tritonlock] table.
 
     It asks PyTorch's wheel index and your default index (pip's configuration) whether they answer: when only the
     default index does (PyPI or a mirror), it sets [indexes] torch = "default", so `tritonlock resolve` works here.
@@ -36,6 +39,9 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
     from tritonlock.intent.read import starter
 
     PROJECT.append(project)
+    chosen = in_pyproject is None and _python_project(Path(project))
+    if in_pyproject is None:
+        in_pyproject = chosen
     if in_pyproject:
         intent_path = Path(project) / "pyproject.toml"
         if (Path(project) / INTENT_FILE).is_file():
@@ -69,6 +75,10 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
         write_file(intent_path, text, what="init", force=True, parents=True)
     if note:
         echo(words(note), err=True)
+    if chosen:
+        echo(f"note: {intent_path} has a [project] table, so tritonlock's intent goes there: its "
+             "[project].dependencies are the packages to lock (`tritonlock init --no-pyproject` writes a "
+             "triton-env.toml instead)", err=True)
     from tritonlock._discover import find_project
 
     outer = find_project(str(Path(project).resolve().parent))
@@ -76,7 +86,24 @@ def init(project: str, force: bool, check_index: bool, in_pyproject: bool = Fals
         here = "here" if Path(project) == Path(".") else f"in {project}"
         echo(f"note: {outer} holds another project; commands run {here} and below now use this new one",
               err=True)
-    echo(f"wrote {intent_path} — next: `tritonlock resolve`")
+    echo(f"wrote {intent_path} — next: `tritonlock resolve` (or `tritonlock add PKG` to add a package, lock and sync)")
+
+
+def _python_project(root: Path) -> bool:
+    """Whether DIR is a Python project whose pyproject.toml should hold the intent: a [project] table, no
+    [tool.tritonlock] yet, no triton-env.toml (a file that is not TOML is left alone: init writes triton-env.toml)."""
+    from tritonlock import _toml
+    from tritonlock._files import read_text
+
+    py = root / "pyproject.toml"
+    if (root / INTENT_FILE).exists() or not py.is_file():
+        return False
+    try:
+        data = _toml.loads(read_text(py, encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError):
+        return False
+    tool = data.get("tool")
+    return isinstance(data.get("project"), dict) and not (isinstance(tool, dict) and "tritonlock" in tool)
 
 
 @click.command("host")
@@ -130,11 +157,18 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
                    "as `resolve` does (uses the network).")
 @json_opt
 @click.option("--target-file", metavar="FILE", help="Lock for a machine saved with `tritonlock host --save`.")
+@click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="NAME",
+              help="Lock again keeping every pin of the existing lock but NAME's (repeatable): only NAME and what it "
+                   "forces move; torch's decision stays unless NAME is torch's family or forces it. Says what "
+                   "moved and why.")
 def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_file: str | None,
-            decide_packages: bool) -> None:
+            decide_packages: bool, upgrade_packages: tuple[str, ...] = ()) -> None:
     """Resolve the intent (triton-env.toml, or pyproject.toml's [tool.tritonlock]) into triton-env.lock (pinned, with
     sha256 hashes)."""
     intent_path, lock_path = project_paths(project)
+    if upgrade_packages and (upgrade or dry_run):
+        raise UsageError(f"--upgrade-package keeps every other pin of the lock; {'--upgrade' if upgrade else '--dry-run'}"
+                         " does not go with it — pass one or the other")
     if dry_run:
         from tritonlock.intent.read import read_intent
         from tritonlock.lock import report
@@ -159,7 +193,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         for s in sels:
             echo(report.selection_text(s, words))
         return
-    if not upgrade and not as_json:
+    if not upgrade and not as_json and not upgrade_packages:
         from tritonlock._fast import lock_is_fresh
 
         if lock_is_fresh(intent_path, lock_path, target_file):
@@ -167,11 +201,20 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
             exit_on_recorded_conflicts(lock_path)
             return
     from tritonlock._term import Quiet, TargetProgress
-    from tritonlock.lock import report
     from tritonlock.project import lock_project
 
     with (Quiet() if as_json else TargetProgress()) as progress:
-        out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file, progress=progress)
+        out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file, progress=progress,
+                           upgrade_packages=upgrade_packages)
+    said_lock(out, lock_path, as_json)
+
+
+def said_lock(out: Any, lock_path: Path, as_json: bool) -> None:
+    """What `resolve` (and `add`, `remove`) print of a locking run: warnings, each target's decision, the lock written
+    — where it kept the pins of the lock before (--upgrade-package, add, remove), what moved and why; exit 3 for a
+    target recorded as a conflict."""
+    from tritonlock.lock import report
+
     for w in out.warnings:
         from tritonlock._term import styled
 
@@ -205,6 +248,11 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     recorded = (f" locked, {len(conflicts)} recorded as a conflict ({', '.join(s.target.name for s in conflicts)})"
                 if conflicts else "")
     echo(f"wrote {lock_path} ({k} target{'' if k == 1 else 's'}{recorded}, {n} packages; {out.reason})")
+    if out.kept_from is not None and out.lock is not None:
+        from tritonlock.lock import moved
+
+        for line in moved.lines(out.kept_from, out.lock, out.upgraded):
+            echo(line)
     if conflicts:
         print_conflicts(conflicts)
         sys.exit(3)

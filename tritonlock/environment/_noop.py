@@ -128,29 +128,56 @@ def record_files(venv: Path) -> list[str]:
                    for real, paths in _recorded(venv) for p in paths})
 
 
-def files_digest(venv: Path | str, files: list[str]) -> str:
-    """Size and modification time of each of these files of the venv (see `record_files`), as one digest: one stat
-    per file (relative to the venv's directory, where the platform allows), nothing read."""
-    stats: list[tuple[int, int] | None] = []
-    add, stat = stats.append, os.stat
-    fd = None
+def _open_dir(venv: Path | str, base: str) -> int | None:
+    """A descriptor of the venv's folder `base` (its site directory, usually) that the stats below resolve names
+    against — one path lookup for the folder, not one per file; None where the platform cannot."""
+    if os.stat not in os.supports_dir_fd:
+        return None
     try:
-        if stat in os.supports_dir_fd:
-            fd = os.open(venv, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        return os.open(os.path.join(os.fspath(venv), base) if base else venv,
+                       os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
-        fd = None
+        return None
+
+
+def files_digest(venv: Path | str, files: list[str], base: str = "") -> str:
+    """Size and modification time of each of these files of the venv (see `record_files`; relative to its folder
+    `base`), as one digest: one stat per file, nothing read. The digest is Python's own hash of the tuple of those
+    integers (for integers it is the same in every process of one Python version, and the stamp is keyed on that
+    version through the machine key): a quarter of the time of hashing their text."""
+    stats: list[int] = []
+    add, stat = stats.extend, os.stat
+    fd = _open_dir(venv, base)
     try:
-        base = str(venv)
+        root = os.path.join(os.fspath(venv), base)
         for rel in files:
             try:
-                st = stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(base, rel))
+                st = stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(root, rel))
                 add((st.st_size, st.st_mtime_ns))
             except (OSError, ValueError):
-                add(None)
+                add((-1, -1))
     finally:
         if fd is not None:
             os.close(fd)
-    return sha256_hex(repr([len(files), stats]).encode())
+    return f"{len(files)}:{hash(tuple(stats))}"
+
+
+def site_base(venv: Path | str) -> str:
+    """The venv's (first) site directory, relative to it: what the stamp's paths are written relative to (the
+    same 28 characters left off sixteen thousand paths is a third of the stamp, read by every no-op)."""
+    sites = _site_dirs(os.fspath(venv))
+    return os.path.relpath(os.path.realpath(sites[0]), os.path.realpath(venv)) if sites else ""
+
+
+def under(base: str, rel: str) -> str:
+    """A path relative to the venv, made relative to its folder `base` (a path outside it climbs out with "..")."""
+    if not base:
+        return rel
+    if rel == base:
+        return "."
+    if rel.startswith(base + "/"):
+        return rel[len(base) + 1:]
+    return "../" * (base.count("/") + 1) + rel
 
 
 def record_dirs(venv: Path) -> list[str]:
@@ -175,16 +202,53 @@ def record_dirs(venv: Path) -> list[str]:
     return sorted(out)
 
 
-def dirs_digest(venv: Path | str, dirs: list[str]) -> str:
-    """The modification times of these directories of the venv (see `record_dirs`), as one digest."""
-    base, stat = os.fspath(venv), os.stat
-    parts: list[str] = []
-    for rel in dirs:
-        try:
-            parts.append(f"{rel}\0{stat(os.path.join(base, rel)).st_mtime_ns}")
-        except (OSError, ValueError):
-            parts.append(f"{rel}\0-")
-    return sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))
+def dir_times(venv: Path | str, dirs: list[str], base: str = "") -> list[int]:
+    """The modification times of these directories of the venv (see `record_dirs`; relative to its folder `base`);
+    -1 for one that is not there."""
+    stat = os.stat
+    out: list[int] = []
+    add = out.append
+    fd = _open_dir(venv, base)
+    root = os.path.join(os.fspath(venv), base)
+    try:
+        for rel in dirs:
+            try:
+                add((stat(rel, dir_fd=fd) if fd is not None else stat(os.path.join(root, rel))).st_mtime_ns)
+            except (OSError, ValueError):
+                add(-1)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return out
+
+
+def dir_listing(venv: Path | str, rel: str, base: str = "") -> str:
+    """What a directory holds, as a short digest — its byte-code cache (`__pycache__`) left out: Python writes one
+    beside the modules it imports (verify, `tritonlock run`), which changes the folder's time and nothing a sync
+    checks; a stray module or a deleted one changes this."""
+    try:
+        names = sorted(n for n in os.listdir(os.path.join(os.fspath(venv), base, rel)) if n != "__pycache__")
+    except OSError:
+        return "-"
+    return sha256_hex("\0".join(names).encode("utf-8", "surrogateescape"))[:16]
+
+
+def _dirs_unchanged(venv: str, stamp: dict[str, Any]) -> bool:
+    """Whether the recorded folders hold what they held when the stamp was written: each one's time as recorded,
+    or — where a time moved — the same entries but for a byte-code cache (listed only then)."""
+    dirs, base = stamp["dirs"].split("\n") if stamp["dirs"] else [], stamp["base-dir"]
+    now, then = dir_times(venv, dirs, base), stamp["dir-times"]
+    if now == then:
+        return True
+    if len(now) != len(then):
+        return False
+    lists = stamp["dir-lists"].split("\n")
+    if len(lists) != len(dirs):
+        return False
+    for i, (a, b) in enumerate(zip(now, then)):
+        if a != b and (a < 0 or b < 0 or dir_listing(venv, dirs[i], base) != lists[i]):
+            return False
+    return True
 
 
 def site_listing(sites: list[str]) -> list[list[str]]:
@@ -251,14 +315,17 @@ def _made_ok(d: dict[str, Any]) -> bool:
 
 
 def _synced_ok(d: dict[str, Any]) -> bool:
-    dists, base = d.get("dists"), d.get("base")
+    dists, base, times = d.get("dists"), d.get("base"), d.get("dir-times")
     return (isinstance(d.get("key"), (str, type(None))) and isinstance(d.get("target"), str)
             and isinstance(d.get("packages"), int) and isinstance(d.get("system-site-packages"), bool)
             and isinstance(d.get("cfg"), str) and isinstance(dists, dict)
             and all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in dists.values())
             and isinstance(base, list) and all(_strs(x) for x in base)
-            and _strs(d.get("dirs")) and isinstance(d.get("dirs-digest"), str)
-            and isinstance(d.get("files"), str) and isinstance(d.get("files-digest"), str))
+            and isinstance(d.get("dirs"), str) and isinstance(times, list)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in times)
+            and isinstance(d.get("dir-lists"), str)
+            and isinstance(d.get("files"), str) and isinstance(d.get("files-digest"), str)
+            and isinstance(d.get("base-dir"), str))
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -301,14 +368,16 @@ def drop_synced(venv: Path) -> dict[str, Any] | None:
 
 def write_synced(venv: Path, *, key: str | None, target: str, packages: int, system_site_packages: bool,
                  base_sites: list[str]) -> None:
-    dirs = record_dirs(venv)
-    files = record_files(venv)
+    base = site_base(venv)
+    dirs = [under(base, d) for d in record_dirs(venv)]
+    files = [under(base, f) for f in record_files(venv)]
     _write_json(venv / SYNCED, {"key": key, "target": target, "packages": packages,
                                 "system-site-packages": system_site_packages, "dists": fingerprint(venv),
-                                "base": site_listing(base_sites), "cfg": cfg_digest(venv), "dirs": dirs,
-                                "dirs-digest": dirs_digest(venv, dirs),
+                                "base": site_listing(base_sites), "cfg": cfg_digest(venv), "base-dir": base,
                                 # one string, not a list: thousands of paths parse in a fraction of the time
-                                "files": "\n".join(files), "files-digest": files_digest(venv, files)})
+                                "dirs": "\n".join(dirs), "dir-times": dir_times(venv, dirs, base),
+                                "dir-lists": "\n".join(dir_listing(venv, d, base) for d in dirs),
+                                "files": "\n".join(files), "files-digest": files_digest(venv, files, base)})
 
 
 def cfg_digest(venv: Path | str) -> str:
@@ -363,9 +432,9 @@ def _as_pathlib_says(path: str) -> str:
     return text or "."
 
 
-def already_synced(project: Path | str, venv: Path | str, *, target: str | None, python: str | None,
-                   system_site_packages: bool | None, locked: bool = False) -> str | None:
-    """The "already matches" line when the last completed sync of this venv had exactly these inputs and no
+def matching_stamp(project: Path | str, venv: Path | str, *, target: str | None, python: str | None,
+                   system_site_packages: bool | None, locked: bool = False) -> dict[str, Any] | None:
+    """The venv's completed-sync stamp when the last completed sync of it had exactly these inputs and no
     distribution (nor the preinstalled stack it sees) changed since; None means "take the full path"."""
     venv, project = _as_pathlib_says(os.fspath(venv)), os.fspath(project)
     stamp = read_synced(venv)
@@ -390,15 +459,137 @@ def already_synced(project: Path | str, venv: Path | str, *, target: str | None,
         return None  # (--locked checks the lock against the intent: the full path says it is missing)
     from tritonlock._machine import raw_machine_key
 
-    key = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=raw_machine_key(), target=target,
-                   python=python, files=target_files(project, intent_bytes))
+    own = ""
+    if in_py and intent_bytes is not None:  # the project itself, installed editable: its build's inputs too
+        from tritonlock.environment._project import key_part
+
+        own = key_part(project)
+    machine, files = raw_machine_key(), target_files(project, intent_bytes) + own
+    key = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=machine, target=target,
+                   python=python, files=files)
     if (key is None or key != stamp["key"] or cfg_digest(venv) != stamp.get("cfg")
-            or fingerprint(venv) != stamp.get("dists") or dirs_digest(venv, stamp["dirs"]) != stamp["dirs-digest"]
-            or files_digest(venv, stamp["files"].split("\n") if stamp["files"] else []) != stamp["files-digest"]):
+            or fingerprint(venv) != stamp.get("dists") or not _dirs_unchanged(venv, stamp)
+            or files_digest(venv, stamp["files"].split("\n") if stamp["files"] else [], stamp["base-dir"])
+            != stamp["files-digest"]):
         # (a file or folder deleted behind sync's back changes its directory's time, a file edited in place its own
         # size or time: look in depth, as the full path does)
         return None
     made = read_made(venv) or {}
     if stamp.get("system-site-packages") and site_listing(made.get("base-sites") or []) != stamp.get("base"):
         return None
-    return f"{venv} already matches target {stamp.get('target')} ({stamp.get('packages')} packages)"
+    # what the answer depends on besides the venv, whatever the command line (--target, --python) that asked: the
+    # key of a verify record (see verified_key)
+    inputs = sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes, machine=machine, target=None, python=None,
+                      files=files)
+    return {**stamp, "_inputs": inputs}
+
+
+def already_synced(project: Path | str, venv: Path | str, *, target: str | None, python: str | None,
+                   system_site_packages: bool | None, locked: bool = False) -> str | None:
+    """The "already matches" line when `matching_stamp` finds the venv as its last completed sync left it."""
+    stamp = matching_stamp(project, venv, target=target, python=python, system_site_packages=system_site_packages,
+                           locked=locked)
+    if stamp is None:
+        return None
+    return f"{_as_pathlib_says(os.fspath(venv))} already matches target {stamp.get('target')} ({stamp.get('packages')} packages)"
+
+
+def settle(venv: Path | str, stamp: dict[str, Any]) -> dict[str, Any]:
+    """The stamp with its folders' times as they are now, where they moved only by byte-code caches (Python wrote
+    them beside the modules verify imported): written back, so the next no-op check finds the times equal and lists
+    no folder. Called right after `matching_stamp` accepted the venv; returns the stamp as it now stands."""
+    dirs = stamp["dirs"].split("\n") if stamp["dirs"] else []
+    now = dir_times(venv, dirs, stamp["base-dir"])
+    if now == stamp["dir-times"]:
+        return stamp
+    new = {**stamp, "dir-times": now}
+    from pathlib import Path
+
+    restore_synced(Path(venv), {k: v for k, v in new.items() if not k.startswith("_")})  # (what was read, as read)
+    return new
+
+
+# ---------------------------------------------------------------- verified with nothing changed since
+
+# Written after a verify inside `sync` passed, keyed on what that verify proved: the venv as its completed-sync stamp
+# records it (every distribution, every file's size and time, the inputs of the sync: lock, intent, tritonlock, the
+# machine key — driver, GPUs, Python), the interpreter the venv runs, and the variables torch, Triton and Inductor
+# read. A plain `sync` whose no-op check finds the same answers "verified at <time> with nothing changed since".
+VERIFIED = ".tritonlock-verified.json"
+# the variables whose values change what verify runs (tlverify/memo.py's list; PATH itself left out: activating the
+# venv changes it, and verify's compilers are found by CC/CXX or Triton's own)
+_VERIFY_VARS = ("TORCH", "TRITON", "CUDA", "NVIDIA", "HIP", "ROCM", "ROCR", "HSA", "PYTORCH", "INDUCTOR", "CC", "CXX",
+                "LD_", "ZE_", "ONEAPI", "SYCL")
+
+
+def _interpreter(venv: str) -> list[int]:
+    """The interpreter the venv runs, as the file it resolves to: a Python upgraded in place is another one."""
+    exe = os.path.join(venv, "Scripts", "python.exe") if os.name == "nt" else os.path.join(venv, "bin", "python")
+    try:
+        st = os.stat(os.path.realpath(exe))
+    except OSError:
+        return []
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def verified_key(venv: Path | str, stamp: dict[str, Any]) -> str:
+    """What a passed verify is valid for (see VERIFIED): what the folders hold, not their times — a byte-code cache
+    written by the verify itself changes those and nothing it proved; a file added anywhere changes the first."""
+    venv = _as_pathlib_says(os.fspath(venv))
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_VERIFY_VARS))
+    parts = [stamp.get("_inputs"), stamp.get("target"), stamp.get("dists"), stamp.get("base"), stamp.get("cfg"),
+             stamp.get("files-digest"), stamp.get("dir-lists"), _interpreter(venv), env]
+    return sha256_hex("\0".join(str(p) for p in parts).encode("utf-8", "surrogateescape"))
+
+
+def _verified_ok(d: dict[str, Any]) -> bool:
+    return (isinstance(d.get("key"), str) and isinstance(d.get("when"), (int, float))
+            and not isinstance(d.get("when"), bool) and isinstance(d.get("target"), str))
+
+
+def write_verified(venv: Path, *, ok: bool, stamp: dict[str, Any] | None, when: float | None = None) -> None:
+    """After verify inside `sync`: a pass is recorded against the venv's stamp; anything else removes the record
+    (a failed or unfinished verify proves nothing, and the next sync verifies again)."""
+    import time
+
+    path = os.path.join(os.fspath(venv), VERIFIED)
+    if not ok or stamp is None or not stamp.get("_inputs"):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    from pathlib import Path
+
+    _write_json(Path(path), {"key": verified_key(venv, stamp), "target": stamp.get("target", ""),
+                             "when": round(time.time() if when is None else when, 3)})
+
+
+def drop_verified(venv: Path | str) -> None:
+    try:
+        os.unlink(os.path.join(os.fspath(venv), VERIFIED))
+    except FileNotFoundError:
+        pass
+
+
+def verified_line(venv: Path | str, stamp: dict[str, Any]) -> str | None:
+    """"<venv> matches target T; verified at <time> with nothing changed since" when the venv's verify record holds
+    for this stamp (as `matching_stamp` returns it: with the inputs' key); None otherwise."""
+    venv = _as_pathlib_says(os.fspath(venv))
+    rec = _read_json(os.path.join(venv, VERIFIED), _verified_ok)
+    if (rec is None or not stamp.get("_inputs") or rec["key"] != verified_key(venv, stamp)
+            or rec["target"] != stamp.get("target")):
+        return None
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(rec["when"]))
+    return (f"{venv} matches target {stamp.get('target')} ({stamp.get('packages')} packages); verified at {when} "
+            "with nothing changed since (`tritonlock sync --verify` verifies again)")
+
+
+def already_verified(project: Path | str, venv: Path | str, *, target: str | None, python: str | None,
+                     system_site_packages: bool | None, locked: bool = False) -> str | None:
+    """Plain `sync`'s no-op: the venv matches its stamp (`matching_stamp`) and a verify passed on exactly it."""
+    stamp = matching_stamp(project, venv, target=target, python=python, system_site_packages=system_site_packages,
+                           locked=locked)
+    return verified_line(venv, stamp) if stamp is not None else None

@@ -62,9 +62,9 @@ def _same(locked: LockedPackage, have: str, equivalent_backend: str | None) -> s
 
 def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[str, str] | None = None,
          equivalent_backend: str | None = None, damaged: Mapping[str, str] | None = None,
-         again: Collection[str] = ()) -> Plan:
+         again: Collection[str] = (), project: str | None = None) -> Plan:
     """Pure: what to install, upgrade, reinstall (damaged, or named in `again`: `sync --reinstall`), remove and
-    keep so the venv matches the target."""
+    keep so the venv matches the target. `project`: the project itself, installed editable by sync (kept)."""
     steps: list[Step] = []
     system = system_dists or {}
     broken = damaged or {}
@@ -98,6 +98,9 @@ def plan(target: LockedTarget, venv_dists: dict[str, str], system_dists: dict[st
                           note=f"damaged: {broken[name]}" if name in broken else ""))
     for name, have in sorted(venv_dists.items()):
         if name in locked or name in TOOLING:
+            continue
+        if name == project and name not in broken:
+            steps.append(Step(name=name, action="keep", have=have, want=have, note="the project itself (editable)"))
             continue
         if not _venv.valid_name(name):
             # Never handed to an installer: a name like "-r" or "--all" would be read as an option.

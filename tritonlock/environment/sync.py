@@ -274,10 +274,67 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
                  offline: bool = False, find_links: Path | None = None, system_site_packages: bool | None = None,
                  python: str | None = None, target_name: str | None = None, host: HostProfile | None = None,
                  reinstall: tuple[str, ...] | None = None, say: Callable[[str], None] = lambda s: None,
-                 show_plan: Callable[[Plan], None] = lambda p: None) -> SyncOutcome:
+                 show_plan: Callable[[Plan], None] = lambda p: None, install_project: bool = True) -> SyncOutcome:
     """Read the lock, pick this host's target, plan, and (unless dry_run) apply. `system_site_packages` None
     means "as the venv was made"; `reinstall` names packages to install again whatever their state (() means
-    all of them); `show_plan` sees the plan before anything is installed."""
+    all of them); `show_plan` sees the plan before anything is installed. `install_project`: where the intent is a
+    buildable project's pyproject.toml, the project itself is installed editable once the venv matches the lock
+    (tritonlock.environment._project)."""
+    out = _sync(project, venv=venv, dry_run=dry_run, locked=locked, offline=offline, find_links=find_links,
+                system_site_packages=system_site_packages, python=python, target_name=target_name, host=host,
+                reinstall=reinstall, say=say, show_plan=show_plan)
+    if not install_project:
+        return out
+    from tritonlock.environment import _project
+
+    p = _project.buildable(project)
+    if p is None:
+        return out
+    why = _project.why_install(p, out.venv, _venv.venv_dists(out.venv) if out.venv.is_dir() else {})
+    if why is None:
+        return out
+    if dry_run:
+        say(f"would be {why}")
+        return out
+    from tritonlock.lock.lockfile import read_lock
+
+    say(why)
+    with _apply.venv_lock(out.venv):
+        _project.install(p, out.venv, default_index=read_lock(project / "triton-env.lock").default_index,
+                         offline=offline or find_links is not None, say=say)
+        _noop_restamp(out.venv)
+    import dataclasses
+
+    return dataclasses.replace(out, applied=True)
+
+
+def _project_key(project: Path, intent_path: Path) -> str:
+    """The project's part of the no-op key (see _noop.matching_stamp): only a pyproject.toml intent has one."""
+    if intent_path.name != "pyproject.toml":
+        return ""
+    from tritonlock.environment._project import key_part
+
+    return key_part(project)
+
+
+def _noop_restamp(venv: Path) -> None:
+    """The completed-sync stamp written again for the venv as it now is (the project just installed into it), with
+    the same key: the next no-op check sees the project's files too."""
+    from tritonlock.environment._noop import read_made, read_synced
+
+    data = read_synced(venv)
+    if data is None:
+        return
+    made = read_made(venv) or {}
+    base = made.get("base-sites") if isinstance(made.get("base-sites"), list) else []
+    _venv.write_synced(venv, key=data.get("key"), target=str(data.get("target")), packages=int(data["packages"]),
+                       system_site_packages=bool(data.get("system-site-packages")), base_sites=base or [])
+
+
+def _sync(project: Path, *, venv: Path | None, dry_run: bool, locked: bool, offline: bool, find_links: Path | None,
+          system_site_packages: bool | None, python: str | None, target_name: str | None, host: HostProfile | None,
+          reinstall: tuple[str, ...] | None, say: Callable[[str], None],
+          show_plan: Callable[[Plan], None]) -> SyncOutcome:
     import re
 
     from tritonlock.lock.lockfile import read_lock
@@ -347,13 +404,18 @@ def sync_project(project: Path, *, venv: Path | None = None, dry_run: bool = Fal
             equivalent = None
     key = None if stale else _venv.sync_key(lock_bytes=lock_bytes, intent_bytes=intent_bytes,
                                             machine=raw_machine_key(), target=target_name, python=python,
-                                            files=_venv.target_files(project, intent_bytes))
+                                            files=_venv.target_files(project, intent_bytes)
+                                            + _project_key(project, intent_path))
+    from tritonlock.environment import _project
+
+    own_project = _project.installed_here(venv) if venv.is_dir() else None
     again = _reinstall_names(target, reinstall, str(lock_path))
 
     def decide() -> tuple[_State, Plan]:
         st = _look(venv, sel.python or "", system_site_packages, base_given)
         p = plan(target, st.dists, st.system, equivalent,
-                 {d.name: d.problem for d in st.damage if d.kind != "stray-base"}, again)
+                 {d.name: d.problem for d in st.damage if d.kind != "stray-base"}, again,
+                 project=own_project)
         why = source_build_rebuild(p, target) if st.rebuild is None and not st.ssp else None
         if why:  # a build that may fail after torch is in: never in the venv itself
             import dataclasses

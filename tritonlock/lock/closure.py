@@ -374,6 +374,38 @@ def new_run(pythons: Iterable[str] = ()) -> None:
         _subprocess.find_resolver_python(py)
 
 
+# The pins an existing lock had, per target name, that every compile of this run prefers (uv reads the output file it
+# is about to write as preferences: a pinned version is kept where the requirements still allow it, as `uv lock
+# --upgrade-package` keeps every other package). Set for one locking run by `preferring`; empty otherwise.
+_PREFER: dict[str, dict[str, str]] = {}
+
+
+class preferring:
+    """Within this block, each compile for a target prefers the versions `pins` gives for it (target name → package
+    name → version); a package left out (the one to upgrade) is free to move."""
+
+    def __init__(self, pins: dict[str, dict[str, str]]) -> None:
+        self.pins = pins
+
+    def __enter__(self) -> None:
+        _PREFER.clear()
+        _PREFER.update(self.pins)
+
+    def __exit__(self, *exc: object) -> None:
+        _PREFER.clear()
+
+
+def _preferences(sel: Selection, out: Path) -> None:
+    """Write the target's preferred pins where uv will write its answer: uv reads them as its preferences."""
+    pins = _PREFER.get(sel.target.name)
+    if not pins:
+        return
+    lines = ['lock-version = "1.0"', 'created-by = "tritonlock"']
+    for name, version in sorted(pins.items()):
+        lines += ["", "[[packages]]", f"name = {toml_value(name)}", f"version = {toml_value(version)}"]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _read_keys(packages: list[dict[str, Any]]) -> set[tuple[str, str]]:
     return {(str(p.get("index") or ""), canonicalize_name(str(p.get("name") or ""))) for p in packages}
 
@@ -395,6 +427,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         pyproject = Path(tmp) / "pyproject.toml"
         pyproject.write_text(_pyproject(sel, reqs, torch_pkgs, own or {}, flat or set()), encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
+        _preferences(sel, out)
         interpreter = _subprocess.resolver_python(sel.python)
         common = ["--no-config", "--no-header", "--quiet", f"--python-version={sel.python}",
                   f"--python-platform={python_platform(sel, floor)}", "--no-python-downloads",
@@ -538,6 +571,12 @@ def _unpinnable(name: str, raw: dict[str, Any]) -> str:
 
 
 def _file(raw: dict[str, object]) -> Wheel:
+    if "url" not in raw and isinstance(raw.get("path"), str) and Path(str(raw["path"])).is_absolute():
+        # a direct reference to a file on this disk (`pkg @ file:///…/pkg.whl`): uv writes its path, not a URL
+        raw = {**raw, "url": Path(str(raw["path"])).as_uri()}
+    if "url" not in raw:
+        raise ClosureError(f"uv gave no URL for a locked file ({_urls.redact(str(raw))[:200]}) — name it by an "
+                           "https:// or file:// URL with an absolute path")
     url = _urls.strip_credentials(str(raw["url"]))
     hashes = raw.get("hashes")
     sha = hashes.get("sha256") if isinstance(hashes, dict) else None

@@ -114,19 +114,22 @@ def _key(p: LockedPackage, w: Wheel) -> tuple[str, str, str, str, str]:
     return (p.index, p.name, p.version, w.url, w.sha256)
 
 
-def check_lock(lock: Lock, *, max_bytes: int | None = None,
-               early: Early | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def check_lock(lock: Lock, *, max_bytes: int | None = None, early: Early | None = None,
+               metadata: dict[str, str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Raise ClosureError (exit 4; no lock is written) when a locked file's bytes or METADATA are not what its index
     page lists, or when what a file's checked METADATA requires for its target is missing from the closure; return
     (warnings, notes): a warning per file that could not be checked for another reason (its index failed, a file:
     URL), and one plain note for the files too large to fetch whose page lists no metadata hash. `early`: the checks
-    already started (their bound is theirs)."""
+    already started (their bound is theirs). `metadata`, when given, receives each checked file's METADATA by its
+    sha256 (what the lock's dependency edges are read from)."""
     early = early or Early(max_bytes)
     bound = early.bound
     jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
     with ThreadPoolExecutor(max_workers=_THREADS) as pool:  # (network-bound: pages, .metadata files, downloads)
         checked = dict(zip(jobs, pool.map(lambda pw: early.result(pw[0], pw[1]), jobs.values())))
     problems = [c.problem for c in checked.values() if c.problem]
+    if metadata is not None:
+        metadata.update({c.file.sha256.lower(): c.metadata for c in checked.values() if c.metadata is not None})
     for t in lock.targets:
         problems += _missing(t, [checked[(p.index, w.url)] for p in t.packages for w in _files(p)])
     if problems:
@@ -368,7 +371,7 @@ def _header(text: str, key: str) -> str:
     return next(_headers(text, key), "")
 
 
-def _environment(t: LockedTarget) -> dict[str, str]:
+def marker_environment(t: LockedTarget) -> dict[str, str]:
     """The marker environment uv resolved the target for (its --python-version and --python-platform)."""
     spec, py = t.selection.target, t.selection.python or ""
     system = {"linux": "Linux", "macos": "Darwin", "windows": "Windows"}.get(spec.os, spec.os)
@@ -395,7 +398,7 @@ def _missing(t: LockedTarget, checked: list[_Checked]) -> list[str]:
     """Each requirement a locked file's checked METADATA states for this target that the closure does not meet."""
     if not t.selection.ok or not t.selection.python:
         return []
-    env = _environment(t)
+    env = marker_environment(t)
     have = {p.name: p.version for p in t.packages}
     out: list[str] = []
     for c in checked:

@@ -291,7 +291,9 @@ def _packages(r: _Reader, raw: list[Any], where: str, owner: str) -> tuple[Locke
                             build=r.get(rp, "build", str, pw, False, ("source",), "source"),
                             build_needs=r.strs(rp, "build-needs", pw, _BUILD_NEED, "nvcc"),
                             build_why=r.get(rp, "build-why", str, pw, False),
-                            note=r.get(rp, "note", str, pw, False))
+                            note=r.get(rp, "note", str, pw, False),
+                            dependencies=(r.strs(rp, "dependencies", pw, _is_name, "filelock") if "dependencies" in rp
+                                          else None))
         if pkg.build and not pkg.sdist:
             raise r.fail(f"{pw}.build", f"{pkg.name} is to be built from source but has no sdist")
         if not pkg.wheels and not pkg.sdist:
