@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock import _toml
-from tritonlock._caveats import run_caveats  # noqa: F401  (what verify --record calls: records.run_caveats)
 from tritonlock.errors import LockfileError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 

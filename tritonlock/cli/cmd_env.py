@@ -307,9 +307,10 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
     rec = None
     if record:
         from tritonlock import records
+        from tritonlock._caveats import run_caveats
 
         made_in = env_dir if not python_ else Path(python_).absolute().parent.parent
-        caveats = records.run_caveats(host, result, interpreter=interp, target=locked.name,
+        caveats = run_caveats(host, result, interpreter=interp, target=locked.name,
                                       venv=made_in if (made_in / "pyvenv.cfg").is_file() else None)
         rec = records.make_record(locked, host, result, caveats=caveats)
         records.add_records(root / records.RECORDS_FILE, [rec])

@@ -400,8 +400,9 @@ def band_rows(records: list[Any]) -> list[BandRow]:
         band = bands.band(fam.family, kernel, dtype) if bands and fam else None
         outside = 0
         if band is not None:
-            outside = sum(1 for r, v in pairs if not band.ratio[0] <= r <= band.ratio[1]
-                          or (band.value is not None and not band.value[0] <= v <= band.value[1]))
+            rband, vband = band.ratio, band.value
+            outside = sum(1 for r, v in pairs if (rband is not None and not rband[0] <= r <= rband[1])
+                          or (vband is not None and not vband[0] <= v <= vband[1]))
         out.append(BandRow(gpu=model, kernel=kernel, dtype=dtype, metric=metric, runs=len(pairs),
                            ratios=(ratios[0], statistics.median(ratios), ratios[-1]),
                            values=(values[0], statistics.median(values), values[-1]),

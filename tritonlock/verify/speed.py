@@ -579,7 +579,8 @@ def judge_allreduce(device: str, value: float | None, message_bytes: int | None,
     lo, hi = band.value
     unit = band.metric
     said = " (band inferred: from NVIDIA's NVLink figure and a single run, not repeated runs)" if band.inferred else ""
-    words = f"{value:,.0f} {unit} bus bandwidth at {band.message_bytes / 2**20:g} MiB (band {lo:,.0f}–{hi:,.0f}){said}"
+    mib = (band.message_bytes or 0) / 2**20
+    words = f"{value:,.0f} {unit} bus bandwidth at {mib:g} MiB (band {lo:,.0f}–{hi:,.0f}){said}"
     if said_by != "NVML's P2P status (the runner)":
         words += f"; the link as host detection read it: {said_by}"
     verdict = "slow" if value < lo else "fast" if value > hi else "ok"
