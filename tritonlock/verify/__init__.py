@@ -20,6 +20,7 @@ from typing import Any
 
 from tritonlock.errors import VerifyError
 from tritonlock.verify import speed
+from tritonlock.verify._proc import on_sigterm_stop, stop_group
 from tritonlock.verify.speed import GpuFacts, Speed
 
 __all__ = ["Check", "KernelResult", "VerifyResult", "run_verify", "start_verify", "RUNNER"]
@@ -192,7 +193,7 @@ class StartedVerify:
                  on_progress: Any = None) -> None:
         self.python, self.proc, self.started, self.timeout = python, proc, started, timeout
         self.trace_dir, self.profile = trace_dir, profile
-        self._old_term = _on_sigterm_stop(proc)  # from now until finish() or abandon(), whatever runs meanwhile
+        self._old_term = on_sigterm_stop(proc)  # from now until finish() or abandon(), whatever runs meanwhile
         self._reader = None
         if progress is not None:
             self._reader = threading.Thread(target=_read_progress, args=(progress, on_progress), name="verify-progress",
@@ -227,7 +228,7 @@ class StartedVerify:
             if self.trace_dir is not None and self.profile is not None:
                 stdout = _place_trace(self.trace_dir / "trace.json", Path(self.profile), stdout)
         except KeyboardInterrupt:  # (Ctrl-C while what the lock expects was being put together, too)
-            _stop_group(self.proc)
+            stop_group(self.proc)
             raise
         finally:
             self._drop_trace()
@@ -419,36 +420,6 @@ def _ptxas_floors() -> dict[str, str] | None:
     return {str(mc.major): d for mc in m.minor_compat if (d := mc.windows_driver if windows else mc.linux_driver)}
 
 
-def _stop_group(proc: subprocess.Popen[str]) -> None:
-    """End the runner and everything it started — the torch.compile check's process, the compile workers, Inductor's
-    and NCCL's processes: they share its process group (its own session, so a terminal's Ctrl-C reaches only us)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group may be gone already
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=2 if sig == signal.SIGTERM else 30)
-        except subprocess.TimeoutExpired:
-            continue
-        if sig == signal.SIGTERM:
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # a worker that outlived the runner
-                os.killpg(proc.pid, signal.SIGKILL)
-        return
-
-
-def _on_sigterm_stop(proc: subprocess.Popen[str]) -> Any:
-    """SIGTERM (a scheduler's job kill, `timeout`) while the runner runs — tritonlock reading the host and the lock,
-    or waiting for the report: the runner's group goes with us, and we exit 143. Returns the handler it replaced
-    (None off the main thread, where Python runs no handler)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum: int, frame: object) -> None:
-        _stop_group(proc)
-        raise SystemExit(128 + signal.SIGTERM)
-
-    return signal.signal(signal.SIGTERM, handler)
-
-
 def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tuple[str, str, int]:
     try:
         stdout, stderr = proc.communicate(stdin, timeout=timeout)
@@ -459,7 +430,7 @@ def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tup
         raise VerifyError(f"verify: the runner did not finish within {timeout:g} s"
                           f"{_stderr_words(stderr)}") from None
     except KeyboardInterrupt:
-        _stop_group(proc)
+        stop_group(proc)
         raise
     return stdout, stderr, proc.returncode
 
