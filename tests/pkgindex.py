@@ -14,8 +14,10 @@ import threading
 import time
 import urllib.parse
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 def _norm(name: str) -> str:
@@ -205,6 +207,10 @@ class LocalIndex:
     # A mirror that serves other bytes than its page lists (the page keeps the real file's hash and size): file name →
     # the bytes served for every GET of it ("file"), only for HTTP Range reads ("range"), or as its .metadata
     tampered: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    # A hostile (or merely odd) server, for the files it serves: called for each GET or HEAD of a wheel or sdist with
+    # (handler, file name, the file's bytes); where it returns True it has answered (status, headers, body) itself —
+    # an index that ignores HTTP Range, answers it wrongly, trickles or stalls (tests/test_native_reads.py)
+    hook: Callable[[Any, str, bytes], bool] | None = None
     prefix: str = ""  # the path every address of this index starts with (start picks one; a test may name it)
     port: int = 0  # 0: any free port; a test that needs an address served before by another index names it
 
@@ -255,6 +261,9 @@ class LocalIndex:
                     f = root.joinpath(*parts)
                     if f.is_file():
                         data = f.read_bytes()
+                        hook = outer.hook
+                        if hook is not None and hook(self, f.name, data):
+                            return None
                         rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
                         reads_gate = outer.reads_gate
                         if rng and reads_gate is not None and not self.headers.get("User-Agent", "").startswith("uv/"):
@@ -264,7 +273,8 @@ class LocalIndex:
                         if rng:  # HTTP Range, as real indexes answer it (compat check reads inside wheels so)
                             start = int(rng[1])
                             end = min(int(rng[2]) if rng[2] else len(data) - 1, len(data) - 1)
-                            return self._send(206, data[start:end + 1], "application/octet-stream")
+                            return self._send(206, data[start:end + 1], "application/octet-stream",
+                                              {"Content-Range": f"bytes {start}-{end}/{len(data)}"})
                         self._send(200, data, "application/octet-stream")
                         outer.served.append(self.path)
                         outer.served_to.append((self.path, self.headers.get("User-Agent", "")))
@@ -343,10 +353,12 @@ class LocalIndex:
                 finally:
                     self._head_only = False
 
-            def _send(self, code: int, body: bytes, ctype: str) -> None:
+            def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.end_headers()
                 if not getattr(self, "_head_only", False):
                     self.wfile.write(body)

@@ -114,8 +114,10 @@ def test_a_newer_minor_lock_gives_one_warning_line(tmp_path: Path, locked: str) 
     (tmp_path / "triton-env.lock").write_text(text, encoding="utf-8")
     code, out, err = _run("show", "-p", str(tmp_path), "--json")
     assert code == 0, err
+    from tritonlock.lock.lockread import NEWEST_READ
+
     assert err == (f"warning: {tmp_path / 'triton-env.lock'}: lock-version 3.9 is newer than this tritonlock's "
-                   f"{lockfile.LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock\n")
+                   f"{NEWEST_READ}; reading only the fields it knows — upgrade tritonlock\n")
 
 
 def test_a_lock_from_the_old_format_says_regenerate(tmp_path: Path, locked: str) -> None:

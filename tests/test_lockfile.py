@@ -85,6 +85,13 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
         with pytest.raises(LockfileError, match=r"x.lock: lock-version: .* is not a lock version"):
             lockfile.loads(with_version(bad), "x.lock")
     # a newer minor: the header digest still holds (it covers lock-version), so re-stamp it as a newer writer would
+    # (3.1 is this tritonlock's own: the version of a lock with an unchecked [[native]] table)
+    from tritonlock.lock.lockread import NEWEST_READ
+
+    major, minor = (int(x) for x in NEWEST_READ.split("."))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lockfile.loads(_restamp(with_version(NEWEST_READ)), "x.lock")
     newer = _restamp(with_version(f"{major}.{minor + 1}"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -92,7 +99,7 @@ def test_lock_versions_older_major_regenerate_newer_major_upgrade_newer_minor_wa
     (w,) = caught
     assert w.category is LockfileWarning
     assert str(w.message) == (f"x.lock: lock-version {major}.{minor + 1} is newer than this tritonlock's "
-                              f"{LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock")
+                              f"{NEWEST_READ}; reading only the fields it knows — upgrade tritonlock")
 
 
 def _no_edges(lock: Lock) -> Lock:

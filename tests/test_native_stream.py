@@ -18,6 +18,7 @@ from nativebuild import extension, fatbin_bytes, stub_library
 from test_gpucode import bundle, gcc_so, nvcc_so
 from tritonlock.native.elf import member_facts
 from tritonlock.native.gpucode import fatbin_targets
+from tritonlock.native import members
 from tritonlock.native.stream import ElfStream, FatbinScan, Miss
 from tritonlock.models import NativeMember
 
@@ -202,14 +203,14 @@ def test_a_wheel_whose_member_the_pass_cannot_read_is_read_again_whole(tmp_path:
     assert {m.path: m for m in first.members} == {"pkg/_C.so": whole("pkg/_C.so", libs["cxx"]),
                                                    "pkg/libk.so": whole("pkg/libk.so", libs["nvcc"])}
     again: list[str] = []
-    real = native._read_span
+    real = members.read_span
 
     def spy(pieces, start, wanted, gpu, *, whole=False):  # type: ignore[no-untyped-def]
         if whole:
             again.extend(w[0] for w in wanted)
         return real(pieces, start, wanted, gpu, whole=whole)
 
-    monkeypatch.setattr(native, "_read_span", spy)
+    monkeypatch.setattr(members, "read_span", spy)
     assert native.read_file(wheel, "0" * 64) == first and again == []
     def kept_nothing(self: stream.ElfStream, off: int, n: int) -> bytes:
         raise Miss(f"bytes {off}-{off + n} were not kept")
@@ -249,11 +250,11 @@ def test_a_wheels_bytes_in_any_pieces_give_the_same_facts(tmp_path: Path, libs: 
     first = native.read_file(wheel, "0" * 64)
     assert [m.path for m in first.members] == ["pkg/_C.so", "pkg/libk.so"] and first.built_for_torch == "2.9"
     with zipfile.ZipFile(wheel) as z:
-        wanted = native._wanted({i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset)
-                                 for i in z.infolist()})
+        wanted = members.wanted_members({i.filename: (i.compress_type, i.compress_size, i.file_size,
+                                                      i.header_offset) for i in z.infolist()})
     data = wheel.read_bytes()[wanted[0][4]:]
     for step in (1, 2, 3, 5, 4096):
-        got = native._read_span((data[i:i + step] for i in range(0, len(data), step)), wanted[0][4], wanted, True)
+        got = members.read_span((data[i:i + step] for i in range(0, len(data), step)), wanted[0][4], wanted, True)
         assert sorted(m.path for m in got.values() if isinstance(m, NativeMember)) == ["pkg/_C.so", "pkg/libk.so"], step
         assert [got["pkg/_C.so"], got["pkg/libk.so"]] == list(first.members), step
 

@@ -37,6 +37,8 @@ class CheckReport:
     packages: int
     matrix_version: str
     verified: tuple[str, ...] = ()  # targets proven with the current lock (--require-verified)
+    # packages locked with their native code unchecked: (target, name, version, file, why)
+    unchecked: tuple[tuple[str, str, str, str, str], ...] = ()
     host_target: str | None = None  # with --host: the lock target this machine fits
     no_lock: bool = False  # there is no lock to check: bad input (exit 2), as in every command that reads it
 
@@ -343,16 +345,25 @@ def run_check(project: Path, *, host: HostProfile | None = None, require_verifie
     if require_verified:
         more, proven = verified_problems(lock, project / RECORDS_FILE)
         problems += more
-    return CheckReport(problems=tuple(problems), warnings=intent.warnings, targets=len(lock.targets),
+    from tritonlock.lock.report import unchecked_native
+
+    unchecked = tuple((t.name, p.name, p.version, f.filename, f.problem or "") for t in lock.targets
+                      for p, f in unchecked_native(t, lock.native))
+    said = tuple(f"target {t!r}: {name} {version}'s native code was NOT checked ({file} could not be read: {why}); "
+                 "it was locked unchecked (allow-unchecked-native) — `tritonlock verify` on the machine imports it"
+                 for t, name, version, file, why in unchecked)
+    return CheckReport(problems=tuple(problems), warnings=intent.warnings + said, targets=len(lock.targets),
                        packages=sum(len(t.packages) for t in lock.targets), matrix_version=matrix_version,
-                       verified=tuple(proven), host_target=host_target)
+                       verified=tuple(proven), host_target=host_target, unchecked=unchecked)
 
 
 def report_json(r: CheckReport) -> dict[str, Any]:
     """`tritonlock check --json`: ok, problems [{kind, target, message}], warnings, counts."""
     return {"ok": r.ok, "problems": [{"kind": p.kind, "target": p.target, "message": p.message} for p in r.problems],
             "warnings": list(r.warnings), "targets": r.targets, "packages": r.packages,
-            "matrix_version": r.matrix_version, "verified": list(r.verified), "host_target": r.host_target}
+            "matrix_version": r.matrix_version, "verified": list(r.verified), "host_target": r.host_target,
+            "unchecked_native": [{"target": t, "name": n, "version": v, "file": f, "why": w}
+                                 for t, n, v, f, w in r.unchecked]}
 
 
 def format_report(r: CheckReport, lock_path: str) -> str:
@@ -360,8 +371,14 @@ def format_report(r: CheckReport, lock_path: str) -> str:
     if r.ok:
         extra = f"; verified: {', '.join(r.verified)}" if r.verified else ""
         extra += f"; this machine fits target {r.host_target!r}" if r.host_target else ""
+        native = ""
+        if r.unchecked:
+            names = sorted({n for _, n, _, _, _ in r.unchecked})
+            native = (f"; the native code of {len(names)} locked package{'' if len(names) == 1 else 's'} NOT checked "
+                      f"({', '.join(names)})")
         lines.append(f"ok: {lock_path} is fresh — {r.targets} target{'' if r.targets == 1 else 's'}, {r.packages} "
-                     f"packages, every file hashed, decisions unchanged under matrix {r.matrix_version}{extra}")
+                     f"packages, every file hashed, decisions unchanged under matrix {r.matrix_version}{native}"
+                     f"{extra}")
     else:
         lines += [p.message for p in r.problems]
     return "\n".join(lines)

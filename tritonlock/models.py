@@ -110,6 +110,9 @@ class Intent:
     package_builds: tuple[PackageBuilds, ...] = ()  # [[package-builds]]: per-CUDA builds of packages, by index
     # [environment].optional-gpu-code: packages whose kernels are for some GPUs only, called only there (normalized)
     optional_gpu_code: tuple[str, ...] = ()
+    # [environment].allow-unchecked-native: true (every package), or the packages whose wheels may be locked with
+    # their native code unchecked where their binary facts cannot be read (else resolve fails, exit 4)
+    allow_unchecked_native: bool | tuple[str, ...] = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -339,7 +339,8 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
                   wanted=lambda sel, pkgs: native_wanted(sel, pkgs), lines=lines)
 
 
-def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool) -> tuple[Selection, ...]:
+def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool,
+            allow_unchecked: bool = False) -> tuple[Selection, ...]:
     """`resolve --dry-run`: with `packages` (--packages), the selections as the lock would make them — uv and the
     indexes decide the packages' versions and so, perhaps, an older torch; without it (no network), each target whose
     packages could hold torch back says so in a warning instead of claiming a torch the lock may not hold."""
@@ -350,7 +351,14 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
             or exact_torch(intent)):  # a pinned torch stays what it is: nothing for the packages to move
         return selections
     if packages:
-        return tuple(s for s, _ in lock_targets(intent, load_matrix(), selections, _default_index(intent)))
+        from tritonlock.native.read import Reader
+
+        reader = Reader()
+        try:
+            done = lock_targets(intent, load_matrix(), selections, _default_index(intent), reader=reader)
+        finally:
+            reader.close()
+        return tuple(s for s, _ in unread_native(done, reader, intent, allow_unchecked)[0])
     note = ("the packages were not resolved (--dry-run without --packages uses no network): torch {} is the newest "
             "this target allows, and the packages you named may hold it back — `tritonlock resolve` (or --dry-run "
             "--packages) decides them with uv and the indexes")
@@ -363,13 +371,15 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
 def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                  target_file: str | None = None, progress: TargetProgress | None = None,
                  upgrade_packages: tuple[str, ...] = (), strict: bool = False,
-                 keep_pins: bool = False) -> LockOutcome:
+                 keep_pins: bool = False, allow_unchecked: bool = False) -> LockOutcome:
     """Re-resolve when the intent, the matrix or the target machines changed (or upgrade); write atomically.
     `progress` hears when each target's closure starts and ends (the slow part: uv and the indexes).
     `upgrade_packages`: lock again keeping every other pin of the existing lock (tritonlock.upgrade). `strict`: a
     conflict in any target writes nothing (ResolveError, exit 3), as `add` and `remove` need. `keep_pins` (`add`,
     `remove`): an intent that changed is locked keeping the existing lock's pins where it can be read, the packages
-    `upgrade_packages` names (requirements: what `add` added) free to move."""
+    `upgrade_packages` names (requirements: what `add` added) free to move. `allow_unchecked`
+    (--allow-unchecked-native): a locked wheel whose binary facts could not be read is locked unchecked, and the lock
+    says so (else, or without the intent's allow-unchecked-native, resolve fails)."""
     from tritonlock.lock import lockfile
     from tritonlock.intent.read import read_intent
     from tritonlock.compat.matrix import load_matrix
@@ -443,6 +453,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         # one target's conflict does not block the others: each target that fits is locked, each that does not is
         # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
         decided = [next(done) if s.ok else (s, ()) for s in selections]
+        decided, unread_notes = unread_native(decided, reader, intent, allow_unchecked)
         if not any(s.ok for s, _ in decided) or (strict and not all(s.ok for s, _ in decided)):
             raise conflicts_error(tuple(s for s, _ in decided if not s.ok))
         selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
@@ -469,15 +480,78 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
 
     news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
-                       warnings=intent.warnings + checked + news, notes=notes, upgraded=upgrade_packages,
+                       warnings=intent.warnings + checked + news + unread_notes, notes=notes,
+                       upgraded=upgrade_packages,
                        kept_from=kept)
 
 
 def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:
-    """The binary facts the lock keeps: of the locked wheels the rule read that carry native code or bring it."""
+    """The binary facts the lock keeps: of the locked wheels the rule read that carry native code or bring it, and
+    of those whose facts could not be read (locked unchecked: the lock says so)."""
     shas = {w.sha256 for pkgs in closures for p in pkgs for w in p.wheels}
-    return tuple(f for sha, f in sorted(reader.read.items()) if sha in shas and not f.problem and
-                 (f.members or f.provides))
+    return tuple(f for sha, f in sorted(reader.read.items()) if sha in shas and
+                 (f.problem or f.members or f.provides))
+
+
+def unread_native(decided: list[tuple[Selection, tuple[LockedPackage, ...]]], reader: Reader, intent: Intent,
+                  allow: bool) -> tuple[list[tuple[Selection, tuple[LockedPackage, ...]]], tuple[str, ...]]:
+    """The wheels whose binary facts the decision asked for and could not get (by ranged reads, nor downloaded
+    whole): nothing is known of their native code, so a resolve that locks one — or that ends in a conflict while
+    one was unread, which may be why — fails (exit 4, naming each wheel and why), unless the user allows it
+    (--allow-unchecked-native, or [environment] allow-unchecked-native: true for every package, or a list of the
+    packages). Allowed: each target that locks one says so in a warning, and the lock keeps it as unchecked
+    ([[native]] `unchecked`). (The decisions, and warnings for what was unread and not locked.)"""
+    from packaging.utils import canonicalize_name
+
+    from tritonlock.errors import IndexError_
+
+    unread = reader.unread(reader.asked)
+    if not unread:
+        return decided, ()
+    allowed = allow or intent.allow_unchecked_native is True
+    names = set() if isinstance(intent.allow_unchecked_native, bool) else {
+        canonicalize_name(n) for n in intent.allow_unchecked_native}
+
+    def ok(name: str) -> bool:
+        return allowed or canonicalize_name(name) in names
+
+    locked: dict[str, list[tuple[str, LockedPackage]]] = {}  # sha256 -> (target, package) that lock it
+    for s, pkgs in decided:
+        for p in pkgs if s.ok else ():
+            for w in p.wheels:
+                if w.sha256 in unread:
+                    locked.setdefault(w.sha256, []).append((s.target.name, p))
+    conflict = any(not s.ok for s, _ in decided)
+    refused = [(sha, f) for sha, f in sorted(unread.items(), key=lambda kv: kv[1].filename)
+               if (sha in locked or conflict) and not ok(f.filename.split("-")[0])]
+    if refused:
+        lines = []
+        for sha, f in refused[:10]:
+            where = ", ".join(dict.fromkeys(f"{p.name} {p.version}, target {t!r}" for t, p in locked.get(sha, [])))                 or "a release the decision weighed, which ended in a conflict"
+            lines.append(f"  {f.filename} ({where}): {f.problem}")
+        more = f"\n  … and {len(refused) - 10} more" if len(refused) > 10 else ""
+        n = len(refused)
+        raise IndexError_(
+            f"the native code of {n} wheel{'' if n == 1 else 's'} could not be read, so whether "
+            f"{'it loads' if n == 1 else 'they load'} on the target is not known (the binaries of every locked wheel "
+            f"are checked before a lock is written; nothing was written):\n" + "\n".join(lines) + more +
+            "\n  fix: serve the wheels from an index that answers HTTP Range requests or the whole file (a mirror, "
+            "`uv pip download` into a folder named in the intent), and run `tritonlock resolve` again; or lock "
+            f"{'it' if n == 1 else 'them'} unchecked: `tritonlock resolve --allow-unchecked-native` (or "
+            "allow-unchecked-native = true in [environment]) — the lock then says so, and `tritonlock verify` "
+            "imports it on the machine")
+    out = []
+    for s, pkgs in decided:
+        mine = [(p, unread[w.sha256]) for p in (pkgs if s.ok else ()) for w in p.wheels if w.sha256 in unread]
+        if mine:
+            s = dataclasses.replace(s, warnings=s.warnings + tuple(
+                f"{p.name} {p.version}: its native code was NOT checked — {f.filename} could not be read "
+                f"({f.problem}); it is locked unchecked, as allowed (allow-unchecked-native): `tritonlock verify` "
+                "imports it on the machine" for p, f in dict.fromkeys(mine)))
+        out.append((s, pkgs))
+    notes = tuple(f"{f.filename}: its native code could not be read ({f.problem}); the decision went on without "
+                  "it (it is not locked)" for sha, f in sorted(unread.items()) if sha not in locked)
+    return out, notes
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:

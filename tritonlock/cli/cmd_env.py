@@ -198,9 +198,12 @@ def _progress(python: str, as_json: bool) -> Any:
 
 def _native_args(lock: Any, locked: Any) -> dict[str, Any]:
     """What verify needs of the lock for the packages' native code: the packages the user named, and the facts."""
+    from tritonlock.lock.report import unchecked_native
     from tritonlock.verify.natives import lock_facts
 
-    return {"imports": tuple(d.name for d in locked.selection.direct),
+    # (a package locked with its native code unchecked is imported too, whatever its files hold: only that proves it)
+    unchecked = tuple(p.name for p, _ in unchecked_native(locked, lock.native))
+    return {"imports": tuple(dict.fromkeys((*(d.name for d in locked.selection.direct), *unchecked))),
             "import_scope": tuple(p.name for p in locked.packages),
             "lock_facts": lock_facts(locked.packages, lock.native)}
 

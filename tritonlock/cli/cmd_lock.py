@@ -161,8 +161,12 @@ def host_cmd(as_json: bool, save: str | None, name: str | None, force: bool, dri
               help="Lock again keeping every pin of the existing lock but NAME's (repeatable): only NAME and what it "
                    "forces move; torch's decision stays unless NAME is torch's family or forces it. Says what "
                    "moved and why.")
+@click.option("--allow-unchecked-native", "allow_unchecked", is_flag=True,
+              help="Where a locked wheel's native code cannot be read (an index that answers neither HTTP Range "
+                   "requests nor a download of it), lock it unchecked instead of failing: the lock, `show` and "
+                   "`check` say so, and `verify` imports it (as [environment] allow-unchecked-native = true).")
 def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_file: str | None,
-            decide_packages: bool, upgrade_packages: tuple[str, ...] = ()) -> None:
+            decide_packages: bool, upgrade_packages: tuple[str, ...] = (), allow_unchecked: bool = False) -> None:
     """Resolve the intent (triton-env.toml, or pyproject.toml's [tool.tritonlock]) into triton-env.lock (pinned, with
     sha256 hashes)."""
     intent_path, lock_path = project_paths(project)
@@ -182,7 +186,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
         if intent.packages and all(s.ok for s in sels):
             from tritonlock.project import decided
 
-            sels = decided(intent, sels, packages=decide_packages)
+            sels = decided(intent, sels, packages=decide_packages, allow_unchecked=allow_unchecked)
         if as_json:
             echo_json({"targets": [selection_json(s) for s in sels]})
             if not all(s.ok for s in sels):
@@ -205,7 +209,7 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
 
     with (Quiet() if as_json else TargetProgress()) as progress:
         out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file, progress=progress,
-                           upgrade_packages=upgrade_packages)
+                           upgrade_packages=upgrade_packages, allow_unchecked=allow_unchecked)
     said_lock(out, lock_path, as_json)
 
 
@@ -287,11 +291,13 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
                 {"name": p.name, "version": p.version, "index": p.index, "files": len(p.wheels) + bool(p.sdist),
                  **report.package_build_json(p)}
                 for p in t.packages], **report.builds_json(t),
+             "unchecked_native": report.unchecked_json(t, lock.native),
              "verified": [{**records.record_json(j.record), "stale": j.stale} for j in judged
                           if j.record.target == t.name]} for t in targets]})
         return
     echo(report.show_text(targets, verified=lambda t: records.verified_lines(judged, t),
-                          recorded=lambda name: any(j.record.target == name for j in judged), words=words))
+                          recorded=lambda name: any(j.record.target == name for j in judged), words=words,
+                          native=lock.native))
 
 
 @click.command()

@@ -191,6 +191,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
     optional_gpu = _names(p, ("environment", "optional-gpu-code"), env["optional-gpu-code"],
                           'write a list of package names, e.g. optional-gpu-code = ["torchao"]') \
         if "optional-gpu-code" in env else ()
+    unchecked = _allow_unchecked(p, env["allow-unchecked-native"]) if "allow-unchecked-native" in env else False
     channel = "release"
     if "channel" in env:  # PyTorch's nightly or test builds (compat/channels.toml)
         ch = _checks._string(p, ("environment", "channel"), env["channel"], '"release", "nightly" or "test"')
@@ -224,7 +225,8 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
                     cuda=cuda, cuda_policy=policy, torch_index=torch_index, default_index=default_index,
                     targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
                     warnings=tuple(p.warnings) + same_machines(targets), channel=channel,
-                    package_builds=package_builds, optional_gpu_code=optional_gpu)
+                    package_builds=package_builds, optional_gpu_code=optional_gpu,
+                    allow_unchecked_native=unchecked)
     del files  # (the files are the targets' origins, in order: content_hash reads them from there)
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
 
@@ -268,6 +270,21 @@ def _no_build(p: _checks._Problems, raw: Any) -> tuple[str, ...]:
         p.add(key, f"expected true, false or a list of package names, got {_toml.shown(raw)}", fix)
         return ()
     return _names(p, key, raw, fix)
+
+
+def _allow_unchecked(p: _checks._Problems, raw: Any) -> bool | tuple[str, ...]:
+    """[environment].allow-unchecked-native: true (any package's wheel whose binary facts cannot be read is locked
+    unchecked, the lock saying so), false (resolve fails instead: the default), or a list of the packages that may
+    be."""
+    if isinstance(raw, bool):
+        return raw
+    fix = ('write allow-unchecked-native = true (any package), or a list of package names, e.g. '
+           'allow-unchecked-native = ["hostpkg"]')
+    if not isinstance(raw, list):
+        p.add(("environment", "allow-unchecked-native"), f"expected true, false or a list of package names, got "
+              f"{_toml.shown(raw)}", fix)
+        return False
+    return _names(p, ("environment", "allow-unchecked-native"), raw, fix)
 
 
 def _names(p: _checks._Problems, key: tuple[str | int, ...], raw: Any, fix: str) -> tuple[str, ...]:

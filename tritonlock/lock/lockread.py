@@ -10,13 +10,15 @@ import warnings
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from tritonlock import LOCK_VERSION, _toml
+from tritonlock import _toml
 from tritonlock.errors import LockfileError, LockfileWarning
 from tritonlock.lock.digests import closure_digest, decision_digest, header_digest, target_digest
 from tritonlock.models import (Conflict, DirectPackage, Lock, LockedPackage, LockedTarget, NativeFacts, NativeMember,
                                Selection, TargetSpec, Wheel)
 
 READS = (2, 3)  # the majors this tritonlock reads; it writes LOCK_VERSION's
+# the newest version it reads in full: 3.2, which it writes only for a lock with an unchecked [[native]] table
+NEWEST_READ = "3.2"
 
 
 _MACOS = re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII)
@@ -203,7 +205,7 @@ def _check_version(r: _Reader, data: dict[str, Any]) -> str:
     if m is None:
         raise r.fail("lock-version", "missing" if version is None else f"{_short(version)} is not a lock version")
     have = (int(m.group(1)), int(m.group(2)))
-    mine = tuple(int(x) for x in LOCK_VERSION.split("."))
+    mine = tuple(int(x) for x in NEWEST_READ.split("."))
     if have[0] in READS and have[0] < mine[0]:
         return str(version)  # an older format this tritonlock still reads (2.x: packages within each target)
     reads = " and ".join(f"{m}.x" for m in READS)
@@ -215,7 +217,7 @@ def _check_version(r: _Reader, data: dict[str, Any]) -> str:
                             f"{reads}) — upgrade tritonlock, or regenerate the lock with `tritonlock resolve`")
     if have[1] > mine[1]:
         warnings.warn(LockfileWarning(f"{r.path}: lock-version {version} is newer than this tritonlock's "
-                                      f"{LOCK_VERSION}; reading only the fields it knows — upgrade tritonlock"),
+                                      f"{NEWEST_READ}; reading only the fields it knows — upgrade tritonlock"),
                       stacklevel=3)
     return str(version)
 
@@ -577,5 +579,6 @@ def _read_native(r: _Reader, data: dict[str, Any]) -> tuple[NativeFacts, ...]:
             filename=r.get(raw, "file", str, where, check=lambda s: bool(s) and s.isprintable()),
             provides=r.strs(raw, "provides", where, _SONAME, "libcudart.so.13"), members=tuple(members),
             built_for_torch=r.get(raw, "built-for-torch", str, where, False, _VERSION, "2.9"),
-            names_only=bool(r.get(raw, "names-only", bool, where, False)), source="the lock"))
+            names_only=bool(r.get(raw, "names-only", bool, where, False)), source="the lock",
+            problem=r.get(raw, "unchecked", str, where, False, lambda s: bool(s) and s.isprintable())))
     return tuple(out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tritonlock.models import LockedPackage, LockedTarget, Selection
+from tritonlock.models import LockedPackage, LockedTarget, NativeFacts, Selection
 
 
 def _same(text: str) -> str:
@@ -55,10 +55,30 @@ def builds_json(t: LockedTarget | None) -> dict[str, Any]:
             "package_notes": [{"name": p.name, "note": p.note} for p in t.packages if p.note]}
 
 
+def unchecked_native(t: LockedTarget, native: tuple[NativeFacts, ...]) -> list[tuple[LockedPackage, NativeFacts]]:
+    """The target's packages locked with their native code unchecked (a [[native]] table that says `unchecked`: its
+    wheel's binary facts could not be read, and resolve was allowed to lock it so), each with those facts."""
+    unread = {f.sha256: f for f in native if f.problem}
+    out: list[tuple[LockedPackage, NativeFacts]] = []
+    for p in t.packages:
+        f = next((unread[w.sha256] for w in p.wheels if w.sha256 in unread), None)
+        if f is not None:
+            out.append((p, f))
+    return out
+
+
+def unchecked_json(t: LockedTarget, native: tuple[NativeFacts, ...]) -> list[dict[str, Any]]:
+    """--json (show, check): the target's packages whose native code was not checked."""
+    return [{"name": p.name, "version": p.version, "file": f.filename, "why": f.problem}
+            for p, f in unchecked_native(t, native)]
+
+
 def show_text(targets: list[LockedTarget], *, verified: Callable[[LockedTarget], list[str]],
-              recorded: Callable[[str], bool], words: Callable[[str], str] = _same) -> str:
+              recorded: Callable[[str], bool], words: Callable[[str], str] = _same,
+              native: tuple[NativeFacts, ...] = ()) -> str:
     """`show`'s table: per target its decision and every pinned package, with what `verified` says of its runs
-    (`recorded`: whether a target has any)."""
+    (`recorded`: whether a target has any); `native`: the lock's binary facts (a package whose native code was not
+    checked is marked so)."""
     # a fleet's targets of one kind of machine share their decision and packages (lock-version 3): shown once, with
     # the names of the others
     groups: dict[tuple[Any, ...], list[LockedTarget]] = {}
@@ -83,8 +103,11 @@ def show_text(targets: list[LockedTarget], *, verified: Callable[[LockedTarget],
         width = max((len(p.name) for p in t.packages), default=4)
         vwidth = max((len(p.version) for p in t.packages), default=7)
         out.append(f"  {'package'.ljust(width)}  {'version'.ljust(vwidth)}  index")
+        unchecked = {p.name for p, _ in unchecked_native(t, native)}
         out += [f"  {p.name.ljust(width)}  {p.version.ljust(vwidth)}  {p.index}"
-                + ("  (built from source at sync)" if p.build == "source" else "") for p in t.packages]
+                + ("  (built from source at sync)" if p.build == "source" else "")
+                + ("  (native code NOT checked: its wheel could not be read)" if p.name in unchecked else "")
+                for p in t.packages]
         out += build_lines(t)
         out += [f"  {line}" for line in verified(t)]
         if others:

@@ -1,31 +1,47 @@
 """Native code in locked wheels, read without installing (tritonlock.native reads the ELF files): for each extension
 module and bundled library, what it needs and carries; for each wheel, the libraries it brings and the torch it was
 built for. Read from the index with ranged reads (the zip's central directory, then only the members and bytes
-needed) or from a file on disk, and kept per file sha256 so that a later resolve reads nothing again."""
+needed) or, where those fail, from the whole file downloaded within a bound; or from a file on disk; and kept per
+file sha256 so that a later resolve reads nothing again. Every read is bounded (tritonlock.native.remotezip: the
+bytes asked for, a deadline per wheel and per resolve; here: what a member inflates to, in all and against its
+compressed size, and the memory kept while reading), and a read that fails is a failed read, said as one — never
+"no native code"."""
 
 from __future__ import annotations
 
-import collections
-import itertools
 import json
 import os
 import re
-import threading
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any
 
-from tritonlock.native.elf import SO as _SO
-from tritonlock.native.elf import built_for_torch, member_facts
 from tritonlock.models import LockedPackage, NativeFacts, Selection
-from tritonlock.models import NativeMember as Member
+from tritonlock.native.elf import SO as _SO
+from tritonlock.native.members import Jobs, Want, file_reader, is_metadata, jobs, read_span, wanted_members
+from tritonlock.native.members import provides, read_members
 
 # v2: a member's `gpu` says whether its GPU code was read ("read", "none", or why not); v3: GPU code is read where a
 # module links an auditwheel-renamed CUDA library ("libcudart-5e6f7a8b.so.12"), which v2 facts left unread
 _CACHE_VERSION = "native-v3"
+READER_VERSION = _CACHE_VERSION  # what the facts' shape and reading are: a shipped fact of another is not used
 
+# A wheel downloaded whole (where ranged reads failed) has this many bytes at most; it is written to a temporary file
+WHOLE_MAX = 4 << 30
+# Reading one wheel ends after WHEEL_SECONDS, plus a second for each WHEEL_RATE bytes it has; all reads of one
+# resolve end after RESOLVE_SECONDS ($TRITONLOCK_NATIVE_TIMEOUT)
+WHEEL_SECONDS = 30.0
+WHEEL_RATE = 256 << 10
+RESOLVE_SECONDS = 600.0
+
+
+def resolve_seconds() -> float:
+    try:
+        value = float(os.environ.get("TRITONLOCK_NATIVE_TIMEOUT", ""))
+    except ValueError:
+        return RESOLVE_SECONDS
+    return value if value > 0 else RESOLVE_SECONDS
 
 
 def may_hold_native_code(filename: str) -> bool:
@@ -33,312 +49,91 @@ def may_hold_native_code(filename: str) -> bool:
     return filename.endswith(".whl") and not filename[:-4].endswith("-any")
 
 
-# --- a wheel: on an index (ranged reads) or on disk ------------------------------------------------------------------
+def wheel_deadline(size: int | None, resolve: Any = None) -> Any:
+    """The deadline of one wheel's read (WHEEL_SECONDS and a second per WHEEL_RATE bytes), or the resolve's
+    (`resolve`, a remotezip.Deadline) where that comes first."""
+    import time
 
-class _Want(NamedTuple):
-    """One zip member the facts need."""
+    from tritonlock.native.remotezip import Deadline
 
-    name: str
-    method: int  # 0 stored, 8 deflated
-    csize: int
-    usize: int
-    offset: int  # of its local header
-
-
-def _is_metadata(name: str) -> bool:
-    return re.fullmatch(r"[^/]+\.dist-info/METADATA", name) is not None
+    secs = WHEEL_SECONDS + (size or WHOLE_MAX) / WHEEL_RATE
+    own = Deadline(at=time.monotonic() + secs, what=f"the {secs:.0f} s allowed for reading one wheel of "
+                                                     f"{_mb(size)}")
+    return own.sooner(resolve)
 
 
-def _wanted(members: dict[str, tuple[int, int, int, int]]) -> list[_Want]:
-    """The members read: every shared object stored or deflated (the two methods wheels use), and METADATA."""
-    return sorted((_Want(n, *v) for n, v in members.items() if (_SO.search(n) and v[0] in (0, 8)) or _is_metadata(n)),
-                  key=lambda w: w.offset)
-
-
-def zlib_module() -> Any:
-    """The inflater: python-isal's zlib (ISA-L, about twice zlib's speed; a dependency where it has wheels), else
-    Python's own. Both release the GIL while they inflate, so members inflate side by side on every core."""
-    try:
-        from isal import isal_zlib
-
-        return isal_zlib
-    except ImportError:
-        return zlib
-
-
-class _Inflated:
-    """A member's bytes as the decompressor gave them, kept in its pieces (never joined into one buffer):
-    `read(offset, n)` joins only the pieces a read spans. Only for a library the streaming pass could not read."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        import itertools
-
-        self._pieces = pieces
-        self._starts = [0, *itertools.accumulate(len(p) for p in pieces)]
-        self.size = self._starts[-1]
-
-    def read(self, off: int, n: int) -> bytes:
-        import bisect
-
-        end = min(off + n, self.size)
-        if off < 0 or off >= end:
-            return b""
-        i = bisect.bisect_right(self._starts, off) - 1
-        out = []
-        while off < end:
-            base = self._starts[i]
-            piece = self._pieces[i][off - base:end - base]
-            out.append(piece)
-            off += len(piece)
-            i += 1
-        return out[0] if len(out) == 1 else b"".join(out)
-
-
-class _Sink:
-    """One member's compressed bytes in, inflated as they come: a shared object into an ElfStream (only what its
-    facts are read from is kept), METADATA whole; a `.so` that does not start as an ELF file is dropped unread."""
-
-    def __init__(self, w: _Want, whole: bool) -> None:
-        from tritonlock.native.stream import ElfStream
-
-        self.want, self.whole = w, whole or _is_metadata(w.name)
-        self._z = zlib_module().decompressobj(-15) if w.method == 8 else None
-        self.pieces: list[bytes] = []
-        self.stream = ElfStream(w.usize)
-        self.size = 0
-        self.elf: bool | None = None  # None until its first 4 bytes are in (held back till then)
-        self._held = b""
-
-    def feed(self, raw: memoryview) -> None:
-        if self.elf is False:
-            return
-        self._out(self._z.decompress(raw) if self._z is not None else raw.tobytes())
-
-    def _out(self, out: bytes) -> None:
-        if not out:
-            return
-        if self.elf is None and not _is_metadata(self.want.name):
-            self._held += out  # a piece may bring fewer than 4 bytes (a stored member cut at a chunk's end)
-            if len(self._held) < 4:
-                return
-            out, self._held = self._held, b""
-            self.elf = out[:4] == b"\x7fELF"
-            if not self.elf:
-                return
-        self.size += len(out)
-        if self.size > self.want.usize:  # a member that inflates past its size is not inflated on (a zip bomb)
-            raise ValueError(f"{self.want.name} inflates past the {self.want.usize} bytes the wheel's zip directory "
-                             "says")
-        if self.whole:
-            self.pieces.append(out)
-        else:
-            self.stream.feed(out)
-
-    def finish(self) -> None:
-        if self.elf is False:
-            return
-        if self._z is not None:
-            self._out(self._z.flush())
-        if self.elf is None:  # fewer than 4 bytes in all: no ELF file
-            self.elf = False
-            return
-        if self.size != self.want.usize:
-            raise ValueError(f"{self.want.name} inflates to {self.size} bytes, not the {self.want.usize} the wheel's "
-                             "zip directory says")
-        self.stream.finish()
-
-
-# What one member came to: its facts, None (not an ELF file), its METADATA's text, or _AGAIN (read it again whole)
-_AGAIN = object()
-
-
-def _facts_of(sink: _Sink, gpu: bool) -> Member | str | None | object:
-    from tritonlock.native.stream import Miss
-
-    name = sink.want.name
-    if _is_metadata(name):
-        return _Inflated(sink.pieces).read(0, sink.size).decode("utf-8", "replace")
-    if sink.elf is not True:
-        return None
-    if sink.whole:
-        got = _Inflated(sink.pieces)
-        return member_facts(name, got.read, got.size, gpu=gpu)
-    try:
-        return member_facts(name, sink.stream.read, sink.size, gpu=gpu, nv_fatbin=sink.stream.scan.targets)
-    except Miss:
-        return _AGAIN
-
-
-def _read_span(pieces: Iterable[bytes], start: int, wanted: list[_Want], gpu: bool, *,
-               whole: bool = False) -> dict[str, Any]:
-    """The facts of the wanted members (by header offset), out of a stream of the wheel's bytes from `start` on:
-    each member's data inflated as it comes, its facts read as soon as its last byte is in. name -> what it came to
-    (see _facts_of); `whole`: keep every member's bytes (the second read of one the stream could not read)."""
-    import struct
-
-    out: dict[str, Any] = {}
-    todo = collections.deque(wanted)
-    pos = start
-    head = bytearray()
-    sink: _Sink | None = None
-    left = 0  # the current member's data still to come (while `sink`)
-    for chunk in pieces:
-        view, at = memoryview(chunk), pos
-        pos += len(chunk)
-        while view and todo:
-            w = todo[0]
-            if sink is None:
-                if at < w.offset:  # bytes before the member's local header (other members)
-                    skip = min(len(view), w.offset - at)
-                    view, at = view[skip:], at + skip
-                    continue
-                need = 30 + sum(struct.unpack_from("<HH", head, 26)) if len(head) >= 30 else 30
-                take = min(len(view), need - len(head))
-                head += view[:take]
-                view, at = view[take:], at + take
-                if len(head) < 30:
-                    continue
-                if head[:4] != b"PK\x03\x04":
-                    raise ValueError(f"{w.name}: no zip local header where the wheel's directory says it is")
-                if len(head) < 30 + sum(struct.unpack_from("<HH", head, 26)):
-                    continue
-                sink, left, head = _Sink(w, whole), w.csize, bytearray()
-            take = min(len(view), left)
-            if take:
-                sink.feed(view[:take])
-                view, at, left = view[take:], at + take, left - take
-            if left == 0:
-                sink.finish()
-                out[w.name] = _facts_of(sink, gpu)
-                todo.popleft()
-                sink = None
-    if todo:
-        raise ValueError(f"the wheel's bytes ended before {todo[0].name} did")
-    return out
-
-
-class _Jobs:
-    """The reads of every wheel's members, a few at a time, the largest first (they take longest): a read streams
-    its bytes and inflates them as they come (outside the GIL, so reads run side by side on every core)."""
-
-    def __init__(self, workers: int, name: str = "native-read") -> None:
-        import queue
-
-        self._queue: queue.PriorityQueue[tuple[float, int, Any, Any]] = queue.PriorityQueue()
-        self._seq = itertools.count()
-        self._workers = workers
-        for _ in range(workers):
-            threading.Thread(target=self._run, daemon=True, name=name).start()
-
-    def submit(self, size: int, fn: Any) -> Any:
-        from concurrent.futures import Future
-
-        fut: Future[Any] = Future()
-        self._queue.put((-size, next(self._seq), fn, fut))
-        return fut
-
-    def close(self) -> None:
-        """The workers end once the jobs before them are done (or cancelled)."""
-        for _ in range(self._workers):
-            self._queue.put((float("inf"), next(self._seq), None, None))
-
-    def _run(self) -> None:
-        while True:
-            _, _, fn, fut = self._queue.get()
-            if fn is None:
-                return
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn())
-            except BaseException as err:  # noqa: BLE001 — the wheel's reader says what went wrong
-                fut.set_exception(err)
-
-
-_JOBS: _Jobs | None = None
-_JOBS_LOCK = threading.Lock()
-
-
-def _jobs() -> _Jobs:
-    global _JOBS
-    with _JOBS_LOCK:
-        if _JOBS is None:
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-            _JOBS = _Jobs(max(2, cores))
-        return _JOBS
-
-
-# A member this large is read by a request of its own (a read per core); smaller ones share one per run
-_OWN_READ = 8 << 20
-
-
-def _groups(wanted: list[_Want]) -> list[list[_Want]]:
-    """The members in runs read by one request each: a large member alone, the small ones between together."""
-    out: list[list[_Want]] = []
-    for w in wanted:
-        if w.csize >= _OWN_READ or not out or out[-1][-1].csize >= _OWN_READ:
-            out.append([w])
-        else:
-            out[-1].append(w)
-    return out
-
-
-def _read_members(filename: str, sha256: str, provides: tuple[str, ...], wanted: list[_Want],
-                  span: Any, *, gpu: bool, source: str, first: dict[str, Any] | None = None) -> NativeFacts:
-    """The wheel's facts: its members read in runs (`span(start, end)` streams bytes start..end), side by side;
-    a library the streaming pass could not read is read again, whole. `first`: what one pass already read."""
-    def run(group: list[_Want], whole: bool = False) -> dict[str, Any]:
-        start = group[0].offset
-        end = group[-1].offset + group[-1].csize + 30 + 0xFFFF * 2  # + the last local header's name and extra field
-        return _read_span(span(start, end), start, group, gpu, whole=whole)
-
-    futures = [] if first is not None else [_jobs().submit(sum(w.csize for w in g), lambda g=g: run(g))
-                                            for g in _groups(wanted)]
-    got: dict[str, Any] = dict(first or {})
-    for f in futures:
-        got.update(f.result())
-    for w in wanted:
-        if got.get(w.name) is _AGAIN:
-            got.update(run([w], whole=True))
-    meta = next((v for n, v in got.items() if _is_metadata(n)), None)
-    out = [m for n, m in sorted(got.items()) if isinstance(m, Member)]
-    return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out),
-                       built_for_torch=built_for_torch(filename, meta) if out else None, source=source)
-
-
-def _provides(members: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({n.rsplit("/", 1)[-1] for n in members if _SO.search(n)}))
+def _mb(size: int | None) -> str:
+    return "unknown size" if size is None else f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size} bytes"
 
 
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
-                names_only: bool = False, vouch: Callable[[str, str], None] | None = None) -> NativeFacts:
+                names_only: bool = False, vouch: Callable[[str, str], None] | None = None,
+                deadline: Any = None) -> NativeFacts:
     """Facts of a wheel on an index, by HTTP Range requests (tritonlock.native.remotezip): its central directory,
     then its shared objects, streamed (never written to disk) and inflated as they come — a request for each large
     one, one for each run of small ones. `vouch`: the file is downloaded whole in one request instead and hashed;
-    where its bytes are the sha256's, its METADATA is handed to `vouch` (the integrity check then downloads none)."""
+    where its bytes are the sha256's, its METADATA is handed to `vouch` (the integrity check then downloads none).
+    Where the ranged reads fail (an index that does not answer HTTP Range, answers it wrongly, an answer cut off, a
+    zip whose directory disagrees with its bytes), the file is downloaded whole — WHOLE_MAX at most, within the
+    deadline — into a temporary file, its sha256 checked, and read there; where that fails too, a ReadFailed says
+    both causes. A `file:` URL is read from the disk. `deadline` (remotezip.Deadline): when reading stops, for good
+    (an OutOfTime, no download after it)."""
+    from urllib.parse import unquote, urlsplit
+
+    from tritonlock.native.remotezip import OutOfTime, ReadFailed
+
+    if urlsplit(url).scheme == "file":
+        return read_file(Path(unquote(urlsplit(url).path)), sha256, gpu=gpu, names_only=names_only, verify=True,
+                         filename=filename)
+    deadline = deadline or wheel_deadline(size)
+    try:
+        return _read_ranged(url, size, sha256, filename, session=session, gpu=gpu, names_only=names_only,
+                            vouch=vouch, deadline=deadline)
+    except OutOfTime:
+        raise
+    except Exception as err:  # noqa: BLE001 — whatever failed, the whole file is the next try
+        first = _said(err)
+    try:
+        return _read_downloaded(url, size, sha256, filename, session=session, gpu=gpu, names_only=names_only,
+                                deadline=deadline, why=first)
+    except OutOfTime as err:
+        raise OutOfTime(f"{first}; then, downloading it whole: {_said(err)}") from None
+    except Exception as err:  # noqa: BLE001
+        raise ReadFailed(f"{first}; then, downloading it whole: {_said(err)}") from None
+
+
+def _said(err: BaseException) -> str:
+    from tritonlock._urls import redact
+
+    text = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+    return "".join(c if c.isprintable() else " " for c in redact(text))[:400]
+
+
+def _read_ranged(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
+                 names_only: bool, vouch: Callable[[str, str], None] | None, deadline: Any) -> NativeFacts:
     from tritonlock.native.remotezip import RemoteZip
 
-    z = RemoteZip(session, url, size)
+    z = RemoteZip(session, url, size, deadline=deadline)
     members = z.members()
     source = f"read from {filename} by ranged reads"
     if names_only:
-        return NativeFacts(sha256=sha256, filename=filename, provides=_provides(members), source=source,
+        return NativeFacts(sha256=sha256, filename=filename, provides=provides(members), source=source,
                            names_only=True)
-    wanted = _wanted(members)
+    wanted = wanted_members(members, z.crc)
     first = None
     if vouch is not None:  # (also a wheel without shared objects: the check would download it for its METADATA)
-        first = _jobs().submit(z.size, lambda: _read_whole(z, sha256, members, wanted, gpu, vouch)).result()
+        first = jobs().submit(z.size, lambda: _read_whole(z, sha256, members, wanted, gpu, vouch)).result()
         if first is None:  # nothing read from other bytes counts, nor is kept (the integrity check says the rest)
             return NativeFacts(sha256=sha256, filename=filename, problem="the index serves other bytes than the "
                                "sha256 its page lists")
         source = f"read from {filename}, downloaded whole (its sha256 checked)"
     if not any(_SO.search(w.name) for w in wanted):
         return NativeFacts(sha256=sha256, filename=filename, source=source)
-    return _read_members(filename, sha256, _provides(members), wanted,
+    return read_members(filename, sha256, provides(members), wanted,
                          lambda a, b: z.stream(a, min(b, z.size) - 1), gpu=gpu, source=source, first=first)
 
 
-def _read_whole(z: Any, sha256: str, members: dict[str, tuple[int, int, int, int]], wanted: list[_Want], gpu: bool,
+def _read_whole(z: Any, sha256: str, members: dict[str, tuple[int, int, int, int]], wanted: list[Want], gpu: bool,
                 vouch: Callable[[str, str], None]) -> dict[str, Any] | None:
     """The wanted members' facts out of one download of the whole file, hashed as it streams; None where its bytes
     are not the sha256's. Its METADATA is vouched for where the wheel has one (stored or deflated), as the integrity
@@ -352,10 +147,13 @@ def _read_whole(z: Any, sha256: str, members: dict[str, tuple[int, int, int, int
             digest.update(piece)
             yield piece
 
-    got = _read_span(pieces(), 0, wanted, gpu)
+    stream = pieces()
+    got = read_span(stream, 0, wanted, gpu)
+    for _ in stream:  # (the rest of the file, for its hash)
+        pass
     if digest.hexdigest() != sha256.lower():
         return None
-    meta = [n for n in members if _is_metadata(n)]
+    meta = [n for n in members if is_metadata(n)]
     if not meta:
         vouch(sha256, "")
     elif len(meta) == 1 and members[meta[0]][0] in (0, 8) and isinstance(got.get(meta[0]), str):
@@ -363,24 +161,94 @@ def _read_whole(z: Any, sha256: str, members: dict[str, tuple[int, int, int, int
     return got
 
 
-def read_file(path: Path, sha256: str, *, gpu: bool = True) -> NativeFacts:
-    """Facts of a wheel file on disk (a wheelhouse, uv's cache)."""
-    import zipfile
+def _read_downloaded(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
+                     names_only: bool, deadline: Any, why: str) -> NativeFacts:
+    """The wheel downloaded whole into a temporary file (WHOLE_MAX at most), its sha256 checked, then read there."""
+    import hashlib
+    import tempfile
 
-    with zipfile.ZipFile(path) as zf:
-        members = {i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset) for i in zf.infolist()}
-    wanted = _wanted(members)
+    from tritonlock.native.remotezip import ReadFailed, RemoteZip
+
+    if size is not None and size > WHOLE_MAX:
+        raise ReadFailed(f"it has {size} bytes, more than the {WHOLE_MAX >> 30} GiB downloaded whole")
+    z = RemoteZip(session, url, size, deadline=deadline)
+    if z.size > WHOLE_MAX:
+        raise ReadFailed(f"it has {z.size} bytes, more than the {WHOLE_MAX >> 30} GiB downloaded whole")
+    digest = hashlib.sha256()
+    with tempfile.TemporaryFile(prefix="tritonlock-wheel-") as fh:
+        for piece in z.download():
+            digest.update(piece)
+            fh.write(piece)
+        fh.flush()
+        if digest.hexdigest() != sha256.lower():
+            raise ReadFailed(f"the index serves other bytes than the sha256 its page lists ({digest.hexdigest()[:16]}"
+                             f"… for {sha256[:16]}…)")
+        facts = _read_open(fh, z.size, sha256, filename, gpu=gpu, names_only=names_only,
+                           source=f"read from {filename}, downloaded whole (its sha256 checked; {why})")
+    return facts
+
+
+def read_file(path: Path, sha256: str, *, gpu: bool = True, names_only: bool = False, verify: bool = False,
+              filename: str | None = None) -> NativeFacts:
+    """Facts of a wheel file on disk (a wheelhouse, uv's cache, a `file:` URL): only a regular file (a FIFO or a
+    device is refused, never waited on or read without end), WHOLE_MAX at most; with `verify`, its sha256 checked
+    first (the facts are kept by it)."""
+    import errno
+    import hashlib
+    import stat
+
+    from tritonlock.native.remotezip import ReadFailed
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "is not a regular file (a pipe, socket or device)", str(path))
+        if st.st_size > WHOLE_MAX:
+            raise ReadFailed(f"{path} has {st.st_size} bytes, more than the {WHOLE_MAX >> 30} GiB read of a wheel")
+        if verify:
+            digest = hashlib.sha256()
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+            if digest.hexdigest() != sha256.lower():
+                raise ReadFailed(f"{path} does not have the sha256 the lock pins ({digest.hexdigest()[:16]}… for "
+                                 f"{sha256[:16]}…)")
+        return _read_open(fh, st.st_size, sha256, filename or Path(path).name, gpu=gpu, names_only=names_only,
+                          source=f"read from {path}")
+
+
+def _read_open(fh: IO[bytes], size: int, sha256: str, filename: str, *, gpu: bool, names_only: bool,
+               source: str) -> NativeFacts:
+    """Facts of a wheel in an open file of `size` bytes: its directory checked as an index's is, its members read
+    as they are from an index."""
+    from tritonlock.native.remotezip import ZipBroken, directory
+
+    read = file_reader(fh, limit=size + 1)
+
+    def get(a: int, b: int) -> bytes:
+        data = read(a, b - a + 1)
+        if len(data) != b - a + 1:
+            raise ZipBroken(f"bytes {a}-{b} are past the file's end")
+        return data
+
+    members, crcs = directory(get, size)
+    if names_only:
+        return NativeFacts(sha256=sha256, filename=filename, provides=provides(members), source=source,
+                           names_only=True)
+    wanted = wanted_members(members, crcs)
     if not any(_SO.search(w.name) for w in wanted):
-        return NativeFacts(sha256=sha256, filename=path.name, source=f"read from {path}")
+        return NativeFacts(sha256=sha256, filename=filename, source=source)
 
     def span(a: int, b: int) -> Iterator[bytes]:
-        with open(path, "rb") as fh:
-            fh.seek(a)
-            while a < b and (chunk := fh.read(min(1 << 20, b - a))):
-                a += len(chunk)
-                yield chunk
+        b = min(b, size)
+        while a < b:
+            chunk = read(a, min(1 << 20, b - a))
+            if not chunk:
+                return
+            a += len(chunk)
+            yield chunk
 
-    return _read_members(path.name, sha256, _provides(members), wanted, span, gpu=gpu, source=f"read from {path}")
+    return read_members(filename, sha256, provides(members), wanted, span, gpu=gpu, source=source)
 
 
 # --- kept per sha256 -----------------------------------------------------------------------------------------------
@@ -394,16 +262,40 @@ def cache_dir() -> Path:
     return Path(home) / "tritonlock" / _CACHE_VERSION
 
 
+# A kept fact is this large at most (vLLM's largest is about 30 kB): a larger file in the cache is not read
+KEPT_FILE_MAX = 16 << 20
+
+
 def cached(sha256: str, *, gpu: bool, names_only: bool = False) -> NativeFacts | None:
+    """The facts kept for this sha256; None where none are (or the file there is not a regular file of at most
+    KEPT_FILE_MAX bytes holding them: a FIFO, a link to a device or a huge file is passed over, never waited on)."""
+    from tritonlock._files import read_text
+
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        return None
     try:
-        d = json.loads((cache_dir() / f"{sha256}.json").read_text(encoding="utf-8"))
+        d = json.loads(read_text(cache_dir() / f"{sha256}.json", limit=KEPT_FILE_MAX))
         facts = NativeFacts.from_json(d)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
     if facts.sha256 != sha256 or (gpu and any(m.gpu.startswith("not read") for m in facts.members)):
         return None
     if facts.names_only and not names_only:
         return None  # what it brings was read, not what is inside
+    return facts
+
+
+def shipped(sha256: str, *, gpu: bool, names_only: bool = False) -> NativeFacts | None:
+    """The facts compat/native/ ships for this sha256, read by this reader's version (tritonlock.native.shipped);
+    kept in the user's cache as a read would be. None where it ships none."""
+    from tritonlock.native.shipped import lookup
+
+    facts = lookup(sha256, READER_VERSION)
+    if facts is None or (facts.names_only and not names_only):
+        return None
+    if gpu and any(m.gpu.startswith("not read") for m in facts.members):
+        return None
+    keep(facts)
     return facts
 
 
@@ -442,8 +334,10 @@ def reads_likely(lock_path: Path) -> bool:
     """Whether a resolve will likely read wheels' binary facts (worth starting before uv's online answer): no lock
     yet, or the facts of a wheel the lock's [[native]] tables name are not kept. A lock without native code (or
     that cannot be read) says nothing will be: then only the online answer's wheels are read."""
+    from tritonlock._files import read_text
+
     try:
-        text = lock_path.read_text(encoding="utf-8")
+        text = read_text(lock_path)
     except FileNotFoundError:
         return True
     except (OSError, UnicodeDecodeError):
@@ -464,11 +358,13 @@ class Reader:
     # read while uv's online answer is awaited
     early: bool = True
     from_lock: set[str] = field(default_factory=set)  # targets whose closure was guessed from the lock replaced
-    workers: int = 32  # each reads a central directory, then waits for its members (_Jobs reads those)
+    workers: int = 32  # each reads a central directory, then waits for its members (Jobs reads those)
     read: dict[str, NativeFacts] = field(default_factory=dict)
     # the integrity check (tritonlock.lock.integrity.Early): told of each closure uv's online answer names, as its
     # reads start; the wheels it would download whole are read whole, their METADATA vouched for it
     checks: Any = None
+    # the sha256s `facts` was asked for: what the decision used (a failed read among them is said: `unread`)
+    asked: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         import threading
@@ -477,11 +373,18 @@ class Reader:
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, bool], Future[NativeFacts]] = {}
         self._guessed: dict[tuple[str, bool, str], Future[NativeFacts]] = {}  # (sha256, names only, address)
-        self._pool = _Jobs(self.workers, name="native-facts")
+        self._pool = Jobs(self.workers, name="native-facts")
         self._session: Any = None
+        import time
+
+        from tritonlock.native.remotezip import Deadline
         from tritonlock.native.uvcache import Pointers
 
         self._uv = Pointers()  # wheels uv has unpacked in its cache are read there, listed once (first read)
+        secs = resolve_seconds()
+        # every read of this resolve ends by then (each wheel's own deadline comes first where it is sooner)
+        self.deadline = Deadline(at=time.monotonic() + secs, what=f"the {secs:.0f} s allowed for reading the wheels "
+                                 "of one resolve ($TRITONLOCK_NATIVE_TIMEOUT)")
 
     def _one(self, w: tuple[str, int | None, str, str, bool], kept: bool = True, whole: bool = False) -> NativeFacts:
         url, size, sha, name, names = w
@@ -493,15 +396,14 @@ class Reader:
         with self._lock:
             if self._session is None:
                 from tritonlock.lock.index import session
+                from tritonlock.native.remotezip import watched
 
-                self._session = session()
+                self._session = watched(session())
         try:
             f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names,
-                            vouch=self.checks.vouch if whole else None)
-        except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report, not a crash
-            from tritonlock._urls import redact
-
-            return NativeFacts(sha256=sha, filename=name, problem=redact(str(err))[:200] or type(err).__name__)
+                            vouch=self.checks.vouch if whole else None, deadline=wheel_deadline(size, self.deadline))
+        except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report (unread), not a crash
+            return NativeFacts(sha256=sha, filename=name, problem=_said(err))
         if kept:
             keep(f)
         return f
@@ -528,7 +430,7 @@ class Reader:
                     guessed.add_done_callback(_keep_done)
                     futures.append(guessed)
                     continue
-                hit = cached(sha, gpu=self.gpu, names_only=names)
+                hit = cached(sha, gpu=self.gpu, names_only=names) or shipped(sha, gpu=self.gpu, names_only=names)
                 if hit is not None:
                     self.read[sha] = hit
                     continue
@@ -583,6 +485,9 @@ class Reader:
     def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> dict[str, NativeFacts]:
         """Facts by sha256 of each (url, size, sha256, filename, names only), from the cache or the index; a wheel
         that cannot be read gets facts whose `problem` says why (the rule then cannot check that package)."""
+        wheels = list(wheels)
+        with self._lock:
+            self.asked.update(w[2] for w in wheels)
         for fut in self._start(wheels):
             f = fut.result()
             with self._lock:
@@ -591,6 +496,12 @@ class Reader:
                     self.read[f.sha256] = f
         with self._lock:
             return dict(self.read)
+
+    def unread(self, shas: Iterable[str]) -> dict[str, NativeFacts]:
+        """Of these sha256s, the wheels whose facts could not be read (by ranges, nor downloaded whole): sha256 ->
+        facts whose `problem` says why. Nothing about such a wheel's native code is known: the caller says so."""
+        with self._lock:
+            return {sha: f for sha in shas if (f := self.read.get(sha)) is not None and f.problem}
 
     def close(self) -> None:
         """Reads not started are not made; the threads end with the reads under way."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tritonlock.native.elf import GPU_LIB_BYTES
@@ -25,8 +26,9 @@ _BEFORE_SECTIONS = 1 << 20
 _SMALL_SEGMENT = 8 << 20
 # Kept past each range's end: a parser reads strings in chunks that may run past the segment they are in
 _MARGIN = 64 << 10
-# Container headers the walk records at most (vLLM's largest library has a few thousand)
+# Container headers the walk records at most (vLLM's largest library has a few thousand), and entry headers in all
 _MAX_CONTAINERS = 100_000
+_MAX_ENTRIES = 1_000_000
 
 
 class Miss(Exception):
@@ -58,6 +60,7 @@ class FatbinScan:
         self._cstart = self._cend = 0
         self._carry = b""
         self._stopped = False
+        self._entries = 0
 
     def stop(self) -> None:
         """Walk no further (the file links no GPU library: its GPU code is not read); `targets` then raises Miss."""
@@ -65,8 +68,8 @@ class FatbinScan:
 
     def feed(self, base: int, piece: bytes) -> None:
         """The bytes at file offset `base` (each piece right after the last)."""
-        if self._stopped or len(self.containers) > _MAX_CONTAINERS:  # (a file of magic numbers: given up, Miss)
-            return
+        if self._stopped or len(self.containers) > _MAX_CONTAINERS or self._entries > _MAX_ENTRIES:
+            return  # (a file of magic numbers: given up, Miss)
         if self._carry and self._cur is None and len(piece) >= 3 and (self._carry + piece[:3]).find(_MAGIC) < 0:
             self._carry, self._q = b"", max(self._q, base)  # searching, and no magic across the boundary: no join
         data = self._carry + piece if self._carry else piece  # (a header across the boundary: joined, rarely)
@@ -86,6 +89,7 @@ class FatbinScan:
                 flags, = struct.unpack_from("<Q", data, e - start + 40)
                 assert cur.entries is not None
                 cur.entries.append((e, kind, arch, flags, ehsize, payload))
+                self._entries += 1
                 if ehsize < 48 or not 10 <= arch < 1000:  # the walk stops here (a problem where this is the section)
                     self._cur = None
                     self._q = self._from = e + 48  # searched from here on; what the entry skipped is not
@@ -139,8 +143,8 @@ class FatbinScan:
     def targets(self, start: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
         """(sm, ptx, problem) of the `.nv_fatbin` section at file offset `start`, `size` bytes: fatbin_targets'
         walk, over what the stream kept."""
-        if len(self.containers) > _MAX_CONTAINERS:
-            raise Miss(f"more than {_MAX_CONTAINERS} fatbin headers: not walked")
+        if len(self.containers) > _MAX_CONTAINERS or self._entries > _MAX_ENTRIES:
+            raise Miss(f"more than {_MAX_CONTAINERS} fatbin containers or {_MAX_ENTRIES} entries: not walked")
         if self._stopped:
             raise Miss("the walk stopped where the file's start named no GPU library")
         sm: set[str] = set()
@@ -183,10 +187,14 @@ class FatbinScan:
 
 class ElfStream:
     """One ELF file fed piece by piece (`feed`, then `finish`); `read(offset, n)` then serves what was kept, and
-    raises Miss for the rest."""
+    raises Miss for the rest. `grant(n)`: whether n more bytes may be kept (a memory budget shared by the reads
+    under way); once refused, nothing more is kept (a read of it is a Miss: the file is read again, on disk)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, grant: Callable[[int], bool] | None = None) -> None:
         self.size = size
+        self._grant = grant
+        self.kept = 0  # bytes granted
+        self._full = False
         self.scan = FatbinScan()
         self._head = bytearray()
         self._head_max = 64 << 10  # until the program headers say how far the first loadable segment goes
@@ -196,16 +204,31 @@ class ElfStream:
         self._first_end: int | None = None  # where the first loadable segment ends, if the dynamic strings are in it
         self._pos = 0
 
+    def _take(self, n: int) -> bool:
+        if self._full or n <= 0:
+            return not self._full
+        if self._grant is not None and not self._grant(n):
+            self._full = True
+            return False
+        self.kept += n
+        return True
+
+    def _grow_head(self, piece: bytes, base: int, end: int) -> None:
+        if self._take(min(end, self._head_max) - len(self._head)):
+            self._head += piece[len(self._head) - base:self._head_max - base]
+        else:
+            self._head_max = len(self._head)  # (refused: no more of it is kept)
+
     def feed(self, piece: bytes) -> None:
         base = self._pos
         end = self._pos = base + len(piece)
         self.scan.feed(base, piece)
         if base <= len(self._head) < self._head_max:
-            self._head += piece[len(self._head) - base:self._head_max - base]
+            self._grow_head(piece, base, end)
             if not self._planned and (len(self._head) >= self._head_max or end >= self.size):
                 self._plan(end)
                 if base <= len(self._head) < self._head_max:
-                    self._head += piece[len(self._head) - base:self._head_max - base]
+                    self._grow_head(piece, base, end)
         if self._first_end is not None and not self._judged and len(self._head) >= min(self._first_end, self.size):
             self._judged = True
             if not GPU_LIB_BYTES.search(self._head, 0, self._first_end):
@@ -214,7 +237,7 @@ class ElfStream:
                 self.scan.stop()
         for a, b, buf in self._ranges:
             lo, hi = a + len(buf), min(end, b)
-            if base <= lo < hi:
+            if base <= lo < hi and self._take(hi - lo):
                 buf += piece[lo - base:hi - base]
 
     def _plan(self, seen: int) -> None:

@@ -1,0 +1,630 @@
+"""A wheel's binary facts, read from any index: one that answers HTTP Range requests, one that does not (a static file
+server, as `python -m http.server` is), and ones that answer wrongly, slowly or not at all — and from hostile zips.
+Every read is bounded (the bytes asked for, a deadline, what a member inflates to, the memory kept); a read that
+fails by ranges is made again from the whole file, downloaded; one that fails both ways is said — `resolve` exits 4
+naming the wheel and why, or, allowed, locks it unchecked, and `show`, `check` and `verify` say so — never taken as
+"no native code". Real local HTTP servers (tests/pkgindex.py's, with a hook that misbehaves); no mock of requests."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import struct
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from nativebuild import extension, stub_library
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.native import members
+from tritonlock.native import read as native
+from tritonlock.native.remotezip import Deadline, OutOfTime, ReadFailed, ZipBroken, directory, watched
+
+CP = "cp311-cp311-manylinux_2_17_x86_64"
+LINUX = "py3-none-manylinux_2_17_x86_64"
+
+
+# --- a small index: torch (PyPI's CUDA 12.8 build, as stubs), and hostpkg, whose extension needs the driver ------
+
+@pytest.fixture(scope="module")
+def idx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    tmp = tmp_path_factory.mktemp("reads-build")
+    index = LocalIndex(tmp_path_factory.mktemp("reads-index"), core_metadata=True)
+    libs = {name: stub_library(tmp / name.split(".so")[0], name, (sym,)) for name, sym in (
+        ("libcudart.so.12", "cudaRuntimeGetVersion"), ("libcuda.so.1", "cuInit"), ("libtorch.so", "torch_stub"),
+        ("libtorch_cuda.so", "torch_cuda_stub"), ("libc10.so", "c10_stub"), ("libc10_cuda.so", "c10_cuda_stub"))}
+    rel = load_matrix().torch_release("2.10.0")
+    assert rel is not None and rel.triton
+    index.add("simple", "triton", rel.triton, tag=LINUX)
+    index.add("simple", "torch", "2.10.0", tag=CP, requires=("nvidia-cuda-runtime-cu12==12.8.90",
+                                                             f"triton=={rel.triton}; platform_system == 'Linux'"),
+              modules={"torch/__init__.py": "__version__ = '2.10.0'\n",
+                       **{f"torch/lib/{n}": libs[n].read_bytes() for n in ("libtorch.so", "libtorch_cuda.so",
+                                                                           "libc10.so", "libc10_cuda.so")}})
+    index.add("simple", "nvidia-cuda-runtime-cu12", "12.8.90", tag=LINUX,
+              modules={"nvidia/cuda_runtime/lib/libcudart.so.12": libs["libcudart.so.12"].read_bytes()})
+    index.add("simple", "hostpkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "hostpkg/__init__.py": "from hostpkg import _C\n",
+        "hostpkg/_C.so": extension(tmp / "host", "hostpkg._C", links={libs["libcudart.so.12"]: ("cudaRuntimeGetVersion",),
+                                                                     libs["libcuda.so.1"]: ("cuInit",)}),
+        # a bundled library beside it, stored (not deflated): both methods a wheel uses are read
+        "hostpkg/lib/libhelper.so": stub_library(tmp / "helper", "libhelper.so", ("helper",)).read_bytes()})
+    index.start()
+    yield index
+    index.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh(idx: LocalIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test reads from the index (nothing kept from another), with the index behaving unless it says otherwise."""
+    monkeypatch.setenv("TRITONLOCK_NATIVE_CACHE", str(tmp_path / "facts"))
+    monkeypatch.setenv("UV_NO_CACHE", "1")  # (a wheel uv unpacked would be read there, not from the index)
+    idx.hook = None
+    yield
+    idx.hook = None
+
+
+def _file(idx: LocalIndex, name: str) -> tuple[str, int, str, str]:
+    from tritonlock.lock.index import project_files
+
+    (f,) = [f for f in project_files(idx.index_url("simple"), name) if f.filename.endswith(".whl")]
+    assert f.size is not None and f.sha256
+    return f.url, f.size, f.sha256, f.filename
+
+
+def _read(idx: LocalIndex, name: str = "hostpkg", seconds: float = 60, **kw: Any) -> native.NativeFacts:
+    from tritonlock.lock.index import session
+
+    url, size, sha, filename = _file(idx, name)
+    return native.read_remote(url, size, sha, filename, session=watched(session()), gpu=True,
+                              deadline=Deadline(at=time.monotonic() + seconds, what=f"the test's {seconds} s"), **kw)
+
+
+def _range(h: Any) -> tuple[int, int] | None:
+    m = re.fullmatch(r"bytes=(\d+)-(\d+)", h.headers.get("Range", ""))
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _ours(h: Any) -> bool:
+    """A request of tritonlock's (not uv's own reads of the index)."""
+    return not h.headers.get("User-Agent", "").startswith("uv/")
+
+
+def _answer(h: Any, status: int, body: bytes, headers: dict[str, str] | None = None) -> bool:
+    h.send_response(status)
+    for k, v in (headers if headers is not None else {"Content-Length": str(len(body))}).items():
+        h.send_header(k, v)
+    h.end_headers()
+    if h.command != "HEAD":
+        try:
+            h.wfile.write(body)
+        except OSError:
+            pass
+    return True
+
+
+def no_range(h: Any, name: str, data: bytes) -> bool:
+    """As a static file server: Range is not looked at, every GET gets the whole file (for every client, uv too)."""
+    return _answer(h, 200, data)
+
+
+def _ranged_only(answer: Callable[[Any, bytes, int, int], bool]) -> Callable[[Any, str, bytes], bool]:
+    """A hook that answers tritonlock's Range requests for hostpkg's wheel so (a whole-file GET is served right)."""
+    def hook(h: Any, name: str, data: bytes) -> bool:
+        rng = _range(h)
+        if rng is None or not name.startswith("hostpkg") or not _ours(h):
+            return False
+        return answer(h, data, *rng)
+    return hook
+
+
+def _cr(a: int, b: int, size: int) -> dict[str, str]:
+    return {"Content-Range": f"bytes {a}-{b}/{size}", "Content-Length": str(b - a + 1)}
+
+
+BROKEN_RANGES: dict[str, Callable[[Any, bytes, int, int], bool]] = {
+    "HTTP 500": lambda h, d, a, b: _answer(h, 500, b"no"),
+    "another range than asked": lambda h, d, a, b: _answer(h, 206, d[0:b - a + 1], _cr(0, b - a, len(d))),
+    "no Content-Range": lambda h, d, a, b: _answer(h, 206, d[a:b + 1]),
+    "another file's size": lambda h, d, a, b: _answer(h, 206, d[a:b + 1], {
+        "Content-Range": f"bytes {a}-{b}/{len(d) + 7}", "Content-Length": str(b - a + 1)}),
+    # the header right, the bytes from the file's start: the zip's own checks (end record, local headers, CRC-32)
+    "the right header over the wrong bytes": lambda h, d, a, b: _answer(h, 206, d[:b - a + 1], _cr(a, b, len(d))),
+    "a body longer than asked": lambda h, d, a, b: _answer(h, 206, d[a:] + b"x" * 100, {
+        "Content-Range": f"bytes {a}-{b}/{len(d)}", "Content-Length": str(len(d) - a + 100)}),
+    "a body cut short": lambda h, d, a, b: _answer(h, 206, d[a:a + (b - a) // 2], _cr(a, b, len(d))),
+    "a gzip-encoded body": lambda h, d, a, b: _answer(h, 206, d[a:b + 1], {
+        **_cr(a, b, len(d)), "Content-Encoding": "gzip"}),
+}
+
+
+def test_an_index_without_range_requests_gives_the_same_facts_from_the_whole_file(idx: LocalIndex) -> None:
+    """A static file server answers a Range request with the whole file (HTTP 200): the wheel is downloaded whole
+    (its sha256 checked) and read on disk — the same facts as by ranges, and the source says how they were read."""
+    ranged = _read(idx)
+    assert {m.path for m in ranged.members} == {"hostpkg/_C.so", "hostpkg/lib/libhelper.so"}
+    assert ranged.source.endswith("by ranged reads")
+    idx.hook = no_range
+    whole = _read(idx)
+    assert (whole.members, whole.provides, whole.built_for_torch, whole.problem) == (
+        ranged.members, ranged.provides, ranged.built_for_torch, None)
+    assert "downloaded whole (its sha256 checked; the index answered a request for bytes" in whole.source
+    assert "with the whole file (HTTP 200): it does not answer HTTP Range requests" in whole.source
+
+
+@pytest.mark.parametrize("how", list(BROKEN_RANGES))
+def test_a_wrong_range_answer_is_a_failed_read_then_the_whole_file_is_read(idx: LocalIndex, how: str) -> None:
+    """Every way an index answers a Range request wrongly is caught (none reads as "no native code"): the wheel
+    is then downloaded whole and read — the same facts — and the source says what went wrong first."""
+    ranged = _read(idx)
+    idx.hook = _ranged_only(BROKEN_RANGES[how])
+    got = _read(idx)
+    assert got.members == ranged.members and got.problem is None, how
+    assert "downloaded whole (its sha256 checked; " in got.source, got.source
+
+
+def test_a_range_answer_is_read_to_the_bytes_asked_and_no_further(idx: LocalIndex) -> None:
+    """A 206 whose body goes on without end (no Content-Length): the reader reads what it asked for, sees one byte
+    more, and stops — a failed read, not an endless one."""
+    from tritonlock.lock.index import session
+    from tritonlock.native.remotezip import RemoteZip
+
+    sent: list[int] = []
+
+    def endless(h: Any, d: bytes, a: int, b: int) -> bool:
+        h.send_response(206)
+        h.send_header("Content-Range", f"bytes {a}-{b}/{len(d)}")
+        h.end_headers()
+        n = 0
+        try:
+            while n < 1 << 30:
+                h.wfile.write(b"\0" * 65536)
+                n += 65536
+                sent.append(n)
+        except OSError:
+            pass
+        return True
+
+    idx.hook = _ranged_only(endless)
+    url, size, _, _ = _file(idx, "hostpkg")
+    z = RemoteZip(watched(session()), url, size, deadline=Deadline(at=time.monotonic() + 60, what="60 s"))
+    with pytest.raises(ReadFailed, match=r"with more bytes than the 100 asked for"):
+        z.read_range(0, 99)
+    assert z.bytes_read == 100
+
+
+@pytest.mark.parametrize("how", ["trickle", "stall", "slow headers"])
+def test_a_slow_or_stalled_answer_ends_at_the_deadline(idx: LocalIndex, how: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow loris (a byte every 50 ms, for ever), an answer that sends its headers and then nothing, and one whose
+    headers themselves trickle: the read ends at its deadline (a watchdog shuts the connection, whatever the read
+    waits for), as OutOfTime naming it — where before it read on for as long as the server sent."""
+    stop = threading.Event()
+
+    def trickle(h: Any, name: str, data: bytes) -> bool:
+        if not name.startswith("hostpkg") or not _ours(h):
+            return False
+        try:
+            if how == "slow headers":
+                for c in b"HTTP/1.1 206 Partial Content\r\nX-Slow: " + b"a" * 100000:
+                    h.wfile.write(bytes([c]))
+                    h.wfile.flush()
+                    if stop.wait(0.05):
+                        break
+                return True
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.flush()
+            for i in range(len(data)):
+                if stop.wait(0.05 if how == "trickle" else 3600):
+                    break
+                h.wfile.write(data[i:i + 1])
+                h.wfile.flush()
+        except OSError:
+            pass
+        return True
+
+    monkeypatch.setenv("UV_HTTP_TIMEOUT", "600")  # (not the stall timeout: the deadline ends it)
+    idx.hook = trickle
+    done: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _read(idx, seconds=2)
+        except BaseException as err:  # noqa: BLE001
+            done.append(err)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)  # (not a timing: unbounded, it would never end)
+    stop.set()
+    assert not t.is_alive(), f"the read of a {how} answer did not end"
+    (err,) = done
+    assert isinstance(err, OutOfTime), repr(err)
+    assert "the test's 2 s ran out" in str(err)
+
+
+def test_a_stall_ends_after_the_stall_time_and_is_tried_again(idx: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer that sends nothing for the stall time (uv's, UV_HTTP_TIMEOUT) is given up and asked again; an index
+    that stalls every time is a failed read that says so."""
+    asked: list[str] = []
+
+    def stall(h: Any, name: str, data: bytes) -> bool:
+        if not name.startswith("hostpkg") or not _ours(h):
+            return False
+        asked.append(h.headers.get("Range", "whole"))
+        time.sleep(3)
+        return True
+
+    monkeypatch.setenv("UV_HTTP_TIMEOUT", "0.5")
+    idx.hook = stall
+    with pytest.raises(ReadFailed) as err:
+        _read(idx)
+    assert not isinstance(err.value, OutOfTime)
+    assert re.fullmatch(r"the index sent nothing for 0.5 s \(3 tries\); then, downloading it whole: the index sent "
+                        r"nothing for 0.5 s \(3 tries\)", str(err.value)), str(err.value)
+    assert len(asked) == 3 + 3  # three tries of the directory's read, three of the download
+
+
+def test_an_index_that_answers_nothing_well_is_a_failed_read_naming_both_causes(idx: LocalIndex) -> None:
+    idx.hook = lambda h, name, data: name.startswith("hostpkg") and _ours(h) and _answer(h, 403, b"no")
+    with pytest.raises(ReadFailed) as err:
+        _read(idx)
+    assert re.fullmatch(r"the index answered a request for bytes [0-9]+-[0-9]+ with HTTP 403; then, downloading it "
+                        r"whole: the index answered a download of the whole file with HTTP 403", str(err.value)), err
+
+
+def test_a_whole_download_of_other_bytes_gives_no_facts(idx: LocalIndex) -> None:
+    """Without Range, the whole file is downloaded: where its bytes are not the sha256 the index lists, nothing read
+    from them counts."""
+    def other(h: Any, name: str, data: bytes) -> bool:
+        if not name.startswith("hostpkg"):
+            return False
+        return _answer(h, 200, data[:-1] + bytes([data[-1] ^ 1]))
+
+    idx.hook = other
+    with pytest.raises(ReadFailed, match="the index serves other bytes than the sha256 its page lists"):
+        _read(idx)
+
+
+# --- hostile zips ---------------------------------------------------------------------------------------------
+
+def _so(tmp: Path) -> bytes:
+    return stub_library(tmp / "x", "libx.so", ("x",)).read_bytes()
+
+
+def _zip(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytearray:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return bytearray(buf.getvalue())
+
+
+def _eocd(data: bytearray) -> int:
+    return data.rfind(b"PK\x05\x06")
+
+
+def _cd_entry(data: bytearray, name: str) -> int:
+    """Where the directory entry of `name` starts."""
+    pos, = struct.unpack_from("<I", data, _eocd(data) + 16)
+    while data[pos:pos + 4] == b"PK\x01\x02":
+        nlen, elen, clen = struct.unpack_from("<HHH", data, pos + 28)
+        if data[pos + 46:pos + 46 + nlen] == name.encode():
+            return pos
+        pos += 46 + nlen + elen + clen
+    raise AssertionError(name)
+
+
+def _wheel_file(tmp: Path, data: bytes) -> Path:
+    p = tmp / "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    p.write_bytes(bytes(data))
+    return p
+
+
+def _damaged(tmp: Path, how: str) -> bytes:
+    so = _so(tmp)
+    meta = b"Metadata-Version: 2.1\nName: x\nVersion: 1.0\n"
+    d = _zip({"x/_C.so": so, "x/libk.so": so, "x-1.0.dist-info/METADATA": meta})
+    e = _eocd(d)
+    if how == "an entry count the directory does not hold":
+        struct.pack_into("<HH", d, e + 8, 4, 4)
+    elif how == "fewer entries than the directory holds":
+        struct.pack_into("<HH", d, e + 8, 2, 2)
+    elif how == "a directory offset that is not the directory's":
+        cd_off, = struct.unpack_from("<I", d, e + 16)
+        struct.pack_into("<I", d, e + 16, cd_off - 1)
+    elif how == "bytes after the end record":
+        d += b"junk"
+    elif how == "two entries at one offset (a member inside another)":
+        c = _cd_entry(d, "x/libk.so")
+        struct.pack_into("<I", d, c + 42, struct.unpack_from("<I", d, _cd_entry(d, "x/_C.so") + 42)[0])
+    elif how == "a name twice":
+        d = bytearray(bytes(_zip({"x/_C.so": so, "x/_D.so": so})).replace(b"x/_D.so", b"x/_C.so"))
+    elif how == "a member past the directory's start":
+        c = _cd_entry(d, "x/libk.so")
+        struct.pack_into("<I", d, c + 42, struct.unpack_from("<I", d, e + 16)[0] - 10)
+    elif how == "an encrypted member":
+        c = _cd_entry(d, "x/_C.so")
+        struct.pack_into("<H", d, c + 8, 1)
+    elif how == "a member whose bytes are not its CRC-32":
+        c = _cd_entry(d, "x/_C.so")
+        struct.pack_into("<I", d, c + 16, struct.unpack_from("<I", d, c + 16)[0] ^ 1)
+    elif how == "a member that inflates past its size":
+        c = _cd_entry(d, "x/_C.so")
+        struct.pack_into("<I", d, c + 24, len(so) - 100)
+    elif how == "a member that inflates short of its size":
+        c = _cd_entry(d, "x/_C.so")
+        struct.pack_into("<I", d, c + 24, len(so) + 100)
+    elif how == "a local header of another member":
+        d = bytearray(bytes(d).replace(b"x/_C.so", b"x/_D.so", 1))  # (the local header's name; the directory's kept)
+    elif how == "a stored member whose sizes differ":
+        d = _zip({"x/_C.so": so, "x-1.0.dist-info/METADATA": meta}, zipfile.ZIP_STORED)
+        c = _cd_entry(d, "x/_C.so")
+        struct.pack_into("<I", d, c + 24, len(so) + 1)
+    elif how == "no end record":
+        d = d[:e]
+    elif how == "an ELF file that cannot be read as one":
+        d = _zip({"x/_C.so": b"\x7fELF" + b"\xff" * 60, "x-1.0.dist-info/METADATA": meta})
+    else:
+        raise AssertionError(how)
+    return bytes(d)
+
+
+DAMAGE = {
+    "an entry count the directory does not hold": r"its directory holds 3 entries where its end record says 4",
+    "fewer entries than the directory holds": r"its directory has [0-9]+ bytes after the 2 entries its end record says",
+    "a directory offset that is not the directory's": r"its end record says the directory spans bytes [0-9]+-[0-9]+, "
+                                                      r"and the end record itself is at [0-9]+",
+    "bytes after the end record": r"no zip end-of-central-directory record at the file's end",
+    "two entries at one offset (a member inside another)": r"its members x/_C.so and x/libk.so overlap",
+    "a name twice": r"two entries are named x/_C.so",
+    "a member past the directory's start": r"x/libk.so: its directory entry puts its [0-9]+ bytes at [0-9]+, past where "
+                                           r"the directory starts",
+    "an encrypted member": r"x/_C.so is encrypted",
+    "a member whose bytes are not its CRC-32": r"x/_C.so: its bytes do not have the CRC-32 its zip directory entry "
+                                               r"states",
+    "a member that inflates past its size": r"x/_C.so inflates past the [0-9]+ bytes the wheel's zip directory says",
+    "a member that inflates short of its size": r"x/_C.so inflates to [0-9]+ bytes, not the [0-9]+ the wheel's zip "
+                                                r"directory says",
+    "a local header of another member": r"x/_C.so: the local header where the wheel's directory puts it is of another "
+                                        r"member \(b'x/_D.so', method 8\)",
+    "a stored member whose sizes differ": r"x/_C.so is stored, and its directory entry gives it [0-9]+ bytes stored, "
+                                          r"[0-9]+ in all",
+    "no end record": r"no zip end-of-central-directory record at the file's end",
+    "an ELF file that cannot be read as one": r"x/_C.so starts as an ELF file and cannot be read as one \(not an ELF "
+                                              r"file it can read",
+}
+
+
+@pytest.mark.parametrize("how", list(DAMAGE))
+def test_a_zip_whose_directory_disagrees_with_the_file_is_a_failed_read(tmp_path: Path, how: str) -> None:
+    """Each way a zip's directory can disagree with its bytes (its entry count, its extent, its sizes, its CRC-32, a
+    member inside another, a local header not where or not what it says) is ZipBroken naming what — from the disk
+    as from an index — never facts that say "no native code"."""
+    data = _damaged(tmp_path, how)
+    with pytest.raises(ZipBroken) as err:
+        native.read_file(_wheel_file(tmp_path, data), "0" * 64)
+    assert re.fullmatch(DAMAGE[how], str(err.value)) or re.match(DAMAGE[how], str(err.value)), str(err.value)
+
+
+def test_an_intact_zip_reads(tmp_path: Path) -> None:
+    """(The damage above is what fails: the same wheel intact reads, both members.)"""
+    so = _so(tmp_path)
+    d = _zip({"x/_C.so": so, "x/libk.so": so, "x-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: x\n"})
+    got = native.read_file(_wheel_file(tmp_path, d), "0" * 64)
+    assert [m.path for m in got.members] == ["x/_C.so", "x/libk.so"] and got.problem is None
+
+
+def _bomb(tmp: Path, usize: int, csize_of: Callable[[int], int] | None = None) -> bytes:
+    """A wheel whose one shared object declares (honestly or not) `usize` bytes: an ELF header and zeros."""
+    import zlib
+
+    head = _so(tmp)[:64]
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = comp.compress(head)
+    left = usize - len(head)
+    block = b"\0" * (1 << 24)
+    while left > 0:
+        body += comp.compress(block[:min(left, len(block))])
+        left -= len(block)
+    body += comp.flush()
+    out = io.BytesIO()
+    name = b"x/_C.so"
+    local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, 0, len(body), usize, len(name), 0) + name
+    out.write(local + body)
+    cd_off = out.tell()
+    out.write(struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, 0, len(body), usize, len(name),
+                          0, 0, 0, 0, 0, 0) + name)
+    cd_size = out.tell() - cd_off
+    out.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, cd_size, cd_off, 0))
+    return out.getvalue()
+
+
+def test_a_zip_bomb_declared_honestly_is_refused_before_it_is_inflated(tmp_path: Path) -> None:
+    """A 2 MB wheel whose library inflates to 2 GB of zeros, as its directory says: refused from the directory alone
+    (more than 100 times its compressed size), in no time and no memory — it took 3–4 GB before."""
+    data = _bomb(tmp_path, 2 << 30)
+    assert len(data) < 3 << 20
+    with pytest.raises(ZipBroken, match=r"x/_C.so would inflate [0-9]+ times over .*: a zip bomb, not read"):
+        native.read_file(_wheel_file(tmp_path, data), "0" * 64)
+
+
+def test_a_member_that_inflates_past_what_it_declares_is_stopped_there(tmp_path: Path) -> None:
+    """The same zeros under a declared size of 1 MB: inflating stops a piece past 1 MB (ZipBroken), not at 64 MB."""
+    data = _bomb(tmp_path, 64 << 20)
+    d = bytearray(data)
+    e = _eocd(d)
+    c, = struct.unpack_from("<I", d, e + 16)
+    struct.pack_into("<I", d, c + 24, 1 << 20)
+    struct.pack_into("<I", d, 22, 1 << 20)
+    with pytest.raises(ZipBroken, match=r"x/_C.so inflates past the 1048576 bytes"):
+        native.read_file(_wheel_file(tmp_path, d), "0" * 64)
+
+
+def test_what_a_read_keeps_in_memory_is_bounded_and_a_library_past_it_is_read_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reads under way keep at most KEPT_MAX bytes of the libraries they stream; a library whose parts do not fit
+    is read again from a temporary file — the same facts (here with a budget of 1 kB: nothing fits)."""
+    so = extension(tmp_path / "e", "x._C", links={stub_library(tmp_path / "rt", "libcudart.so.12", ("f",)): ("f",)})
+    whl = _wheel_file(tmp_path, _zip({"x/_C.so": so, "x-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\n"}))
+    roomy = native.read_file(whl, "0" * 64)
+    tight = members._Kept(1024)
+    monkeypatch.setattr(members, "KEPT", tight)
+    again: list[str] = []
+    real = members.read_span
+
+    def spy(pieces: Any, start: int, wanted: Any, gpu: bool, *, whole: bool = False) -> Any:
+        if whole:
+            again.extend(w.name for w in wanted)
+        return real(pieces, start, wanted, gpu, whole=whole)
+
+    monkeypatch.setattr(members, "read_span", spy)
+    assert native.read_file(whl, "0" * 64) == roomy
+    assert again == ["x/_C.so"] and tight.used == 0  # (read on disk; every byte granted given back)
+    assert members.KEPT_MAX <= 256 << 20
+
+
+def test_the_directory_reader_takes_zip64_and_long_comments(tmp_path: Path) -> None:
+    """(The checks do not refuse what zips legitimately are: a zip64 end record, the longest comment.)"""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", allowZip64=True) as z:
+        for i in range(70000):  # more entries than a plain end record counts: a zip64 one
+            z.writestr(f"d/{i}", b"")
+        z.comment = b"c" * 65535
+    data = buf.getvalue()
+    got, crcs = directory(lambda a, b: data[a:b + 1], len(data))
+    assert len(got) == 70000 and len(crcs) == 70000
+
+
+# --- the resolve ----------------------------------------------------------------------------------------------
+
+def _project(root: Path, idx: LocalIndex, extra: str = "", driver: bool = True) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    target = 'driver = "580.95.05"\ngpus = ["9.0"]' if driver else "gpus = []"
+    (root / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\npackages = ["hostpkg"]\ntorch = "==2.10.*"\n{extra}'
+        f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
+        f'\n[[targets]]\nname = "{"gpu" if driver else "laptop"}"\nglibc = "2.35"\n{target}\n', encoding="utf-8")
+    return root
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def _tritonlock_cannot_read_hostpkg(h: Any, name: str, data: bytes) -> bool:
+    """An index whose every answer to tritonlock for hostpkg's wheel is HTTP 500 (uv is served)."""
+    return name.startswith("hostpkg") and _ours(h) and _answer(h, 500, b"no")
+
+
+def test_a_range_less_index_gives_the_same_answer(idx: LocalIndex, tmp_path: Path) -> None:
+    """The issue's case: on a driverless target hostpkg's native code cannot load (it needs libcuda.so.1). An index
+    that answers HTTP Range says so (exit 3); a static file server that does not answer it says the same — where
+    before the read failed in silence, and resolve exited 0 with no [[native]] table."""
+    root = _project(tmp_path / "ranged", idx, driver=False)
+    code, ranged = _run("resolve", "-p", str(root))
+    assert code == 3, ranged
+    assert "error: target 'laptop': hostpkg's native code cannot load on this target: hostpkg 1.0: hostpkg/_C.so " \
+           "in hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl needs libcuda.so.1" in ranged, ranged
+    idx.hook = no_range
+    root = _project(tmp_path / "static", idx, driver=False)
+    code, static = _run("resolve", "-p", str(root))
+    assert code == 3, static
+    assert static == ranged
+    # and on a GPU box both lock it, its facts read (the same [[native]] tables)
+    idx.hook = None
+    a = _project(tmp_path / "a", idx)
+    assert _run("resolve", "-p", str(a))[0] == 0
+    idx.hook = no_range
+    b = _project(tmp_path / "b", idx)
+    assert _run("resolve", "-p", str(b))[0] == 0
+    native_a = [(f.sha256, f.members) for f in read_lock(a / "triton-env.lock").native]
+    assert any(m for _, m in native_a) and native_a == [(f.sha256, f.members)
+                                                        for f in read_lock(b / "triton-env.lock").native]
+
+
+def test_a_wheel_whose_facts_cannot_be_read_fails_the_resolve_naming_it(idx: LocalIndex, tmp_path: Path) -> None:
+    """Ranged reads and a whole download both refused: resolve exits 4 naming the wheel, the package and target, and
+    both causes, says how to go on, and writes nothing (before: exit 0, no word, no [[native]] table)."""
+    idx.hook = _tritonlock_cannot_read_hostpkg
+    root = _project(tmp_path, idx)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 4, out
+    assert "error: the native code of 1 wheel could not be read, so whether it loads on the target is not known" in out
+    assert ("  hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl (hostpkg 1.0, target 'gpu'): the index answered a "
+            "request for bytes ") in out, out
+    assert "with HTTP 500 (3 tries); then, downloading it whole: the index answered a download of the whole file " \
+           "with HTTP 500 (3 tries)" in out, out
+    assert "--allow-unchecked-native" in out and "Traceback" not in out
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_allowed_a_wheel_that_cannot_be_read_is_locked_unchecked_and_every_command_says_so(
+        idx: LocalIndex, tmp_path: Path) -> None:
+    """--allow-unchecked-native: the lock is written, the wheel's [[native]] table says `unchecked` and why (the lock
+    is 3.2, so an older tritonlock warns that it reads only what it knows), resolve and show warn, show marks the
+    package, check says the native code of it was NOT checked (text and --json), and verify is told to import it."""
+    idx.hook = _tritonlock_cannot_read_hostpkg
+    root = _project(tmp_path, idx)
+    code, out = _run("resolve", "-p", str(root), "--allow-unchecked-native")
+    assert code == 0, out
+    assert "warning: hostpkg 1.0: its native code was NOT checked — hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl " \
+           "could not be read (the index answered" in out, out
+    text = (root / "triton-env.lock").read_text(encoding="utf-8")
+    from tritonlock import LOCK_VERSION
+    from tritonlock.lock.lockfile import UNCHECKED_LOCK_VERSION
+
+    assert f'\nlock-version = "{UNCHECKED_LOCK_VERSION}"\n' in text and UNCHECKED_LOCK_VERSION > LOCK_VERSION
+    lock = read_lock(root / "triton-env.lock")
+    (f,) = [f for f in lock.native if f.filename.startswith("hostpkg")]
+    assert f.problem and "HTTP 500" in f.problem and f.members == ()
+    assert '\nunchecked = "the index answered a request for bytes ' in text
+    code, shown = _run("show", "-p", str(root))
+    assert code == 0 and re.search(r"\n  hostpkg +1\.0 .*\(native code NOT checked: its wheel could not be read\)",
+                                   shown), shown
+    assert "its native code was NOT checked" in shown
+    code, shown_json = _run("show", "-p", str(root), "--json")
+    (t,) = json.loads(shown_json)["targets"]
+    assert [u["name"] for u in t["unchecked_native"]] == ["hostpkg"]
+    code, checked = _run("check", "-p", str(root))
+    assert code == 0, checked
+    assert "warning: target 'gpu': hostpkg 1.0's native code was NOT checked (hostpkg-1.0-" in checked, checked
+    assert "; the native code of 1 locked package NOT checked (hostpkg)" in checked, checked
+    code, checked_json = _run("check", "-p", str(root), "--json")
+    (u,) = json.loads(checked_json)["unchecked_native"]
+    assert (u["target"], u["name"], u["version"]) == ("gpu", "hostpkg", "1.0") and "HTTP 500" in u["why"]
+    from tritonlock.cli.cmd_env import _native_args
+
+    assert "hostpkg" in _native_args(lock, lock.targets[0])["imports"]
+    # and a lock whose facts were all read says none of it
+    idx.hook = None
+    clean = _project(tmp_path / "clean", idx)
+    assert _run("resolve", "-p", str(clean))[0] == 0
+    code, checked = _run("check", "-p", str(clean))
+    assert code == 0 and "NOT checked" not in checked and "unchecked" not in checked
+    assert f'\nlock-version = "{LOCK_VERSION}"\n' in (clean / "triton-env.lock").read_text(encoding="utf-8")
+    assert json.loads(_run("check", "-p", str(clean), "--json")[1])["unchecked_native"] == []
+
+
+@pytest.mark.parametrize("allowed, code", [("true", 0), ('["hostpkg"]', 0), ('["otherpkg"]', 4), ("false", 4)])
+def test_the_intents_allow_unchecked_native_key(idx: LocalIndex, tmp_path: Path, allowed: str, code: int) -> None:
+    """[environment] allow-unchecked-native: true, or a list naming the package, allows it; a list without it, or
+    false, does not."""
+    idx.hook = _tritonlock_cannot_read_hostpkg
+    root = _project(tmp_path, idx, extra=f"allow-unchecked-native = {allowed}\n")
+    got, out = _run("resolve", "-p", str(root))
+    assert got == code, out
+    assert (root / "triton-env.lock").exists() == (code == 0)
