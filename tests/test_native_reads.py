@@ -628,3 +628,102 @@ def test_the_intents_allow_unchecked_native_key(idx: LocalIndex, tmp_path: Path,
     got, out = _run("resolve", "-p", str(root))
     assert got == code, out
     assert (root / "triton-env.lock").exists() == (code == 0)
+
+
+# --- the folders tritonlock keeps answers in, and local files: only regular files, and only so much ------------
+
+def _planted(path: Path, kind: str) -> None:
+    """A FIFO nobody writes to, a link to /dev/zero, or a 2 GB (sparse) file at `path`."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    else:
+        with open(path, "wb") as fh:
+            fh.truncate(2 << 30)
+
+
+def _ends(fn: Callable[[], Any]) -> Any:
+    """fn's answer, from a thread (a read that waits on a FIFO, or reads /dev/zero, would never end)."""
+    got: list[Any] = []
+    t = threading.Thread(target=lambda: got.append(fn()), daemon=True)
+    t.start()
+    t.join(60)  # (not a timing: an unbounded read never ends)
+    assert not t.is_alive(), "the read did not end"
+    return got[0] if got else None
+
+
+KINDS = ["fifo", "/dev/zero", "2 GB"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_planted_file_in_the_fact_cache_is_passed_over(tmp_path: Path, kind: str) -> None:
+    """The binary facts kept per sha256 (and the integrity check's METADATA beside them): a FIFO, a link to
+    /dev/zero or a 2 GB file where one is kept is no answer — never waited on, never read whole."""
+    from tritonlock.lock.integrity import kept_metadata
+
+    sha = "ab" * 32
+    _planted(native.cache_dir() / f"{sha}.json", kind)
+    _planted(native.cache_dir() / f"{sha}.metadata.json", kind)
+    assert _ends(lambda: native.cached(sha, gpu=True)) is None
+    assert _ends(lambda: kept_metadata(sha)) is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_planted_file_in_the_check_cache_is_passed_over(tmp_path: Path, kind: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passing check's answer is kept under the hash of its inputs (tritonlock._kept): a FIFO, a link to /dev/zero
+    or a 2 GB file there makes `check` answer in full, not hang or take gigabytes (the attack run's finding)."""
+    from tritonlock import _kept
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "triton-env.toml").write_text('[environment]\npython = "3.11"\n', encoding="utf-8")
+    (tmp_path / "p" / "triton-env.lock").write_text("# a lock\n", encoding="utf-8")
+    key = _kept.check_key(str(tmp_path / "p"), False)
+    assert key is not None
+    _planted(Path(_kept._folder()) / f"{key}.txt", kind)
+    assert _ends(lambda: _kept.cached_check(str(tmp_path / "p"), False)) is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_file_url_to_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: Path, kind: str) -> None:
+    """A `file:` wheel (`pkg @ file:///…whl`) that is a FIFO or a link to a device: its facts' read, and the
+    integrity check's, refuse it at once."""
+    from tritonlock.lock.integrity import _check_file
+    from tritonlock.models import LockedPackage, Wheel
+
+    path = tmp_path / "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    _planted(path, kind)
+
+    def read() -> BaseException | None:
+        try:
+            native.read_remote(path.as_uri(), None, "0" * 64, path.name, session=None, gpu=True)
+        except OSError as err:
+            return err
+        return None
+
+    err = _ends(read)
+    assert isinstance(err, OSError) and "is not a regular file" in str(err), err
+    w = Wheel(name=path.name, url=path.as_uri(), sha256="0" * 64, size=None)
+    checked = _ends(lambda: _check_file(LockedPackage(name="x", version="1.0", index=path.as_uri(), wheels=(w,)),
+                                        w, 64 << 20, None))  # type: ignore[arg-type]
+    assert checked.unchecked and "could not be checked" in checked.unchecked and "not a regular file" in \
+        checked.unchecked
+
+
+def test_a_fifo_in_uvs_cache_is_passed_over(tmp_path: Path) -> None:
+    """uv's pointer files (and an unpacked wheel's RECORD) as FIFOs: the wheel is not found there (the index is read
+    instead), and nothing waits."""
+    from tritonlock.native import uvcache
+
+    cache = tmp_path / "uv"
+    (cache / "archive-v0").mkdir(parents=True)
+    _planted(cache / "wheels-v5" / "pypi" / "x" / "1.0-cp311-cp311-manylinux_2_17_x86_64.http", "fifo")
+    assert _ends(lambda: uvcache.Pointers(cache).find("x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", "0" * 64)) is None
+    folder = cache / "archive-v0" / "abc"
+    _planted(folder / "x-1.0.dist-info" / "RECORD", "fifo")
+    assert _ends(lambda: uvcache.read(folder, "0" * 64, "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl")) is None

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 
-from tritonlock._files import read_bytes
+from tritonlock._files import read_bytes, read_text
 from tritonlock._machine import sha256_hex
 from tritonlock._stamp import code_stamp
+
+
+_KEPT_MAX = 16 << 20  # a check's output is a few kB (a fleet's a few hundred)
 
 
 def _folder() -> str:
@@ -47,10 +50,9 @@ def cached_check(project: str, as_json: bool) -> str | None:
     key = check_key(project, as_json)
     if key is None:
         return None
-    try:
-        with open(os.path.join(_folder(), key + ".txt"), encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError:
+    try:  # (a FIFO, a link to /dev/zero or a huge file there is passed over: never waited on, never read whole)
+        text = read_text(os.path.join(_folder(), key + ".txt"), limit=_KEPT_MAX)
+    except (OSError, UnicodeDecodeError):
         return None
     head, sep, body = text.partition("\n")
     return body if sep and head == f"tritonlock-check {key} ok" else None

@@ -117,8 +117,10 @@ def read(path: Path, cls: type[T]) -> T | None:
     """The cached object, or None when the file is missing, foreign, or not exactly a `cls` as JSON."""
     if not _trusted(path):
         return None
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    from tritonlock._files import read_text
+
+    try:  # (bounded: a file swapped for a huge one is passed over, not read whole)
+        raw = json.loads(read_text(path, limit=64 << 20))
         obj = decode(cls, raw)
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, RecursionError):
         return None

@@ -7,6 +7,7 @@ lock's sha256), and every requirement it states for the target must be in the cl
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import re
@@ -212,11 +213,12 @@ def kept_metadata(sha256: str, *, served: bool = False) -> str | None:
     if not _HEX64.fullmatch(sha256):
         return None
 
-    from tritonlock.native.read import cache_dir
+    from tritonlock._files import read_text
+    from tritonlock.native.read import KEPT_FILE_MAX, cache_dir
 
-    try:
-        d = json.loads((cache_dir() / _kept_name(sha256, served)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # (a FIFO, a link to a device or a huge file there is passed over: never waited on, never read whole)
+        d = json.loads(read_text(cache_dir() / _kept_name(sha256, served), limit=KEPT_FILE_MAX))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(d, dict) or d.get("sha256") != sha256.lower() or not isinstance(d.get("metadata"), str):
         return None
@@ -247,9 +249,15 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
            read_of: Callable[[str], None] | None = None) -> _Checked:
     scheme = urlsplit(w.url).scheme
     if scheme == "file":  # a folder on this disk is the index: its bytes are what uv read
+        from tritonlock._files import read_bytes
+
         path = unquote(urlsplit(w.url).path)
-        with open(path, "rb") as fh:
-            local = fh.read(max_bytes + 1)
+        try:  # (only a regular file: a FIFO or a device there is refused, never waited on or read without end)
+            local = read_bytes(path, limit=max_bytes)
+        except OSError as err:
+            if err.errno != errno.EFBIG:
+                raise
+            return _Checked(package=p, file=w, unchecked=w.name)
         return _from_bytes(p, w, local, max_bytes)
     if scheme not in ("http", "https"):
         return _Checked(package=p, file=w, unchecked=f"{w.name}: not checked (a {scheme}: URL)")

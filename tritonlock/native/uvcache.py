@@ -112,10 +112,9 @@ class Pointers:
         sha, name = sha256.lower().encode(), filename.encode()
         for d in by_package.get(_normalized(filename), ()):
             try:
-                pointers = [e.path for e in os.scandir(d) if e.name.endswith(".http")]
+                pointers = [e.path for e in os.scandir(d) if e.name.endswith(".http") and e.is_file()]
                 for p in pointers:
-                    with open(p, "rb") as fh:
-                        data = fh.read(1 << 16)
+                    data = _head(p, 1 << 16)
                     if sha not in data or name not in data:
                         continue
                     ident = _archive_id(data)
@@ -138,6 +137,19 @@ class Pointers:
             return None
 
 
+def _head(path: str, n: int) -> bytes:
+    """The first n bytes of a regular file (a FIFO or a device there is refused: never waited on)."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.pread(fd, n, 0)
+    finally:
+        os.close(fd)
+
+
 def unpacked(filename: str, sha256: str, cache: Path | None = None) -> Path | None:
     """The folder uv unpacked `filename` into, where a pointer in its cache names that file and sha256; else None
     (one look: a resolve keeps one Pointers for all its wheels)."""
@@ -153,11 +165,13 @@ def read(folder: Path, sha256: str, filename: str, *, gpu: bool = True, names_on
     from tritonlock.native.elf import SO, built_for_torch, member_facts
     from tritonlock.models import NativeFacts, NativeMember
 
+    from tritonlock._files import read_text
+
     records = list(folder.glob("*.dist-info/RECORD"))
     if len(records) != 1:
         return None
-    try:
-        rows = list(csv.reader(records[0].read_text(encoding="utf-8").splitlines()))
+    try:  # (only a regular file, 64 MiB at most: a FIFO or a device there is passed over, never waited on)
+        rows = list(csv.reader(read_text(records[0]).splitlines()))
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
     sizes: dict[str, int | None] = {}
@@ -175,7 +189,7 @@ def read(folder: Path, sha256: str, filename: str, *, gpu: bool = True, names_on
     dist_info = records[0].parent.name
     try:
         if (folder / dist_info / "METADATA").is_file():
-            meta = (folder / dist_info / "METADATA").read_text(encoding="utf-8", errors="replace")
+            meta = read_text(folder / dist_info / "METADATA", errors="replace", limit=8 << 20)
         for n in names:
             path = folder / n
             if not path.is_file() or path.is_symlink() or not path.resolve().is_relative_to(folder) or (
@@ -185,7 +199,10 @@ def read(folder: Path, sha256: str, filename: str, *, gpu: bool = True, names_on
                 size = os.fstat(fh.fileno()).st_size
                 if fh.read(4) != b"\x7fELF":
                     continue
-                out.append(member_facts(n, _reader(fh.fileno()), size, gpu=gpu))
+                m = member_facts(n, _reader(fh.fileno()), size, gpu=gpu)
+                if m.gpu.startswith("not an ELF file it can read"):
+                    return None  # (the wheel itself is read: a file that cannot be read is a failed read there)
+                out.append(m)
     except OSError:
         return None
     return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out),
@@ -194,6 +211,8 @@ def read(folder: Path, sha256: str, filename: str, *, gpu: bool = True, names_on
 
 def _reader(fd: int) -> Callable[[int, int], bytes]:
     def read(offset: int, n: int) -> bytes:
+        if n > 256 << 20:  # (a parser asking this much: a file it cannot read, never an allocation of that size)
+            raise MemoryError(f"a read of {n} bytes")
         return os.pread(fd, max(0, n), offset)
 
     return read
