@@ -855,3 +855,151 @@ def test_fuzz_a_verify_record_of_any_shape_is_ignored_or_read(doc: object) -> No
     stamp = {"_inputs": "k", "target": "host", "packages": 1, "dists": {}, "base": [], "cfg": "", "files-digest": "x",
              "dir-lists": ""}
     assert _noop.verified_line(d, stamp) is None
+
+
+# --- the wheel reader against hostile zips and hostile servers (tests/test_native_reads.py has the named cases) -----
+
+def _small_wheel(small_elf: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("x/_C.so", small_elf)
+        z.writestr("x/_D.so", small_elf, compress_type=zipfile.ZIP_STORED)
+        z.writestr("x/pure.py", "x = 1\n")
+        z.writestr("x-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: x\nVersion: 1.0\n")
+    return buf.getvalue()
+
+
+@CI
+@given(flips=st.lists(st.tuples(st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=255)),
+                      min_size=1, max_size=8), cut=st.integers(min_value=0, max_value=40))
+def test_fuzz_a_zip_directory_damaged_anywhere_is_read_or_refused(small_elf: bytes, flips: list[tuple[int, int]],
+                                                                  cut: int) -> None:
+    """A wheel's central directory and end record with bytes flipped and the file's end cut: remotezip.directory
+    gives entries that lie inside the file before the directory and do not overlap — or ZipBroken; never another
+    exception, never a read outside the file. And the whole read (read_file) gives facts or a ReadFailed."""
+    from tritonlock.native import read as native
+    from tritonlock.native.remotezip import ReadFailed, ZipBroken, directory
+
+    good = _small_wheel(small_elf)
+    data = bytearray(good)
+    for at, value in flips:
+        data[len(data) - 1 - at % min(len(data), 400)] = value
+    data = data[:len(data) - cut]
+    asked: list[tuple[int, int]] = []
+
+    def get(a: int, b: int) -> bytes:
+        asked.append((a, b))
+        assert 0 <= a <= b < len(data), (a, b)
+        return bytes(data[a:b + 1])
+
+    try:
+        entries, crcs = directory(get, len(data))
+    except ZipBroken:
+        entries = None
+    if entries is not None:
+        spans = sorted((off, off + 30 + c) for _, c, _, off in entries.values())  # (at least: its header, its data)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert set(crcs) == set(entries)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+        p.write_bytes(bytes(data))
+        try:
+            facts = native.read_file(p, "0" * 64)
+        except ReadFailed:
+            return
+        assert facts.problem is None
+
+
+_MOVES = st.sampled_from(["right", "whole", "500", "404", "another range", "no content-range", "longer", "shorter",
+                          "wrong total", "gzip", "garbage", "the right header over other bytes"])
+
+
+@settings(CI, max_examples=min(CI.max_examples, 60))
+@given(moves=st.lists(_MOVES, min_size=1, max_size=12), range_ok=st.booleans())
+def test_fuzz_a_hostile_server_gives_the_wheels_facts_or_a_failed_read(small_elf: bytes, moves: list[str],
+                                                                      range_ok: bool) -> None:
+    """A real local HTTP server answering each request by the next of `moves` (then rightly, or with 500 when not
+    `range_ok` — an index that never answers well): read_remote gives the wheel's own facts (as read from disk), or
+    raises ReadFailed — never other facts, never "no native code" from a read that failed."""
+    import hashlib
+    import http.server
+    import re as _re
+    import threading
+
+    from tritonlock.lock.index import session
+    from tritonlock.native import read as native
+    from tritonlock.native.remotezip import Deadline, ReadFailed, watched
+
+    data = _small_wheel(small_elf)
+    todo = list(moves)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                try:
+                    self.wfile.write(body)
+                except OSError:
+                    pass
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self.do_GET()
+
+        def do_GET(self) -> None:  # noqa: N802
+            m = _re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            a, b = (int(m[1]), min(int(m[2]), len(data) - 1)) if m else (0, len(data) - 1)
+            move = todo.pop(0) if todo else ("right" if range_ok else "500")
+            part, n = data[a:b + 1], b - a + 1
+            cr = {"Content-Range": f"bytes {a}-{b}/{len(data)}", "Content-Length": str(n)}
+            if move == "right" and m:
+                return self._answer(206, part, cr)
+            if move in ("right", "whole") or not m and move not in ("500", "404", "garbage", "shorter"):
+                return self._answer(200, data, {"Content-Length": str(len(data))})
+            if move in ("500", "404"):
+                return self._answer(int(move), b"no", {"Content-Length": "2"})
+            if move == "another range":
+                return self._answer(206, data[:n], {"Content-Range": f"bytes 0-{n - 1}/{len(data)}",
+                                                    "Content-Length": str(n)})
+            if move == "no content-range":
+                return self._answer(206, part, {"Content-Length": str(n)})
+            if move == "longer":
+                return self._answer(206, part + b"xyz", {**cr, "Content-Length": str(n + 3)})
+            if move == "shorter":
+                return self._answer(206 if m else 200, part[:n // 2], cr)
+            if move == "wrong total":
+                return self._answer(206, part, {**cr, "Content-Range": f"bytes {a}-{b}/{len(data) + 1}"})
+            if move == "gzip":
+                return self._answer(206, part, {**cr, "Content-Encoding": "gzip"})
+            if move == "garbage":
+                return self._answer(206 if m else 200, bytes(n), cr)
+            return self._answer(206, data[:n], cr)  # the right header over other bytes
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = Path(tmp) / "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+            p.write_bytes(data)
+            truth = native.read_file(p, "0" * 64)
+        url = f"http://127.0.0.1:{srv.server_address[1]}/x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+        try:
+            got = native.read_remote(url, len(data), hashlib.sha256(data).hexdigest(), p.name,
+                                     session=watched(session()), gpu=True,
+                                     deadline=Deadline(at=__import__("time").monotonic() + 30, what="30 s"))
+        except ReadFailed:
+            assert not range_ok or len(moves) >= 3, moves  # (three tries of each kind of read at most)
+            return
+        assert (got.members, got.provides, got.built_for_torch, got.problem) == (
+            truth.members, truth.provides, truth.built_for_torch, None), moves
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -59,6 +59,10 @@ def idx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
                                                                      libs["libcuda.so.1"]: ("cuInit",)}),
         # a bundled library beside it, stored (not deflated): both methods a wheel uses are read
         "hostpkg/lib/libhelper.so": stub_library(tmp / "helper", "libhelper.so", ("helper",)).read_bytes()})
+    # a package that pins its torch exactly (as vLLM does): `compat native` follows the pin to torch, and torch's to
+    # its CUDA runtime (tests/test_native_shipped.py)
+    index.add("simple", "pinpkg", "1.0", tag=CP, requires=("torch==2.10.0",), modules={
+        "pinpkg/__init__.py": "", "pinpkg/_C.so": extension(tmp / "pin", "pinpkg._C", links={})})
     index.start()
     yield index
     index.stop()
@@ -727,3 +731,104 @@ def test_a_fifo_in_uvs_cache_is_passed_over(tmp_path: Path) -> None:
     folder = cache / "archive-v0" / "abc"
     _planted(folder / "x-1.0.dist-info" / "RECORD", "fifo")
     assert _ends(lambda: uvcache.read(folder, "0" * 64, "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl")) is None
+
+
+def test_the_resolves_deadline_ends_a_slow_index_with_exit_4_naming_it(idx: LocalIndex, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index that trickles hostpkg's bytes to tritonlock for ever: the reads of one resolve end at
+    TRITONLOCK_NATIVE_TIMEOUT, and resolve exits 4 naming the wheel and that deadline (before: a stalled read was
+    tried for 6 minutes, a trickling one for as long as it trickled)."""
+    stop = threading.Event()
+
+    def trickle(h: Any, name: str, data: bytes) -> bool:
+        if not name.startswith("hostpkg") or not _ours(h):
+            return False
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        try:
+            for i in range(len(data)):
+                if stop.wait(0.05):
+                    break
+                h.wfile.write(data[i:i + 1])
+        except OSError:
+            pass
+        return True
+
+    monkeypatch.setenv("TRITONLOCK_NATIVE_TIMEOUT", "3")
+    idx.hook = trickle
+    try:
+        root = _project(tmp_path, idx)
+        code, out = _run("resolve", "-p", str(root))
+    finally:
+        stop.set()
+    assert code == 4, out
+    assert "hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl (hostpkg 1.0, target 'gpu'): " in out, out
+    assert "the 3 s allowed for reading the wheels of one resolve ($TRITONLOCK_NATIVE_TIMEOUT) ran out" in out, out
+
+
+def test_a_dry_run_that_decides_the_packages_says_an_unread_wheel_too(idx: LocalIndex, tmp_path: Path) -> None:
+    """`resolve --dry-run --packages` decides as resolve does: an unreadable locked wheel is exit 4 there too, and
+    --allow-unchecked-native lets it through."""
+    idx.hook = _tritonlock_cannot_read_hostpkg
+    root = _project(tmp_path, idx)
+    code, out = _run("resolve", "-p", str(root), "--dry-run", "--packages")
+    assert code == 4 and "hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl (hostpkg 1.0, target 'gpu')" in out, out
+    code, out = _run("resolve", "-p", str(root), "--dry-run", "--packages", "--allow-unchecked-native")
+    assert code == 0 and "hostpkg 1.0: its native code was NOT checked" in out, out
+
+
+def test_reading_a_large_hostile_library_stays_under_512_mb(tmp_path: Path) -> None:
+    """A 600 MB library (compressed 20-40 times, so no zip bomb) whose ELF header asks the streaming pass to keep
+    everything (no section count: "to the end"): the pass keeps 256 MiB at most, the library is read again from a
+    temporary file, and the process's peak memory stays under 512 MB (before: the whole library was kept)."""
+    import os
+    import random
+    import subprocess
+    import sys
+    import zlib
+
+    head = bytearray(_so(tmp_path)[:64])
+    struct.pack_into("<QIHHHHHH", head, 40, 64, 0, 64, 56, 0, 64, 0, 0)  # e_shoff 64, e_phnum 0, e_shnum 0
+    usize = 600 << 20
+    rnd = random.Random(5)
+    name = b"x/_C.so"
+    path = tmp_path / "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    comp = zlib.compressobj(1, zlib.DEFLATED, -15)
+    crc, csize = zlib.crc32(bytes(head)), 0
+    with open(path, "wb") as fh:
+        local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, 0, 0, usize, len(name), 0) + name
+        fh.write(local)
+        out_piece = comp.compress(bytes(head))
+        left = usize - len(head)
+        while left > 0:  # 1 MiB pieces of zeros with 12,000 random bytes each: about 30 times compressible
+            block = bytearray(min(left, 1 << 20))
+            for _ in range(12000):
+                block[rnd.randrange(len(block))] = rnd.randrange(256)
+            crc = zlib.crc32(block, crc)
+            out_piece += comp.compress(bytes(block))
+            fh.write(out_piece)
+            csize += len(out_piece)
+            out_piece = b""
+            left -= len(block)
+        tail = comp.flush()
+        fh.write(tail)
+        csize += len(tail)
+        cd_off = fh.tell()
+        entry = struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, csize, usize,
+                            len(name), 0, 0, 0, 0, 0, 0) + name
+        fh.write(entry)
+        fh.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, len(entry), cd_off, 0))
+        fh.seek(14)
+        fh.write(struct.pack("<II", crc, csize))
+    assert members.BOMB_RATIO * csize > usize > 20 * csize  # (not refused as a bomb: it is read)
+    # (the peak of the child's own memory: VmHWM, which exec starts afresh — ru_maxrss would carry this process's)
+    code = ("import re; from pathlib import Path; from tritonlock.native import read; "
+            f"f = read.read_file(Path({str(path)!r}), '0' * 64); "
+            "hwm = re.search(r'VmHWM:\\s*([0-9]+) kB', open('/proc/self/status').read())[1]; "
+            "print(len(f.members), f.members[0].gpu, hwm)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    n, gpu, peak_kb = out.stdout.split()
+    assert n == "1" and int(peak_kb) < 512 * 1024, out.stdout

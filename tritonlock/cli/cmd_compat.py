@@ -1,4 +1,5 @@
-"""Maintainer tooling: `compat check` (compat/ against live index metadata) and its `--new` drafts."""
+"""Maintainer tooling: `compat check` (compat/ against live index metadata) and its `--new` drafts; `compat native`
+(the binary facts shipped in compat/native/)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,44 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
         for line in out.text(allow_unchecked):
             echo(line)
     sys.exit(out.exit_code(allow_unchecked))
+
+
+@compat.command("native")
+@click.option("--index", "index_url", metavar="URL", help="Index to read the wheels from (default: your pip "
+                                                           "configuration).")
+@click.option("--packages", metavar="NAME,NAME", help="The packages whose wheels to read (default: the ones users "
+                                                      "bring most, tritonlock/maintain/native.py PACKAGES); the torch "
+                                                      "family and NVIDIA libraries they pin come with them.")
+@click.option("--releases", type=click.IntRange(1, 50), default=3, show_default=True,
+              help="The newest releases of each package to read.")
+@click.option("--python", "pythons", metavar="V,V", default="3.10,3.11,3.12,3.13", show_default=True,
+              help="The Pythons whose wheels to read.")
+@click.option("--cpu", "cpus", metavar="ARCH,ARCH", default="x86_64,aarch64", show_default=True,
+              help="The Linux CPUs whose wheels to read.")
+@click.option("--compat", "compat_dir", metavar="DIR", help="Write DIR/native/ instead of the shipped compat/.")
+@click.option("--check", "check", is_flag=True, help="Instead: check each shipped row against the index (its file "
+                                                     "listed with that sha256) and read --sample rows again.")
+@click.option("--sample", type=click.IntRange(0, 100000), default=3, show_default=True,
+              help="With --check: how many rows to read again and compare.")
+def compat_native(index_url: str | None, packages: str | None, releases: int, pythons: str, cpus: str,
+                  compat_dir: str | None, check: bool, sample: int) -> None:
+    """Read the binary facts of the wheels users bring most from the index and write them to compat/native/, keyed
+    by sha256 (a resolve then uses a row only for a wheel of that sha256, and reads every other). Re-runnable: rows
+    already there of this reader's version are kept; the rest are read (a few GB for the default set).
+
+    Exit 0: written (or --check found nothing wrong); 1: over the size budget, or --check found a row that
+    disagrees."""
+    import re
+
+    from tritonlock.errors import UsageError
+    from tritonlock.maintain.native import PACKAGES, main
+
+    py = tuple(p.strip() for p in pythons.split(",") if p.strip())
+    cpu = tuple(c.strip() for c in cpus.split(",") if c.strip())
+    if not py or any(not re.fullmatch(r"3\.[0-9]{1,2}", p) for p in py):
+        raise UsageError(f"--python {pythons!r}: give Python versions like 3.12, comma-separated")
+    if not cpu or any(c not in ("x86_64", "aarch64") for c in cpu):
+        raise UsageError(f"--cpu {cpus!r}: give x86_64 and/or aarch64, comma-separated")
+    names = tuple(n.strip() for n in packages.split(",") if n.strip()) if packages else PACKAGES
+    sys.exit(main(index=index_url, packages=names, releases=releases, pythons=py, cpus=cpu, compat=compat_dir,
+                  check=check, sample=sample, say=lambda line: echo(line, err=True)))

@@ -165,7 +165,7 @@ class _Index:
         self._lock = threading.Lock()
         self._rows: dict[str, tuple[Path, int]] | None = None
         self._texts: dict[Path, str] = {}
-        self._meta: dict[Path, str | None] = {}  # why a file is not trusted (None: it is)
+        self._meta: dict[tuple[Path, str], str | None] = {}  # why a file is not trusted by a reader (None: it is)
 
     def _load(self) -> dict[str, tuple[Path, int]]:
         from tritonlock._files import read_text
@@ -200,13 +200,13 @@ class _Index:
         from tritonlock import _toml
 
         with self._lock:
-            if path not in self._meta:
+            if (path, reader) not in self._meta:
                 head = text[:text.find(f"\n[[{_ROW}]]")] if f"\n[[{_ROW}]]" in text else text
                 try:
-                    self._meta[path] = trusted(_toml.loads(head).get(_META), reader)
+                    self._meta[(path, reader)] = trusted(_toml.loads(head).get(_META), reader)
                 except ValueError:  # (TOMLDecodeError is one)
-                    self._meta[path] = "not TOML"
-            if self._meta[path] is not None:
+                    self._meta[(path, reader)] = "not TOML"
+            if self._meta[(path, reader)] is not None:
                 return None
         start = text.rfind(f"[[{_ROW}]]", 0, at)
         end = text.find(f"\n[[{_ROW}]]", at)
