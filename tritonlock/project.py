@@ -358,7 +358,10 @@ def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool
             done = lock_targets(intent, load_matrix(), selections, _default_index(intent), reader=reader)
         finally:
             reader.close()
-        return tuple(s for s, _ in unread_native(done, reader, intent, allow_unchecked)[0])
+        out, _, error = unread_native(done, reader, intent, allow_unchecked)
+        if error is not None:
+            raise error
+        return tuple(s for s, _ in out)
     note = ("the packages were not resolved (--dry-run without --packages uses no network): torch {} is the newest "
             "this target allows, and the packages you named may hold it back — `tritonlock resolve` (or --dry-run "
             "--packages) decides them with uv and the indexes")
@@ -453,9 +456,11 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
         # one target's conflict does not block the others: each target that fits is locked, each that does not is
         # recorded with its conflict (resolve then exits 3), so `why` and `check` have it to read
         decided = [next(done) if s.ok else (s, ()) for s in selections]
-        decided, unread_notes = unread_native(decided, reader, intent, allow_unchecked)
+        # (a wheel whose facts could not be read fails the resolve after the closure's hash checks, which say more
+        # where an index serves other bytes than it lists)
+        decided, unread_notes, unread_error = unread_native(decided, reader, intent, allow_unchecked)
         if not any(s.ok for s, _ in decided) or (strict and not all(s.ok for s, _ in decided)):
-            raise conflicts_error(tuple(s for s, _ in decided if not s.ok))
+            raise unread_error or conflicts_error(tuple(s for s, _ in decided if not s.ok))
         selections = tuple(_pin_triton(s, p) if s.ok else s for s, p in decided)
         closures = [p for _, p in decided]
         from tritonlock import _fast
@@ -472,6 +477,8 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
                     input_digest=digest, inputs_from=inputs_from, native=_native_of(closures, reader))
         metadata: dict[str, str] = {}
         checked, notes = check_lock(lock, early=early, metadata=metadata)  # what the closure was computed from
+        if unread_error is not None:
+            raise unread_error
     from tritonlock.lock.edges import file_metadata, with_edges
 
     lock = with_edges(lock, file_metadata(metadata, (p for t in lock.targets for p in t.packages)))  # (3.1)
@@ -494,20 +501,21 @@ def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tup
 
 
 def unread_native(decided: list[tuple[Selection, tuple[LockedPackage, ...]]], reader: Reader, intent: Intent,
-                  allow: bool) -> tuple[list[tuple[Selection, tuple[LockedPackage, ...]]], tuple[str, ...]]:
+                  allow: bool) -> tuple[list[tuple[Selection, tuple[LockedPackage, ...]]], tuple[str, ...],
+                                        TritonlockError | None]:
     """The wheels whose binary facts the decision asked for and could not get (by ranged reads, nor downloaded
     whole): nothing is known of their native code, so a resolve that locks one — or that ends in a conflict while
     one was unread, which may be why — fails (exit 4, naming each wheel and why), unless the user allows it
     (--allow-unchecked-native, or [environment] allow-unchecked-native: true for every package, or a list of the
     packages). Allowed: each target that locks one says so in a warning, and the lock keeps it as unchecked
-    ([[native]] `unchecked`). (The decisions, and warnings for what was unread and not locked.)"""
+    ([[native]] `unchecked`). (The decisions, warnings for what was unread and not locked, and the error to raise.)"""
     from packaging.utils import canonicalize_name
 
     from tritonlock.errors import IndexError_
 
     unread = reader.unread(reader.asked)
     if not unread:
-        return decided, ()
+        return decided, (), None
     allowed = allow or intent.allow_unchecked_native is True
     names = set() if isinstance(intent.allow_unchecked_native, bool) else {
         canonicalize_name(n) for n in intent.allow_unchecked_native}
@@ -531,7 +539,7 @@ def unread_native(decided: list[tuple[Selection, tuple[LockedPackage, ...]]], re
             lines.append(f"  {f.filename} ({where}): {f.problem}")
         more = f"\n  … and {len(refused) - 10} more" if len(refused) > 10 else ""
         n = len(refused)
-        raise IndexError_(
+        return decided, (), IndexError_(
             f"the native code of {n} wheel{'' if n == 1 else 's'} could not be read, so whether "
             f"{'it loads' if n == 1 else 'they load'} on the target is not known (the binaries of every locked wheel "
             f"are checked before a lock is written; nothing was written):\n" + "\n".join(lines) + more +
@@ -551,7 +559,7 @@ def unread_native(decided: list[tuple[Selection, tuple[LockedPackage, ...]]], re
         out.append((s, pkgs))
     notes = tuple(f"{f.filename}: its native code could not be read ({f.problem}); the decision went on without "
                   "it (it is not locked)" for sha, f in sorted(unread.items()) if sha not in locked)
-    return out, notes
+    return out, notes, None
 
 
 def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
