@@ -55,10 +55,10 @@ def test_the_shipped_facts_stay_within_their_budget_and_name_their_wheels() -> N
     for f in files:
         text = f.read_text(encoding="utf-8")
         assert not re.search(r"[a-z]+://", text), f"{f.name} names an address"
-        data = _toml.loads(text)
-        assert shipped.trusted(data["meta"], READER_VERSION) is None, f.name
-        assert data["meta"]["source"]
-        for row in data["wheel"]:
+        meta, rows = shipped.loads(text)
+        assert shipped.trusted(meta, READER_VERSION) is None, f.name
+        assert meta["source"] and _toml.loads(text)["members"]["source"]
+        for row in rows.values():
             facts = shipped.rebuild(NativeFacts, row)
             assert row["source"].startswith(f"the wheel {facts.filename}, sha256 {facts.sha256} "), row["source"]
             assert facts.problem is None and facts.sha256 not in seen
@@ -100,7 +100,15 @@ def test_the_format_carries_every_field_of_the_facts_whatever_they_are() -> None
                                 "NativeMember": [x.name for x in dataclasses.fields(NativeMember)]}
     f = _facts()
     assert shipped.rebuild(NativeFacts, shipped.plain(f)) == f
-    assert shipped.rebuild(NativeFacts, _toml.loads(shipped.dumps([f], "x", READER_VERSION))["wheel"][0]) == f
+    assert shipped.rebuild(NativeFacts, shipped.loads(shipped.dumps([f], "x", READER_VERSION))[1][f.sha256]) == f
+    # a library the wheels for several Pythons share is written once, each row naming it by id
+    g = dataclasses.replace(f, sha256="cd" * 32, filename="x-1.0-cp312-cp312-manylinux_2_17_x86_64.whl")
+    text = shipped.dumps([f, g], "x", READER_VERSION)
+    assert text.count('path = "x/_C.so"') == 1 and text.count("members = [0]") == 2
+    assert {sha: shipped.rebuild(NativeFacts, row) for sha, row in shipped.loads(text)[1].items()} == {
+        f.sha256: f, g.sha256: g}
+    with pytest.raises(ValueError, match="members that are not the file's"):
+        shipped.loads(text.replace("members = [0]", "members = [7]", 1))
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Later:  # what a later reader's member may be: a field more, of a type of its own
@@ -161,7 +169,8 @@ def test_the_tool_reads_the_wheels_follows_exact_pins_and_runs_again_keeping_wha
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (compat / "native").glob("*.toml")) == [
         "nvidia-cuda-runtime-cu12.toml", "pinpkg.toml", "torch.toml", "triton.toml"]
-    rows = {p.stem: _toml.loads(p.read_text(encoding="utf-8"))["wheel"] for p in (compat / "native").glob("*.toml")}
+    rows = {p.stem: list(shipped.loads(p.read_text(encoding="utf-8"))[1].values())
+            for p in (compat / "native").glob("*.toml")}
     assert rows["torch"][0]["names_only"] is True and "libtorch_cuda.so" in rows["torch"][0]["provides"]
     assert [m["path"] for m in rows["pinpkg"][0]["members"]] == ["pinpkg/_C.so"]
     assert "pinpkg" not in rows["torch"][0]["source"] and _file(idx, "torch")[2] in rows["torch"][0]["source"]

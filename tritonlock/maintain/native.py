@@ -29,6 +29,9 @@ PACKAGES = ("vllm", "sgl-kernel", "xformers", "flashinfer-python", "flashinfer-c
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 CPUS = ("x86_64", "aarch64")
 RELEASES = 3
+# Fewer releases of these: each wheel bundles about 190 shared objects (UCX, abseil, its plugins), so three releases
+# of the three take 8 MB alone; a closure takes them as a dependency (lmcache's), at their newest release
+RELEASES_OF = {"nixl": 1, "nixl-cu12": 1, "nixl-cu13": 1}
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ def choose(client: IndexClient, packages: Iterable[str], *, releases: int, pytho
                     continue
                 if not v.is_prerelease and not v.is_devrelease:
                     by.setdefault(v, []).append(f)
-            files = [f for v in sorted(by, reverse=True)[:releases] for f in by[v]]
+            files = [f for v in sorted(by, reverse=True)[:min(releases, RELEASES_OF.get(name, releases))]
+                     for f in by[v]]
         if not files:
             if pinned is not None and depth < follow and is_provider(name):
                 # a metapackage of the torch family's CUDA (cuda-toolkit[cublas,…]==13.0.3): what its extras pin
@@ -213,23 +217,22 @@ def read_all(chosen: list[Chosen], session: object, *, kept: dict[str, NativeFac
 def existing(folder: Path, reader: str) -> tuple[dict[str, NativeFacts], list[str]]:
     """The rows of the files in `folder` written by this reader version with this code's fields, by sha256; and what
     was not used (files of another version, rows that do not rebuild)."""
-    from tritonlock import _toml
     from tritonlock._files import read_text
-    from tritonlock.native.shipped import rebuild, trusted
+    from tritonlock.native.shipped import loads, rebuild, trusted
 
     out: dict[str, NativeFacts] = {}
     notes: list[str] = []
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
         try:
-            data = _toml.loads(read_text(path))
+            meta, rows = loads(read_text(path))
         except (OSError, ValueError) as err:
             notes.append(f"{path.name}: not read ({err})")
             continue
-        why = trusted(data.get("meta"), reader)
+        why = trusted(meta, reader)
         if why is not None:
             notes.append(f"{path.name}: {why}: its wheels are read again")
             continue
-        for row in data.get("wheel", []):
+        for row in rows.values():
             try:
                 f = rebuild(NativeFacts, row)
             except ValueError as err:

@@ -26,6 +26,7 @@ BUDGET = 2_000_000
 # the file's own header table
 _META = "meta"
 _ROW = "wheel"
+_POOL = "members"
 _SHA_LINE = re.compile(r'^sha256 = "([0-9a-f]{64})"\s*$', re.M)
 
 
@@ -110,31 +111,60 @@ def _value(hint: Any, raw: Any, where: str) -> Any:
 
 
 def dumps(rows: list[NativeFacts], package: str, reader: str) -> str:
-    """A compat/native file: its header (the reader's version and the fields its rows were written with), then one
-    [[wheel]] table per file, sorted by file name. Each row's `source` names the wheel by its file name and sha256,
-    which a reviewer can fetch and check."""
+    """A compat/native file: its header (the reader's version and the fields its rows were written with), the
+    shared objects its wheels carry (each once: the same library in a wheel for each Python is one entry), then one
+    [[wheel]] table per file, sorted by file name, its `members` the entries' ids. Each row's `source` names the
+    wheel by its file name and sha256, which a reviewer can fetch and check."""
     from tritonlock.lock.lockfile import toml_value
 
+    ordered = sorted(rows, key=lambda f: (f.filename, f.sha256))
+    pool: dict[str, int] = {}
+    for f in ordered:
+        for m in f.members:
+            pool.setdefault(toml_value(plain(m)), len(pool))
     lines = [f"# Binary facts of {package}'s wheels, read from the wheels themselves by `tritonlock compat native`",
              "# (tritonlock/maintain/native.py) — generated, do not edit: run the tool again. Each [[wheel]] is one",
-             "# file, named with its sha256; resolve uses a row only for a wheel of that sha256 (docs/matrix.md).",
+             "# file, named with its sha256; resolve uses a row only for a wheel of that sha256 (docs/decision.md).",
              f"[{_META}]", f"reader = {toml_value(reader)}", f"package = {toml_value(package)}",
              "source = " + toml_value("each row's wheel, by its file name and sha256 (fetch it from the index and "
                                       "compare: sha256sum, then `tritonlock compat native --check`)")]
     for cls, fields in schema().items():
         lines.append(f"fields-{cls} = {toml_value(fields)}")
-    for f in sorted(rows, key=lambda f: (f.filename, f.sha256)):
+    lines += ["", f"[{_POOL}]", "source = " + toml_value("the shared objects of the wheels below (each row lists "
+                                                         "its own by id)"), "items = ["]
+    lines += [f"  {{ id = {i}, {text[2:]}," if text != "{  }" else f"  {{ id = {i} }},"
+              for text, i in pool.items()]
+    lines.append("]")
+    for f in ordered:
         row = plain(f)
         lines += ["", f"[[{_ROW}]]", f"sha256 = {toml_value(row.pop('sha256'))}"]
+        row.pop("members", None)
+        if f.members:
+            row["members"] = [pool[toml_value(plain(m))] for m in f.members]
         for key in sorted(row):
-            value = row[key]
-            if isinstance(value, list) and value and isinstance(value[0], dict):
-                lines.append(f"{key} = [")
-                lines += [f"  {toml_value(v)}," for v in value]
-                lines.append("]")
-            else:
-                lines.append(f"{key} = {toml_value(value)}")
+            lines.append(f"{key} = {toml_value(row[key])}")
     return "\n".join(lines) + "\n"
+
+
+def loads(text: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """(the file's header table, its rows by sha256 as `plain` tables: members resolved from their ids).
+    ValueError where the file is not one."""
+    from tritonlock import _toml
+
+    data = _toml.loads(text)
+    items = data.get(_POOL, {}).get("items", []) if isinstance(data.get(_POOL), dict) else []
+    pool = {e["id"]: {k: v for k, v in e.items() if k != "id"} for e in items if isinstance(e, dict) and "id" in e}
+    rows: dict[str, dict[str, Any]] = {}
+    for raw in data.get(_ROW, []):
+        if not isinstance(raw, dict) or not isinstance(raw.get("sha256"), str):
+            raise ValueError("a [[wheel]] row without its sha256")
+        row = dict(raw)
+        if "members" in row:
+            if not isinstance(row["members"], list) or any(i not in pool for i in row["members"]):
+                raise ValueError(f"{row['sha256']}: members that are not the file's")
+            row["members"] = [pool[i] for i in row["members"]]
+        rows[row["sha256"]] = row
+    return data.get(_META), rows
 
 
 def trusted(meta: Any, reader: str) -> str | None:
@@ -158,21 +188,21 @@ def folder() -> Path | None:
 
 
 class _Index:
-    """sha256 -> (file, where its row starts), over every compat/native file, built on the first lookup (a text
-    scan, no TOML parse: only the row asked for is parsed, with its file's header)."""
+    """sha256 -> the file that ships it, over every compat/native file, built on the first lookup (a text scan, no
+    TOML parse); a file is parsed the first time one of its rows is asked for."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rows: dict[str, tuple[Path, int]] | None = None
+        self._where: dict[str, Path] | None = None
         self._texts: dict[Path, str] = {}
-        self._meta: dict[tuple[Path, str], str | None] = {}  # why a file is not trusted by a reader (None: it is)
+        self._files: dict[tuple[Path, str], dict[str, dict[str, Any]] | None] = {}  # (file, reader) -> its rows
 
-    def _load(self) -> dict[str, tuple[Path, int]]:
+    def _load(self) -> dict[str, Path]:
         from tritonlock._files import read_text
 
         with self._lock:
-            if self._rows is None:
-                rows: dict[str, tuple[Path, int]] = {}
+            if self._where is None:
+                where: dict[str, Path] = {}
                 d = folder()
                 try:
                     files = sorted(d.glob("*.toml")) if d is not None and d.is_dir() else []
@@ -185,35 +215,30 @@ class _Index:
                         continue
                     self._texts[path] = text
                     for m in _SHA_LINE.finditer(text):
-                        rows.setdefault(m[1], (path, m.start()))
-                self._rows = rows
-            return self._rows
+                        where.setdefault(m[1], path)
+                self._where = where
+            return self._where
 
     def lookup(self, sha256: str, reader: str) -> NativeFacts | None:
         if os.environ.get("TRITONLOCK_NO_SHIPPED_FACTS", "").strip() not in ("", "0"):
             return None
-        hit = self._load().get(sha256.lower())
-        if hit is None:
+        path = self._load().get(sha256.lower())
+        if path is None:
             return None
-        path, at = hit
-        text = self._texts[path]
-        from tritonlock import _toml
-
         with self._lock:
-            if (path, reader) not in self._meta:
-                head = text[:text.find(f"\n[[{_ROW}]]")] if f"\n[[{_ROW}]]" in text else text
-                try:
-                    self._meta[(path, reader)] = trusted(_toml.loads(head).get(_META), reader)
-                except ValueError:  # (TOMLDecodeError is one)
-                    self._meta[(path, reader)] = "not TOML"
-            if self._meta[(path, reader)] is not None:
-                return None
-        start = text.rfind(f"[[{_ROW}]]", 0, at)
-        end = text.find(f"\n[[{_ROW}]]", at)
+            if (path, reader) not in self._files:
+                try:  # (a file of another reader's version, or without a field this code has: none of it is used)
+                    meta, parsed = loads(self._texts[path])
+                    self._files[(path, reader)] = parsed if trusted(meta, reader) is None else None
+                except (ValueError, TypeError, KeyError, RecursionError):  # (TOMLDecodeError is a ValueError)
+                    self._files[(path, reader)] = None
+            rows = self._files[(path, reader)]
+        raw = None if rows is None else rows.get(sha256.lower())
+        if raw is None:
+            return None
         try:
-            raw = _toml.loads(text[start:end if end >= 0 else len(text)])[_ROW][0]
             facts: NativeFacts = rebuild(NativeFacts, raw)
-        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        except (ValueError, TypeError, KeyError, RecursionError):
             return None
         if facts.sha256 != sha256.lower() or facts.problem:
             return None
