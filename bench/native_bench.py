@@ -11,8 +11,11 @@ costs, apart from what later issues added to both (issue 23's integrity check). 
 facts only (the integrity check's kept METADATA, issue 23's, stays): once with the lock the run before wrote, which
 the reading takes as its guess of the closure (a re-resolve, a teammate's lock), once with no lock (the guess is uv's
 answer from its cache alone). One run with nothing of tritonlock's kept says what a new project pays; then a new
-machine (uv's cache empty too) is timed for the code before, this code without the rule and with it, interleaved.
-Run it with UV_PYTHON_DOWNLOADS=never where uv cannot download Pythons (the older code does not pass it itself).
+machine (uv's cache empty too) is timed for the code before, this code without the rule and with it, interleaved —
+with it twice: without the facts compat/native/ ships (TRITONLOCK_NO_SHIPPED_FACTS=1) and with them (what a new
+machine gets). Every other run of this code leaves the shipped facts out, so that "facts read" reads every wheel,
+as the code before does. Run it with UV_PYTHON_DOWNLOADS=never where uv cannot download Pythons (the older code does
+not pass it itself).
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ def main() -> None:
         shutil.copytree(EXAMPLE, root)
         (root / "triton-env.lock").unlink(missing_ok=True)
         cache = Path(tmp) / "native-cache"
-        env = dict(os.environ, TRITONLOCK_NATIVE_CACHE=str(cache))
+        base = dict(os.environ, TRITONLOCK_NATIVE_CACHE=str(cache))
+        env = dict(base, TRITONLOCK_NO_SHIPPED_FACTS="1")  # (every wheel read, as the code before reads it)
         run(sys.executable, root, env)  # uv's cache warm for both
         run(args.other, root, env)
         first, warm, other, off, empty, fresh = [], [], [], [], [], []
@@ -82,14 +86,14 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
         empty.append(run(sys.executable, root, env))  # nothing kept: facts, and the integrity check's downloads
         # a new machine: nothing kept at all, uv's cache empty too, for each of the three (interleaved)
-        new_machine: dict[str, list[float]] = {"before": [], "without": [], "with": []}
+        new_machine: dict[str, list[float]] = {"before": [], "without": [], "with": [], "shipped": []}
         for _ in range(args.repeat):
             for what, python, rule in (("before", args.other, True), ("without", sys.executable, False),
-                                       ("with", sys.executable, True)):
+                                       ("with", sys.executable, True), ("shipped", sys.executable, True)):
                 with tempfile.TemporaryDirectory(prefix="tl-bench-new-machine-") as fresh_tmp:
                     (root / "triton-env.lock").unlink(missing_ok=True)
-                    fresh_env = dict(env, UV_CACHE_DIR=f"{fresh_tmp}/uv", XDG_CACHE_HOME=f"{fresh_tmp}/xdg",
-                                     TRITONLOCK_NATIVE_CACHE=f"{fresh_tmp}/native")
+                    fresh_env = dict(env if what != "shipped" else base, UV_CACHE_DIR=f"{fresh_tmp}/uv",
+                                     XDG_CACHE_HOME=f"{fresh_tmp}/xdg", TRITONLOCK_NATIVE_CACHE=f"{fresh_tmp}/native")
                     new_machine[what].append(run(python, root, fresh_env, rule=rule))
         o, n = statistics.median(other), statistics.median(off)
         f, w, fr = statistics.median(first), statistics.median(warm), statistics.median(fresh)
@@ -113,7 +117,11 @@ def main() -> None:
                  f"{statistics.median(new_machine['with']):.1f} s "
                  f"({statistics.median(new_machine['with']) / statistics.median(new_machine['before']):.2f}x the "
                  f"code before, {statistics.median(new_machine['with']) / statistics.median(new_machine['without']):.2f}"
-                 f"x this code without it); runs {[[round(x, 1) for x in v] for v in new_machine.values()]}",
+                 f"x this code without it); with the facts compat/native/ ships "
+                 f"{statistics.median(new_machine['shipped']):.1f} s "
+                 f"({statistics.median(new_machine['shipped']) / statistics.median(new_machine['with']):.2f}x without "
+                 f"them, {statistics.median(new_machine['shipped']) / statistics.median(new_machine['before']):.2f}x "
+                 f"the code before); runs {[[round(x, 1) for x in v] for v in new_machine.values()]}",
                  f"  cache: {sum(f.stat().st_size for f in cache.glob('*.json')) / 1e3:.0f} kB in "
                  f"{len(list(cache.glob('*.json')))} files"]
         print("\n".join(lines))
