@@ -25,7 +25,8 @@ Exit codes:
      named, a package only an ancient release could satisfy, or what the platform cannot have (the
      message names both sides and a fix; the targets that fit are still locked — add and remove
      then change nothing)
-  4  a package index or uv failed while resolving (or uv is not installed)
+  4  a package index or uv failed while resolving (or uv is not installed), or a locked wheel's
+     native code could not be read (resolve --allow-unchecked-native locks it unchecked)
   5  sync failed (the message says what state the venv is in; also when uv is missing)
   6  the verify runner could not run at all
   7  compat check: what it read agrees, but some rows could not be checked (--allow-unchecked accepts that)
