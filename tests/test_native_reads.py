@@ -136,6 +136,20 @@ def _cr(a: int, b: int, size: int) -> dict[str, str]:
     return {"Content-Range": f"bytes {a}-{b}/{size}", "Content-Length": str(b - a + 1)}
 
 
+# what each wrong answer is first found as (the source of the facts read whole says it)
+FIRST_CAUSE = {
+    "HTTP 500": r"with HTTP 500 \(3 tries\)",
+    "another range than asked": r"of a [0-9]+-byte file with Content-Range 'bytes 0-",
+    "no Content-Range": r"with no Content-Range",
+    "another file's size": r"of a [0-9]+-byte file with Content-Range 'bytes [0-9]+-[0-9]+/[0-9]+'",
+    # (the test's wheel is smaller than the end read: that first read, of the whole file, is right by chance)
+    "the right header over the wrong bytes": r"the local header where the wheel's directory puts it is of another "
+                                             r"member",
+    "a body longer than asked": r"with Content-Length [0-9]+, not [0-9]+",
+    "a body cut short": r"the connection failed after [0-9]+ bytes",
+    "a gzip-encoded body": r"encoded \(gzip\), not as the file's own bytes",
+}
+
 BROKEN_RANGES: dict[str, Callable[[Any, bytes, int, int], bool]] = {
     "HTTP 500": lambda h, d, a, b: _answer(h, 500, b"no"),
     "another range than asked": lambda h, d, a, b: _answer(h, 206, d[0:b - a + 1], _cr(0, b - a, len(d))),
@@ -175,6 +189,7 @@ def test_a_wrong_range_answer_is_a_failed_read_then_the_whole_file_is_read(idx: 
     got = _read(idx)
     assert got.members == ranged.members and got.problem is None, how
     assert "downloaded whole (its sha256 checked; " in got.source, got.source
+    assert re.search(FIRST_CAUSE[how], got.source), got.source
 
 
 def test_a_range_answer_is_read_to_the_bytes_asked_and_no_further(idx: LocalIndex) -> None:
@@ -832,3 +847,121 @@ def test_reading_a_large_hostile_library_stays_under_512_mb(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     n, gpu, peak_kb = out.stdout.split()
     assert n == "1" and int(peak_kb) < 512 * 1024, out.stdout
+
+
+def test_the_inflation_bounds_refuse_a_wheel_from_its_directory_at_their_edges() -> None:
+    """MEMBER_MAX, METADATA_MAX, WHEEL_MAX and the bomb ratio, each at its edge: at the bound a wheel is read, one
+    byte past it refused before a byte is inflated — and a small member (under BOMB_FLOOR) may be all zeros."""
+    def wanted(**members: tuple[int, int]) -> list[Any]:
+        return members_mod.wanted_members({n.replace("__", "/").replace("_so", ".so"): (8, c, u, i * 100)
+                                           for i, (n, (c, u)) in enumerate(members.items())})
+
+    members_mod = members
+    floor, ratio = members.BOMB_FLOOR, members.BOMB_RATIO
+    assert wanted(x___C_so=(1, floor))  # small: any ratio
+    assert wanted(x___C_so=((floor + 1) // ratio + 1, floor + 1))
+    with pytest.raises(ZipBroken, match="a zip bomb, not read"):
+        wanted(x___C_so=(floor // ratio, floor + 1))
+    assert wanted(x___C_so=(members.MEMBER_MAX // 2, members.MEMBER_MAX))
+    with pytest.raises(ZipBroken, match=r"x/_C.so would inflate to [0-9]+ bytes, more than the 4096 MiB read of it"):
+        wanted(x___C_so=(members.MEMBER_MAX // 2, members.MEMBER_MAX + 1))
+    meta = {"x-1.0.dist-info/METADATA": (8, members.METADATA_MAX // 50, members.METADATA_MAX, 0)}
+    assert members.wanted_members(meta)
+    with pytest.raises(ZipBroken, match="more than the 8 MiB read of it"):
+        members.wanted_members({"x-1.0.dist-info/METADATA": (8, members.METADATA_MAX, members.METADATA_MAX + 1, 0)})
+    four = {f"x/_{i}.so": (8, 1 << 30, members.WHEEL_MAX // 4, i * 100) for i in range(4)}
+    assert members.wanted_members(four)
+    assert members.WHEEL_MAX // 4 <= members.MEMBER_MAX
+    four["x/_4.so"] = (8, 1, 1, 400)
+    with pytest.raises(ZipBroken, match="more than the 16 GiB read of one wheel"):
+        members.wanted_members(four)
+
+
+def _member_zip(tmp: Path, stream: bytes, usize: int, crc: int) -> Path:
+    """A wheel of one deflated library whose compressed bytes are `stream`, as its entries say."""
+    name = b"x/_C.so"
+    out = io.BytesIO()
+    out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(stream), usize, len(name), 0)
+              + name + stream)
+    cd_off = out.tell()
+    entry = struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(stream), usize, len(name),
+                        0, 0, 0, 0, 0, 0) + name
+    out.write(entry + struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, len(entry), cd_off, 0))
+    return _wheel_file(tmp, out.getvalue())
+
+
+@pytest.mark.parametrize("how", ["bytes after its deflate stream", "its deflate stream cut short"])
+def test_a_deflate_stream_that_is_not_the_members_extent_is_a_failed_read(tmp_path: Path, how: str) -> None:
+    import zlib
+
+    so = _so(tmp_path)
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+    stream = comp.compress(so) + comp.flush()
+    if how == "bytes after its deflate stream":
+        path, said = _member_zip(tmp_path, stream + b"more", len(so), zlib.crc32(so)), "goes on past the end"
+    else:
+        path, said = _member_zip(tmp_path, stream[:-3], len(so), zlib.crc32(so)), "ends before its deflate stream"
+    with pytest.raises(ZipBroken, match=said):
+        native.read_file(path, "0" * 64)
+    assert native.read_file(_member_zip(tmp_path, stream, len(so), zlib.crc32(so)), "0" * 64).members
+
+
+def test_a_wheels_deadline_grows_with_its_size_and_the_resolves_comes_first() -> None:
+    """30 s and a second per 256 KiB a wheel has (a stalled or trickling answer ends there); the resolve's own
+    deadline where it is sooner."""
+    now = time.monotonic()
+    small = native.wheel_deadline(1000)
+    big = native.wheel_deadline(256 << 20)
+    assert 29 <= small.at - now <= 31 and "the 30 s allowed for reading one wheel of 1000 bytes" == small.what
+    assert 30 + 1024 - 1 <= big.at - now <= 30 + 1024 + 1 and "268.4 MB" in big.what
+    soon = Deadline(at=now + 5, what="the resolve's")
+    assert native.wheel_deadline(256 << 20, soon) is soon
+    assert native.wheel_deadline(1000, Deadline(at=now + 3600, what="x")).what == small.what
+
+
+def test_the_intents_allow_unchecked_native_must_be_a_bool_or_names(tmp_path: Path) -> None:
+    from tritonlock.errors import IntentError
+    from tritonlock.intent.read import parse_intent
+
+    for good, want in (("true", True), ("false", False), ('["HostPkg", "a_b"]', ("a-b", "hostpkg"))):
+        got = parse_intent(f'[environment]\nallow-unchecked-native = {good}\n', "triton-env.toml")
+        assert got.allow_unchecked_native == want
+    for bad in ('"yes"', "1", '["not a name!"]'):
+        with pytest.raises(IntentError, match=r"triton-env.toml:2: environment.allow-unchecked-native"):
+            parse_intent(f'[environment]\nallow-unchecked-native = {bad}\n', "triton-env.toml")
+    # not part of the intent's hash: allowing it does not make a lock stale
+    a = parse_intent('[environment]\npython = "3.11"\n', "t.toml")
+    b = parse_intent('[environment]\npython = "3.11"\nallow-unchecked-native = true\n', "t.toml")
+    assert a.content_hash == b.content_hash
+
+
+def test_a_conflict_while_a_wheel_was_unread_is_exit_4_and_an_unread_wheel_not_locked_a_warning() -> None:
+    """unread_native on its own: a wheel the decision asked for and could not read, not locked — with a target in
+    conflict that is a failed resolve (the conflict may be the unread facts' doing); with every target locked it is a
+    warning naming it. A wheel never asked for (a guess) says nothing."""
+    from tritonlock.models import Conflict, Intent, NativeFacts, Selection, TargetSpec
+    from tritonlock.native.read import Reader
+    from tritonlock.project import unread_native
+
+    reader = Reader()
+    try:
+        reader.read["ab" * 32] = NativeFacts(sha256="ab" * 32, filename="old-1.0-cp311-cp311-manylinux_2_17_x86_64.whl",
+                                             problem="the index answered … with HTTP 500")
+        reader.read["cd" * 32] = NativeFacts(sha256="cd" * 32, filename="guess-1.0-py3-none-manylinux_2_17_x86_64.whl",
+                                             problem="HTTP 500")
+        reader.asked.add("ab" * 32)
+        intent = Intent(path="t.toml", content_hash="")
+        ok = Selection(target=TargetSpec(name="gpu", os="linux", arch="x86_64"), ok=True)
+        bad = Selection(target=TargetSpec(name="laptop", os="linux", arch="x86_64"), ok=False,
+                        conflict=Conflict(target="laptop", message="…"))
+        out, notes, error = unread_native([(ok, ())], reader, intent, False)
+        assert error is None and out == [(ok, ())]
+        (note,) = notes
+        assert note.startswith("old-1.0-cp311-cp311-manylinux_2_17_x86_64.whl: its native code could not be read (")
+        out, notes, error = unread_native([(ok, ()), (bad, ())], reader, intent, False)
+        assert error is not None and error.exit_code == 4
+        assert "old-1.0-cp311-cp311-manylinux_2_17_x86_64.whl (a release the decision weighed, which ended in a " \
+               "conflict)" in str(error) and "guess-1.0" not in str(error)
+        assert unread_native([(ok, ()), (bad, ())], reader, intent, True)[2] is None
+    finally:
+        reader.close()

@@ -15,13 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from pkgindex import LocalIndex
-from test_native_reads import _file, _fresh, _project, _read, _run, idx  # noqa: F401 — the index and its habits
+import test_native_reads as reads
+from test_native_reads import _file, _project, _read, _run
 from tritonlock import _toml
 from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
 from tritonlock.models import NativeFacts, NativeMember
 from tritonlock.native import shipped
 from tritonlock.native.read import READER_VERSION
+
+idx, _fresh = reads.idx, reads._fresh  # (the tests' index and its habits: fixtures of test_native_reads.py)
 
 
 @pytest.fixture
@@ -203,3 +206,20 @@ def test_the_shipped_rows_json_is_the_facts_as_read() -> None:
     """(A shipped row is what a read gives: its facts' own JSON, as the user cache keeps it, rebuilds the same.)"""
     f = _facts()
     assert NativeFacts.from_json(json.loads(json.dumps(f.to_json()))) == shipped.rebuild(NativeFacts, shipped.plain(f))
+
+
+def test_the_tool_takes_the_wheels_a_linux_box_of_those_cpus_and_pythons_installs() -> None:
+    from tritonlock.maintain.native import _fits
+
+    py, cpu = ("3.10", "3.11", "3.12", "3.13"), ("x86_64", "aarch64")
+    for name, fits in (("a-1-cp312-cp312-manylinux_2_28_x86_64.whl", True),
+                       ("a-1-cp39-abi3-manylinux2014_aarch64.whl", True),  # abi3 from an older Python
+                       ("a-1-cp314-abi3-manylinux_2_28_x86_64.whl", False),  # abi3 from a newer one
+                       ("a-1-cp314-cp314-manylinux_2_28_x86_64.whl", False),
+                       ("a-1-cp39-cp39-manylinux_2_28_x86_64.whl", False),
+                       ("a-1-py3-none-manylinux_2_24_x86_64.whl", True),
+                       ("a-1-cp312-cp312-musllinux_1_2_x86_64.whl", False),
+                       ("a-1-cp312-cp312-win_amd64.whl", False), ("a-1-cp312-cp312-macosx_11_0_arm64.whl", False),
+                       ("a-1-cp312-cp312-manylinux_2_28_ppc64le.whl", False), ("not a wheel name.whl", False)):
+        assert _fits(name, py, cpu) is fits, name
+    assert not _fits("a-1-cp312-cp312-manylinux_2_28_aarch64.whl", py, ("x86_64",))

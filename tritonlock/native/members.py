@@ -188,6 +188,9 @@ class _Sink:
                                     "stream")
                 self._out(self._z.decompress(data, _PIECE))
                 data = self._z.unconsumed_tail
+                if self._z.eof and self._z.unused_data:
+                    raise ZipBroken(f"{self.want.name}: its compressed data goes on past the end of its deflate "
+                                    "stream")
         except _inflate_errors() as err:
             raise ZipBroken(f"{self.want.name}: its compressed data is damaged ({err})") from None
 
