@@ -906,17 +906,20 @@ def test_a_deflate_stream_that_is_not_the_members_extent_is_a_failed_read(tmp_pa
     assert native.read_file(_member_zip(tmp_path, stream, len(so), zlib.crc32(so)), "0" * 64).members
 
 
-def test_a_wheels_deadline_grows_with_its_size_and_the_resolves_comes_first() -> None:
-    """30 s and a second per 256 KiB a wheel has (a stalled or trickling answer ends there); the resolve's own
-    deadline where it is sooner."""
+def test_a_requests_deadline_grows_with_what_it_asks_for_and_the_resolves_comes_first() -> None:
+    """A request ends after 30 s and a second per 256 KiB it asks for (a stalled or trickling answer ends there),
+    counted from when it is made — a read that waits its turn behind a large wheel's is not cut short for it — or at
+    the resolve's deadline where that is sooner."""
+    from tritonlock.native.remotezip import request_deadline
+
     now = time.monotonic()
-    small = native.wheel_deadline(1000)
-    big = native.wheel_deadline(256 << 20)
-    assert 29 <= small.at - now <= 31 and "the 30 s allowed for reading one wheel of 1000 bytes" == small.what
-    assert 30 + 1024 - 1 <= big.at - now <= 30 + 1024 + 1 and "268.4 MB" in big.what
+    small, big = request_deadline(1000), request_deadline(256 << 20)
+    assert 29 <= small.at - now <= 31 and small.what == "the 30 s allowed for a request of 1000 bytes"
+    assert 30 + 1024 - 1 <= big.at - now <= 30 + 1024 + 1 and big.what == ("the 1054 s allowed for a request of "
+                                                                           "268.4 MB")
     soon = Deadline(at=now + 5, what="the resolve's")
-    assert native.wheel_deadline(256 << 20, soon) is soon
-    assert native.wheel_deadline(1000, Deadline(at=now + 3600, what="x")).what == small.what
+    assert request_deadline(256 << 20, soon) is soon
+    assert request_deadline(1000, Deadline(at=now + 3600, what="x")).what == small.what
 
 
 def test_the_intents_allow_unchecked_native_must_be_a_bool_or_names(tmp_path: Path) -> None:

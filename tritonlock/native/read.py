@@ -29,10 +29,8 @@ READER_VERSION = _CACHE_VERSION  # what the facts' shape and reading are: a ship
 
 # A wheel downloaded whole (where ranged reads failed) has this many bytes at most; it is written to a temporary file
 WHOLE_MAX = 4 << 30
-# Reading one wheel ends after WHEEL_SECONDS, plus a second for each WHEEL_RATE bytes it has; all reads of one
-# resolve end after RESOLVE_SECONDS ($TRITONLOCK_NATIVE_TIMEOUT)
-WHEEL_SECONDS = 30.0
-WHEEL_RATE = 256 << 10
+# All reads of one resolve end after RESOLVE_SECONDS ($TRITONLOCK_NATIVE_TIMEOUT); each request of a wheel's read
+# ends sooner by its own (tritonlock.native.remotezip.request_deadline: 30 s and a second per 256 KiB asked for)
 RESOLVE_SECONDS = 600.0
 
 
@@ -49,23 +47,6 @@ def may_hold_native_code(filename: str) -> bool:
     return filename.endswith(".whl") and not filename[:-4].endswith("-any")
 
 
-def wheel_deadline(size: int | None, resolve: Any = None) -> Any:
-    """The deadline of one wheel's read (WHEEL_SECONDS and a second per WHEEL_RATE bytes), or the resolve's
-    (`resolve`, a remotezip.Deadline) where that comes first."""
-    import time
-
-    from tritonlock.native.remotezip import Deadline
-
-    secs = WHEEL_SECONDS + (size or WHOLE_MAX) / WHEEL_RATE
-    own = Deadline(at=time.monotonic() + secs, what=f"the {secs:.0f} s allowed for reading one wheel of "
-                                                     f"{_mb(size)}")
-    return own.sooner(resolve)
-
-
-def _mb(size: int | None) -> str:
-    return "unknown size" if size is None else f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size} bytes"
-
-
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
                 names_only: bool = False, vouch: Callable[[str, str], None] | None = None,
                 deadline: Any = None) -> NativeFacts:
@@ -76,8 +57,8 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
     Where the ranged reads fail (an index that does not answer HTTP Range, answers it wrongly, an answer cut off, a
     zip whose directory disagrees with its bytes), the file is downloaded whole — WHOLE_MAX at most, within the
     deadline — into a temporary file, its sha256 checked, and read there; where that fails too, a ReadFailed says
-    both causes. A `file:` URL is read from the disk. `deadline` (remotezip.Deadline): when reading stops, for good
-    (an OutOfTime, no download after it)."""
+    both causes. A `file:` URL is read from the disk. Each request ends by its own deadline; `deadline`
+    (remotezip.Deadline, the resolve's): when reading stops, for good (an OutOfTime, no download after it)."""
     from urllib.parse import unquote, urlsplit
 
     from tritonlock.native.remotezip import OutOfTime, ReadFailed
@@ -85,7 +66,6 @@ def read_remote(url: str, size: int | None, sha256: str, filename: str, *, sessi
     if urlsplit(url).scheme == "file":
         return read_file(Path(unquote(urlsplit(url).path)), sha256, gpu=gpu, names_only=names_only, verify=True,
                          filename=filename)
-    deadline = deadline or wheel_deadline(size)
     try:
         return _read_ranged(url, size, sha256, filename, session=session, gpu=gpu, names_only=names_only,
                             vouch=vouch, deadline=deadline)
@@ -401,7 +381,7 @@ class Reader:
                 self._session = watched(session())
         try:
             f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names,
-                            vouch=self.checks.vouch if whole else None, deadline=wheel_deadline(size, self.deadline))
+                            vouch=self.checks.vouch if whole else None, deadline=self.deadline)
         except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report (unread), not a crash
             return NativeFacts(sha256=sha, filename=name, problem=_said(err))
         if kept:

@@ -24,6 +24,10 @@ from tritonlock.errors import IndexError_
 # (uv's own default read timeout; UV_HTTP_TIMEOUT / UV_REQUEST_TIMEOUT set it for both, as for uv)
 CONNECT_SECONDS = 10.0
 TRIES = 3  # a request that failed on the way (a connection reset, a 5xx, a stall) is tried again, deadline allowing
+# One request (and its answer) ends after REQUEST_SECONDS, plus a second for each REQUEST_RATE bytes it asks for: a
+# trickling answer ends there (counted from when the request is made: a read waiting its turn is not slowed by it)
+REQUEST_SECONDS = 30.0
+REQUEST_RATE = 256 << 10
 CHUNK = 1 << 20
 # A zip's central directory and its entries at most (a wheel with 100,000 files has a directory of about 10 MB)
 DIRECTORY_MAX = 64 << 20
@@ -79,17 +83,29 @@ class Deadline:
 NEVER = Deadline(at=float("inf"), what="")
 
 
+def request_deadline(n: int, outer: Deadline | None = None) -> Deadline:
+    """The deadline of a request for `n` bytes made now (REQUEST_SECONDS and a second per REQUEST_RATE bytes), or
+    `outer` (the resolve's) where that comes first."""
+    secs = REQUEST_SECONDS + n / REQUEST_RATE
+    own = Deadline(at=time.monotonic() + secs, what=f"the {secs:.0f} s allowed for a request of "
+                                                     f"{n / 1e6:.1f} MB" if n >= 100_000 else
+                   f"the {secs:.0f} s allowed for a request of {n} bytes")
+    return own.sooner(outer)
+
+
 # --- the watchdog: a connection whose deadline passed is shut, whatever the read is waiting for ----------------
 
 class _Held:
-    """The connection one request is using (set by the pool as it hands it out, then by the answer)."""
+    """The connection one request is using (set by the pool as it hands it out, then by the answer), and the
+    deadline the watchdog shuts it at."""
 
-    __slots__ = ("conn", "resp", "killed")
+    __slots__ = ("conn", "resp", "killed", "deadline")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: Deadline) -> None:
         self.conn: Any = None
         self.resp: Any = None
         self.killed = False
+        self.deadline = deadline
 
     def shut(self) -> None:
         self.killed = True
@@ -125,9 +141,9 @@ class _Watch:
             self._cond.notify()
         return entry
 
-    @staticmethod
-    def disarm(entry: list[Any]) -> None:
-        entry[2] = None
+    def disarm(self, entry: list[Any]) -> None:
+        with self._cond:  # (after this, the connection — back in its pool, perhaps another request's — is not shut)
+            entry[2] = None
 
     def _run(self) -> None:
         while True:
@@ -142,8 +158,8 @@ class _Watch:
                     self._cond.wait(min(wait, 3600))
                     continue
                 held = heapq.heappop(self._heap)[2]
-            if held is not None:
-                held.shut()
+                if held is not None:
+                    held.shut()  # (under the lock: never a connection its request has let go of; shutdown is quick)
 
 
 _WATCH = _Watch()
@@ -196,7 +212,7 @@ def _shown(url: str) -> str:
 
 class RemoteZip:
     """A wheel on an index, read without downloading it: the central directory, then only the members asked for;
-    every request within `deadline`."""
+    each request within its own deadline (request_deadline) and `deadline` (the resolve's, or a caller's)."""
 
     def __init__(self, session: object, url: str, size: int | None, *, deadline: Deadline | None = None) -> None:
         self.session, self.url = session, url
@@ -208,11 +224,13 @@ class RemoteZip:
 
     # -- requests ---------------------------------------------------------------------------------------------
 
-    def _request(self, method: str, headers: dict[str, str]) -> tuple[Any, _Held, list[Any]]:
-        """One request, its connection watched until the deadline; (answer, what the watchdog shuts, its entry)."""
-        left = self.deadline.left()
-        held = _Held()
-        entry = _WATCH.arm(time.monotonic() + left, held)
+    def _request(self, method: str, headers: dict[str, str], n: int) -> tuple[Any, _Held, list[Any]]:
+        """One request for `n` bytes, its connection watched until its deadline; (answer, what the watchdog shuts,
+        its entry)."""
+        deadline = request_deadline(n, self.deadline)
+        left = deadline.left()
+        held = _Held(deadline)
+        entry = _WATCH.arm(deadline.at, held)
         _CURRENT.held = held
         try:
             resp = self.session.request(  # type: ignore[attr-defined]
@@ -228,8 +246,7 @@ class RemoteZip:
 
     def _broke(self, err: BaseException, held: _Held, got: int) -> ReadFailed:
         if held.killed or isinstance(err, OutOfTime):
-            self.deadline.left()  # (raises OutOfTime: the deadline it was)
-            return OutOfTime(f"{self.deadline.what} ran out")
+            return OutOfTime(f"{held.deadline.what} ran out")
         said = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
         if "timed out" in said.lower() or "timeout" in type(err).__name__.lower():
             return _Stalled(f"the index sent nothing for {stall_seconds():g} s"
@@ -260,8 +277,8 @@ class RemoteZip:
         if want is not None and got != want:
             raise ReadFailed(f"the index's answer to {what} was cut off ({got} of {want} bytes)")
 
-    def _answered(self, headers: dict[str, str], what: str, ok: int,
-                  check: Callable[[Any], None]) -> Iterator[tuple[Any, _Held]]:
+    def _answered(self, headers: dict[str, str], what: str, ok: int, check: Callable[[Any], None],
+                  n: int) -> Iterator[tuple[Any, _Held]]:
         """The one answer of status `ok` to a GET (`check` raising for one that is not what was asked), its
         connection watched; a request that failed on the way, a 408, 429 or 5xx, or a stall before the answer is
         asked again (TRIES in all, deadline allowing). The connection is let go when the caller is done."""
@@ -270,7 +287,7 @@ class RemoteZip:
             if attempt:
                 time.sleep(min(0.5 * attempt, max(0.0, self.deadline.at - time.monotonic())))
             try:
-                resp, held, entry = self._request("GET", headers)
+                resp, held, entry = self._request("GET", headers, n)
             except _Transient as err:
                 last = err
                 continue
@@ -298,7 +315,7 @@ class RemoteZip:
         byte came)."""
         what = f"a request for bytes {start}-{end}"
         for resp, held in self._answered({"Range": f"bytes={start}-{end}"}, what, 206,
-                                         lambda resp: self._check_range(resp, start, end, what)):
+                                         lambda resp: self._check_range(resp, start, end, what), end - start + 1):
             yield from self._body(resp, held, end - start + 1, what)
 
     def _check_range(self, resp: Any, start: int, end: int, what: str) -> None:
@@ -317,7 +334,7 @@ class RemoteZip:
 
     def _length(self) -> int:
         what = "a HEAD request"
-        resp, held, entry = self._request("HEAD", {})
+        resp, held, entry = self._request("HEAD", {}, 0)
         try:
             length = resp.headers.get("Content-Length", "") if resp.status_code == 200 else ""
             if not length.strip().isdigit():
@@ -366,7 +383,7 @@ class RemoteZip:
                 raise ReadFailed(f"the index answered {what} with Content-Length {length.strip()[:20]}, not the "
                                  f"{self.size} bytes its page lists")
 
-        for resp, held in self._answered({}, what, 200, check):
+        for resp, held in self._answered({}, what, 200, check, self.size):
             yield from self._body(resp, held, self.size, what)
 
     def members(self) -> dict[str, tuple[int, int, int, int]]:
