@@ -55,8 +55,9 @@ def idx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
               modules={"nvidia/cuda_runtime/lib/libcudart.so.12": libs["libcudart.so.12"].read_bytes()})
     index.add("simple", "hostpkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
         "hostpkg/__init__.py": "from hostpkg import _C\n",
-        "hostpkg/_C.so": extension(tmp / "host", "hostpkg._C", links={libs["libcudart.so.12"]: ("cudaRuntimeGetVersion",),
-                                                                     libs["libcuda.so.1"]: ("cuInit",)}),
+        "hostpkg/_C.so": extension(tmp / "host", "hostpkg._C",
+                                   links={libs["libcudart.so.12"]: ("cudaRuntimeGetVersion",),
+                                          libs["libcuda.so.1"]: ("cuInit",)}),
         # a bundled library beside it, stored (not deflated): both methods a wheel uses are read
         "hostpkg/lib/libhelper.so": stub_library(tmp / "helper", "libhelper.so", ("helper",)).read_bytes()})
     # a package that pins its torch exactly (as vLLM does): `compat native` follows the pin to torch, and torch's to
@@ -409,8 +410,8 @@ DAMAGE = {
     "bytes after the end record": r"no zip end-of-central-directory record at the file's end",
     "two entries at one offset (a member inside another)": r"its members x/_C.so and x/libk.so overlap",
     "a name twice": r"two entries are named x/_C.so",
-    "a member past the directory's start": r"x/libk.so: its directory entry puts its [0-9]+ bytes at [0-9]+, past where "
-                                           r"the directory starts",
+    "a member past the directory's start": r"x/libk.so: its directory entry puts its [0-9]+ bytes at [0-9]+, past "
+                                           r"where the directory starts",
     "an encrypted member": r"x/_C.so is encrypted",
     "a member whose bytes are not its CRC-32": r"x/_C.so: its bytes do not have the CRC-32 its zip directory entry "
                                                r"states",
@@ -600,8 +601,8 @@ def test_allowed_a_wheel_that_cannot_be_read_is_locked_unchecked_and_every_comma
     root = _project(tmp_path, idx)
     code, out = _run("resolve", "-p", str(root), "--allow-unchecked-native")
     assert code == 0, out
-    assert "warning: hostpkg 1.0: its native code was NOT checked — hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl " \
-           "could not be read (the index answered" in out, out
+    assert "warning: hostpkg 1.0: its native code was NOT checked — hostpkg-1.0-cp311-cp311-manylinux_2_17_x86_64." \
+           "whl could not be read (the index answered" in out, out
     text = (root / "triton-env.lock").read_text(encoding="utf-8")
     from tritonlock import LOCK_VERSION
     from tritonlock.lock.lockfile import UNCHECKED_LOCK_VERSION

@@ -162,8 +162,8 @@ def test_a_resolve_takes_a_shipped_fact_for_that_sha256_instead_of_reading_the_w
 def test_the_tool_reads_the_wheels_follows_exact_pins_and_runs_again_keeping_what_it_has(
         idx: LocalIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`tritonlock compat native` on the tests' index: pinpkg pins torch==2.10.0, whose wheel pins the CUDA 12
-    runtime and its triton: all four are read (torch's and the runtime's names only, as a resolve reads them) and written to one
-    file per package with their sha256 and no address; run again it reads nothing; --check agrees, and finds a row
+    runtime and its triton: all four are read (torch's and the runtime's names only, as a resolve reads them) and
+    written to one file per package with their sha256 and no address; run again it reads nothing; --check agrees, and finds a row
     whose sha256 the index does not list; over the budget it writes nothing."""
     compat = tmp_path / "compat"
     args = ["compat", "native", "--index", idx.index_url("simple"), "--packages", "pinpkg", "--releases", "1",

@@ -535,16 +535,17 @@ def unread_native(decided: list[tuple[Selection, tuple[LockedPackage, ...]]], re
     if refused:
         lines = []
         for sha, f in refused[:10]:
-            where = ", ".join(dict.fromkeys(f"{p.name} {p.version}, target {t!r}" for t, p in locked.get(sha, [])))                 or "a release the decision weighed, which ended in a conflict"
-            lines.append(f"  {f.filename} ({where}): {f.problem}")
+            where = ", ".join(dict.fromkeys(f"{p.name} {p.version}, target {t!r}" for t, p in locked.get(sha, [])))
+            lines.append(f"  {f.filename} ({where or 'a release the decision weighed, which ended in a conflict'}): "
+                         f"{f.problem}")
         more = f"\n  … and {len(refused) - 10} more" if len(refused) > 10 else ""
         n = len(refused)
         return decided, (), IndexError_(
             f"the native code of {n} wheel{'' if n == 1 else 's'} could not be read, so whether "
             f"{'it loads' if n == 1 else 'they load'} on the target is not known (the binaries of every locked wheel "
             f"are checked before a lock is written; nothing was written):\n" + "\n".join(lines) + more +
-            "\n  fix: serve the wheels from an index that answers HTTP Range requests or the whole file (a mirror, "
-            "`uv pip download` into a folder named in the intent), and run `tritonlock resolve` again; or lock "
+            "\n  fix: serve the wheels from an index (or a mirror) that answers HTTP Range requests or serves the "
+            "whole file, and run `tritonlock resolve` again; or lock "
             f"{'it' if n == 1 else 'them'} unchecked: `tritonlock resolve --allow-unchecked-native` (or "
             "allow-unchecked-native = true in [environment]) — the lock then says so, and `tritonlock verify` "
             "imports it on the machine")

@@ -166,8 +166,8 @@ def _pins(client: IndexClient, files: list[IndexFile], *, extras: bool = False) 
         except Exception:  # noqa: BLE001 — no pins from it: the wheel itself is still read
             meta = None
         for line in (meta or "").splitlines():
-            m = re.match(r"Requires-Dist:\s*([A-Za-z0-9._-]+)\s*(?:\[[^\]]*\])?\s*\(?\s*==\s*([A-Za-z0-9.+!_-]+(?:\.\*)?)"
-                         r"\s*\)?\s*(;.*)?$", line)
+            m = re.match(r"Requires-Dist:\s*([A-Za-z0-9._-]+)\s*(?:\[[^\]]*\])?\s*\(?\s*==\s*"
+                         r"([A-Za-z0-9.+!_-]+(?:\.\*)?)\s*\)?\s*(;.*)?$", line)
             if m and (extras or "extra" not in (m[3] or "")):
                 out.add((_norm(m[1]), m[2]))
     return out
