@@ -223,3 +223,19 @@ def test_the_tool_takes_the_wheels_a_linux_box_of_those_cpus_and_pythons_install
                        ("a-1-cp312-cp312-manylinux_2_28_ppc64le.whl", False), ("not a wheel name.whl", False)):
         assert _fits(name, py, cpu) is fits, name
     assert not _fits("a-1-cp312-cp312-manylinux_2_28_aarch64.whl", py, ("x86_64",))
+
+
+def test_the_tool_also_takes_every_wheel_a_lock_holds_facts_of(idx: LocalIndex, tmp_path: Path) -> None:
+    """--lock: the wheels a real resolve locked (its [[native]] tables) — hostpkg's here, which no --packages name —
+    are read and shipped too, each under its package's name."""
+    root = _project(tmp_path / "p", idx)
+    assert _run("resolve", "-p", str(root))[0] == 0
+    compat = tmp_path / "compat"
+    r = CliRunner().invoke(main, ["compat", "native", "--index", idx.index_url("simple"), "--packages", "pinpkg",
+                                  "--releases", "1", "--python", "3.11", "--cpu", "x86_64", "--compat", str(compat),
+                                  "--lock", str(root / "triton-env.lock")])
+    assert r.exit_code == 0, r.output
+    assert "more wheels from 1 lock(s)" in r.output
+    rows = list(shipped.loads((compat / "native" / "hostpkg.toml").read_text(encoding="utf-8"))[1].values())
+    assert [row["filename"] for row in rows] == [_file(idx, "hostpkg")[3]]
+    assert sorted(m["path"] for m in rows[0]["members"]) == ["hostpkg/_C.so", "hostpkg/lib/libhelper.so"]

@@ -95,8 +95,11 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
                                                      "listed with that sha256) and read --sample rows again.")
 @click.option("--sample", type=click.IntRange(0, 100000), default=3, show_default=True,
               help="With --check: how many rows to read again and compare.")
+@click.option("--lock", "locks", metavar="FILE", multiple=True,
+              help="Also the wheels with native code this triton-env.lock holds (a real resolve of a typical "
+                   "intent: its packages' dependencies too). Repeatable.")
 def compat_native(index_url: str | None, packages: str | None, releases: int, pythons: str, cpus: str,
-                  compat_dir: str | None, check: bool, sample: int) -> None:
+                  compat_dir: str | None, check: bool, sample: int, locks: tuple[str, ...] = ()) -> None:
     """Read the binary facts of the wheels users bring most from the index and write them to compat/native/, keyed
     by sha256 (a resolve then uses a row only for a wheel of that sha256, and reads every other). Re-runnable: rows
     already there of this reader's version are kept; the rest are read (a few GB for the default set).
@@ -116,4 +119,4 @@ def compat_native(index_url: str | None, packages: str | None, releases: int, py
         raise UsageError(f"--cpu {cpus!r}: give x86_64 and/or aarch64, comma-separated")
     names = tuple(n.strip() for n in packages.split(",") if n.strip()) if packages else PACKAGES
     sys.exit(main(index=index_url, packages=names, releases=releases, pythons=py, cpus=cpu, compat=compat_dir,
-                  check=check, sample=sample, say=lambda line: echo(line, err=True)))
+                  check=check, sample=sample, locks=locks, say=lambda line: echo(line, err=True)))

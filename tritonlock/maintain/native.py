@@ -5,7 +5,8 @@ the matrix does not know. Re-runnable: a row already there of this reader's vers
 kept as it is; a file written by another reader version (or before a field was added) is read again whole. The
 choice: each package's newest releases, their Linux (manylinux) wheels for the given CPUs and Pythons, and the exact
 pins (==) those wheels' METADATA names of the torch family and NVIDIA's libraries (vLLM's torch, that torch's CUDA
-wheels), as a resolve would lock them. `--check`: each row's file is still on the index with that sha256, and a
+wheels), as a resolve would lock them; and (--lock) every wheel with native code that real resolves of typical
+intents locked — their dependencies too. `--check`: each row's file is still on the index with that sha256, and a
 sample of rows read again gives the same facts."""
 
 from __future__ import annotations
@@ -129,13 +130,13 @@ def choose(client: IndexClient, packages: Iterable[str], *, releases: int, pytho
             files = [f for v in sorted(by, reverse=True)[:min(releases, RELEASES_OF.get(name, releases))]
                      for f in by[v]]
         if not files:
-            if pinned is not None and depth < follow and is_provider(name):
+            if pinned is not None and depth <= follow and is_provider(name):
                 # a metapackage of the torch family's CUDA (cuda-toolkit[cublas,…]==13.0.3): what its extras pin
                 meta = [f for f in page(name) if f.filename.endswith(".whl") and (_release(f.filename) == pinned or (
                     pinned.endswith(".*") and ((_release(f.filename) or "") + ".").startswith(pinned[:-1])))][-1:]
-                for pin in _pins(client, meta, extras=True):
+                for pin in _pins(client, meta, extras=True):  # (a hop through a metapackage is no level)
                     if is_provider(pin[0]):
-                        todo.append((pin[0], pin[1], depth + 1))
+                        todo.append((pin[0], pin[1], depth))
                 continue
             say(f"{name}{'==' + pinned if pinned else ''}: no Linux wheel with native code for "
                 f"{', '.join(cpus)} and Python {', '.join(pythons)}")
@@ -148,6 +149,27 @@ def choose(client: IndexClient, packages: Iterable[str], *, releases: int, pytho
         for pin in _pins(client, files):
             if is_provider(pin[0]) or pin[0] in {_norm(p) for p in packages}:
                 todo.append((pin[0], pin[1], depth + 1))
+    return sorted(out.values(), key=lambda c: (c.package, c.file.filename))
+
+
+def locked(paths: Iterable[Path]) -> list[Chosen]:
+    """The wheels the locks at `paths` hold facts of ([[native]], read or unread): every wheel a real resolve of
+    their intents read, with the file's address and size from its closure (what a new machine reads first for the
+    same intent, its packages' dependencies too)."""
+    from tritonlock.lock.lockfile import read_lock
+    from tritonlock.native.rule import is_provider
+
+    out: dict[str, Chosen] = {}
+    for path in paths:
+        lock = read_lock(path)
+        shas = {f.sha256 for f in lock.native}
+        for t in lock.targets:
+            for p in t.packages:
+                for w in p.wheels:
+                    if w.sha256 in shas and w.sha256 not in out:
+                        out[w.sha256] = Chosen(package=_norm(p.name), names_only=is_provider(p.name),
+                                               file=IndexFile(filename=w.name, url=w.url, sha256=w.sha256,
+                                                              size=w.size))
     return sorted(out.values(), key=lambda c: (c.package, c.file.filename))
 
 
@@ -298,7 +320,7 @@ def check_rows(client: IndexClient, session: object, kept: dict[str, NativeFacts
 
 
 def main(*, index: str | None, packages: tuple[str, ...], releases: int, pythons: tuple[str, ...],
-         cpus: tuple[str, ...], compat: str | None, check: bool, sample: int,
+         cpus: tuple[str, ...], compat: str | None, check: bool, sample: int, locks: tuple[str, ...] = (),
          say: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> int:
     from tritonlock._data import compat_root
     from tritonlock.lock.index import default_index
@@ -324,6 +346,11 @@ def main(*, index: str | None, packages: tuple[str, ...], releases: int, pythons
             f"{len(bad)} disagree")
         return 1 if bad else 0
     chosen = choose(client, packages, releases=releases, pythons=pythons, cpus=cpus, say=say)
+    have = {c.file.sha256 for c in chosen}
+    from_locks = [c for c in locked(Path(p) for p in locks) if c.file.sha256 not in have]
+    if locks:
+        say(f"{len(from_locks)} more wheels from {len(locks)} lock(s)")
+    chosen += from_locks
     done, failed = read_all(chosen, session, kept=kept, reader=READER_VERSION, say=say)
     try:
         names, total = write(folder, done, READER_VERSION, BUDGET)
