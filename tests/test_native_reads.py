@@ -969,3 +969,24 @@ def test_a_conflict_while_a_wheel_was_unread_is_exit_4_and_an_unread_wheel_not_l
         assert unread_native([(ok, ()), (bad, ())], reader, intent, True)[2] is None
     finally:
         reader.close()
+
+
+def test_a_fatbin_of_more_entries_than_the_walk_records_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fatbin container whose entries (48 bytes each, no payload) go on and on: the streaming walk records
+    _MAX_ENTRIES at most (each recorded entry is memory) and then says Miss — the library is read again from a
+    temporary file, where gpucode's walk keeps nothing per entry."""
+    from tritonlock.native import stream
+    from tritonlock.native.stream import FatbinScan, Miss
+
+    monkeypatch.setattr(stream, "_MAX_ENTRIES", 1000)
+    n = 3000
+    entry = struct.pack("<HHIQ", 2, 0, 48, 0) + b"\0" * 12 + struct.pack("<I", 80) + b"\0" * 8 + struct.pack("<Q", 0)
+    assert len(entry) == 48
+    data = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, n * 48) + entry * n
+    scan = FatbinScan()
+    for i in range(0, len(data), 4096):
+        scan.feed(i, data[i:i + 4096])
+    scan.finish(len(data))
+    assert sum(len(c.entries or ()) for c in scan.containers.values()) <= 1000 + 4096 // 48 + 1
+    with pytest.raises(Miss, match="entries: not walked"):
+        scan.targets(0, len(data))
