@@ -91,7 +91,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "intent": (("tritonlock.intent",), ("ground", "compat")),
     "host": (("tritonlock.host",), ("ground", "compat")),
     "lock": (("tritonlock.lock", "tritonlock.native.read", "tritonlock.native.remotezip", "tritonlock.native.uvcache",
-              "tritonlock.native.shipped", "tritonlock.native.members"),
+              "tritonlock.native.shipped", "tritonlock.native.members", "tritonlock.native.unread"),
              ("ground",)),
     "decide": (("tritonlock.decide", "tritonlock.native.judge"), ("ground", "compat", "intent", "lock")),
     "environment": (("tritonlock.environment", "tritonlock._fast"), ("ground", "compat", "intent", "host", "lock")),

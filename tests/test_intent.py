@@ -224,7 +224,7 @@ def test_an_unknown_gpu_name_suggests_the_nearest_known_one() -> None:
     assert '"8.6"' not in text
 
 
-ENV_KEYS = "python, torch, triton, packages, cuda, cuda-policy, no-build, channel, optional-gpu-code"
+ENV_KEYS = "python, torch, triton, packages, cuda, cuda-policy, no-build, channel, optional-gpu-code, allow-unchecked-native"
 TARGET_KEYS = "name, os, arch, glibc, python, driver, cuda, gpus, macos, amdgpu, hsa-override"
 TOP_KEYS = "environment, indexes, targets, target-files, package-builds"
 

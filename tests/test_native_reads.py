@@ -945,7 +945,7 @@ def test_a_conflict_while_a_wheel_was_unread_is_exit_4_and_an_unread_wheel_not_l
     warning naming it. A wheel never asked for (a guess) says nothing."""
     from tritonlock.models import Conflict, Intent, NativeFacts, Selection, TargetSpec
     from tritonlock.native.read import Reader
-    from tritonlock.project import unread_native
+    from tritonlock.native.unread import unread_native
 
     reader = Reader()
     try:
