@@ -996,7 +996,7 @@ def test_fuzz_a_hostile_server_gives_the_wheels_facts_or_a_failed_read(small_elf
                                      session=watched(session()), gpu=True,
                                      deadline=Deadline(at=__import__("time").monotonic() + 30, what="30 s"))
         except ReadFailed:
-            assert not range_ok or len(moves) >= 3, moves  # (three tries of each kind of read at most)
+            assert not (range_ok and set(moves) == {"right"}), moves  # (a server that answers right is read)
             return
         assert (got.members, got.provides, got.built_for_torch, got.problem) == (
             truth.members, truth.provides, truth.built_for_torch, None), moves
