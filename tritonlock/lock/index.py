@@ -21,21 +21,33 @@ from tritonlock.errors import ConfigError, IndexError_, TritonlockError
 
 
 def _pip_config_files() -> list[Path]:
-    """pip's configuration files, lowest precedence first (pip's documented order)."""
+    """pip's configuration files, lowest precedence first, as pip reads them (pip/_internal/configuration.py):
+    the global ones (each $XDG_CONFIG_DIRS entry's pip/pip.conf in the order listed, then /etc/pip.conf), the user's
+    (~/.pip/pip.conf, then $XDG_CONFIG_HOME/pip/pip.conf — not read when PIP_CONFIG_FILE names a file that exists),
+    the base interpreter's and the venv's (sys.base_prefix, sys.prefix), then PIP_CONFIG_FILE's. PIP_CONFIG_FILE set
+    to os.devnull reads none at all (PIP_* variables still count)."""
+    env_file = os.environ.get("PIP_CONFIG_FILE")
+    if env_file == os.devnull:
+        return []
+    name = "pip.ini" if sys.platform == "win32" else "pip.conf"
     files: list[Path] = []
-    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep)
-    files += [Path(d) / "pip" / "pip.conf" for d in reversed(xdg_dirs) if d]
-    files.append(Path("/etc/pip.conf"))
-    home = Path.home()
-    files.append(home / ".pip" / "pip.conf")
-    files.append(Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf")
     if sys.platform == "win32":
-        appdata = os.environ.get("APPDATA")
-        if appdata:
-            files.append(Path(appdata) / "pip" / "pip.ini")
-    files.append(Path(sys.prefix) / ("pip.ini" if sys.platform == "win32" else "pip.conf"))
-    if os.environ.get("PIP_CONFIG_FILE") and os.environ["PIP_CONFIG_FILE"] != os.devnull:
-        files.append(Path(os.environ["PIP_CONFIG_FILE"]))
+        files.append(Path(os.environ.get("PROGRAMDATA", r"C:\ProgramData")) / "pip" / name)
+    else:
+        xdg_dirs = os.environ.get("XDG_CONFIG_DIRS", "").strip() or "/etc/xdg"
+        files += [Path(os.path.expanduser(d)) / "pip" / name for d in xdg_dirs.split(os.pathsep) if d]
+        files.append(Path("/etc") / name)
+    if not (env_file and os.path.exists(env_file)):
+        home = Path.home()
+        files.append(home / ("pip" if sys.platform == "win32" else ".pip") / name)
+        if sys.platform == "win32":
+            files.append(Path(os.environ.get("APPDATA", home)) / "pip" / name)
+        else:
+            files.append(Path(os.environ.get("XDG_CONFIG_HOME", "").strip() or home / ".config") / "pip" / name)
+    for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
+        files.append(Path(prefix) / name)
+    if env_file:
+        files.append(Path(env_file))
     return files
 
 
@@ -49,12 +61,14 @@ def _checked(url: str, where: str) -> str:
 
 
 def pip_setting(name: str) -> tuple[str, str] | None:
-    """A pip option as pip resolves it — PIP_<NAME>, else the configuration files (later files, and [install] /
-    [download] over [global], win) — with where it came from; None when unset."""
-    env = os.environ.get("PIP_" + name.upper().replace("-", "_"))
+    """A pip option as `pip install` resolves it, with where it came from; None when unset: PIP_<NAME>, else the
+    configuration files' values merged in their order (a later file's [section] name replaces an earlier file's),
+    [install] (then [download]) over [global] whichever file holds them; an empty value counts as unset, as in pip."""
+    var = "PIP_" + name.upper().replace("-", "_")
+    env = os.environ.get(var)
     if env and env.strip():
-        return env.strip(), "PIP_" + name.upper().replace("-", "_")
-    found: tuple[str, str] | None = None
+        return env.strip(), var
+    merged: dict[str, tuple[str, str]] = {}
     for path in _pip_config_files():
         cp = configparser.ConfigParser(interpolation=None)
         try:
@@ -67,10 +81,14 @@ def pip_setting(name: str) -> tuple[str, str] | None:
             why = " ".join(str(err).split())
             raise ConfigError(f"{path}: pip cannot use this configuration file ({_urls.redact(why)[:200]}) — fix "
                               "it (pip fails on it too), or point PIP_CONFIG_FILE elsewhere") from None
-        for section in ("global", "install", "download"):
-            if cp.has_option(section, name):
-                found = (cp.get(section, name).strip(), f"{path} [{section}] {name}")
-    return found
+        for section in ("global", "download", "install"):
+            for key, value in (cp.items(section) if cp.has_section(section) else ()):
+                if key.lower().replace("_", "-").removeprefix("--") == name:
+                    merged[section] = (value.strip(), f"{path} [{section}] {key}")
+    for section in ("install", "download", "global"):
+        if merged.get(section, ("", ""))[0]:
+            return merged[section]
+    return None
 
 
 @functools.lru_cache(maxsize=1)
