@@ -16,6 +16,7 @@ from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
 from tritonlock.intent.read import read_intent
+from tritonlock.records import read_records
 
 A100 = '[[targets]]\nname = "a100"\nos = "linux"\narch = "x86_64"\nglibc = "2.31"\ndriver = "550.54.15"\ngpus = ["8.0", "8.0"]\n'
 LAPTOP = '# no NVIDIA GPU; detected by tritonlock host\n[[targets]]\nname = "laptop"\nos = "linux"\narch = "x86_64"\nglibc = "2.35"\n'
@@ -194,7 +195,8 @@ def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatc
     assert "laptop" not in out  # its CPU build did not change
 
 
-def test_check_host_and_require_verified(locked: Path, real_torch_python: str, real_triton: str) -> None:
+def test_check_host_and_require_verified(locked: Path, real_torch_python: str, real_triton: str,
+                                        real_torch_backend: str, real_torch_version: str) -> None:
     code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_ARCH": "aarch64"})
     assert code == 1 and out.startswith(f"this machine matches no target in {locked}/triton-env.lock (")
     assert "save it with `tritonlock host --save hosts/NAME.toml`" in out
@@ -218,8 +220,16 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str, r
     code, out = _run("check", "-p", str(locked), "--require-verified", "--json")
     doc = json.loads(out)
     assert [p["target"] for p in doc["problems"]] == ["a100", "laptop"] and doc["verified"] == [], doc
-    assert ("its last verify failed on ci-runner-1" in doc["problems"][1]["message"]
-            and f"triton version: triton is {real_triton} but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
+    # the problem names the run's first failure: with torch's CPU build (the lock's backend) the triton beside it;
+    # with a CUDA build (what the default index ships) the build itself, before the triton
+    (record,) = read_records(locked / "triton-env.verified.toml")
+    wrong_triton = f"triton version: triton is {real_triton} but the lock pins triton==3.2.0"
+    assert any(f.startswith(wrong_triton) for f in record.failures), record.failures
+    first = wrong_triton if real_torch_backend == "cpu" else (
+        "torch CUDA build: the lock's backend is cpu (CPU only (torch.version.cuda is None)) but torch "
+        f"{real_torch_version} is built")
+    assert record.failures[0].startswith(first), (real_torch_backend, record.failures)
+    assert f"its last verify failed on ci-runner-1 ({record.when}: {record.failures[0]})" in doc["problems"][1]["message"]
     code, out = _run("show", "-p", str(locked), "--target", "laptop")
     assert "verified 20" in out and "on ci-runner-1: no GPU (interpreter), driver none, linux/x86_64 — FAILED" in out
     # a new lock for the laptop (another numpy, say) makes the record stale

@@ -1129,19 +1129,24 @@ def test_doctor_reports_the_same_on_a_venv_tritonlock_did_not_make(broken_venv: 
     assert "kernelpkg/_C.so in kernelpkg 1.0 in " in out and "Traceback" not in out
 
 
-def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(broken_venv: str) -> None:
+def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(
+        broken_venv: str, real_torch_version: str, real_torch_backend: str) -> None:
     """tiedpkg 1.0+pt29cu128 links torch's C++ API (built for torch 2.9); this venv's torch is 2.13: the import
-    fails for real with an undefined symbol, and both verify and doctor say which torch it was built for."""
+    fails for real with an undefined symbol, and both verify and doctor say which torch it was built for — and
+    which build of torch 2.13 this is (the CPU build, or the CUDA build the default index ships)."""
     from tritonlock.verify import run_verify
 
     result = run_verify(broken_venv, interpret=True, quick=True)
     bad = next(c for c in result.checks if c.name == "import tiedpkg")
     assert not bad.ok and C10_CXX in bad.detail
-    assert "it was built for torch 2.9, and this environment has torch 2.13.0+cpu" in bad.detail
+    assert f"it was built for torch 2.9, and this environment has torch {real_torch_version}" in bad.detail
+    assert real_torch_version.startswith("2.13.0+"), real_torch_version
     code, out = _run("doctor", "--python", broken_venv)
     assert code == 1
-    assert ("tiedpkg 1.0+pt29cu128 was built for torch 2.9 CUDA 12.8; this venv has torch 2.13.0+cpu (CPU build): "
-            "its native code fails to load (an undefined symbol)") in out
+    build = " (CPU build)" if real_torch_backend == "cpu" else \
+        f" CUDA {real_torch_backend[2:-1]}.{real_torch_backend[-1]}"
+    assert (f"tiedpkg 1.0+pt29cu128 was built for torch 2.9 CUDA 12.8; this venv has torch {real_torch_version}"
+            f"{build}: its native code fails to load (an undefined symbol)") in out
 
 
 def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(tmp_path: Path,
@@ -1159,7 +1164,7 @@ def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(t
 
 def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_beside_them(
         broken_venv: str, pypi: LocalIndex, tmp_path: Path, stubs: dict[str, Path],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, real_torch_version: str) -> None:
     """On the H200 a lock of torch + torchvision, synced onto the image with --system-site-packages, failed verify on
     the image's own cuda-core, cupy and numba — packages the lock does not hold — and took 3–5 s more importing ~50
     of them. With the lock's names, verify imports the lock's packages and whatever sits in the venv's own site
@@ -1200,7 +1205,7 @@ def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_b
     assert not ops.ok and ops.detail.startswith("opspkg 1.0: importing opspkg failed: RuntimeError: operator "
                                                 "opspkg::nms does not exist")
     assert ops.detail.endswith("opspkg 1.0 was built for torch 2.9 (it requires torch==2.9.0), and this environment "
-                               "has torch 2.13.0+cpu") and ops.fix and "build for torch 2.13.0" in ops.fix
+                               f"has torch {real_torch_version}") and ops.fix and "build for torch 2.13.0" in ops.fix
     assert not result.ok
     # no lock: every distribution with native code the interpreter sees, the preinstalled ones too
     everything = {c.name: c for c in run_verify(python, interpret=True, quick=True).checks}
