@@ -113,16 +113,6 @@ def credentials(url: str) -> tuple[str, str] | None:
     return unquote(user), unquote(password)
 
 
-def with_credentials(url: str, user: str, password: str) -> str:
-    """`url` with user:password@ put back (only for handing to uv in its environment, never to print)."""
-    parts = _split(url)
-    if parts is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
-    return urlunsplit(parts._replace(netloc=f"{auth}@{host}"))
-
-
 # A URL in free text: its scheme, then everything up to a space, a quote or an angle bracket.
 _URL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s'\"<>`]*)")
 

@@ -284,6 +284,33 @@ def _names(p: _checks._Problems, key: tuple[str | int, ...], raw: Any, fix: str)
     return tuple(sorted(set(names)))
 
 
+def learn_credentials(path: str | Path) -> None:
+    """Learn the credentials written in the intent's index URLs ([indexes], [[package-builds]] index) for this
+    process's requests, without validating the rest: for a command that found the lock fresh and so never parsed
+    the intent — `sync` installing from a private index needs them as much as the `resolve` that wrote the lock did.
+    A file that cannot be read or parsed teaches nothing (the full read says what is wrong with it)."""
+    try:
+        text = read_text(Path(path), encoding="utf-8-sig", limit=INTENT_LIMIT)
+        if "@" not in text:
+            return
+        data = _toml.loads(text)
+    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError):
+        return
+    table: Any = data
+    if Path(path).name == "pyproject.toml":
+        tool = data.get("tool")
+        table = tool.get("tritonlock") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            return
+    indexes = table.get("indexes")
+    urls = [v for v in indexes.values()] if isinstance(indexes, dict) else []
+    builds = table.get("package-builds")
+    urls += [b.get("index") for b in builds if isinstance(b, dict)] if isinstance(builds, list) else []
+    for url in urls:
+        if isinstance(url, str) and _urls.problem(re.sub(r"\{[a-z]+\}", "x", _urls.normalize(url))) is None:
+            _urls.learn(url)
+
+
 def read_intent(path: str | Path, *, target_files: bool = True) -> Intent:
     """Read triton-env.toml from disk. `target_files=False` leaves the files its target-files globs match unread (and
     out of its targets and content hash): for a caller that knows the lock is fresh and needs only the settings."""

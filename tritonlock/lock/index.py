@@ -230,6 +230,18 @@ def extra_index_note() -> str:
             "devpi offer, does this), or name that index in [indexes].default if it serves them all")
 
 
+# A backend's path segment on a torch index, which [indexes].torch's {backend} stands for (cpu, cu130, rocm7.1, xpu)
+_BACKEND_SEGMENT = re.compile(r"cpu|cu[0-9]+|rocm[0-9.]+|xpu")
+
+
+def _path_segments(url: str) -> list[str]:
+    """The path of a URL as its segments, without empty ones ("/simple/" and "/simple" are one path)."""
+    from urllib.parse import unquote, urlsplit
+
+    path = urlsplit(_urls.strip_credentials(url)).path
+    return [unquote(p) for p in path.split("/") if p]
+
+
 def credentials(url: str, *, keyring: bool = False) -> tuple[str, str] | None:
     """(user, password) for an index or file URL: written in a URL the user configured for the same scheme, host
     and port (pip matches credentials by host), then ~/.netrc, then — when asked — keyring."""
@@ -239,12 +251,19 @@ def credentials(url: str, *, keyring: bool = False) -> tuple[str, str] | None:
     here = _urls.origin(url)
     if here is None:
         return None
-    best: tuple[int, str] | None = None
+    # Several credentials for one origin (two indexes on one server, each its own token): the index whose path holds
+    # the URL, the deepest one (nested paths), else the one sharing most of its path; a tie keeps the first learned.
+    wanted = _path_segments(url)
+    best: tuple[tuple[bool, int], str] | None = None
     for known in _urls.learned():
         if _urls.origin(known) == here:
-            path = len(os.path.commonprefix([_urls.strip_credentials(known), url]))
-            if best is None or path > best[0]:
-                best = (path, known)
+            theirs = _path_segments(known)
+            shared = next((i for i, (a, b) in enumerate(zip(theirs, wanted))
+                           if a != b and not (a == "{backend}" and _BACKEND_SEGMENT.fullmatch(b))),
+                          min(len(theirs), len(wanted)))
+            rank = (shared == len(theirs), shared)
+            if best is None or rank > best[0]:
+                best = (rank, known)
     if best is not None:
         return _urls.credentials(best[1])
     found = _netrc(here[1])
@@ -316,10 +335,31 @@ def explain(output: str) -> str:
     if re.search(r"(?i)certificate|UnknownIssuer|tls|ssl", text):
         text += ("\n  hint: to trust a private CA, set `cert = /path/to/ca.pem` in pip.conf (or PIP_CERT), as for "
                  "pip; tritonlock also honours pip's `client-cert` and otherwise trusts the system store")
-    elif asked_for_credentials(text):
-        text += ("\n  hint: give credentials as pip takes them: in the index URL ([indexes] in triton-env.toml, "
-                 "PIP_INDEX_URL or pip.conf), in ~/.netrc, or in your keyring")
+    elif asked_for_credentials(text) or re.search(r"not found in the package registry|authentication", text):
+        clash = _credentials_clash()
+        if clash:
+            text += (f"\n  hint: {clash} are on one host and want different credentials, and uv hands a host one set "
+                     "of credentials, the first it used there (the other index answers 401, which uv reports as "
+                     "\"not found\") — give both indexes one token that reads both, or serve them from different hosts "
+                     "or ports")
+        elif asked_for_credentials(text):
+            text += ("\n  hint: give credentials as pip takes them: in the index URL ([indexes] in triton-env.toml, "
+                     "PIP_INDEX_URL or pip.conf), in ~/.netrc, or in your keyring")
     return text
+
+
+def _credentials_clash() -> str | None:
+    """Two index URLs this process learned on one origin with different credentials, named without them ("A and
+    B"), or None."""
+    seen: dict[tuple[str, str, int | None], str] = {}
+    for url in _urls.learned():
+        where = _urls.origin(url)
+        if where is None:
+            continue
+        first = seen.setdefault(where, url)
+        if _urls.credentials(first) != _urls.credentials(url):
+            return f"{_urls.strip_credentials(first)} and {_urls.strip_credentials(url)}"
+    return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
