@@ -712,6 +712,35 @@ def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_an
     code, out = _run("check", "-p", str(root))  # uv.lock beside the lock: the same file
     assert code == 0, out
 
+def test_a_wheel_named_by_its_file_url_is_locked_checked_and_synced(tmp_path: Path, pypi: LocalIndex) -> None:
+    """`kernelpkg @ file:///…/kernelpkg-1.0-….whl` (the documented local form): uv's answer names the file by its path,
+    with no URL — every resolve failed on it with a traceback (KeyError 'url'). It is locked as its file:// URL with its
+    sha256 and size, its native code read and judged, and it is synced and exported as that file."""
+    import hashlib
+    import shutil
+
+    src = next((pypi.root / "simple" / "_files").glob("kernelpkg-1.0-*.whl"))
+    whl = tmp_path / "my wheels" / src.name  # (a space in the path: the URL is percent-encoded, the name is not)
+    whl.parent.mkdir()
+    shutil.copy(src, whl)
+    root = _project(tmp_path / "p", pypi, [f"kernelpkg @ {whl.as_uri()}"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert "native code checked: 1 shared object of 1 package (kernelpkg)" in out and "Traceback" not in out
+    lock = read_lock(root / "triton-env.lock")
+    (kp,) = [q for q in lock.targets[0].packages if q.name == "kernelpkg"]
+    (w,) = kp.wheels
+    assert (kp.version, kp.index, w.url, w.name, kp.direct) == ("1.0", whl.as_uri(), whl.as_uri(), src.name, True)
+    assert (w.sha256, w.size) == (hashlib.sha256(whl.read_bytes()).hexdigest(), whl.stat().st_size)
+    code, out = _run("check", "-p", str(root))
+    assert code == 0 and "every file hashed" in out, out
+    code, out = _run("export", "-p", str(root), "--format", "requirements")
+    assert f"kernelpkg @ {whl.as_uri()} \\\n    --hash=sha256:{w.sha256}" in out, out
+    code, out = _run("sync", "-p", str(root), "--target", "gpu", "--no-verify")
+    assert code == 0, out
+    assert list((root / ".venv").glob("lib/python*/site-packages/kernelpkg-1.0.dist-info")), out
+
+
 def test_a_package_from_a_folder_is_refused_with_the_way_to_pin_it(tmp_path: Path, pypi: LocalIndex) -> None:
     """`mylib @ file:///…/mylib` (a folder, or a git checkout): uv locks it with no file, so there is no sha256 to pin.
     Before, the lock was written without a file for it and could not be read back; now resolve says so (exit 2),
