@@ -166,7 +166,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
         url_problem = _checks._requirement_url_problem(text)
         if url_problem:
             p.add(("environment", "packages", i), f"{_urls.redact(_toml.shown(req, 120))}: {url_problem}",
-                  "give a plain https:// or file:// URL; keep credentials in ~/.netrc or your keyring")
+                  _checks.URL_FIX)
             continue
         if name.lower() in ("torch", "triton"):
             p.add(("environment", "packages", i), f"{name} is set by [environment].{name.lower()}",
