@@ -811,7 +811,9 @@ def test_an_image_interpreter_named_with_python_is_compared_without_false_errors
                                              *extras]):
         whl = build_wheel(image / "more" / str(i), name, version, **kw)  # type: ignore[arg-type]
         uv("pip", "install", "-q", "--python", str(venv / "bin" / "python"), "--no-deps", "--no-index", str(whl))
-    (site_packages(venv) / "certifi" / "cacert.pem").write_text("the system's CA bundle, longer\n")
+    bundle = site_packages(venv) / "certifi" / "cacert.pem"
+    bundle.unlink()  # (the image put a file of its own there, as a COPY or a package manager does: not a hard link)
+    bundle.write_text("the system's CA bundle, longer\n")
     project = tmp_path / "proj"
     project.mkdir()
     write_lock(project, [("torch", "2.11.0+cu130"), ("triton", "3.6.0")])

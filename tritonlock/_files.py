@@ -399,3 +399,43 @@ def open_lock_file(path: str | Path) -> int:
         os.close(fd)
         raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a lock file", str(path))
     return fd
+
+
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+
+
+def clones(source_dir: Path, target_dir: Path) -> bool:
+    """Whether a file in `source_dir` can be cloned copy-on-write into `target_dir` (tried with two small files,
+    which are removed again): Linux's FICLONE, macOS's clonefile."""
+    import contextlib
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    src = dst = None
+    try:
+        source_dir.mkdir(parents=True, exist_ok=True)  # (uv's cache directory: uv makes it too)
+        fd, name = tempfile.mkstemp(prefix=".tritonlock-clone-", dir=source_dir)
+        src = Path(name)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(b"\0" * 4096)
+        dst = target_dir / f".tritonlock-clone-{os.getpid()}-{src.name[-8:]}"
+        if sys.platform == "darwin":
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            return bool(libc.clonefile(os.fsencode(src), os.fsencode(dst), 0) == 0)
+        if not sys.platform.startswith("linux"):
+            return False
+        import fcntl
+
+        with open(src, "rb") as a, open(dst, "xb") as b:
+            fcntl.ioctl(b.fileno(), _FICLONE, a.fileno())
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False
+    finally:
+        for f in (src, dst):
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.unlink()
