@@ -260,3 +260,39 @@ def test_check_calls_a_malformed_sha256_a_hash_problem(tmp_path: Path) -> None:
     (tmp_path / "triton-env.lock").write_text(good.replace('hashes = { sha256 = "' + "b" * 64 + '" }', "hashes = {}"))
     problems = json.loads(_run("check", "-p", str(tmp_path), "--json")[1])["problems"]
     assert [p["kind"] for p in problems] == ["hash"] and "has no sha256 hash" in problems[0]["message"], problems
+
+
+@pytest.mark.parametrize("planted", ["a FIFO", "a link to /dev/zero", "a 2 GB file", "not UTF-8"])
+def test_a_kept_check_answer_that_is_not_a_small_file_is_no_answer(locked: Path, tmp_path: Path, planted: str) -> None:
+    """check's kept answer (~/.cache/tritonlock/check/KEY.txt) replaced by a FIFO, a link to /dev/zero, a 2 GB file
+    or bytes that are not text: `check` (the console script's fast path, then the full check) answers as if none were
+    kept — it hung on the FIFO and read /dev/zero until memory ran out."""
+    import os
+    import subprocess
+    import sys
+
+    from tritonlock import _kept
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tritonlock", "check", "-p", str(locked)], capture_output=True,
+                              text=True, env=env, timeout=120)
+
+    first = check()
+    assert first.returncode == 0, first.stdout + first.stderr
+    (kept,) = list((tmp_path / "cache" / "tritonlock" / "check").glob("*.txt"))
+    kept.unlink()
+    if planted == "a FIFO":
+        os.mkfifo(kept)
+    elif planted == "a link to /dev/zero":
+        kept.symlink_to("/dev/zero")
+    elif planted == "a 2 GB file":
+        with open(kept, "wb") as fh:
+            fh.truncate(2 * 1024 ** 3)  # (sparse: no disk)
+    else:
+        kept.write_bytes(b"tritonlock-check \xff\xfe ok\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        assert _kept.cached_check(str(locked), False) is None
+    again = check()
+    assert (again.returncode, again.stdout) == (0, first.stdout), again.stderr

@@ -10,6 +10,9 @@ from tritonlock._machine import sha256_hex
 from tritonlock._stamp import code_stamp
 
 
+_KEPT_LIMIT = 4 * 1024 * 1024  # a passing check's answer is a line, or a JSON document of a few KB
+
+
 def _folder() -> str:
     home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(home, "tritonlock", "check")
@@ -47,10 +50,9 @@ def cached_check(project: str, as_json: bool) -> str | None:
     key = check_key(project, as_json)
     if key is None:
         return None
-    try:
-        with open(os.path.join(_folder(), key + ".txt"), encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError:
+    try:  # a regular file, and a small one: a FIFO, a device or a huge file put there is no answer (nor a hang)
+        text = read_bytes(os.path.join(_folder(), key + ".txt"), limit=_KEPT_LIMIT).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
     head, sep, body = text.partition("\n")
     return body if sep and head == f"tritonlock-check {key} ok" else None
