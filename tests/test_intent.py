@@ -363,3 +363,30 @@ def test_package_builds_credentials_stay_in_memory() -> None:
         assert index.credentials("https://w.example/1.0/cu128/kp/") == ("u", "T0K/EN")
     finally:
         _urls.forget()
+
+
+@pytest.mark.parametrize("name", ["triton-env.toml", "pyproject.toml"])
+def test_learn_credentials_reads_every_index_url_of_the_intent_and_nothing_else(tmp_path: Path, name: str) -> None:
+    """What sync learns from an intent it does not parse (the lock is fresh): the credentials in [indexes] and in
+    [[package-builds]] indexes — and none from elsewhere in the file (a comment, a requirement's URL)."""
+    from tritonlock import _urls
+    from tritonlock.intent.read import learn_credentials
+    from tritonlock.lock import index
+
+    pre = "tool.tritonlock." if name == "pyproject.toml" else ""
+    body = ('[project]\nname = "p"\ndependencies = ["a @ https://r:REQ@y.example/a-1-py3-none-any.whl"]\n'
+            if pre else '[environment]\npackages = ["a @ https://r:REQ@y.example/a-1-py3-none-any.whl"]\n')
+    body += (f'# default = "https://c:COMMENT@x.example/simple"\n[{pre}indexes]\n'
+             'torch = "https://t:T0K@h.example/whl/{backend}"\ndefault = "https://d:D3F@h.example/simple"\n'
+             f'[[{pre}package-builds]]\nname = "kp"\nindex = "https://b:B1D@w.example/{{version}}/{{cuda}}"\n'
+             'cuda = ["cu128"]\n')
+    (tmp_path / name).write_text(body)
+    _urls.forget()
+    try:
+        learn_credentials(tmp_path / name)
+        assert index.credentials("https://h.example/whl/cu128/torch/") == ("t", "T0K")
+        assert index.credentials("https://h.example/simple/einops/") == ("d", "D3F")
+        assert index.credentials("https://w.example/1.0/cu128/kp/") == ("b", "B1D")
+        assert index.credentials("https://x.example/simple/") is None and index.credentials("https://y.example/a") is None
+    finally:
+        _urls.forget()
