@@ -68,16 +68,32 @@ def populate(idx: LocalIndex) -> None:
 
 
 # Real torch for verify and doctor, got the way a user gets it: from PyTorch's CPU index when it answers, else what
-# pip installs from the default index (pip's configuration: PyPI, a mirror, a find-links folder), with the triton
-# that torch pins — read from the installed torch's METADATA, or, for a CPU build (which pins none), the one its CUDA
-# builds pin (compat/torch.toml: what tritonlock itself locks for a CPU target). Triton's interpreter runs the
-# kernels on the CPU.
+# pip's configuration names (the default index — PyPI, a mirror —, its extra indexes and find-links folders, where a
+# CPU wheel may wait), with the triton that torch pins — read from the installed torch's METADATA, or, for a CPU
+# build (which pins none), the one its CUDA builds pin (compat/torch.toml: what tritonlock itself locks for a CPU
+# target). Triton's interpreter runs the kernels on the CPU. uv installs it: its downloads run in parallel (PyPI's
+# Linux torch is a CUDA build, 4.7 GB installed, about 20 wheels), and with a cache of its own that it removes after,
+# so no machine cache (pip's, uv's) fills up with it.
 TORCH = "2.13.0"
 
 
-def _venv_pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
-                          capture_output=True, text=True)
+def _uv_install(python: Path, index: str | None, *reqs: str) -> subprocess.CompletedProcess[str]:
+    """`uv pip install` into the venv from `index`, or, with None, from where pip's configuration points (as pip
+    would: the default index, extra indexes and find-links folders, credentials and TLS settings alike)."""
+    from tritonlock._subprocess import uv_bin
+    from tritonlock.lock import index as pipconf
+
+    args = [uv_bin(), "pip", "install", "-q", "--no-config", "--no-cache", "--python", str(python)]
+    if index is not None:
+        env = pipconf.uv_env(named={}, default=index)
+    else:
+        env = pipconf.uv_env(named={}, default=pipconf.default_index())
+        for setting, flag in (("extra-index-url", "--extra-index-url"), ("find-links", "--find-links")):
+            found = pipconf.pip_setting(setting)
+            args += [f"{flag}={value}" for value in (found[0].split() if found else ())]
+        args.append("--index-strategy=unsafe-best-match")  # (pip takes the best version from every source)
+    full = {k: v for k, v in os.environ.items() if k not in pipconf.UV_UNSET}
+    return subprocess.run([*args, *reqs], capture_output=True, text=True, env={**full, **env})
 
 
 def _triton_pin(python: Path) -> str | None:
@@ -128,11 +144,11 @@ def real_torch_python(request: pytest.FixtureRequest) -> str:
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(root / "venv")], check=True)
     started = time.monotonic()
     if unreachable(cpu_index, "torch") is None:
-        source = f"torch=={TORCH} from PyTorch's CPU index ({cpu_index})"
-        proc = _venv_pip(python, "--index-url", cpu_index, f"torch=={TORCH}")
+        source, index = f"torch=={TORCH} from PyTorch's CPU index ({cpu_index})", cpu_index
     else:
-        source = f"torch=={TORCH} from the default index (pip's configuration; PyTorch's CPU index did not answer)"
-        proc = _venv_pip(python, f"torch=={TORCH}")
+        source, index = (f"torch=={TORCH} from the default index (pip's configuration; PyTorch's CPU index did not "
+                         "answer)"), None
+    proc = _uv_install(python, index, f"torch=={TORCH}")
     if proc.returncode != 0:
         pytest.fail(f"cannot install {source}: {proc.stderr[-800:]}")
     pin = _triton_pin(python)
@@ -143,7 +159,7 @@ def real_torch_python(request: pytest.FixtureRequest) -> str:
         assert release is not None and release.triton, f"the matrix must know torch {TORCH}'s triton"
         pin = release.triton
         why = f"triton {pin}, which torch {TORCH}'s CUDA builds pin (this build pins none; compat/torch.toml)"
-    proc = _venv_pip(python, f"triton=={pin}", "numpy")
+    proc = _uv_install(python, None, f"triton=={pin}", "numpy")  # (PyTorch's CPU index has no triton)
     if proc.returncode != 0:
         pytest.fail(f"cannot install triton=={pin} beside {source}: {proc.stderr[-800:]}")
     said = f"{source}, with {why} (installed in {time.monotonic() - started:.0f} s)"
@@ -258,13 +274,11 @@ def real_torch_backend(real_torch_python: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def real_cpu_torch_python(real_torch_python: str, real_torch_backend: str) -> str:
-    """The real-torch venv, for tests about torch's CPU build itself: skipped (saying why) where the set-up could only
-    get a CUDA build (PyTorch's CPU index did not answer, and the default index ships torch as a CUDA build)."""
-    if real_torch_backend != "cpu":
-        pytest.skip(f"needs torch's CPU build; the set-up got the {real_torch_backend} build (PyTorch's CPU index did "
-                    "not answer, and the default index ships that one)")
-    return real_torch_python
+def real_torch_version(real_torch_python: str) -> str:
+    """torch.__version__ in the real-torch venv, with its build label: "2.13.0+cpu", or "2.13.0+cu130" for the CUDA
+    build the default index ships — what verify and doctor name, so a test expects it from the venv it really got."""
+    return subprocess.run([real_torch_python, "-c", "import torch; print(torch.__version__)"], check=True,
+                          capture_output=True, text=True).stdout.strip()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

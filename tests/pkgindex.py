@@ -185,9 +185,13 @@ class LocalIndex:
     _server: http.server.ThreadingHTTPServer | None = field(default=None, repr=False)
     requests: list[str] = field(default_factory=list)
     auth: tuple[str, str] | None = None  # HTTP basic credentials every request must carry
+    # Credentials by path: a request whose path starts with a key must carry those (the longest key wins), not `auth`
+    # — two indexes on one server, each with a token of its own
+    path_auth: dict[str, tuple[str, str]] = field(default_factory=dict)
     tls: tuple[Path, Path] | None = None  # (certificate chain PEM, key PEM): serve HTTPS
     client_ca: Path | None = None  # with tls: require a client certificate signed by this CA
     seen_auth: list[str] = field(default_factory=list)  # Authorization headers received (user names only)
+    seen_auth_at: list[tuple[str, str]] = field(default_factory=list)  # the same, with each request's path
     delay: float = 0.0  # seconds each wheel download waits before it is served (an install that takes a while)
     # While set to an Event that is not set, every file download waits for it (an install held mid-download, for as
     # long as the test needs: it opens the gate when it wants the downloads to go on)
@@ -243,8 +247,14 @@ class LocalIndex:
                 got = self.headers.get("Authorization")
                 if got:  # every credential a client hands this index, asked for or not
                     seen.append(base64.b64decode(got.split()[-1]).decode(errors="replace").split(":")[0])
-                if want is not None:
-                    if got != want:
+                    outer.seen_auth_at.append((self.path, seen[-1]))
+                need = want
+                for key in sorted(outer.path_auth, key=len):
+                    if self.path.startswith(key):
+                        user, password = outer.path_auth[key]
+                        need = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+                if need is not None:
+                    if got != need:
                         self.send_response(401)
                         self.send_header("WWW-Authenticate", 'Basic realm="tritonlock-tests"')
                         self.send_header("Content-Length", "0")

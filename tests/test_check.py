@@ -16,6 +16,7 @@ from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.errors import IntentError
 from tritonlock.intent.read import read_intent
+from tritonlock.records import read_records
 
 A100 = '[[targets]]\nname = "a100"\nos = "linux"\narch = "x86_64"\nglibc = "2.31"\ndriver = "550.54.15"\ngpus = ["8.0", "8.0"]\n'
 LAPTOP = '# no NVIDIA GPU; detected by tritonlock host\n[[targets]]\nname = "laptop"\nos = "linux"\narch = "x86_64"\nglibc = "2.35"\n'
@@ -194,7 +195,8 @@ def test_check_fails_when_the_matrix_changes_a_decision(locked: Path, monkeypatc
     assert "laptop" not in out  # its CPU build did not change
 
 
-def test_check_host_and_require_verified(locked: Path, real_torch_python: str, real_triton: str) -> None:
+def test_check_host_and_require_verified(locked: Path, real_torch_python: str, real_triton: str,
+                                        real_torch_backend: str, real_torch_version: str) -> None:
     code, out = _run("check", "-p", str(locked), "--host", env={"TRITONLOCK_ARCH": "aarch64"})
     assert code == 1 and out.startswith(f"this machine matches no target in {locked}/triton-env.lock (")
     assert "save it with `tritonlock host --save hosts/NAME.toml`" in out
@@ -218,8 +220,16 @@ def test_check_host_and_require_verified(locked: Path, real_torch_python: str, r
     code, out = _run("check", "-p", str(locked), "--require-verified", "--json")
     doc = json.loads(out)
     assert [p["target"] for p in doc["problems"]] == ["a100", "laptop"] and doc["verified"] == [], doc
-    assert ("its last verify failed on ci-runner-1" in doc["problems"][1]["message"]
-            and f"triton version: triton is {real_triton} but the lock pins triton==3.2.0" in doc["problems"][1]["message"])
+    # the problem names the run's first failure: with torch's CPU build (the lock's backend) the triton beside it;
+    # with a CUDA build (what the default index ships) the build itself, before the triton
+    (record,) = read_records(locked / "triton-env.verified.toml")
+    wrong_triton = f"triton version: triton is {real_triton} but the lock pins triton==3.2.0"
+    assert any(f.startswith(wrong_triton) for f in record.failures), record.failures
+    first = wrong_triton if real_torch_backend == "cpu" else (
+        "torch CUDA build: the lock's backend is cpu (CPU only (torch.version.cuda is None)) but torch "
+        f"{real_torch_version} is built")
+    assert record.failures[0].startswith(first), (real_torch_backend, record.failures)
+    assert f"its last verify failed on ci-runner-1 ({record.when}: {record.failures[0]})" in doc["problems"][1]["message"]
     code, out = _run("show", "-p", str(locked), "--target", "laptop")
     assert "verified 20" in out and "on ci-runner-1: no GPU (interpreter), driver none, linux/x86_64 — FAILED" in out
     # a new lock for the laptop (another numpy, say) makes the record stale
@@ -250,3 +260,39 @@ def test_check_calls_a_malformed_sha256_a_hash_problem(tmp_path: Path) -> None:
     (tmp_path / "triton-env.lock").write_text(good.replace('hashes = { sha256 = "' + "b" * 64 + '" }', "hashes = {}"))
     problems = json.loads(_run("check", "-p", str(tmp_path), "--json")[1])["problems"]
     assert [p["kind"] for p in problems] == ["hash"] and "has no sha256 hash" in problems[0]["message"], problems
+
+
+@pytest.mark.parametrize("planted", ["a FIFO", "a link to /dev/zero", "a 2 GB file", "not UTF-8"])
+def test_a_kept_check_answer_that_is_not_a_small_file_is_no_answer(locked: Path, tmp_path: Path, planted: str) -> None:
+    """check's kept answer (~/.cache/tritonlock/check/KEY.txt) replaced by a FIFO, a link to /dev/zero, a 2 GB file
+    or bytes that are not text: `check` (the console script's fast path, then the full check) answers as if none were
+    kept — it hung on the FIFO and read /dev/zero until memory ran out."""
+    import os
+    import subprocess
+    import sys
+
+    from tritonlock import _kept
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tritonlock", "check", "-p", str(locked)], capture_output=True,
+                              text=True, env=env, timeout=120)
+
+    first = check()
+    assert first.returncode == 0, first.stdout + first.stderr
+    (kept,) = list((tmp_path / "cache" / "tritonlock" / "check").glob("*.txt"))
+    kept.unlink()
+    if planted == "a FIFO":
+        os.mkfifo(kept)
+    elif planted == "a link to /dev/zero":
+        kept.symlink_to("/dev/zero")
+    elif planted == "a 2 GB file":
+        with open(kept, "wb") as fh:
+            fh.truncate(2 * 1024 ** 3)  # (sparse: no disk)
+    else:
+        kept.write_bytes(b"tritonlock-check \xff\xfe ok\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        assert _kept.cached_check(str(locked), False) is None
+    again = check()
+    assert (again.returncode, again.stdout) == (0, first.stdout), again.stderr

@@ -64,7 +64,7 @@ def _no_secret_anywhere(*roots: Path, outputs: list[str]) -> None:
         assert SECRET not in out, out
     for root in roots:
         for f in root.rglob("*"):
-            if f.is_file() and not f.is_symlink() and f.name != "triton-env.toml":  # (the user's own file)
+            if f.is_file() and not f.is_symlink() and f.name not in ("triton-env.toml", "pyproject.toml"):  # (theirs)
                 assert SECRET.encode() not in f.read_bytes(), f
 
 
@@ -200,7 +200,7 @@ def test_redact_and_strip() -> None:
 
 # ---------------------------------------------------------------- secrets with raw "/", "@" and more
 
-from urllib.parse import unquote  # noqa: E402
+from urllib.parse import unquote, urlsplit  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -235,8 +235,13 @@ def test_a_url_with_a_raw_secret_parses_to_its_host_and_the_secret_is_never_show
         for text in (_urls.redact(f"uv said: {url} (HTTP 401)"), _urls.strip_credentials(url), _urls.shown(url, 60),
                      _urls.strip_all_credentials(f"url: {url}\n")):
             assert _hidden(password or user, text), text
-        again = _urls.with_credentials(bare, *got)
-        assert _urls.credentials(again) == got and _urls.origin(again) == _urls.origin(url)
+        # what the credentials become for every other reader — uv, requests, urllib — read with a strict parser
+        # (urllib's, which ends the host at the first "/" and the user information at the last "@"): the host, the
+        # user and the password come back whole, so a "/", "@", ":" or "#" in them was percent-encoded
+        strict = urlsplit(_urls.normalize(url))
+        assert (strict.hostname, strict.port) == (name.strip("[]").lower(), int(port) if port else None), (url, strict)
+        assert (unquote(strict.username or ""), unquote(strict.password or "")) == got, (url, strict)
+        assert strict.path == path and not strict.query and not strict.fragment, (url, strict)
 
 
 def _dry_run(proj: Path, env: dict[str, str]) -> tuple[int, str]:
@@ -352,3 +357,120 @@ def test_credentials_go_only_to_their_own_origin(tmp_path: Path, auth_index: Loc
             assert index.credentials(url) == (None if url.startswith((other.url, "https")) else (USER, SECRET)), url
     finally:
         other.stop()
+
+
+# ---------------------------------------------------------------- each command in its own process, as users run them
+
+def _tl_process(proj: Path, tmp_path: Path, *args: str) -> tuple[int, str]:
+    """tritonlock in a process of its own (what a user runs: nothing learned by an earlier command survives), with no
+    credential from the machine: not pip's configuration, ~/.netrc or a keyring."""
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "TRITONLOCK_"))}
+    env.update(PIP_CONFIG_FILE=os.devnull, NETRC=str(tmp_path / "no-netrc"), UV_CACHE_DIR=str(tmp_path / "uv-cache"),
+               UV_PYTHON_DOWNLOADS="never", PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
+               TRITONLOCK_NATIVE_CACHE=str(tmp_path / "tl-cache"))
+    r = subprocess.run([sys.executable, "-m", "tritonlock", *args, "-p", str(proj)], capture_output=True, text=True,
+                       env=env, timeout=300)
+    return r.returncode, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("intent_file", ["triton-env.toml", "pyproject.toml"])
+def test_credentials_in_the_intent_reach_a_sync_run_on_its_own(tmp_path: Path, auth_index: LocalIndex,
+                                                              intent_file: str) -> None:
+    """`resolve`, then `sync` in a new process: the lock is fresh, so sync does not parse the intent — and still
+    installs with the credentials written in its [indexes] (it got HTTP 401, and advised writing them there). The
+    wheelhouse export, also a process of its own, too; no secret in any output or file."""
+    host = auth_index.url.split("//")[1]
+    proj = tmp_path / "p"
+    proj.mkdir()
+    indexes = (f'torch = "http://{USER}:{SECRET}@{host}/whl/{{backend}}"\n'
+               f'default = "http://{USER}:{SECRET}@{host}/simple"\n')
+    if intent_file == "triton-env.toml":
+        (proj / intent_file).write_text(INTENT + "[indexes]\n" + indexes)
+    else:
+        (proj / intent_file).write_text(
+            '[project]\nname = "p"\nversion = "0"\ndependencies = ["einops"]\n[tool.tritonlock.environment]\n'
+            'python = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\n[tool.tritonlock.indexes]\n' + indexes)
+    outputs = []
+    for args in (("resolve",), ("sync", "--no-verify"), ("sync", "--no-verify", "--reinstall"),
+                 ("export", "--format", "wheelhouse", "-o", str(tmp_path / "wheels"))):
+        code, out = _tl_process(proj, tmp_path, *args)
+        assert code == 0, (args, out)
+        outputs.append(out)
+    assert "is up to date" not in outputs[1] and "6 installed" in outputs[1], outputs[1]
+    assert _installed(proj) == "2.6.0+cpu"
+    _no_secret_anywhere(proj, tmp_path / "uv-cache", tmp_path / "wheels", outputs=outputs)
+
+
+def _two_token_index(root: Path, torch_path: str) -> LocalIndex:
+    """One server, two indexes, each wanting its own credentials: the torch index at `torch_path`/cpu (for
+    "whl": beside the default index; for "simple/whl": inside its path) and the default index at /simple."""
+    idx = LocalIndex(root, path_auth={"/simple/": ("bob", "b0b-S3CRET/x"),
+                                      f"/{torch_path}/": ("tina", "T1NA/t0ken+=")})
+    idx.add(f"{torch_path}/cpu", "torch", "2.6.0+cpu", requires=("filelock>=3.0",),
+            tag="py3-none-manylinux_2_17_x86_64")
+    for name, version, kw in (("filelock", "3.16.1", {}), ("einops", "0.8.0", {"requires": ("typing-extensions>=4",)}),
+                              ("typing-extensions", "4.12.2", {}),
+                              ("numpy", "1.26.4", {"tag": "py3-none-manylinux_2_17_x86_64"}),
+                              ("triton", "3.2.0", {"tag": "py3-none-manylinux_2_17_x86_64"})):
+        idx.add("simple", name, version, **kw)  # type: ignore[arg-type]
+    return idx.start()
+
+
+@pytest.mark.parametrize("torch_path", ["whl", "simple/whl"])
+def test_two_indexes_on_one_server_wanting_two_tokens_say_why_uv_fails(tmp_path: Path, torch_path: str) -> None:
+    """Two indexes on one host (beside each other, or one inside the other's path), each wanting its own token: uv
+    (0.13) sends a host the credentials it used there first, so the other index answers 401, which uv reports as "not
+    found". resolve fails saying that, naming both indexes without their secrets, and what to do."""
+    idx = _two_token_index(tmp_path / "index", torch_path)
+    try:
+        host = idx.url.split("//")[1]
+        proj = tmp_path / "p"
+        proj.mkdir()
+        (proj / "triton-env.toml").write_text(
+            INTENT + f'[indexes]\ntorch = "http://tina:T1NA/t0ken+=@{host}/{torch_path}/{{backend}}"\n'
+                     f'default = "http://bob:b0b-S3CRET/x@{host}/simple"\n')
+        code, out = _tl_process(proj, tmp_path, "resolve")
+        assert code == 4, out
+        assert (f"hint: http://{host}/{torch_path}/{{backend}} and http://{host}/simple are on one host and want "
+                "different credentials, and uv hands a host one set of credentials") in out, out
+        assert "give both indexes one token that reads both" in out and "T1NA" not in out and "b0b-S3" not in out
+        # with one token for both, the same layout locks and installs (each path checks its own; both accept it)
+        idx.path_auth.update({"/simple/": ("tina", "T1NA/t0ken+="), f"/{torch_path}/": ("tina", "T1NA/t0ken+=")})
+        intent = proj / "triton-env.toml"
+        intent.write_text(intent.read_text().replace("bob:b0b-S3CRET/x", "tina:T1NA/t0ken+="))
+        for args in (("resolve",), ("sync", "--no-verify")):
+            code, out = _tl_process(proj, tmp_path, *args)
+            assert code == 0, (args, out)
+        assert _installed(proj) == "2.6.0+cpu"
+        assert any(p.startswith(f"/{torch_path}/cpu/_files/torch-") for p, _ in idx.seen_auth_at), idx.seen_auth_at
+    finally:
+        idx.stop()
+
+
+@pytest.mark.parametrize("order", ["outer first", "inner first"])
+def test_credentials_are_matched_by_the_deepest_index_path_that_holds_the_url(order: str) -> None:
+    """credentials(url) with several indexes on one origin: the index whose path holds the URL wins, the deepest of
+    nested ones; a path shared in part counts by whole segments ("/simple-x" is not inside "/simple"); with no
+    better match, the first learned — in either order of learning."""
+    outer, inner = "https://a:A@h.example/simple/", "https://b:B@h.example/simple/private"
+    other = "https://c:C@h.example/whl/{backend}"  # ([indexes].torch, as written: any backend's path is its)
+    for url in ([outer, inner, other] if order == "outer first" else [inner, other, outer]):
+        _urls.learn(url)
+    # a torch index inside the default index's path: {backend} is any backend's segment, and no other
+    _urls.learn("https://d:D@g.example/pypi")
+    _urls.learn("https://e:E@g.example/pypi/{backend}")
+    assert index.credentials("https://g.example/pypi/cu130/torch/") == ("e", "E")
+    assert index.credentials("https://g.example/pypi/rocm6.4/_files/torch.whl") == ("e", "E")
+    assert index.credentials("https://g.example/pypi/numpy/") == ("d", "D")
+    cases = {"https://h.example/simple/private/pkg/": ("b", "B"), "https://h.example/simple/private": ("b", "B"),
+             "https://h.example/simple/pkg/": ("a", "A"), "https://h.example/simple": ("a", "A"),
+             "https://h.example/simple/_files/x.whl": ("a", "A"), "https://h.example/whl/cu126/torch/": ("c", "C"),
+             "https://h.example/whl/cu128/_files/torch.whl": ("c", "C"), "https://h.example/whl": ("c", "C"),
+             "https://h.example/simple-x/pkg/": None, "http://h.example/simple/pkg/": None,
+             "https://h.example:8443/simple/pkg/": None, "https://other.example/simple/pkg/": None}
+    first = ("a", "A") if order == "outer first" else ("b", "B")
+    for url, want in cases.items():
+        got = index.credentials(url)
+        assert got == (first if want is None and url.startswith("https://h.example/") else want), (url, got)

@@ -749,12 +749,24 @@ def test_venv_whose_python_was_removed(tmp_path: Path) -> None:
         "sync` make a new one")
 
 
-def test_real_cpu_torch_on_a_gpu_host(tmp_path: Path, real_cpu_torch_python: str) -> None:
-    """A real venv with torch's CPU build (the one CI installs) examined on a recorded GPU host."""
-    r = examine(tmp_path, real_cpu_torch_python, host=host(), matrix=None)
-    f = only(r, "torch-cpu-only")
-    assert f.severity == "error"
-    assert f.title.startswith("CPU-only torch 2.13.0+cpu is installed in ")
+def test_real_torch_on_a_gpu_host(tmp_path: Path, real_torch_python: str, real_torch_backend: str,
+                                  real_torch_version: str) -> None:
+    """The real torch venv examined on recorded GPU hosts: its CPU build (PyTorch's CPU index) is named as such on
+    the H200; a CUDA build (the default index's) is not, and on a driver older than its CUDA it is named as too new."""
+    ids_of = lambda r: [f.id for f in r.findings]  # noqa: E731
+    h200 = examine(tmp_path, real_torch_python, host=host(), matrix=None)
+    old = examine(tmp_path, real_torch_python, host=host(driver="535.104.05", cuda_driver="12.2"), matrix=None)
+    if real_torch_backend == "cpu":
+        f = only(h200, "torch-cpu-only")
+        assert f.severity == "error"
+        assert f.title.startswith(f"CPU-only torch {real_torch_version} is installed in ")
+        assert "torch-cuda-too-new" not in ids_of(old)
+    else:
+        cuda = f"{real_torch_backend[2:-1]}.{real_torch_backend[-1]}"
+        assert "torch-cpu-only" not in ids_of(h200) and "torch-cuda-too-new" not in ids_of(h200), ids_of(h200)
+        f = only(old, "torch-cuda-too-new")
+        assert f.severity == "error" and f.title == (f"torch {real_torch_version} is built for CUDA {cuda}, but "
+                                                     "driver 535.104.05 supports CUDA 12.2 at most"), f.title
 
 
 CPU_HOST = dict(driver=None, cuda_driver=None, gpus=(), nvcc=None, probes=())
@@ -762,7 +774,9 @@ CPU_HOST = dict(driver=None, cuda_driver=None, gpus=(), nvcc=None, probes=())
 
 @pytest.mark.slow
 def test_real_venv_without_numpy_on_a_cpu_host_is_not_healthy(tmp_path: Path, no_numpy_python: str,
-                                                               real_cpu_torch_python: str, real_triton: str) -> None:
+                                                               real_torch_python: str, real_triton: str,
+                                                               real_torch_backend: str,
+                                                               real_torch_version: str) -> None:
     """What `verify` fails on (Triton's interpreter needs numpy), doctor reports too — and not when numpy is there."""
     r = examine(tmp_path, no_numpy_python, host=host(**CPU_HOST), matrix=None)
     f = only(r, "triton-interpreter-no-numpy")
@@ -772,13 +786,17 @@ def test_real_venv_without_numpy_on_a_cpu_host_is_not_healthy(tmp_path: Path, no
                        "Triton's interpreter, which needs numpy, and numpy is not installed")
     assert f.evidence[0].startswith(f"triton {real_triton} in ")
     assert f.fix.startswith("lock numpy: `tritonlock resolve --upgrade`")
-    healthy = examine(tmp_path, real_cpu_torch_python, host=host(**CPU_HOST), matrix=None)
+    healthy = examine(tmp_path, real_torch_python, host=host(**CPU_HOST), matrix=None)
     assert "triton-interpreter-no-numpy" not in [x.id for x in healthy.findings]
-    # with a GPU, Triton compiles for it; the CPU build of torch is its own finding, and numpy still matters
+    # with a GPU, Triton compiles for it: a CUDA build of torch needs no numpy there; the CPU build is its own
+    # finding, and numpy still matters
     on_gpu = examine(tmp_path, no_numpy_python, host=host(), matrix=None)
-    assert only(on_gpu, "triton-interpreter-no-numpy").title.endswith(
-        "torch 2.13.0+cpu is a CPU build, so they run only in Triton's interpreter, which needs numpy, and numpy is "
-        "not installed")
+    if real_torch_backend == "cpu":
+        assert only(on_gpu, "triton-interpreter-no-numpy").title.endswith(
+            f"torch {real_torch_version} is a CPU build, so they run only in Triton's interpreter, which needs numpy, "
+            "and numpy is not installed")
+    else:
+        assert "triton-interpreter-no-numpy" not in [x.id for x in on_gpu.findings], on_gpu.findings
 
 
 def test_an_image_interpreter_named_with_python_is_compared_without_false_errors(tmp_path: Path) -> None:
@@ -793,7 +811,9 @@ def test_an_image_interpreter_named_with_python_is_compared_without_false_errors
                                              *extras]):
         whl = build_wheel(image / "more" / str(i), name, version, **kw)  # type: ignore[arg-type]
         uv("pip", "install", "-q", "--python", str(venv / "bin" / "python"), "--no-deps", "--no-index", str(whl))
-    (site_packages(venv) / "certifi" / "cacert.pem").write_text("the system's CA bundle, longer\n")
+    bundle = site_packages(venv) / "certifi" / "cacert.pem"
+    bundle.unlink()  # (the image put a file of its own there, as a COPY or a package manager does: not a hard link)
+    bundle.write_text("the system's CA bundle, longer\n")
     project = tmp_path / "proj"
     project.mkdir()
     write_lock(project, [("torch", "2.11.0+cu130"), ("triton", "3.6.0")])

@@ -583,6 +583,39 @@ def test_no_export_replaces_a_file_tritonlock_did_not_write_without_force(projec
         assert code == 0 and out.read_text() == mine, (fmt, text)
 
 
+def test_no_export_replaces_the_projects_lock_records_or_host_files_even_with_force(project: Path) -> None:
+    """tritonlock wrote them, but they are the project's state, not an export's output: every export format (and
+    report merge) pointed at the lock, the verify records or a host file is refused, --force or not, naming what the
+    file is; nothing is written. (`export --format pixi -o triton-env.lock` replaced the lock, exit 0.)"""
+    from conftest import tree
+    from tritonlock._files import MARKERS
+
+    (project / "triton-env.verified.toml").write_text(f"# {MARKERS['records']}\n")
+    (project / "hosts").mkdir()
+    (project / "hosts" / "a100.toml").write_text(f"# {MARKERS['host --save']}\n[[targets]]\nname = \"a100\"\n")
+    (project / "hosts" / "b.toml").write_text(f"# {MARKERS['fleet hosts']}\n")
+    files = {"triton-env.lock": "a lock", "triton-env.verified.toml": "verify records", "hosts/a100.toml": "a host file",
+             "hosts/b.toml": "a host file"}
+    formats = {"requirements": [], "dockerfile": [], "slurm": [], "k8s": ["--image", "ghcr.io/x/y:1"],
+               "pixi": [], "uv": []}
+    before = tree(project)
+    for name, kind in files.items():
+        out = project / name
+        for fmt, extra in formats.items():
+            for force in ([], ["--force"]):
+                code, text = cli("export", "-p", str(project), "--format", fmt, "-o", str(out), *extra, *force)
+                assert code == 2 and (f"\nerror: export --format {fmt}: {out} is {kind} tritonlock wrote — export "
+                                      f"--format {fmt} never replaces it, not even with --force; nothing was written; "
+                                      "pass another path\n") in "\n" + text, (fmt, text)
+        code, text = cli("report", "merge", str(project), "--out", str(out))
+        assert code == 2 and f"{out} is {kind} tritonlock wrote — report merge never replaces it" in text, text
+    assert tree(project) == before
+    # the commands that write them still do
+    code, text = cli("host", "--save", str(project / "hosts" / "a100.toml"), "--name", "a100", "--driver", "535.104.05",
+                     "--gpus", "A100")
+    assert code == 0 and "A100" in (project / "hosts" / "a100.toml").read_text(), text
+
+
 def test_devcontainer_keeps_a_hand_written_devcontainer(project: Path) -> None:
     from conftest import tree
 

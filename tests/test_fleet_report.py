@@ -773,3 +773,134 @@ def test_a_broken_allreduce_field_in_a_record_is_named(old: str, new: str, words
     with pytest.raises(LockfileError) as e:
         loads(text.replace(old, new, 1), "x.toml")
     assert str(e.value).startswith(f"x.toml: verified[0].kernels[{n}].{words}"), str(e.value)
+
+
+def _two_gpu_record(host: str, fp: str, slow: float = 1.0, *, ok: bool = True, mode: str = "gpu",
+                    gpus: tuple[str, ...] = ("NVIDIA H200 (9.0)", "NVIDIA H200 (9.0)")) -> Record:
+    """A node with two GPUs: every timed row on cuda:0 as the H200 run measured it, and on cuda:1 times `slow`."""
+    import dataclasses
+
+    from tritonlock.records import _signed
+
+    base = _record(host, fp=fp, ok=ok, gpus=gpus)
+    second = tuple(dataclasses.replace(k, device="cuda:1", value=k.value * slow if k.value else k.value,
+                                       ratio=k.ratio * slow if k.ratio else k.ratio) for k in base.kernels)
+    return _signed(dataclasses.replace(base, mode=mode, kernels=base.kernels + second))
+
+
+def test_report_bands_counts_every_device_of_passing_gpu_runs_and_nothing_else(tmp_path: Path) -> None:
+    """A band drawn from a team's runs: each GPU of a node is a run of its own (a slow second GPU is not hidden
+    behind the first), under its own model on a node of two models; a failed run and an interpreter run add
+    nothing (their figures would widen the band they are meant to check)."""
+    path = tmp_path / "triton-env.verified.toml"
+    add_records(path, [
+        _two_gpu_record("a", "sha256:01", slow=0.5),                    # cuda:1 at half speed
+        _two_gpu_record("b", "sha256:02"),
+        _two_gpu_record("failed", "sha256:03", slow=9.0, ok=False),     # a failed run: wild figures
+        _two_gpu_record("interp", "sha256:04", slow=0.01, mode="interpreter"),
+        _two_gpu_record("mixed", "sha256:05", slow=1.1, gpus=("NVIDIA H200 (9.0)", "NVIDIA B200 (10.0)")),
+    ])
+    doc = json.loads(CliRunner().invoke(main, ["report", "bands", str(path), "--json"]).output)
+    rows = {(r["gpu"], r["kernel"], r["dtype"]): r for r in doc["rows"]}
+    add = rows[("NVIDIA H200", "vector_add", "fp32")]
+    ratio = H200["kernels"][0]["ratio"]
+    # runs: a's two GPUs, b's two, mixed's cuda:0 — not the failed or interpreter runs, not mixed's B200
+    assert add["runs"] == 5, add
+    assert [round(x, 3) for x in add["ratios"]] == [round(ratio * 0.5, 3), round(ratio, 3), round(ratio, 3)], add
+    assert add["outside"] == 1  # a's slow GPU, outside the shipped band
+    b200 = rows[("NVIDIA B200", "vector_add", "fp32")]
+    assert b200["runs"] == 1 and round(b200["ratios"][0], 3) == round(ratio * 1.1, 3), b200
+
+
+def test_report_merge_shows_a_nodes_slowest_gpu(tmp_path: Path) -> None:
+    """A node whose second GPU is slow: its row shows that GPU's figures (the fleet table shows each node's slowest
+    device), and it is marked against its peers — in the rows the table shows and in every other timed row."""
+    d = tmp_path / "reports"
+    d.mkdir()
+    for host, slow in (("gpu-01", 1.0), ("gpu-02", 1.0), ("gpu-03", 0.5)):
+        rec = _two_gpu_record(host, f"sha256:{host}", slow=slow)
+        (d / f"{host}.json").write_text(json.dumps({**H200, "ok": True, "record": record_json(rec)}))
+        for suffix, text in (("started", "x"), ("sync.rc", "0"), ("verify.rc", "0")):
+            (d / f"{host}.{suffix}").write_text(text)
+    doc = json.loads(CliRunner().invoke(main, ["report", "merge", str(d), "--json"]).output)
+    by = {n["node"]: n for n in doc["nodes"]}
+    add, mm = H200["kernels"][0], H200["kernels"][1]
+    slow = by["gpu-03"]
+    assert round(slow["vector_add_gbs"]) == round(add["value"] * 0.5) and slow["gpu"] == "NVIDIA H200 ×2", slow
+    assert round(slow["matmul_tflops"], 1) == round(mm["value"] * 0.5, 1)
+    assert round(slow["vector_add_ratio"], 3) == round(add["ratio"] * 0.5, 3)
+    assert round(slow["matmul_ratio"], 3) == round(mm["ratio"] * 0.5, 3)
+    assert slow["outlier"].startswith("vector add 2,120 GB/s is 50% of its peers' median 4,240; matmul 339 TFLOP/s "
+                                      "is 50% of its peers' median 678; matmul bf16 373 TFLOP/s is 50%"), slow["outlier"]
+    assert by["gpu-01"]["outlier"] is None and round(by["gpu-01"]["vector_add_gbs"]) == round(add["value"])
+
+
+def test_the_fast_reading_of_a_records_files_kernel_lines_agrees_with_tomllib() -> None:
+    """The writer's kernel lines are read without tomllib (20,000 runs in seconds): whatever the writer writes —
+    any figures, missing ones, odd names — reads back the same as tomllib reads it, and a file edited out of that
+    shape (another key order, an escape, another table) is read by tomllib, with its errors."""
+    import dataclasses
+
+    import pytest
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tritonlock.errors import LockfileError
+    from tritonlock.records import _signed
+
+    floats = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-5,
+                                                                                                    1.5e20, 3.0]))
+    names = st.one_of(st.sampled_from(["vector_add", "attention d128 causal", "é", "a\"b", "a\\b", "x\ty", ""]),
+                      st.text(max_size=8))
+    plain = st.builds(KernelSummary, kernel=names, dtype=names, device=st.sampled_from(["cuda:0", "cuda:1", "xpu"]),
+                      ok=st.booleans(), metric=st.one_of(st.none(), names), value=floats, torch_value=floats,
+                      ratio=floats, speed=st.one_of(st.none(), st.sampled_from(["ok", "slow", "fast", "no-band"])))
+    # an all-reduce's row carries more keys (its band, link, message size, causes): its list is tomllib's to read
+    allreduce = st.builds(lambda k, band, link, size, causes: dataclasses.replace(
+        k, band=band, inferred=band is not None, link=link, message_bytes=size, causes=causes), plain,
+        st.one_of(st.none(), st.tuples(st.floats(0, 1000), st.floats(0, 1000))), st.one_of(st.none(), names),
+        st.one_of(st.none(), st.integers(0, 2**40)), st.lists(names, max_size=2).map(tuple))  # (some refused)
+    kernels = st.one_of(plain, plain, plain, allreduce)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.lists(kernels, max_size=4), min_size=1, max_size=3))
+    def check(per_record: list[list[KernelSummary]]) -> None:
+        recs = [_signed(dataclasses.replace(_record(f"n{i}", fp=f"sha256:{i:02d}"), kernels=tuple(ks)))
+                for i, ks in enumerate(per_record)]
+        text = dumps(recs)
+
+        def outcome(fast_lines: bool) -> object:  # the records, or the error (an all-reduce row may be refused)
+            try:
+                return loads(text, fast_lines=fast_lines)
+            except LockfileError as err:
+                return str(err)
+
+        assert outcome(True) == outcome(False)
+
+    check()
+    text = dumps([_record("n1")])
+    bare = dumps([dataclasses.replace(_record("n1"), kernels=())])
+    line = next(x for x in text.splitlines() if x.startswith("  { kernel = "))
+    for edited in (text.replace(line, line.replace("dtype = ", "dtype  = ")),                   # spacing
+                   text.replace(line, "  { dtype = \"fp32\", kernel = \"vector_add\", device = \"cuda:0\", ok = true },"),
+                   text.replace(line, line.replace('"vector_add"', '"vector\\u005fadd"')),    # an escape
+                   text + '\n[extra]\nx = 1\n',
+                   # a multi-line string holding what looks like a kernels list: tomllib's to read, as a string
+                   text.replace('os = "linux"', 'os = """\nkernels = [\n' + line + '\n]\n"""', 1),
+                   bare.replace('os = "linux"', 'kernels = []\nos = """\nkernels = [\n' + line + '\n]\n"""', 1),
+                   text.split(line)[0] + line,                                       # cut short: not TOML
+                   # a header tomllib takes that is not the writer's, after an entry with an empty list of its own
+                   bare.replace("\n[[verified]]\n", "\n[[verified]]\nkernels = []\n") + "\n[[ verified ]]\n"
+                   + text.split("\n[[verified]]\n")[1].replace('"n1"', '"n2"').replace("sha256:aa", "sha256:bb"),
+                   text.replace("kernels = [", "kernels = [\n" + line + "\n]\nkernels = [", 1),  # twice: an error
+                   text + "oops = \n"):                            # an error after the lines: its own line number
+        try:
+            want: object = loads(edited, fast_lines=False)
+        except LockfileError as err:
+            with pytest.raises(LockfileError) as got:
+                loads(edited)
+            assert str(got.value) == str(err)
+        else:
+            assert loads(edited) == want
+    with pytest.raises(LockfileError, match=r"kernels\[0\].speed: 'quick' is not one of"):
+        loads(text.replace(line, line.replace(' }', ', speed = "quick" }')))

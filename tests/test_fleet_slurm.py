@@ -44,44 +44,53 @@ def _tl(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> 
     return subprocess.run([*TL, *args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def _real_stack_index(tmp: Path, python: str) -> LocalIndex:
-    """A local index whose torch 2.13.0+cpu closure is exactly what the real torch venv holds (same versions),
+def _real_stack_index(tmp: Path, python: str, backend: str) -> LocalIndex:
+    """A local index whose torch 2.13.0 closure is exactly what the real torch venv holds (same versions, the same
+    build: the CPU build on a CPU index, or the CUDA build — PyPI's — with the triton it pins on the default index),
     so `sync --system-site-packages` on it installs nothing and verify runs the real torch + triton."""
     out = subprocess.run([python, "-m", "pip", "list", "--format=json"], capture_output=True, text=True, check=True)
     have = {d["name"].lower(): d["version"] for d in json.loads(out.stdout)}
     idx = LocalIndex(tmp / "index")
     deps = sorted(f"{n}=={v}" for n, v in have.items() if n not in ("torch", "triton", "pip", "numpy"))
-    idx.add("whl/cpu", "torch", have["torch"], requires=tuple(deps), tag="py3-none-manylinux_2_17_x86_64")
+    if backend == "cpu":
+        idx.add("whl/cpu", "torch", have["torch"], requires=tuple(deps), tag="py3-none-manylinux_2_17_x86_64")
+    else:  # as the default index serves it: the CUDA build, which pins its triton
+        idx.add("simple", "torch", have["torch"], requires=(*deps, f"triton=={have['triton']}"),
+                tag="py3-none-manylinux_2_17_x86_64")
     for name, version in have.items():
-        if name not in ("torch", "triton", "pip"):
+        if name not in ("torch", "pip") and (name != "triton" or backend != "cpu"):
             idx.add("simple", name, version)
     idx.start()
     return idx
 
 
-def test_slurm_end_to_end(tmp_path: Path, slurm: SlurmCluster, real_torch_python: str) -> None:
-    idx = _real_stack_index(tmp_path, real_torch_python)
+def test_slurm_end_to_end(tmp_path: Path, slurm: SlurmCluster, real_torch_python: str,
+                          real_torch_backend: str) -> None:
+    idx = _real_stack_index(tmp_path, real_torch_python, real_torch_backend)
     try:
         proj = tmp_path / "proj"
         (proj / "hosts").mkdir(parents=True)
         numpy = subprocess.run([real_torch_python, "-c", "import numpy; print(numpy.__version__)"],
                                capture_output=True, text=True, check=True).stdout.strip()
+        # the lock is for the build the venv holds: the CPU build from a CPU index (no triton: the venv's is the
+        # interpreter's), or the CUDA build from the default index, as a user who reaches only PyPI locks it
+        build = ('triton = "none"\ncuda = "cpu"\n' if real_torch_backend == "cpu" else "")
+        torch_index = f"{idx.url}/whl/{{backend}}" if real_torch_backend == "cpu" else "default"
         (proj / "triton-env.toml").write_text(f"""
 target-files = ["hosts/*.toml"]
 [environment]
 python = "3.11"
 torch = "==2.13.0"
-triton = "none"
-cuda = "cpu"
-packages = ["numpy=={numpy}"]
+{build}packages = ["numpy=={numpy}"]
 [indexes]
-torch = "{idx.url}/whl/{{backend}}"
+torch = "{torch_index}"
 default = "{idx.index_url("simple")}"
 """)
         (proj / "hosts" / "cpu-node.toml").write_text(
             '[[targets]]\nname = "cpu-node"\nos = "linux"\narch = "x86_64"\nglibc = "2.28"\npython = "3.11"\n')
         r = _tl("resolve", "-p", str(proj))
         assert r.returncode == 0, r.stderr
+        assert f"target cpu-node: torch 2.13.0 ({real_torch_backend})" in r.stdout, r.stdout
         assert _tl("check", "-p", str(proj)).returncode == 0
 
         script = tmp_path / "verify.sbatch"

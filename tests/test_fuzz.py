@@ -41,6 +41,11 @@ TRICKY = [
     "535.104.05", "٥٣٥.104.05", "470.82.01", "580.65.06", "999.99", "2.17", "2.31", "2.٣١", "2.x", "linux",
     "windows", "macos", "darwin", "x86_64", "aarch64", "arm64", "riscv", "host", "a\nb", "x" * 300, "é", "💥",
 ]
+# [[package-builds]] values: good ones and near-misses (placeholders, schemes, variants, formats)
+BUILD_VALUES = ["vllm", "my kernels", "VLLM", "-x", "https://w.example/{version}/{cuda}", "https://w.example/{cudaa}",
+                "https://w.example/{0}", "https://w.example/{version!r}", "https://w.example/{torch}+{cuda}.html",
+                "http://u:T0K/EN@w.example/{cuda}", "file:///tmp/builds/{cuda}", "ftp://w.example/{cuda}",
+                "https://w.example/{", "cu128", "cu130", "cpu", "12.8", "cu1280", "simple", "flat", "zip"]
 KEYS = ["python", "torch", "triton", "packages", "cuda", "cuda-policy", "name", "os", "arch", "glibc", "driver",
         "gpus", "default", "nope", "x" * 50, "é"]
 # keys a hand makes: misspelt, in another table's place, another case (each answered "did you mean", or where it goes)
@@ -89,6 +94,21 @@ def intents(draw: st.DrawFn) -> str:
                                  unique=True)):
             value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
             lines.append(f"{json.dumps(key)} = {_toml(value)}")
+    for _ in range(draw(st.integers(0, 2)) if draw(st.integers(0, 3)) == 0 else 0):  # a package's own builds
+        lines.append("[[package-builds]]")
+        if draw(st.booleans()):  # near a valid table: each key one of its good values or a near-miss
+            table = {"name": draw(st.sampled_from(BUILD_VALUES[:4])),
+                     "index": draw(st.sampled_from(BUILD_VALUES[4:13])),
+                     "cuda": draw(st.sampled_from([["cu128"], ["cu128", "cu130"], [], ["12.8"], "cu128", ["cpu"]]))}
+            if draw(st.booleans()):
+                table["format"] = draw(st.sampled_from(["simple", "flat", "zip"]))
+            lines += [f"{key} = {_toml(value)}" for key, value in table.items()]
+            continue
+        for key in draw(st.lists(st.sampled_from(["name", "index", "cuda", "format", "nope"]), max_size=5,
+                                 unique=True)):
+            value = draw(st.one_of(st.sampled_from(BUILD_VALUES), values, st.lists(st.sampled_from(BUILD_VALUES),
+                                                                                     max_size=3)))
+            lines.append(f"{json.dumps(key)} = {_toml(value)}")
     if draw(st.integers(0, 5)) == 0:  # target-files globs (relative to the fuzz directory)
         globs = st.sampled_from(["hosts/*.toml", "*.toml", "**/*", "**", ".", "..", "/etc/*", "a**", "[", "~",
                                  "hosts/../..", "*" * 70, "", " "])
@@ -116,6 +136,15 @@ def _check_resolve(text: str) -> None:
     else:
         doc = json.loads(out)
         assert doc["targets"] and all(t["ok"] for t in doc["targets"]) == (r.exit_code == 0), (text, out)
+        # an accepted [[package-builds]] table is one a build can be looked up with: a package name, an address
+        # whose placeholders all fill in to an http(s):// or file:// URL without credentials, cuXYZ variants
+        from tritonlock import _urls
+        from tritonlock.intent.read import read_intent
+
+        for b in read_intent(_DIR / "triton-env.toml").package_builds:
+            url = b.index.format(version="1.0", cuda=b.cuda[0], torch="2.9.0")
+            assert _urls.NAME.match(b.name) and _urls.problem(url) is None and not _urls.has_credentials(url), (text, b)
+            assert all(re.fullmatch(r"cu[0-9]{3}|cpu", c) for c in b.cuda), (text, b)
         for t in doc["targets"]:
             if t["ok"]:
                 assert re.fullmatch(r"3\.[0-9]+", t["python"]) and t["torch"] and t["backend"], (text, t)

@@ -156,6 +156,12 @@ def read_only_project(local_index: LocalIndex) -> Iterator[tuple[Path, list[str]
             if shutil.which("setpriv") is None:
                 pytest.skip("running as root without setpriv: no user here that cannot write the project")
             prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            probe = subprocess.run([*prefix, sys.executable, "-c", "import tritonlock.cli"], capture_output=True,
+                                   text=True, env=env, cwd=root, timeout=120)
+            if probe.returncode != 0:  # (a checkout or venv in a 0700 folder, as /root/…: nobody cannot read it)
+                pytest.skip(f"the user this test drops to (nobody) cannot run {sys.executable} with tritonlock "
+                            f"from {Path(__file__).parents[1]} — a folder above them is not readable to others "
+                            f"({probe.stderr.strip().splitlines()[-1][:200] if probe.stderr.strip() else 'no output'})")
             for p in proj.rglob("*"):
                 os.chmod(p, 0o755 if p.is_dir() else 0o644)
         os.chmod(proj, 0o555)

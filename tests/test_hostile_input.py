@@ -59,6 +59,16 @@ def _unless_it_hangs(*args: str) -> tuple[int, str]:
     ('[environment]\npackages = ["--index-url=http://evil"]\n', "is not a valid requirement"),
     ('[environment]\npackages = ["a @ http://[::1/a.whl"]\n', "its URL is not a valid URL"),
     ('[environment]\npackages = ["a @ https://u:tok@x.example/a-1-py3-none-any.whl"]\n', "its URL carries credentials"),
+    # a token or a signature in the query, or in a fragment that is not the file's hash: refused, and never shown
+    ('[environment]\npackages = ["a @ https://x.example/a-1-py3-none-any.whl?token=S3CRET-T0KEN"]\n',
+     "'a @ https://x.example/a-1-py3-none-any.whl?***': its URL has a query (?…), which would be written into the "
+     "lock — a token or a signature there is a secret — name the file by a plain http(s):// or file:// URL"),
+    ('[environment]\npackages = ["a @ https://x.example/a-1-py3-none-any.whl?X-Amz-Signature=S3CRET-T0KEN&b=1"]\n',
+     "a-1-py3-none-any.whl?***': its URL has a query (?…)"),
+    ('[environment]\npackages = ["a @ https://x.example/a-1-py3-none-any.whl#token=S3CRET-T0KEN"]\n',
+     "a-1-py3-none-any.whl#***': its URL has a fragment (#…) that is not a file hash"),
+    ('[environment]\npackages = ["a @ https://x.example/a-1-py3-none-any.whl?x#sha256=S3CRET-T0KEN"]\n',
+     "a-1-py3-none-any.whl?***#***': its URL has a query (?…)"),
     ('[[targets]]\nname = "a\\nb"\n', "targets[0].name: 'a\\nb' is not a usable target name"),
     ('[[targets]]\nname = ""\n', "targets[0].name: '' is not a usable target name"),
     ('[environment]\npython = 1979-05-27\n', "environment.python: expected a string, got date"),
@@ -71,6 +81,7 @@ def test_bad_intent_is_one_clean_error_exit_2(tmp_path: Path, body: str, expecte
         assert code == 2, out
         assert out.startswith("error: ") and expected in out, out
         assert "Traceback" not in out and len(out.splitlines()) == 1, out
+        assert "S3CRET" not in out, out
 
 
 def test_a_bom_is_not_an_error(tmp_path: Path) -> None:
@@ -543,3 +554,13 @@ def test_dotted_keys_a_real_file_has_still_read() -> None:
                        '27.28.29.30.31.32.33.34.35.36.37.38.39.40.41.42.43.44.45.46.47.48.49.50.51.52.53.54.55.56.57.'
                        '58.59.60.61.62.63.64.65.66"\n') == {"a": {"b": {"c": 1}}, "x": {"y": {"z": (
                            ".".join(str(i) for i in range(1, 67)))}}}
+
+
+def test_a_direct_url_over_http_or_with_its_hash_is_taken(tmp_path: Path) -> None:
+    """What the docs allow: a plain http:// (a mirror on the LAN; the lock's sha256 holds later installs to the bytes)
+    and a #sha256= fragment (pip's way to name the file's hash) are a direct URL like any other."""
+    from tritonlock.intent.read import parse_intent
+
+    for url in ("http://x.example/a-1-py3-none-any.whl", "https://x.example/a-1-py3-none-any.whl#sha256=" + "ab" * 32,
+                "file:///srv/wheels/a-1-py3-none-any.whl"):
+        assert parse_intent(f'[environment]\npackages = ["a @ {url}"]\n').packages == (f"a @ {url}",), url

@@ -86,7 +86,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ground": (("tritonlock", "tritonlock.models", "tritonlock.errors", "tritonlock._archs", "tritonlock._data",
                 "tritonlock._urls", "tritonlock._toml", "tritonlock._files", "tritonlock._term",
                 "tritonlock._subprocess", "tritonlock._machine", "tritonlock._stamp", "tritonlock._discover",
-                "tritonlock._intenthash", "tritonlock._help", "tritonlock.native"), ()),
+                "tritonlock._intenthash", "tritonlock._help", "tritonlock._recordlines", "tritonlock.native"), ()),
     "compat": (("tritonlock.compat",), ("ground",)),
     "intent": (("tritonlock.intent",), ("ground", "compat")),
     "host": (("tritonlock.host",), ("ground", "compat")),

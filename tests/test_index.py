@@ -86,3 +86,84 @@ def test_default_index_without_pip_is_uvs(tmp_path: Path, monkeypatch: pytest.Mo
         assert default_index() == PyPI.simple_url.rstrip("/")
     finally:
         default_index.cache_clear()
+
+
+def _pips_index(env: dict[str, str]) -> str:
+    """The index real pip installs from under `env` (its "Looking in indexes" line; none: pip's own default)."""
+    import os
+    import subprocess
+    import sys
+
+    from pip._internal.models.index import PyPI
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "XDG_"))} | env
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--retries", "0",
+                          "--timeout", "1", "--disable-pip-version-check", "nothere-xyz"],
+                         capture_output=True, text=True, env=full).stdout
+    found = [line.split(": ", 1)[1].split(",")[0] for line in out.splitlines() if line.startswith("Looking in indexes")]
+    return found[0].rstrip("/") if found else PyPI.simple_url.rstrip("/")
+
+
+# (files under tmp_path → their text; PIP_CONFIG_FILE: None unset, else a path under tmp_path or os.devnull;
+#  XDG_CONFIG_DIRS entries; the index pip then uses)
+_LAYOUTS = {
+    "the user's file": ({"cfg/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/user\n"}, None, ["sys"],
+                        "http://127.0.0.1:9/user"),
+    "PIP_CONFIG_FILE beats the user's file": (
+        {"cfg/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/user\n",
+         "env.conf": "[global]\nindex-url = http://127.0.0.1:9/env\n"}, "env.conf", ["sys"], "http://127.0.0.1:9/env"),
+    # a PIP_CONFIG_FILE that exists turns the user's files off, also where it does not set the option
+    "PIP_CONFIG_FILE without the option hides the user's": (
+        {"cfg/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/user\n", "env.conf": "[global]\ntimeout = 5\n",
+         "sys/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/system\n"}, "env.conf", ["sys"],
+        "http://127.0.0.1:9/system"),
+    "a PIP_CONFIG_FILE that is not there hides nothing": (
+        {"cfg/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/user\n"}, "absent.conf", ["sys"],
+        "http://127.0.0.1:9/user"),
+    "PIP_CONFIG_FILE=os.devnull reads no file": (
+        {"cfg/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/user\n",
+         "sys/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/system\n"}, "devnull", ["sys"], None),
+    "the last XDG_CONFIG_DIRS entry wins": (
+        {"a/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/a\n",
+         "b/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/b\n"}, None, ["a", "b"], "http://127.0.0.1:9/b"),
+    "[install] in a system file beats [global] in the user's": (
+        {"sys/pip/pip.conf": "[install]\nindex-url = http://127.0.0.1:9/install\n",
+         "cfg/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/user\n"}, None, ["sys"],
+        "http://127.0.0.1:9/install"),
+    "an empty value in a later file clears an earlier one": (
+        {"sys/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/system\n",
+         "cfg/pip/pip.conf": "[global]\nindex-url =\n"}, None, ["sys"], None),
+    "an empty [install] value leaves [global]'s": (
+        {"sys/pip/pip.conf": "[global]\nindex-url = http://127.0.0.1:9/system\n",
+         "cfg/pip/pip.conf": "[install]\nindex-url =\n"}, None, ["sys"], "http://127.0.0.1:9/system"),
+}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_the_default_index_is_the_one_pip_itself_uses(layout: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip's rules for its configuration files (PIP_CONFIG_FILE, os.devnull, the user's files, XDG_CONFIG_DIRS,
+    sections, empty values), checked against real pip in the same environment."""
+    import os
+
+    from pip._internal.models.index import PyPI
+
+    files, env_file, xdg, want = _LAYOUTS[layout]
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "XDG_CONFIG_DIRS": os.pathsep.join(str(tmp_path / d) for d in xdg)}
+    if env_file is not None:
+        env["PIP_CONFIG_FILE"] = os.devnull if env_file == "devnull" else str(tmp_path / env_file)
+    for k in [k for k in os.environ if k.startswith(("PIP_", "XDG_"))]:
+        monkeypatch.delenv(k)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    default_index.cache_clear()
+    try:
+        ours = default_index()
+    finally:
+        default_index.cache_clear()
+    assert ours == (want or PyPI.simple_url.rstrip("/")), layout
+    assert ours == _pips_index(env), layout

@@ -293,3 +293,100 @@ def test_suggestions_stop_where_the_error_stops_listing() -> None:
     msg = _err("[environment]\n" + "".join(f"k{i} = 1\n" for i in range(19)) + "torhc = 1\n")
     assert msg.splitlines()[-1].endswith('environment.torhc: unknown key — did you mean "torch"? (the keys here: '
                                          f"{ENV_KEYS})")
+
+
+_BUILDS = '''[environment]
+python = "3.11"
+
+[[package-builds]]
+name = "my kernels"
+index = "https://wheels.example/{version}/{cudaa}"
+cuda = ["cu128", "12.8"]
+format = "zip"
+
+[[package-builds]]
+name = "vllm"
+index = "ftp://wheels.example/{version}/{cuda}"
+cuda = []
+
+[[package-builds]]
+name = "VLLM"
+index = "https://u:S3@CR/ET@wheels.example/{version}/{0}"
+
+[[package-builds]]
+index = 3
+cuda = ["cu128"]
+'''
+
+
+def test_package_builds_name_each_bad_key() -> None:
+    """[[package-builds]]: a name that is no package name (or a second table for one), a placeholder other than
+    {version}, {cuda} and {torch} (which failed only when a build was looked up), an address that is not http(s)://
+    or file://, variants that are not cuXYZ, an unknown format: each named by its key and line, all at once, no
+    secret shown."""
+    err = _err(_BUILDS)
+    fix = ('e.g. name = "vllm", index = "https://wheels.vllm.ai/{version}/{cuda}", cuda = ["cu129"]')
+    assert err.startswith("11 problems in t.toml:\n"), err
+    for line in (
+            f"t.toml:5: package-builds[0].name: 'my kernels' is not a package name — write the package's name, {fix}",
+            "t.toml:6: package-builds[0].index: 'https://wheels.example/{version}/{cudaa}' has a brace that is not "
+            "{version}, {cuda} or {torch} — write the address of the package's own index with {version}, {cuda} or "
+            f"{{torch}}, {fix}",
+            "t.toml:7: package-builds[0].cuda: expected a list of the variants the index publishes, got ['cu128', "
+            "'12.8'] — write them as PyTorch names its builds, e.g. cuda = [\"cu128\", \"cu130\"]",
+            "t.toml:8: package-builds[0].format: 'zip' is not a format — use \"simple\" (an index) or \"flat\"",
+            "t.toml:12: package-builds[1].index: 'ftp://wheels.example/{version}/{cuda}' is not an http(s):// or "
+            "file:// URL",
+            "t.toml:13: package-builds[1].cuda: expected a list of the variants the index publishes, got []",
+            "t.toml:16: package-builds[2].name: 'VLLM' has a [[package-builds]] table above already — keep one table "
+            "per package",
+            "t.toml:17: package-builds[2].index: 'https://***@wheels.example/{version}/{0}' has a brace that is not",
+            "t.toml:15: package-builds[2].cuda: missing",
+            "t.toml:19: package-builds[3].name: missing",
+            "t.toml:20: package-builds[3].index: expected an index address, got 3"):
+        assert "\n  " + line in err, (line, err)
+    assert "S3" not in err and "CR/ET" not in err
+
+
+def test_package_builds_credentials_stay_in_memory() -> None:
+    """A token written in a [[package-builds]] index is used for its requests, never carried on: the intent (and so
+    the lock and its hash) keeps the address without it, percent-encoding or not."""
+    from tritonlock import _urls
+    from tritonlock.lock import index
+
+    _urls.forget()
+    try:
+        it = parse_intent('[[package-builds]]\nname = "kp"\nindex = "https://u:T0K/EN@w.example/{version}/{cuda}"\n'
+                          'cuda = ["cu128"]\nformat = "flat"\n', "t.toml")
+        (b,) = it.package_builds
+        assert (b.name, b.index, b.cuda, b.flat) == ("kp", "https://w.example/{version}/{cuda}", ("cu128",), True)
+        assert index.credentials("https://w.example/1.0/cu128/kp/") == ("u", "T0K/EN")
+    finally:
+        _urls.forget()
+
+
+@pytest.mark.parametrize("name", ["triton-env.toml", "pyproject.toml"])
+def test_learn_credentials_reads_every_index_url_of_the_intent_and_nothing_else(tmp_path: Path, name: str) -> None:
+    """What sync learns from an intent it does not parse (the lock is fresh): the credentials in [indexes] and in
+    [[package-builds]] indexes — and none from elsewhere in the file (a comment, a requirement's URL)."""
+    from tritonlock import _urls
+    from tritonlock.intent.read import learn_credentials
+    from tritonlock.lock import index
+
+    pre = "tool.tritonlock." if name == "pyproject.toml" else ""
+    body = ('[project]\nname = "p"\ndependencies = ["a @ https://r:REQ@y.example/a-1-py3-none-any.whl"]\n'
+            if pre else '[environment]\npackages = ["a @ https://r:REQ@y.example/a-1-py3-none-any.whl"]\n')
+    body += (f'# default = "https://c:COMMENT@x.example/simple"\n[{pre}indexes]\n'
+             'torch = "https://t:T0K@h.example/whl/{backend}"\ndefault = "https://d:D3F@h.example/simple"\n'
+             f'[[{pre}package-builds]]\nname = "kp"\nindex = "https://b:B1D@w.example/{{version}}/{{cuda}}"\n'
+             'cuda = ["cu128"]\n')
+    (tmp_path / name).write_text(body)
+    _urls.forget()
+    try:
+        learn_credentials(tmp_path / name)
+        assert index.credentials("https://h.example/whl/cu128/torch/") == ("t", "T0K")
+        assert index.credentials("https://h.example/simple/einops/") == ("d", "D3F")
+        assert index.credentials("https://w.example/1.0/cu128/kp/") == ("b", "B1D")
+        assert index.credentials("https://x.example/simple/") is None and index.credentials("https://y.example/a") is None
+    finally:
+        _urls.forget()

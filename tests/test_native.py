@@ -712,6 +712,35 @@ def test_a_wheel_named_by_its_url_is_locked_with_its_hash_checked_by_the_rule_an
     code, out = _run("check", "-p", str(root))  # uv.lock beside the lock: the same file
     assert code == 0, out
 
+def test_a_wheel_named_by_its_file_url_is_locked_checked_and_synced(tmp_path: Path, pypi: LocalIndex) -> None:
+    """`kernelpkg @ file:///…/kernelpkg-1.0-….whl` (the documented local form): uv's answer names the file by its path,
+    with no URL — every resolve failed on it with a traceback (KeyError 'url'). It is locked as its file:// URL with its
+    sha256 and size, its native code read and judged, and it is synced and exported as that file."""
+    import hashlib
+    import shutil
+
+    src = next((pypi.root / "simple" / "_files").glob("kernelpkg-1.0-*.whl"))
+    whl = tmp_path / "my wheels" / src.name  # (a space in the path: the URL is percent-encoded, the name is not)
+    whl.parent.mkdir()
+    shutil.copy(src, whl)
+    root = _project(tmp_path / "p", pypi, [f"kernelpkg @ {whl.as_uri()}"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert "native code checked: 1 shared object of 1 package (kernelpkg)" in out and "Traceback" not in out
+    lock = read_lock(root / "triton-env.lock")
+    (kp,) = [q for q in lock.targets[0].packages if q.name == "kernelpkg"]
+    (w,) = kp.wheels
+    assert (kp.version, kp.index, w.url, w.name, kp.direct) == ("1.0", whl.as_uri(), whl.as_uri(), src.name, True)
+    assert (w.sha256, w.size) == (hashlib.sha256(whl.read_bytes()).hexdigest(), whl.stat().st_size)
+    code, out = _run("check", "-p", str(root))
+    assert code == 0 and "every file hashed" in out, out
+    code, out = _run("export", "-p", str(root), "--format", "requirements")
+    assert f"kernelpkg @ {whl.as_uri()} \\\n    --hash=sha256:{w.sha256}" in out, out
+    code, out = _run("sync", "-p", str(root), "--target", "gpu", "--no-verify")
+    assert code == 0, out
+    assert list((root / ".venv").glob("lib/python*/site-packages/kernelpkg-1.0.dist-info")), out
+
+
 def test_a_package_from_a_folder_is_refused_with_the_way_to_pin_it(tmp_path: Path, pypi: LocalIndex) -> None:
     """`mylib @ file:///…/mylib` (a folder, or a git checkout): uv locks it with no file, so there is no sha256 to pin.
     Before, the lock was written without a file for it and could not be read back; now resolve says so (exit 2),
@@ -1129,19 +1158,24 @@ def test_doctor_reports_the_same_on_a_venv_tritonlock_did_not_make(broken_venv: 
     assert "kernelpkg/_C.so in kernelpkg 1.0 in " in out and "Traceback" not in out
 
 
-def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(broken_venv: str) -> None:
+def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(
+        broken_venv: str, real_torch_version: str, real_torch_backend: str) -> None:
     """tiedpkg 1.0+pt29cu128 links torch's C++ API (built for torch 2.9); this venv's torch is 2.13: the import
-    fails for real with an undefined symbol, and both verify and doctor say which torch it was built for."""
+    fails for real with an undefined symbol, and both verify and doctor say which torch it was built for — and
+    which build of torch 2.13 this is (the CPU build, or the CUDA build the default index ships)."""
     from tritonlock.verify import run_verify
 
     result = run_verify(broken_venv, interpret=True, quick=True)
     bad = next(c for c in result.checks if c.name == "import tiedpkg")
     assert not bad.ok and C10_CXX in bad.detail
-    assert "it was built for torch 2.9, and this environment has torch 2.13.0+cpu" in bad.detail
+    assert f"it was built for torch 2.9, and this environment has torch {real_torch_version}" in bad.detail
+    assert real_torch_version.startswith("2.13.0+"), real_torch_version
     code, out = _run("doctor", "--python", broken_venv)
     assert code == 1
-    assert ("tiedpkg 1.0+pt29cu128 was built for torch 2.9 CUDA 12.8; this venv has torch 2.13.0+cpu (CPU build): "
-            "its native code fails to load (an undefined symbol)") in out
+    build = " (CPU build)" if real_torch_backend == "cpu" else \
+        f" CUDA {real_torch_backend[2:-1]}.{real_torch_backend[-1]}"
+    assert (f"tiedpkg 1.0+pt29cu128 was built for torch 2.9 CUDA 12.8; this venv has torch {real_torch_version}"
+            f"{build}: its native code fails to load (an undefined symbol)") in out
 
 
 def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(tmp_path: Path,
@@ -1159,7 +1193,7 @@ def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(t
 
 def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_beside_them(
         broken_venv: str, pypi: LocalIndex, tmp_path: Path, stubs: dict[str, Path],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, real_torch_version: str) -> None:
     """On the H200 a lock of torch + torchvision, synced onto the image with --system-site-packages, failed verify on
     the image's own cuda-core, cupy and numba — packages the lock does not hold — and took 3–5 s more importing ~50
     of them. With the lock's names, verify imports the lock's packages and whatever sits in the venv's own site
@@ -1200,7 +1234,7 @@ def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_b
     assert not ops.ok and ops.detail.startswith("opspkg 1.0: importing opspkg failed: RuntimeError: operator "
                                                 "opspkg::nms does not exist")
     assert ops.detail.endswith("opspkg 1.0 was built for torch 2.9 (it requires torch==2.9.0), and this environment "
-                               "has torch 2.13.0+cpu") and ops.fix and "build for torch 2.13.0" in ops.fix
+                               f"has torch {real_torch_version}") and ops.fix and "build for torch 2.13.0" in ops.fix
     assert not result.ok
     # no lock: every distribution with native code the interpreter sees, the preinstalled ones too
     everything = {c.name: c for c in run_verify(python, interpret=True, quick=True).checks}

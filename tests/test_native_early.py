@@ -158,19 +158,31 @@ def test_a_guess_the_answer_does_not_repeat_is_neither_locked_nor_kept(tmp_path:
     wheel = early.add("simple", "earlypkg", "1.1", tag=CP, requires=("torch>=2.10",), modules={
         "earlypkg/__init__.py": "", "earlypkg/_C11.so": extension(tmp / "e11", "earlypkg._C11",
                                                                  links={cudart: ("cudaRuntimeGetVersion",)})})
+    gate = threading.Event()
     try:
         old_name, _, old_sha = _wheel(early, "earlypkg", "1.0")
         new_name, _, new_sha = _wheel(early, "earlypkg", "1.1")
         before = len(early.asked_by)
-        _done(_resolve(root, "--upgrade"))
+        # uv's online pages are held until the guess has read 1.0's wheel: the case this test is about comes every
+        # time, whatever the machine's load (the online answer could come first and leave nothing to guess)
+        early.uv_pages_gate = gate
+        proc = _resolve(root, "--upgrade")
+        deadline = time.monotonic() + 120
+        while not _gets(early, before, old_name) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        guessed = _gets(early, before, old_name)
+        gate.set()
+        _done(proc)
+        assert guessed >= 1, "the guess did not read 1.0's wheel while uv's online answer was held"
         assert {p.name: p.version for t in read_lock(root / "triton-env.lock").targets
                 for p in t.packages}["earlypkg"] == "1.1"
         assert [n for n in _lock_native(root) if n.startswith("earlypkg")] == [new_name]
         assert _lock_native(root)[new_name] == ["earlypkg/_C11.so"]
         assert (_facts_cache() / f"{new_sha}.json").is_file()
         assert not (_facts_cache() / f"{old_sha}.json").exists()
-        assert _gets(early, before, old_name) >= 1  # (the guess did read it: the case this test is about)
     finally:
+        gate.set()
+        early.uv_pages_gate = None
         wheel.unlink()
 
 

@@ -237,3 +237,33 @@ def test_a_self_reference_in_the_dependencies_pulls_in_its_group(tmp_path: Path,
     py.write_text(py.read_text().replace('train = ["numpy>=1.26"]', 'train = ["numpy>=1.26", "typing-extensions>=4"]'))
     code, out = _run("check", "-p", str(tmp_path))
     assert code == 1 and "changed since the lock was written" in out, out
+
+
+def test_groups_chained_through_the_projects_name_are_each_taken_once_in_order() -> None:
+    """g0 pulls in "myproj[g1]", g1 "MyProj[G2]" (the names in any case), …: every group in the chain, each once
+    and in the order found, a cycle ending where it closes; the digest a lock keeps holds exactly those groups (the
+    5,000-group chain of the attack run, read in linear time: bench/chained_groups_bench.py)."""
+    import json
+
+    from tritonlock._discover import intent_bytes, pyproject_groups
+
+    n = 5000
+    groups = {f"g{i}": ([f"MyProj[G{i + 1}]"] if i % 2 else [f"myproj[g{i + 1}]"]) + [f"pkg{i}"] for i in range(n)}
+    groups["g4999"] = ["myproj[g0, g17]", "pkg4999"]  # back to the start: a cycle
+    groups["unused"] = ["nothing"]
+    project = {"name": "myproj", "dependencies": ["einops"], "optional-dependencies": groups}
+    assert pyproject_groups(project, ["g0"]) == [f"g{i}" for i in range(n)]
+    again = pyproject_groups(project, ["g4998"])
+    assert again[:4] == ["g4998", "g4999", "g0", "g17"] and sorted(again) == sorted(groups.keys() - {"unused"})
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        py = Path(tmp) / "pyproject.toml"
+        py.write_text('[project]\nname = "myproj"\ndependencies = ["einops"]\n[project.optional-dependencies]\n'
+                      + "".join(f"{k} = {json.dumps(v)}\n" for k, v in groups.items())
+                      + 'G0 = ["shadowed"]\n[tool.tritonlock]\nextras = ["g4990"]\n')
+        doc = json.loads(intent_bytes(py).decode().removeprefix("pyproject:"))
+    chosen = doc["optional-dependencies"]
+    # from g4990 to g4999, then g0 — which G0 replaces, chaining no further — and g17 on to g4989
+    assert list(chosen) == sorted(chosen) and set(chosen) == {"g0"} | {f"g{i}" for i in range(17, n)}, len(chosen)
+    assert chosen["g0"] == ["shadowed"] and chosen["g20"] == groups["g20"]  # (G0 is g0: the later key wins, as read)

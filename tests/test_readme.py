@@ -552,7 +552,9 @@ def test_readme_opens_with_set_up_and_the_tests() -> None:
     assert first.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . && ")
     assert "tritonlock resolve --project examples/pypi" in first and "tritonlock show --project examples/pypi" in first
     assert second == "pip install '.[test]' && python -m pytest -q"
-    assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert second in ci, "CI must run the README's test command as it is written"
+    assert second == list(fenced_commands(README[README.index("\n## Tests\n"):]))[0], "the Tests section shows it too"
 
 
 def test_ci_examples_install_tritonlock_from_where_it_is() -> None:

@@ -46,10 +46,16 @@ def interpreter_run(venv_python: str, real_torch_backend: str, real_triton: str)
     return run_verify(venv_python, backend=real_torch_backend, triton=real_triton, reuse=False)
 
 
+def _other_backend(real_torch_backend: str) -> str:
+    """A CUDA backend the real torch venv's build is not (cu126, or cu128 where the venv holds a cu126 build)."""
+    return "cu128" if real_torch_backend == "cu126" else "cu126"
+
+
 @pytest.fixture(scope="session")
-def mismatch_run(real_cpu_torch_python: str) -> VerifyResult:
-    """CPU torch where the lock wants cu126, a GPU on driver 580.95.05, and triton 3.5.0."""
-    return run_verify(real_cpu_torch_python, backend="cu126", triton="3.5.0", expect_gpu=True,
+def mismatch_run(real_torch_python: str, real_torch_backend: str) -> VerifyResult:
+    """The venv's torch where the lock wants another CUDA build, a GPU on driver 580.95.05 (which this machine has
+    not), and triton 3.5.0: a CPU build (PyTorch's CPU index) or a CUDA build (the default index's) alike."""
+    return run_verify(real_torch_python, backend=_other_backend(real_torch_backend), triton="3.5.0", expect_gpu=True,
                       driver="580.95.05", quick=True)
 
 
@@ -216,38 +222,59 @@ def test_injected_matmul_fault_fails_every_dtype(venv_python: str) -> None:
 
 
 @pytest.mark.slow
-def test_cpu_torch_where_a_gpu_is_expected_fails_plainly(mismatch_run: VerifyResult) -> None:
+def test_a_torch_that_cannot_use_the_gpu_where_one_is_expected_fails_plainly(
+        mismatch_run: VerifyResult, real_torch_backend: str, real_torch_version: str) -> None:
+    """Where the host has a driver, torch.cuda.is_available() being False is a failure that says why: a CPU build
+    can never use a GPU; a CUDA build could not initialise CUDA (here: no GPU, no driver library)."""
     c = _check(mismatch_run, "CUDA available")
-    assert not c.ok
-    assert c.detail == (f"torch.cuda.is_available() is False although this host has NVIDIA driver "
-                        f"580.95.05: this is a CPU-only torch ({mismatch_run.torch}, torch.version.cuda "
-                        "is None), so it can never use the GPU")
-    assert c.fix is not None and "tritonlock sync" in c.fix
-    assert not mismatch_run.ok
-    # it still ran what it could, in the interpreter, and says so
-    assert mismatch_run.mode == "interpreter"
-    assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in mismatch_run.notes
+    assert not c.ok and not mismatch_run.ok
+    head = "torch.cuda.is_available() is False although this host has NVIDIA driver 580.95.05: "
+    if real_torch_backend == "cpu":
+        assert c.detail == (f"{head}this is a CPU-only torch ({mismatch_run.torch}, torch.version.cuda "
+                            "is None), so it can never use the GPU")
+        assert c.fix is not None and "tritonlock sync" in c.fix
+        # it still ran what it could, in the interpreter, and says so
+        assert mismatch_run.mode == "interpreter"
+        assert "GPU not tested: ran the kernels in the Triton interpreter on the CPU" in mismatch_run.notes
+    else:
+        cuda = f"{real_torch_backend[2:-1]}.{real_torch_backend[-1]}"
+        assert c.detail.startswith(f"{head}torch {real_torch_version} is built for CUDA {cuda} and could not "
+                                   "initialise CUDA: "), c.detail
+        assert mismatch_run.torch == real_torch_version
 
 
 @pytest.mark.slow
-def test_backend_mismatch_fails(mismatch_run: VerifyResult) -> None:
+def test_backend_mismatch_fails(mismatch_run: VerifyResult, real_torch_backend: str,
+                                real_torch_version: str) -> None:
+    want = _other_backend(real_torch_backend)
     c = _check(mismatch_run, "torch CUDA build")
     assert not c.ok
-    assert c.detail.startswith("the lock's backend is cu126 (CUDA 12.6) but torch ")
-    assert "is built for CPU only (torch.version.cuda is None)" in c.detail
-    assert c.fix == "reinstall torch from the cu126 index: `tritonlock sync`"
+    assert c.detail.startswith(f"the lock's backend is {want} (CUDA {want[2:-1]}.{want[-1]}) but torch "
+                               f"{real_torch_version} ")
+    if real_torch_backend == "cpu":
+        assert "is built for CPU only (torch.version.cuda is None)" in c.detail
+    else:
+        cuda = f"{real_torch_backend[2:-1]}.{real_torch_backend[-1]}"
+        assert f"is built for CUDA {cuda} (torch.version.cuda is '{cuda}')" in c.detail, c.detail
+    assert c.fix == f"reinstall torch from the {want} index: `tritonlock sync`"
 
 
 @pytest.mark.slow
-def test_wrong_triton_pin_fails(mismatch_run: VerifyResult, real_triton: str) -> None:
-    c = _check(mismatch_run, "triton version")
+def test_wrong_triton_pin_fails(mismatch_run: VerifyResult, real_triton: str, real_torch_python: str,
+                                real_torch_backend: str) -> None:
+    # (a CUDA build on this GPU-less machine asked for the GPU stops before triton; asked for nothing, it runs the
+    # interpreter like the CPU build does)
+    run = mismatch_run if real_torch_backend == "cpu" else run_verify(
+        real_torch_python, backend=real_torch_backend, triton="3.5.0", quick=True)
+    c = _check(run, "triton version")
     assert not c.ok
     assert c.detail.startswith(f"triton is {real_triton} but the lock pins triton==3.5.0: ")
     assert c.fix == "install triton==3.5.0 from the lock: `tritonlock sync`"
-    text = format_report(mismatch_run)
+    text = format_report(run)
     assert f"  FAIL  triton version: triton is {real_triton} but the lock pins triton==3.5.0" in text
     assert "        fix: install triton==3.5.0 from the lock: `tritonlock sync`" in text
-    assert text.splitlines()[-1] == "RESULT: FAILED (3 problems)"
+    assert text.splitlines()[-1] == ("RESULT: FAILED (3 problems)" if real_torch_backend == "cpu" else
+                                     "RESULT: FAILED (1 problem)")
 
 
 @pytest.mark.slow

@@ -458,3 +458,23 @@ def test_records_and_host_files_follow_the_rule(kind: str, short: Path) -> None:
         write_host_files(parse_probes(json.dumps(probe), "srun output"), hosts, force=True)
     assert "nothing was written" in str(err2.value) and "--force" not in str(err2.value)
     assert tree(short) == before
+
+
+def test_what_tritonlock_wrote_is_told_by_the_marker_its_header_carries_first(tmp_path: Path) -> None:
+    """A file's kind is its own header's marker: a k8s manifest quoting the lock is an export, a lock is a lock; a
+    file without a marker, one that is not there, a directory or a link is nobody's."""
+    import os
+
+    from tritonlock._files import MARKERS, written_by_us, written_kind
+
+    cases = {"lock": f"# {MARKERS['lock']}\n", "export": f"# {MARKERS['export']}export --format k8s`\n"
+             f"data: |\n  # {MARKERS['lock']}\n", "report merge": f"# {MARKERS['report merge']} x`\n",
+             "records": f"# {MARKERS['records']}\n", None: "# my own file\n"}
+    for kind, text in cases.items():
+        (tmp_path / "f").write_text(text)
+        assert (written_kind(tmp_path / "f"), written_by_us(tmp_path / "f")) == (kind, kind is not None), text
+    (tmp_path / "d").mkdir()
+    os.symlink(tmp_path / "f", tmp_path / "link")
+    (tmp_path / "f").write_text(cases["lock"])
+    for path in (tmp_path / "absent", tmp_path / "d", tmp_path / "link"):
+        assert (written_kind(path), written_by_us(path)) == (None, False), path

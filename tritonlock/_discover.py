@@ -121,17 +121,18 @@ def pyproject_groups(project: dict[str, object], extras: list[str]) -> list[str]
                 found += [_canon(x.strip()) for x in m[2].split(",") if x.strip()]
         return found
 
-    out: list[str] = []
     import re
+    from collections import deque
 
-    queue = [_canon(e) for e in extras if isinstance(e, str)] + named_by(project.get("dependencies"))
+    out: dict[str, None] = {}  # (in the order found; a set's lookups: 5,000 chained groups are linear, not quadratic)
+    queue = deque([_canon(e) for e in extras if isinstance(e, str)] + named_by(project.get("dependencies")))
     while queue:
-        g = queue.pop(0)
+        g = queue.popleft()
         if g in out or g not in by_canon:
             continue
-        out.append(g)
+        out[g] = None
         queue += named_by(groups[by_canon[g]])
-    return out
+    return list(out)
 
 
 def intent_bytes(path: str | Path) -> bytes:
@@ -160,7 +161,8 @@ def intent_bytes(path: str | Path) -> bytes:
     groups = pyproject_groups(project, extras if isinstance(extras, list) else [])
     opt = project.get("optional-dependencies")
     opt = opt if isinstance(opt, dict) else {}
-    chosen = {g: v for k, v in opt.items() for g in groups if isinstance(k, str) and _canon(k) == g}
+    by_canon = {_canon(k): v for k, v in opt.items() if isinstance(k, str)}  # (each name once: not groups × names)
+    chosen = {g: by_canon[g] for g in groups if g in by_canon}
     doc = {"tool.tritonlock": table, "dependencies": project.get("dependencies"), "optional-dependencies": chosen,
            "dynamic": project.get("dynamic")}
     return ("pyproject:" + json.dumps(doc, sort_keys=True, default=str)).encode()

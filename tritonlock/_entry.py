@@ -9,6 +9,29 @@ import sys
 
 
 def main() -> None:
+    try:
+        _main()
+    except KeyboardInterrupt:  # Ctrl-C before the CLI's own handler is in place (while it is imported): as there
+        _interrupted()
+
+
+def _interrupted() -> None:
+    """End as the CLI ends on Ctrl-C: "interrupted" and exit 130, never a traceback; a second Ctrl-C meanwhile is
+    ignored (nothing was started that needs stopping: the command had not begun)."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stream, text in ((sys.stdout, ""), (sys.stderr, "interrupted\n")):
+        try:
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):  # (a closed pipe: nothing more can be said)
+            pass
+    os._exit(130)
+
+
+def _main() -> None:
     _run_matching(sys.argv[1:])  # (returns only when the CLI must decide)
     line = _noop_sync(sys.argv[1:])
     if line is not None:

@@ -109,23 +109,42 @@ MARKERS: dict[str, str] = {
 }
 
 
+# Files of the project's state that tritonlock wrote, which only the commands named here may replace: another command
+# writing there (`export --format pixi -o triton-env.lock`) would destroy them, and "tritonlock wrote it" is no
+# permission then — not even with --force. Kind (a MARKERS key) → (what it is, the commands that write it).
+PROTECTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "lock": ("a lock", ("resolve",)),
+    "records": ("verify records", ("verify --record",)),
+    "host --save": ("a host file", ("host --save", "fleet hosts")),
+    "fleet hosts": ("a host file", ("host --save", "fleet hosts")),
+}
+
+
 def written_by_us(path: str | Path) -> bool:
     """Whether `path` is a regular file tritonlock wrote (a marker in its first 2 KB); False when it is not there
     or is anything else (a link is never ours: it is not followed)."""
+    return written_kind(path) is not None
+
+
+def written_kind(path: str | Path) -> str | None:
+    """What kind of file tritonlock wrote `path` as (the MARKERS key whose marker comes first in its first 2 KB);
+    None when it did not write it, or it is not there or not a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
                      | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
-        return False
+        return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
+            return None
         head = os.read(fd, 2048).decode("utf-8", "replace")
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
-    return any(m in head for m in MARKERS.values())
+    # the file's own header comes first (a k8s manifest quotes the lock further on); at one place, the longest
+    found = [(head.find(marker), -len(marker), kind) for kind, marker in MARKERS.items() if marker in head]
+    return min(found)[2] if found else None
 
 
 def _kind(mode: int) -> str:
@@ -211,6 +230,12 @@ def check_writes(paths: list[Path] | tuple[Path, ...], *, what: str, force: bool
         if nodir:
             shown = "; ".join(f"{d} {missing_dir(d)} (for {_names(ps)})" for d, ps in nodir.items())
             raise _usage(f"{what}: {shown} — create it first or fix the path; nothing was written")
+    state = [(p, PROTECTED[k][0]) for p in paths if (k := written_kind(p)) in PROTECTED
+             and what not in PROTECTED[k][1]]
+    if state:
+        shown = "; ".join(f"{p} is {kind} tritonlock wrote" for p, kind in state)
+        raise _usage(f"{what}: {shown} — {what} never replaces it, not even with --force; nothing was written; pass "
+                     "another path")
     if force or replace == "edit":
         return
     theirs = [p for p in paths if os.path.lexists(p) and (replace == "never" or not written_by_us(p))]
@@ -374,3 +399,43 @@ def open_lock_file(path: str | Path) -> int:
         os.close(fd)
         raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a lock file", str(path))
     return fd
+
+
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+
+
+def clones(source_dir: Path, target_dir: Path) -> bool:
+    """Whether a file in `source_dir` can be cloned copy-on-write into `target_dir` (tried with two small files,
+    which are removed again): Linux's FICLONE, macOS's clonefile."""
+    import contextlib
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    src = dst = None
+    try:
+        source_dir.mkdir(parents=True, exist_ok=True)  # (uv's cache directory: uv makes it too)
+        fd, name = tempfile.mkstemp(prefix=".tritonlock-clone-", dir=source_dir)
+        src = Path(name)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(b"\0" * 4096)
+        dst = target_dir / f".tritonlock-clone-{os.getpid()}-{src.name[-8:]}"
+        if sys.platform == "darwin":
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            return bool(libc.clonefile(os.fsencode(src), os.fsencode(dst), 0) == 0)
+        if not sys.platform.startswith("linux"):
+            return False
+        import fcntl
+
+        with open(src, "rb") as a, open(dst, "xb") as b:
+            fcntl.ioctl(b.fileno(), _FICLONE, a.fileno())
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False
+    finally:
+        for f in (src, dst):
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.unlink()

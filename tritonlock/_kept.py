@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 
-from tritonlock._files import read_bytes, read_text
+from tritonlock._files import read_bytes
 from tritonlock._machine import sha256_hex
 from tritonlock._stamp import code_stamp
 
 
-_KEPT_MAX = 16 << 20  # a check's output is a few kB (a fleet's a few hundred)
+_KEPT_LIMIT = 4 * 1024 * 1024  # a passing check's answer is a line, or a JSON document of a few KB
 
 
 def _folder() -> str:
@@ -50,8 +50,8 @@ def cached_check(project: str, as_json: bool) -> str | None:
     key = check_key(project, as_json)
     if key is None:
         return None
-    try:  # (a FIFO, a link to /dev/zero or a huge file there is passed over: never waited on, never read whole)
-        text = read_text(os.path.join(_folder(), key + ".txt"), limit=_KEPT_MAX)
+    try:  # a regular file, and a small one: a FIFO, a device or a huge file put there is no answer (nor a hang)
+        text = read_bytes(os.path.join(_folder(), key + ".txt"), limit=_KEPT_LIMIT).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     head, sep, body = text.partition("\n")

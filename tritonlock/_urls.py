@@ -113,33 +113,46 @@ def credentials(url: str) -> tuple[str, str] | None:
     return unquote(user), unquote(password)
 
 
-def with_credentials(url: str, user: str, password: str) -> str:
-    """`url` with user:password@ put back (only for handing to uv in its environment, never to print)."""
-    parts = _split(url)
-    if parts is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
-    return urlunsplit(parts._replace(netloc=f"{auth}@{host}"))
-
-
 # A URL in free text: its scheme, then everything up to a space, a quote or an angle bracket.
 _URL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s'\"<>`]*)")
 
 
-def _sub_credentials(text: str, mark: str) -> str:
+# A URL's fragment that names its file's hash (pip's "#sha256=<hex>"): no secret, and worth showing.
+HASH_FRAGMENT = re.compile(r"(sha1|sha224|sha256|sha384|sha512|md5)=[0-9a-fA-F]+")
+
+
+def _sub_credentials(text: str, mark: str, *, query: bool = False) -> str:
     def one(m: re.Match[str]) -> str:
         body = m.group(2)
         cut = _userinfo_end(m.group(1), body) if "@" in body else -1
-        return m.group(1) + (mark + body[cut + 1:] if cut >= 0 else body)
+        body = mark + body[cut + 1:] if cut >= 0 else body
+        if query:  # a token or a signature in the query, or in a fragment that is not a hash
+            head, hashmark, fragment = body.partition("#")
+            head = re.sub(r"\?.+", "?***", head, count=1)
+            body = head + (hashmark + (fragment if HASH_FRAGMENT.fullmatch(fragment) else "***") if hashmark else "")
+        return m.group(1) + body
 
     return _URL.sub(one, text)
 
 
 def redact(text: str) -> str:
     """Any user:password@ inside free text (an error from uv or requests, a URL as the user wrote it) replaced by
-    ***@ — up to the last "@" before the host, so that a secret with a raw "@" or "/" in it is hidden whole."""
-    return _sub_credentials(text, "***@")
+    ***@ — up to the last "@" before the host, so that a secret with a raw "@" or "/" in it is hidden whole — and
+    any URL's query (a signed URL's signature, ?token=…) and fragment other than a file hash (#sha256=…) by ***."""
+    return _sub_credentials(text, "***@", query=True)
+
+
+def secret_part(url: str) -> str | None:
+    """What of a URL could be a secret that is not its credentials — "a query (?…)" or "a fragment (#…)" other than
+    a file hash — or None."""
+    parts = _split(url)
+    if parts is None:
+        return None
+    if parts.query or url.rstrip("#").endswith("?"):
+        return "a query (?…)"
+    if parts.fragment and not HASH_FRAGMENT.fullmatch(parts.fragment):
+        return "a fragment (#…) that is not a file hash"
+    return None
 
 
 def shown(url: str, limit: int = 120) -> str:

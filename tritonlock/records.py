@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tritonlock import _toml
+from tritonlock import _recordlines, _toml
 from tritonlock.errors import LockfileError
 from tritonlock.models import HostProfile, Lock, LockedTarget
 
@@ -328,11 +328,13 @@ class _R:
         return v
 
 
-def loads(text: str, path: str = RECORDS_FILE) -> tuple[Record, ...]:
-    """Parse a records file; a broken one is refused with the entry and key that are wrong."""
+def loads(text: str, path: str = RECORDS_FILE, *, fast_lines: bool = True) -> tuple[Record, ...]:
+    """Parse a records file; a broken one is refused with the entry and key that are wrong (fast_lines: _recordlines)."""
+    from tritonlock.verify.speed import VERDICTS
+
     r = _R(path)
     try:
-        data = _toml.loads(text)
+        data, read = _recordlines.read(text, KernelSummary, VERDICTS if fast_lines else None)
     except _toml.TOMLDecodeError as err:
         line, msg = _toml.decode_error_line(err, text)
         raise LockfileError(f"{path}:{line}: not valid TOML ({msg}) — fix it (a merge conflict left in it?), or "
@@ -346,18 +348,18 @@ def loads(text: str, path: str = RECORDS_FILE) -> tuple[Record, ...]:
         raise r.fail("verified", "expected [[verified]] tables")
     out: dict[tuple[str, str], Record] = {}
     for i, e in enumerate(raw):
-        rec = _entry(r, e, f"verified[{i}]")
+        rec = _entry(r, e, f"verified[{i}]", read.get(i))
         old = out.get(rec.key)
         if old is None or old.when <= rec.when:  # a merge that kept both sides of one entry: the newer wins
             out[rec.key] = rec
     return tuple(sorted(out.values(), key=lambda x: x.key))
 
 
-def _entry(r: _R, e: Any, w: str) -> Record:
+def _entry(r: _R, e: Any, w: str, read: tuple[KernelSummary, ...] | None = None) -> Record:
     if not isinstance(e, dict):
         raise r.fail(w, "expected a table")
-    kernels = []
-    for j, k in enumerate(r.get(e, "kernels", list, w, False) or []):
+    kernels = list(read or ())
+    for j, k in enumerate([] if read is not None else r.get(e, "kernels", list, w, False) or []):
         kw = f"{w}.kernels[{j}]"
         if not isinstance(k, dict):
             raise r.fail(kw, "expected an inline table")

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from tritonlock.doctor.context import Context, Finding, parse_version, plural, sync_fix
 from tritonlock.doctor.facts import VenvFacts
+from tritonlock.environment._venv import HARDLINK_CAUSE
 
 _TRITONS = ("triton", "pytorch-triton", "triton-windows")
 
@@ -351,12 +352,24 @@ def check_integrity(c: Context) -> list[Finding]:
                            evidence=v.damaged, fix=fix))
     if v.modified:
         # Every file is there, some with other sizes: edited after install (images that swap certifi's bundle
-        # for the system's do this on purpose) or cut short by a kill; only the owner knows which.
+        # for the system's do this on purpose) or cut short by a kill; only the owner knows which — unless the
+        # changed files are hard links shared with uv's cache: then an edit elsewhere changed them, and says so.
         n = len(v.modified)
         names = " ".join(dict.fromkeys(e.split(" ", 1)[0] for e in v.modified))
         again = (f"`tritonlock sync --reinstall {names}` installs {'it' if n == 1 else 'them'} again from the lock"
                  if c.lock and c.lock.lock else f"reinstall {'it' if n == 1 else 'them'} "
                  f"(`uv pip install --reinstall-package NAME`), or lock the project and `tritonlock sync`")
+        if any(HARDLINK_CAUSE in e for e in v.modified):
+            out.append(Finding(
+                id="venv-modified", severity="warning",
+                title=f"{plural(n, 'package')} in {c.where} {'has' if n == 1 else 'have'} files of another size than "
+                      "their RECORD lists — hard links whose bytes uv's cache and other venvs share, so an edit made "
+                      "through any of them changed them all",
+                evidence=v.modified,
+                fix=f"`uv cache clean {names}` (the cache's copy holds the edit too), then " + again
+                    + "; tritonlock's own syncs give each venv copies of its own (or copy-on-write clones) unless "
+                      "UV_LINK_MODE=hardlink asks for shared files (docs/sync.md)"))
+            return out
         out.append(Finding(id="venv-modified", severity="warning",
                            title=f"{plural(n, 'package')} in {c.where} {'has' if n == 1 else 'have'} files of another "
                                  "size than their RECORD lists: changed after install, or cut short by a killed install",

@@ -200,6 +200,9 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
         write_atomic(doc, pylock_for(lock, target, names, wheelhouse), what="sync")
         args = [_subprocess.uv_bin(), "pip", "install", "--no-config", "--preview-features", "pylock",
                 f"--python={py}", "--no-deps", "-r", str(doc)]
+        mode = link_mode(Path(py).parent.parent)  # (the venv of the interpreter: bin/python's grandparent)
+        if mode is not None:
+            args.append(f"--link-mode={mode}")
         for s in p.of("reinstall"):
             if s.name in names:
                 args.append(f"--reinstall-package={s.name}")
@@ -243,6 +246,41 @@ def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: L
         if rc != 0:
             raise Failed(uv_failure(index.explain(err)) or f"uv exited with {rc}", fix=offline_fix(offline, wheelhouse))
     return interrupted
+
+
+# ---------------------------------------------------------------- how the files get into the venv
+
+# uv puts installed files into a venv from its cache by hard link on Linux: every venv synced from one cache then
+# shares each file's bytes with the cache and with each other, and a debugging edit in one venv's site-packages
+# changes them all (and the cache, so a later install gets the edit too). A venv tritonlock makes owns its files:
+# copy-on-write clones where the filesystem makes them (btrfs, XFS, APFS: no more disk, no sharing), else copies.
+# Sharing by hard link is the user's choice: UV_LINK_MODE=hardlink (uv's own setting) is honoured as it is.
+
+
+def link_mode(venv: Path) -> str | None:
+    """The --link-mode uv installs the lock into `venv` with: "clone" where the filesystem of uv's cache and the
+    venv makes copy-on-write clones, else "copy"; None when the user set UV_LINK_MODE (uv reads it itself)."""
+    if os.environ.get("UV_LINK_MODE", "").strip():
+        return None
+    cache = _uv_cache_dir()
+    from tritonlock._files import clones
+
+    return "clone" if cache is not None and clones(cache, venv.absolute()) else "copy"
+
+
+def _uv_cache_dir() -> Path | None:
+    if os.environ.get("UV_CACHE_DIR", "").strip():
+        return Path(os.environ["UV_CACHE_DIR"])
+    import subprocess
+
+    from tritonlock.errors import TritonlockError
+
+    try:
+        proc = _subprocess.run([_subprocess.uv_bin(), "cache", "dir", "--no-config"], timeout=60)
+    except (OSError, subprocess.SubprocessError, TritonlockError):  # no answer: copies are always safe
+        return None
+    out = proc.stdout.strip()
+    return Path(out) if proc.returncode == 0 and out else None
 
 
 def offline_fix(offline: bool, wheelhouse: Path | None) -> str:

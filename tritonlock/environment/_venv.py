@@ -134,6 +134,7 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
         return f"its RECORD cannot be read ({err.strerror})"
     missing: list[str] = []
     wrong: list[str] = []
+    linked: list[str] = []  # of `wrong`: hard links, whose bytes another name (uv's cache, another venv) shares
     total = 0
     try:
         rows = record_rows(text)
@@ -158,6 +159,8 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
             continue
         if digits(size) and st.st_size != int(size):  # ASCII digits ("²".isdigit() is True)
             wrong.append(rel)
+            if st.st_nlink > 1:
+                linked.append(rel)
     if not total:
         return "its RECORD lists no files (it was cut short)"
     from tritonlock._term import printable
@@ -170,7 +173,16 @@ def _record_problem(site: Path, dist_info: Path) -> str | None:
         parts.append(f"{len(missing)} of {total} files are missing ({some(missing)})")
     if wrong:
         parts.append(f"{len(wrong)} files have another size than RECORD says ({some(wrong)})")
+    if linked:
+        one = len(linked) == 1
+        parts.append(f"{'it is a hard link' if len(wrong) == 1 else f'{len(linked)} of them are hard links'} to "
+                     f"{'a file' if one else 'files'} outside this venv — {HARDLINK_CAUSE}")
     return "; ".join(parts) or None
+
+
+# Why a hard-linked file of a venv changed (`_record_problem`, doctor's finding): the real cause, not a killed install.
+HARDLINK_CAUSE = ("uv's cache and every venv installed from it by hard link (UV_LINK_MODE=hardlink, or a venv made "
+                  "by plain uv) share those bytes, so an edit made through another of those names changed them here")
 
 
 _HASH = re.compile(r"[A-Za-z0-9_]+=[A-Za-z0-9_=-]+")

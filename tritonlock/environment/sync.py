@@ -363,6 +363,10 @@ def _sync(project: Path, *, venv: Path | None, dry_run: bool, locked: bool, offl
         # a lock written from exactly these bytes (the intent's and its target files') is fresh without parsing them
         fresh = lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None)
         stale = None if fresh else staleness(lock, read_intent(intent_path), load_matrix().version)
+        if fresh and b"@" in intent_bytes:  # (not parsed: its index credentials are still needed to install)
+            from tritonlock.intent.read import learn_credentials
+
+            learn_credentials(intent_path)
         if stale and locked:
             from tritonlock.errors import LockfileError
 

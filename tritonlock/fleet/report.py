@@ -385,11 +385,11 @@ def band_rows(records: list[Any]) -> list[BandRow]:
     seen: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
     for rec in records:
         if not rec.ok or rec.mode != "gpu" or not rec.gpus:
-            continue
-        model, cc = _model_cc(rec.gpus[0])
-        for k in rec.kernels:
+            continue  # (a failed run's figures say what went wrong there, not what the GPU does)
+        for k in rec.kernels:  # every device's figures: a node's slower GPU is a run of its own, not hidden
             if k.ratio is None or k.value is None or not k.metric:
                 continue
+            model, cc = _model_cc(_device_gpu(rec.gpus, k.device))
             seen.setdefault((f"{model}|{cc}", k.kernel, k.dtype, k.metric), []).append((k.ratio, k.value))
     out = []
     for (gpu, kernel, dtype, metric), pairs in sorted(seen.items()):
@@ -410,6 +410,15 @@ def band_rows(records: list[Any]) -> list[BandRow]:
                            suggested_ratio=(round(ratios[0] - 0.07, 2), round(ratios[-1] + 0.08, 2)),
                            suggested_value=(round(values[0] * 0.85), round(values[-1] * 1.15)), outside=outside))
     return out
+
+
+def _device_gpu(gpus: tuple[str, ...], device: str) -> str:
+    """The GPU a kernel row ran on: a node's one model, else the device's index ("cuda:1") into the record's GPUs
+    (listed in the driver's order, as the devices are numbered where CUDA_VISIBLE_DEVICES does not reorder them)."""
+    if len(set(gpus)) == 1:
+        return gpus[0]
+    index = device.rpartition(":")[2]
+    return gpus[int(index)] if index.isdigit() and int(index) < len(gpus) else gpus[0]
 
 
 def _model_cc(gpu: str) -> tuple[str, str | None]:

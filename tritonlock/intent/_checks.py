@@ -74,6 +74,11 @@ def _requirement(req: str) -> tuple[str, str] | str:
     return r.name, str(r)
 
 
+# The fix for a direct URL _requirement_url_problem refuses.
+URL_FIX = ("name the file by a plain http(s):// or file:// URL (a wheel from a signed or token URL: download it and "
+           "give its file:// URL); keep credentials in ~/.netrc or your keyring")
+
+
 def _requirement_url_problem(text: str) -> str | None:
     """Why a direct-URL requirement ("name @ URL") cannot be locked, or None."""
     if "://" not in text:
@@ -91,6 +96,9 @@ def _requirement_url_problem(text: str) -> str | None:
         return f"its URL {why}"
     if _urls.has_credentials(url):
         return "its URL carries credentials, which would be written into the lock"
+    secret = _urls.secret_part(url)
+    if secret:  # (a token or a signature there would be written into the lock and shown; a signed URL expires)
+        return f"its URL has {secret}, which would be written into the lock — a token or a signature there is a secret"
     return None
 
 

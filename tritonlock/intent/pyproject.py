@@ -86,8 +86,7 @@ def _from_pyproject(p: _checks._Problems, data: dict[str, Any]) -> dict[str, Any
         if canon not in ("torch", "triton"):
             url_problem = _checks._requirement_url_problem(text)
             if url_problem:
-                p.add(key, f"{_urls.redact(_toml.shown(req, 120))}: {url_problem}", "give a plain https:// or "
-                      "file:// URL; keep credentials in ~/.netrc or your keyring", absolute=True)
+                p.add(key, f"{_urls.redact(_toml.shown(req, 120))}: {url_problem}", _checks.URL_FIX, absolute=True)
             elif isinstance(packages, list):
                 packages.append(req)
             continue

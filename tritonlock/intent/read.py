@@ -166,7 +166,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
         url_problem = _checks._requirement_url_problem(text)
         if url_problem:
             p.add(("environment", "packages", i), f"{_urls.redact(_toml.shown(req, 120))}: {url_problem}",
-                  "give a plain https:// or file:// URL; keep credentials in ~/.netrc or your keyring")
+                  _checks.URL_FIX)
             continue
         if name.lower() in ("torch", "triton"):
             p.add(("environment", "packages", i), f"{name} is set by [environment].{name.lower()}",
@@ -232,31 +232,80 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
 
 
 _BUILD_KEYS = _checks.TABLES["[[package-builds]]"]
+_BUILD_FIELDS = ("version", "cuda", "torch")  # what an index address of [[package-builds]] may carry in braces
+_BUILD_EXAMPLE = 'e.g. name = "vllm", index = "https://wheels.vllm.ai/{version}/{cuda}", cuda = ["cu129"]'
 
 
 def _package_builds(p: _checks._Problems, raw: Any) -> tuple[PackageBuilds, ...]:
     """[[package-builds]]: a package's own per-CUDA builds on an index of its own, as compat/packages.toml rows
-    (name, index with {version}/{cuda}/{torch}, cuda = ["cu128", ...], format = "simple" | "flat")."""
+    (name, index with {version}/{cuda}/{torch}, cuda = ["cu128", ...], format = "simple" | "flat"). Each key is
+    checked here, naming it: a name that is no package name, an index with another placeholder (which would fail
+    only when a build is looked up), an address that is not http(s):// or file://, a variant that is not cuXYZ."""
     from tritonlock.compat.pkgbuilds import parse_rows
 
     if not isinstance(raw, list):
         p.add(("package-builds",), "expected an array of tables", "write each as a [[package-builds]] table")
         return ()
     out: list[PackageBuilds] = []
+    names: set[str] = set()
     for i, row in enumerate(raw):
+        key: tuple[str | int, ...] = ("package-builds", i)
         if not isinstance(row, dict):
-            p.add(("package-builds", i), "expected a table", "write it as a [[package-builds]] table")
+            p.add(key, "expected a table", "write it as a [[package-builds]] table")
             continue
-        _checks._unknown(p, row, _BUILD_KEYS, ("package-builds", i), _checks.elsewhere("[[package-builds]]"))
+        _checks._unknown(p, row, _BUILD_KEYS, key, _checks.elsewhere("[[package-builds]]"))
+        before = len(p.items)
+        name, index, cuda, fmt = row.get("name"), row.get("index"), row.get("cuda"), row.get("format", "simple")
+        if not isinstance(name, str) or not _urls.NAME.match(name.strip()):
+            p.add((*key, "name"), "missing" if name is None else f"{_toml.shown(name)} is not a package name",
+                  f"write the package's name, {_BUILD_EXAMPLE}")
+        elif re.sub(r"[-_.]+", "-", name.strip()).lower() in names:
+            p.add((*key, "name"), f"{_toml.shown(name)} has a [[package-builds]] table above already",
+                  "keep one table per package")
+        else:
+            names.add(re.sub(r"[-_.]+", "-", name.strip()).lower())
+        index = _build_index(p, (*key, "index"), index)
+        if not isinstance(cuda, list) or not cuda or not all(isinstance(c, str) and re.fullmatch(r"cu[0-9]{3}|cpu", c)
+                                                               for c in cuda):
+            p.add((*key, "cuda"), "missing" if cuda is None else
+                  f"expected a list of the variants the index publishes, got {_toml.shown(cuda)}",
+                  'write them as PyTorch names its builds, e.g. cuda = ["cu128", "cu130"]')
+        if fmt not in ("simple", "flat"):
+            p.add((*key, "format"), f"{_toml.shown(fmt)} is not a format",
+                  'use "simple" (an index) or "flat" (a page of links, pip\'s find-links)')
+        if len(p.items) > before or index is None:
+            continue
         try:
-            (b,) = parse_rows([row], "", "package-builds")
-        except ValueError as err:
-            what = str(err).split(": ", 2)[-1]
-            p.add(("package-builds", i), what, 'write e.g. name = "vllm", index = '
-                  '"https://wheels.vllm.ai/{version}/{cuda}", cuda = ["cu129"]')
+            (b,) = parse_rows([{**row, "name": str(name).strip(), "index": index}], "", "package-builds")
+        except ValueError as err:  # (what the checks above let through, said as the shared reader says it)
+            p.add(key, str(err).split(": ", 2)[-1], _BUILD_EXAMPLE)
             continue
         out.append(b)
     return tuple(out)
+
+
+def _build_index(p: _checks._Problems, key: tuple[str | int, ...], raw: Any) -> str | None:
+    """A [[package-builds]] index address: its placeholders only {version}, {cuda} and {torch}, an http(s):// or
+    file:// URL once they are filled; credentials written in it kept in memory, the address returned without."""
+    fix = f"write the address of the package's own index with {{version}}, {{cuda}} or {{torch}}, {_BUILD_EXAMPLE}"
+    if raw is None:
+        p.add(key, "missing", fix)
+        return None
+    if not isinstance(raw, str):
+        p.add(key, f"expected an index address, got {_toml.shown(raw)}", fix)
+        return None
+    s = _urls.normalize(raw.strip())  # a password with a raw "@" or "{": percent-encoded, the host the real one
+    filled = re.sub(r"\{(" + "|".join(_BUILD_FIELDS) + r")\}", "x", s)
+    if "{" in filled or "}" in filled:
+        p.add(key, f"{_urls.redact(_toml.shown(s, 120))} has a brace that is not {{version}}, {{cuda}} or {{torch}}",
+              fix)
+        return None
+    why = _urls.problem(filled)
+    if why is not None:
+        p.add(key, f"{_urls.redact(_toml.shown(s, 120))} {why}", fix)
+        return None
+    _urls.learn(s)  # (as [indexes]: the lock, the output and the intent's hash get the address without them)
+    return _urls.strip_credentials(s)
 
 
 def _no_build(p: _checks._Problems, raw: Any) -> tuple[str, ...]:
@@ -299,6 +348,33 @@ def _names(p: _checks._Problems, key: tuple[str | int, ...], raw: Any, fix: str)
             continue
         names.append(re.sub(r"[-_.]+", "-", n.strip()).lower())
     return tuple(sorted(set(names)))
+
+
+def learn_credentials(path: str | Path) -> None:
+    """Learn the credentials written in the intent's index URLs ([indexes], [[package-builds]] index) for this
+    process's requests, without validating the rest: for a command that found the lock fresh and so never parsed
+    the intent — `sync` installing from a private index needs them as much as the `resolve` that wrote the lock did.
+    A file that cannot be read or parsed teaches nothing (the full read says what is wrong with it)."""
+    try:
+        text = read_text(Path(path), encoding="utf-8-sig", limit=INTENT_LIMIT)
+        if "@" not in text:
+            return
+        data = _toml.loads(text)
+    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError):
+        return
+    table: Any = data
+    if Path(path).name == "pyproject.toml":
+        tool = data.get("tool")
+        table = tool.get("tritonlock") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            return
+    indexes = table.get("indexes")
+    urls = [v for v in indexes.values()] if isinstance(indexes, dict) else []
+    builds = table.get("package-builds")
+    urls += [b.get("index") for b in builds if isinstance(b, dict)] if isinstance(builds, list) else []
+    for url in urls:
+        if isinstance(url, str) and _urls.problem(re.sub(r"\{[a-z]+\}", "x", _urls.normalize(url))) is None:
+            _urls.learn(url)
 
 
 def read_intent(path: str | Path, *, target_files: bool = True) -> Intent:

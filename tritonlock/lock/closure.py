@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import re
 import subprocess
 import tempfile
@@ -571,13 +572,22 @@ def _unpinnable(name: str, raw: dict[str, Any]) -> str:
 
 
 def _file(raw: dict[str, object]) -> Wheel:
-    if "url" not in raw and isinstance(raw.get("path"), str) and Path(str(raw["path"])).is_absolute():
-        # a direct reference to a file on this disk (`pkg @ file:///…/pkg.whl`): uv writes its path, not a URL
-        raw = {**raw, "url": Path(str(raw["path"])).as_uri()}
-    if "url" not in raw:
-        raise ClosureError(f"uv gave no URL for a locked file ({_urls.redact(str(raw))[:200]}) — name it by an "
-                           "https:// or file:// URL with an absolute path")
-    url = _urls.strip_credentials(str(raw["url"]))
+    """A file of uv's pylock answer: from an index or a direct https:// reference (`url`), or a local one — a
+    `pkg @ file:///…/pkg.whl` requirement, which uv answers with the file's absolute `path` — as a file:// URL."""
+    size = raw.get("size")
+    if "url" in raw:
+        url = _urls.strip_credentials(str(raw["url"]))
+    elif isinstance(raw.get("path"), str) and os.path.isabs(str(raw["path"])):
+        path = Path(str(raw["path"]))
+        url = path.as_uri()
+        if not isinstance(size, int):
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = None
+    else:
+        raise ClosureError(f"uv gave a file with neither a URL nor an absolute path ({_urls.redact(str(raw))[:200]}) — "
+                           "name local wheels as file:///absolute/path/name.whl")
     hashes = raw.get("hashes")
     sha = hashes.get("sha256") if isinstance(hashes, dict) else None
     if not isinstance(sha, str):
@@ -585,5 +595,4 @@ def _file(raw: dict[str, object]) -> Wheel:
     from urllib.parse import unquote, urlsplit
 
     name = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
-    size = raw.get("size")
     return Wheel(name=name, url=url, sha256=sha, size=size if isinstance(size, int) else None)

@@ -21,21 +21,33 @@ from tritonlock.errors import ConfigError, IndexError_, TritonlockError
 
 
 def _pip_config_files() -> list[Path]:
-    """pip's configuration files, lowest precedence first (pip's documented order)."""
+    """pip's configuration files, lowest precedence first, as pip reads them (pip/_internal/configuration.py):
+    the global ones (each $XDG_CONFIG_DIRS entry's pip/pip.conf in the order listed, then /etc/pip.conf), the user's
+    (~/.pip/pip.conf, then $XDG_CONFIG_HOME/pip/pip.conf — not read when PIP_CONFIG_FILE names a file that exists),
+    the base interpreter's and the venv's (sys.base_prefix, sys.prefix), then PIP_CONFIG_FILE's. PIP_CONFIG_FILE set
+    to os.devnull reads none at all (PIP_* variables still count)."""
+    env_file = os.environ.get("PIP_CONFIG_FILE")
+    if env_file == os.devnull:
+        return []
+    name = "pip.ini" if sys.platform == "win32" else "pip.conf"
     files: list[Path] = []
-    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep)
-    files += [Path(d) / "pip" / "pip.conf" for d in reversed(xdg_dirs) if d]
-    files.append(Path("/etc/pip.conf"))
-    home = Path.home()
-    files.append(home / ".pip" / "pip.conf")
-    files.append(Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf")
     if sys.platform == "win32":
-        appdata = os.environ.get("APPDATA")
-        if appdata:
-            files.append(Path(appdata) / "pip" / "pip.ini")
-    files.append(Path(sys.prefix) / ("pip.ini" if sys.platform == "win32" else "pip.conf"))
-    if os.environ.get("PIP_CONFIG_FILE") and os.environ["PIP_CONFIG_FILE"] != os.devnull:
-        files.append(Path(os.environ["PIP_CONFIG_FILE"]))
+        files.append(Path(os.environ.get("PROGRAMDATA", r"C:\ProgramData")) / "pip" / name)
+    else:
+        xdg_dirs = os.environ.get("XDG_CONFIG_DIRS", "").strip() or "/etc/xdg"
+        files += [Path(os.path.expanduser(d)) / "pip" / name for d in xdg_dirs.split(os.pathsep) if d]
+        files.append(Path("/etc") / name)
+    if not (env_file and os.path.exists(env_file)):
+        home = Path.home()
+        files.append(home / ("pip" if sys.platform == "win32" else ".pip") / name)
+        if sys.platform == "win32":
+            files.append(Path(os.environ.get("APPDATA", home)) / "pip" / name)
+        else:
+            files.append(Path(os.environ.get("XDG_CONFIG_HOME", "").strip() or home / ".config") / "pip" / name)
+    for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
+        files.append(Path(prefix) / name)
+    if env_file:
+        files.append(Path(env_file))
     return files
 
 
@@ -49,12 +61,14 @@ def _checked(url: str, where: str) -> str:
 
 
 def pip_setting(name: str) -> tuple[str, str] | None:
-    """A pip option as pip resolves it — PIP_<NAME>, else the configuration files (later files, and [install] /
-    [download] over [global], win) — with where it came from; None when unset."""
-    env = os.environ.get("PIP_" + name.upper().replace("-", "_"))
+    """A pip option as `pip install` resolves it, with where it came from; None when unset: PIP_<NAME>, else the
+    configuration files' values merged in their order (a later file's [section] name replaces an earlier file's),
+    [install] (then [download]) over [global] whichever file holds them; an empty value counts as unset, as in pip."""
+    var = "PIP_" + name.upper().replace("-", "_")
+    env = os.environ.get(var)
     if env and env.strip():
-        return env.strip(), "PIP_" + name.upper().replace("-", "_")
-    found: tuple[str, str] | None = None
+        return env.strip(), var
+    merged: dict[str, tuple[str, str]] = {}
     for path in _pip_config_files():
         cp = configparser.ConfigParser(interpolation=None)
         try:
@@ -67,10 +81,14 @@ def pip_setting(name: str) -> tuple[str, str] | None:
             why = " ".join(str(err).split())
             raise ConfigError(f"{path}: pip cannot use this configuration file ({_urls.redact(why)[:200]}) — fix "
                               "it (pip fails on it too), or point PIP_CONFIG_FILE elsewhere") from None
-        for section in ("global", "install", "download"):
-            if cp.has_option(section, name):
-                found = (cp.get(section, name).strip(), f"{path} [{section}] {name}")
-    return found
+        for section in ("global", "download", "install"):
+            for key, value in (cp.items(section) if cp.has_section(section) else ()):
+                if key.lower().replace("_", "-").removeprefix("--") == name:
+                    merged[section] = (value.strip(), f"{path} [{section}] {key}")
+    for section in ("install", "download", "global"):
+        if merged.get(section, ("", ""))[0]:
+            return merged[section]
+    return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -212,6 +230,18 @@ def extra_index_note() -> str:
             "devpi offer, does this), or name that index in [indexes].default if it serves them all")
 
 
+# A backend's path segment on a torch index, which [indexes].torch's {backend} stands for (cpu, cu130, rocm7.1, xpu)
+_BACKEND_SEGMENT = re.compile(r"cpu|cu[0-9]+|rocm[0-9.]+|xpu")
+
+
+def _path_segments(url: str) -> list[str]:
+    """The path of a URL as its segments, without empty ones ("/simple/" and "/simple" are one path)."""
+    from urllib.parse import unquote, urlsplit
+
+    path = urlsplit(_urls.strip_credentials(url)).path
+    return [unquote(p) for p in path.split("/") if p]
+
+
 def credentials(url: str, *, keyring: bool = False) -> tuple[str, str] | None:
     """(user, password) for an index or file URL: written in a URL the user configured for the same scheme, host
     and port (pip matches credentials by host), then ~/.netrc, then — when asked — keyring."""
@@ -221,12 +251,19 @@ def credentials(url: str, *, keyring: bool = False) -> tuple[str, str] | None:
     here = _urls.origin(url)
     if here is None:
         return None
-    best: tuple[int, str] | None = None
+    # Several credentials for one origin (two indexes on one server, each its own token): the index whose path holds
+    # the URL, the deepest one (nested paths), else the one sharing most of its path; a tie keeps the first learned.
+    wanted = _path_segments(url)
+    best: tuple[tuple[bool, int], str] | None = None
     for known in _urls.learned():
         if _urls.origin(known) == here:
-            path = len(os.path.commonprefix([_urls.strip_credentials(known), url]))
-            if best is None or path > best[0]:
-                best = (path, known)
+            theirs = _path_segments(known)
+            shared = next((i for i, (a, b) in enumerate(zip(theirs, wanted))
+                           if a != b and not (a == "{backend}" and _BACKEND_SEGMENT.fullmatch(b))),
+                          min(len(theirs), len(wanted)))
+            rank = (shared == len(theirs), shared)
+            if best is None or rank > best[0]:
+                best = (rank, known)
     if best is not None:
         return _urls.credentials(best[1])
     found = _netrc(here[1])
@@ -298,10 +335,31 @@ def explain(output: str) -> str:
     if re.search(r"(?i)certificate|UnknownIssuer|tls|ssl", text):
         text += ("\n  hint: to trust a private CA, set `cert = /path/to/ca.pem` in pip.conf (or PIP_CERT), as for "
                  "pip; tritonlock also honours pip's `client-cert` and otherwise trusts the system store")
-    elif asked_for_credentials(text):
-        text += ("\n  hint: give credentials as pip takes them: in the index URL ([indexes] in triton-env.toml, "
-                 "PIP_INDEX_URL or pip.conf), in ~/.netrc, or in your keyring")
+    elif asked_for_credentials(text) or re.search(r"not found in the package registry|authentication", text):
+        clash = _credentials_clash()
+        if clash:
+            text += (f"\n  hint: {clash} are on one host and want different credentials, and uv hands a host one set "
+                     "of credentials, the first it used there (the other index answers 401, which uv reports as "
+                     "\"not found\") — give both indexes one token that reads both, or serve them from different hosts "
+                     "or ports")
+        elif asked_for_credentials(text):
+            text += ("\n  hint: give credentials as pip takes them: in the index URL ([indexes] in triton-env.toml, "
+                     "PIP_INDEX_URL or pip.conf), in ~/.netrc, or in your keyring")
     return text
+
+
+def _credentials_clash() -> str | None:
+    """Two index URLs this process learned on one origin with different credentials, named without them ("A and
+    B"), or None."""
+    seen: dict[tuple[str, str, int | None], str] = {}
+    for url in _urls.learned():
+        where = _urls.origin(url)
+        if where is None:
+            continue
+        first = seen.setdefault(where, url)
+        if _urls.credentials(first) != _urls.credentials(url):
+            return f"{_urls.strip_credentials(first)} and {_urls.strip_credentials(url)}"
+    return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
