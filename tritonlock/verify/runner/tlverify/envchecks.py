@@ -155,10 +155,32 @@ def check_cuda(r: Report, torch: Any, expect_gpu: bool | None, driver: str | Non
             reason = f"{reason}; {e}".strip("; ")
         detail = (f"{head}: torch {torch.__version__} is built for CUDA {torch.version.cuda} and could "
                   f"not initialise CUDA: {reason or 'no reason given'}")
-        fix = ("pick a backend this driver supports (the driver's CUDA version must be >= torch's, "
-               "`tritonlock lock` re-resolves for this host) or update the driver")
+        fix = _cuda_init_fix(reason)
     r.check("CUDA available", False, detail, fix)
     return False
+
+
+# What CUDA's runtime says when it cannot start (cudaGetErrorString's words, as torch passes them on), by cause: the
+# driver older than the build's CUDA (cudaErrorInsufficientDriver, 35), or no GPU this process can use
+# (cudaErrorNoDevice, 100; cudaErrorDevicesUnavailable, 46: every GPU busy in an exclusive compute mode)
+_DRIVER_TOO_OLD = ("too old", "insufficient", "driver version is insufficient", "error 35")
+_NO_DEVICE = ("no cuda-capable device", "no_device", "error 100", "devices unavailable", "busy or unavailable",
+              "error 46")
+
+
+def _cuda_init_fix(reason: str) -> str:
+    """The next step for a CUDA torch that cannot start CUDA although a driver is there, from the runtime's words."""
+    said = reason.lower()
+    if any(w in said for w in _DRIVER_TOO_OLD):
+        return ("the driver is older than torch's CUDA build: pick a build this driver runs (`tritonlock resolve` "
+                "decides for this host's driver; a lock made elsewhere: `tritonlock host` shows what it sees) or "
+                "update the driver")
+    if any(w in said for w in _NO_DEVICE):
+        return ("the driver answers but gives this process no GPU: `nvidia-smi` lists what the driver sees; in a "
+                "container, pass the GPU through (docker run --gpus all; Kubernetes: an nvidia.com/gpu resource); "
+                "a GPU in exclusive compute mode may be held by another process")
+    return ("`nvidia-smi` shows the driver's view of the GPUs; `tritonlock doctor` names the classic causes (a driver "
+            "older than torch's CUDA, a container without the GPU, a hidden device)")
 
 
 def _arch_runs(entry: str, major: int, minor: int) -> bool:
@@ -221,7 +243,7 @@ def check_archs(r: Report, torch: Any) -> None:
                     f"is built only for {', '.join(archs) or 'no CUDA architectures'}: neither sm_{major}x "
                     f"machine code nor PTX <= compute_{major}{minor} is in it, so torch's own GPU code cannot run",
                     f"pick a torch backend whose build includes sm_{major}{minor} (newer CUDA backends add "
-                    "newer GPUs): `tritonlock lock` re-resolves for this host")
+                    "newer GPUs): `tritonlock resolve` re-resolves for this host")
 
 
 def load_triton(r: Report, interpret: bool) -> bool:
@@ -398,8 +420,18 @@ def _torch_triton_pin() -> str | None:
     return None
 
 
-def check_triton_version(r: Report, pin: str | None) -> None:
-    have = triton.__version__
+def installed_version(dist: str) -> str | None:
+    """A distribution's version from its metadata, without importing it; None where it is not installed."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_triton_version(r: Report, pin: str | None, have: str | None = None) -> None:
+    """The triton installed (`have`: read from its metadata where triton was not imported) against the pin."""
+    if have is None:
+        have = triton.__version__
     source = "the lock pins"
     if pin is None:
         pin, source = _torch_triton_pin(), "torch's metadata requires"

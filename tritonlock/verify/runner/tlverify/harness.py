@@ -305,6 +305,9 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
             r.check("GPU visible", False, "this host has NVIDIA GPUs (its driver says so), but torch "
                     f"{torch.__version__} sees none", "see the checks above; `tritonlock verify --interpret` runs "
                     "the kernels in Triton's interpreter on purpose")
+        installed = envchecks.installed_version("triton")  # (read, not imported: no kernel runs from here on)
+        if installed is not None:
+            envchecks.check_triton_version(r, opts.triton, installed)
         return
     if opts.interpret is True:
         interpret = True
