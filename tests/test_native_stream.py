@@ -61,7 +61,7 @@ def build_libs(tmp: Path) -> dict[str, bytes]:
                          fatbin=((2, 70), (2, 80), (1, 80), (2, 90), (2, 100), (2, 120), (1, 120))),
         "plain": gcc_so(tmp / "plain"),
     }
-    try:  # nvcc's own output where nvcc is installed (CI installs it: .ci/run)
+    try:  # nvcc's own output where nvcc is installed (the CI machines have CUDA 13.0 at /usr/local/cuda)
         out["nvcc"] = nvcc_so(tmp / "n", "libk.so", "-cudart", "shared", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
                               "arch=compute_90,code=compute_90")
         out["nvcc-compressed"] = nvcc_so(tmp / "nc", "libkc.so", "-cudart", "shared", "-gencode", "arch=compute_80,code=sm_80",
