@@ -37,10 +37,12 @@ def stub_library(out_dir: Path, soname: str, symbols: tuple[str, ...] = ("stub_v
 
 
 def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]], rpath: str = "$ORIGIN",
-              fatbin: tuple[tuple[int, ...], ...] = ()) -> bytes:
+              fatbin: tuple[tuple[int, ...], ...] = (), strings: tuple[str, ...] = (),
+              weak: tuple[str, ...] = ()) -> bytes:
     """A Python extension module `module` (PyInit_<last part>) that links each library in `links` (found at its
     path when built; at `rpath` when imported) and calls the symbols given for it; `fatbin`: (kind, arch) entries of
-    a `.nv_fatbin` section (kind 2: a cubin, 1: PTX; arch 80 for sm_80)."""
+    a `.nv_fatbin` section (kind 2: a cubin, 1: PTX; arch 80 for sm_80); `strings`: C strings in its read-only data
+    (a library name it would dlopen); `weak`: symbols it references weakly (nothing need define them)."""
     need_tools()
     out_dir.mkdir(parents=True, exist_ok=True)
     base = module.rsplit(".", 1)[-1]
@@ -48,9 +50,13 @@ def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]],
     src = out_dir / f"{base}.c"
     src.write_text(
         "#include <Python.h>\n" + "".join(f"extern int {s}(void);\n" for s in calls)
+        + "".join(f"extern int {s}(void) __attribute__((weak));\n" for s in weak)
+        + (("__attribute__((used)) static const char *const tl_strings[] = {"
+            + ", ".join('"' + x + '"' for x in strings) + "};\n") if strings else "")
         + f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, NULL}};\n"
         + f"PyMODINIT_FUNC PyInit_{base}(void) {{\n"
         + "".join(f"  (void){s}();\n" for s in calls)
+        + "".join(f"  if ({s}) (void){s}();\n" for s in weak)
         + "  return PyModule_Create(&def);\n}\n", encoding="utf-8")
     out = out_dir / f"{base}.so"
     args = [CC, "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o", str(out), str(src),

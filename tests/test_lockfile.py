@@ -19,6 +19,7 @@ from tritonlock.models import (DirectPackage, Lock, LockedPackage, LockedTarget,
 REFERENCE = Path(__file__).parent / "fixtures" / "reference.lock"
 REFERENCE_2_1 = Path(__file__).parent / "fixtures" / "reference-2.1.lock"  # what lock-version 2.1 wrote
 REFERENCE_3_0 = Path(__file__).parent / "fixtures" / "reference-3.0.lock"  # 3.0: no dependency edges yet
+REFERENCE_3_1 = Path(__file__).parent / "fixtures" / "reference-3.1.lock"  # 3.1: no import names yet
 
 
 def sample() -> Lock:
@@ -45,7 +46,9 @@ def sample() -> Lock:
               NativeFacts(sha256="d" * 64, filename="kern-1.0-cp312-cp312-manylinux_2_28_x86_64.whl",
                           provides=("_C.abi3.so",), built_for_torch="2.11", members=(NativeMember(
                               path="kern/_C.abi3.so", extension=True, needed=("libcudart.so.13", "libtorch_cuda.so"),
-                              torch_abi="stable", sm=("sm_80", "sm_90a"), ptx=("compute_90",), gpu="read"),)))
+                              torch_abi="stable", sm=("sm_80", "sm_90a"), ptx=("compute_90",), gpu="read",
+                              dlopen=("libcublas.so.13",)),), tops=("kern", "kern_ep"),
+                          imports=(("kern", "torch"), ("kern_ep", "kern"))))
     return Lock(lock_version="1.0", created_by="tritonlock 0.1.0", intent_hash="sha256:" + "c" * 64,
                 matrix_version="2026.11.30", default_index="https://mirror.example/simple",
                 targets=(LockedTarget(selection=sel, packages=pkgs),), native=native)
@@ -127,12 +130,12 @@ def test_a_3_0_lock_reads_with_no_edges_and_a_3_1_one_with_them() -> None:
     """lock-version 3.1 adds each closure package's `dependencies` (the edges `tree` draws); a 3.0 lock reads as the
     same lock without them (None: not recorded, which is not "requires nothing"), and writes as 3.1."""
     old = lockfile.loads(REFERENCE_3_0.read_text(encoding="utf-8"))
-    new = lockfile.loads(REFERENCE.read_text(encoding="utf-8"))
-    assert old.lock_version == "3.0" and new.lock_version == LOCK_VERSION == "3.1"
+    new = lockfile.loads(REFERENCE_3_1.read_text(encoding="utf-8"))
+    assert old.lock_version == "3.0" and new.lock_version == "3.1"
     assert [p.dependencies for p in old.targets[0].packages] == [None, None]
     assert {p.name: p.dependencies for p in new.targets[0].packages} == {"filelock": (), "torch": ("filelock",)}
-    assert _no_edges(new) == dataclasses.replace(old, lock_version=LOCK_VERSION)
-    assert 'dependencies = []' in REFERENCE.read_text(encoding="utf-8")  # "requires nothing" is written
+    assert _no_edges(new) == dataclasses.replace(old, lock_version="3.1")
+    assert 'dependencies = []' in REFERENCE.read_text(encoding="utf-8")  # "requires nothing" is written (3.2 too)
     assert "dependencies" not in lockfile.dumps(_no_edges(new))  # "not recorded" is not
     # the edges are under the closure's digest: an edge added by hand is an edit
     with pytest.raises(LockfileError, match="edited after the lock was generated"):
@@ -145,6 +148,77 @@ def test_dependencies_that_are_not_a_list_of_names_are_refused_naming_the_key(va
     text = REFERENCE.read_text(encoding="utf-8").replace('dependencies = ["filelock"]', f"dependencies = {value}")
     with pytest.raises(LockfileError, match=r"closures\[0\]\.packages\[1\]\.dependencies"):
         lockfile.loads(text)
+
+
+def test_a_3_1_lock_still_reads_and_its_native_facts_lack_only_what_3_2_added() -> None:
+    """A 3.1 lock (no import names, no dlopen names) reads as it was written: the same lock but for the new fields,
+    which read as not known (the rule then judges every member as reached, and sees no dlopen names)."""
+    import dataclasses
+
+    old = lockfile.loads(REFERENCE_3_1.read_text(encoding="utf-8"), "old.lock")
+    ref = lockfile.loads(REFERENCE.read_text(encoding="utf-8"))
+    assert (old.lock_version, ref.lock_version) == ("3.1", LOCK_VERSION) and LOCK_VERSION == "3.2"
+    (kern_old,) = [f for f in old.native if f.members]
+    (kern_new,) = [f for f in ref.native if f.members]
+    assert (kern_old.tops, kern_old.imports, kern_old.members[0].dlopen) == ((), (), ())
+    assert (kern_new.tops, kern_new.imports, kern_new.members[0].dlopen) == (
+        ("kern", "kern_ep"), (("kern", "torch"), ("kern_ep", "kern")), ("libcublas.so.13",))
+    bare = dataclasses.replace(kern_new, tops=(), imports=(), members=tuple(
+        dataclasses.replace(m, dlopen=()) for m in kern_new.members))
+    assert dataclasses.replace(old, lock_version=LOCK_VERSION, native=tuple(
+        bare if f.members else f for f in old.native)) == dataclasses.replace(ref, native=tuple(
+            bare if f.members else f for f in ref.native))
+
+
+def test_torch_symbols_are_kept_per_sha256_not_written_into_the_lock() -> None:
+    """A member's torch symbols (hundreds per extension) stay in the facts cache: the lock's bytes are the same with
+    or without them, and a lock read back has none (verify and doctor read them from the files they check)."""
+    import dataclasses
+
+    lock = sample()
+    kern = lock.native[1]
+    heavy = dataclasses.replace(kern, members=tuple(dataclasses.replace(m, torch_symbols=("_ZN3c104impl3fooEv",))
+                                                    for m in kern.members))
+    text = lockfile.dumps(dataclasses.replace(lock, native=(lock.native[0], heavy)))
+    assert text == lockfile.dumps(lock) and "_ZN3c10" not in text
+    assert all(m.torch_symbols == () for f in lockfile.loads(text).native for m in f.members)
+
+
+@pytest.mark.parametrize("gfx", ["gfx942", "gfx90a:xnack-", "gfx942:sramecc+:xnack-", "gfx11-generic",
+                                 "gfx9-4-generic", "gfx10-3-generic:xnack+", "gfx1201"])
+def test_amd_target_ids_and_generic_targets_read_back(gfx: str) -> None:
+    """A member's AMD code objects are target IDs (features after a colon) or LLVM generic targets: a lock that holds
+    one reads back (the reader refused gfx11-generic and gfx90a:xnack- before)."""
+    import dataclasses
+
+    lock = sample()
+    kern = lock.native[1]
+    amd = dataclasses.replace(kern, members=tuple(dataclasses.replace(m, gfx=(gfx,)) for m in kern.members))
+    back = lockfile.loads(lockfile.dumps(dataclasses.replace(lock, native=(lock.native[0], amd))))
+    assert back.native[1].members[0].gfx == (gfx,)
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (('tops = ["kern", "kern_ep"]', 'tops = ["kern", "../x"]'), "x.lock: native[1].tops: '../x' is not valid here"),
+    (('tops = ["kern", "kern_ep"]', 'tops = "kern"'), "x.lock: native[1].tops: expected"),
+    (('imports = [["kern", "torch"], ["kern_ep", "kern"]]', 'imports = [["kern"]]'),
+     "x.lock: native[1].imports[0]: expected [name, name] (two import names)"),
+    (('imports = [["kern", "torch"], ["kern_ep", "kern"]]', 'imports = [["kern", "a b"]]'),
+     "x.lock: native[1].imports[0]: expected [name, name]"),
+    (('imports = [["kern", "torch"], ["kern_ep", "kern"]]', 'imports = "kern"'), "x.lock: native[1].imports: expected"),
+    (('dlopen = ["libcublas.so.13"]', 'dlopen = ["lib cublas"]'),
+     "x.lock: native[1].members[0].dlopen: 'lib cublas' is not valid here"),
+    (('dlopen = ["libcublas.so.13"]', 'dlopen = [1]'), "x.lock: native[1].members[0].dlopen: expected a list of"),
+    (('gfx = ', 'gfx = '), ""),
+])
+def test_malformed_native_import_names_and_dlopen_names_are_refused(edit: tuple[str, str], expected: str) -> None:
+    text = lockfile.dumps(sample())
+    if edit[0] not in text:  # (the member has no gfx: add one that is no target ID)
+        text = text.replace('gpu = "read", dlopen', 'gfx = ["gfx942;rm"], gpu = "read", dlopen')
+        expected = "x.lock: native[1].members[0].gfx: 'gfx942;rm' is not valid here"
+    with pytest.raises(LockfileError) as ei:
+        lockfile.loads(_restamp(text.replace(*edit, 1)), "x.lock")
+    assert str(ei.value).startswith(expected), str(ei.value)
 
 
 def test_targets_that_share_a_closure_share_it_in_the_lock() -> None:

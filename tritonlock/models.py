@@ -113,6 +113,9 @@ class Intent:
     # [environment].allow-unchecked-native: true (every package), or the packages whose wheels may be locked with
     # their native code unchecked where their binary facts cannot be read (else resolve fails, exit 4)
     allow_unchecked_native: bool | tuple[str, ...] = False
+    # [environment].imports: top-level modules the user imports beside their packages' own (a wheel's second package,
+    # an optional part): the native-code rule judges them as it judges the packages' own
+    imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -246,6 +249,12 @@ class NativeMember:
     ptx: tuple[str, ...] = ()  # "compute_90": PTX the driver can JIT
     gfx: tuple[str, ...] = ()  # "gfx942": AMD code objects
     gpu: str = "none"  # "read" (sm/ptx/gfx are what it carries), "none" (it links no GPU library), or why not read
+    # the shared libraries its read-only strings name ("libcublas.so.12"), beside DT_NEEDED: what it may dlopen by name
+    # (inferred: a name in its strings is not proof of a call)
+    dlopen: tuple[str, ...] = ()
+    # its undefined symbols of torch's C++ API (c10::, at::, torch::, caffe2::; mangled, sorted), for a "cxx" module:
+    # checked against the exports of the torch it is locked with (kept per sha256; not written into the lock)
+    torch_symbols: tuple[str, ...] = ()
 
     @property
     def module(self) -> str | None:
@@ -271,6 +280,12 @@ class NativeFacts:
     source: str = ""  # where the facts were read
     problem: str | None = None
     names_only: bool = False  # only what the wheel brings was read (a provider's: torch's, NVIDIA's libraries)
+    # the import names the wheel installs (top-level packages and modules: its top_level.txt, else its file names);
+    # () where not read (facts of an older reader: every member is then judged as reached)
+    tops: tuple[str, ...] = ()
+    # (top-level name, a top-level name its __init__ imports at package import): what importing one part loads of
+    # another (of this wheel or another's), read from the package's Python
+    imports: tuple[tuple[str, str], ...] = ()
 
     @property
     def native(self) -> bool:
@@ -285,11 +300,13 @@ class NativeFacts:
     def from_json(cls, d: dict[str, Any]) -> NativeFacts:
         members = tuple(NativeMember(path=m["path"], extension=bool(m["extension"]), needed=tuple(m.get("needed", ())),
                                torch_abi=m.get("torch_abi", ""), sm=tuple(m.get("sm", ())),
-                               ptx=tuple(m.get("ptx", ())), gfx=tuple(m.get("gfx", ())), gpu=m.get("gpu", "none"))
+                               ptx=tuple(m.get("ptx", ())), gfx=tuple(m.get("gfx", ())), gpu=m.get("gpu", "none"),
+                               dlopen=tuple(m.get("dlopen", ())), torch_symbols=tuple(m.get("torch_symbols", ())))
                         for m in d.get("members", []))
         return cls(sha256=d["sha256"], filename=d["filename"], provides=tuple(d.get("provides", [])),
                    members=members, built_for_torch=d.get("built_for_torch"), source=d.get("source", ""),
-                   problem=d.get("problem"), names_only=bool(d.get("names_only")))
+                   problem=d.get("problem"), names_only=bool(d.get("names_only")), tops=tuple(d.get("tops", ())),
+                   imports=tuple((str(a), str(b)) for a, b in d.get("imports", ())))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -18,7 +18,7 @@ from tritonlock.models import (Conflict, DirectPackage, Lock, LockedPackage, Loc
 
 READS = (2, 3)  # the majors this tritonlock reads; it writes LOCK_VERSION's
 # the newest version it reads in full: 3.2, which it writes only for a lock with an unchecked [[native]] table
-NEWEST_READ = "3.2"
+NEWEST_READ = "3.3"
 
 
 _MACOS = re.compile(r"^[1-9][0-9](\.[0-9]+){0,2}\Z", re.ASCII)
@@ -553,7 +553,24 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
 
 _SHA = re.compile(r"^[0-9a-f]{64}\Z", re.ASCII)
 _SONAME = re.compile(r"^[A-Za-z0-9._+-]{1,200}\Z", re.ASCII)
-_MEMBER_KEYS = ("path", "extension", "needed", "torch-abi", "sm", "ptx", "gfx", "gpu")
+_MEMBER_KEYS = ("path", "extension", "needed", "torch-abi", "sm", "ptx", "gfx", "gpu", "dlopen")
+# an AMD target ID: a processor or LLVM generic processor, and its features ("gfx90a:xnack-", "gfx11-generic")
+_GFX_ID = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]{1,2})?-generic)(?::[a-z0-9]{1,16}[+-])*\Z",
+                     re.ASCII)
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}\Z", re.ASCII)
+
+
+def _pairs(r: _Reader, raw: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    """[[native]].imports: [top-level name, a top-level name it imports] pairs."""
+    out = []
+    for i, pair in enumerate(r.get(raw, "imports", list, where, required=False) or []):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) and _IDENT.match(x)
+                                                                  for x in pair)):
+            raise r.fail(f"{where}.imports[{i}]", "expected [name, name] (two import names)")
+        out.append((pair[0], pair[1]))
+    return tuple(out)
 
 
 def _read_native(r: _Reader, data: dict[str, Any]) -> tuple[NativeFacts, ...]:
@@ -572,13 +589,15 @@ def _read_native(r: _Reader, data: dict[str, Any]) -> tuple[NativeFacts, ...]:
                 extension=r.get(m, "extension", bool, mw), needed=r.strs(m, "needed", mw, _SONAME, "libcudart.so.13"),
                 torch_abi=r.get(m, "torch-abi", str, mw, False, ("stable", "cxx")) or "",
                 sm=r.strs(m, "sm", mw, _ARCH_SM, "sm_90"), ptx=r.strs(m, "ptx", mw, _ARCH_SM, "compute_90"),
-                gfx=r.strs(m, "gfx", mw, _ARCH_ANY, "gfx942"),
-                gpu=r.get(m, "gpu", str, mw, False, lambda s: s.isprintable()) or "none"))
+                gfx=r.strs(m, "gfx", mw, _GFX_ID, "gfx942"),
+                gpu=r.get(m, "gpu", str, mw, False, lambda s: s.isprintable()) or "none",
+                dlopen=r.strs(m, "dlopen", mw, _SONAME, "libcublas.so.12")))
         out.append(NativeFacts(
             sha256=r.get(raw, "sha256", str, where, check=_SHA, like="64 hex digits"),
             filename=r.get(raw, "file", str, where, check=lambda s: bool(s) and s.isprintable()),
             provides=r.strs(raw, "provides", where, _SONAME, "libcudart.so.13"), members=tuple(members),
             built_for_torch=r.get(raw, "built-for-torch", str, where, False, _VERSION, "2.9"),
             names_only=bool(r.get(raw, "names-only", bool, where, False)), source="the lock",
-            problem=r.get(raw, "unchecked", str, where, False, lambda s: bool(s) and s.isprintable())))
+            problem=r.get(raw, "unchecked", str, where, False, lambda s: bool(s) and s.isprintable()),
+            tops=r.strs(raw, "tops", where, _IDENT, "nixl_cu12"), imports=_pairs(r, raw, where)))
     return tuple(out)

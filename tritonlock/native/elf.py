@@ -32,6 +32,14 @@ def elf_links(read: Callable[[int, int], bytes], size: int,
     dynamic segment (tritonlock.native.elfdyn); the undefined dynamic symbols are read only where the file links
     torch. `module`: the file name, which says whether it is an extension module ("_C.abi3.so",
     "x.cpython-312-x86_64-linux-gnu.so", a plain "name.so" not named lib*)."""
+    needed, extension, abi, problem, _ = _links(read, size, module)
+    return needed, extension, abi, problem
+
+
+def _links(read: Callable[[int, int], bytes], size: int,
+           module: str = "") -> tuple[tuple[str, ...], bool, str, str | None, tuple[str, ...]]:
+    """elf_links, and the undefined symbols of torch's C++ API a "cxx" file needs (its weak references left out:
+    a weak symbol nothing defines does not fail the load), sorted."""
     import struct
 
     from tritonlock.native.elfdyn import TORCH_CXX, ElfError, dynamic
@@ -40,27 +48,132 @@ def elf_links(read: Callable[[int, int], bytes], size: int,
     try:
         dyn = dynamic(read, size)
         if dyn is None:
-            return (), extension, "", None  # statically linked: needs nothing
+            return (), extension, "", None, ()  # statically linked: needs nothing
         needed = dyn.needed()
         if not any(n.startswith(("libtorch", "libc10")) for n in needed):
-            return needed, extension, "", None
-        cxx = any(TORCH_CXX.match(name) for name in dyn.undefined_names())
-        return needed, extension, "cxx" if cxx else "stable", None
+            return needed, extension, "", None, ()
+        cxx: set[bytes] = set()
+        strong: set[bytes] = set(dyn.undefined_names(strong=True))
+        for name in dyn.undefined_names():
+            if TORCH_CXX.match(name):
+                cxx.add(name)
+        symbols = tuple(sorted(n.decode("ascii", "replace") for n in cxx & strong))
+        return needed, extension, "cxx" if cxx else "stable", None, symbols
     except (ElfError, struct.error, OverflowError, MemoryError) as err:
-        return (), False, "", f"not an ELF file it can read ({str(err)[:100]})"
+        return (), False, "", f"not an ELF file it can read ({str(err)[:100]})", ()
+
+
+# A shared library named in a file's strings: the C string is the soname ("libcublas.so.12") or a path ending in one
+# (a message that mentions a library is no dlopen target)
+SONAME_STRING = re.compile(rb"(?:[A-Za-z0-9_.+$@/-]*/)?(lib[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*\.so(?:\.[0-9]+)+)\Z")
+_SO_DOT = b".so."
+_MAX_NAMES = 512
+
+
+class SoNames:
+    """The library names in a file's bytes, found as they stream by (`feed`: each piece right after the last), by
+    file offset: the C strings that are a soname with its version number ("libcudart.so.12") or a path ending in
+    one. Which of them sit in the file's read-only data (not its dynamic strings: DT_NEEDED) is told from its section
+    table afterwards (`names_in`); a section's first string starts at the section, whatever byte is before it. Nothing
+    is kept but the strings and the last few hundred bytes."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, bytes]] = []  # (file offset, the bytes from the last NUL before to the next)
+        self._carry = b""
+        self._carry_at = 0
+        self._resume = 0  # the file offset the next look for ".so." starts at
+
+    def feed(self, base: int, piece: bytes) -> None:
+        if len(self.found) >= _MAX_NAMES or not piece:
+            return
+        data, start = (self._carry + piece, self._carry_at) if self._carry else (piece, base)
+        pos, resume = max(0, self._resume - start), None
+        while True:
+            i = data.find(_SO_DOT, pos)
+            if i < 0:
+                break
+            tail = data.find(b"\0", i + 4, i + 68)
+            if tail < 0 and len(data) - i < 68:
+                resume = i  # the string may end in the next piece
+                break
+            pos = i + 4
+            if tail < 0:
+                continue  # no C string this short around it
+            head = data.rfind(b"\0", max(0, i - 256), i) + 1 or max(0, i - 256)
+            text = data[head:tail]
+            if _SONAME_END.search(text):
+                self.found.append((start + head, bytes(text)))
+                if len(self.found) >= _MAX_NAMES:
+                    return
+        if resume is None:
+            resume = max(len(data) - 3, pos)  # (".so." may straddle the pieces)
+        keep = max(0, min(resume, len(data)) - 256)
+        self._carry, self._carry_at = bytes(data[keep:]), start + keep
+        self._resume = start + resume
+
+    def names_in(self, ranges: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+        """The names of the strings inside the given [start, end) file ranges (the read-only data sections), a
+        string cut at a range's start where it runs into it from before, sorted."""
+        out: set[str] = set()
+        for a, b in ranges:
+            for at, text in self.found:
+                if at + len(text) <= a or at >= b:
+                    continue
+                m = SONAME_STRING.match(text[max(0, a - at):])
+                if m:
+                    out.add(m[1].decode("ascii"))
+        return tuple(sorted(out))
+
+
+_SONAME_END = re.compile(rb"lib[A-Za-z0-9_+-]+(?:\.[A-Za-z0-9_+-]+)*\.so(?:\.[0-9]+)+\Z")
+
+
+def rodata(read: Callable[[int, int], bytes], size: int) -> list[tuple[int, int]] | None:
+    """The file ranges of its read-only data sections (.rodata, .rodata.*); None where its section table cannot be
+    read."""
+    import struct
+
+    from tritonlock.native.elfdyn import ElfError, header, sections
+
+    try:
+        h = header(read(0, 64))
+        return [(off, off + n) for name, kind, flags, off, n in sections(read, h, size)
+                if (name == ".rodata" or name.startswith(".rodata.")) and kind == 1 and not flags & 0x5]
+    except (ElfError, struct.error, OverflowError, MemoryError, UnicodeDecodeError):
+        return None
+
+
+def dlopen_names(read: Callable[[int, int], bytes], size: int, needed: tuple[str, ...],
+                 found: SoNames | None = None) -> tuple[str, ...]:
+    """The libraries a file's read-only strings name (what it may dlopen by name), but not the ones it links
+    (DT_NEEDED): from `found` (a streaming pass) or by reading its read-only data sections."""
+    ranges = rodata(read, size)
+    if not ranges:
+        return ()
+    if found is None:
+        names: set[str] = set()
+        for a, b in ranges:
+            one = SoNames()  # (a range of its own: its bytes do not follow the last range's)
+            for at in range(a, b, 1 << 20):
+                one.feed(at, read(at, min(1 << 20, b - at)))
+            names.update(one.names_in([(a, b)]))
+        return tuple(sorted(n for n in names if n not in needed))
+    return tuple(n for n in found.names_in(ranges) if n not in needed)
 
 
 def member_facts(path: str, read: Callable[[int, int], bytes], size: int, *, gpu: bool,
-                 nv_fatbin: Callable[[int, int], tuple[tuple[str, ...], tuple[str, ...], str | None]] | None = None
-                 ) -> Member:
+                 nv_fatbin: Callable[[int, int], tuple[tuple[str, ...], tuple[str, ...], str | None]] | None = None,
+                 names: SoNames | None = None) -> Member:
     """One shared object's facts; its GPU code only where `gpu` and it links a GPU library (`nv_fatbin`: see
-    gpucode.gpu_code_from)."""
+    gpucode.gpu_code_from); `names`: the library names a streaming pass found in its bytes (else its read-only data
+    is read for them)."""
     from tritonlock.native.gpucode import gpu_code_from
 
-    needed, pyinit, abi, problem = elf_links(read, size, path.rsplit("/", 1)[-1])
+    needed, pyinit, abi, problem, symbols = _links(read, size, path.rsplit("/", 1)[-1])
     if problem:
         return Member(path=path, extension=False, gpu=problem)
-    m = Member(path=path, extension=pyinit, needed=needed, torch_abi=abi)
+    m = Member(path=path, extension=pyinit, needed=needed, torch_abi=abi, torch_symbols=symbols,
+               dlopen=dlopen_names(read, size, needed, names))
     if not any(_GPU_LIB.match(n) for n in needed):
         return m
     if not gpu:

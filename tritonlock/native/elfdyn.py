@@ -40,6 +40,7 @@ class Header:
     shoff: int
     shnum: int
     shentsize: int
+    shstrndx: int = 0
 
     @property
     def end(self) -> str:
@@ -68,11 +69,11 @@ def header(data: bytes) -> Header:
         if len(data) < 64:
             raise ElfError("the ELF header is cut short")
         phoff, shoff = struct.unpack_from(e + "QQ", data, 32)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(e + "HHHH", data, 54)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from(e + "HHHHH", data, 54)
     else:
         phoff, shoff = struct.unpack_from(e + "II", data, 28)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(e + "HHHH", data, 42)
-    return Header(little, wide, phoff, phnum, phentsize, shoff, shnum, shentsize)
+        phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from(e + "HHHHH", data, 42)
+    return Header(little, wide, phoff, phnum, phentsize, shoff, shnum, shentsize, shstrndx)
 
 
 def phnum(read: Read, h: Header) -> int:
@@ -81,6 +82,41 @@ def phnum(read: Read, h: Header) -> int:
         return h.phnum
     at = h.shoff + (44 if h.wide else 28)
     return int(struct.unpack(h.end + "I", _exact(read, at, 4))[0])
+
+
+SHN_XINDEX = 0xFFFF
+_MAX_SECTIONS = 1 << 20
+
+
+def sections(read: Read, h: Header, size: int) -> list[tuple[str, int, int, int, int]]:
+    """(name, sh_type, sh_flags, sh_offset, sh_size) of each section, from the section table and its names
+    (.shstrtab); [] for a file without a section table."""
+    if not h.shoff:
+        return []
+    entsize = 64 if h.wide else 40
+    if h.shentsize < entsize:
+        raise ElfError(f"section headers of {h.shentsize} bytes")
+    fmt = struct.Struct(h.end + ("IIQQQQ" if h.wide else "IIIIII"))
+    first = _exact(read, h.shoff, entsize)
+    _, _, _, _, _, size0 = fmt.unpack_from(first)
+    count = h.shnum or size0  # (e_shnum 0: the count is section 0's sh_size)
+    if count > _MAX_SECTIONS or h.shoff + count * h.shentsize > size:
+        raise ElfError(f"a section table of {count} entries past the file's end")
+    table = _exact(read, h.shoff, count * h.shentsize)
+    rows = [fmt.unpack_from(table, i * h.shentsize) for i in range(count)]
+    strndx = h.shstrndx
+    if strndx == SHN_XINDEX:
+        strndx = struct.unpack_from(h.end + "I", table, 40 if h.wide else 24)[0]  # section 0's sh_link
+    if not 0 < strndx < count:
+        return [("", kind, flags, off, n) for _, kind, flags, _, off, n in rows]
+    _, _, _, _, str_off, str_size = rows[strndx]
+    names = read(str_off, min(str_size, 1 << 20))
+    out = []
+    for name, kind, flags, _, off, n in rows:
+        end = names.find(b"\0", name)
+        out.append((names[name:end].decode("ascii", "replace") if 0 <= name < len(names) and end >= 0 else "",
+                    kind, flags, off, n))
+    return out
 
 
 def segments(read: Read, h: Header) -> list[Segment]:
@@ -213,8 +249,8 @@ class Dynamic:
     def sym_size(self) -> int:
         return 24 if self.h.wide else 16
 
-    def undefined_names(self) -> Iterator[bytes]:
-        """The names of the undefined dynamic symbols (st_shndx SHN_UNDEF), in table order."""
+    def symbols(self) -> Iterator[tuple[bytes, int, int, int]]:
+        """(name, st_info, st_other, st_shndx) of each dynamic symbol, in table order."""
         symtab = self.offset_of(self._first.get(DT_SYMTAB, 0))
         if symtab is None or self._strtab is None:
             return
@@ -224,15 +260,35 @@ class Dynamic:
         count = self.num_symbols()
         table = self.read(symtab, count * entsize)
         names = self._string_table()
-        e = self.h.end
-        fmt, shndx_at = (e + "I", 6) if self.h.wide else (e + "I", 14)
-        for i in range(len(table) // entsize):
-            at = i * entsize
-            if table[at + shndx_at:at + shndx_at + 2] != b"\0\0":
-                continue
-            start, = struct.unpack_from(fmt, table, at)
-            end = names.find(b"\0", start)
-            yield names[start:end if end >= 0 else len(names)]
+        yield from symbol_entries(table, names, entsize, wide=self.h.wide, little=self.h.little)
+
+    def undefined_names(self, *, strong: bool = False) -> Iterator[bytes]:
+        """The names of the undefined dynamic symbols (st_shndx SHN_UNDEF), in table order; `strong`: not the weak
+        ones (a weak reference nothing defines is no load failure)."""
+        for name, info, _, shndx in self.symbols():
+            if shndx == 0 and not (strong and info >> 4 == STB_WEAK):
+                yield name
+
+    def defined_names(self) -> Iterator[bytes]:
+        """The names the file exports: defined, global, weak or unique, of default or protected visibility."""
+        for name, info, other, shndx in self.symbols():
+            if shndx != 0 and info >> 4 in EXPORTED_BINDS and other & 3 in (0, 3) and name:
+                yield name
+
+
+STB_WEAK = 2
+EXPORTED_BINDS = (1, 2, 10)  # STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE
+
+
+def symbol_entries(table: bytes, names: bytes, entsize: int, *, wide: bool = True,
+                   little: bool = True) -> Iterator[tuple[bytes, int, int, int]]:
+    """(name, st_info, st_other, st_shndx) of each entry of a symbol table's bytes, its names in `names`."""
+    e = "<" if little else ">"
+    fmt = struct.Struct(e + "IBBH" if wide else e + "I8xBBH")
+    for at in range(0, len(table) - entsize + 1, entsize):
+        start, info, other, shndx = fmt.unpack_from(table, at)
+        end = names.find(b"\0", start)
+        yield names[start:end if end >= 0 else len(names)], info, other, shndx
 
 
 def dynamic(raw: Read, size: int) -> Dynamic | None:
@@ -248,4 +304,5 @@ def dynamic(raw: Read, size: int) -> Dynamic | None:
 
 # torch's C++ API (c10::, at::, torch:: — mangled): an extension that calls into it is built for one torch release;
 # one that calls only the stable C shim (aoti_torch_*, torch_* C functions; `*_stable_libtorch.abi3.so`) is not
-TORCH_CXX = re.compile(rb"_Z(?:N|NK|TV|TI|TS|ZN)?(?:N|K)?(?:3c10|2at|5torch)[0-9A-Z_]")
+# (also its typeinfo and vtables, _ZTI/_ZTS/_ZTV, and const or ref-qualified members, _ZNK/_ZNR/_ZNO)
+TORCH_CXX = re.compile(rb"_Z(?:T[VIS]|Z)?N[rVKRO]*(?:3c10|2at|5torch|6caffe2)[0-9A-Z_]")

@@ -64,6 +64,7 @@ class Want(NamedTuple):
     usize: int
     offset: int  # of its local header
     crc: int | None = None  # its CRC-32, as its directory entry states
+    text: bool = False  # read as text (top_level.txt, the Python that says what it imports: pysource), not an ELF
 
 
 def is_metadata(name: str) -> bool:
@@ -76,10 +77,13 @@ def wanted_members(members: dict[str, tuple[int, int, int, int]],
     whose shared objects would inflate past the bounds is refused here, before any is read."""
     from tritonlock.native.remotezip import ZipBroken
 
-    out = sorted((Want(n, *v, (crcs or {}).get(n)) for n, v in members.items()
-                  if (_SO.search(n) and v[0] in (0, 8)) or is_metadata(n)), key=lambda w: w.offset)
+    from tritonlock.native.pysource import texts_wanted
+
+    texts = texts_wanted(members)  # (METADATA, and what says what the wheel's import names import)
+    out = sorted((Want(n, *v, (crcs or {}).get(n), n in texts) for n, v in members.items()
+                  if n in texts or (_SO.search(n) and v[0] in (0, 8))), key=lambda w: w.offset)
     for w in out:
-        limit = METADATA_MAX if is_metadata(w.name) else MEMBER_MAX
+        limit = METADATA_MAX if w.text else MEMBER_MAX
         if w.usize > limit:
             raise ZipBroken(f"{w.name} would inflate to {w.usize} bytes, more than the {limit >> 20} MiB read of it")
         if w.usize > BOMB_FLOOR and w.usize > BOMB_RATIO * max(1, w.csize):
@@ -157,7 +161,7 @@ class _Sink:
         from tritonlock.native.stream import ElfStream
 
         self.want = w
-        self.meta = is_metadata(w.name)
+        self.meta = is_metadata(w.name) or w.text
         self._z = zlib_module().decompressobj(-15) if w.method == 8 else None
         self._crc_of = zlib_module().crc32
         self.crc = 0
@@ -272,7 +276,8 @@ def _facts_of(sink: _Sink, gpu: bool) -> Member | str | None | object:
         return member_facts(name, file_reader(sink.file), sink.size, gpu=gpu)
     assert sink.stream is not None
     try:
-        return member_facts(name, sink.stream.read, sink.size, gpu=gpu, nv_fatbin=sink.stream.scan.targets)
+        return member_facts(name, sink.stream.read, sink.size, gpu=gpu, nv_fatbin=sink.stream.scan.targets,
+                            names=sink.stream.names)
     except Miss:
         return _AGAIN
 
@@ -438,8 +443,11 @@ def read_members(filename: str, sha256: str, provides: tuple[str, ...], wanted: 
     bad = next((m for m in out if m.gpu.startswith("not an ELF file it can read")), None)
     if bad is not None:
         raise ZipBroken(f"{bad.path} starts as an ELF file and cannot be read as one ({bad.gpu})")
-    return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out),
-                       built_for_torch=built_for_torch(filename, meta) if out else None, source=source)
+    from tritonlock.native.pysource import wheel_imports
+
+    tops, imports = wheel_imports([w.name for w in wanted], {w.name: got.get(w.name) for w in wanted if w.text}.get)
+    return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out), tops=tops,
+                       built_for_torch=built_for_torch(filename, meta) if out else None, source=source, imports=imports)
 
 
 def provides(members: Iterable[str]) -> tuple[str, ...]:

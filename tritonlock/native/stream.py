@@ -1,7 +1,9 @@
 """An ELF file read once as it streams by (inflated from a wheel on an index), keeping only the bytes its facts are
 read from: its first loadable segment (the ELF and program headers, the dynamic symbols and strings), its dynamic
 segment, its section table with what comes just before it (the section names), and — found by walking the
-stream — the headers of the CUDA fatbin containers and their entries. Where the facts would need anything else,
+stream — the headers of the CUDA fatbin containers and their entries, and the library names in its strings (what it
+may dlopen; which of them are in its read-only data is told from the section table). Where the facts would need
+anything else,
 `Miss` says so and the file is read again whole (so what is read never differs from tritonlock.native.gpucode's
 walk over the whole file: a layout it does not expect costs time, never a wrong fact)."""
 
@@ -12,7 +14,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tritonlock.native.elf import GPU_LIB_BYTES
+from tritonlock.native.elf import GPU_LIB_BYTES, SoNames
 from tritonlock.native.gpucode import ENTRY_HEAD, FATBIN_HEAD, FATBIN_MAGIC, add_entry
 from tritonlock.native.gpucode import arch_sorted as _arch_sorted
 
@@ -196,6 +198,7 @@ class ElfStream:
         self.kept = 0  # bytes granted
         self._full = False
         self.scan = FatbinScan()
+        self.names = SoNames()  # the library names in its strings (what it may dlopen), found as they stream by
         self._head = bytearray()
         self._head_max = 64 << 10  # until the program headers say how far the first loadable segment goes
         self._ranges: list[tuple[int, int, bytearray]] = []  # (start, end, bytes so far) kept past the head
@@ -223,6 +226,7 @@ class ElfStream:
         base = self._pos
         end = self._pos = base + len(piece)
         self.scan.feed(base, piece)
+        self.names.feed(base, piece)
         if base <= len(self._head) < self._head_max:
             self._grow_head(piece, base, end)
             if not self._planned and (len(self._head) >= self._head_max or end >= self.size):
