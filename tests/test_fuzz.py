@@ -80,7 +80,7 @@ def intents(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         lines.append("[environment]")
         for key in draw(st.lists(st.sampled_from(KEYS[:6] + ["nope", "no-build", "optional-gpu-code",
-                                                             "allow-unchecked-native"] + MISSPELT),
+                                                             "allow-unchecked-native", "imports"] + MISSPELT),
                                  max_size=7, unique=True)):
             value = draw(st.one_of(values, st.lists(st.sampled_from(TRICKY), max_size=3)))
             lines.append(f"{json.dumps(key)} = {_toml(value)}")

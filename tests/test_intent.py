@@ -224,7 +224,7 @@ def test_an_unknown_gpu_name_suggests_the_nearest_known_one() -> None:
     assert '"8.6"' not in text
 
 
-ENV_KEYS = "python, torch, triton, packages, cuda, cuda-policy, no-build, channel, optional-gpu-code, allow-unchecked-native"
+ENV_KEYS = "python, torch, triton, packages, cuda, cuda-policy, no-build, channel, optional-gpu-code, allow-unchecked-native, imports"
 TARGET_KEYS = "name, os, arch, glibc, python, driver, cuda, gpus, macos, amdgpu, hsa-override"
 TOP_KEYS = "environment, indexes, targets, target-files, package-builds"
 
@@ -390,3 +390,19 @@ def test_learn_credentials_reads_every_index_url_of_the_intent_and_nothing_else(
         assert index.credentials("https://x.example/simple/") is None and index.credentials("https://y.example/a") is None
     finally:
         _urls.forget()
+def test_imports_names_the_modules_the_user_imports_beside_their_packages_own() -> None:
+    """[environment].imports: top-level module names (a dotted name counts for its first part), sorted, each bad
+    entry an error naming its index; it goes into the intent's hash only when set."""
+    it = parse_intent("[environment]\npackages = ['nixl-cu12']\nimports = ['nixl_ep_cu12', 'deep_gemm.jit', "
+                      "'nixl_ep_cu12']\n")
+    assert it.imports == ("deep_gemm", "nixl_ep_cu12")
+    plain = parse_intent("[environment]\npackages = ['nixl-cu12']\n")
+    assert plain.imports == () and plain.content_hash != it.content_hash
+    assert parse_intent("[environment]\npackages = ['nixl-cu12']\nimports = []\n").content_hash == plain.content_hash
+    for bad, what in (("'nixl_ep'", "expected a list of module names, got 'nixl_ep'"),
+                      ("['nixl-ep']", "environment.imports[0]: 'nixl-ep' is not a module name"),
+                      ("['a', 3]", "environment.imports[1]: 3 is not a module name"),
+                      ("['é_mod']", "environment.imports[0]: 'é_mod' is not a module name"),
+                      ("['a..b']", "environment.imports[0]: 'a..b' is not a module name")):
+        msg = _err(f"[environment]\nimports = {bad}\n")
+        assert what in msg and 'imports = ["nixl_ep_cu12"]' in msg, msg

@@ -25,6 +25,8 @@ R580_H100 = 'driver = "580.95.05"\ngpus = ["9.0"]'
 R580_V100 = 'driver = "580.95.05"\ngpus = ["7.0"]'
 # a c10:: function (torch's C++ API, mangled) that torch 2.9's libc10 stub defines and no other libc10 does
 C10_CXX = "_ZN3c1013only_in_2_9v1Ev"
+# one every torch's libc10 stub here exports (c10::TensorImpl::release())
+C10_ANY = "_ZN3c1010TensorImpl7releaseEv"
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +35,10 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {name: stub_library(d / name.split(".so")[0], name, syms) for name, syms in (
         ("libcudart.so.12", ("cudaRuntimeGetVersion",)), ("libcudart.so.13", ("cudaRuntimeGetVersion",)),
         ("libcuda.so.1", ("cuInit",)), ("libtorch.so", ("torch_stub",)), ("libtorch_cuda.so", ("torch_cuda_stub",)),
-        ("libc10.so", ("c10_stub",)), ("libc10_cuda.so", ("c10_cuda_stub",)))}
+        ("libc10.so", ("c10_stub", C10_ANY)), ("libc10_cuda.so", ("c10_cuda_stub",)),
+        ("libcublas.so.13", ("cublasCreate_v2",)))}
     # torch 2.9's libc10 has the C++ symbol a 2.9-built extension calls; the 2.10 stub above does not
-    out["libc10.so@2.9"] = stub_library(d / "c10-29", "libc10.so", ("c10_stub", C10_CXX))
+    out["libc10.so@2.9"] = stub_library(d / "c10-29", "libc10.so", ("c10_stub", C10_CXX, C10_ANY))
     return out
 
 
@@ -81,6 +84,38 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     # the same C++-API build with nothing saying which torch (as sgl-kernel's wheels: no torch requirement at all)
     idx.add("simple", "anontied", "1.0", tag=CP, modules={
         "anontied/_C.so": extension(tmp / "anon", "anontied._C", links={stubs["libc10.so@2.9"]: (C10_CXX,)})})
+    # the same, calling only what every torch here exports: its symbols decide that it loads
+    idx.add("simple", "anonok", "1.0", tag=CP, modules={
+        "anonok/_C.so": extension(tmp / "anonok", "anonok._C", links={stubs["libc10.so"]: (C10_ANY,)},
+                                  weak=(C10_CXX,))})
+    # twopkg: its own module links no CUDA; 2.0 ships a second top-level package (as nixl-cu12's nixl_ep_cu12) built
+    # for Hopper alone and CUDA 12, which nothing imports unless named; 1.0 has none
+    ep = _kernel(tmp / "two-ep", stubs, "libcudart.so.12", ((2, 90),), "twopkg_ep")
+    for v, extra in (("1.0", {}), ("2.0", {"twopkg_ep/__init__.py": "from twopkg_ep import _ep\n",
+                                           "twopkg_ep/_ep.so": ep})):
+        idx.add("simple", "twopkg", v, tag=CP, requires=("torch>=2.10",), uploaded=f"2026-0{int(v[0]) + 2}-10", modules={
+            "twopkg/__init__.py": "from twopkg import _C\n", **extra,
+            "twopkg/_C.so": extension(tmp / f"two{v}", "twopkg._C", links={})})
+    # the same wheel whose own package imports the second one at package import: that loads it, so it is judged
+    idx.add("simple", "twoimp", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "twoimp/__init__.py": "from twoimp import _C\nimport twoimp_ep\n", "twoimp_ep/__init__.py": "",
+        "twoimp_ep/_ep.so": _kernel(tmp / "twoimp-ep", stubs, "libcudart.so.12", ((2, 90),), "twoimp_ep"),
+        "twoimp/_C.so": extension(tmp / "twoimp", "twoimp._C", links={})})
+    # dlpkg loads cuBLAS by name (the string is in its read-only data, DT_NEEDED names none): libcublas.so.12, beside
+    # a lock whose nvidia-cublas brings libcublas.so.13
+    idx.add("simple", "nvidia-cublas", "13.1.0.3", tag=LINUX,
+            modules={"nvidia/cu13/lib/libcublas.so.13": stubs["libcublas.so.13"].read_bytes()})
+    idx.add("simple", "dlpkg", "1.0", tag=CP, requires=("torch>=2.10", "nvidia-cublas"), modules={
+        "dlpkg/__init__.py": "", "dlpkg/_C.so": extension(tmp / "dl", "dlpkg._C", links={},
+                                                          strings=("libcublas.so.12", "libcuda.so.1"))})
+    # ptxpkg: GPU code that is PTX alone (compute_80): an H100 runs it after the driver compiles it
+    idx.add("simple", "ptxpkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "ptxpkg/__init__.py": "", "ptxpkg/_C.so": _kernel(tmp / "ptx", stubs, "libcudart.so.13", ((1, 80),), "ptxpkg")})
+    # a package built per CUDA major under two names (as nixl-cu12 and nixl-cu13)
+    for major in (12, 13):
+        idx.add("simple", f"sibpkg-cu{major}", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+            f"sibpkg_cu{major}/__init__.py": "", f"sibpkg_cu{major}/_C.so": _kernel(
+                tmp / f"sib{major}", stubs, f"libcudart.so.{major}", ((2, 80), (2, 90)), f"sibpkg_cu{major}")})
     # a package whose own import works and one part of which needs a library outside the torch/GPU stack that
     # nothing installs (as cupy's cuTENSOR module, numba's TBB pool); one whose part needs the CUDA 12 runtime; one
     # whose native code did not load and says so in its own words (as torchvision built for another torch)
@@ -794,7 +829,8 @@ def test_a_module_for_one_gpu_family_alone_and_a_package_that_calls_its_kernels_
     from pkgindex import build_wheel
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
     from tritonlock.native.read import read_file
-    from tritonlock.native.rule import Item, Setting, check, optional_gpu_code
+    from tritonlock.native.notes import optional_gpu_code
+    from tritonlock.native.rule import Item, Setting, check
 
     def item(name: str, modules: dict[str, tuple[tuple[int, ...], ...]]) -> Item:
         whl = build_wheel(tmp_path / name, name, "1.0", tag=CP, modules={
@@ -1178,17 +1214,114 @@ def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(
             f"{build}: its native code fails to load (an undefined symbol)") in out
 
 
-def test_a_cxx_build_that_names_no_torch_is_locked_with_a_warning_that_says_so(tmp_path: Path,
-                                                                                pypi: LocalIndex) -> None:
-    """As sgl-kernel's wheels: torch's C++ API, no torch requirement, no per-torch label — the rule cannot judge it,
-    so the lock says so instead of claiming it loads."""
+def test_a_cxx_build_whose_symbols_the_locked_torch_lacks_is_refused_naming_the_symbol(tmp_path: Path,
+                                                                                      pypi: LocalIndex) -> None:
+    """As sgl-kernel's wheels: torch's C++ API, no torch requirement, no per-torch label. Its undefined c10:: symbol is
+    checked against what the torch wheel's libraries export (read from the wheel, kept per sha256): torch 2.10's and
+    2.11's libc10 lack it, so it is refused naming the symbol, demangled, and the torch — not locked with "not known
+    from its files" (the old answer, wrong: the files decide)."""
     root = _project(tmp_path, pypi, ["anontied"], f"gpu|{R580_H100}")
     code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "anontied's native code cannot load on this target" in out, out
+    assert ("anontied/_C.so in anontied-1.0-cp311-cp311-manylinux_2_17_x86_64.whl calls c10::only_in_2_9v1() "
+            "(_ZN3c1013only_in_2_9v1Ev) of torch's C++ API, which torch 2.") in out, out
+    assert "does not export (1 of the 1 torch symbols it needs): it was built against another torch (its wheel names " \
+           "none): the import would fail ('undefined symbol: _ZN3c1013only_in_2_9v1Ev')" in out, out
+    assert "is not known from its files" not in out and "Traceback" not in out
+
+
+def test_a_cxx_build_whose_symbols_the_torch_exports_is_locked_without_a_warning(tmp_path: Path,
+                                                                                pypi: LocalIndex) -> None:
+    """anonok names no torch either, but every c10:: symbol it needs (its weak references aside) is among torch's
+    exports: it loads, and the lock says nothing is unknown about it. The torch's exports are kept per sha256: a
+    second resolve reads no torch wheel."""
+    from tritonlock.native import torchsyms
+
+    torchsyms._MEMO.clear()  # (what an earlier test of this process read is not in this test's cache)
+    root = _project(tmp_path, pypi, ["anonok"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
     assert code == 0, out
-    (w,) = [w for w in _target(root)[1].warnings if w.startswith("anontied 1.0: ")]
-    assert ("anontied/_C.so in anontied-1.0-cp311-cp311-manylinux_2_17_x86_64.whl link torch's C++ API, and the wheel "
-            "names no torch release they were built for") in w
-    assert "`tritonlock verify` imports it on the machine" in w
+    versions, sel = _target(root)
+    assert versions["anonok"] == "1.0"
+    assert not [w for w in sel.warnings if w.startswith("anonok")], sel.warnings
+    lock = read_lock(root / "triton-env.lock")
+    (torch,) = [p for p in lock.targets[0].packages if p.name == "torch"]
+    sha = torch.wheels[0].sha256
+    assert torchsyms._kept(sha), "the torch build's exports are kept per sha256"
+    torchsyms._MEMO.clear()  # (a new process: what is kept answers, no wheel is read — this address serves nothing)
+    got = torchsyms.exports("http://127.0.0.1:9/nothing.whl", 1, sha, torch.wheels[0].name)
+    assert not isinstance(got, str) and got.has(C10_ANY) and not got.has(C10_CXX), got
+
+
+def test_a_second_top_level_package_nothing_imports_is_an_optional_part_not_a_refusal(tmp_path: Path,
+                                                                                    pypi: LocalIndex) -> None:
+    """twopkg 2.0's own package links no CUDA; its second top-level package twopkg_ep is CUDA 12 with Hopper code
+    only, and nothing imports it. On an A100 beside torch 2.11 (CUDA 13), the newest release is locked with a warning
+    saying what `import twopkg_ep` would need (before: twopkg held back to 1.0). Named in [environment].imports, it
+    is judged: 2.0 is passed over. A wheel whose own package imports the second one at import is judged whole."""
+    a100 = 'driver = "580.95.05"\ngpus = ["8.0"]'
+    root = _project(tmp_path / "a", pypi, ["twopkg"], f"gpu|{a100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["twopkg"] == "2.0", versions
+    (w,) = [w for w in sel.warnings if w.startswith("twopkg 2.0: ")]
+    assert w.startswith("twopkg 2.0: `import twopkg_ep` would need libcudart.so.12, sm_80: twopkg_ep/_ep.so in "), w
+    assert ("nothing locked or named imports twopkg_ep (the package's own import is twopkg, which does not load it), "
+            "so it is locked as an optional part — name it in [environment].imports to have it judged") in w, w
+    named = _project(tmp_path / "b", pypi, ["twopkg"], f"gpu|{a100}", torch="==2.11.*")
+    intent = named / "triton-env.toml"
+    intent.write_text(intent.read_text().replace("[environment]\n", '[environment]\nimports = ["twopkg_ep"]\n'))
+    code, out = _run("resolve", "-p", str(named))
+    assert code == 0, out
+    versions, sel = _target(named)
+    assert versions["twopkg"] == "1.0", versions
+    assert any("twopkg 2.0 (its native code cannot load here: twopkg_ep/_ep.so" in r for r in sel.reasons), sel.reasons
+    imp = _project(tmp_path / "c", pypi, ["twoimp"], f"gpu|{a100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(imp))
+    assert code == 3 and "twoimp_ep/_ep.so in twoimp-1.0" in out and "libcudart.so.12" in out, out
+
+
+def test_a_library_loaded_by_name_that_nothing_brings_is_a_warning_naming_the_locks_nearest(tmp_path: Path,
+                                                                                           pypi: LocalIndex) -> None:
+    """dlpkg's module names libcublas.so.12 in its strings (what it would dlopen; DT_NEEDED names none) and
+    libcuda.so.1 (the driver's: not a wheel's to bring). The lock brings cuBLAS 13 (nvidia-cublas): a warning naming
+    the library, marked inferred (dlopen), and the lock's nearest one; no refusal. `why` says it too."""
+    root = _project(tmp_path, pypi, ["dlpkg"], f"gpu|{R580_H100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["dlpkg"] == "1.0" and "nvidia-cublas" in versions
+    (w,) = [w for w in sel.warnings if w.startswith("dlpkg 1.0: ")]
+    assert w == ("dlpkg 1.0: dlpkg/_C.so in dlpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl names libcublas.so.12 "
+                 "among its strings (inferred (dlopen): it may load it by name at run time), which no locked wheel "
+                 "brings — the lock's nearest is libcublas.so.13 (cuBLAS 13): what of dlpkg loads it would fail "
+                 "('libcublas.so.12: cannot open shared object file')"), w
+    assert "libcuda.so.1" not in w
+    code, out = _run("why", "-p", str(root))
+    assert code == 0 and "names libcublas.so.12 among its strings (inferred (dlopen)" in out, out
+
+
+def test_a_gpu_its_code_reaches_only_through_ptx_gets_the_jit_warning(tmp_path: Path, pypi: LocalIndex) -> None:
+    """ptxpkg carries PTX for compute_80 and no machine code: an H100 runs it once the driver has compiled it."""
+    root = _project(tmp_path, pypi, ["ptxpkg"], f"gpu|{R580_H100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    (w,) = [w for w in _target(root)[1].warnings if w.startswith("ptxpkg 1.0: ")]
+    assert w.startswith("ptxpkg 1.0: this target's GPU (compute capability 9.0) has no machine code in its GPU code "
+                        "(PTX compute_80 alone (no machine code)), only PTX: the driver compiles its kernels from PTX at their first "
+                        "use (JIT: a slow first start"), w
+
+
+def test_the_fix_names_the_packages_build_for_the_other_cuda_major(tmp_path: Path, pypi: LocalIndex) -> None:
+    """sibpkg-cu12 is a CUDA 12 build; torch is held at 2.11 (CUDA 13): the conflict's fix names sibpkg-cu13, which
+    the index serves."""
+    root = _project(tmp_path, pypi, ["sibpkg-cu12"], f"gpu|{R580_H100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert ("fix: sibpkg-cu13 (sibpkg-cu12's build for CUDA 13, which torch 2.11.0 brings), or a torch build that "
+            "brings libcudart.so.12") in out, out
 
 
 def test_verify_imports_the_locks_packages_not_what_a_preinstalled_stack_holds_beside_them(
@@ -1277,6 +1410,26 @@ def test_verify_imports_only_the_build_for_the_installed_torch_of_a_module_built
     # (what it says it imported is what it imported: the other torch's build counted apart)
     assert row.detail == ("variantpkg 1.0: imported, with its 1 extension module (1 more: its builds for another "
                           "torch or CUDA than this one's, which it does not load)"), row.detail
+
+
+def test_verify_says_a_second_top_level_package_that_cannot_load_is_an_optional_part(
+        real_torch_python: str, pypi: LocalIndex, tmp_path: Path) -> None:
+    """twopkg 2.0 beside the real torch: `import twopkg` works; its second top-level package twopkg_ep cannot load
+    here (CUDA 12, no such runtime): verify passes the row and says it is an optional part, as resolve did. twoimp's
+    own package imports its second one: that failure is the package's, and fails the row."""
+    from tritonlock.verify import run_verify
+
+    python = _beside_real_torch(real_torch_python, tmp_path / "venv", pypi, ("twopkg-2.0", "twoimp-1.0"))
+    result = run_verify(python, interpret=True, quick=True, imports=("twopkg", "twoimp"))
+    rows = {c.name: c for c in result.checks}
+    two = rows["import twopkg"]
+    assert two.ok, two.detail
+    assert two.detail.startswith("twopkg 2.0: imported; twopkg_ep, a second top-level package of its wheel, did not "
+                                 "(ImportError: "), two.detail
+    assert two.detail.endswith("nothing you named imports it, so it is an optional part (name it in "
+                               "[environment].imports to have it checked)"), two.detail
+    imp = rows["import twoimp"]
+    assert not imp.ok and "twoimp" in imp.detail and "cannot open shared object file" in imp.detail, imp.detail
 
 
 def test_verify_imports_the_build_for_torchs_cuda_of_a_module_built_per_cuda_and_listed_as_top_level(

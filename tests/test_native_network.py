@@ -115,7 +115,8 @@ def test_torchao_kernels_are_for_hopper_and_blackwell_and_an_a100_locks_it_with_
     which runs its quantization through Triton. It is compat/packages.toml's [[optional-gpu-code]]: no problem on an
     A100, a warning that says so; on an H100 no warning (its sm_90a runs there)."""
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
-    from tritonlock.native.rule import Item, Setting, check, optional_gpu_code
+    from tritonlock.native.notes import optional_gpu_code
+    from tritonlock.native.rule import Item, Setting, check
 
     f = _facts("torchao", "0.16.0")
     sm = {a for m in f.members for a in m.sm}

@@ -32,6 +32,8 @@ def content_hash(intent: Intent, targets: tuple[TargetSpec, ...]) -> str:
         canonical["package-builds"] = [[b.name, b.index, list(b.cuda), b.flat] for b in intent.package_builds]
     if intent.optional_gpu_code:  # only then, so that the hash of every other intent stays what it was
         canonical["optional-gpu-code"] = list(intent.optional_gpu_code)
+    if intent.imports:  # only then, so that the hash of every other intent stays what it was
+        canonical["imports"] = list(intent.imports)
     if intent.target_files:  # only then, so that the hash of an intent without target-files stays what it was
         files = list(dict.fromkeys(t.origin[5:] for t in targets if t.origin.startswith("file:")))
         canonical["target-files"] = {"globs": list(intent.target_files), "files": files}

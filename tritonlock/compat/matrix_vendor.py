@@ -385,6 +385,11 @@ def _load(root: Path) -> VendorMatrix:
                               runs=row.strings("runs", _GFX, "gfx1030", required=False), source=row.source(),
                               note=row.get("note", None, "inferred: ...", required=False) or ""))
         row.done()
+    for row in rocm_f.rows("generic-target", required=False):  # (read by tritonlock.native.rule.gfx_runs)
+        row.get("name", re.compile(r"^gfx[0-9]+(?:-[0-9]+)?-generic\Z"), "gfx11-generic")
+        row.strings("members", _GFX, "gfx1100")
+        row.source()
+        row.done()
     bind = _Row(rocm_f.data.get("binding") or {}, "binding", rocm_f.file, problems)
     rocm_f.seen.add("binding")
     rocm_only = bind.strings("rocm_only", re.compile(r"^[a-z0-9*][a-z0-9*-]*\Z"), "rocm-sdk-*")

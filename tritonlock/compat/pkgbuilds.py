@@ -51,6 +51,22 @@ def optional_gpu_code() -> dict[str, str]:
             and isinstance(r.get("name"), str)}
 
 
+def dlopen_needed() -> set[tuple[str, str]]:
+    """compat/packages.toml [[dlopen-needed]]: (package, library) where a package loads a library by name at run time
+    (dlopen: its ELF does not list it) and its own documentation or metadata says it cannot work without it: the
+    native-code rule then refuses a lock that does not bring it, instead of warning."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    path = root / "packages.toml" if root else None
+    if path is None or not path.is_file():
+        return set()
+    rows = _toml.loads(path.read_text(encoding="utf-8")).get("dlopen-needed", [])
+    return {(canonicalize_name(r["name"]), r["library"]) for r in rows if isinstance(r, dict)
+            and isinstance(r.get("name"), str) and isinstance(r.get("library"), str)}
+
+
 def parse_rows(rows: object, where: str, key: str) -> list[PackageBuilds]:
     """Rows of [[build]] (compat) or [[package-builds]] (an intent); MatrixError / IntentError-worthy problems are
     raised as ValueError naming the row."""

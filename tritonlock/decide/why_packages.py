@@ -67,6 +67,10 @@ def package_advice(intent: Intent, matrix: Matrix, target: TargetSpec, default_p
                             version=d.version, newest=d.newest, torch=host[1], line=line))
         else:
             out.append(Held(words=f"{d.name} {d.newest} (locked: {d.version}): {d.held_by}"))
+    from tritonlock.native.notes import native_warnings
+
+    # what the native-code rule locked and said (a library a module may load by name, an optional part, PTX only)
+    out += [Held(words=f"native code: {w}") for w in native_warnings(locked.warnings)]
     return tuple(out)
 
 

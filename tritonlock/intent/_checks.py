@@ -135,7 +135,7 @@ def _string(p: _Problems, key: tuple[str | int, ...], raw: Any, example: str) ->
 # The keys of each table of the intent: a key written in the wrong table is told where it belongs.
 TABLES: dict[str, tuple[str, ...]] = {
     "[environment]": ("python", "torch", "triton", "packages", "cuda", "cuda-policy", "no-build", "channel",
-                      "optional-gpu-code", "allow-unchecked-native"),
+                      "optional-gpu-code", "allow-unchecked-native", "imports"),
     "[indexes]": ("torch", "default"),
     "[[targets]]": ("name", "os", "arch", "glibc", "python", "driver", "cuda", "gpus", "macos", "amdgpu",
                     "hsa-override"),

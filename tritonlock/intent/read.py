@@ -192,6 +192,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
                           'write a list of package names, e.g. optional-gpu-code = ["torchao"]') \
         if "optional-gpu-code" in env else ()
     unchecked = _allow_unchecked(p, env["allow-unchecked-native"]) if "allow-unchecked-native" in env else False
+    imports = _import_names(p, env["imports"]) if "imports" in env else ()
     channel = "release"
     if "channel" in env:  # PyTorch's nightly or test builds (compat/channels.toml)
         ch = _checks._string(p, ("environment", "channel"), env["channel"], '"release", "nightly" or "test"')
@@ -226,7 +227,7 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
                     targets=tuple(targets), no_build=no_build, content_hash="", target_files=globs,
                     warnings=tuple(p.warnings) + same_machines(targets), channel=channel,
                     package_builds=package_builds, optional_gpu_code=optional_gpu,
-                    allow_unchecked_native=unchecked)
+                    allow_unchecked_native=unchecked, imports=imports)
     del files  # (the files are the targets' origins, in order: content_hash reads them from there)
     return dataclasses.replace(intent, content_hash=content_hash(intent, intent.targets))
 
@@ -334,6 +335,22 @@ def _allow_unchecked(p: _checks._Problems, raw: Any) -> bool | tuple[str, ...]:
               f"{_toml.shown(raw)}", fix)
         return False
     return _names(p, ("environment", "allow-unchecked-native"), raw, fix)
+def _import_names(p: _checks._Problems, raw: Any) -> tuple[str, ...]:
+    """[environment].imports: the top-level modules the user imports beside their packages' own (a second package a
+    wheel ships, nixl-cu12's nixl_ep_cu12): Python identifiers, sorted; each entry that is none a problem."""
+    key: tuple[str | int, ...] = ("environment", "imports")
+    fix = 'write a list of the modules you import, e.g. imports = ["nixl_ep_cu12"]'
+    if not isinstance(raw, list):
+        p.add(key, f"expected a list of module names, got {_toml.shown(raw)}", fix)
+        return ()
+    out: list[str] = []
+    for i, n in enumerate(raw):
+        top = n.strip().split(".", 1)[0] if isinstance(n, str) else ""
+        if not isinstance(n, str) or not all(part.isidentifier() and part.isascii() for part in n.strip().split(".")):
+            p.add((*key, i), f"{_toml.shown(n)} is not a module name", fix)
+            continue
+        out.append(top)
+    return tuple(sorted(set(out)))
 
 
 def _names(p: _checks._Problems, key: tuple[str | int, ...], raw: Any, fix: str) -> tuple[str, ...]:

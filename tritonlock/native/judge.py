@@ -4,7 +4,7 @@ when no choice fixes it, the conflict in words, with the least change."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tritonlock.models import LockedPackage, Selection, TargetSpec
 from tritonlock.native.rule import Item, Problem, Setting, check, is_provider
@@ -48,8 +48,23 @@ def wheels_to_read(sel: Selection, packages: tuple[LockedPackage, ...], python: 
 
 
 def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
-             *, policy: str = "compatible", optional: tuple[str, ...] = ()) -> list[Problem]:
-    """What in the closure's native code cannot load or run on `sel`'s target (empty: the closure is a lock)."""
+             *, policy: str = "compatible", optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()
+             ) -> list[Problem]:
+    """What in the closure's native code cannot load or run on `sel`'s target (empty: the closure is a lock): what
+    the packages' imports reach (`imports`: the intent's [environment].imports, the optional parts the user uses),
+    each extension's torch symbols checked against what the locked torch build exports."""
+    items, provided, at = _judged(sel, packages, facts, matrix, policy, optional, imports)
+    return check(items, provided, at)
+
+
+def _judged(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
+            policy: str, optional: tuple[str, ...], imports: tuple[str, ...]) -> tuple[list[Item], set[str], Setting]:
+    """The items judged (each the wheel that installs on the target, with what of it is reached), what the closure
+    brings, and the setting (with the locked torch's exports where an extension links torch's C++ API)."""
+    import dataclasses
+
+    from tritonlock.native.rule import with_reach
+
     target = sel.target
     python = sel.python or "3.12"
     provided: set[str] = set()
@@ -60,17 +75,40 @@ def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
         for sha in shas:
             provided.update(facts[sha].provides)
             items.append(Item(name=p.name, version=p.version, facts=facts[sha]))
-    return check(items, provided, _setting(sel, matrix, policy, optional))
+    items = with_reach(items, [*(d.name for d in sel.direct), *imports])
+    at = _setting(sel, matrix, policy, optional)
+    if any(m.torch_abi == "cxx" and m.torch_symbols for i in items if not is_provider(i.name)
+           for m in i.facts.members):
+        got = torch_exports(sel, packages)
+        at = dataclasses.replace(at, exports=got if not isinstance(got, str) else None,
+                                 exports_why=got if isinstance(got, str) else None)
+    return items, provided, at
+
+
+def torch_exports(sel: Selection, packages: tuple[LockedPackage, ...]) -> Any:
+    """What the closure's torch wheel for the target exports of torch's C++ API (tritonlock.native.torchsyms:
+    shipped in compat/, kept per sha256, else read from the wheel once); a string says why it is not known."""
+    from tritonlock.native import torchsyms
+
+    torch = next((p for p in packages if p.name == "torch"), None)
+    if torch is None:
+        return "the closure locks no torch"
+    first = target_wheel(torch, sel.target, sel.python or "3.12")[:1]
+    wheel = next((w for w in torch.wheels if w.sha256 in first), None)
+    if wheel is None:
+        return "the locked torch has no wheel for this target"
+    return torchsyms.exports(wheel.url, wheel.size, wheel.sha256, wheel.name)
 
 
 def _setting(sel: Selection, matrix: Matrix, policy: str, optional: tuple[str, ...] = ()) -> Setting:
     """`optional`: the intent's [environment].optional-gpu-code, beside compat/packages.toml's."""
-    from tritonlock.compat.pkgbuilds import optional_gpu_code
+    from tritonlock.compat.pkgbuilds import dlopen_needed, optional_gpu_code
 
     target = sel.target
     floors = {m: f for m in (11, 12, 13, 14) if (f := matrix.driver_floor(f"{m}.0", target.os, policy))}
     return Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors,
-                   optional_gpu=frozenset(optional_gpu_code()) | frozenset(optional))
+                   optional_gpu=frozenset(optional_gpu_code()) | frozenset(optional),
+                   dlopen_needed=frozenset(dlopen_needed()))
 
 
 # Older releases read at once, and their bytes at most, when one is passed over for what no closure changes
@@ -81,7 +119,7 @@ LOOK_BACK_BATCHES = 4
 
 def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: str, matrix: Matrix, policy: str,
                    read: Callable[[list[Wanted]], dict[str, NativeFacts]],
-                   optional: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+                   optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """When a release is passed over for what no other closure changes (no GPU code for the target's GPUs, a CUDA
     its driver does not run: nativerule.hopeless), the releases before it whose own wheel for the target fails the
     same way: (version, why), newest first, up to the first that may load. Their wheels are read a batch at a time
@@ -90,7 +128,7 @@ def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: st
     whose file the index lists without its sha256 (nothing to key its facts by)."""
     from tritonlock.decide._pkgfacts import install_order
     from tritonlock.native.read import may_hold_native_code
-    from tritonlock.native.rule import HOPELESS, hopeless
+    from tritonlock.native.rule import HOPELESS, hopeless, with_reach
 
     if not found or not any(p.kind in HOPELESS for p in found):
         return []
@@ -117,7 +155,9 @@ def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: st
         got = read([w for _, w in todo]) if todo else {}
         for v, w in todo:
             nf = got.get(w[2])
-            probs = hopeless(Item(name=name, version=v, facts=nf), at) if nf is not None and not nf.problem else []
+            named = [*(d.name for d in sel.direct), *imports]
+            probs = hopeless(with_reach([Item(name=name, version=v, facts=nf)], named)[0], at) \
+                if nf is not None and not nf.problem else []
             if not probs:
                 return out
             out.append((v, "; ".join(p.text for p in probs)))
@@ -129,14 +169,17 @@ def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: st
 def torch_line(sel: Selection, found: list[Problem],
                lines: Callable[[int], tuple[Selection, ...]]) -> tuple[int, tuple[Selection, ...]] | None:
     """(N, the torch choices whose build brings CUDA N: `lines(N)`, newest first) where a release's only problem is
-    that it needs CUDA N's libraries (libcudart.so.N, …) and the locked torch brings another CUDA: another torch build
+    that it needs CUDA N's libraries (libcudart.so.N, …) — and perhaps symbols this torch lacks — and the locked torch
+    brings another CUDA: another torch build
     can fix that without passing the release over — the same torch's build for CUDA N where its index has one
     (PyTorch's cu128 beside cu130), else an older torch whose build is CUDA N (PyPI's). None where some problem is
     another (its GPU code, its driver), where its libraries name no CUDA major or more than one, or where no torch
     that fits brings N."""
     import re
 
-    if not found or any(p.kind != "cuda-library" for p in found):
+    # (symbols this torch lacks are judged again against the torch of that line: a CUDA 12 build for torch 2.10 lacks
+    # torch 2.11's)
+    if not found or any(p.kind not in ("cuda-library", "torch-symbol") for p in found):
         return None
     numbered = r"^lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z"  # (the soname's number: CUDA's major)
     majors = {int(m[1]) for p in found if (m := re.match(numbered, p.needs))}
@@ -147,6 +190,43 @@ def torch_line(sel: Selection, found: list[Problem],
         return None
     line = tuple(c for c in lines(n) if _backend_major(c.backend) == n)
     return (n, line) if line else None
+
+
+def _sibling(sel: Selection, p: Problem, exists: Callable[[str], bool] | None) -> str:
+    """"nixl-cu13 (nixl-cu12's build for CUDA 13, which the locked torch brings), " where the package's name carries
+    another CUDA major than the torch's and its sibling is served (`exists`; unasked: said as a maybe)."""
+    from tritonlock.native.libs import sibling
+
+    major = _backend_major(sel.backend)
+    other = sibling(p.package, major) if major is not None else None
+    if other is None:
+        return ""
+    if exists is not None:
+        try:
+            if not exists(other):
+                return ""
+        except Exception:  # noqa: BLE001 — an index that cannot be asked: said as a maybe
+            exists = None
+    return (f"{other} ({p.package}'s build for CUDA {major}, which torch {sel.torch} brings"
+            + ("" if exists is not None else ", where the index serves it") + "), or ")
+
+
+def _symbol_fix(sel: Selection, p: Problem) -> str:
+    """The torch a build whose symbols this torch lacks was made for: the one its wheel names, else the releases
+    whose exports hold them all (the sets shipped in compat/torch-symbols/ for this platform)."""
+    if p.built_for:
+        return (f"torch = \"=={p.built_for}.*\" (the torch it was built for), or a {p.package} built for torch "
+                f"{sel.torch}")
+    from tritonlock.native.torchsyms import shipped_holding
+
+    platform = f"{sel.target.os}_{'aarch64' if sel.target.arch in ('aarch64', 'arm64') else sel.target.arch}"
+    holding = [v for v in shipped_holding(p.symbols, platform) if v != sel.torch]
+    if holding:
+        minor = ".".join(holding[0].split(".")[:2])
+        return (f"torch = \"=={minor}.*\" (torch {', '.join(holding[:4])} export every symbol it needs: "
+                f"compat/torch-symbols/), or a {p.package} built for torch {sel.torch}")
+    return (f"a {p.package} built for torch {sel.torch}, or the torch it was built against (its wheel names none, "
+            "and no torch build whose symbols tritonlock ships exports them all)")
 
 
 def _backend_major(backend: str | None) -> int | None:
@@ -169,26 +249,32 @@ def checked(packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) 
 
 
 def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
-             *, policy: str = "compatible", optional: tuple[str, ...] = ()) -> list[str]:
-    """Warnings for native code the rule does not refuse and cannot vouch for: a build of torch's C++ API whose wheel
-    names no torch; a package that calls its kernels only on the GPUs they are for, with none for this target's."""
+             *, policy: str = "compatible", optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()
+             ) -> list[str]:
+    """Warnings for native code the rule does not refuse and cannot vouch for, or that works with less than it
+    could: a build of torch's C++ API whose wheel names no torch and whose symbols could not be checked; a package
+    that calls its kernels only on the GPUs they are for, with none for this target's; a GPU its code reaches only
+    through PTX (compiled at first use); a library a module may load by name (inferred (dlopen)) that nothing
+    brings; an optional part (a second top-level package nothing imports) that cannot load here."""
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
-    from tritonlock.native.rule import optional_gpu_code, unknown_torch
+    from tritonlock.native.notes import dlopen_warnings, optional_gpu_code, optional_parts, ptx_only, unknown_torch
 
-    items = [Item(name=p.name, version=p.version, facts=facts[shas[0]]) for p in packages
-             if (shas := [s for s in target_wheel(p, sel.target, sel.python or "3.12") if s in facts])]
-    return [f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing) — "
-            "`tritonlock verify` imports it on the machine and says"
-            for u in unknown_torch(items, sel.torch, sel.backend)] + optional_gpu_code(
-        items, _setting(sel, matrix, policy, optional), rows())
+    items, provided, at = _judged(sel, packages, facts, matrix, policy, optional, imports)
+    why = f"; its symbols could not be checked: {at.exports_why}" if at.exports_why else ""
+    return ([f"{u}: whether it loads with torch {sel.torch} is not known from its files (inferred from nothing{why})"
+             " — `tritonlock verify` imports it on the machine and says"
+             for u in unknown_torch(items, sel.torch, sel.backend, exports=at.exports)]
+            + optional_gpu_code(items, at, rows()) + ptx_only(items, at) + dlopen_warnings(items, provided, at)
+            + optional_parts(items, provided, at))
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried: int = 0,
-             left: str | None = None) -> str:
+             left: str | None = None, *, exists: Callable[[str], bool] | None = None) -> str:
     """No choice fixes the closure's native code: the package, what it needs, and the least change. With `untried`
     (the rounds the decision had, all spent), older releases of the package were not tried: it says so; `left`: why
     the decision with those releases passed over locks nothing (its own conflict's first line). A package the user
-    named leads where its problem is of the same kind as a dependency's."""
+    named leads where its problem is of the same kind as a dependency's. `exists(name)`: whether the default index
+    serves a package of that name (the fix names a package's build for the other CUDA major only where one is)."""
     from tritonlock.decide._pkgfacts import public
     from tritonlock.native.rule import HOPELESS
 
@@ -209,7 +295,7 @@ def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried:
         lines.append(f"  not tried: releases of {first.package} older than {public(first.version)} (the decision goes "
                      f"back {untried} rounds at most): a range in the packages, \"{first.package}<"
                      f"{public(first.version)}\", has uv try them")
-    lines.append("  fix: " + _least_change(sel, first))
+    lines.append("  fix: " + _least_change(sel, first, exists))
     return "\n".join(lines)
 
 
@@ -226,7 +312,7 @@ def _releases(rejected: list[str]) -> str:
     return "; ".join(out)
 
 
-def _least_change(sel: Selection, p: Problem) -> str:
+def _least_change(sel: Selection, p: Problem, exists: Callable[[str], bool] | None = None) -> str:
     import re
 
     named = [d.name for d in sel.direct]
@@ -246,12 +332,15 @@ def _least_change(sel: Selection, p: Problem) -> str:
                 "their own), not for this one")
     if p.kind == "torch-build":
         return f"torch's CUDA build ([environment].cuda, not \"{sel.backend}\") for {p.package}"
+    sib = _sibling(sel, p, exists) if p.kind in ("cuda-library", "cuda-driver") else ""
     if p.kind == "cuda-library":
-        return (f"a torch build that brings {p.needs} (its CUDA major), or a build of {p.package} made for this "
+        return (f"{sib}a torch build that brings {p.needs} (its CUDA major), or a build of {p.package} made for this "
                 f"torch's CUDA ([[package-builds]] in triton-env.toml names where its per-CUDA builds are)")
     if p.kind == "cuda-driver":
-        return f"a driver that runs {p.needs} (`tritonlock why` shows what it unlocks), or a {p.package} built for " \
-               "an older CUDA"
+        return f"{sib}a driver that runs {p.needs} (`tritonlock why` shows what it unlocks), or a {p.package} built " \
+               "for an older CUDA"
+    if p.kind == "torch-symbol":
+        return _symbol_fix(sel, p)
     if p.kind == "torch-release":
         return f"torch = \"=={p.needs.split()[-1]}.*\" (the torch it was built for), or a {p.package} built for " \
                f"torch {sel.torch}"

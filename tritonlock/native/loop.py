@@ -124,6 +124,14 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     upfront: list[tuple[str, Selection, Any]] | None = None
     tried_own: list[str] = []
     spent = 0  # the rounds that passed releases over (a move to another torch line, and its undoing, spend none)
+
+    def served(name: str) -> bool:
+        """Whether the default index serves `name` (a package's build for the other CUDA major, for the fix)."""
+        got = facts.files(dindex, name)
+        if got is None:
+            raise LookupError(name)  # (not asked: the fix says it as a maybe)
+        return bool(got)
+
     for step in range(3 * NATIVE_ROUNDS):  # (at most one move per release judged: each spends a round or is undone)
         decision: tuple[Selection, tuple[LockedPackage, ...]] | None
         try:
@@ -180,7 +188,7 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
             # with the releases whose native code cannot load passed over, nothing is left: that is the conflict
             if decision is not None and decision[0].conflict:
                 left = decision[0].conflict.message.splitlines()[0]
-            message = rule.conflict(last[0], last[1], rejected, left=left)
+            message = rule.conflict(last[0], last[1], rejected, left=left, exists=served)
             return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
         assert decision is not None
         sel, pkgs = decision
@@ -188,7 +196,8 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
             return sel, pkgs
         moved = None
         read = reader.facts(wanted(sel, pkgs))
-        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy, optional=intent.optional_gpu_code)
+        found = rule.problems(sel, pkgs, read, matrix, policy=intent.cuda_policy, optional=intent.optional_gpu_code,
+                              imports=intent.imports)
         if not found:
             checked = rule.checked(pkgs, reader.read)
             reasons = list(sel.reasons)
@@ -196,12 +205,13 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                 reasons[0] = f"torch {sel.torch} ({sel.backend}): {held[1]}"  # (not what the intent's torch matches)
             warned = (*sel.warnings, *(f"torch {sel.torch} ({sel.backend}) {h}" for h in held[:1]),
                       *rule.unknowns(sel, pkgs, read, matrix, policy=intent.cuda_policy,
-                                     optional=intent.optional_gpu_code))
+                                     optional=intent.optional_gpu_code, imports=intent.imports))
             return dataclasses.replace(sel, reasons=(*reasons, *((checked,) if checked else ())), warnings=warned), pkgs
         last = (sel, found)
         structural = [p for p in found if p.structural]
         if structural or spent == NATIVE_ROUNDS - 1:
-            message = rule.conflict(sel, structural or found, rejected, 0 if structural else NATIVE_ROUNDS)
+            message = rule.conflict(sel, structural or found, rejected, 0 if structural else NATIVE_ROUNDS,
+                                    exists=served)
             return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
         spent += 1
         rejected_before, own_before = len(rejected), len(own)
@@ -253,7 +263,7 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
                 # the releases before it that fail the same way whatever is locked: passed over in this round too
                 bound = next((q.index for q in pkgs if canonicalize_name(q.name) == canonicalize_name(p.package)), "")
                 for v, why in rule.older_hopeless(sel, probs, facts, bound or dindex, matrix, intent.cuda_policy,
-                                                  reader.facts, intent.optional_gpu_code):
+                                                  reader.facts, intent.optional_gpu_code, intent.imports):
                     tried.add(f"{p.package} {v}")
                     rejected.append(f"{p.package} {v}")
                     constraints.append(f"{p.package}!={v}")
@@ -263,7 +273,7 @@ def decide(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matri
     # the steps ran out (moves undone one after another): the last closure judged is the conflict, with what was not
     # tried said
     assert last is not None
-    message = rule.conflict(last[0], last[1], rejected, NATIVE_ROUNDS, left=left)
+    message = rule.conflict(last[0], last[1], rejected, NATIVE_ROUNDS, left=left, exists=served)
     return Selection(target=s.target, ok=False, conflict=Conflict(target=s.target.name, message=message)), ()
 
 

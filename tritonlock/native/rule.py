@@ -1,33 +1,32 @@
 """The native-code rule's core, shared by the decision (on a closure's binary facts, before a lock is written),
 verify and doctor (on an environment's installed files): every extension module finds what it needs — the CUDA
 libraries its ELF names (brought by the torch build, an NVIDIA wheel or its own wheel), the driver they need, the
-torch build and release it links, and code or PTX for the GPUs. Small predicates over facts; each problem names
-the package, the library or arch, and the file it was read from."""
+torch build and release it links — and the symbols of torch's C++ API it calls, against those the torch build
+exports —, and code or PTX for the GPUs. What is judged is what loads: the wheel's import names the user or a locked
+package imports (a second top-level package nothing imports is an optional part: a warning), the extensions and op
+libraries under them and the libraries they link. Small predicates over facts; each problem names the package, the
+library, symbol or arch, and the file it was read from."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from tritonlock._archs import gpu_runs
 from tritonlock.models import NativeFacts, NativeMember
+from tritonlock.native.libs import CUDA_LIB, CUDA_MAJOR_LIB, DRIVER_LIBS, ROCM_LIB, WHEEL_OF, nearest
+
+__all__ = ["CUDA_LIB", "HOPELESS", "Item", "Problem", "Setting", "check", "gfx_runs", "gpu_code_modules", "hopeless",
+           "is_provider", "loaded", "public_minor", "top_of", "with_reach"]
 
 # Packages whose native code is the provider, not a consumer: torch's own builds (their facts are the matrix's:
 # backend, archs), Triton (it compiles at run time) and NVIDIA's CUDA libraries (compat/cudalibs.toml).
 _PROVIDERS = {"torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu", "triton-windows",
               "triton-xpu", "triton-rocm"}
-# sonames whose number is the CUDA major (cuFFT, cuSOLVER, cuRAND, cuSPARSE, cuDNN and NCCL number their own)
-_CUDA_MAJOR_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z")
-# CUDA user libraries: a lock must bring each one a locked extension names (a machine's own toolkit is no lock)
-CUDA_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|cudnn[A-Za-z_]*|"
-                       r"nccl|nvshmem[A-Za-z_]*|cupti|nvToolsExt|cufile)\.so(\.[0-9]+)*\Z")
-# which NVIDIA wheel brings a CUDA library, by CUDA major (CUDA 13's dropped the -cuNN suffix: compat/cudalibs.toml)
-_WHEEL_OF = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas",
-             "nvrtc": "nvidia-cuda-nvrtc", "nvJitLink": "nvidia-nvjitlink", "cufft": "nvidia-cufft",
-             "curand": "nvidia-curand", "cusolver": "nvidia-cusolver", "cusparse": "nvidia-cusparse",
-             "cudnn": "nvidia-cudnn", "nccl": "nvidia-nccl", "cupti": "nvidia-cuda-cupti"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,6 +39,9 @@ class Problem:
     needs: str  # "libcudart.so.13", "torch's CUDA build", "torch 2.9", "sm_70"
     text: str  # in words, naming the package, its file and what it needs
     structural: bool = False  # no other release of the package can change it (a CPU target and CUDA code)
+    # "torch-symbol": the mangled symbols the torch lacks (the first is `needs`, demangled); else ()
+    symbols: tuple[str, ...] = ()
+    built_for: str | None = None  # the torch release the wheel names as the one it was built for
 
     @property
     def line(self) -> str:
@@ -48,7 +50,7 @@ class Problem:
 
 def is_provider(name: str) -> bool:
     """torch's family, Triton and NVIDIA's CUDA libraries: their native code is what the others need."""
-    n = _norm(name)
+    n = norm(name)
     return n in _PROVIDERS or n.startswith(("nvidia-", "cuda-", "cupy-cuda"))
 
 
@@ -59,6 +61,9 @@ class Item:
     name: str
     version: str
     facts: NativeFacts
+    # the wheel's import names that are imported (reach: what the user, a locked package or its own name imports);
+    # None: all of them (facts without import names, or a wheel none of whose names is the package's own)
+    reach: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,6 +81,13 @@ class Setting:
     # packages whose kernels are for some GPUs only, called only there (compat/packages.toml [[optional-gpu-code]],
     # [environment].optional-gpu-code): a GPU without their code is a warning (optional_gpu_code), not a problem
     optional_gpu: frozenset[str] = frozenset()
+    # what the torch build exports of its C++ API (tritonlock.native.torchsyms.Exports: `has`, `missing`, `what`,
+    # `rate`); None: not known (then `exports_why` says why, where it was asked)
+    exports: Any = None
+    exports_why: str | None = None
+    # (package, library): a library the package loads by name (dlopen) that its own documentation makes mandatory
+    # (compat/packages.toml [[dlopen-needed]]): one nothing brings is a problem, not a warning
+    dlopen_needed: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def here(self) -> str:
@@ -114,7 +126,7 @@ def _other_torches(members: list[NativeMember], torch: str | None) -> set[str]:
     return {path for builds in groups.values() if len({r for _, r in builds}) > 1 for path, r in builds if r != want}
 
 
-def _built_for_by_name(path: str) -> str | None:
+def built_for_by_name(path: str) -> str | None:
     """The torch release ("2.11") a per-torch build's file name says it is made for; None when it says none."""
     v = _variant(path)
     return v[1] if v else None
@@ -191,18 +203,19 @@ def _cuda_builds(members: list[NativeMember], backend: str | None = None) -> set
 
 
 def loaded(members: Iterable[NativeMember], torch: str | None = None,
-           backend: str | None = None) -> list[NativeMember]:
+           backend: str | None = None, *, roots: Callable[[NativeMember], bool] | None = None) -> list[NativeMember]:
     """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
     package loads them with torch.ops.load_library: xformers' and torchao's _C.so), and the wheel's libraries those
     need by soname. A library nothing names is loaded, if at all, by the package's own choice at run time (one of
     bitsandbytes' per-CUDA libraries): it is not judged. With `torch` (the release it runs with), of a module built
     once per torch release only the build for that torch is judged (see _other_torches); with `backend` (its build,
-    "cu130"), of one built per CUDA release only the build for that CUDA (see _cuda_builds)."""
+    "cu130"), of one built per CUDA release only the build for that CUDA (see _cuda_builds). `roots`: which of the
+    extensions and op libraries count (those under the import names that are imported: reached)."""
     members = list(members)
     other = _other_torches(members, torch) | (_cuda_builds(members, backend) if backend else set())
     members = [m for m in members if m.path not in other]
     by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
-    todo = [m for m in members if m.extension or m.torch_abi]
+    todo = [m for m in members if (m.extension or m.torch_abi) and (roots is None or roots(m))]
     seen: dict[str, NativeMember] = {m.path: m for m in todo}
     while todo:
         for lib in todo.pop().needed:
@@ -213,113 +226,193 @@ def loaded(members: Iterable[NativeMember], torch: str | None = None,
     return list(seen.values())
 
 
+# --- what is reached: the import names imported ---------------------------------------------------------------------
+
+# a distribution's name beside its import name: "nixl-cu12" installs nixl_cu12, "cupy-cuda12x" cupy,
+# "flashinfer-python" flashinfer
+_NAME_SUFFIX = re.compile(r"_(?:cu(?:da)?[0-9]{2,3}x?|cpu|rocm[0-9_]*|xpu|python|py|bin|binary)\Z")
+
+
+def own_names(name: str) -> set[str]:
+    """The import names a distribution's own name stands for: the name itself with "_" for "-", and without a
+    per-CUDA or packaging suffix ("nixl-cu12" -> nixl_cu12, nixl)."""
+    n = re.sub(r"[-_.]+", "_", name).lower()
+    out = {n}
+    while (m := _NAME_SUFFIX.search(n)) and m.start() > 0:
+        n = n[:m.start()]
+        out.add(n)
+    return out
+
+
+def top_of(path: str) -> str:
+    """The import name a member sits under: its top-level folder, or a root module's name ("x.abi3.so" -> x)."""
+    first, sep, _ = path.partition("/")
+    return first if sep else first.split(".", 1)[0]
+
+
+def with_reach(items: Iterable[Item], named: Iterable[str]) -> list[Item]:
+    """The items with what is imported of each (`reach`): its own import names (those its distribution's name
+    stands for), the names the user names (`named`: their packages, [environment].imports), the modules at its
+    wheel's root (torch_memory_saver's hooks, cffi's _cffi_backend: its package's own backends, loaded by it), and
+    what those import — of any item, as read from the packages' Python (NativeFacts.imports). What is left is a
+    second top-level package nothing imports (nixl-cu12's nixl_ep_cu12): an optional part. An item whose wheel
+    lists no import names, or none that is its own, is reached whole (None)."""
+    items = list(items)
+    want = {re.sub(r"[-_.]+", "_", n).lower() for n in named}
+    reach: list[set[str] | None] = []
+    for item in items:
+        tops = set(item.facts.tops)
+        own = {t for t in tops if t.lower() in own_names(item.name)}
+        if not tops or not own:
+            reach.append(None)
+            continue
+        under = {top_of(m.path) for m in item.facts.members if "/" in m.path}
+        attached = {t for t in tops if t not in under}  # (a root module, or a folder of Python alone)
+        reach.append(own | attached | {t for t in tops if t.lower() in want})
+    while True:  # what the reached names import, across the wheels, until nothing more is reached
+        imported = {b for item, r in zip(items, reach)
+                    for a, b in item.facts.imports if r is None or a in r}
+        grown = False
+        for i, item in enumerate(items):
+            r = reach[i]
+            if r is not None and (more := (set(item.facts.tops) & imported) - r):
+                r |= more
+                grown = True
+        if not grown:
+            break
+    return [dataclasses.replace(item, reach=frozenset(r) if r is not None else None) for item, r in zip(items, reach)]
+
+
+def reached(item: Item) -> Callable[[NativeMember], bool] | None:
+    """Whether a member is under an import name that is imported (a member under no import name: yes)."""
+    if item.reach is None:
+        return None
+    tops, reach = set(item.facts.tops), item.reach
+    return lambda m: (t := top_of(m.path)) not in tops or t in reach
+
+
 def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Problem]:
-    """What in the items' native code cannot load or run in the setting (empty: all of it can)."""
-    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
+    """What in the items' native code cannot load or run in the setting (empty: all of it can): what is reached of
+    each (Item.reach; optional_parts says what the rest would need)."""
     out: list[Problem] = []
     for item in items:
         if is_provider(item.name) or not item.facts.native:
             continue
-        f = item.facts
-        found: dict[str, Problem] = {}
-        for m in loaded(f.members, at.torch, at.backend):
-            for prob in _member_problems(item, m, at, provided):
-                found.setdefault(prob.kind + prob.needs, prob)
-        # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
-        # kernels among them by architecture, and one that lacks an arch is no failure while another has it
-        optional = _norm(item.name) in at.optional_gpu  # (its lack of code for a GPU is a warning instead)
-        with_code = [] if optional else gpu_code_modules(loaded(f.members, at.torch, at.backend))
-        if with_code and ccs and at.backend.startswith("cu"):
-            sm = tuple(sorted({a for m in with_code for a in m.sm}))
-            ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
-            for cc in dict.fromkeys(ccs):
-                if gpu_runs(cc, sm, ptx) is None:
-                    found.setdefault(f"gpu-code{cc}", Problem(
-                        package=item.name, version=item.version, kind="gpu-code", needs=f"sm_{cc.replace('.', '')}",
-                        text=(f"its GPU code is built for {_archs(sm, ptx)}, which has no code for {at.here}'s "
-                              f"GPU (compute capability {cc}): its first kernel launch would fail ('no kernel image "
-                              f"is available'; read from {f.filename})")))
-        # AMD code objects the same way, on a ROCm torch: each gfx GPU needs code for its target in some module
-        gfxs = [g for g in at.gpus if g.startswith("gfx")]
-        with_gfx = [] if optional else [m for m in loaded(f.members, at.torch, at.backend)
-                                        if m.gpu.startswith("read") and m.gfx]
-        if with_gfx and gfxs and at.backend.startswith("rocm"):
-            have = tuple(sorted({a for m in with_gfx for a in m.gfx}))
-            for gfx in dict.fromkeys(gfxs):
-                if not gfx_runs(gfx, have):
-                    found.setdefault(f"gpu-code{gfx}", Problem(
-                        package=item.name, version=item.version, kind="gpu-code", needs=gfx,
-                        text=(f"its GPU code is built for {', '.join(have)}, which has no code for {at.here}'s GPU "
-                              f"({gfx}): loading its kernels would fail ('hipErrorNoBinaryForGpu'; read from "
-                              f"{f.filename})")))
-        out += found.values()
+        mods = loaded(item.facts.members, at.torch, at.backend, roots=reached(item))
+        out += problems_of(item, mods, provided, at)
     return out
 
 
-def _norm(name: str) -> str:
+def problems_of(item: Item, mods: list[NativeMember], provided: set[str], at: Setting) -> list[Problem]:
+    """What in these loaded members of one item cannot load or run."""
+    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
+    f = item.facts
+    found: dict[str, Problem] = {}
+    for m in mods:
+        for prob in _member_problems(item, m, at, provided):
+            found.setdefault(prob.kind + prob.needs, prob)
+    # GPU code: the package as a whole must carry code (or PTX) for each GPU: its extension modules divide the
+    # kernels among them by architecture, and one that lacks an arch is no failure while another has it
+    optional = norm(item.name) in at.optional_gpu  # (its lack of code for a GPU is a warning instead)
+    with_code = [] if optional else gpu_code_modules(mods)
+    if with_code and ccs and at.backend.startswith("cu"):
+        sm = tuple(sorted({a for m in with_code for a in m.sm}))
+        ptx = tuple(sorted({a for m in with_code for a in m.ptx}))
+        for cc in dict.fromkeys(ccs):
+            if gpu_runs(cc, sm, ptx) is None:
+                found.setdefault(f"gpu-code{cc}", Problem(
+                    package=item.name, version=item.version, kind="gpu-code", needs=f"sm_{cc.replace('.', '')}",
+                    text=(f"its GPU code is built for {archs_words(sm, ptx)}, which has no code for {at.here}'s "
+                          f"GPU (compute capability {cc}): its first kernel launch would fail ('no kernel image "
+                          f"is available'; read from {f.filename})")))
+    # AMD code objects the same way, on a ROCm torch: each gfx GPU needs code for its target in some module
+    gfxs = [g for g in at.gpus if g.startswith("gfx")]
+    with_gfx = [] if optional else [m for m in mods if m.gpu.startswith("read") and m.gfx]
+    if with_gfx and gfxs and at.backend.startswith("rocm"):
+        have = tuple(sorted({a for m in with_gfx for a in m.gfx}))
+        for gfx in dict.fromkeys(gfxs):
+            if not gfx_runs(gfx, have):
+                found.setdefault(f"gpu-code{gfx}", Problem(
+                    package=item.name, version=item.version, kind="gpu-code", needs=gfx,
+                    text=(f"its GPU code is built for {', '.join(have)}, which has no code for {at.here}'s GPU "
+                          f"({gfx}): loading its kernels would fail ('hipErrorNoBinaryForGpu'; read from "
+                          f"{f.filename})")))
+    for p in dlopen_found(item, mods, provided, at):
+        if (norm(item.name), p[1]) in at.dlopen_needed:
+            found.setdefault("cuda-library" + p[1], Problem(
+                package=item.name, version=item.version, kind="cuda-library", needs=p[1],
+                text=f"{p[2]} — and {item.name}'s own documentation makes it mandatory (compat/packages.toml "
+                     "[[dlopen-needed]])"))
+    return list(found.values())
+
+
+def dlopen_found(item: Item, mods: list[NativeMember], provided: set[str],
+                  at: Setting) -> list[tuple[NativeMember, str, str]]:
+    """(member, library, in words) for each library a loaded member names in its strings (inferred: it may
+    dlopen it) that nothing here brings: a CUDA library on a CUDA torch, a ROCm one on a ROCm torch."""
+    out: list[tuple[NativeMember, str, str]] = []
+    seen: set[str] = set()
+    for m in mods:
+        for lib in m.dlopen:
+            if lib in seen or lib in provided or lib in m.needed or DRIVER_LIBS.match(lib):
+                continue
+            ours = (CUDA_LIB.match(lib) and at.backend.startswith("cu")) or (
+                ROCM_LIB.match(lib) and at.backend.startswith("rocm"))
+            if not ours:
+                continue
+            seen.add(lib)
+            near = nearest(lib, provided)
+            out.append((m, lib, f"{m.path} in {item.facts.filename} names {lib} among its strings (inferred "
+                                f"(dlopen): it may load it by name at run time), which {at.bringer} brings"
+                                + (f" — the lock's nearest is {near}" if near else "")
+                                + f": what of {item.name} loads it would fail ('{lib}: cannot open shared object "
+                                  "file')"))
+    return out
+
+
+def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _arch_specific(arch: str) -> bool:
-    """sm_90a, sm_100a, sm_100f, compute_90a: code for one GPU (family) alone, which no other GPU runs."""
-    return bool(re.fullmatch(r"(?:sm|compute)_[0-9]+[af]", arch))
+    """sm_90a, sm_100a, compute_90a: code for one GPU alone, which no other GPU runs. (Family code, sm_100f, is not:
+    it runs on each GPU of its family, 10.0 and 10.3, as sm_100 does; only its PTX stays in the family.)"""
+    return bool(re.fullmatch(r"(?:sm|compute)_[0-9]+a", arch))
 
 
 def gpu_code_modules(members: Iterable[NativeMember]) -> list[NativeMember]:
     """The modules whose GPU code counts for a GPU: read, with code or PTX — not a module whose code is all for one
-    GPU (family) alone (sm_90a, sm_100a: torchao's _C_cutlass_90a), which runs on no other GPU by construction, so a
-    package that ships one loads or calls it only there."""
+    GPU alone (sm_90a, sm_100a: torchao's _C_cutlass_90a), which runs on no other GPU by construction, so a package
+    that ships one loads or calls it only there."""
     return [m for m in members if m.gpu.startswith("read") and (m.sm or m.ptx)
             and not all(_arch_specific(a) for a in (*m.sm, *m.ptx))]
 
 
-def optional_gpu_code(items: Iterable[Item], at: Setting, why: dict[str, str]) -> list[str]:
-    """Warnings for the packages of `at.optional_gpu` whose GPU code has none for a GPU of the target: they load,
-    and call those kernels only on the GPUs they are for (`why`: what that rests on, per package, inferred)."""
-    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
-    out: list[str] = []
-    if not ccs or not at.backend.startswith("cu"):
-        return out
-    for item in items:
-        if _norm(item.name) not in at.optional_gpu or is_provider(item.name):
-            continue
-        mods = [m for m in loaded(item.facts.members, at.torch, at.backend) if m.gpu.startswith("read")
-                and (m.sm or m.ptx)]
-        sm = tuple(sorted({a for m in mods for a in m.sm}))
-        ptx = tuple(sorted({a for m in mods for a in m.ptx}))
-        lacking = [cc for cc in dict.fromkeys(ccs) if mods and gpu_runs(cc, sm, ptx) is None]
-        if lacking:
-            said = why.get(_norm(item.name)) or "the intent's [environment].optional-gpu-code says so"
-            out.append(f"{item.name} {item.version}: its GPU code is built for {_archs(sm, ptx)}, none of it for "
-                       f"{at.here}'s GPU (compute capability {', '.join(lacking)}); it is locked all the same, as a "
-                       f"package that calls those kernels only on the GPUs they are for (inferred: {said}) — what "
-                       "it runs here runs without them, and a call into one of them here would fail ('no kernel "
-                       "image is available')")
-    return out
+@functools.lru_cache(maxsize=1)
+def generic_targets() -> dict[str, frozenset[str]]:
+    """LLVM's generic processors and the processors each covers (compat/rocm.toml [[generic-target]])."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
 
-
-def _gfx_family(gfx: str) -> tuple[str, str] | None:
-    """'gfx942' -> ('9', '4'), 'gfx1100' -> ('11', '0'): the processor's major and minor version."""
-    m = re.fullmatch(r"gfx([0-9a-f]+)", gfx)
-    if not m:
-        return None
-    v = m[1]
-    return (v[0], v[1]) if len(v) == 3 else (v[:2], v[2]) if len(v) == 4 else None
+    root = compat_root()
+    try:
+        rows = _toml.loads((root / "rocm.toml").read_text(encoding="utf-8")).get("generic-target", []) if root else []
+    except (OSError, _toml.TOMLDecodeError):
+        return {}
+    return {str(r["name"]): frozenset(str(x) for x in r.get("members", ())) for r in rows
+            if isinstance(r, dict) and isinstance(r.get("name"), str)}
 
 
 def gfx_runs(gfx: str, have: Iterable[str]) -> bool:
     """Whether AMD code objects for the target IDs `have` ("gfx90a:xnack-", "gfx11-generic") run on a `gfx` GPU: its
-    own processor with any features, or a generic target of its family — LLVM's AMDGPUUsage "generic processors",
-    named for the family they cover (gfx9-generic, gfx9-4-generic, gfx10-1-generic, gfx10-3-generic, gfx11-generic,
-    gfx12-generic), taken by name: a member the generic target leaves out still counts (verify imports it)."""
+    own processor with any features, or a generic target whose family lists it — LLVM's AMDGPUUsage "generic
+    processors" (compat/rocm.toml [[generic-target]]: gfx9-4-generic runs on gfx942 and gfx950, not on gfx90a; a
+    generic target the table does not know counts for nothing)."""
     base = gfx.split(":", 1)[0]
-    me = _gfx_family(base)
+    families = generic_targets()
     for target in have:
         t = target.split(":", 1)[0]
-        if t == base:
-            return True
-        m = re.fullmatch(r"gfx([0-9]+)(?:-([0-9]+))?-generic", t)
-        if m and me is not None and me[0] == m[1] and (m[2] is None or me[1] == m[2]):
+        if t == base or base in families.get(t, ()):
             return True
     return False
 
@@ -332,7 +425,7 @@ def hopeless(item: Item, at: Setting) -> list[Problem]:
     """What in one wheel's native code cannot run in the setting whatever else is locked beside it (any torch, any
     CUDA libraries): no code or PTX for a GPU across all its modules (the builds for every torch counted), or a
     module every torch loads built for a CUDA the driver does not run. A subset of what `check` finds."""
-    members = loaded(item.facts.members)
+    members = loaded(item.facts.members, roots=reached(item))
     per_cuda = _cuda_builds(members)
     kept = [m for m in members if _variant(m.path) is None and m.path not in per_cuda]
     wide = dataclasses.replace(item, facts=dataclasses.replace(item.facts, members=tuple(kept)))
@@ -343,7 +436,9 @@ def hopeless(item: Item, at: Setting) -> list[Problem]:
     return found
 
 
-def _archs(sm: tuple[str, ...], ptx: tuple[str, ...]) -> str:
+def archs_words(sm: tuple[str, ...], ptx: tuple[str, ...]) -> str:
+    if not sm:
+        return f"PTX {', '.join(ptx)} alone (no machine code)" if ptx else "nothing"
     return ", ".join(sm) + (f" and PTX {', '.join(ptx)}" if ptx else " (no PTX)")
 
 
@@ -380,7 +475,7 @@ def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str
             continue
         if CUDA_LIB.match(lib) and lib not in provided:
             add("cuda-library", lib, f"{where} needs {lib}, which {at.bringer} brings ({_brings(lib, at)})")
-        major = _CUDA_MAJOR_LIB.match(lib)
+        major = CUDA_MAJOR_LIB.match(lib)
         if major and at.driver is not None:
             floor = at.floors.get(int(major[2]))
             if floor is not None and _key(at.driver) < _key(floor):
@@ -392,7 +487,30 @@ def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str
         add("torch-release", f"torch {built}",
             f"{where} links torch's C++ API and was built for torch {built} ({_built_from(f)}); torch here is "
             f"{at.torch}: the import would fail with an undefined symbol")
+    if m.torch_abi == "cxx" and m.torch_symbols and at.exports is not None and not any(
+            p.kind == "torch-build" for p in out):  # (torch's other build: that is the problem, not its symbols)
+        missing = at.exports.missing(m.torch_symbols)
+        if missing:
+            from tritonlock.native.demangle import shown
+
+            named = built or built_for_by_name(m.path)
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            out.append(Problem(
+                package=item.name, version=item.version, kind="torch-symbol", needs=_demangled(missing[0]),
+                symbols=tuple(missing), built_for=named,
+                text=(f"{where} calls {shown(missing[0])}{more} of torch's C++ API, which {at.exports.what} does "
+                      f"not export ({len(missing)} of the {len(m.torch_symbols)} torch symbols it needs): it was "
+                      "built against another torch" + (f" (torch {named}, as {_built_from(f)})" if built else
+                                                       f" (its file name says torch {named})" if named else
+                                                       " (its wheel names none)")
+                      + f": the import would fail ('undefined symbol: {missing[0]}')")))
     return out
+
+
+def _demangled(name: str) -> str:
+    from tritonlock.native.demangle import demangle
+
+    return demangle(name)
 
 
 def public_minor(version: str | None) -> str | None:
@@ -414,14 +532,14 @@ def _built_from(f: NativeFacts) -> str:
 
 def _brings(lib: str, at: Setting) -> str:
     m = re.match(r"^lib([A-Za-z]+?)(?:Lt)?\.so\.([0-9]+)", lib)
-    wheel = _WHEEL_OF.get(m[1]) if m else None
+    wheel = WHEEL_OF.get(m[1]) if m else None
     said = (f"torch {at.torch} ({at.backend}) brings CUDA {_backend_cuda(at.backend)}" if at.backend.startswith("cu")
             else f"torch {at.torch} is the {at.backend or 'unknown'} build, which brings no CUDA")
     if at.backend.startswith(("rocm", "xpu")):  # an AMD or Intel GPU: a CUDA runtime wheel would not run it
         return said + "; a CUDA library runs on NVIDIA GPUs only"
     if wheel and m:
         suffix = "" if int(m[2]) >= 13 else f"-cu{m[2]}"
-        said += f"; {wheel}{suffix} would bring it" if _CUDA_MAJOR_LIB.match(lib) else f"; {wheel} brings it"
+        said += f"; {wheel}{suffix} would bring it" if CUDA_MAJOR_LIB.match(lib) else f"; {wheel} brings it"
     return said
 
 
@@ -429,20 +547,3 @@ def _backend_cuda(backend: str | None) -> str:
     m = re.fullmatch(r"cu([0-9]+)([0-9])", backend or "")
     return f"{m[1]}.{m[2]}" if m else "no CUDA"
 
-
-def unknown_torch(items: Iterable[Item], torch: str | None = None, backend: str | None = None) -> list[str]:
-    """The packages whose loaded native code links torch's C++ API while their wheel names no torch release it was
-    built for (no exact torch pin, no per-torch label, no file name naming this torch): whether it loads with a torch
-    is unknown from its files."""
-    out = []
-    for item in items:
-        if is_provider(item.name) or item.facts.built_for_torch:
-            continue
-        mine = public_minor(torch)
-        tied = [m.path for m in loaded(item.facts.members, torch, backend) if m.torch_abi == "cxx"
-                and (mine is None or _built_for_by_name(m.path) != mine)]
-        if tied:
-            out.append(f"{item.name} {item.version}: {tied[0]}" + (f" and {len(tied) - 1} more" if len(tied) > 1 else "")
-                       + f" in {item.facts.filename} link torch's C++ API, and the wheel names no torch release they "
-                         "were built for (its METADATA pins no torch, its version has no per-torch label)")
-    return out

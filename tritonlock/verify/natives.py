@@ -29,6 +29,8 @@ class ImportRow:
     modules: tuple[str, ...] = ()
     left: int = 0  # of `modules`, the builds for another torch or CUDA, not imported (the package never loads them)
     optional: tuple[tuple[str, str], ...] = ()  # (module, error): parts that cannot load, the package imports without
+    # (module, error): of those, the ones in a second top-level package of the wheel that nothing named imports
+    parts: tuple[tuple[str, str], ...] = ()
 
 
 def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
@@ -45,9 +47,14 @@ def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
             requires_torch=r.get("requires_torch") if isinstance(r.get("requires_torch"), str) else None,
             modules=tuple(m for m in r.get("modules", []) if isinstance(m, str)),
             left=int(r["left"]) if isinstance(r.get("left"), int) and r["left"] > 0 else 0,
-            optional=tuple((str(o.get("module")), str(o.get("error"))) for o in r.get("optional", [])
-                           if isinstance(o, dict))[:5] if isinstance(r.get("optional"), list) else ()))
+            optional=_optional(r, part=False), parts=_optional(r, part=True)))
     return tuple(out)
+
+
+def _optional(r: dict[str, Any], *, part: bool) -> tuple[tuple[str, str], ...]:
+    raw = r.get("optional")
+    return tuple((str(o.get("module")), str(o.get("error"))) for o in raw if isinstance(o, dict)
+                 and bool(o.get("part")) == part)[:5] if isinstance(raw, list) else ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -216,6 +223,12 @@ def import_checks(rows: Iterable[ImportRow], *, torch: str | None, lock: LockFac
         elif r.ok and r.error:
             out.append((name, True, f"{r.dist} {r.version} imports; {r.module} did not ({r.error[:160]}), which is "
                                     "not native code failing to load", None))
+        elif r.ok and r.parts:
+            module, why = r.parts[0]
+            more = f" (and {len(r.parts) - 1} more)" if len(r.parts) > 1 else ""
+            out.append((name, True, f"{r.dist} {r.version}: imported; {module}, a second top-level package of its "
+                                    f"wheel, did not ({why[:200]}){more} — nothing you named imports it, so it is an "
+                                    "optional part (name it in [environment].imports to have it checked)", None))
         elif r.ok and r.optional:
             module, why = r.optional[0]
             needs = _MISSING.search(why)

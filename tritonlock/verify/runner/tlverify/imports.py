@@ -88,10 +88,35 @@ def installed_with_native_code(named: list[str], scope: list[str] | None = None)
                            if "/" in f and f.split("/", 1)[0].isidentifier()
                            or f.endswith(".py") and "/" not in f and f.removesuffix(".py").isidentifier()})
         requires = [r for r in (dist.requires or []) if re.match(r"torch\b", r) and "extra ==" not in r]
-        jobs[name] = {"dist": name, "version": dist.version, "tops": tops[:8], "modules": sorted(set(modules)),
+        reached = own_tops(name, tops, files, wanted)
+        jobs[name] = {"dist": name, "version": dist.version, "tops": reached[:8], "modules": sorted(set(modules)),
+                      "optional_tops": [t for t in tops if t not in reached][:8],
                       "torch": bool(requires) or any(m.startswith("torch") for m in modules),
                       "requires_torch": requires[0] if requires else None, "named": name in wanted}
     return sorted(jobs.values(), key=lambda j: j["dist"]), len(left_out - set(jobs))
+
+
+# a distribution's name beside its import name: "nixl-cu12" installs nixl_cu12, "cupy-cuda12x" cupy
+# (tritonlock.native.rule.own_names, written again here)
+_NAME_SUFFIX = re.compile(r"_(?:cu(?:da)?[0-9]{2,3}x?|cpu|rocm[0-9_]*|xpu|python|py|bin|binary)\Z")
+
+
+def own_tops(dist: str, tops: list[str], files: list[str], named: set[str]) -> list[str]:
+    """The import names importing the distribution means: those its own name stands for (with "_" for "-", without a
+    per-CUDA suffix), the modules at its wheel's root (its package's own backends: cffi's _cffi_backend), and the
+    ones the user named; every one where none is its own. The others (a second top-level package, nixl-cu12's
+    nixl_ep_cu12) are parts its users import by name: what its own import loads of them is imported with it."""
+    n = re.sub(r"[-_.]+", "_", dist).lower()
+    names = {n}
+    while (m := _NAME_SUFFIX.search(n)) and m.start() > 0:
+        n = n[:m.start()]
+        names.add(n)
+    own = [t for t in tops if t.lower() in names]
+    if not own:
+        return tops
+    folders = {f.split("/", 1)[0] for f in files if "/" in f}
+    want = {re.sub(r"[-_.]+", "_", x).lower() for x in named}
+    return [t for t in tops if t in own or t.lower() in want or t not in folders]
 
 
 # one module built per torch release, the release in its name (nixl_ep_cpp_torch211, _torch212, …): the package
@@ -212,8 +237,15 @@ def import_job_main(job: dict[str, Any]) -> int:
     for m in job.get("tops", []):
         if m not in other:
             attempt(m)
+    # a second top-level package the package's own import loaded is part of it (reached), not an optional part
+    reached = [t for t in job.get("optional_tops", []) if t in sys.modules]
+    for m in job.get("optional_tops", []):
+        if m not in other and m not in reached:
+            attempt(m)
     for m in mine:
         attempt(m)
+    if reached:
+        out.append({"reached": reached})
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     return 0
@@ -278,6 +310,9 @@ def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) ->
     if tried is None:
         why = f"its import process exited with code {code}" + (f" (signal {-code})" if code < 0 else "")
         return {**base, "ok": False, "native": True, "module": None, "error": f"{why}: {stderr.strip()[-600:]}"}
+    reached = {r for t in tried if "reached" in t for r in t["reached"]}
+    tried = [t for t in tried if "module" in t]
+    parts = set(job.get("optional_tops", ())) - reached
     tops_ok = all(t["ok"] for t in tried if t["module"] in job["tops"] or t["module"] == "torch")
 
     def beside(t: dict[str, Any]) -> bool:
@@ -287,20 +322,24 @@ def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) ->
         importing without it)."""
         if t["module"] in job["tops"] or not tops_ok:
             return False
+        if t["module"].split(".", 1)[0] in parts:
+            return True  # a second top-level package nothing named imports: the package imports without it
         if t["error"].startswith("ModuleNotFoundError") and f"'{t['module'].rsplit('.', 1)[-1]}" in t["error"]:
             return True
         lib = _MISSING_LIB.search(t["error"])
         return bool(lib and not _STACK_LIB.match(lib[1]))
 
     failed = [t for t in tried if not t["ok"] and not NOT_A_MODULE.search(t["error"])]
-    optional = [t for t in failed if beside(t) and _MISSING_LIB.search(t["error"])]
+    optional = [t for t in failed if beside(t) and (_MISSING_LIB.search(t["error"])
+                                                    or t["module"].split(".", 1)[0] in parts)]
     failed = [t for t in failed if not beside(t)]
     if not failed:
         # (a per-torch or per-CUDA build for another torch or CUDA than this one is not imported: counted apart)
         left = len(set(job["modules"]) - {t["module"] for t in tried})
         return {**base, "ok": True, "loaded": len(tried), **({"left": left} if left else {}),
-                **({"optional": [{"module": t["module"], "error": t["error"]} for t in optional[:5]]}
-                   if optional else {})}
+                **({"optional": [{"module": t["module"], "error": t["error"],
+                                  **({"part": True} if t["module"].split(".", 1)[0] in parts else {})}
+                                 for t in optional[:5]]} if optional else {})}
     first = next((t for t in failed if NATIVE_ERROR.search(t["error"])), failed[0])
     native = bool(NATIVE_ERROR.search(first["error"]))
     top = first["module"] in job["tops"] or first["module"] == "torch"

@@ -1,0 +1,65 @@
+"""C++ symbol names as a reader knows them ("c10::TensorImpl::release()" for "_ZN3c1010TensorImpl7releaseEv"): the
+C++ runtime's own demangler (__cxa_demangle, the Itanium C++ ABI's, in libstdc++ or libc++abi — present wherever
+torch runs), called through ctypes; where none is found, the mangled name is given as it is."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import threading
+from typing import Any
+
+_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime() -> tuple[Any, Any] | None:
+    """(__cxa_demangle, free), or None where no C++ runtime with a demangler is found."""
+    names = ["libstdc++.so.6", "libc++abi.so.1", "libc++abi.dylib", ctypes.util.find_library("stdc++"),
+             ctypes.util.find_library("c++abi")]
+    for name in dict.fromkeys(n for n in names if n):
+        try:
+            lib = ctypes.CDLL(name)
+            fn = lib.__cxa_demangle
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            free = libc.free
+        except (OSError, AttributeError):
+            continue
+        free.argtypes = [ctypes.c_void_p]
+        free.restype = None
+        return fn, free
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(name: str) -> str:
+    """The C++ name a mangled symbol stands for; the symbol itself where it is no mangled name or no demangler is
+    here."""
+    if not name.startswith("_Z") or len(name) > 4096:
+        return name
+    rt = _runtime()
+    if rt is None:
+        return name
+    fn, free = rt
+    status = ctypes.c_int(0)
+    with _LOCK:
+        ptr = fn(name.encode("ascii", "replace"), None, None, ctypes.byref(status))
+        if not ptr:
+            return name
+        try:
+            out = ctypes.string_at(ptr)
+        finally:
+            free(ptr)
+    return out.decode("utf-8", "replace") if status.value == 0 and out else name
+
+
+def shown(name: str) -> str:
+    """A symbol for a message: its C++ name, with the mangled one beside it (what the loader's error quotes)."""
+    plain = demangle(name)
+    return plain if plain == name else f"{plain} ({name})"

@@ -1,0 +1,128 @@
+"""The native-code rule's warnings: what it locks and says, not refuses — an optional part nothing imports that
+cannot load here, a library a module may load by name that nothing brings (inferred (dlopen)), a GPU reached only
+through PTX, a package that calls its kernels only where they run, a build of torch's C++ API nothing decides."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from tritonlock._archs import gpu_runs
+from tritonlock.models import NativeMember
+from tritonlock.native.rule import (Item, Setting, archs_words, built_for_by_name, dlopen_found, gpu_code_modules,
+                                    is_provider, loaded, norm, problems_of, public_minor, reached, top_of)
+
+
+def optional_parts(items: Iterable[Item], provided: set[str], at: Setting) -> list[str]:
+    """Warnings for the import names of a wheel nothing imports (a second top-level package its users import by
+    name: nixl-cu12's nixl_ep_cu12) whose native code cannot load or run here: what `import <that name>` would
+    need. The package's own import does not load them, so they are no refusal."""
+    out: list[str] = []
+    for item in items:
+        if item.reach is None or is_provider(item.name) or not item.facts.native:
+            continue
+        for top in sorted(set(item.facts.tops) - item.reach):
+            def under(m: NativeMember, t: str = top) -> bool:
+                return top_of(m.path) == t
+
+            mods = loaded(item.facts.members, at.torch, at.backend, roots=under)
+            probs = problems_of(item, mods, provided, at) if mods else []
+            if not probs:
+                continue
+            own = sorted(item.reach & set(item.facts.tops))
+            needs = ", ".join(dict.fromkeys(p.needs for p in probs))
+            more = f" (and {len(probs) - 1} more)" if len(probs) > 1 else ""
+            out.append(f"{item.name} {item.version}: `import {top}` would need {needs}: {probs[0].text}{more}; "
+                       f"nothing locked or named imports {top} (the package's own import is "
+                       f"{', '.join(own) or item.name}, which does not load it), so it is locked as an optional "
+                       f"part — name it in [environment].imports to have it judged")
+    return out
+
+def dlopen_warnings(items: Iterable[Item], provided: set[str], at: Setting) -> list[str]:
+    """Warnings for the libraries a reached module names in its strings that nothing here brings (inferred
+    (dlopen)); the ones a package's documentation makes mandatory are check's problems instead."""
+    out: list[str] = []
+    for item in items:
+        if is_provider(item.name) or not item.facts.native:
+            continue
+        mods = loaded(item.facts.members, at.torch, at.backend, roots=reached(item))
+        out += [f"{item.name} {item.version}: {words}" for _, lib, words in dlopen_found(item, mods, provided, at)
+                if (norm(item.name), lib) not in at.dlopen_needed]
+    return out
+
+
+def ptx_only(items: Iterable[Item], at: Setting) -> list[str]:
+    """Warnings for the packages whose GPU code has no machine code for a GPU of the target, only PTX: the driver
+    compiles their kernels when they are first used (as for torch's own builds)."""
+    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
+    out: list[str] = []
+    if not ccs or not at.backend.startswith("cu"):
+        return out
+    for item in items:
+        if is_provider(item.name) or not item.facts.native:
+            continue
+        mods = gpu_code_modules(loaded(item.facts.members, at.torch, at.backend, roots=reached(item)))
+        sm = tuple(sorted({a for m in mods for a in m.sm}))
+        ptx = tuple(sorted({a for m in mods for a in m.ptx}))
+        jit = [cc for cc in dict.fromkeys(ccs) if mods and gpu_runs(cc, sm, ptx) == "ptx"]
+        if jit:
+            out.append(f"{item.name} {item.version}: {at.here}'s GPU (compute capability {', '.join(jit)}) has no "
+                       f"machine code in its GPU code ({archs_words(sm, ptx)}), only PTX: the driver compiles its kernels "
+                       "from PTX at their first use (JIT: a slow first start; read from "
+                       f"{item.facts.filename})")
+    return out
+
+def optional_gpu_code(items: Iterable[Item], at: Setting, why: dict[str, str]) -> list[str]:
+    """Warnings for the packages of `at.optional_gpu` whose GPU code has none for a GPU of the target: they load,
+    and call those kernels only on the GPUs they are for (`why`: what that rests on, per package, inferred)."""
+    ccs = [g for g in at.gpus if re.fullmatch(r"[0-9]+\.[0-9]+", g)]
+    out: list[str] = []
+    if not ccs or not at.backend.startswith("cu"):
+        return out
+    for item in items:
+        if norm(item.name) not in at.optional_gpu or is_provider(item.name):
+            continue
+        mods = [m for m in loaded(item.facts.members, at.torch, at.backend, roots=reached(item))
+                if m.gpu.startswith("read") and (m.sm or m.ptx)]
+        sm = tuple(sorted({a for m in mods for a in m.sm}))
+        ptx = tuple(sorted({a for m in mods for a in m.ptx}))
+        lacking = [cc for cc in dict.fromkeys(ccs) if mods and gpu_runs(cc, sm, ptx) is None]
+        if lacking:
+            said = why.get(norm(item.name)) or "the intent's [environment].optional-gpu-code says so"
+            out.append(f"{item.name} {item.version}: its GPU code is built for {archs_words(sm, ptx)}, none of it for "
+                       f"{at.here}'s GPU (compute capability {', '.join(lacking)}); it is locked all the same, as a "
+                       f"package that calls those kernels only on the GPUs they are for (inferred: {said}) — what "
+                       "it runs here runs without them, and a call into one of them here would fail ('no kernel "
+                       "image is available')")
+    return out
+
+def unknown_torch(items: Iterable[Item], torch: str | None = None, backend: str | None = None, *,
+                  exports: Any = None) -> list[str]:
+    """The packages whose loaded native code links torch's C++ API while their wheel names no torch release it was
+    built for (no exact torch pin, no per-torch label, no file name naming this torch), and whose symbols could not
+    be checked against the torch's exports (`exports`: what it exports; None where not known): whether it loads with
+    a torch is unknown from its files."""
+    out = []
+    for item in items:
+        if is_provider(item.name) or item.facts.built_for_torch:
+            continue
+        mine = public_minor(torch)
+        tied = [m.path for m in loaded(item.facts.members, torch, backend, roots=reached(item))
+                if m.torch_abi == "cxx" and (mine is None or built_for_by_name(m.path) != mine)
+                and not (exports is not None and m.torch_symbols)]
+        if tied:
+            out.append(f"{item.name} {item.version}: {tied[0]}" + (f" and {len(tied) - 1} more" if len(tied) > 1 else "")
+                       + f" in {item.facts.filename} link torch's C++ API, and the wheel names no torch release they "
+                         "were built for (its METADATA pins no torch, its version has no per-torch label)")
+    return out
+
+
+# What the warnings above say, each in words no other warning uses: how `why` and `check` find them in a lock
+_MARKS = ("among its strings (inferred (dlopen)", "so it is locked as an optional part", "only PTX: the driver compiles",
+          "is not known from its files", "it is locked all the same, as a package that calls those kernels only")
+
+
+def native_warnings(warnings: Iterable[str]) -> list[str]:
+    """Of a locked decision's warnings, the native-code rule's."""
+    return [w for w in warnings if any(m in w for m in _MARKS)]

@@ -1,0 +1,490 @@
+"""The symbols of torch's C++ API a torch build exports, and whether an extension's undefined ones are among them:
+the "undefined symbol" at import, found before install. Read from the torch wheel's own libraries (torch/lib/
+libtorch*.so, libc10*.so): the dynamic symbol table and its strings sit at the start of each library, so each is
+inflated only that far (never the whole 1 GB). Kept per wheel sha256 on this machine, and shipped in compat/ for
+PyPI's torch builds the matrix knows (compat/torch-symbols/): a Golomb-coded set of hashes of the exported names
+whose false-match rate is stated (an absent symbol taken as present: one in 2**bits)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonlock.native.elfdyn import TORCH_CXX
+
+# The libraries of a torch wheel whose exports an extension links: libtorch*.so, libc10*.so (not its test libraries)
+_LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
+# The most of one library inflated to find its symbols; the most symbols read from one
+_PREFIX_MAX = 256 << 20
+_SYMBOLS_MAX = 4_000_000
+_MAGIC = b"TLSYMS1\n"
+
+
+def symbol_hash(name: bytes) -> int:
+    """A symbol name's 64-bit hash (BLAKE2b): what the sets hold instead of the names."""
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big")
+
+
+@dataclass(frozen=True)
+class Exports:
+    """What one torch build exports of its C++ API: hashes of the names, reduced modulo `modulus` (0: the full 64
+    bits, as read on this machine; N * 2**bits in a shipped set, whose false-match rate is one in 2**bits)."""
+
+    what: str  # "torch 2.13.0 (torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl)"
+    hashes: frozenset[int]
+    modulus: int = 0
+    bits: int = 0
+    source: str = ""
+
+    def has(self, name: str) -> bool:
+        h = symbol_hash(name.encode("ascii", "replace"))
+        return (h % self.modulus if self.modulus else h) in self.hashes
+
+    def missing(self, names: Iterable[str]) -> list[str]:
+        return [n for n in names if not self.has(n)]
+
+    @property
+    def rate(self) -> str:
+        """The false-match rate, in words ("" for a set read here, whose 64-bit hashes make it nil in practice)."""
+        if not self.bits:
+            return ""
+        return (f"from the set shipped in compat/ (false-match rate 1 in {2 ** self.bits:,}: of that many symbols "
+                "torch lacks, one would be taken as present)")
+
+
+# --- the dynamic symbols at the start of an ELF file ---------------------------------------------------------------
+
+_SYM = struct.Struct("<IBBHQQ")
+
+
+def _plausible(table: bytes, at: int) -> bool:
+    """Whether the 24 bytes at `at` read as an ELF64 symbol (the section symbols and names a linker writes)."""
+    name, info, other, shndx, _, _ = _SYM.unpack_from(table, at)
+    return (name < 1 << 28 and info & 0xF in (0, 1, 2, 3, 4, 5, 6, 10) and info >> 4 in (0, 1, 2, 10)
+            and other & 0x7C == 0 and (shndx < 0xFF00 or shndx in (0xFFF1, 0xFFF2)))
+
+
+class NotHere(Exception):
+    """The file's dynamic symbols are not at its start in the layout this reads (read it whole instead)."""
+
+
+def locate(head: bytes) -> tuple[int, int, int, int] | None:
+    """(symbol table offset, its count, string table offset, the bytes of strings its names span) of a 64-bit
+    little-endian ELF file's dynamic symbols, from its first bytes alone, where its linker put .dynstr right after
+    .dynsym (GNU ld, gold and the layout of torch's own libraries): the table is found from its null first entry
+    after the program headers and the notes, each entry checked, and its names must be C strings of what follows
+    (exported_from_head checks every one). None: more bytes are needed; NotHere: not this layout."""
+    if len(head) < 64:
+        return None
+    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        raise NotHere("not a 64-bit little-endian ELF file")
+    phoff, = struct.unpack_from("<Q", head, 32)
+    phentsize, phnum = struct.unpack_from("<HH", head, 54)
+    start = phoff + phentsize * phnum
+    if start > len(head):
+        return None
+    for i in range(phnum):  # the symbol table is after the notes (PT_NOTE)
+        p_type, _, p_off, _, _, p_filesz = struct.unpack_from("<IIQQQQ", head, phoff + i * phentsize)
+        if p_type == 4 and p_off < 1 << 20:
+            start = max(start, p_off + p_filesz)
+    at = (start + 7) & ~7
+    while at < start + (1 << 20):  # (the table starts within a MiB of the headers, or not at the start)
+        if at + 48 > len(head):
+            return None
+        if head[at:at + 24] == bytes(24) and _plausible(head, at + 24):
+            got = _table(head, at)
+            if got is not None:
+                return got
+        at += 8
+    raise NotHere("no symbol table in its first MiB")
+
+
+def _table(head: bytes, at: int) -> tuple[int, int, int, int] | None:
+    """The table at `at` where its entries run up to a string table (a NUL, then a name); None where they do not
+    (not the table) — or where `head` ends first (then locate, asked again with more bytes, tries again)."""
+    n = 1
+    while True:
+        pos = at + 24 * n
+        if pos + 24 > len(head):
+            raise _More()
+        if not _plausible(head, pos):
+            break
+        n += 1
+        if n > _SYMBOLS_MAX:
+            return None
+    strtab = at + 24 * n
+    if n < 2 or head[strtab] != 0 or not 32 < head[strtab + 1] < 127:
+        return None
+    names = [_SYM.unpack_from(head, at + 24 * i)[0] for i in range(1, n)]
+    if any(x and head[strtab + x - 1:strtab + x] not in (b"\0", b"") for x in names[:64]):
+        return None
+    return at, n, strtab, max(names) + 4096
+
+
+class _More(Exception):
+    """`head` ends inside the table."""
+
+
+def exported_from_head(head: bytes, found: tuple[int, int, int, int]) -> set[bytes] | None:
+    """The exported names of torch's C++ API (TORCH_CXX) in the located table, once `head` holds every name (None:
+    more bytes are needed); NotHere where a name is no C string of the table (the layout was misread)."""
+    from tritonlock.native.elfdyn import EXPORTED_BINDS
+
+    at, n, strtab, _ = found
+    out: set[bytes] = set()
+    for i in range(1, n):
+        name, info, other, shndx, _, _ = _SYM.unpack_from(head, at + 24 * i)
+        s = strtab + name
+        end = head.find(b"\0", s)
+        if end < 0:
+            return None
+        if name == 0 or head[s - 1] != 0:
+            if name:
+                raise NotHere(f"symbol {i}'s name is not a string of the table")
+            continue
+        text = head[s:end]
+        if not text or not all(32 < c < 127 for c in text[:64]):
+            raise NotHere(f"symbol {i}'s name is not printable")
+        if shndx != 0 and info >> 4 in EXPORTED_BINDS and other & 3 in (0, 3) and TORCH_CXX.match(text):
+            out.add(text)
+    return out
+
+
+def exports_of_elf(read: Callable[[int, int], bytes], size: int) -> set[bytes]:
+    """The exported names of torch's C++ API of an ELF file read at random (an installed torch's, a file on disk),
+    through its dynamic segment."""
+    from tritonlock.native.elfdyn import dynamic
+
+    dyn = dynamic(read, size)
+    return set() if dyn is None else {n for n in dyn.defined_names() if TORCH_CXX.match(n)}
+
+
+def exports_of_stream(pieces: Iterator[bytes]) -> set[bytes]:
+    """The exported names of an ELF file whose bytes come in `pieces` (inflated from the wheel), reading only as far
+    as its symbols' strings; NotHere where they are not at its start."""
+    head = bytearray()
+    found = None
+    for piece in pieces:
+        head += piece
+        if found is None and len(head) >= 4096:
+            try:
+                found = locate(bytes(head))
+            except _More:
+                found = None
+            if found is not None and found[2] + found[3] > _PREFIX_MAX:
+                raise NotHere("its symbol strings run past the first 256 MiB")
+        if found is not None and len(head) >= found[2] + found[3]:
+            got = exported_from_head(bytes(head), found)
+            if got is not None:
+                return got
+        if len(head) > _PREFIX_MAX:
+            raise NotHere("its symbols are not within its first 256 MiB")
+    if found is None:
+        try:
+            found = locate(bytes(head))
+        except _More:
+            found = None
+        if found is None:
+            raise NotHere("the file ends before its symbols")
+    got = exported_from_head(bytes(head), found)
+    if got is None:
+        raise NotHere("the file ends inside its symbols' strings")
+    return got
+
+
+# --- a torch wheel's exports: read once, kept per sha256, shipped for known builds ----------------------------------
+
+def read_wheel(members: dict[str, tuple[int, int, int, int]], member_bytes: Callable[[str], Iterator[bytes]]) -> set[bytes]:
+    """The exports of a torch wheel's libraries: `members` its zip directory (name -> (method, compressed size,
+    size, offset)), `member_bytes(name)` a member's inflated bytes as they come (stopped once its symbols are in)."""
+    out: set[bytes] = set()
+    libs = sorted(n for n in members if _LIB.match(n))
+    if not libs:
+        raise NotHere("the wheel has no torch/lib/libtorch*.so or libc10*.so")
+    for name in libs:
+        pieces = member_bytes(name)
+        try:
+            out |= exports_of_stream(pieces)
+        except NotHere as err:
+            raise NotHere(f"{name}: {err}") from None
+        finally:
+            close = getattr(pieces, "close", None)
+            if close is not None:
+                close()
+    return out
+
+
+def _inflated(raw: Iterator[bytes], method: int) -> Iterator[bytes]:
+    """A zip member's bytes out of its stored or deflated data as it comes."""
+    if method not in (0, 8):
+        raise NotHere(f"a zip member compressed with method {method}")
+    z = zlib.decompressobj(-15) if method == 8 else None
+    try:
+        for chunk in raw:
+            out = z.decompress(chunk, 16 << 20) if z is not None else chunk
+            while out:
+                yield out
+                out = z.decompress(z.unconsumed_tail, 16 << 20) if z is not None and z.unconsumed_tail else b""
+    finally:
+        close = getattr(raw, "close", None)
+        if close is not None:
+            close()
+
+
+def read_remote(url: str, size: int | None, session: Any) -> set[bytes]:
+    """A torch wheel's exports by HTTP Range reads: its zip directory, then the start of each library."""
+    from tritonlock.native.remotezip import RemoteZip
+
+    z = RemoteZip(session, url, size)
+    members = z.members()
+
+    def member_bytes(name: str) -> Iterator[bytes]:
+        method, start, csize, _ = z.span(name)
+        return _inflated(z.stream(start, start + csize - 1, chunk=1 << 18), method)
+
+    return read_wheel(members, member_bytes)
+
+
+def read_path(path: Path) -> set[bytes]:
+    """A torch wheel's exports from a file on disk."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        members = {i.filename: (i.compress_type, i.compress_size, i.file_size, i.header_offset) for i in zf.infolist()}
+
+        def member_bytes(name: str) -> Iterator[bytes]:
+            with zf.open(name) as fh:
+                while chunk := fh.read(1 << 20):
+                    yield chunk
+
+        return read_wheel(members, member_bytes)
+
+
+def read_installed(lib_dir: Path) -> set[bytes]:
+    """An installed torch's exports, from the libraries in its torch/lib."""
+    import os
+
+    out: set[bytes] = set()
+    for p in sorted(lib_dir.glob("lib*.so*")):
+        if not _LIB.match(f"torch/lib/{p.name}"):
+            continue
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+
+            def read(o: int, n: int, fd: int = fh.fileno()) -> bytes:
+                return os.pread(fd, max(0, n), o)
+
+            out |= exports_of_elf(read, size)
+    return out
+
+
+# The local cache: sorted 64-bit hashes of the names (8 bytes each; ~35,000–60,000 names per torch build)
+
+def _cache_file(sha256: str) -> Path:
+    from tritonlock.native.read import cache_dir
+
+    return cache_dir() / "torch-exports" / f"{sha256}.bin"
+
+
+def _keep(sha256: str, hashes: Iterable[int]) -> None:
+    from tritonlock._files import write_atomic
+    from tritonlock.errors import TritonlockError
+
+    data = _MAGIC + b"".join(h.to_bytes(8, "big") for h in sorted(set(hashes)))
+    try:
+        _cache_file(sha256).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(_cache_file(sha256), data, what="keep a torch build's exported symbols")
+    except (OSError, TritonlockError):
+        pass
+
+
+def _kept(sha256: str) -> frozenset[int] | None:
+    try:
+        with open(_cache_file(sha256), "rb") as fh:
+            data = fh.read(64 << 20)
+    except OSError:
+        return None
+    if not data.startswith(_MAGIC) or (len(data) - len(_MAGIC)) % 8:
+        return None
+    body = data[len(_MAGIC):]
+    return frozenset(int.from_bytes(body[i:i + 8], "big") for i in range(0, len(body), 8))
+
+
+# --- Golomb-coded sets (compat/torch-symbols/) ----------------------------------------------------------------------
+
+def gcs_encode(hashes: Iterable[int], bits: int) -> tuple[bytes, int]:
+    """(the set, N): the N distinct names' hashes reduced modulo N * 2**bits, sorted, and their differences coded
+    as a unary quotient and `bits` remainder bits (Golomb-Rice). An absent name matches with probability about
+    1 / 2**bits."""
+    hs = set(hashes)
+    n = len(hs)
+    modulus = n << bits
+    values = sorted({h % modulus for h in hs})
+    out: list[str] = []
+    last = 0
+    mask = (1 << bits) - 1
+    for v in values:
+        d = v - last
+        last = v
+        out.append("1" * (d >> bits) + "0" + format(d & mask, f"0{bits}b"))
+    text = "".join(out)
+    text += "1" * (-len(text) % 8)  # (padding: ones, which no value reads)
+    return int(text, 2).to_bytes(len(text) // 8, "big") if text else b"", n
+
+
+def gcs_decode(data: bytes, n: int, bits: int) -> frozenset[int]:
+    """The values of a Golomb-coded set of `n` values (gcs_encode)."""
+    text = format(int.from_bytes(data, "big"), f"0{len(data) * 8}b") if data else ""
+    out: list[int] = []
+    pos, last = 0, 0
+    for _ in range(n):
+        zero = text.find("0", pos)
+        if zero < 0 or zero + 1 + bits > len(text):
+            raise ValueError("the set ends early")
+        last += ((zero - pos) << bits) | int(text[zero + 1:zero + 1 + bits], 2)
+        out.append(last)
+        pos = zero + 1 + bits
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """One torch build's set in compat/torch-symbols/index.toml."""
+
+    torch: str
+    platform: str
+    file: str
+    symbols: int
+    bits: int
+    sha256: tuple[str, ...]
+    wheels: tuple[str, ...]
+    source: str
+
+
+def shipped() -> list[Shipped]:
+    """compat/torch-symbols/index.toml's builds (none where it is missing)."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    if root is None:
+        return []
+    try:
+        rows = _toml.loads((root / "torch-symbols" / "index.toml").read_text(encoding="utf-8")).get("build", [])
+    except (OSError, _toml.TOMLDecodeError):
+        return []
+    out = []
+    for r in rows if isinstance(rows, list) else []:
+        try:
+            out.append(Shipped(torch=str(r["torch"]), platform=str(r["platform"]), file=str(r["file"]),
+                               symbols=int(r["symbols"]), bits=int(r["bits"]), sha256=tuple(r["sha256"]),
+                               wheels=tuple(r.get("wheels", ())), source=str(r["source"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def _shipped_set(row: Shipped) -> frozenset[int] | None:
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    try:
+        data = (root / "torch-symbols" / row.file).read_bytes() if root is not None else b""
+        return gcs_decode(data, row.symbols, row.bits) if data else None
+    except (OSError, ValueError):
+        return None
+
+
+# --- what the rule asks --------------------------------------------------------------------------------------------
+
+_MEMO: dict[str, Exports | str] = {}
+_MEMO_LOCK = threading.Lock()
+_LOCKS: dict[str, threading.Lock] = {}
+
+
+def exports(url: str, size: int | None, sha256: str, filename: str, *, session: Any = None) -> Exports | str:
+    """What the torch wheel `filename` (its sha256) exports of its C++ API: the set shipped in compat/ for it, else
+    the one kept on this machine, else read from the wheel (by ranged reads of the start of each library) and kept;
+    a string says why it could not be read (the rule then cannot decide by symbols)."""
+    with _MEMO_LOCK:
+        got = _MEMO.get(sha256)
+        lock = _LOCKS.setdefault(sha256, threading.Lock())
+    if got is not None:
+        return got
+    with lock:  # (one read per wheel, whichever target asks first)
+        with _MEMO_LOCK:
+            got = _MEMO.get(sha256)
+        if got is None:
+            got = _exports(url, size, sha256, filename, session)
+            with _MEMO_LOCK:
+                _MEMO[sha256] = got
+    return got
+
+
+def _exports(url: str, size: int | None, sha256: str, filename: str, session: Any) -> Exports | str:
+    version = filename.split("-")[1] if filename.count("-") >= 2 else "?"
+    what = f"torch {version} ({filename})"
+    for row in shipped():
+        if sha256 in row.sha256:
+            values = _shipped_set(row)
+            if values is not None:
+                return Exports(what=what, hashes=values, modulus=row.symbols << row.bits, bits=row.bits,
+                               source=f"compat/torch-symbols/{row.file}")
+    kept = _kept(sha256)
+    if kept is not None:
+        return Exports(what=what, hashes=kept, source="read from the wheel before (kept per sha256)")
+    try:
+        if url.startswith("file://"):
+            from urllib.parse import unquote, urlsplit
+
+            names = read_path(Path(unquote(urlsplit(url).path)))
+        else:
+            if session is None:
+                from tritonlock.lock.index import session as new_session
+
+                session = new_session()
+            names = read_remote(url, size, session)
+    except NotHere as err:
+        return f"its libraries' symbols are not where this reads them ({err})"
+    except Exception as err:  # noqa: BLE001 — a wheel that cannot be read is said, never taken as "no symbols"
+        from tritonlock._urls import redact
+
+        return f"{filename} could not be read ({redact(str(err))[:160] or type(err).__name__})"
+    hashes = frozenset(symbol_hash(n) for n in names)
+    if not hashes:
+        return f"{filename}'s libraries export no symbol of torch's C++ API"
+    _keep(sha256, hashes)
+    return Exports(what=what, hashes=hashes, source=f"read from {filename}")
+
+
+def shipped_holding(symbols: Iterable[str], platform: str) -> list[str]:
+    """The torch releases of the sets shipped for `platform` ("linux_x86_64") that export every one of `symbols`
+    (newest first): the torch an extension was built against, where its wheel names none."""
+    from packaging.version import InvalidVersion, Version
+
+    names = list(symbols)
+    out = []
+    for row in shipped():
+        if row.platform != platform:
+            continue
+        values = _shipped_set(row)
+        if values is None:
+            continue
+        ex = Exports(what=row.torch, hashes=values, modulus=row.symbols << row.bits, bits=row.bits)
+        if not ex.missing(names):
+            out.append(row.torch)
+
+    def key(v: str) -> Any:
+        try:
+            return Version(v)
+        except InvalidVersion:
+            return Version("0")
+
+    return sorted(set(out), key=key, reverse=True)
