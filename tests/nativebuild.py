@@ -38,11 +38,12 @@ def stub_library(out_dir: Path, soname: str, symbols: tuple[str, ...] = ("stub_v
 
 def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]], rpath: str = "$ORIGIN",
               fatbin: tuple[tuple[int, ...], ...] = (), strings: tuple[str, ...] = (),
-              weak: tuple[str, ...] = ()) -> bytes:
+              weak: tuple[str, ...] = (), refs: tuple[str, ...] = ()) -> bytes:
     """A Python extension module `module` (PyInit_<last part>) that links each library in `links` (found at its
     path when built; at `rpath` when imported) and calls the symbols given for it; `fatbin`: (kind, arch) entries of
     a `.nv_fatbin` section (kind 2: a cubin, 1: PTX; arch 80 for sm_80); `strings`: C strings in its read-only data
-    (a library name it would dlopen); `weak`: symbols it references weakly (nothing need define them)."""
+    (a library name it would dlopen); `weak`: symbols it references weakly (nothing need define them); `refs`:
+    symbols it needs without calling them (a real C++ function: its address is taken, the loader must find it)."""
     need_tools()
     out_dir.mkdir(parents=True, exist_ok=True)
     base = module.rsplit(".", 1)[-1]
@@ -51,6 +52,9 @@ def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]],
     src.write_text(
         "#include <Python.h>\n" + "".join(f"extern int {s}(void);\n" for s in calls)
         + "".join(f"extern int {s}(void) __attribute__((weak));\n" for s in weak)
+        + "".join(f"extern int {s}(void);\n" for s in refs)
+        + (("__attribute__((used)) static void *const tl_refs[] = {"
+            + ", ".join(f"(void *)&{s}" for s in refs) + "};\n") if refs else "")
         + (("__attribute__((used)) static const char *const tl_strings[] = {"
             + ", ".join('"' + x + '"' for x in strings) + "};\n") if strings else "")
         + f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, NULL}};\n"

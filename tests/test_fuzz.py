@@ -1032,3 +1032,88 @@ def test_fuzz_a_hostile_server_gives_the_wheels_facts_or_a_failed_read(small_elf
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+# ---------------------------------------------------------------- issue 40's readers: imports, strings, torch exports
+
+@CI
+@given(src=st.one_of(st.text(max_size=400), st.sampled_from([
+    "import a\nfrom . import b\nfrom .c import d\nfrom a.b import *\n", "(" * 300 + ")" * 300, "x = 1\0\n",
+    "def f():\n    import z\nimportlib.import_module('q.r')\n__import__('')\n", "from .. import up\n",
+    "import " + ", ".join(f"m{i}" for i in range(500)) + "\n", "\ufeffimport bom\n", "if x:\n  import y\n" * 200])),
+       names=st.lists(st.sampled_from(["pkg/__init__.py", "pkg/_api.py", "pkg.py", "other/__init__.py",
+                                        "x-1.0.dist-info/top_level.txt", "pkg/sub/__init__.py", "../evil.py",
+                                        "pkg/_C.abi3.so", "_root.cpython-312-x86_64-linux-gnu.so", "lib/a.so",
+                                        "pkg.libs/libx.so.1", ".hidden/x.py", "é/__init__.py"]), max_size=10))
+def test_fuzz_a_wheels_python_and_names_give_import_names_or_nothing(src: str, names: list[str]) -> None:
+    """Any Python in a wheel's packages, any file names: import names and pairs of them, never an error."""
+    from tritonlock.native.pysource import folder_imports, sources_wanted, wheel_imports
+
+    tops, imports = wheel_imports(names, lambda p: src if p in names else None)
+    assert all(t.isidentifier() for t in tops) and all(a in tops and b.isidentifier() for a, b in imports)
+    assert set(sources_wanted(dict.fromkeys(names, 10))) <= set(names)
+    with tempfile.TemporaryDirectory(prefix="tl-fuzz-src-") as d:
+        assert isinstance(folder_imports(Path(d), dict.fromkeys(names)), tuple)
+
+
+@CI
+@given(data=st.binary(max_size=3000), step=st.integers(1, 700),
+       names=st.lists(st.sampled_from([b"libcublas.so.12", b"/usr/lib/libcudnn.so.9", b"libx.so", b"lib.so.1",
+                                       b"a libfoo.so.3", b"libcudart.so.12.8.90"]), max_size=6))
+def test_fuzz_library_names_found_as_bytes_stream_by_are_what_one_piece_gives(data: bytes, step: int,
+                                                                              names: list[bytes]) -> None:
+    """The names a file's strings hold, whatever pieces its bytes come in: the same as from one piece."""
+    from tritonlock.native.elf import SoNames
+
+    blob = data + b"\0" + b"\0".join(names) + b"\0" + data[::-1]
+    whole, parts = SoNames(), SoNames()
+    whole.feed(0, blob)
+    for i in range(0, len(blob), step):
+        parts.feed(i, blob[i:i + step])
+    span = [(0, len(blob))]
+    assert parts.names_in(span) == whole.names_in(span)
+    expected = {n.rsplit(b"/", 1)[-1].decode() for n in names if re.fullmatch(rb"(?:/usr/lib/)?lib[a-z]+\.so(\.[0-9]+)+", n)}
+    assert expected <= set(whole.names_in(span))
+
+
+@pytest.fixture(scope="module")
+def c10_lib(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    from nativebuild import stub_library
+
+    return stub_library(tmp_path_factory.mktemp("fuzz-c10"), "libc10.so",
+                        ("_ZN3c1010TensorImpl7releaseEv", "_ZNK2at6Tensor3dimEv", "plain")).read_bytes()
+
+
+@CI
+@given(flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=10),
+       cut=st.integers(min_value=0, max_value=100), step=st.sampled_from([1, 9, 4096, 1 << 20]),
+       sized=st.booleans())
+def test_fuzz_a_damaged_torch_library_gives_its_exports_or_not_here(c10_lib: bytes, flips: list[tuple[int, int]],
+                                                                    cut: int, step: int, sized: bool) -> None:
+    """torchsyms on a library with bytes flipped or cut short: names of torch's C++ API, or NotHere (the exports are
+    then not known, said) — never another exception, never a name outside torch's namespaces."""
+    from tritonlock.native import torchsyms
+    from tritonlock.native.elfdyn import TORCH_CXX
+
+    data = bytearray(c10_lib)
+    for at, value in flips:
+        data[at % len(data)] = value
+    data = data[:max(1, len(data) * cut // 100)] if cut < 30 else data
+    try:
+        got = torchsyms.exports_of_stream(iter([bytes(data[i:i + step]) for i in range(0, len(data), step)]),
+                                          len(data) if sized else None)
+    except torchsyms.NotHere:
+        return
+    assert all(TORCH_CXX.match(n) for n in got)
+
+
+@CI
+@given(data=st.binary(max_size=400), n=st.integers(0, 300), bits=st.integers(1, 24))
+def test_fuzz_a_damaged_shipped_set_decodes_or_is_refused(data: bytes, n: int, bits: int) -> None:
+    from tritonlock.native import torchsyms
+
+    try:
+        got = torchsyms.gcs_decode(data, n, bits)
+    except ValueError:
+        return
+    assert len(got) <= n

@@ -160,3 +160,19 @@ def test_a_zstd_bomb_is_read_only_up_to_its_entry_table_bound(tmp_path: Path) ->
     got = gpu_code(so)
     assert got.gfx == ("gfx942",) and got.unreadable == (".hip_fatbin: 1 offload bundle(s) have no readable entry "
                                                          "table"), got
+
+
+def test_family_and_arch_specific_cubins_and_ptx_are_told_apart(tmp_path: Path) -> None:
+    """nvcc's family-specific (sm_100f, compute_100f) and arch-specific (sm_100a, sm_90a, compute_120a) targets: each
+    read with its suffix — never as plain sm_100 (which PTX would JIT onward from) — whatever order nvcc writes them."""
+    so = nvcc_so(tmp_path, "libkf.so", "-gencode", "arch=compute_100f,code=sm_100f", "-gencode",
+                 "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_90a,code=sm_90a", "-gencode",
+                 "arch=compute_100f,code=compute_100f", "-gencode", "arch=compute_120a,code=compute_120a",
+                 "-gencode", "arch=compute_80,code=sm_80")
+    got = gpu_code(so)
+    assert got == GpuCode(sm=("sm_80", "sm_90a", "sm_100a", "sm_100f"), ptx=("compute_100f", "compute_120a"), gfx=())
+    from tritonlock._archs import gpu_runs
+
+    assert gpu_runs("10.3", got.sm, got.ptx) == "sass"  # (sm_100f: family 10)
+    assert gpu_runs("12.0", got.sm, got.ptx) == "ptx"  # (compute_120a: that GPU alone)
+    assert gpu_runs("12.1", got.sm, got.ptx) is None  # (neither compute_100f nor compute_120a JITs to 12.1)

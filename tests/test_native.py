@@ -27,6 +27,8 @@ R580_V100 = 'driver = "580.95.05"\ngpus = ["7.0"]'
 C10_CXX = "_ZN3c1013only_in_2_9v1Ev"
 # one every torch's libc10 stub here exports (c10::TensorImpl::release())
 C10_ANY = "_ZN3c1010TensorImpl7releaseEv"
+# one the real torch 2.13's libc10 exports (c10::TensorImpl::release_resources())
+C10_REAL = "_ZN3c1010TensorImpl17release_resourcesEv"
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +90,11 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     idx.add("simple", "anonok", "1.0", tag=CP, modules={
         "anonok/_C.so": extension(tmp / "anonok", "anonok._C", links={stubs["libc10.so"]: (C10_ANY,)},
                                   weak=(C10_CXX,))})
+    # realok calls only what the real torch 2.13 exports: it imports beside it (verify and doctor's real torch)
+    real_c10 = stub_library(tmp / "c10real", "libc10.so", ("c10_stub", C10_REAL))
+    idx.add("simple", "realok", "1.0", tag=CP, modules={
+        "realok/__init__.py": "", "realok/_C.so": extension(tmp / "realok", "realok._C", links={real_c10: ()},
+                                                            refs=(C10_REAL,))})
     # twopkg: its own module links no CUDA; 2.0 ships a second top-level package (as nixl-cu12's nixl_ep_cu12) built
     # for Hopper alone and CUDA 12, which nothing imports unless named; 1.0 has none
     ep = _kernel(tmp / "two-ep", stubs, "libcudart.so.12", ((2, 90),), "twopkg_ep")
@@ -1212,6 +1219,26 @@ def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(
         f" CUDA {real_torch_backend[2:-1]}.{real_torch_backend[-1]}"
     assert (f"tiedpkg 1.0+pt29cu128 was built for torch 2.9 CUDA 12.8; this venv has torch {real_torch_version}"
             f"{build}: its native code fails to load (an undefined symbol)") in out
+
+
+def test_doctor_names_the_symbol_the_installed_torch_lacks_and_the_import_fails_with_it(
+        real_torch_python: str, pypi: LocalIndex, tmp_path: Path) -> None:
+    """Beside the real torch 2.13: anontied calls c10::only_in_2_9v1(), which torch 2.13's libc10 does not export —
+    doctor says so, demangled, reading the installed torch's libraries, and importing it fails with that very symbol;
+    realok calls c10::TensorImpl::release_resources(), which torch exports: no finding, and it imports."""
+    import subprocess
+
+    python = _beside_real_torch(real_torch_python, tmp_path / "venv", pypi, ("anontied-1.0", "realok-1.0"))
+    code, out = _run("doctor", "--python", python)
+    assert code == 1, out
+    assert ("anontied 1.0 calls c10::only_in_2_9v1(), which this venv's torch 2.13.0+cpu does not export: it was "
+            "built against another torch, and its import fails with an undefined symbol") in out, out
+    assert f"({C10_CXX}) of torch's C++ API, which torch 2.13.0+cpu (its libraries in " in out, out
+    assert "realok" not in out, out
+    bad = subprocess.run([python, "-c", "import torch, anontied._C"], capture_output=True, text=True)
+    assert bad.returncode != 0 and f"undefined symbol: {C10_CXX}" in bad.stderr, bad.stderr[-500:]
+    ok = subprocess.run([python, "-c", "import torch, realok._C"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr[-500:]
 
 
 def test_a_cxx_build_whose_symbols_the_locked_torch_lacks_is_refused_naming_the_symbol(tmp_path: Path,

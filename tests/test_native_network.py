@@ -131,3 +131,50 @@ def test_torchao_kernels_are_for_hopper_and_blackwell_and_an_a100_locks_it_with_
     (w,) = optional_gpu_code([item], at("8.0"), rows())
     assert "none of it for this target's GPU (compute capability 8.0)" in w and "(inferred: " in w
     assert optional_gpu_code([item], at("9.0"), rows()) == []
+
+
+def _torch_exports(version: str, tag: str = "cp312-cp312-manylinux_2_28_x86_64") -> object:
+    from tritonlock.native import torchsyms
+
+    (f,) = [f for f in project_files(default_index(), "torch") if f.filename == f"torch-{version}-{tag}.whl"]
+    got = torchsyms.exports(f.url, f.size, f.sha256 or "", f.filename, session=session())
+    assert not isinstance(got, str), got
+    return got
+
+
+def test_sgl_kernel_calls_torch_symbols_torch_2_13_does_not_export() -> None:
+    """sgl-kernel 0.3.21 names no torch; its modules' c10::/at::/torch:: symbols against torch 2.13's exports (shipped
+    in compat/ for PyPI's wheel, or read from it): some are missing — the import would fail — and the refusal names
+    one, demangled."""
+    from tritonlock.native.rule import Item, Setting, check, with_reach
+
+    f = _facts("sgl-kernel", "0.3.21")
+    ex = _torch_exports("2.13.0")
+    (item,) = with_reach([Item(name="sgl-kernel", version="0.3.21", facts=f)], [])
+    at = Setting(torch="2.13.0", backend="cu130", driver="580.95.05", gpus=("9.0",), floors={}, exports=ex)
+    probs = [p for p in check([item], {"libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12", "libnvrtc.so.12"},
+                              at) if p.kind == "torch-symbol"]
+    assert probs and all(p.symbols for p in probs)
+    assert any("::" in p.needs and "(" in p.needs for p in probs), [p.needs for p in probs]  # demangled
+
+
+def test_nixl_cu12s_expert_parallel_package_is_an_optional_part_on_an_a100() -> None:
+    """nixl-cu12 1.5.1: nixl_cu12 (its own) links no CUDA; nixl_ep_cu12, a second top-level package nothing imports
+    unless named, is CUDA 12 for Hopper and newer. Beside torch 2.11 (CUDA 13) on an A100 its own import is judged
+    and loads; the expert-parallel part is a warning — named, it is judged (and cannot load)."""
+    from tritonlock.native.notes import optional_parts
+    from tritonlock.native.rule import Item, Setting, check, with_reach
+
+    f = _facts("nixl-cu12", "1.5.1", like="cp312")
+    assert "nixl_cu12" in f.tops and "nixl_ep_cu12" in f.tops
+    item = Item(name="nixl-cu12", version="1.5.1", facts=f)
+    at = Setting(torch="2.11.0", backend="cu130", driver="580.95.05", gpus=("8.0",), floors={})
+    provided = {"libcudart.so.13"}
+    (alone,) = with_reach([item], [])
+    assert "nixl_ep_cu12" not in (alone.reach or ())
+    assert [p for p in check([alone], provided, at) if p.kind in ("gpu-code", "cuda-library")] == [], \
+        check([alone], provided, at)
+    assert any(w.startswith("nixl-cu12 1.5.1: `import nixl_ep_cu12` would need ") for w in
+               optional_parts([alone], provided, at))
+    (named,) = with_reach([item], ["nixl_ep_cu12"])
+    assert check([named], provided, at)

@@ -5,9 +5,9 @@ reads of the start of each torch/lib library (a few MB of each 0.5–1 GB wheel)
     python tools/torch_symbols.py 2.13.0,2.12.1 linux_x86_64,linux_aarch64            # print the rows, write the sets
     python tools/torch_symbols.py 2.13.0 linux_x86_64 --every-python                   # read each Python's wheel
 
-Every wheel of a release and platform (one per Python tag) is listed under one set; with --every-python each of them
-is read and must export exactly the same names as the first (else the tool stops and says which differs); without it,
-the first wheel (cp312, else the first) is read and the others listed beside it, which the row's source says.
+The first wheel of a release and platform (cp312, else the first) is read; with --every-python each of the others
+(one per Python tag) is read too and listed under the same set where it exports exactly the same names (else it is
+left out, and said). Only wheels read are listed: another's sha256 gets its facts on the machine that needs them.
 Size budget: 200 KiB per build, 4 MiB in all (checked here); false-match rate one in 2**bits (--bits, 20).
 """
 
@@ -63,19 +63,19 @@ def main(argv: list[str]) -> int:
                               f"{first.filename} ({len(other ^ names)} differ): not listed", file=sys.stderr)
                         continue
                     checked.append(f)
-            listed = checked if a.every_python else found
-            data, n = torchsyms.gcs_encode({torchsyms.symbol_hash(x) for x in names}, a.bits)
+            listed = checked  # (only the wheels read: another Python's wheel is read on the machine that needs it)
+            data, n, modulus = torchsyms.gcs_encode({torchsyms.symbol_hash(x) for x in names}, a.bits)
             if len(data) > PER_BUILD:
                 raise SystemExit(f"torch {version} {platform}: {len(data)} bytes, over the {PER_BUILD} budget")
             name = f"torch-{version}-{platform}.gcs"
             (OUT / name).write_bytes(data)
-            how = ("each read, the same names" if a.every_python and len(listed) > 1 else
-                   "the others listed as the same build" if len(listed) > 1 else "one wheel")
+            how = "each wheel listed read, the same names" if len(listed) > 1 else "the one wheel listed"
             print("[[build]]")
             print(f'torch = "{version}"')
             print(f'platform = "{platform}"')
             print(f'file = "{name}"')
             print(f"symbols = {n}")
+            print(f"modulus = {modulus}")
             print(f"bits = {a.bits}")
             print(f"bytes = {len(data)}")
             print("sha256 = [" + ", ".join(f'"{f.sha256}"' for f in listed) + "]")

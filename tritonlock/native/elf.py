@@ -137,8 +137,9 @@ def rodata(read: Callable[[int, int], bytes], size: int) -> list[tuple[int, int]
 
     try:
         h = header(read(0, 64))
-        return [(off, off + n) for name, kind, flags, off, n in sections(read, h, size)
-                if (name == ".rodata" or name.startswith(".rodata.")) and kind == 1 and not flags & 0x5]
+        return [(off, min(off + n, size)) for name, kind, flags, off, n in sections(read, h, size)
+                if (name == ".rodata" or name.startswith(".rodata.")) and kind == 1 and not flags & 0x5
+                and off < size]
     except (ElfError, struct.error, OverflowError, MemoryError, UnicodeDecodeError):
         return None
 

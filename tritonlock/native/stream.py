@@ -190,13 +190,16 @@ class FatbinScan:
 class ElfStream:
     """One ELF file fed piece by piece (`feed`, then `finish`); `read(offset, n)` then serves what was kept, and
     raises Miss for the rest. `grant(n)`: whether n more bytes may be kept (a memory budget shared by the reads
-    under way); once refused, nothing more is kept (a read of it is a Miss: the file is read again, on disk)."""
+    under way); once refused, nothing more is kept (a read of it is a Miss: the file is read again, on disk). `tail`:
+    also keep the loadable segments after the dynamic segment's, whatever their size (up to HEAD_MAX each) — where
+    patchelf put the dynamic strings and symbol hashes it moved (tritonlock.native.torchsyms)."""
 
-    def __init__(self, size: int, grant: Callable[[int], bool] | None = None) -> None:
+    def __init__(self, size: int, grant: Callable[[int], bool] | None = None, *, tail: bool = False) -> None:
         self.size = size
         self._grant = grant
         self.kept = 0  # bytes granted
         self._full = False
+        self._tail = tail
         self.scan = FatbinScan()
         self.names = SoNames()  # the library names in its strings (what it may dlopen), found as they stream by
         self._head = bytearray()
@@ -270,13 +273,16 @@ class ElfStream:
         except (elfdyn.ElfError, _struct.error):
             return
         first_load, ranges = None, []
+        dynamic = next((seg.offset for seg in segs if seg.type == elfdyn.PT_DYNAMIC), None)
         for seg in segs:
             off, filesz = seg.offset, seg.filesz
             if seg.type == elfdyn.PT_LOAD:
                 if first_load is None or off < first_load[0]:
                     first_load = (off, filesz)
-                if filesz <= _SMALL_SEGMENT:  # patchelf's (auditwheel's) new dynamic strings live in segments of
-                    ranges.append((off, off + filesz))  # their own at the end of the file
+                if filesz <= _SMALL_SEGMENT or (self._tail and dynamic is not None and off > dynamic
+                                                and filesz <= HEAD_MAX):
+                    # patchelf's (auditwheel's) new dynamic strings live in segments of their own at the end
+                    ranges.append((off, off + filesz))
             elif seg.type == elfdyn.PT_DYNAMIC:
                 ranges.append((off, off + filesz))
         self._head_max = max(seen, min(HEAD_MAX, sum(first_load) + _MARGIN if first_load else 0))

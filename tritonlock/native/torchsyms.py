@@ -20,7 +20,7 @@ from typing import Any
 from tritonlock.native.elfdyn import TORCH_CXX
 
 # The libraries of a torch wheel whose exports an extension links: libtorch*.so, libc10*.so (not its test libraries)
-_LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
+_LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_(?!test)[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
 # The most of one library inflated to find its symbols; the most symbols read from one
 _PREFIX_MAX = 256 << 20
 _SYMBOLS_MAX = 4_000_000
@@ -75,20 +75,23 @@ class NotHere(Exception):
     """The file's dynamic symbols are not at its start in the layout this reads (read it whole instead)."""
 
 
-def locate(head: bytes) -> tuple[int, int, int, int] | None:
+def locate(head: bytes, complete: bool = False) -> tuple[int, int, int, int] | None:
     """(symbol table offset, its count, string table offset, the bytes of strings its names span) of a 64-bit
     little-endian ELF file's dynamic symbols, from its first bytes alone, where its linker put .dynstr right after
     .dynsym (GNU ld, gold and the layout of torch's own libraries): the table is found from its null first entry
     after the program headers and the notes, each entry checked, and its names must be C strings of what follows
-    (exported_from_head checks every one). None: more bytes are needed; NotHere: not this layout."""
-    if len(head) < 64:
+    (exported_from_head checks every one). None: more bytes are needed (never where `head` is the whole file,
+    `complete`); NotHere: not this layout."""
+    if len(head) < 64 and not complete:
         return None
-    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+    if head[:4] != b"\x7fELF" or len(head) < 64 or head[4] != 2 or head[5] != 1:
         raise NotHere("not a 64-bit little-endian ELF file")
     phoff, = struct.unpack_from("<Q", head, 32)
     phentsize, phnum = struct.unpack_from("<HH", head, 54)
     start = phoff + phentsize * phnum
     if start > len(head):
+        if complete:
+            raise NotHere("its program headers run past its end")
         return None
     for i in range(phnum):  # the symbol table is after the notes (PT_NOTE)
         p_type, _, p_off, _, _, p_filesz = struct.unpack_from("<IIQQQQ", head, phoff + i * phentsize)
@@ -97,9 +100,16 @@ def locate(head: bytes) -> tuple[int, int, int, int] | None:
     at = (start + 7) & ~7
     while at < start + (1 << 20):  # (the table starts within a MiB of the headers, or not at the start)
         if at + 48 > len(head):
+            if complete:
+                break
             return None
         if head[at:at + 24] == bytes(24) and _plausible(head, at + 24):
-            got = _table(head, at)
+            try:
+                got = _table(head, at)
+            except _More:
+                if not complete:
+                    raise
+                got = None
             if got is not None:
                 return got
         at += 8
@@ -166,37 +176,76 @@ def exports_of_elf(read: Callable[[int, int], bytes], size: int) -> set[bytes]:
     return set() if dyn is None else {n for n in dyn.defined_names() if TORCH_CXX.match(n)}
 
 
-def exports_of_stream(pieces: Iterator[bytes]) -> set[bytes]:
-    """The exported names of an ELF file whose bytes come in `pieces` (inflated from the wheel), reading only as far
-    as its symbols' strings; NotHere where they are not at its start."""
+def exports_of_stream(pieces: Iterator[bytes], size: int | None = None) -> set[bytes]:
+    """The exported names of an ELF file of `size` bytes whose bytes come in `pieces` (inflated from the wheel):
+    where its linker left .dynstr right after .dynsym at its start (the layout torch's own build writes), only as
+    far as its symbols' strings; where patchelf moved the strings to a segment at the end (PyPI's torch wheels, after
+    auditwheel), the whole file streams by and only what the dynamic symbols need is kept (tritonlock.native.stream:
+    its start, its dynamic segment, its small loadable segments). NotHere where neither holds."""
     head = bytearray()
     found = None
+    whole: Any = None  # an ElfStream, once the start is known not to hold the strings
+    tried = 0  # how far `head` went when the table was last looked for (looked for again each 64 KiB more)
     for piece in pieces:
+        if whole is not None:
+            whole.feed(piece)
+            continue
         head += piece
-        if found is None and len(head) >= 4096:
+        if found is None and len(head) >= max(4096, tried + (64 << 10)):
+            tried = len(head)
             try:
                 found = locate(bytes(head))
             except _More:
                 found = None
+            except NotHere:
+                if size is None:
+                    raise
+                whole = _whole(bytes(head), size)
+                head = bytearray()
+                continue
             if found is not None and found[2] + found[3] > _PREFIX_MAX:
                 raise NotHere("its symbol strings run past the first 256 MiB")
         if found is not None and len(head) >= found[2] + found[3]:
             got = exported_from_head(bytes(head), found)
             if got is not None:
                 return got
+            found = (*found[:3], found[3] + (1 << 20))  # (a name runs on: wait for a MiB more)
         if len(head) > _PREFIX_MAX:
             raise NotHere("its symbols are not within its first 256 MiB")
+    if whole is not None:
+        return _from_whole(whole, size or 0)
     if found is None:
         try:
-            found = locate(bytes(head))
-        except _More:
+            found = locate(bytes(head), complete=True)
+        except NotHere:
             found = None
+        if found is None and size:  # (a small file, whole in `head`: read through its dynamic segment)
+            return _from_whole(_whole(bytes(head), size), size)
         if found is None:
             raise NotHere("the file ends before its symbols")
     got = exported_from_head(bytes(head), found)
     if got is None:
         raise NotHere("the file ends inside its symbols' strings")
     return got
+
+
+def _whole(start: bytes, size: int) -> Any:
+    from tritonlock.native.stream import ElfStream
+
+    s = ElfStream(size, tail=True)
+    s.feed(start)
+    return s
+
+
+def _from_whole(s: Any, size: int) -> set[bytes]:
+    from tritonlock.native.elfdyn import ElfError
+    from tritonlock.native.stream import Miss
+
+    s.finish()
+    try:
+        return exports_of_elf(s.read, size)
+    except (Miss, ElfError, struct.error) as err:
+        raise NotHere(f"its dynamic symbols were not read ({err})") from None
 
 
 # --- a torch wheel's exports: read once, kept per sha256, shipped for known builds ----------------------------------
@@ -211,7 +260,7 @@ def read_wheel(members: dict[str, tuple[int, int, int, int]], member_bytes: Call
     for name in libs:
         pieces = member_bytes(name)
         try:
-            out |= exports_of_stream(pieces)
+            out |= exports_of_stream(pieces, members[name][2])
         except NotHere as err:
             raise NotHere(f"{name}: {err}") from None
         finally:
@@ -242,7 +291,11 @@ def read_remote(url: str, size: int | None, session: Any) -> set[bytes]:
     """A torch wheel's exports by HTTP Range reads: its zip directory, then the start of each library."""
     from tritonlock.native.remotezip import RemoteZip
 
-    z = RemoteZip(session, url, size)
+    return read_zip(RemoteZip(session, url, size))
+
+
+def read_zip(z: Any) -> set[bytes]:
+    """read_remote's reads, through a tritonlock.native.remotezip.RemoteZip (its `bytes_read` counts them)."""
     members = z.members()
 
     def member_bytes(name: str) -> Iterator[bytes]:
@@ -319,14 +372,14 @@ def _kept(sha256: str) -> frozenset[int] | None:
 
 # --- Golomb-coded sets (compat/torch-symbols/) ----------------------------------------------------------------------
 
-def gcs_encode(hashes: Iterable[int], bits: int) -> tuple[bytes, int]:
-    """(the set, N): the N distinct names' hashes reduced modulo N * 2**bits, sorted, and their differences coded
-    as a unary quotient and `bits` remainder bits (Golomb-Rice). An absent name matches with probability about
-    1 / 2**bits."""
+def gcs_encode(hashes: Iterable[int], bits: int) -> tuple[bytes, int, int]:
+    """(the set, its count of values, the modulus): the N distinct names' hashes reduced modulo N * 2**bits, sorted,
+    and their differences coded as a unary quotient and `bits` remainder bits (Golomb-Rice). An absent name matches
+    with probability about 1 / 2**bits."""
     hs = set(hashes)
     n = len(hs)
     modulus = n << bits
-    values = sorted({h % modulus for h in hs})
+    values = sorted({h % modulus for h in hs})  # (two names may reduce to one value: it is counted once)
     out: list[str] = []
     last = 0
     mask = (1 << bits) - 1
@@ -336,7 +389,7 @@ def gcs_encode(hashes: Iterable[int], bits: int) -> tuple[bytes, int]:
         out.append("1" * (d >> bits) + "0" + format(d & mask, f"0{bits}b"))
     text = "".join(out)
     text += "1" * (-len(text) % 8)  # (padding: ones, which no value reads)
-    return int(text, 2).to_bytes(len(text) // 8, "big") if text else b"", n
+    return int(text, 2).to_bytes(len(text) // 8, "big") if text else b"", len(values), modulus
 
 
 def gcs_decode(data: bytes, n: int, bits: int) -> frozenset[int]:
@@ -361,7 +414,8 @@ class Shipped:
     torch: str
     platform: str
     file: str
-    symbols: int
+    symbols: int  # values in the set (names whose hashes reduce to one value are one)
+    modulus: int
     bits: int
     sha256: tuple[str, ...]
     wheels: tuple[str, ...]
@@ -384,7 +438,8 @@ def shipped() -> list[Shipped]:
     for r in rows if isinstance(rows, list) else []:
         try:
             out.append(Shipped(torch=str(r["torch"]), platform=str(r["platform"]), file=str(r["file"]),
-                               symbols=int(r["symbols"]), bits=int(r["bits"]), sha256=tuple(r["sha256"]),
+                               symbols=int(r["symbols"]), modulus=int(r["modulus"]), bits=int(r["bits"]),
+                               sha256=tuple(r["sha256"]),
                                wheels=tuple(r.get("wheels", ())), source=str(r["source"])))
         except (KeyError, TypeError, ValueError):
             continue
@@ -435,13 +490,18 @@ def _exports(url: str, size: int | None, sha256: str, filename: str, session: An
         if sha256 in row.sha256:
             values = _shipped_set(row)
             if values is not None:
-                return Exports(what=what, hashes=values, modulus=row.symbols << row.bits, bits=row.bits,
+                return Exports(what=what, hashes=values, modulus=row.modulus, bits=row.bits,
                                source=f"compat/torch-symbols/{row.file}")
     kept = _kept(sha256)
     if kept is not None:
         return Exports(what=what, hashes=kept, source="read from the wheel before (kept per sha256)")
     try:
-        if url.startswith("file://"):
+        from tritonlock.native.uvcache import unpacked
+
+        folder = unpacked(filename, sha256)  # (a wheel uv unpacked: its libraries read in place, at random)
+        if folder is not None and (folder / "torch" / "lib").is_dir():
+            names = read_installed(folder / "torch" / "lib")
+        elif url.startswith("file://"):
             from urllib.parse import unquote, urlsplit
 
             names = read_path(Path(unquote(urlsplit(url).path)))
@@ -477,7 +537,7 @@ def shipped_holding(symbols: Iterable[str], platform: str) -> list[str]:
         values = _shipped_set(row)
         if values is None:
             continue
-        ex = Exports(what=row.torch, hashes=values, modulus=row.symbols << row.bits, bits=row.bits)
+        ex = Exports(what=row.torch, hashes=values, modulus=row.modulus, bits=row.bits)
         if not ex.missing(names):
             out.append(row.torch)
 

@@ -128,7 +128,9 @@ def explain(row: ImportRow, *, torch: str | None, lock: LockFacts | None) -> tup
     other_torch = bool(built and torch and not torch.startswith(built + "."))
     undefined = _UNDEFINED.search(row.error)
     if undefined:
-        sym = undefined[1][:80]
+        from tritonlock.native.demangle import shown
+
+        sym = shown(undefined[1][:300])[:300]
         if other_torch and torch:
             return (f"{what}: a symbol it links is missing ({sym}): it was built for torch {built}, and this "
                     f"environment has torch {torch}", f"install the {row.dist} build for torch {torch.split('+')[0]} "
