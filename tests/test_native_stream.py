@@ -302,3 +302,27 @@ def test_the_walk_stops_only_where_the_first_segment_says_no_gpu_library_is_link
         z.writestr("pkg/libmoved.so", moved)
     (m,) = native.read_file(wheel, "0" * 64).members
     assert m == want
+
+
+@pytest.mark.parametrize("step", [4096, 1 << 20, 1 << 30])
+def test_program_headers_far_into_the_file_are_found_in_the_piece_that_brings_them(tmp_path: Path, step: int) -> None:
+    """A library whose program headers sit far in (a BOLT-optimized one: torch 2.15's aarch64 libc10.so has them 2 MiB
+    in): the pass plans once they are in, also where one piece brings them and what follows — the facts are the whole
+    file's, with nothing missed (before, one large piece left the plan unmade and everything unkept)."""
+    c10 = stub_library(tmp_path / "c", "libc10.so", ("c10_stub", "_ZN3c1010TensorImpl7releaseEv"))
+    data = bytearray(extension(tmp_path / "e", "x._C", links={c10: ("_ZN3c1010TensorImpl7releaseEv",)},
+                               strings=("libcublas.so.12",)))
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    table = bytes(data[phoff:phoff + phentsize * phnum])
+    far = len(data) + (200 << 10)  # (past the first 64 KiB the pass keeps before it knows the layout)
+    shoff, = struct.unpack_from("<Q", data, 40)
+    shentsize, shnum = struct.unpack_from("<HH", data, 58)
+    sections = bytes(data[shoff:shoff + shentsize * shnum])
+    data += bytes(far - len(data)) + table + bytes(900 << 10)  # (the piece that brings them ends before the file)
+    struct.pack_into("<Q", data, 32, far)
+    struct.pack_into("<Q", data, 40, len(data))  # (and the section table after them: what is kept past the start)
+    data += sections
+    got = streamed("x/_C.so", bytes(data), step)
+    assert got == whole("x/_C.so", bytes(data))
+    assert "libc10.so" in got.needed and got.torch_abi == "cxx" and got.dlopen == ("libcublas.so.12",)

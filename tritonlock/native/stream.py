@@ -232,10 +232,15 @@ class ElfStream:
         self.names.feed(base, piece)
         if base <= len(self._head) < self._head_max:
             self._grow_head(piece, base, end)
-            if not self._planned and (len(self._head) >= self._head_max or end >= self.size):
+            # (planned again while the start grows within this piece: program headers far in — a BOLTed library's
+            # are 2 MiB in — are found in the same piece that brings them)
+            while not self._planned and (len(self._head) >= self._head_max or end >= self.size):
+                before = self._head_max
                 self._plan(end)
                 if base <= len(self._head) < self._head_max:
                     self._grow_head(piece, base, end)
+                if not self._planned and self._head_max == before:
+                    break
         if self._first_end is not None and not self._judged and len(self._head) >= min(self._first_end, self.size):
             self._judged = True
             if not GPU_LIB_BYTES.search(self._head, 0, self._first_end):

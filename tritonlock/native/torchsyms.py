@@ -7,6 +7,7 @@ whose false-match rate is stated (an absent symbol taken as present: one in 2**b
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import struct
@@ -71,6 +72,9 @@ def _plausible(table: bytes, at: int) -> bool:
             and other & 0x7C == 0 and (shndx < 0xFF00 or shndx in (0xFFF1, 0xFFF2)))
 
 
+_NONZERO = re.compile(rb"[^\x00]")
+
+
 class NotHere(Exception):
     """The file's dynamic symbols are not at its start in the layout this reads (read it whole instead)."""
 
@@ -98,12 +102,29 @@ def locate(head: bytes, complete: bool = False) -> tuple[int, int, int, int] | N
         if p_type == 4 and p_off < 1 << 20:
             start = max(start, p_off + p_filesz)
     at = (start + 7) & ~7
+    zeros = bytes(24)
     while at < start + (1 << 20):  # (the table starts within a MiB of the headers, or not at the start)
         if at + 48 > len(head):
             if complete:
                 break
             return None
-        if head[at:at + 24] == bytes(24) and _plausible(head, at + 24):
+        nxt = head.find(zeros, at, start + (1 << 20) + 24)  # (the next run of 24 zero bytes: a candidate)
+        if nxt < 0:  # (none in what is here: more bytes may hold one, unless the window is all here)
+            if not complete and len(head) < start + (1 << 20) + 24:
+                return None
+            break
+        at = (nxt + 7) & ~7
+        if at + 48 > len(head):
+            continue
+        if head[at + 24:at + 48] == zeros:  # (a run of zeros, padding: the table is where it ends, if at all)
+            more = _NONZERO.search(head, at + 24)
+            if more is None:
+                if complete:
+                    break
+                return None
+            at = max(at + 8, (more.start() - 48) & ~7)
+            continue
+        if head[at:at + 24] == zeros and _plausible(head, at + 24):
             try:
                 got = _table(head, at)
             except _More:
@@ -124,7 +145,7 @@ def _table(head: bytes, at: int) -> tuple[int, int, int, int] | None:
         pos = at + 24 * n
         if pos + 24 > len(head):
             raise _More()
-        if not _plausible(head, pos):
+        if not _plausible(head, pos) or head[pos:pos + 24] == bytes(24):  # (no symbol after the first is null)
             break
         n += 1
         if n > _SYMBOLS_MAX:
@@ -191,7 +212,7 @@ def exports_of_stream(pieces: Iterator[bytes], size: int | None = None) -> set[b
             whole.feed(piece)
             continue
         head += piece
-        if found is None and len(head) >= max(4096, tried + (64 << 10)):
+        if found is None and len(head) >= max(4096, tried * 2):  # (again only with twice the bytes: log-many)
             tried = len(head)
             try:
                 found = locate(bytes(head))
@@ -446,7 +467,9 @@ def shipped() -> list[Shipped]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
 def _shipped_set(row: Shipped) -> frozenset[int] | None:
+    """A shipped set's values, decoded once per process."""
     from tritonlock._data import compat_root
 
     root = compat_root()
