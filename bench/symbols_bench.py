@@ -51,6 +51,36 @@ def resolve(root: Path, env: dict[str, str], *, symbols: bool) -> float:
     return took
 
 
+def in_process(root: Path, env: dict[str, str]) -> str:
+    """The torch-symbol check alone, timed in a fresh process on the lock the resolve wrote: the torch build's
+    exports (the shipped set decoded, or the kept one) and each module's symbols looked up."""
+    code = f"""
+import time, json
+from tritonlock.lock.lockfile import read_lock
+from tritonlock.native import judge
+from tritonlock.native.read import cached
+from tritonlock.native.rule import check, with_reach, Item
+lock = read_lock({str(root / "triton-env.lock")!r})
+(t,) = lock.targets
+facts = {{f.sha256: f for f in lock.native}}
+facts.update({{s: c for s in facts if (c := cached(s, gpu=True)) is not None}})
+t0 = time.perf_counter(); ex = judge.torch_exports(t.selection, t.packages); t1 = time.perf_counter()
+items = [Item(name=p.name, version=p.version, facts=facts[w.sha256]) for p in t.packages for w in p.wheels
+         if w.sha256 in facts][:50]
+n = sum(len(m.torch_symbols) for i in items for m in i.facts.members)
+t2 = time.perf_counter(); miss = [s for i in items for m in i.facts.members for s in ex.missing(m.torch_symbols)]
+t3 = time.perf_counter()
+print(json.dumps([round((t1 - t0) * 1000), round((t3 - t2) * 1000, 1), n, len(miss), ex.source]))
+"""
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"not measured ({p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode})"
+    import json
+
+    exports_ms, lookup_ms, n, miss, source = json.loads(p.stdout.strip().splitlines()[-1])
+    return (f"exports {exports_ms} ms ({source}), {n} symbols looked up in {lookup_ms} ms, {miss} missing")
+
+
 def first_read(version: str, cache: Path) -> tuple[float, float, int, str]:
     """(seconds to read a torch wheel's exports on a new machine, seconds to decode the shipped set, names, which
     wheel)."""
@@ -93,11 +123,13 @@ def main() -> None:
             on.append(resolve(root, env, symbols=True))
             off.append(resolve(root, env, symbols=False))
         lock = (root / "triton-env.lock").read_text(encoding="utf-8") if (root / "triton-env.lock").exists() else ""
+        check_ms = in_process(root, env)
         med_on, med_off = statistics.median(on), statistics.median(off)
         out.append(f"resolve sgl-kernel 0.3.21 + torch {a.torch} (facts kept), {a.repeat} interleaved runs:")
         out.append(f"  with the torch-symbol check: median {med_on:.2f} s ({', '.join(f'{x:.2f}' for x in on)})")
         out.append(f"  without it:                  median {med_off:.2f} s ({', '.join(f'{x:.2f}' for x in off)})")
         out.append(f"  ratio {med_on / med_off:.3f} (goal <= 1.1); lock written: {bool(lock)}")
+        out.append(f"  the check itself, in one process (fresh): {check_ms}")
         read, dec, n, name = first_read(a.torch, Path(tmp) / "fresh-cache")
         out.append(f"first read of {name}'s exports on a new machine (not shipped): {read:.1f} s, {n} names")
         out.append("  the shipped set decoded instead: " + (f"{dec * 1000:.0f} ms" if dec >= 0 else "not shipped"))

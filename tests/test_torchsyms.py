@@ -210,3 +210,33 @@ def test_the_shipped_sets_decode_to_their_counts_within_the_budget() -> None:
 def test_symbols_are_demangled_where_they_can_be_and_given_as_they_are_where_not(mangled: str, plain: str) -> None:
     assert demangle(mangled) == plain
     assert shown(mangled) == (plain if plain == mangled else f"{plain} ({mangled})")
+
+
+def test_a_bolted_library_is_read_through_its_section_table(lib: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch 2.15's aarch64 libtorch_cpu.so (BOLT): its program headers 190 MB in, its dynamic segment before them and
+    past the start the pass keeps, its section names more than a MiB before its section table. Here in small (the
+    start kept: 1 MiB instead of 64): the program headers 2 MiB in, the dynamic segment moved to 1.5 MiB, the
+    section table at the end — the names come through the section table's .dynsym and .dynstr."""
+    import struct
+
+    from tritonlock.native import stream
+
+    monkeypatch.setattr(stream, "HEAD_MAX", 1 << 20)
+    data = bytearray(lib.read_bytes())
+    phoff, = struct.unpack_from("<Q", data, 32)
+    shoff, = struct.unpack_from("<Q", data, 40)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 54)
+    table = bytearray(data[phoff:phoff + phentsize * phnum])
+    sections = bytes(data[shoff:shoff + shentsize * shnum])
+    for i in range(phnum):
+        p_type, _, p_off, _, _, p_filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+        if p_type == 2:  # PT_DYNAMIC: its bytes copied to 1.5 MiB, and the header saying so
+            dyn = bytes(data[p_off:p_off + p_filesz])
+            data += bytes((3 << 19) - len(data)) + dyn
+            struct.pack_into("<Q", table, i * phentsize + 8, 3 << 19)
+    data += bytes((2 << 20) - len(data)) + table + bytes(1 << 20)
+    struct.pack_into("<Q", data, 32, 2 << 20)
+    struct.pack_into("<Q", data, 40, len(data))
+    data += sections
+    got = torchsyms.exports_of_stream(_pieces(bytes(data), 1 << 16), len(data))
+    assert got == {n.encode() for n in C10}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 
 from tritonlock.native.elf import GPU_LIB_BYTES, SoNames
@@ -200,6 +201,7 @@ class ElfStream:
         self.kept = 0  # bytes granted
         self._full = False
         self._tail = tail
+        self._late: tuple[tuple[int, int], Any] | None = None  # (program headers' range, ELF header): see _plan
         self.scan = FatbinScan()
         self.names = SoNames()  # the library names in its strings (what it may dlopen), found as they stream by
         self._head = bytearray()
@@ -251,6 +253,27 @@ class ElfStream:
             lo, hi = a + len(buf), min(end, b)
             if base <= lo < hi and self._take(hi - lo):
                 buf += piece[lo - base:hi - base]
+        if self._late is not None and len(self._ranges[0][2]) == self._ranges[0][1] - self._ranges[0][0]:
+            self._plan_late(end)
+
+    def _plan_late(self, pos: int) -> None:
+        """Program headers that came after the start: the loadable segments after them that are no code (where the
+        dynamic strings a patchelf or BOLT moved are), kept as they stream by from `pos` on."""
+        import struct as _struct
+
+        from tritonlock.native import elfdyn
+
+        assert self._late is not None
+        (a, _), hdr = self._late
+        self._late = None
+        table = bytes(self._ranges[0][2])
+        try:
+            segs = elfdyn.segments(lambda o, n: table[o - a:o - a + n], hdr)
+        except (elfdyn.ElfError, _struct.error):
+            return
+        for seg in segs:
+            if seg.type == elfdyn.PT_LOAD and seg.offset >= pos and not seg.flags & 1 and seg.filesz <= HEAD_MAX:
+                self._ranges.append((seg.offset, min(self.size, seg.offset + seg.filesz), bytearray()))
 
     def _plan(self, seen: int) -> None:
         """From the ELF and program headers: how much of the start to keep (at least all `seen` so far), and which
@@ -269,6 +292,18 @@ class ElfStream:
         if phnum == elfdyn.PN_XNUM or phoff + phnum * phentsize > len(h):
             if phnum != elfdyn.PN_XNUM and phoff + phnum * phentsize <= HEAD_MAX:
                 self._head_max = phoff + phnum * phentsize  # read on until the program headers are in
+            elif self._tail and phnum != elfdyn.PN_XNUM and phoff + phnum * phentsize <= self.size:
+                # further in than the start is kept (a BOLTed library: 190 MB in): the start kept as far as it
+                # may be, the program headers and the section table when they stream by, and what comes after
+                # the program headers planned once they are in (_plan_late)
+                self._planned = True
+                self._head_max = max(seen, min(HEAD_MAX, phoff))
+                table = (phoff, phoff + phnum * phentsize)
+                self._late = (table, hdr)
+                self._ranges = [(*table, bytearray())]
+                if hdr.shoff:
+                    # (BOLT writes the section names before the table, more than a MiB before: 16 MiB kept)
+                    self._ranges.append((max(table[1], hdr.shoff - 16 * _BEFORE_SECTIONS), self.size, bytearray()))
             else:
                 self._planned = True
             return

@@ -93,6 +93,8 @@ def locate(head: bytes, complete: bool = False) -> tuple[int, int, int, int] | N
     phoff, = struct.unpack_from("<Q", head, 32)
     phentsize, phnum = struct.unpack_from("<HH", head, 54)
     start = phoff + phentsize * phnum
+    if phoff > 1 << 20:  # (a BOLTed library's program headers, hundreds of MB in: read through, ElfStream)
+        raise NotHere("its program headers are far into the file")
     if start > len(head):
         if complete:
             raise NotHere("its program headers run past its end")
@@ -232,7 +234,10 @@ def exports_of_stream(pieces: Iterator[bytes], size: int | None = None) -> set[b
                 return got
             found = (*found[:3], found[3] + (1 << 20))  # (a name runs on: wait for a MiB more)
         if len(head) > _PREFIX_MAX:
-            raise NotHere("its symbols are not within its first 256 MiB")
+            if size is None:
+                raise NotHere("its symbols are not within its first 256 MiB")
+            whole = _whole(bytes(head), size)  # (read through after all)
+            head = bytearray()
     if whole is not None:
         return _from_whole(whole, size or 0)
     if found is None:
@@ -266,7 +271,30 @@ def _from_whole(s: Any, size: int) -> set[bytes]:
     try:
         return exports_of_elf(s.read, size)
     except (Miss, ElfError, struct.error) as err:
-        raise NotHere(f"its dynamic symbols were not read ({err})") from None
+        try:  # (its dynamic segment went by unkept: its section table says where the symbols and their strings are)
+            return _by_sections(s.read, size)
+        except (Miss, ElfError, struct.error, UnicodeDecodeError):
+            raise NotHere(f"its dynamic symbols were not read ({err})") from None
+
+
+def _by_sections(read: Callable[[int, int], bytes], size: int) -> set[bytes]:
+    """The exported names through the section table's .dynsym and the .dynstr it links to."""
+    from tritonlock.native.elfdyn import EXPORTED_BINDS, ElfError, header, sections, symbol_entries
+
+    h = header(read(0, 64))
+    if not h.wide or not h.little:
+        raise ElfError("not a 64-bit little-endian file")
+    secs = sections(read, h, size)
+    sym = next((x for x in secs if x[1] == 11), None)  # SHT_DYNSYM
+    strs = next((x for x in secs if x[0] == ".dynstr" and x[1] == 3), None)
+    if sym is None or strs is None:
+        raise ElfError("no .dynsym and .dynstr sections")
+    names = read(strs[3], strs[4])
+    out = set()
+    for name, info, other, shndx in symbol_entries(read(sym[3], sym[4]), names, 24):
+        if shndx != 0 and info >> 4 in EXPORTED_BINDS and other & 3 in (0, 3) and TORCH_CXX.match(name):
+            out.add(name)
+    return out
 
 
 # --- a torch wheel's exports: read once, kept per sha256, shipped for known builds ----------------------------------
