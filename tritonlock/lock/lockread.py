@@ -553,7 +553,6 @@ def loads(text: str, path: str = "triton-env.lock") -> Lock:
 
 _SHA = re.compile(r"^[0-9a-f]{64}\Z", re.ASCII)
 _SONAME = re.compile(r"^[A-Za-z0-9._+-]{1,200}\Z", re.ASCII)
-_MEMBER_KEYS = ("path", "extension", "needed", "torch-abi", "sm", "ptx", "gfx", "gpu", "dlopen")
 # an AMD target ID: a processor or LLVM generic processor, and its features ("gfx90a:xnack-", "gfx11-generic")
 _GFX_ID = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]{1,2})?-generic)(?::[a-z0-9]{1,16}[+-])*\Z",
                      re.ASCII)
@@ -564,13 +563,11 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}\Z", re.ASCII)
 
 def _pairs(r: _Reader, raw: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
     """[[native]].imports: [top-level name, a top-level name it imports] pairs."""
-    out = []
-    for i, pair in enumerate(r.get(raw, "imports", list, where, required=False) or []):
+    for i, pair in enumerate(pairs := r.get(raw, "imports", list, where, required=False) or []):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) and _IDENT.match(x)
                                                                   for x in pair)):
             raise r.fail(f"{where}.imports[{i}]", "expected [name, name] (two import names)")
-        out.append((pair[0], pair[1]))
-    return tuple(out)
+    return tuple((a, b) for a, b in pairs)
 
 
 def _read_native(r: _Reader, data: dict[str, Any]) -> tuple[NativeFacts, ...]:

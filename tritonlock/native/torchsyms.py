@@ -24,8 +24,7 @@ from tritonlock.native.elfdyn import TORCH_CXX
 _LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_(?!test)[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
 # The most of one library inflated to find its symbols; the most symbols read from one
 _PREFIX_MAX = 256 << 20
-_SYMBOLS_MAX = 4_000_000
-_MAGIC = b"TLSYMS1\n"
+_SYMBOLS_MAX, _MAGIC = 4_000_000, b"TLSYMS1\n"
 
 
 def symbol_hash(name: bytes) -> int:
