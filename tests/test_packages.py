@@ -257,9 +257,9 @@ def test_an_offline_dry_run_does_not_claim_the_torch_the_packages_may_hold_back(
     (["pinner", "plainlib"], "plainlib", "plainlib 1.0 is locked, not its newest release 2.0: pinner 1.0 requires "
                                           "plainlib==1.0 (checked: uv finds no lock with plainlib==2.0 with "
                                           "pinner>=1.0: Because all versions of pinner depend on plainlib==1.0"),
-    (["share-a", "share-b"], "share-a", "share-a 1.0 is locked, not its newest release 2.0: checked: uv finds no "
-                                        "lock with share-a==2.0: Because all versions of share-b depend on "
-                                        "shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"),
+    (["share-b", "share-a"], "share-a", "share-a 1.0 is locked, not its newest release 2.0: checked: uv finds no "
+                                        "lock with share-a==2.0 with share-b>=1.0: Because all versions of share-b "
+                                        "depend on shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"),
 ])
 def test_a_package_held_back_by_another_names_the_requirement(tmp_path: Path, pkg_index: LocalIndex,
                                                              packages: list[str], held: str, warning: str) -> None:
@@ -269,6 +269,29 @@ def test_a_package_held_back_by_another_names_the_requirement(tmp_path: Path, pk
     _, sel = _locked(root)
     assert [w for w in sel.warnings if w.startswith(warning)]
     assert [d.name for d in sel.direct if d.held_by] == [held]
+
+
+def test_a_package_named_later_never_holds_back_one_named_before_it(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """share-a 2.0 needs shared-dep >= 2, every share-b needs shared-dep < 2. Named share-b first, share-a is held
+    back (above); named share-a first, share-b may not hold share-a back: a conflict naming both (exit 3, no lock),
+    whose fix — share-a at most the release uv locks beside share-b — is checked, and works."""
+    root = _project(tmp_path, pkg_index, ["share-a", "share-b"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith("target 'gpu': share-b cannot be locked beside share-a 2.0, the newest share-a that can be "
+                          "locked here — and share-b, named after it, may not hold it back (the packages keep the order "
+                          "you wrote): uv finds no lock with share-a==2.0 and share-b: Because all versions of share-b "
+                          "depend on shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"), msg
+    assert ('  fix: add "share-a<=1.0" to [environment].packages (checked: uv then locks share-a 1.0, share-b 1.0 with '
+            "torch 2.15.0), or put share-a and share-b in two environments (or targets), or drop share-b") in msg, msg
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"share-a"', '"share-a<=1.0"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _locked(root)
+    assert (versions["share-a"], versions["share-b"]) == ("1.0", "1.0")
 
 
 def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path, pkg_index: LocalIndex) -> None:

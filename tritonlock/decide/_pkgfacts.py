@@ -239,6 +239,10 @@ class Facts:
         return [str(v) for v in sorted(by_release, reverse=True)
                 if want is not None and v < want and not v.is_prerelease and not v.is_devrelease]
 
+    def has_metadata(self, index: str, name: str, version: str) -> bool:
+        """Whether the release's metadata was asked for in this run (read, or found missing)."""
+        return (index, canonicalize_name(name), version) in self._meta
+
     def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
         """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
         key = (index, canonicalize_name(name), version)
@@ -297,6 +301,56 @@ class Facts:
         """When the release's first file was uploaded (PEP 700 upload-time; None where the index does not say)."""
         times = [t for f in self.release_files(index, name, version) if (t := _when(f.upload_time)) is not None]
         return min(times) if times else None
+
+
+    def nearest(self, index: str, name: str, n: int = 3) -> list[str]:
+        """Up to `n` names like `name` (or like its first words: "einopz-not-a-pkg" is near "einops") that the index
+        serves: among the projects uv's cache has pages of and the packages compat/ names, each asked of the index."""
+        import difflib
+
+        want = canonicalize_name(name)
+        parts = want.split("-")
+        heads = {"-".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        scored = sorted(((max(difflib.SequenceMatcher(None, h, k).ratio() for h in heads), k)
+                         for k in _known_names() if k != want), reverse=True)
+        out: list[str] = []
+        for score, k in scored[:2 * n]:
+            if score < 0.75 or len(out) >= n:
+                break
+            if self.files(index, k):
+                out.append(k)
+        return out
+
+
+def _known_names() -> set[str]:
+    """Project names this machine has seen served: uv's cache of index pages (its file names), and compat/'s."""
+    import os
+    import re
+    from pathlib import Path
+
+    names: set[str] = set()
+    root = os.environ.get("UV_CACHE_DIR")
+    if not root:
+        try:
+            from tritonlock import _subprocess
+
+            proc = _subprocess.run([_subprocess.uv_bin(), "cache", "dir"], timeout=10)
+            root = proc.stdout.strip() if proc.returncode == 0 else None
+        except (OSError, TritonlockError):
+            root = None
+    if root:
+        for page in Path(root).glob("simple-v*/**/*.rkyv"):
+            names.add(canonicalize_name(page.stem))
+    from tritonlock._data import compat_root
+
+    compat = compat_root()
+    for f in (compat.glob("*.toml") if compat else ()):
+        try:
+            names.update(canonicalize_name(m) for m in re.findall(r'^name\s*=\s*"([A-Za-z0-9._-]+)"',
+                                                                   f.read_text(encoding="utf-8"), re.M))
+        except OSError:
+            continue
+    return names
 
 
 def _when(text: str | None) -> datetime | None:

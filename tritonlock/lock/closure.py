@@ -470,6 +470,7 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
     minute for vLLM + SGLang). An offline failure that is no cache miss is uv's answer, as online."""
     proc = uv([*args, "--offline"])
     wanted: dict[str, str]
+    last: dict[str, str] | None = None
     for _ in range(_REFRESHES):
         words = proc.stderr or proc.stdout or ""
         if proc.returncode == 0:
@@ -481,8 +482,10 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
             return proc
         else:
             wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
-        if not wanted or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat):
-            break
+        if not wanted or wanted == last or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own,
+                                                            flat):
+            break  # (the same miss again: the page read did not bring what uv lacks — a release's metadata)
+        last = wanted
         proc = uv([*args, "--offline"])
     return uv(args)  # asked online in full
 
