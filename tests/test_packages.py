@@ -57,6 +57,9 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "share-a", "1.0")
     idx.add("simple", "share-a", "2.0", requires=("shared-dep>=2",))
     idx.add("simple", "share-b", "1.0", requires=("shared-dep<2",))
+    # unsloth-like: 1.0 has an extra that pins an older torch; 2.0 has no such extra any more
+    idx.add("simple", "extrakit", "1.0", requires=("torch", "legacy; extra == 'torch291'"), extras=("torch291",))
+    idx.add("simple", "extrakit", "2.0", requires=("torch",))
     idx.start()
     yield idx
     idx.stop()
@@ -564,3 +567,17 @@ def test_why_applies_an_intent_change_to_the_packages_and_caps_what_it_locks(tmp
     assert by["2.14.1"] is not None and (by["2.14.1"].checked, by["2.14.1"].words) == (
         False, "not checked with uv: 1 other change(s) were checked first, at most 1 a run — narrow it with --target "
                "or --torch")
+
+
+def test_a_release_without_the_extra_asked_for_is_not_the_package_asked_for(tmp_path: Path,
+                                                                          pkg_index: LocalIndex) -> None:
+    """extrakit[torch291]: only 1.0 declares that extra (its METADATA's Provides-Extra); 2.0, newer, would install
+    without what the extra brings (uv only warns). The lock takes 1.0 with what its extra pins (legacy, torch
+    2.9.1), and says why 2.0 is not taken."""
+    root = _project(tmp_path, pkg_index, ["extrakit[torch291]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["extrakit"], versions["legacy"], versions["torch"]) == ("1.0", "1.0", "2.9.1"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("extrakit 1.0 is locked, not its newest release 2.0: ")]
+    assert "extrakit 2.0 has no extra torch291 (its METADATA declares no such Provides-Extra)" in w, w

@@ -179,7 +179,11 @@ def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, .
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
-    return ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+    """Nothing fits any target: their conflicts in one error (exit 3), which keeps the selections (`resolve --json`
+    prints them)."""
+    err = ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+    err.selections = selections  # type: ignore[attr-defined]
+    return err
 
 
 def _same_targets(lock: Lock, targets: tuple[TargetSpec, ...]) -> bool:

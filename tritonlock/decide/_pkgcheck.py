@@ -43,7 +43,8 @@ class Search:
     order, then each named package below its newest release here is checked."""
 
     def __init__(self, sc: Scene, group: list[Selection], compile: Compile, *, constraints: tuple[str, ...] = (),
-                 no_build: tuple[str, ...] = (), passed: tuple[str, ...] = (), warm: bool = False) -> None:
+                 no_build: tuple[str, ...] = (), passed: tuple[str, ...] = (), warm: bool = False,
+                 timeout: float | None = None) -> None:
         self.sc, self.group, self._compile = sc, group, compile
         self.versions = [c.torch for c in group if c.torch]
         self.known = [r.version for r in sc.matrix.torch]
@@ -51,6 +52,7 @@ class Search:
         self.no_build: list[str] = list(no_build or sc.intent.no_build)
         self.passed: list[str] = list(passed)
         self.warm = warm  # uv's cache holds what the first compile read: later ones answer from it first
+        self.timeout = timeout  # (uv given up after this long: the decision's background answer)
 
     def lock(self, reqs: list[str]) -> tuple[Selection, tuple[LockedPackage, ...]]:
         """uv's answer for these requirements with this group's torch releases; what the target cannot have (CUDA
@@ -65,7 +67,8 @@ class Search:
                                          self.sc.default_index, offline=self.warm,
                                          constraints=tuple(self.constraints), no_build=tuple(self.no_build),
                                          build_facts=False,  # an answer the checks may replace: read once kept
-                                         package_indexes=self.sc.package_indexes)
+                                         package_indexes=self.sc.package_indexes,
+                                         **({"timeout": self.timeout} if self.timeout else {}))
             except ClosureError as err:
                 if self.passed and passes:  # the answer without what the target cannot have: there is none
                     raise Impossible(words.impossible(self.sc, self.passed, err)) from None

@@ -131,7 +131,8 @@ def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
     for t in run.all_tables():
         p = locked(o.packages, t.name)
         at = vkey(p) if p is not None else ZERO
-        above = [v for v in t.excluded(chosen, rank) if p is None or (parse_version(v) or ZERO) > at]
+        above = [v for v in t.excluded(chosen, rank) if (p is None or (parse_version(v) or ZERO) > at)
+                 and not t.lacks_extras(v)]  # (a release without the extra asked for: its held-back line says so)
         if t.name in own and p is not None:
             v = public(p.version)
             choice = t.own(v, chosen)
@@ -184,6 +185,8 @@ def _held_for_cuda(run: Run, o: Outcome) -> tuple[str, str, str] | None:
     n = line_cuda(chosen)
     if (top.torch, top.backend) == (chosen.torch, chosen.backend) or n is None or line_cuda(top) == n:
         return None
+    if words.own_torch_limits(run.sc, o.packages):
+        return None  # (a named package's own torch requirement holds torch: its METADATA is the reason)
     for r in run.sc.reqs:
         t = run.tables.get(canonicalize_name(r.name))
         p = locked(o.packages, r.name)

@@ -276,6 +276,19 @@ class Facts:
                 out.append(req)
         return out
 
+    def provides_extras(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                        extras: Iterable[str]) -> bool | None:
+        """Whether the release's METADATA declares every one of `extras` (Provides-Extra, names normalized); None
+        when its METADATA is unknown. A release without an extra the user asked for installs without what the extra
+        would have brought: it is not the package they asked for."""
+        wanted = {canonicalize_name(e) for e in extras}
+        if not wanted:
+            return True
+        text = self.metadata(index, name, version, target, python)
+        if text is None:
+            return None
+        return wanted <= {canonicalize_name(e) for e in _headers(text, "Provides-Extra")}
+
     def has_wheel(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> bool:
         """Whether the release has a wheel that installs on the target (else only its sdist, built at sync)."""
         return any(f.filename.endswith(".whl") and file_fits(f.filename, target, python)

@@ -34,6 +34,8 @@ def _fits_alone(sc: Scene, index: str, name: str, version: str, extras: tuple[st
     requirement (if any) that some torch the target runs meets."""
     if not sc.facts.fits(index, name, version, sc.target, sc.python):
         return False
+    if sc.facts.provides_extras(index, name, version, sc.target, sc.python, extras) is False:
+        return False  # (not the package asked for: the extra is not in that release)
     treqs = sc.torch_reqs(index, name, version, extras)
     return treqs is None or all(any(t.specifier.contains(v, prereleases=True) for v in torches) for t in treqs)
 
@@ -105,11 +107,11 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
 
 
 def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
-    """Checks for a fallback, each answered by uv: the package at `since` or newer with the others in the user's
-    order — a lock there that moves other packages down to releases that are answers themselves makes pinning them
-    (each at most where that lock has it) the fix, one that moves them to fallbacks of their own is a conflict
-    between recent releases of both (checked with both held recent); failing that, the intent's torch lifted (a
-    torch pin is the fix); failing that, the target or the others are the other side (uv's words say which)."""
+    """Checks for a fallback where the search over the lines found no fix, each answered by uv: the package at
+    `since` or newer with the others in the user's order — a lock there that moves other packages to fallbacks of
+    their own is a conflict between recent releases of both (checked with both held recent); failing that, the
+    intent's torch lifted (a torch pin is the fix); failing that, the target or the others are the other side (uv's
+    words say which)."""
     def attempt(texts: list[str]) -> tuple[tuple[LockedPackage, ...] | None, str]:
         try:
             return search.lock(texts)[1], ""
@@ -124,15 +126,8 @@ def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
     if packages is not None:
         moved = [r for r in sc.reqs if canonicalize_name(r.name) != fb.name
                  and vkey(locked(packages, r.name)) < vkey(locked(o.packages, r.name))]
-        mine = locked(packages, fb.name)
+        # (a lock that moves them down to answers of their own is the search's fix: packages._fix_by_search)
         theirs = [f for r in moved if (f := fallback(sc, packages, r)) is not None]
-        if moved and mine is not None and not theirs:
-            pins = [(canonicalize_name(r.name), q) for r in moved if (q := locked(packages, r.name)) is not None]
-            # the packages that move down are held at most where that lock has them: "<=", never ">="
-            return Fix(uv="", change=", ".join(f'"{n}<={public(q.version)}"' for n, q in pins),
-                       gives=", ".join([f"{fb.name} {public(mine.version)}"] + [f"{n} {public(q.version)}"
-                                                                                 for n, q in pins]),
-                       others=tuple(n for n, _ in pins))
         if theirs:
             both = {fb.name: fb.since, **{f.name: f.since for f in theirs}}
             checked, uv = attempt(recent(both))

@@ -29,6 +29,10 @@ Wanted = tuple[str, "int | None", str, str, bool]
 # Releases whose wheels are read at once, and their bytes at most (a batch always reads at least one)
 LOOK = 6
 LOOK_BYTES = 600 << 20
+# The bytes of one package's wheels one resolve reads from the index looking down its releases for one that can
+# load (facts already kept cost nothing): past it, the releases left are said not read — a resolve answers in
+# minutes, not after downloading every release of a package of 500 MB wheels. A second resolve reads on from there.
+READ_BUDGET = 2_000_000_000
 # sonames whose number is the CUDA major (cuFFT, cuDNN, NCCL … number their own: the rule on the closure checks them)
 _MAJOR_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z")
 
@@ -77,6 +81,13 @@ class Table:
     # releases the rule on a closure refused beside a line (what a release's own facts do not show): version -> ranks
     refused: dict[str, dict[int, str]] = field(default_factory=dict)
     own_failed: set[str] = field(default_factory=set)  # releases whose own build's index did not serve them
+    # what its requirements meet beside a line (the packages with native code they require, by their facts): the
+    # search's, set for the named packages — a reason where the release cannot be locked there, else None
+    gate: Callable[[str, Selection, int], str | None] | None = None
+    _lacks: dict[str, bool] = field(default_factory=dict)  # release -> it lacks an extra asked for
+    _anywhere: bool | None = None  # some release declares the extras asked for
+    spent: int = 0  # bytes of its wheels read from the index in this resolve (see READ_BUDGET)
+    stopped: int | None = None  # where reading stopped for READ_BUDGET: versions[stopped:] were not read
     _judged: dict[tuple[str, str | None, str | None], list[Problem]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -100,6 +111,30 @@ class Table:
         reqs = self.env.facts.requires(self.index, self.name, version, self.env.target, self.env.python, self.extras)
         return None if reqs is None else [r for r in reqs if canonicalize_name(r.name) == "torch"]
 
+    def lacks_extras(self, version: str) -> bool:
+        """Whether the release does not declare an extra the requirement asks for (its METADATA: Provides-Extra) —
+        unsloth's `cu124-torch240` exists in some releases only, and a release without it is not what was asked."""
+        if not self.extras or not self._extra_anywhere():
+            return False  # (an extra no release declares is uv's to warn about: the package is what was asked)
+        if version not in self._lacks:
+            got = self.env.facts.provides_extras(self.index, self.name, version, self.env.target, self.env.python,
+                                                 self.extras)
+            self._lacks[version] = got is False
+        return self._lacks[version]
+
+    def _extra_anywhere(self) -> bool:
+        """Whether some release declares the extras asked for (its METADATA read newest first, eight at a time)."""
+        if self._anywhere is None:
+            self._anywhere = False
+            for i, v in enumerate(self.versions):
+                if i % 8 == 0:
+                    self._meta(i)
+                if self.env.facts.provides_extras(self.index, self.name, v, self.env.target, self.env.python,
+                                                  self.extras):
+                    self._anywhere = True
+                    break
+        return self._anywhere
+
     def excluded_by_torch(self, version: str, sel: Selection) -> Requirement | None:
         """The release's torch requirement that leaves out `sel`'s torch (its METADATA; None: it admits it)."""
         for r in self.torch_reqs(version) or ():
@@ -111,7 +146,10 @@ class Table:
         """The wheel of the release the target installs, where it may hold native code (None: a pure-Python wheel, an
         sdist, a file listed without its sha256 — nothing to read)."""
         from tritonlock.native.read import may_hold_native_code
+        from tritonlock.native.rule import is_provider
 
+        if is_provider(self.name):  # (torch's family, Triton, NVIDIA's libraries: what the others need, not judged)
+            return None
         files = {f.filename: f for f in self.env.facts.release_files(self.index, self.name, version)}
         first = install_order(files, self.env.target, self.env.python)[:1]
         f = files[first[0]] if first else None
@@ -144,6 +182,14 @@ class Table:
                 i += 1
                 if len(batch) >= LOOK or size >= LOOK_BYTES:
                     break
+            if batch and self.read_to > 0:
+                from tritonlock.native.read import cached
+
+                cost = sum(w[1] or 0 for _, w in batch if cached(w[2], gpu=True) is None)
+                if cost and self.spent and self.spent + cost > READ_BUDGET:  # (one batch more a resolve, always)
+                    self.stopped = self.read_to  # (the newest release is always read: only the look down stops)
+                    return
+                self.spent += cost
             if batch:
                 assert self.env.read is not None
                 self.env.say(f"reading the native code of {self.name} {batch[0][0]}"
@@ -204,10 +250,12 @@ class Table:
         """Whether the release may load beside the line, by its own facts and the rule's findings so far."""
         if rank in self.refused.get(version, {}):
             return False
+        if self.gate is not None and self.gate(version, sel, rank) is not None:
+            return False
         return not self.problems(version, sel) or self.own(version, sel) is not None
 
     def first(self, sel: Selection, rank: int, *, torch: bool = True, floor: Version | None = None,
-              start: int = 0) -> int | None:
+              start: int = 0, spec: SpecifierSet | None = None) -> int | None:
         """The place of the newest release (from `start`) that can be locked beside the line by its facts (with
         `torch`: its torch requirement admits the line's torch; and its native code may load there); None when none
         can. `floor`: stop below it (the caller only needs to know whether some release at or above it can): -1."""
@@ -218,11 +266,14 @@ class Table:
                 return -1
             if i % 8 == 0 or i == start:
                 self._meta(i)
-            if torch and self.excluded_by_torch(v, sel) is not None:
+            if (spec is not None and not spec.contains(v, prereleases=True)) or self.lacks_extras(v) or (
+                    torch and self.excluded_by_torch(v, sel) is not None):
                 i += 1
                 continue
             if i >= self.read_to:
                 self.read(i)
+                if i >= self.read_to:
+                    return None  # (not read: READ_BUDGET — `stopped` says where)
             if self.loads(v, sel, rank):
                 return i
             i += 1
@@ -236,7 +287,7 @@ class Table:
                 return -1
             if i % 8 == 0:
                 self._meta(i)
-            if self.excluded_by_torch(v, sel) is None:
+            if not self.lacks_extras(v) and self.excluded_by_torch(v, sel) is None:
                 return i
         return None
 
@@ -244,23 +295,26 @@ class Table:
         """The newest release not known to fail beside the line (nothing more is read for it): what a check asks for
         (one without a file for the target too: uv's words then say why)."""
         read = set(self.versions[:self.read_to])
-        return next((v for v in self.every if v not in read or self.loads(v, sel, rank)), None)
+        return next((v for v in self.every if not self._lacks.get(v) and (v not in read or self.loads(v, sel, rank))),
+                    None)
 
     def excluded(self, sel: Selection, rank: int, below: int | None = None) -> list[str]:
         """The releases read so far that cannot load beside the line (to pass over: uv is told `name!=version`), the
         newest first; with `below`, only those above that place."""
         end = self.read_to if below is None else min(below, self.read_to)
-        return [v for v in self.versions[:end] if not self.loads(v, sel, rank)] + [
-            v for v, ranks in self.refused.items() if rank in ranks and v not in self.versions[:end]]
+        out = [v for v in self.versions[:end] if not self.loads(v, sel, rank)]
+        out += [v for v, ranks in self.refused.items() if rank in ranks and v not in out]
+        return out + [v for v, lacks in self._lacks.items() if lacks and v not in out]
 
     def signature(self, sel: Selection, rank: int) -> tuple[object, ...]:
         """What the facts read so far say beside this line (lines alike here are compiled together)."""
-        return tuple((v, self.loads(v, sel, rank), (c := self.own(v, sel)) and c.url) for v in self.versions[:self.read_to]
-                     if self.native.get(v) is not None or v in self.refused)
+        return tuple((v, self.loads(v, sel, rank), (c := self.own(v, sel)) and c.url)
+                     for v in self.versions[:self.read_to])
 
     def why(self, version: str, sel: Selection, rank: int) -> str:
         """Why the release cannot load beside the line, in words (its native code's problems, or the rule's)."""
         probs = self.problems(version, sel)
         if probs:
             return "; ".join(p.text for p in probs)
-        return self.refused.get(version, {}).get(rank, "")
+        gated = self.gate(version, sel, rank) if self.gate is not None else None
+        return gated or self.refused.get(version, {}).get(rank, "")

@@ -197,6 +197,8 @@ class Run:
     # uv's answer for the newest lines as the user wrote the packages, asked while the facts are read: it reads the
     # pages every later compile needs (they then answer from uv's cache) and starts reading its closure's wheels
     warmup: Any = None
+    epoch: int = 0  # how many times the rule refused something: what the facts say of a line may change with it
+    gated: dict[tuple[object, ...], str | None] = dataclasses.field(default_factory=dict)
 
     @property
     def seeing(self) -> list[Requirement]:

@@ -137,6 +137,10 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
     """A fact of the newest release alone that keeps it off this target: no file for its platform, a Python floor,
     or a torch requirement no fitting torch meets (the host or the intent) — read from the index, not paired."""
     target, python = sc.target, sc.python
+    extras = next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
+    if sc.facts.provides_extras(locked.index, name, top, target, python, extras) is False:
+        return (f"{name} {top} has no extra {', '.join(extras)} (its METADATA declares no such Provides-Extra): the "
+                f"newest {name} that has it is what was asked for")
     files = sc.facts.release_files(locked.index, name, top)
     if files and not any(file_fits(f.filename, target, python) for f in files):
         return f"{name} {top} has no wheel for {where(target, python)} (and no sdist)"
@@ -278,6 +282,10 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
             return ResolveError(platform)
     if not lines and failures:
         return failures[0][1]
+    if not lines:  # (no line was left to ask uv about, and no fact above explains it)
+        return ResolveError(f"target {sc.target.name!r}: no torch line that fits this target admits a release of "
+                            f"every package named ({', '.join(str(r) for r in sc.reqs)})\n  fix: `tritonlock why` "
+                            "shows what stands between this target and other torch lines")
     if lines[0].startswith("the torch index ") and failures:
         # the index's doing (exit 4, as for any index that lacks what is needed): that first, then uv's own error
         return ClosureError(f"target {sc.target.name!r}: {lines[0]}\n{failures[0][1]}", uv=uv)
@@ -364,11 +372,13 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix, passed: tuple[str, ...]
 def not_served(sc: Scene, name: str, index: str) -> ClosureError:
     """A named package the index answers it does not have: a misspelling most often, said as that, with the nearest
     names it serves (exit 4, as for anything an index lacks)."""
+    from tritonlock.lock.index import extra_index_note
+
     near = sc.facts.nearest(index, name)
     hint = f" (the nearest names it serves: {', '.join(near)})" if near else ""
     return ClosureError(f"target {sc.target.name!r}: no index serves a package named {name!r}: {index} answers that "
-                        f"it has no such project — check the spelling in {packages_key(sc.intent.path)}{hint}",
-                        uv=f"{name} was not found in the package registry")
+                        f"it has no such project — check the spelling in {packages_key(sc.intent.path)}{hint}"
+                        + extra_index_note(), uv=f"{name} was not found in the package registry")
 
 
 def no_file_here(sc: Scene, name: str, index: str, req: Requirement) -> str:

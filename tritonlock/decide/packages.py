@@ -22,6 +22,8 @@ from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Impossible, Search
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix
+from tritonlock.decide._pkgscene import Fallback, Fix
+from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgload import Env, Table, line_cuda
 from tritonlock.decide._pkgscene import DOMINATED, NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, locked
 from tritonlock.decide.lockplan import lock_plan
@@ -74,7 +76,21 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
             return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
     compile = _memo(compile)
     run = Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say)
-    run.warmup = _warm_up(run)
+    for t in tables.values():
+        t.gate = functools.partial(_gate, run, t)
+    run.warmup = _warm_up(run) if native is not None else None  # (overlapping the reads of the wheels)
+    try:
+        return _decided(run, reachable)
+    finally:
+        if run.warmup is not None:  # (nothing of the decision outlives it: uv answers within _WARM_UP_S)
+            run.warmup.wait()
+
+
+def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tuple[Selection,
+                                                                                     tuple[LockedPackage, ...]]:
+    """decide(), once the facts' tables are laid out: the search, then what its answer means."""
+    sc, sel, lines, compile = run.sc, run.sc.sel, run.lines, run.compile
+    reqs = sc.reqs
     best = _search(run, complete=False)
     if run.structural is not None:
         s, found = run.structural
@@ -94,10 +110,36 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     for r in reqs:
         fb = fallback(sc, best.packages, r)
         if fb is not None:
-            return _conflicted(sel, words.fallback_conflict(sc, fb, least_fix(sc, search, best, fb),
-                                                            best.passed_over)), ()
+            fix = _fix_by_search(run, best, fb) or least_fix(sc, search, best, fb)
+            return _conflicted(sel, words.fallback_conflict(sc, fb, fix, best.passed_over)), ()
     best = explain.torch_checked(run, best, search)
     return explain.finish(run, best, compile)
+
+
+def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | None:
+    """Whether a named package's release can be locked beside a line by the facts of the packages with native code
+    it requires (those the rule refused a release of: their tables): where none of the releases its requirement
+    admits can load there, it cannot either — said without asking uv, line after line."""
+    if not run.deps:
+        return None
+    key = (t.name, version, sel.torch, sel.backend, rank, run.epoch)
+    if key in run.gated:
+        return run.gated[key]
+    run.gated[key] = None  # (while it is worked out: a package that requires itself in a circle does not loop)
+    said = None
+    markers = marker_env(sel.target, run.sc.python)
+    reqs = t.env.facts.requires(t.index, t.name, version, sel.target, run.sc.python, t.extras) or []
+    for r in reqs:
+        d = run.deps.get(canonicalize_name(r.name))
+        if d is None or d is t or (r.marker is not None and not any(
+                r.marker.evaluate({**markers, "extra": e}) for e in ("", *t.extras))):
+            continue
+        if d.first(sel, rank, spec=r.specifier) is None and d.stopped is None and d.versions:
+            said = (f"it requires {r}, and no release of {d.name} it admits can load beside torch {sel.torch} "
+                    f"({sel.backend})")
+            break
+    run.gated[key] = said
+    return said
 
 
 def _judge(matrix: Matrix, intent: Intent) -> Callable[..., list[Problem]]:
@@ -143,7 +185,7 @@ def _memo(compile: Compile) -> Compile:
     lock = threading.Lock()
 
     def run(plan: Any, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
-        key = (plan, default_index, *sorted((k, v) for k, v in kw.items() if k != "offline"))
+        key = (plan, default_index, *sorted((k, v) for k, v in kw.items() if k not in ("offline", "timeout")))
         with lock:
             fut = answers.get(key)
             mine = fut is None
@@ -159,6 +201,10 @@ def _memo(compile: Compile) -> Compile:
     return run
 
 
+# uv's background answer is given up after this long (the search asks again what it needs)
+_WARM_UP_S = 120
+
+
 def _warm_up(run: Run) -> Any:
     """uv's answer for the newest torch index's lines and the packages as written, asked in the background while
     the facts are read (see Run.warmup); None where there is nothing to ask."""
@@ -167,7 +213,7 @@ def _warm_up(run: Run) -> Any:
     import threading
 
     index = run.lines[0].index
-    search = Search(run.sc, [c for c in run.lines if c.index == index], run.compile)
+    search = Search(run.sc, [c for c in run.lines if c.index == index], run.compile, timeout=_WARM_UP_S)
     done = threading.Event()
 
     def go() -> None:
@@ -178,7 +224,7 @@ def _warm_up(run: Run) -> Any:
         finally:
             done.set()
 
-    # not a daemon: uv leaves no temporary folder behind when tritonlock exits before it answers
+    # not a daemon: uv leaves no temporary folder behind (and the decision waits for it: nothing runs on after it)
     threading.Thread(target=go, name="packages-warm-up").start()
     return done
 
@@ -235,19 +281,25 @@ def _search(run: Run, *, complete: bool) -> Outcome | None:
         group = [r for r in range(len(run.lines)) if r not in settled
                  and run.signature(r) == run.signature(top)] if NONE not in top_bound else [top]
         outcome = _settle(run, top, group or [top], top_bound)
-        done.update(group or [top])
-        settled.update(group or [top])
         fresh.clear()  # (what the rule refused in the closure may lower other lines' bounds)
         if run.structural is not None:
             return None
-        if outcome is not None and (best_key is None or run.key(outcome) > best_key):
+        if outcome is _AGAIN:  # (each time one release more is passed over beside a line: the facts run out)
+            continue
+        done.update(group or [top])
+        settled.update(group or [top])
+        if isinstance(outcome, Outcome) and (best_key is None or run.key(outcome) > best_key):
             best, best_key = outcome, run.key(outcome)
 
 
-def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None:
+_AGAIN = object()  # _settle's answer where the rule refused what the answer locked: the lines are weighed again
+
+
+def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None | object:
     """uv's answer for the group (the line `top` and the lines alike it), checked, with its closure judged by the
-    native-code rule: a release it refuses is passed over for that line, with the releases after it that fail the
-    same way, and the group asked again — until the closure loads, or uv finds none (None)."""
+    native-code rule: the answer (None where uv finds none); _AGAIN where the rule refused a release in it — that
+    release is passed over beside the line uv chose (with the releases after it that fail there by their own facts,
+    read a batch at a time), and the lines are weighed again (the one uv chose may now be worse than another)."""
     sc, rep = run.sc, run.lines[top]
     seeing = run.seeing
     cut = next((i for i, c in enumerate(bound[:len(seeing)]) if c == NONE), None)
@@ -300,9 +352,7 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None:
         if not _refuse(run, outcome, found):  # nothing new to pass over: the closure's problem is the conflict
             run.structural = (_with_direct(run, outcome.candidate), found)
             return None
-        cand = run.rank(outcome.candidate)
-        if cand != top:  # the refusal is that line's: the group asked again without it where they now differ
-            group = [r for r in group if run.signature(r) == run.signature(top)] or [top]
+        return _AGAIN
 
 
 def _judged(run: Run, o: Outcome) -> list[Problem]:
@@ -332,9 +382,12 @@ def _refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:
         v = public(p.version)
         if rank not in t.refused.get(v, {}):
             t.refused.setdefault(v, {})[rank] = p.text
+            run.say(f"{name} {v}'s native code cannot load beside torch {o.candidate.torch} "
+                    f"({o.candidate.backend}): passed over")
+            run.epoch += 1
             new = True
         if v in t.versions:  # the releases after it that fail beside this line by their own facts: read now
-            t.first(o.candidate, rank, torch=False, start=t.versions.index(v) + 1)
+            t.first(o.candidate, rank, start=t.versions.index(v) + 1)
     return new
 
 
@@ -356,6 +409,8 @@ def _native_conflict(run: Run, sel: Selection, found: list[Problem], rejected: l
 def _hopeless(run: Run, r: Requirement) -> str | None:
     """A named package none of whose releases can be locked beside any line by its facts: the conflict, naming the
     package, the fact and the least change (None: some release can)."""
+    from tritonlock._term import human_size
+
     t = run.tables.get(canonicalize_name(r.name))
     if t is None or t.state != "ok" or not t.versions:
         return None
@@ -370,9 +425,18 @@ def _hopeless(run: Run, r: Requirement) -> str | None:
     found = t.problems(v, sel)
     if not found:
         return None
-    rejected = [f"{t.name} {x}" for x in t.versions if t.excluded_by_torch(x, sel) is None]
+    read = t.versions if t.stopped is None else t.versions[:t.stopped]
+    rejected = [f"{t.name} {x}" for x in read if t.excluded_by_torch(x, sel) is None]
     left = (f"no release of {t.name} that {r} admits is left" + (f" (of {len(t.versions)} that install here, "
             f"{len(rejected)} admit torch {sel.torch} and none of them can load)" if len(rejected) > 1 else ""))
+    if t.stopped is not None:
+        rest = t.versions[t.stopped:]
+        span = f"the {len(rest)} releases of {t.name} older than {read[-1]} ({rest[0]} … {rest[-1]})" if len(
+            rest) > 1 else f"{t.name} {rest[0]}"
+        left = (f"not read: {span} — a "
+                f"resolve reads at most {human_size(_pkgload.READ_BUDGET)} of a package's wheels looking for a release that can "
+                f"load: resolve again to read on (what was read is kept), or name one in "
+                f"{words.packages_key(run.sc.intent.path)} (\"{t.name}=={rest[0]}\")")
     return _native_conflict(run, _with_direct(run, sel), found, rejected, left)
 
 
@@ -413,6 +477,36 @@ def _left_out(run: Run, best: Outcome) -> str:
     rank = run.rank(best.candidate)
     why = explain.why_none(t, best.candidate, rank)
     return words.left_out(run.sc, canonicalize_name(missing.name), before, best.candidate, why, full)
+
+
+def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
+    """The best answer by the stated order with the stand-in's package at a recent release (`fb.since` or newer),
+    searched over every line as the first was: where it locks with packages named before it moved down (each to a
+    release that is an answer itself), holding those at most there is the fix, checked by that answer."""
+    sc = run.sc
+    reqs = [Requirement(with_spec(r, f">={fb.since}")) if canonicalize_name(r.name) == fb.name else r
+            for r in sc.reqs]
+    tables = dict(run.tables)
+    old = run.tables.get(fb.name)
+    if old is not None:
+        req = next(r for r in reqs if canonicalize_name(r.name) == fb.name)
+        tables[fb.name] = Table(env=run.env, name=fb.name, index=old.index, req=req, extras=old.extras)
+        tables[fb.name].native.update(old.native)
+        tables[fb.name].refused.update(old.refused)
+    alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=reqs), tables=tables, failures=[],
+                                  structural=None, warmup=None)
+    alt = _search(alt_run, complete=True)
+    if alt is None or alt.prefix is not None:
+        return None
+    mine = locked(alt.packages, fb.name)
+    moved = [(canonicalize_name(r.name), q) for r in sc.reqs if canonicalize_name(r.name) != fb.name
+             and (q := locked(alt.packages, r.name)) is not None and (p := locked(best.packages, r.name)) is not None
+             and (parse_version(public(q.version)) or ZERO) < (parse_version(public(p.version)) or ZERO)]
+    if mine is None or not moved or any(fallback(sc, alt.packages, r) is not None for r in sc.reqs):
+        return None
+    return Fix(uv="", change=", ".join(f'"{n}<={public(q.version)}"' for n, q in moved),
+               gives=", ".join([f"{fb.name} {public(mine.version)}", *(f"{n} {public(q.version)}" for n, q in moved)])
+               + f" with torch {alt.candidate.torch}", others=tuple(n for n, _ in moved))
 
 
 def with_at_least(reqs: list[Requirement], bounds: dict[str, str]) -> list[str]:
