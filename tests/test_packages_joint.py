@@ -74,6 +74,9 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # cudartlib: a CUDA 12 runtime user that needs no driver to import (as a CPU fallback path would)
     idx.add("simple", "cudartlib", "1.0", tag=CP, requires=("torch>=2.10",), modules={
         "cudartlib/__init__.py": "", "cudartlib/_C.so": kern("cudartlib", "libcudart.so.12", (), driver=False)})
+    # bringpkg links the CUDA 12 runtime and requires the NVIDIA wheel that brings it (as cupy's cuda extras do)
+    idx.add("simple", "bringpkg", "1.0", tag=CP, requires=("torch>=2.10", "nvidia-cuda-runtime-cu12==12.8.90"),
+            modules={"bringpkg/__init__.py": "", "bringpkg/_C.so": kern("bringpkg", "libcudart.so.12", ((2, 90),))})
     # linuxonly: Linux wheels only, no sdist (as NVIDIA's libraries)
     idx.add("simple", "linuxonly", "1.0", tag=LINUX)
     idx.add("simple", "linuxonly", "2.0", tag=LINUX)
@@ -304,3 +307,43 @@ def test_resolve_says_what_it_is_doing_in_plain_lines_and_nothing_under_json(tmp
     doc = json.loads(r.stdout)
     assert r.exit_code == 3 and "reading the native code" not in r.output.replace(r.stdout, "")
     assert {t["name"]: t["ok"] for t in doc["targets"]} == {"v100": False, "h100": True}
+
+
+def test_a_cuda_library_the_release_requires_itself_does_not_move_torch(tmp_path: Path, joint: LocalIndex) -> None:
+    """bringpkg links libcudart.so.12 and requires nvidia-cuda-runtime-cu12, which brings it: beside torch 2.11 (CUDA
+    13) it loads, so the newest torch is locked — its facts pass it over for no line."""
+    root = _project(tmp_path, joint, ["bringpkg"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["bringpkg"], versions["torch"], versions["nvidia-cuda-runtime-cu12"]) == ("1.0", "2.11.0",
+                                                                                                "12.8.90"), versions
+    assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons), sel.reasons
+
+
+@pytest.mark.parametrize(("driver", "loads"), [("580.65.06", True), ("580.65.05", False), ("580.65.07", True),
+                                               ("580.64.99", False)])
+def test_a_cuda_13_build_on_a_driver_exactly_at_cuda_13s_floor_loads(tmp_path: Path, driver: str,
+                                                                      loads: bool) -> None:
+    """CUDA 13's minor-version-compatibility floor is 580.65.06: a driver exactly there runs a CUDA 13 build (the
+    rule on one release beside a line, as the search asks it), a driver one patch below does not."""
+    import hashlib
+
+    from pkgindex import build_wheel
+    from tritonlock.models import Selection, TargetSpec
+    from tritonlock.native.judge import release_problems
+    from tritonlock.native.read import read_file
+    from tritonlock.native.rule import Item
+
+    cudart = stub_library(tmp_path / "c13", "libcudart.so.13", ("cudaRuntimeGetVersion",))
+    whl = build_wheel(tmp_path / "w", "c13pkg", "1.0", tag=CP, modules={
+        "c13pkg/_C.so": extension(tmp_path / "e", "c13pkg._C", links={cudart: ("cudaRuntimeGetVersion",)},
+                                  fatbin=((2, 90),))})
+    facts = read_file(whl, hashlib.sha256(whl.read_bytes()).hexdigest())
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35", driver=driver, gpus=("9.0",))
+    line = Selection(target=target, ok=True, python="3.11", torch="2.11.0", backend="cu130", index="x")
+    found = release_problems(line, Item(name="c13pkg", version="1.0", facts=facts), {"libcudart.so.13"},
+                             matrix=load_matrix())
+    assert (not found) is loads, found
+    if not loads:
+        assert [p.kind for p in found] == ["cuda-driver"] and "needs driver >= 580.65.06" in found[0].text

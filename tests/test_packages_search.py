@@ -530,3 +530,21 @@ def test_an_index_that_does_not_answer_gets_no_note_about_pips_extra_index_url(t
     code, out = _run("resolve", "-p", str(root))
     assert code == 4, out
     assert "extra-index-url" not in out and "tritonlock-closure" not in out and "Traceback" not in out, out
+
+
+@pytest.mark.parametrize(("driver", "cuda13"), [("580.65.06", True), ("580.65.05", False)])
+def test_cuda_13_libraries_on_a_driver_exactly_at_the_floor_are_kept(tmp_path: Path, pypi: LocalIndex, driver: str,
+                                                                      cuda13: bool) -> None:
+    """cachekit 0.5.6 needs cupy-cuda13x and cuda-python 13: a driver exactly at CUDA 13's floor (580.65.06) loads
+    them, and the newest cachekit is locked with them; one patch below, they are passed over (cachekit 0.4.3)."""
+    root = _project(tmp_path, pypi, ["cachekit"], _linux(f'driver = "{driver}"\ngpus = ["9.0"]'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    if cuda13:
+        assert versions["cachekit"] == "0.5.6" and "cupy-cuda13x" in versions, versions
+        assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons)
+    else:
+        assert versions["cachekit"] == "0.4.3" and "cupy-cuda13x" not in versions, versions
+        (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+        assert f"which needs driver >= 580.65.06; this driver is {driver}" in passed, passed

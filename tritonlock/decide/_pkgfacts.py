@@ -102,7 +102,11 @@ def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
             except ValueError:
                 ok_interp = False
         else:
-            ok_interp = t.interpreter in (cp, f"py{major}{minor}", f"py{major}") and t.abi in ("none", cp)
+            # py3, py312 — and py39 on Python 3.12: a pure-Python tag for an older minor installs on a newer one, as
+            # packaging.tags.compatible_tags lists (xformers' py39-none-manylinux wheels)
+            older = t.interpreter.startswith(f"py{major}") and t.interpreter[2 + len(str(major)):].isdigit() and \
+                int(t.interpreter[2 + len(str(major)):]) <= minor
+            ok_interp = (t.interpreter in (cp, f"py{major}") or older) and t.abi in ("none", cp)
         if ok_interp and _platform_fits(t.platform, target):
             return True
     return False

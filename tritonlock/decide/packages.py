@@ -381,7 +381,8 @@ def _refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:
             t = run.deps[name] = Table(env=run.env, name=name, index=q.index if q else run.sc.default_index)
         v = public(p.version)
         if rank not in t.refused.get(v, {}):
-            t.refused.setdefault(v, {})[rank] = p.text
+            for r in _alike(run, rank, p.kind):
+                t.refused.setdefault(v, {}).setdefault(r, p.text)
             run.say(f"{name} {v}'s native code cannot load beside torch {o.candidate.torch} "
                     f"({o.candidate.backend}): passed over")
             run.epoch += 1
@@ -389,6 +390,21 @@ def _refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:
         if v in t.versions:  # the releases after it that fail beside this line by their own facts: read now
             t.first(o.candidate, rank, start=t.versions.index(v) + 1)
     return new
+
+
+def _alike(run: Run, rank: int, kind: str) -> list[int]:
+    """The lines a refusal of the rule on line `rank` holds for too: its GPU code or the driver, every line; a CUDA
+    library or a torch build, the lines whose torch build is that one's (the closure's CUDA libraries come with
+    torch's build); a torch release's C++ API, the lines of that torch release; anything else, that line."""
+    here = run.lines[rank]
+    if kind in ("gpu-code", "cuda-driver", "driver"):
+        return list(range(len(run.lines)))
+    if kind in ("cuda-library", "torch-build"):
+        return [r for r, x in enumerate(run.lines) if x.backend == here.backend and x.index == here.index] or [rank]
+    if kind == "torch-release":
+        minor = ".".join((here.torch or "").split(".")[:2])
+        return [r for r, x in enumerate(run.lines) if ".".join((x.torch or "").split(".")[:2]) == minor] or [rank]
+    return [rank]
 
 
 def _with_direct(run: Run, sel: Selection) -> Selection:
