@@ -296,17 +296,50 @@ def test_two_packages_whose_newest_exclude_each_other_follow_the_order_written(t
 
 def test_resolve_says_what_it_is_doing_in_plain_lines_and_nothing_under_json(tmp_path: Path,
                                                                             joint: LocalIndex) -> None:
-    """Off a terminal, what the search does is said in plain lines (the releases read, the torch lines asked of uv);
-    under --json, stdout is the document alone and nothing else is said."""
+    """Off a terminal, what the search does is said on stderr in plain lines (the releases read, the torch lines asked
+    of uv), each once; under --json, stdout is the document alone and nothing else is said."""
     root = _project(tmp_path, joint, ["voltakern"], _linux("v100", V100), _linux("h100", H100))
-    code, out = _run("resolve", "-p", str(root))
-    assert code == 3, out
-    assert "target v100: reading the native code of voltakern 4.0…" in out, out
-    assert "target h100: asking uv for the packages with torch" in out, out
+    r = CliRunner().invoke(main, ["resolve", "-p", str(root)])
+    assert r.exit_code == 3, r.output
+    lines = r.stderr.splitlines()
+    assert "target v100: reading the native code of voltakern 4.0…" in lines, lines
+    assert any(line.startswith("target h100: asking uv for the packages with torch") for line in lines), lines
+    assert len(lines) == len(set(lines)) and "reading the native code" not in r.stdout
     r = CliRunner().invoke(main, ["resolve", "-p", str(root), "--json", "--upgrade"])
+    assert r.exit_code == 3 and r.stderr == "", r.stderr
     doc = json.loads(r.stdout)
-    assert r.exit_code == 3 and "reading the native code" not in r.output.replace(r.stdout, "")
     assert {t["name"]: t["ok"] for t in doc["targets"]} == {"v100": False, "h100": True}
+
+
+def test_on_a_terminal_the_search_is_one_live_line(tmp_path: Path, joint: LocalIndex) -> None:
+    """On a terminal the same words are the target's live line (rich), redrawn in place."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    root = _project(tmp_path, joint, ["linepkg"], _linux("h100", H100))
+    leader, follower = pty.openpty()
+    env = dict(os.environ, COLUMNS="160", TERM="xterm")
+    proc = subprocess.Popen([sys.executable, "-m", "tritonlock", "resolve", "-p", str(root)], stdin=subprocess.DEVNULL,
+                            stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=300)
+    os.close(leader)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, shown
+    assert ("target h100: asking uv for the packages with torch" in shown or "target h100: reading the native code"
+            in shown or "target h100: checking the native code" in shown) and "\r" in shown, shown
+    assert "…\n" not in shown.split("wrote ")[0]  # (no plain lines: the live line is redrawn)
 
 
 def test_a_cuda_library_the_release_requires_itself_does_not_move_torch(tmp_path: Path, joint: LocalIndex) -> None:

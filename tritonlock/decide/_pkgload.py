@@ -75,8 +75,7 @@ class Table:
     versions: list[str] = field(default_factory=list)
     every: list[str] = field(default_factory=list)  # also those without a file the target installs (a check asks)
     state: str = "ok"  # "unknown" (the index could not be asked), "missing" (it serves no such project), "none-fit"
-    # the releases whose wheels have been read, or have nothing to read: versions[:read_to]
-    read_to: int = 0
+    # the releases whose wheels have been read (or have nothing to read): their facts (None: no native code)
     native: dict[str, NativeFacts | None] = field(default_factory=dict)
     # releases the rule on a closure refused beside a line (what a release's own facts do not show): version -> ranks
     refused: dict[str, dict[int, str]] = field(default_factory=dict)
@@ -164,41 +163,46 @@ class Table:
             with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
                 list(pool.map(self.torch_reqs, todo))
 
-    def read(self, upto: int) -> None:
-        """The binary facts of the wheels of versions[:upto + 1]; once a release was passed over, a batch at a time
-        (LOOK releases or LOOK_BYTES: the ones after it are likely to fail the same way, and are read side by side)."""
-        while self.read_to <= upto < len(self.versions):
-            batch: list[tuple[str, Wanted]] = []
-            size, i = 0, self.read_to
-            ahead = upto > 0  # (the newest release alone, where it is all that is needed)
-            while i < len(self.versions) and (i <= upto or (ahead and len(batch) < LOOK and size < LOOK_BYTES)):
-                v = self.versions[i]
-                w = self.wheel(v) if self.env.read is not None else None
-                if w is None:
-                    self.native[v] = None
-                else:
-                    batch.append((v, w))
-                    size += w[1] or 0
-                i += 1
-                if len(batch) >= LOOK or size >= LOOK_BYTES:
-                    break
-            if batch and self.read_to > 0:
-                from tritonlock.native.read import cached
+    def decided(self, version: str) -> bool:
+        """Whether the release's wheel was read (or there is nothing of it to read)."""
+        return version in self.native
 
-                cost = sum(w[1] or 0 for _, w in batch if cached(w[2], gpu=True) is None)
-                if cost and self.spent and self.spent + cost > READ_BUDGET:  # (one batch more a resolve, always)
-                    self.stopped = self.read_to  # (the newest release is always read: only the look down stops)
-                    return
-                self.spent += cost
-            if batch:
-                assert self.env.read is not None
-                self.env.say(f"reading the native code of {self.name} {batch[0][0]}"
-                             + (f"–{batch[-1][0]} ({len(batch)} releases)" if len(batch) > 1 else ""))
-                got = self.env.read([w for _, w in batch])
-                for v, w in batch:
-                    f = got.get(w[2])
-                    self.native[v] = f if f is not None and not f.problem and f.native else None
-            self.read_to = i
+    def read(self, versions: list[str]) -> bool:
+        """The binary facts of these releases' wheels (their first is the one needed now; the rest are read beside it,
+        the releases after a passed-over one that are likely to fail the same way), at most LOOK releases or
+        LOOK_BYTES at once; False where READ_BUDGET stops the reading (`stopped`: the first release left unread)."""
+        batch: list[tuple[str, Wanted]] = []
+        size = 0
+        for v in versions:
+            if v in self.native:
+                continue
+            w = self.wheel(v) if self.env.read is not None else None
+            if w is None:
+                self.native[v] = None
+                continue
+            if batch and (len(batch) >= LOOK or size + (w[1] or 0) > LOOK_BYTES):
+                break
+            batch.append((v, w))
+            size += w[1] or 0
+        if not batch:
+            return True
+        if any(self.native.get(v) is not None or v in self.refused for v in self.versions):
+            # (looking down past a release that was read: bounded, one batch more a resolve always)
+            from tritonlock.native.read import cached
+
+            cost = sum(w[1] or 0 for _, w in batch if cached(w[2], gpu=True) is None)
+            if cost and self.spent and self.spent + cost > READ_BUDGET:
+                self.stopped = self.versions.index(batch[0][0])
+                return False
+            self.spent += cost
+        assert self.env.read is not None
+        self.env.say(f"reading the native code of {self.name} {batch[0][0]}"
+                     + (f"–{batch[-1][0]} ({len(batch)} releases)" if len(batch) > 1 else ""))
+        got = self.env.read([w for _, w in batch])
+        for v, w in batch:
+            f = got.get(w[2])
+            self.native[v] = f if f is not None and not f.problem and f.native else None
+        return True
 
     def problems(self, version: str, sel: Selection) -> list[Problem]:
         """What in the release's own native code cannot load beside `sel`'s torch build, whatever else is locked
@@ -258,7 +262,13 @@ class Table:
               start: int = 0, spec: SpecifierSet | None = None) -> int | None:
         """The place of the newest release (from `start`) that can be locked beside the line by its facts (with
         `torch`: its torch requirement admits the line's torch; and its native code may load there); None when none
-        can. `floor`: stop below it (the caller only needs to know whether some release at or above it can): -1."""
+        can (or reading stopped: `stopped`). `floor`: stop below it (the caller only needs to know whether some
+        release at or above it can): -1. Only the releases that could be locked there by their METADATA are read."""
+        def candidate(v: str) -> bool:
+            return not ((spec is not None and not spec.contains(v, prereleases=True)) or self.lacks_extras(v)
+                        or (torch and self.excluded_by_torch(v, sel) is not None))
+
+        passed = False
         i = start
         while i < len(self.versions):
             v = self.versions[i]
@@ -266,16 +276,24 @@ class Table:
                 return -1
             if i % 8 == 0 or i == start:
                 self._meta(i)
-            if (spec is not None and not spec.contains(v, prereleases=True)) or self.lacks_extras(v) or (
-                    torch and self.excluded_by_torch(v, sel) is not None):
+            if not candidate(v):
                 i += 1
                 continue
-            if i >= self.read_to:
-                self.read(i)
-                if i >= self.read_to:
+            if v not in self.native:
+                ahead = [v]
+                if passed:  # (the ones after a release passed over: read beside it)
+                    for j in range(i + 1, len(self.versions)):
+                        if len(ahead) >= LOOK:
+                            break
+                        if j % 8 == 0:
+                            self._meta(j)
+                        if candidate(self.versions[j]):
+                            ahead.append(self.versions[j])
+                if not self.read(ahead) or v not in self.native:
                     return None  # (not read: READ_BUDGET — `stopped` says where)
             if self.loads(v, sel, rank):
                 return i
+            passed = True
             i += 1
         return None
 
@@ -294,22 +312,20 @@ class Table:
     def top(self, sel: Selection, rank: int) -> str | None:
         """The newest release not known to fail beside the line (nothing more is read for it): what a check asks for
         (one without a file for the target too: uv's words then say why)."""
-        read = set(self.versions[:self.read_to])
-        return next((v for v in self.every if not self._lacks.get(v) and (v not in read or self.loads(v, sel, rank))),
-                    None)
+        return next((v for v in self.every if not self._lacks.get(v) and (v not in self.native
+                                                                             or self.loads(v, sel, rank))), None)
 
-    def excluded(self, sel: Selection, rank: int, below: int | None = None) -> list[str]:
+    def excluded(self, sel: Selection, rank: int) -> list[str]:
         """The releases read so far that cannot load beside the line (to pass over: uv is told `name!=version`), the
-        newest first; with `below`, only those above that place."""
-        end = self.read_to if below is None else min(below, self.read_to)
-        out = [v for v in self.versions[:end] if not self.loads(v, sel, rank)]
+        newest first, with those the rule refused there and those without an extra asked for."""
+        out = [v for v in self.versions if v in self.native and not self.loads(v, sel, rank)]
         out += [v for v, ranks in self.refused.items() if rank in ranks and v not in out]
         return out + [v for v, lacks in self._lacks.items() if lacks and v not in out]
 
     def signature(self, sel: Selection, rank: int) -> tuple[object, ...]:
         """What the facts read so far say beside this line (lines alike here are compiled together)."""
-        return tuple((v, self.loads(v, sel, rank), (c := self.own(v, sel)) and c.url)
-                     for v in self.versions[:self.read_to])
+        return tuple((v, self.loads(v, sel, rank), (c := self.own(v, sel)) and c.url) for v in self.versions
+                     if v in self.native)
 
     def why(self, version: str, sel: Selection, rank: int) -> str:
         """Why the release cannot load beside the line, in words (its native code's problems, or the rule's)."""

@@ -441,12 +441,13 @@ def _hopeless(run: Run, r: Requirement) -> str | None:
     found = t.problems(v, sel)
     if not found:
         return None
-    read = t.versions if t.stopped is None else t.versions[:t.stopped]
+    read = [x for x in t.versions if x in t.native]
     rejected = [f"{t.name} {x}" for x in read if t.excluded_by_torch(x, sel) is None]
     left = (f"no release of {t.name} that {r} admits is left" + (f" (of {len(t.versions)} that install here, "
             f"{len(rejected)} admit torch {sel.torch} and none of them can load)" if len(rejected) > 1 else ""))
-    if t.stopped is not None:
-        rest = t.versions[t.stopped:]
+    rest = [x for x in t.versions[t.stopped:] if x not in t.native and t.excluded_by_torch(x, sel) is None] \
+        if t.stopped is not None else []
+    if rest:
         span = f"the {len(rest)} releases of {t.name} older than {read[-1]} ({rest[0]} … {rest[-1]})" if len(
             rest) > 1 else f"{t.name} {rest[0]}"
         left = (f"not read: {span} — a "
