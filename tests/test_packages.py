@@ -60,6 +60,10 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # unsloth-like: 1.0 has an extra that pins an older torch; 2.0 has no such extra any more
     idx.add("simple", "extrakit", "1.0", requires=("torch", "legacy; extra == 'torch291'"), extras=("torch291",))
     idx.add("simple", "extrakit", "2.0", requires=("torch",))
+    # an extra that asks for another extra of the same package, which pins a package that pins torch (as unsloth's
+    # cu124-torch240 -> cu124onlytorch240 -> xformers==0.0.28.post1 -> torch==2.4.1)
+    idx.add("simple", "nestkit", "1.0", requires=("torch", "nestkit[inner]; extra == 'outer'",
+                                                  "legacy==1.0; extra == 'inner'"), extras=("outer", "inner"))
     idx.start()
     yield idx
     idx.stop()
@@ -581,3 +585,25 @@ def test_a_release_without_the_extra_asked_for_is_not_the_package_asked_for(tmp_
     assert (versions["extrakit"], versions["legacy"], versions["torch"]) == ("1.0", "1.0", "2.9.1"), versions
     (w,) = [w for w in sel.warnings if w.startswith("extrakit 1.0 is locked, not its newest release 2.0: ")]
     assert "extrakit 2.0 has no extra torch291 (its METADATA declares no such Provides-Extra)" in w, w
+
+
+def test_an_extras_own_extras_and_a_pinned_packages_torch_pin_are_facts_of_the_release(pkg_index: LocalIndex) -> None:
+    """nestkit[outer] asks for nestkit[inner], which pins legacy==1.0, which pins torch==2.9.1: the release's
+    requirements with `outer` include `inner`'s (never nestkit itself), and the torch it can go beside is read from
+    the pinned package's METADATA — before uv is asked."""
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide._pkgload import Env, Table
+    from tritonlock.models import TargetSpec
+
+    facts = Facts()
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
+    index = pkg_index.index_url("simple")
+    reqs = facts.requires(index, "nestkit", "1.0", target, "3.11", ("outer",))
+    assert reqs is not None and sorted(str(r).split(";")[0].strip() for r in reqs) == ["legacy==1.0", "torch"]
+    assert [str(r) for r in facts.requires(index, "nestkit", "1.0", target, "3.11") or ()] == ["torch"]
+    table = Table(env=Env(target=target, python="3.11", facts=facts, read=None, judge=None), name="nestkit",
+                  index=index, extras=("outer",))
+    assert [str(r) for r in table.torch_reqs("1.0") or ()] == ["torch", "torch==2.9.1"]
+    plain = Table(env=Env(target=target, python="3.11", facts=facts, read=None, judge=None), name="nestkit",
+                  index=index)
+    assert [str(r) for r in plain.torch_reqs("1.0") or ()] == ["torch"]

@@ -269,16 +269,21 @@ class Facts:
         text = self.metadata(index, name, version, target, python)
         if text is None:
             return None
-        envs = [{**marker_env(target, python), "extra": e} for e in ("", *extras)]
-        out: list[Requirement] = []
+        parsed: list[Requirement] = []
         for line in _headers(text, "Requires-Dist"):
             try:
-                req = Requirement(line)
+                parsed.append(Requirement(line))
             except InvalidRequirement:
                 continue
-            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
-                out.append(req)
-        return out
+        me = canonicalize_name(name)
+        wanted = {canonicalize_name(e) for e in extras}
+        while True:  # an extra that asks for the package's own extras (unsloth[cu124-torch240] -> [cu124onlytorch240])
+            envs = [{**marker_env(target, python), "extra": e} for e in ("", *sorted(wanted))]
+            applies = [r for r in parsed if r.marker is None or any(r.marker.evaluate(env) for env in envs)]
+            more = {canonicalize_name(e) for r in applies if canonicalize_name(r.name) == me for e in r.extras} - wanted
+            if not more:
+                return [r for r in applies if canonicalize_name(r.name) != me]
+            wanted |= more
 
     def provides_extras(self, index: str, name: str, version: str, target: TargetSpec, python: str,
                         extras: Iterable[str]) -> bool | None:

@@ -33,6 +33,9 @@ LOOK_BYTES = 600 << 20
 # load (facts already kept cost nothing): past it, the releases left are said not read — a resolve answers in
 # minutes, not after downloading every release of a package of 500 MB wheels. A second resolve reads on from there.
 READ_BUDGET = 2_000_000_000
+# torch's own family moves with torch (its pins are the line's own, not a package's)
+_FAMILY = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu",
+           "triton-windows", "triton-xpu", "triton-rocm"}
 # sonames whose number is the CUDA major (cuFFT, cuDNN, NCCL … number their own: the rule on the closure checks them)
 _MAJOR_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z")
 
@@ -107,8 +110,21 @@ class Table:
     # --- the release's own facts ---------------------------------------------------------------------------------
 
     def torch_reqs(self, version: str) -> list[Requirement] | None:
+        """The release's torch requirements — its own, and those of a package it pins to one release (unsloth's extra
+        pins xformers==0.0.28.post1, which pins torch==2.4.1: a torch pin one step away), from their METADATA."""
         reqs = self.env.facts.requires(self.index, self.name, version, self.env.target, self.env.python, self.extras)
-        return None if reqs is None else [r for r in reqs if canonicalize_name(r.name) == "torch"]
+        if reqs is None:
+            return None
+        out = [r for r in reqs if canonicalize_name(r.name) == "torch"]
+        for r in reqs:
+            pins = [s.version for s in r.specifier if s.operator in ("==", "===") and "*" not in s.version]
+            name = canonicalize_name(r.name)
+            if len(pins) != 1 or name in _FAMILY or r.url is not None:
+                continue
+            theirs = self.env.facts.requires(self.index, name, pins[0], self.env.target, self.env.python,
+                                             tuple(sorted(r.extras)))
+            out += [Requirement(f"torch{q.specifier}") for q in theirs or () if canonicalize_name(q.name) == "torch"]
+        return out
 
     def lacks_extras(self, version: str) -> bool:
         """Whether the release does not declare an extra the requirement asks for (its METADATA: Provides-Extra) —
