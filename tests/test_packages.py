@@ -62,6 +62,9 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "extrakit", "2.0", requires=("torch",))
     # an extra that asks for another extra of the same package, which pins a package that pins torch (as unsloth's
     # cu124-torch240 -> cu124onlytorch240 -> xformers==0.0.28.post1 -> torch==2.4.1)
+    # oldextra: only its 2023 release has the extra x (and names no torch); 2.0 pins the newest torch
+    idx.add("simple", "oldextra", "1.0", requires=("plainlib; extra == 'x'",), extras=("x",), uploaded="2023-01-01")
+    idx.add("simple", "oldextra", "2.0", requires=("torch==2.15.0",), uploaded="2026-10-01")
     idx.add("simple", "nestkit", "1.0", requires=("torch", "nestkit[inner]; extra == 'outer'",
                                                   "legacy==1.0; extra == 'inner'"), extras=("outer", "inner"))
     idx.start()
@@ -607,3 +610,13 @@ def test_an_extras_own_extras_and_a_pinned_packages_torch_pin_are_facts_of_the_r
     plain = Table(env=Env(target=target, python="3.11", facts=facts, read=None, judge=None), name="nestkit",
                   index=index)
     assert [str(r) for r in plain.torch_reqs("1.0") or ()] == ["torch"]
+
+
+def test_a_release_without_the_extra_is_no_measure_of_one_that_has_it(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """oldextra[x]: 1.0 (2023, names no torch) is the only release with the extra x; 2.0 (pins torch 2.15.0) has none.
+    1.0 is locked as the answer it is — not a stand-in "years older than 2.0", which is not what was asked."""
+    root = _project(tmp_path, pkg_index, ["oldextra[x]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _locked(root)
+    assert versions["oldextra"] == "1.0" and versions["plainlib"] == "2.0", versions

@@ -48,7 +48,8 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
                          fatbin=archs)
 
     m = load_matrix()
-    for tv, runtime in (("2.10.0", "nvidia-cuda-runtime-cu12==12.8.90"), ("2.11.0", "nvidia-cuda-runtime==13.0.96")):
+    for tv, runtime in (("2.10.0", "nvidia-cuda-runtime-cu12==12.8.90"), ("2.11.0", "nvidia-cuda-runtime==13.0.96"),
+                        ("2.12.0", "nvidia-cuda-runtime==13.0.96")):
         rel = m.torch_release(tv)
         assert rel is not None and rel.triton
         idx.add("simple", "triton", rel.triton, tag=LINUX)
@@ -77,6 +78,17 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # bringpkg links the CUDA 12 runtime and requires the NVIDIA wheel that brings it (as cupy's cuda extras do)
     idx.add("simple", "bringpkg", "1.0", tag=CP, requires=("torch>=2.10", "nvidia-cuda-runtime-cu12==12.8.90"),
             modules={"bringpkg/__init__.py": "", "bringpkg/_C.so": kern("bringpkg", "libcudart.so.12", ((2, 90),))})
+    # pinkern pins torch 2.10.0 itself (as vllm 0.19.1 does) and links the CUDA 12 runtime
+    idx.add("simple", "pinkern", "1.0", tag=CP, requires=("torch==2.10.0",), modules={
+        "pinkern/__init__.py": "", "pinkern/_C.so": kern("pinkern", "libcudart.so.12", ((2, 90),))})
+    # wrapgpu is pure Python and requires voltakern (which has no code for a V100)
+    idx.add("simple", "wrapgpu", "1.0", requires=("voltakern", "torch>=2.10"))
+    # cudnnuser links cuDNN, which nothing here brings (the rule on the closure refuses it, line after line)
+    cudnn = stub_library(tmp / "cudnn", "libcudnn.so.9", ("cudnnCreate",))
+    idx.add("simple", "cudnnuser", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "cudnnuser/__init__.py": "", "cudnnuser/_C.so": extension(tmp / "cudnnuser", "cudnnuser._C",
+                                                                  links={cudnn: ("cudnnCreate",)})})
+    idx.add("simple", "usescudnn", "1.0", requires=("cudnnuser",))
     # linuxonly: Linux wheels only, no sdist (as NVIDIA's libraries)
     idx.add("simple", "linuxonly", "1.0", tag=LINUX)
     idx.add("simple", "linuxonly", "2.0", tag=LINUX)
@@ -130,7 +142,7 @@ def test_a_release_that_loads_beside_one_torch_line_only_is_locked_on_that_line(
     versions, sel = _target(root, "gpu")
     assert (versions["linepkg"], versions["torch"]) == ("3.0+pt210cu128", "2.10.0"), versions
     assert sel.reasons[0] == ("torch 2.10.0 (cu128): the newest torch build that brings CUDA 12, which linepkg 3.0's "
-                              "native code needs; torch 2.11.0 (cu130) would fit this target"), sel.reasons
+                              "native code needs; torch 2.12.0 (cu130) would fit this target"), sel.reasons
     assert not [w for w in sel.warnings if "is locked, not its newest" in w]
     pinned = _project(tmp_path / "pinned", joint, ["linepkg"], _linux("gpu", H100), torch="==2.11.*")
     code, out = _run("resolve", "-p", str(pinned))
@@ -343,13 +355,13 @@ def test_on_a_terminal_the_search_is_one_live_line(tmp_path: Path, joint: LocalI
 
 
 def test_a_cuda_library_the_release_requires_itself_does_not_move_torch(tmp_path: Path, joint: LocalIndex) -> None:
-    """bringpkg links libcudart.so.12 and requires nvidia-cuda-runtime-cu12, which brings it: beside torch 2.11 (CUDA
+    """bringpkg links libcudart.so.12 and requires nvidia-cuda-runtime-cu12, which brings it: beside torch 2.12 (CUDA
     13) it loads, so the newest torch is locked — its facts pass it over for no line."""
     root = _project(tmp_path, joint, ["bringpkg"], _linux("gpu", H100))
     code, out = _run("resolve", "-p", str(root))
     assert code == 0, out
     versions, sel = _target(root, "gpu")
-    assert (versions["bringpkg"], versions["torch"], versions["nvidia-cuda-runtime-cu12"]) == ("1.0", "2.11.0",
+    assert (versions["bringpkg"], versions["torch"], versions["nvidia-cuda-runtime-cu12"]) == ("1.0", "2.12.0",
                                                                                                 "12.8.90"), versions
     assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons), sel.reasons
 
@@ -380,3 +392,72 @@ def test_a_cuda_13_build_on_a_driver_exactly_at_cuda_13s_floor_loads(tmp_path: P
     assert (not found) is loads, found
     if not loads:
         assert [p.kind for p in found] == ["cuda-driver"] and "needs driver >= 580.65.06" in found[0].text
+
+
+def test_a_packages_own_torch_pin_is_why_torch_is_held_not_its_cuda(tmp_path: Path, joint: LocalIndex) -> None:
+    """pinkern 1.0 requires torch==2.10.0 and links the CUDA 12 runtime: torch is held at 2.10.0 by that pin, which
+    the reason quotes — not "the torch build that brings CUDA 12", true but not why."""
+    root = _project(tmp_path, joint, ["pinkern"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert versions["torch"] == "2.10.0"
+    assert sel.reasons[0] == ("torch 2.10.0: the newest torch the packages allow (pinkern 1.0 requires "
+                              "torch==2.10.0); torch 2.15.0 would fit this target"), sel.reasons[0]
+    assert not any("brings CUDA 12" in w for w in sel.warnings), sel.warnings
+
+
+def test_a_named_package_whose_requirement_cannot_load_anywhere_is_a_conflict_naming_both(tmp_path: Path,
+                                                                                        joint: LocalIndex) -> None:
+    """wrapgpu is pure Python; voltakern, which it requires, has no code for a V100: the V100 is a conflict whose
+    words are voltakern's facts and whose fix names wrapgpu as what to lock elsewhere."""
+    root = _project(tmp_path, joint, ["wrapgpu"], _linux("v100", V100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    msg = out[out.index("error: target 'v100': "):].removeprefix("error: ")
+    assert msg.startswith("target 'v100': voltakern's native code cannot load on this target: voltakern "), msg
+    assert "which has no code for this target's GPU (compute capability 7.0)" in msg, msg
+    assert "fix: a build of voltakern with code for sm_70" in msg, msg
+
+
+def test_a_refusal_for_a_library_no_torch_build_here_brings_holds_for_the_lines_of_that_build(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """cudnnuser links cuDNN, which no locked wheel brings beside any torch here: refused beside torch 2.12 (cu130),
+    it is passed over beside 2.11 (cu130) too without asking uv again for that line — the search asks uv once per
+    torch build, not once per release — and the target is a conflict naming the library."""
+    from tritonlock.compat.matrix import load_matrix
+    from tritonlock.decide.packages import Native, decide
+    from tritonlock.decide.resolve import feasible
+    from tritonlock.intent.read import read_intent
+    from tritonlock.lock.closure import compile_target
+    from tritonlock.native.read import Reader
+    from tritonlock.project import native_wanted, select
+
+    root = _project(tmp_path, joint, ["usescudnn"], _linux("gpu", H100))
+    intent = read_intent(root / "triton-env.toml")
+    matrix = load_matrix()
+    (sel,) = select(intent)
+    asked: list[str] = []
+    lock = threading.Lock()
+
+    def counting(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+        with lock:
+            asked.append(f"{plan.torch_spec} {','.join(kw.get('constraints') or ())}")
+        return compile_target(plan, default_index, **kw)
+
+    import dataclasses
+
+    lines = tuple(dataclasses.replace(c, index=joint.index_url("simple")) for c in feasible(intent, matrix, sel.target,
+                                                                                            "3.11"))
+    reader = Reader()
+    try:
+        chosen, _ = decide(sel, lines, intent, matrix,
+                           joint.index_url("simple"), compile=counting, default_python="3.11",
+                           native=Native(wanted=native_wanted, facts=reader.facts, read=reader.read))
+    finally:
+        reader.close()
+    assert not chosen.ok and chosen.conflict is not None
+    assert "cudnnuser/_C.so in cudnnuser-1.0-" in chosen.conflict.message and "libcudnn.so.9" in chosen.conflict.message
+    # uv asked twice: the cu130 lines together (the background warm-up's question, the same), then the cu128 line —
+    # not once more for torch 2.11, which the refusal beside 2.12 already covers
+    assert [a.split()[0] for a in asked] == [">=2.10.0,<=2.12.0", "==2.10.0"], asked

@@ -408,7 +408,7 @@ def test_machines_alike_share_one_packages_decision_but_each_conflict_names_its_
                           in checked), checked
 
 
-@pytest.mark.parametrize("order", [["appkit", "sidekit"], ["sidekit", "appkit"]])
+@pytest.mark.parametrize("order", [["appkit", "sidekit"], ["sidekit", "appkit"], ["appkit", "sidekit", "gammakit"]])
 def test_the_least_fix_holds_the_package_that_must_move_down_at_most_where_the_fix_has_it(
         tmp_path: Path, pypi: LocalIndex, order: list[str]) -> None:
     """appkit first: beside appkit 2.0 (torch 2.14) only sidekit's 2023 release installs — a stand-in, so a conflict

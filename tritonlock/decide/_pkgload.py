@@ -196,7 +196,7 @@ class Table:
             if w is None:
                 self.native[v] = None
                 continue
-            if batch and (len(batch) >= LOOK or size + (w[1] or 0) > LOOK_BYTES):
+            if batch and size + (w[1] or 0) > LOOK_BYTES:  # (how many: the caller's, LOOK)
                 break
             batch.append((v, w))
             size += w[1] or 0

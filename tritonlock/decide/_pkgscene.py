@@ -199,6 +199,7 @@ class Run:
     warmup: Any = None
     epoch: int = 0  # how many times the rule refused something: what the facts say of a line may change with it
     gated: dict[tuple[object, ...], str | None] = dataclasses.field(default_factory=dict)
+    gated_by: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (name, version) -> its dependency
 
     @property
     def seeing(self) -> list[Requirement]:

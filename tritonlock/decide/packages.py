@@ -137,6 +137,7 @@ def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | 
         if d.first(sel, rank, spec=r.specifier) is None and d.stopped is None and d.versions:
             said = (f"it requires {r}, and no release of {d.name} it admits can load beside torch {sel.torch} "
                     f"({sel.backend})")
+            run.gated_by[(t.name, version)] = d.name
             break
     run.gated[key] = said
     return said
@@ -387,18 +388,18 @@ def _refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:
                     f"({o.candidate.backend}): passed over")
             run.epoch += 1
             new = True
-        if v in t.versions:  # the releases after it that fail beside this line by their own facts: read now
+        if v in t.versions:  # its own facts (they hold on every line), and the releases after it that fail
+            t.read([v])      # beside this line by their own facts: read now
             t.first(o.candidate, rank, start=t.versions.index(v) + 1)
     return new
 
 
 def _alike(run: Run, rank: int, kind: str) -> list[int]:
-    """The lines a refusal of the rule on line `rank` holds for too: its GPU code or the driver, every line; a CUDA
-    library or a torch build, the lines whose torch build is that one's (the closure's CUDA libraries come with
-    torch's build); a torch release's C++ API, the lines of that torch release; anything else, that line."""
+    """The lines a refusal of the rule on line `rank` holds for too (what the release's own facts say holds on every
+    line already: its GPU code, the driver): a CUDA library or a torch build, the lines whose torch build is that
+    one's (the closure's CUDA libraries come with torch's build); a torch release's C++ API, the lines of that torch
+    release; anything else, that line."""
     here = run.lines[rank]
-    if kind in ("gpu-code", "cuda-driver", "driver"):
-        return list(range(len(run.lines)))
     if kind in ("cuda-library", "torch-build"):
         return [r for r, x in enumerate(run.lines) if x.backend == here.backend and x.index == here.index] or [rank]
     if kind == "torch-release":
@@ -439,6 +440,15 @@ def _hopeless(run: Run, r: Requirement) -> str | None:
     rank, sel, i = admitted[0]
     v = t.versions[i]
     found = t.problems(v, sel)
+    if not found and t.gate is not None and t.gate(v, sel, rank) is not None:
+        # (it cannot be locked because no release of a package with native code it requires can load: that one's
+        # facts are the conflict's, and the fix names the package named as what to lock elsewhere)
+        d = run.deps.get(run.gated_by.get((t.name, v), ""))
+        if d is not None:
+            dv = next((x for x in d.versions if x in d.native and not d.loads(x, sel, rank)), None)
+            if dv is not None:
+                found = d.problems(dv, sel) or [_refused_problem(d, dv, rank)]
+                t = d
     if not found:
         return None
     read = [x for x in t.versions if x in t.native]
@@ -455,6 +465,12 @@ def _hopeless(run: Run, r: Requirement) -> str | None:
                 f"load: resolve again to read on (what was read is kept), or name one in "
                 f"{words.packages_key(run.sc.intent.path)} (\"{t.name}=={rest[0]}\")")
     return _native_conflict(run, _with_direct(run, sel), found, rejected, left)
+
+
+def _refused_problem(t: Table, version: str, rank: int) -> Problem:
+    from tritonlock.native.rule import Problem as P
+
+    return P(package=t.name, version=version, kind="refused", needs="", text=t.refused.get(version, {}).get(rank, ""))
 
 
 def _nothing(run: Run, reachable: Callable[[str, str], str | None] | None) -> tuple[Selection, tuple[LockedPackage,
