@@ -181,6 +181,7 @@ class Facts:
         self._files: dict[tuple[str, str], Future[tuple[IndexFile, ...] | None]] = {}
         self._meta: dict[tuple[str, str, str], str | None] = {}
         self._by_release: dict[tuple[str, str], dict[Version, list[IndexFile]]] = {}
+        self._requires: dict[tuple[object, ...], tuple[Requirement, ...] | None] = {}
         self._lock = threading.Lock()
 
     def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
@@ -265,7 +266,17 @@ class Facts:
     def requires(self, index: str, name: str, version: str, target: TargetSpec, python: str,
                  extras: Iterable[str] = ()) -> list[Requirement] | None:
         """The release's Requires-Dist that apply on the target (markers evaluated there), with those of `extras`;
-        None when unknown."""
+        None when unknown. Read once a run for each question (the search asks it per torch line)."""
+        key = (index, canonicalize_name(name), version, target, python, tuple(sorted(extras)))
+        if key in self._requires:
+            hit = self._requires[key]
+            return None if hit is None else list(hit)
+        found = self._requires_of(index, name, version, target, python, extras)
+        self._requires[key] = None if found is None else tuple(found)
+        return found
+
+    def _requires_of(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                     extras: Iterable[str]) -> list[Requirement] | None:
         text = self.metadata(index, name, version, target, python)
         if text is None:
             return None

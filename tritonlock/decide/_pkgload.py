@@ -116,6 +116,8 @@ class Table:
         if reqs is None:
             return None
         out = [r for r in reqs if canonicalize_name(r.name) == "torch"]
+        if any(s.operator in ("==", "===") for r in out for s in r.specifier):
+            return out  # (it pins torch itself: what it pins beside says no more — vllm pins a dozen packages)
         for r in reqs:
             pins = [s.version for s in r.specifier if s.operator in ("==", "===") and "*" not in s.version]
             name = canonicalize_name(r.name)

@@ -62,28 +62,31 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
               choose=functools.partial(_choose, intent), say=say)
     markers = marker_env(sel.target, python)
     named = [r for r in reqs if r.url is None and (r.marker is None or r.marker.evaluate(markers))]
-    # the packages' pages and torch's (which releases each torch index serves), read side by side
-    facts.prefetch([(sc.index_for(r.name), r.name) for r in named]
-                   + [(i, "torch") for i in dict.fromkeys(c.index for c in lines if c.index)])
-    lines = [c for c in lines if _served(facts, c)] or lines
-    tables: dict[str, Table] = {canonicalize_name(r.name): Table(env=env, name=canonicalize_name(r.name), index=sc.index_for(r.name),
-                                               req=r, extras=tuple(sorted(r.extras))) for r in named}
-    for r in named:  # a package no release of which installs on the target: its conflict, before uv is asked
-        t = tables[canonicalize_name(r.name)]
-        if t.state == "missing":
-            raise words.not_served(sc, t.name, t.index)
-        if t.state == "none-fit":
-            return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
     compile = _memo(compile)
-    run = Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say)
-    for t in tables.values():
-        t.gate = functools.partial(_gate, run, t)
-    run.warmup = _warm_up(run) if native is not None else None  # (overlapping the reads of the wheels)
+    # uv is asked at once (in the background) for the newest lines, while the facts are read
+    warmup = _warm_up(sc, lines, compile) if native is not None else None
     try:
+        # the packages' pages and torch's (which releases each torch index serves), read side by side
+        facts.prefetch([(sc.index_for(r.name), r.name) for r in named]
+                       + [(i, "torch") for i in dict.fromkeys(c.index for c in lines if c.index)])
+        lines = [c for c in lines if _served(facts, c)] or lines
+        tables: dict[str, Table] = {canonicalize_name(r.name): Table(
+            env=env, name=canonicalize_name(r.name), index=sc.index_for(r.name), req=r,
+            extras=tuple(sorted(r.extras))) for r in named}
+        for r in named:  # a package no release of which installs on the target: its conflict, before uv is asked
+            t = tables[canonicalize_name(r.name)]
+            if t.state == "missing":
+                raise words.not_served(sc, t.name, t.index)
+            if t.state == "none-fit":
+                return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
+        run = Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say,
+                  warmup=warmup)
+        for t in tables.values():
+            t.gate = functools.partial(_gate, run, t)
         return _decided(run, reachable)
     finally:
-        if run.warmup is not None:  # (nothing of the decision outlives it: uv answers within _WARM_UP_S)
-            run.warmup.wait()
+        if warmup is not None:  # (nothing of the decision outlives it: uv answers within _WARM_UP_S)
+            warmup.wait()
 
 
 def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tuple[Selection,
@@ -206,20 +209,20 @@ def _memo(compile: Compile) -> Compile:
 _WARM_UP_S = 120
 
 
-def _warm_up(run: Run) -> Any:
+def _warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> Any:
     """uv's answer for the newest torch index's lines and the packages as written, asked in the background while
     the facts are read (see Run.warmup); None where there is nothing to ask."""
-    if not run.lines:
+    if not lines:
         return None
     import threading
 
-    index = run.lines[0].index
-    search = Search(run.sc, [c for c in run.lines if c.index == index], run.compile, timeout=_WARM_UP_S)
+    index = lines[0].index
+    search = Search(sc, [c for c in lines if c.index == index], compile, timeout=_WARM_UP_S)
     done = threading.Event()
 
     def go() -> None:
         try:
-            search.lock([str(r) for r in run.sc.reqs])
+            search.lock([str(r) for r in sc.reqs])
         except Exception:  # noqa: BLE001 — what it found is asked again, and said, by the search itself
             pass
         finally:
