@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -129,7 +130,8 @@ def main() -> None:
             if uvp.returncode == 0:
                 pins = dict(line.split("==", 1) for line in (root / "uv.txt").read_text().splitlines()
                             if "==" in line and not line.startswith((" ", "#")))
-            uv_says = " + ".join(f"{p} {pins.get(p, '?').split()[0]}" for p in [*packages, "torch"]) \
+            names = [re.split(r"[\[<>=!~ ;]", p, maxsplit=1)[0] for p in packages]
+            uv_says = " + ".join(f"{p} {pins.get(p, '?').split()[0]}" for p in [*names, "torch"]) \
                 if pins else f"fails (exit {uvp.returncode})"
             try:
                 doc = json.loads(tlp.stdout)
@@ -138,7 +140,7 @@ def main() -> None:
                 doc, t = {}, {}
             if t.get("ok"):
                 got = {d["name"]: d["version"] for d in t.get("direct", [])}
-                tl_says = " + ".join(f"{p} {got.get(p, '?')}" for p in packages) + f" + torch {t.get('torch')}"
+                tl_says = " + ".join(f"{p} {got.get(p, '?')}" for p in names) + f" + torch {t.get('torch')}"
             else:
                 first = (t.get("conflict") or tlp.stderr.strip() or "?").splitlines()[0]
                 tl_says = f"exit {tlp.returncode}: {first[:160]}"
