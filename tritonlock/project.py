@@ -181,7 +181,11 @@ def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, .
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
-    return ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+    """Nothing fits any target: their conflicts in one error (exit 3), which keeps the selections (`resolve --json`
+    prints them)."""
+    err = ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+    err.selections = selections  # type: ignore[attr-defined]
+    return err
 
 
 def _same_targets(lock: Lock, targets: tuple[TargetSpec, ...]) -> bool:
@@ -270,7 +274,8 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
                         cache.append(_host_candidates(intent, matrix, s))
                     return cache[0]
 
-                out = decide_native(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader)
+                out = decide_native(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader,
+                                    say=(lambda text: progress.doing(names[k], text)) if progress is not None else None)
         except BaseException:
             if progress is not None:
                 progress.failed(names[k])
@@ -324,10 +329,14 @@ def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[t
 
 
 def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
-                  facts: Facts, host: Callable[[], tuple[Selection, ...]],
-                  reader: Reader) -> tuple[Selection, tuple[LockedPackage, ...]]:
-    """decide → lock → decide (tritonlock.native.loop), with this module's reading of a closure's wheels."""
-    from tritonlock.native.loop import decide
+                  facts: Facts, host: Callable[[], tuple[Selection, ...]], reader: Reader,
+                  say: Callable[[str], None] | None = None) -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """The packages decision (tritonlock.decide.packages, one search), handed what it needs of the lock stage: uv's
+    compile (with uv's cached answer read early), the wheel reader for the native-code rule, and the quick question
+    whether a package's own page of builds answers."""
+    from tritonlock.decide.packages import Native, decide
+    from tritonlock.lock.closure import compile_target, guessing
+    from tritonlock.lock.index import unreachable
 
     def lines(n: int) -> tuple[Selection, ...]:  # the torch choices whose build is CUDA n (as `cuda = "n"` says)
         from tritonlock.decide.resolve import feasible
@@ -335,8 +344,13 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
         return _complete(feasible(dataclasses.replace(intent, cuda=f"=={n}.*"), matrix, s.target, running_python()),
                          intent)
 
-    return decide(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader, python=running_python(),
-                  wanted=lambda sel, pkgs: native_wanted(sel, pkgs), lines=lines)
+    # uv's cached answer, while the online one comes: its wheels' facts are read from then on
+    compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs), guess=True)) \
+        if reader.early and s.target.name not in reader.from_lock else compile_target
+    native = Native(wanted=native_wanted, facts=reader.facts, read=reader.read,
+                    seen=lambda sel, pkgs: reader.seen(native_wanted(sel, pkgs), pkgs))
+    return decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts, default_python=running_python(),
+                  host=host, native=native, more_lines=lines, say=say, reachable=unreachable)
 
 
 def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool,

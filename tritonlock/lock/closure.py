@@ -459,7 +459,10 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         if proc.returncode != 0 and guess:
             raise ClosureError(f"uv's cache holds no answer for target {sel.target.name!r}", uv=proc.stderr or "")
         if proc.returncode != 0:
-            msg = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
+            raw = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
+            # (the project uv resolves is tritonlock's wrapping of the user's requirements: never named to them)
+            msg = re.sub(r"\btritonlock-closure's requirements\b", "your requirements",
+                         re.sub(r"\btritonlock-closure depends on\b", "you require", raw))
             shown = [r for r in reqs if r not in pulled]
             why = (f"\n  note: {', '.join(pulled)} {'is' if len(pulled) == 1 else 'are'} needed by other packages and, "
                    f"being in the torch family, {'is' if len(pulled) == 1 else 'are'} taken only from the torch index "
@@ -472,12 +475,14 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
             nb = _no_build_note(proc.stderr or proc.stdout or "", no_build, sel, floor)
             if nb:
                 raise ClosureError(f"uv could not resolve target {sel.target.name!r} ({', '.join(shown)}) with "
-                                   f"wheels only:\n{msg}{why}{nb}", uv=msg)
+                                   f"wheels only:\n{msg}{why}{nb}", uv=raw)
             raise ClosureError(f"uv could not resolve target {sel.target.name!r} "
                                f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
                                f"for Python {sel.python} on {python_platform(sel, floor)}"
-                               + (f" (macOS {macos})" if macos else "") + index.extra_index_note(), uv=msg)
+                               + (f" (macOS {macos})" if macos else "")
+                               # (pip's extra-index-url is the cause only of a package no index was found to serve)
+                               + (index.extra_index_note() if _NOT_FOUND.search(msg) else ""), uv=raw)
         packages = _answer(out)
     if guess:
         return packages  # read from the cache alone: nothing this run read online
@@ -485,6 +490,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
     return packages
 
 
+# uv: "Because einopz was not found in the package registry" (not a DNS failure, not a version conflict)
+_NOT_FOUND = re.compile(r"was not found in the package registr|not found in the provided package locations")
 # How many times an --offline compile may have uv read the pages it lacks (or read from another run) and answer
 # again from its cache, before the compile is asked online in full.
 _REFRESHES = 6
@@ -504,6 +511,7 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
     minute for vLLM + SGLang). An offline failure that is no cache miss is uv's answer, as online."""
     proc = uv([*args, "--offline"])
     wanted: dict[str, str]
+    last: dict[str, str] | None = None
     for _ in range(_REFRESHES):
         words = proc.stderr or proc.stdout or ""
         if proc.returncode == 0:
@@ -515,8 +523,10 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
             return proc
         else:
             wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
-        if not wanted or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat):
-            break
+        if not wanted or wanted == last or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own,
+                                                            flat):
+            break  # (the same miss again: the page read did not bring what uv lacks — a release's metadata)
+        last = wanted
         proc = uv([*args, "--offline"])
     return uv(args)  # asked online in full
 
