@@ -106,7 +106,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tritonlock._kept", "tritonlock._caveats"),
                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
     "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
-    "project": (("tritonlock.project", "tritonlock.upgrade", "tritonlock.verbs"),
+    "project": (("tritonlock.project", "tritonlock.staleness", "tritonlock.upgrade", "tritonlock.verbs"),
                 ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around")),
     "cli": (("tritonlock.cli", "tritonlock._entry", "tritonlock.__main__"),
             ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around", "maintain",

@@ -380,7 +380,7 @@ def _locked_selections(project: str, intent_path: Path) -> dict[str, Any] | None
     than old news)."""
     from tritonlock.errors import TritonlockError
     from tritonlock.lock.lockfile import read_lock
-    from tritonlock.project import lock_staleness
+    from tritonlock.staleness import lock_staleness
 
     _, lock_path = project_paths(project)
     if not lock_path.is_file():
