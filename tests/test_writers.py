@@ -64,6 +64,8 @@ ALLOWED = {
     ("maintain/native.py", "write"): "mkdir: compat/native in the maintainers' compat folder (`compat native`); the "
                                      "files by write_atomic",
     ("records.py", "_locked"): "the lock file's descriptor from open_lock_file",
+    ("_subprocess.py", "_keep_python"): "mkdir (0700) of tritonlock's own cache of the interpreter uv found; the file "
+                                        "by write_atomic",
     ("_subprocess.py", "run_shielded"): "an anonymous temporary file (no name in any directory) for uv's output",
     ("_kept.py", "remember_check"): "mkdir (0700) of tritonlock's own cache of passing checks; the file by write_atomic",
     ("verify/__init__.py", "start_verify"): "a private directory (mkdtemp, 0700) for the runner's trace, which is then "

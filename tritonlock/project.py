@@ -446,6 +446,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
     fitting = tuple(s for s in selections if s.ok)
+    news = _release_day_beside(matrix, [s.index for s in selections if s.index] + [dindex])
     from tritonlock.lock.integrity import Early, check_lock
     from tritonlock.native.read import Reader, reads_likely
     from tritonlock.native.unread import unread_native
@@ -499,13 +500,29 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
 
     lock = with_edges(lock, file_metadata(metadata, (p for t in lock.targets for p in t.packages)))  # (3.1)
     lockfile.write_lock(lock, lock_path)
-    from tritonlock.decide.releaseday import release_day
-
-    news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
-                       warnings=intent.warnings + checked + news + unread_notes, notes=notes,
+                       warnings=intent.warnings + checked + news() + unread_notes, notes=notes,
                        upgraded=upgrade_packages,
                        kept_from=kept)
+
+
+def _release_day_beside(matrix: Matrix, indexes: list[str]) -> Callable[[], tuple[str, ...]]:
+    """The torch and triton releases the indexes serve that the matrix lacks (decide.releaseday), read in a thread
+    while the closures are locked; the function returned waits for the lines."""
+    import threading
+
+    from tritonlock.decide.releaseday import release_day
+
+    got: list[tuple[str, ...]] = []
+    thread = threading.Thread(target=lambda: got.append(release_day(matrix, indexes)), daemon=True,
+                              name="tritonlock-release-day")
+    thread.start()
+
+    def lines() -> tuple[str, ...]:
+        thread.join()
+        return got[0] if got else ()
+
+    return lines
 
 
 def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:
