@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -236,6 +237,26 @@ def tree(root: Path) -> dict[str, str]:
         elif p.is_dir():
             out[rel] = "dir"
     return out
+
+
+def real_stack_index(tmp: Path, python: str, backend: str) -> LocalIndex:
+    """A local index whose torch 2.13.0 closure is exactly what the real torch venv holds (same versions, the same
+    build: the CPU build on a CPU index, or the CUDA build — PyPI's — with the triton it pins on the default index),
+    so `sync --system-site-packages` on it installs nothing and verify runs the real torch + triton."""
+    out = subprocess.run([python, "-m", "pip", "list", "--format=json"], capture_output=True, text=True, check=True)
+    have = {d["name"].lower(): d["version"] for d in json.loads(out.stdout)}
+    idx = LocalIndex(tmp / "index")
+    deps = sorted(f"{n}=={v}" for n, v in have.items() if n not in ("torch", "triton", "pip", "numpy"))
+    if backend == "cpu":
+        idx.add("whl/cpu", "torch", have["torch"], requires=tuple(deps), tag="py3-none-manylinux_2_17_x86_64")
+    else:  # as the default index serves it: the CUDA build, which pins its triton
+        idx.add("simple", "torch", have["torch"], requires=(*deps, f"triton=={have['triton']}"),
+                tag="py3-none-manylinux_2_17_x86_64")
+    for name, version in have.items():
+        if name not in ("torch", "pip") and (name != "triton" or backend != "cpu"):
+            idx.add("simple", name, version)
+    idx.start()
+    return idx
 
 
 def write_intent(root: Path, idx: LocalIndex, body: str) -> Path:

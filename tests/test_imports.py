@@ -73,15 +73,21 @@ def test_no_import_circles() -> None:
     assert [" → ".join(c) for c in circles(import_graph(Path(tritonlock.__file__).parent))] == []
 
 
+def test_no_import_circles_through_imports_for_types() -> None:
+    """Two modules that import each other only under `if TYPE_CHECKING:` still need each other (the packages
+    decision's words once took their types from the search that imports them): no circle of that kind either."""
+    assert [" → ".join(c) for c in circles(import_graph(Path(tritonlock.__file__).parent, typing=True))] == []
+
+
 # The stages, lowest first, each with the modules in it (a name covers its submodules; the longest name wins) and the
 # stages below it that it may import. Ground is what every stage shares: data models, errors, file, TOML, URL and
 # terminal helpers, the ELF reader, the native-code rule. compat is the curated facts of compat/ (the matrix), read
 # by everyone who names a GPU or a build; intent and host are the decision's other two inputs. The lock carries out
 # what the decision hands it (a LockPlan): it imports neither the decision nor the facts the decision read.
-# project.py alone orchestrates decide → lock → decide (its loop in native/loop.py); the CLI parses, calls one function
-# and prints. The native concept is one folder, tritonlock/native/, whose modules sit at their stages: the binary
-# readers and the rule are ground, the wheel reader (index, uv's cache) is the lock's, the rule on a closure is the
-# decision's, the loop is the orchestrator's.
+# project.py alone orchestrates: it hands the decision the lock stage's compile and wheel reader (the packages search
+# in decide/packages.py calls them, never imports them); the CLI parses, calls one function and prints. The native
+# concept is one folder, tritonlock/native/, whose modules sit at their stages: the binary readers and the rule are
+# ground, the wheel reader (index, uv's cache) is the lock's, the rule on a closure is the decision's.
 STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ground": (("tritonlock", "tritonlock.models", "tritonlock.errors", "tritonlock._archs", "tritonlock._data",
                 "tritonlock._urls", "tritonlock._toml", "tritonlock._files", "tritonlock._term",
@@ -101,7 +107,7 @@ STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tritonlock._kept", "tritonlock._caveats"),
                ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify")),
     "maintain": (("tritonlock.maintain",), ("ground", "compat", "lock")),
-    "project": (("tritonlock.project", "tritonlock.native.loop", "tritonlock.upgrade", "tritonlock.verbs"),
+    "project": (("tritonlock.project", "tritonlock.staleness", "tritonlock.upgrade", "tritonlock.verbs"),
                 ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around")),
     "cli": (("tritonlock.cli", "tritonlock._entry", "tritonlock.__main__"),
             ("ground", "compat", "intent", "host", "lock", "decide", "environment", "verify", "around", "maintain",

@@ -57,6 +57,16 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "share-a", "1.0")
     idx.add("simple", "share-a", "2.0", requires=("shared-dep>=2",))
     idx.add("simple", "share-b", "1.0", requires=("shared-dep<2",))
+    # unsloth-like: 1.0 has an extra that pins an older torch; 2.0 has no such extra any more
+    idx.add("simple", "extrakit", "1.0", requires=("torch", "legacy; extra == 'torch291'"), extras=("torch291",))
+    idx.add("simple", "extrakit", "2.0", requires=("torch",))
+    # an extra that asks for another extra of the same package, which pins a package that pins torch (as unsloth's
+    # cu124-torch240 -> cu124onlytorch240 -> xformers==0.0.28.post1 -> torch==2.4.1)
+    # oldextra: only its 2023 release has the extra x (and names no torch); 2.0 pins the newest torch
+    idx.add("simple", "oldextra", "1.0", requires=("plainlib; extra == 'x'",), extras=("x",), uploaded="2023-01-01")
+    idx.add("simple", "oldextra", "2.0", requires=("torch==2.15.0",), uploaded="2026-10-01")
+    idx.add("simple", "nestkit", "1.0", requires=("torch", "nestkit[inner]; extra == 'outer'",
+                                                  "legacy==1.0; extra == 'inner'"), extras=("outer", "inner"))
     idx.start()
     yield idx
     idx.stop()
@@ -257,9 +267,9 @@ def test_an_offline_dry_run_does_not_claim_the_torch_the_packages_may_hold_back(
     (["pinner", "plainlib"], "plainlib", "plainlib 1.0 is locked, not its newest release 2.0: pinner 1.0 requires "
                                           "plainlib==1.0 (checked: uv finds no lock with plainlib==2.0 with "
                                           "pinner>=1.0: Because all versions of pinner depend on plainlib==1.0"),
-    (["share-a", "share-b"], "share-a", "share-a 1.0 is locked, not its newest release 2.0: checked: uv finds no "
-                                        "lock with share-a==2.0: Because all versions of share-b depend on "
-                                        "shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"),
+    (["share-b", "share-a"], "share-a", "share-a 1.0 is locked, not its newest release 2.0: checked: uv finds no "
+                                        "lock with share-a==2.0 with share-b>=1.0: Because all versions of share-b "
+                                        "depend on shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"),
 ])
 def test_a_package_held_back_by_another_names_the_requirement(tmp_path: Path, pkg_index: LocalIndex,
                                                              packages: list[str], held: str, warning: str) -> None:
@@ -269,6 +279,29 @@ def test_a_package_held_back_by_another_names_the_requirement(tmp_path: Path, pk
     _, sel = _locked(root)
     assert [w for w in sel.warnings if w.startswith(warning)]
     assert [d.name for d in sel.direct if d.held_by] == [held]
+
+
+def test_a_package_named_later_never_holds_back_one_named_before_it(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """share-a 2.0 needs shared-dep >= 2, every share-b needs shared-dep < 2. Named share-b first, share-a is held
+    back (above); named share-a first, share-b may not hold share-a back: a conflict naming both (exit 3, no lock),
+    whose fix — share-a at most the release uv locks beside share-b — is checked, and works."""
+    root = _project(tmp_path, pkg_index, ["share-a", "share-b"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith("target 'gpu': share-b cannot be locked beside share-a 2.0, the newest share-a that can be "
+                          "locked here — and share-b, named after it, may not hold it back (the packages keep the order "
+                          "you wrote): uv finds no lock with share-a==2.0 and share-b: Because all versions of share-b "
+                          "depend on shared-dep<2 and share-a>=2.0 depends on shared-dep>=2"), msg
+    assert ('  fix: add "share-a<=1.0" to [environment].packages (checked: uv then locks share-a 1.0, share-b 1.0 with '
+            "torch 2.15.0), or put share-a and share-b in two environments (or targets), or drop share-b") in msg, msg
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"share-a"', '"share-a<=1.0"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _locked(root)
+    assert (versions["share-a"], versions["share-b"]) == ("1.0", "1.0")
 
 
 def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path, pkg_index: LocalIndex) -> None:
@@ -541,3 +574,49 @@ def test_why_applies_an_intent_change_to_the_packages_and_caps_what_it_locks(tmp
     assert by["2.14.1"] is not None and (by["2.14.1"].checked, by["2.14.1"].words) == (
         False, "not checked with uv: 1 other change(s) were checked first, at most 1 a run — narrow it with --target "
                "or --torch")
+
+
+def test_a_release_without_the_extra_asked_for_is_not_the_package_asked_for(tmp_path: Path,
+                                                                          pkg_index: LocalIndex) -> None:
+    """extrakit[torch291]: only 1.0 declares that extra (its METADATA's Provides-Extra); 2.0, newer, would install
+    without what the extra brings (uv only warns). The lock takes 1.0 with what its extra pins (legacy, torch
+    2.9.1), and says why 2.0 is not taken."""
+    root = _project(tmp_path, pkg_index, ["extrakit[torch291]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["extrakit"], versions["legacy"], versions["torch"]) == ("1.0", "1.0", "2.9.1"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("extrakit 1.0 is locked, not its newest release 2.0: ")]
+    assert "extrakit 2.0 has no extra torch291 (its METADATA declares no such Provides-Extra)" in w, w
+
+
+def test_an_extras_own_extras_and_a_pinned_packages_torch_pin_are_facts_of_the_release(pkg_index: LocalIndex) -> None:
+    """nestkit[outer] asks for nestkit[inner], which pins legacy==1.0, which pins torch==2.9.1: the release's
+    requirements with `outer` include `inner`'s (never nestkit itself), and the torch it can go beside is read from
+    the pinned package's METADATA — before uv is asked."""
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide._pkgload import Env, Table
+    from tritonlock.models import TargetSpec
+
+    facts = Facts()
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
+    index = pkg_index.index_url("simple")
+    reqs = facts.requires(index, "nestkit", "1.0", target, "3.11", ("outer",))
+    assert reqs is not None and sorted(str(r).split(";")[0].strip() for r in reqs) == ["legacy==1.0", "torch"]
+    assert [str(r) for r in facts.requires(index, "nestkit", "1.0", target, "3.11") or ()] == ["torch"]
+    table = Table(env=Env(target=target, python="3.11", facts=facts, read=None, judge=None), name="nestkit",
+                  index=index, extras=("outer",))
+    assert [str(r) for r in table.torch_reqs("1.0") or ()] == ["torch", "torch==2.9.1"]
+    plain = Table(env=Env(target=target, python="3.11", facts=facts, read=None, judge=None), name="nestkit",
+                  index=index)
+    assert [str(r) for r in plain.torch_reqs("1.0") or ()] == ["torch"]
+
+
+def test_a_release_without_the_extra_is_no_measure_of_one_that_has_it(tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """oldextra[x]: 1.0 (2023, names no torch) is the only release with the extra x; 2.0 (pins torch 2.15.0) has none.
+    1.0 is locked as the answer it is — not a stand-in "years older than 2.0", which is not what was asked."""
+    root = _project(tmp_path, pkg_index, ["oldextra[x]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _locked(root)
+    assert versions["oldextra"] == "1.0" and versions["plainlib"] == "2.0", versions

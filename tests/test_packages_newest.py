@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from click.testing import CliRunner
 
 from conftest import LINUX_TAG, populate, write_intent
@@ -110,3 +112,20 @@ def test_the_wheel_an_installer_takes_comes_first() -> None:
     assert install_order(files, older, "3.12")[2] == "c-1-cp311-abi3-manylinux_2_28_x86_64.whl"
     mac = TargetSpec(name="m", os="macos", arch="arm64", macos="14.5")
     assert install_order(files, mac, "3.12") == ["c-1-cp312-abi3-macosx_11_0_arm64.whl", "c-1-py3-none-any.whl"]
+
+
+@pytest.mark.parametrize(("filename", "fits"), [
+    ("xformers-0.0.35-py39-none-manylinux_2_28_x86_64.whl", True),  # (an older pure-Python minor: installs on 3.12)
+    ("x-1.0-py312-none-any.whl", True), ("x-1.0-py313-none-any.whl", False), ("x-1.0-py3-none-any.whl", True),
+    ("x-1.0-py2-none-any.whl", False), ("x-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", False),
+    ("x-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", True), ("x-1.0-py39-cp39-manylinux_2_28_x86_64.whl", False),
+])
+def test_a_wheel_for_an_older_python_minor_without_an_abi_installs_on_a_newer_one(filename: str, fits: bool) -> None:
+    """pip and uv install a `py39-none` wheel on Python 3.12 (packaging.tags.compatible_tags lists py39 there):
+    xformers 0.0.35's Linux wheel is one; taken as not installable, its native code went unread."""
+    from tritonlock.decide._pkgfacts import file_fits, install_order
+    from tritonlock.models import TargetSpec
+
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
+    assert file_fits(filename, target, "3.12") is fits
+    assert install_order([filename], target, "3.12") == ([filename] if fits else [])

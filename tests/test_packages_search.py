@@ -92,6 +92,12 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # LMCache-like again, as on PyPI: the releases before the CUDA 13 one are sdists (built at sync)
     idx.add_sdist("simple", "storekit", "0.4.8", requires=("torch",), uploaded="2026-05-01")
     idx.add("simple", "storekit", "0.5.6", tag=LINUX, requires=("torch", "cupy-cuda13x"), uploaded="2026-10-15")
+    # appkit's newest pins torch 2.14.0, its 1.5 (recent) torch 2.9.1; sidekit's only recent release pins torch 2.9.1,
+    # its old one names no torch: beside appkit 2.0 only the old one installs
+    idx.add("simple", "appkit", "1.5", tag=LINUX, requires=("torch==2.9.1",), uploaded="2026-05-01")
+    idx.add("simple", "appkit", "2.0", tag=LINUX, requires=("torch==2.14.0",), uploaded="2026-10-01")
+    idx.add("simple", "sidekit", "0.1", requires=("tfm",), uploaded="2023-01-01")
+    idx.add("simple", "sidekit", "1.0", tag=LINUX, requires=("torch==2.9.1",), uploaded="2026-06-01")
     idx.start()
     yield idx
     idx.stop()
@@ -400,3 +406,145 @@ def test_machines_alike_share_one_packages_decision_but_each_conflict_names_its_
     code, checked = _run("check", "-p", str(root))
     assert code == 1 and ("target 'mac-b' is recorded as a conflict, with nothing locked for it: target 'mac-b': "
                           in checked), checked
+
+
+@pytest.mark.parametrize("order", [["appkit", "sidekit"], ["sidekit", "appkit"], ["appkit", "sidekit", "gammakit"]])
+def test_the_least_fix_holds_the_package_that_must_move_down_at_most_where_the_fix_has_it(
+        tmp_path: Path, pypi: LocalIndex, order: list[str]) -> None:
+    """appkit first: beside appkit 2.0 (torch 2.14) only sidekit's 2023 release installs — a stand-in, so a conflict
+    whose fix is found by the search over every torch line: appkit at most 1.5 (never "appkit>=…"), checked by the
+    lock uv then finds, which the fix gives when applied. sidekit first: it keeps its newest and appkit is held
+    back to 1.5, with the check that failed."""
+    root = _project(tmp_path, pypi, order, _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    if order[0] == "sidekit":
+        assert code == 0, out
+        versions, sel = _versions(root)
+        assert (versions["sidekit"], versions["appkit"], versions["torch"]) == ("1.0", "1.5", "2.9.1")
+        (w,) = [w for w in sel.warnings if w.startswith("appkit 1.5 is locked, not its newest release 2.0: ")]
+        assert "checked: uv finds no lock with appkit==2.0 with sidekit>=1.0" in w, w
+        return
+    assert code == 3, out
+    assert ("target 'gpu': sidekit cannot be locked at a recent release — sidekit 0.1, the newest uv finds with the "
+            "other requirements, only stands in for it: its requirements name no torch, where sidekit 1.0 requires "
+            "torch==2.9.1") in out, out
+    assert "  sidekit 1.0 or newer installs only if appkit moves down\n" in out, out
+    assert ('  fix: add "appkit<=1.5" to [environment].packages (checked: uv then locks sidekit 1.0, appkit 1.5 with '
+            'torch 2.9.1), or accept sidekit 0.1 by pinning it ("sidekit==0.1" in [environment].packages), or put '
+            "them in two targets or environments") in out, out
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"appkit"', '"appkit<=1.5"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _versions(root)
+    assert (versions["appkit"], versions["sidekit"]) == ("1.5", "1.0")
+
+
+def test_when_every_target_is_a_conflict_resolve_json_still_says_so(tmp_path: Path, pypi: LocalIndex) -> None:
+    """storekit on R535: no lock (its only target is a conflict) — and `resolve --json` prints the document with that
+    target's conflict, not nothing; uv's words never name tritonlock's own `<0` as something the user requires."""
+    root = _project(tmp_path, pypi, ["storekit"], _linux(R535))
+    r = CliRunner().invoke(main, ["resolve", "-p", str(root), "--json"])
+    assert r.exit_code == 3, r.output
+    doc = json.loads(r.stdout)
+    assert doc["written"] is False and [t["name"] for t in doc["targets"]] == ["gpu"]
+    (t,) = doc["targets"]
+    assert t["ok"] is False and t["conflict"].startswith("target 'gpu': storekit cannot be locked at a recent release")
+    assert "you require cupy-cuda13x<0" not in t["conflict"] and "tritonlock-closure" not in t["conflict"]
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_uvs_words_name_the_users_requirements_and_tritonlocks_own_passing_over_apart() -> None:
+    from tritonlock.decide._pkgwords import uv_reason
+
+    said = uv_reason("error: No solution found when resolving dependencies\n  cause: Because tritonlock-closure "
+                     "depends on cupy-cuda13x<0, which does not allow any versions, and tritonlock-closure depends on "
+                     "backpkg>=2,!=7.0,!=6.0 and tritonlock-closure depends on vllm>=0.33, we can conclude that "
+                     "tritonlock-closure's requirements are unsatisfiable.")
+    assert said == ("Because tritonlock passes over cupy-cuda13x every release (what this target cannot have), which "
+                    "does not allow any versions, and you require backpkg>=2 and tritonlock passes over backpkg 7.0, "
+                    "6.0 (what this target cannot have) and you require vllm>=0.33, we can conclude that your "
+                    "requirements are unsatisfiable.")
+    long = uv_reason("cause: " + "x" * 5000)
+    assert len(long) == 480 and long.endswith("...")  # (a reason is a line, not a page)
+
+
+@pytest.mark.parametrize(("said", "names"), [
+    ("Because nvidia-cudnn-frontend>=1.13.0,<1.18.0 has no wheels with a matching platform tag (e.g., "
+     "`macosx_14_0_arm64`) and you require it", ["nvidia-cudnn-frontend"]),
+    ("Because all versions of nvidia-cudnn-frontend have no wheels with a matching platform tag (e.g., "
+     "`macosx_13_0_arm64`) and you require nvidia-cudnn-frontend", ["nvidia-cudnn-frontend"]),
+    ("Because linuxcodec==2.0 has no wheels with a matching Python ABI tag and videokit depends on linuxcodec",
+     ["linuxcodec"]),
+])
+def test_a_package_with_no_wheel_here_is_named_as_itself_never_as_its_version(said: str, names: list[str]) -> None:
+    """uv names a range of a package's releases ("x>=1.13.0,<1.18.0 has no wheels"): the name is the package's, never
+    "1-18-0" read from the range's end."""
+    from tritonlock.decide._pkgwords import _NO_WHEEL
+
+    assert _NO_WHEEL.findall(said) == names
+
+
+def test_a_misspelt_package_is_said_as_one_with_the_nearest_names_the_index_serves(tmp_path: Path,
+                                                                                    pypi: LocalIndex) -> None:
+    """`servekitt` (no such project on the index): "no index serves a package named …: check the spelling", with
+    servekit — a name the index serves — as the nearest; never uv's internal project name, never pip's
+    extra-index-url note where none is set."""
+    first = _project(tmp_path / "ok", pypi, ["servekit"], _linux(R580))
+    assert _run("resolve", "-p", str(first))[0] == 0  # (uv has now seen servekit's page)
+    root = _project(tmp_path / "typo", pypi, ["servekitt"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 4, out
+    assert (f"error: target 'gpu': no index serves a package named 'servekitt': {pypi.index_url('simple')} answers "
+            "that it has no such project — check the spelling in [environment].packages (the nearest names it "
+            "serves: servekit") in out, out
+    assert "tritonlock-closure" not in out and "reachable" not in out and "Traceback" not in out
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_the_lock_does_not_depend_on_the_folder_resolve_ran_in(tmp_path: Path, pypi: LocalIndex,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A held-back line names the intent's file as the project names it (triton-env.toml), not the path from where
+    resolve ran: two people resolving one project from different folders commit the same bytes."""
+    root = _project(tmp_path / "deep" / "proj", pypi, ["servekit"], _linux(R580), torch=">=2.10,<2.14")
+    monkeypatch.chdir(tmp_path)
+    assert _run("resolve", "-p", "deep/proj")[0] == 0
+    first = (root / "triton-env.lock").read_bytes()
+    assert b"outside torch = '>=2.10,<2.14' in triton-env.toml" in first, first.decode()[:3000]
+    monkeypatch.chdir(root)
+    assert _run("resolve", "-p", ".", "--upgrade")[0] == 0
+    assert (root / "triton-env.lock").read_bytes() == first
+
+
+def test_an_index_that_does_not_answer_gets_no_note_about_pips_extra_index_url(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index that refuses the connection: uv's words and the fix to reach it — not pip's extra-index-url note,
+    which is about a package no index was found to serve (and not the internal name of uv's project)."""
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "http://127.0.0.1:9/extra/simple")
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "triton-env.toml").write_text(
+        '[environment]\npython = "3.11"\npackages = ["servekit"]\n[indexes]\ntorch = "default"\n'
+        'default = "http://127.0.0.1:9/simple"\n\n[[targets]]\nname = "gpu"\nglibc = "2.35"\n' + R580 + "\n",
+        encoding="utf-8")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 4, out
+    assert "extra-index-url" not in out and "tritonlock-closure" not in out and "Traceback" not in out, out
+
+
+@pytest.mark.parametrize(("driver", "cuda13"), [("580.65.06", True), ("580.65.05", False)])
+def test_cuda_13_libraries_on_a_driver_exactly_at_the_floor_are_kept(tmp_path: Path, pypi: LocalIndex, driver: str,
+                                                                      cuda13: bool) -> None:
+    """cachekit 0.5.6 needs cupy-cuda13x and cuda-python 13: a driver exactly at CUDA 13's floor (580.65.06) loads
+    them, and the newest cachekit is locked with them; one patch below, they are passed over (cachekit 0.4.3)."""
+    root = _project(tmp_path, pypi, ["cachekit"], _linux(f'driver = "{driver}"\ngpus = ["9.0"]'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _versions(root)
+    if cuda13:
+        assert versions["cachekit"] == "0.5.6" and "cupy-cuda13x" in versions, versions
+        assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons)
+    else:
+        assert versions["cachekit"] == "0.4.3" and "cupy-cuda13x" not in versions, versions
+        (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have")]
+        assert f"which needs driver >= 580.65.06; this driver is {driver}" in passed, passed

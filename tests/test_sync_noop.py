@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import populate, tree, write_intent
+from conftest import populate, real_stack_index, tree, write_intent
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.environment import _noop
@@ -177,23 +177,23 @@ def test_the_interpreter_is_part_of_the_key(tmp_path: Path) -> None:
     assert _noop.verified_key(venv, {**stamp, "files-digest": "0:2"}) != _noop.verified_key(venv, stamp)
 
 
-def test_a_real_verify_is_recorded_and_the_second_sync_is_a_no_op(tmp_path: Path, local_index: LocalIndex,
-                                                                   real_cpu_torch_python: str) -> None:
+def test_a_real_verify_is_recorded_and_the_second_sync_is_a_no_op(tmp_path: Path, real_torch_python: str,
+                                                                   real_torch_backend: str) -> None:
     """End to end with real torch and Triton (Triton's interpreter on the CPU): the first plain sync runs verify and
-    it passes; the second says when, and runs nothing."""
-    base = real_cpu_torch_python
-    versions = json.loads(subprocess.run(
-        [base, "-c", "import json, importlib.metadata as m; print(json.dumps({n: m.version(n) for n in "
-                     "('torch', 'triton', 'numpy')}))"], capture_output=True, text=True, check=True).stdout)
-    idx = LocalIndex(tmp_path / "index")
-    idx.add("whl/cpu", "torch", versions["torch"])  # (never installed: the preinstalled torch is this version)
-    idx.add("simple", "triton", versions["triton"])
-    idx.add("simple", "numpy", versions["numpy"])
-    idx.add("simple", "einops", "0.8.0")
-    idx.start()
+    it passes; the second says when, and runs nothing. The lock is for the build the real venv holds (the CPU build
+    from a CPU index, or PyPI's CUDA build from the default index), so the sync installs nothing over it."""
+    base = real_torch_python
+    idx = real_stack_index(tmp_path, base, real_torch_backend)
     try:
         proj = tmp_path / "proj"
-        write_intent(proj, idx, INTENT.replace("2.6.0", versions["torch"].split("+")[0]))
+        proj.mkdir()
+        build = 'triton = "none"\ncuda = "cpu"\n' if real_torch_backend == "cpu" else ""
+        torch_index = f"{idx.url}/whl/{{backend}}" if real_torch_backend == "cpu" else "default"
+        version = subprocess.run([base, "-c", "import torch; print(torch.__version__.split('+')[0])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        (proj / "triton-env.toml").write_text(
+            f'[environment]\npython = "3.11"\ntorch = "=={version}"\n{build}'
+            f'[indexes]\ntorch = "{torch_index}"\ndefault = "{idx.index_url("simple")}"\n')
         r = CliRunner().invoke(main, ["resolve", "-p", str(proj)])
         assert r.exit_code == 0, r.output
         first = _tl(proj, "sync", "--system-site-packages", "--python", base)

@@ -57,7 +57,15 @@ ALLOWED = {
     ("lock/closure.py", "_read_online"): "a folder inside _compile's private directory for uv's input",
     ("lock/closure.py", "_preferences"): "uv's preferences (the pins a lock keeps), in _compile's private directory",
     ("native/read.py", "cache_folder"): "mkdir (0700) of tritonlock's own cache of binary facts, keyed by sha256",
+    ("native/read.py", "_read_downloaded"): "an anonymous temporary file (no name in any directory) for a wheel read "
+                                            "whole where the index answers no Range request",
+    ("native/members.py", "__init__"): "an anonymous temporary file (no name in any directory) for a member larger "
+                                       "than the reader keeps in memory",
+    ("maintain/native.py", "write"): "mkdir: compat/native in the maintainers' compat folder (`compat native`); the "
+                                     "files by write_atomic",
     ("records.py", "_locked"): "the lock file's descriptor from open_lock_file",
+    ("_subprocess.py", "_keep_python"): "mkdir (0700) of tritonlock's own cache of the interpreter uv found; the file "
+                                        "by write_atomic",
     ("_subprocess.py", "run_shielded"): "an anonymous temporary file (no name in any directory) for uv's output",
     ("_kept.py", "remember_check"): "mkdir (0700) of tritonlock's own cache of passing checks; the file by write_atomic",
     ("verify/__init__.py", "start_verify"): "a private directory (mkdtemp, 0700) for the runner's trace, which is then "
@@ -122,7 +130,10 @@ INPUTS = {("compat check", "--compat"), ("resolve", "--target-file"), ("why", "-
           ("sync", "--venv"),  # a venv: built beside and swapped in, never over what is not a venv (test_sync*)
           ("add", "--venv"), ("remove", "--venv"), ("run", "--venv"),  # the same sync (test_cli_add, test_cli_run)
           ("add", "--target-file"), ("remove", "--target-file"),
-          ("init", "--project"), ("report merge", "--project")}
+          ("init", "--project"), ("report merge", "--project"),
+          # a maintainers' command: reads locks, writes compat/native/*.toml in the compat folder by write_atomic
+          # (test_native_shipped)
+          ("compat native", "--lock"), ("compat native", "--compat")}
 # Options (and commands) that write a file: each has a row in WRITERS below.
 OUTPUTS = {("init", "--project"), ("host", "--save"), ("export", "--output"), ("report merge", "--out"),
            ("report merge", "--html"), ("compat check", "--output"), ("fleet hosts", "--out"), ("verify", "--profile")}

@@ -62,6 +62,10 @@ def find_resolver_python(version: str) -> None:
     if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
         _PYTHONS[version] = sys.executable
     elif version not in _PYTHONS:
+        kept = _kept_python(version)
+        if kept is not None:  # what uv found last time, where nothing it looks at changed since
+            _PYTHONS[version] = kept or sys.executable
+            return
         _PYTHONS.setdefault(version, "")
         threading.Thread(target=_find_python, args=(version,), daemon=True, name="tritonlock-find-python").start()
 
@@ -84,7 +88,62 @@ def _find_python(version: str) -> None:
         found = proc.stdout.strip().splitlines()[-1:] if proc.returncode == 0 else []
     except (OSError, subprocess.SubprocessError):
         found = []
-    _PYTHONS[version] = found[0] if found and os.path.isfile(found[0]) else sys.executable
+    got = found[0] if found and os.path.isfile(found[0]) else ""
+    _PYTHONS[version] = got or sys.executable
+    _keep_python(version, got)
+
+
+# uv's answer to `uv python find VERSION` is kept a day, under what it depends on: the version, PATH and the times of
+# its folders (an interpreter installed or removed there, a pyenv rehash, changes them), uv's own Pythons' folder and
+# preference. A kept interpreter that is gone is found again. (It spares each resolve for another Python than this one
+# the search — about 0.4 s here — and lets the first compile have its interpreter.)
+_KEPT_SECONDS = 86400
+
+
+def _kept_file(version: str) -> str:
+    import hashlib
+
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    places = [*os.environ.get("PATH", "").split(os.pathsep),
+              os.environ.get("UV_PYTHON_INSTALL_DIR") or os.path.join(data, "uv", "python")]
+    parts = [version, os.environ.get("UV_PYTHON_PREFERENCE", ""), sys.executable]
+    for place in places:
+        try:
+            parts.append(f"{place}\0{os.stat(place).st_mtime_ns}")
+        except (OSError, ValueError):
+            parts.append(f"{place}\0-")
+    key = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "tritonlock", "pythons", key)
+
+
+def _kept_python(version: str) -> str | None:
+    """The interpreter kept for `version` ("" for none found), or None: nothing kept, too old, or gone."""
+    import time
+
+    try:
+        path = _kept_file(version)
+        if time.time() - os.stat(path).st_mtime > _KEPT_SECONDS:
+            return None
+        with open(path, encoding="utf-8") as f:
+            text = f.read(4096)
+    except (OSError, ValueError):
+        return None
+    lines = text.split("\n")  # the header, the interpreter ("" for none found), nothing after the last newline
+    if len(lines) != 3 or lines[0] != f"tritonlock-python {version}" or lines[2]:
+        return None
+    return lines[1] if not lines[1] or os.path.isfile(lines[1]) else None
+
+
+def _keep_python(version: str, got: str) -> None:
+    from tritonlock._files import write_atomic
+
+    try:
+        path = _kept_file(version)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        write_atomic(path, f"tritonlock-python {version}\n{got}\n", mode=0o600, what="resolve")
+    except Exception:  # noqa: BLE001 — a cache that cannot be written is simply not kept (a planted link, a full disk)
+        pass
 
 
 # The user's uv settings that may reach tritonlock's uv runs: where uv keeps its cache and Pythons, how it talks to

@@ -116,6 +116,7 @@ class TargetProgress:
         self._rich: Any = None
         self._tasks: dict[str, Any] = {}
         self._began: dict[str, float] = {}
+        self._said: dict[str, str] = {}
 
     def __enter__(self) -> TargetProgress:
         if getattr(self.stream, "isatty", lambda: False)():
@@ -140,6 +141,21 @@ class TargetProgress:
         else:
             self.stream.write(f"target {name}: {doing}…\n")
             self.stream.flush()
+
+    def doing(self, name: str, text: str) -> None:
+        """What the target's step is doing now (releases read, torch lines asked): the live line on a terminal,
+        a plain line elsewhere (each once)."""
+        if self._rich is not None:
+            if name in self._tasks:
+                from rich.markup import escape
+
+                self._rich.update(self._tasks[name], description=escape(f"target {name}: {text}"))
+            return
+        if self._said.get(name) == text:
+            return
+        self._said[name] = text
+        self.stream.write(f"target {name}: {text}…\n")
+        self.stream.flush()
 
     def done(self, name: str, result: str) -> None:
         if self._rich is not None:
@@ -166,6 +182,9 @@ class Quiet(TargetProgress):
         return self
 
     def start(self, name: str, doing: str) -> None:
+        pass
+
+    def doing(self, name: str, text: str) -> None:
         pass
 
     def done(self, name: str, result: str) -> None:

@@ -181,7 +181,11 @@ def select(intent: Intent, target_file: str | None = None) -> tuple[Selection, .
 
 
 def conflicts_error(selections: tuple[Selection, ...]) -> ResolveError:
-    return ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+    """Nothing fits any target: their conflicts in one error (exit 3), which keeps the selections (`resolve --json`
+    prints them)."""
+    err = ResolveError("\n".join(s.conflict.message for s in selections if s.conflict))
+    err.selections = selections  # type: ignore[attr-defined]
+    return err
 
 
 def _same_targets(lock: Lock, targets: tuple[TargetSpec, ...]) -> bool:
@@ -270,7 +274,8 @@ def lock_targets(intent: Intent, matrix: Matrix, selections: tuple[Selection, ..
                         cache.append(_host_candidates(intent, matrix, s))
                     return cache[0]
 
-                out = decide_native(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader)
+                out = decide_native(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader,
+                                    say=(lambda text: progress.doing(names[k], text)) if progress is not None else None)
         except BaseException:
             if progress is not None:
                 progress.failed(names[k])
@@ -324,10 +329,14 @@ def native_wanted(sel: Selection, packages: tuple[LockedPackage, ...]) -> list[t
 
 
 def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix: Matrix, dindex: str, *,
-                  facts: Facts, host: Callable[[], tuple[Selection, ...]],
-                  reader: Reader) -> tuple[Selection, tuple[LockedPackage, ...]]:
-    """decide → lock → decide (tritonlock.native.loop), with this module's reading of a closure's wheels."""
-    from tritonlock.native.loop import decide
+                  facts: Facts, host: Callable[[], tuple[Selection, ...]], reader: Reader,
+                  say: Callable[[str], None] | None = None) -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """The packages decision (tritonlock.decide.packages, one search), handed what it needs of the lock stage: uv's
+    compile (with uv's cached answer read early), the wheel reader for the native-code rule, and the quick question
+    whether a package's own page of builds answers."""
+    from tritonlock.decide.packages import Native, decide
+    from tritonlock.lock.closure import compile_target, guessing
+    from tritonlock.lock.index import unreachable
 
     def lines(n: int) -> tuple[Selection, ...]:  # the torch choices whose build is CUDA n (as `cuda = "n"` says)
         from tritonlock.decide.resolve import feasible
@@ -335,8 +344,13 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
         return _complete(feasible(dataclasses.replace(intent, cuda=f"=={n}.*"), matrix, s.target, running_python()),
                          intent)
 
-    return decide(s, c, intent, matrix, dindex, facts=facts, host=host, reader=reader, python=running_python(),
-                  wanted=lambda sel, pkgs: native_wanted(sel, pkgs), lines=lines)
+    # uv's cached answer, while the online one comes: its wheels' facts are read from then on
+    compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs), guess=True)) \
+        if reader.early and s.target.name not in reader.from_lock else compile_target
+    native = Native(wanted=native_wanted, facts=reader.facts, read=reader.read,
+                    seen=lambda sel, pkgs: reader.seen(native_wanted(sel, pkgs), pkgs))
+    return decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts, default_python=running_python(),
+                  host=host, native=native, more_lines=lines, say=say, reachable=unreachable)
 
 
 def decided(intent: Intent, selections: tuple[Selection, ...], *, packages: bool,
@@ -432,6 +446,7 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
     selections = channel.apply(selections, intent)  # a nightly/test channel: its newest build for each decision
     dindex = _default_index(intent)
     fitting = tuple(s for s in selections if s.ok)
+    news = _release_day_beside(matrix, [s.index for s in selections if s.index] + [dindex])
     from tritonlock.lock.integrity import Early, check_lock
     from tritonlock.native.read import Reader, reads_likely
     from tritonlock.native.unread import unread_native
@@ -485,13 +500,29 @@ def lock_project(intent_path: Path, lock_path: Path, *, upgrade: bool = False,
 
     lock = with_edges(lock, file_metadata(metadata, (p for t in lock.targets for p in t.packages)))  # (3.1)
     lockfile.write_lock(lock, lock_path)
-    from tritonlock.decide.releaseday import release_day
-
-    news = release_day(matrix, [s.index for s in selections if s.index] + [dindex])  # torch/triton the matrix lacks
     return LockOutcome(lock=lock, selections=selections, written=True, reason=reason,
-                       warnings=intent.warnings + checked + news + unread_notes, notes=notes,
+                       warnings=intent.warnings + checked + news() + unread_notes, notes=notes,
                        upgraded=upgrade_packages,
                        kept_from=kept)
+
+
+def _release_day_beside(matrix: Matrix, indexes: list[str]) -> Callable[[], tuple[str, ...]]:
+    """The torch and triton releases the indexes serve that the matrix lacks (decide.releaseday), read in a thread
+    while the closures are locked; the function returned waits for the lines."""
+    import threading
+
+    from tritonlock.decide.releaseday import release_day
+
+    got: list[tuple[str, ...]] = []
+    thread = threading.Thread(target=lambda: got.append(release_day(matrix, indexes)), daemon=True,
+                              name="tritonlock-release-day")
+    thread.start()
+
+    def lines() -> tuple[str, ...]:
+        thread.join()
+        return got[0] if got else ()
+
+    return lines
 
 
 def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tuple[NativeFacts, ...]:
@@ -500,37 +531,6 @@ def _native_of(closures: list[tuple[LockedPackage, ...]], reader: Reader) -> tup
     shas = {w.sha256 for pkgs in closures for p in pkgs for w in p.wheels}
     return tuple(f for sha, f in sorted(reader.read.items()) if sha in shas and
                  (f.problem or f.members or f.provides))
-
-
-def lock_staleness(project_dir: Path, lock: Lock) -> str | None:
-    """Why the project's lock is stale against its triton-env.toml and the matrix; None when it is fresh or there is
-    no intent beside it to compare with. The byte-level digest answers first, so a fresh lock costs no TOML parse."""
-    from tritonlock import _fast
-    from tritonlock.lock import lockfile
-
-    from tritonlock._discover import intent_file
-
-    intent_path, lock_path = intent_file(project_dir), project_dir / LOCK_FILE
-    if not intent_path.is_file():
-        return None
-    if lock.inputs_from != "file" and _fast.lock_is_fresh(intent_path, lock_path, None):
-        return None
-    from tritonlock.intent.read import read_intent
-
-    try:
-        intent = read_intent(intent_path)
-    except TritonlockError as err:
-        return f"{intent_path} cannot be read ({str(err).splitlines()[0]})"
-    return lockfile.staleness(lock, intent, _fast.matrix_version() or lock.matrix_version)
-
-
-def stale_warning(project_dir: Path, lock: Lock, doing: str) -> str | None:
-    """The one line `show`, `export` and `verify` print for a stale lock (they go on; `sync --locked` refuses)."""
-    why = lock_staleness(project_dir, lock)
-    if why is None:
-        return None
-    return (f"warning: {project_dir / LOCK_FILE} is stale ({why}); {doing} it as it is — run `tritonlock resolve` to "
-            "update it")
 
 
 def index_reachability() -> tuple[str, str]:

@@ -204,7 +204,7 @@ def exit_on_recorded_conflicts(lock_path: Path) -> None:
 
 
 def warn_if_stale(project: str, lock: Any, doing: str) -> None:
-    from tritonlock.project import stale_warning
+    from tritonlock.staleness import stale_warning
 
     line = stale_warning(Path(project), lock, doing)
     if line:

@@ -207,9 +207,21 @@ def resolve(project: str, upgrade: bool, dry_run: bool, as_json: bool, target_fi
     from tritonlock._term import Quiet, TargetProgress
     from tritonlock.project import lock_project
 
+    from tritonlock.errors import ResolveError
+
     with (Quiet() if as_json else TargetProgress()) as progress:
-        out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file, progress=progress,
-                           upgrade_packages=upgrade_packages, allow_unchecked=allow_unchecked)
+        try:
+            out = lock_project(intent_path, lock_path, upgrade=upgrade, target_file=target_file, progress=progress,
+                               upgrade_packages=upgrade_packages, allow_unchecked=allow_unchecked)
+        except ResolveError as err:
+            if not as_json or not hasattr(err, "selections"):
+                raise
+            # every target a conflict: no lock is written, and --json still says so, target by target
+            from tritonlock.decide.resolve import selection_json
+
+            echo_json({"written": False, "reason": "every target is a conflict: no lock written",
+                       "targets": [selection_json(s) for s in err.selections]})
+            sys.exit(3)
     said_lock(out, lock_path, as_json)
 
 
@@ -368,7 +380,7 @@ def _locked_selections(project: str, intent_path: Path) -> dict[str, Any] | None
     than old news)."""
     from tritonlock.errors import TritonlockError
     from tritonlock.lock.lockfile import read_lock
-    from tritonlock.project import lock_staleness
+    from tritonlock.staleness import lock_staleness
 
     _, lock_path = project_paths(project)
     if not lock_path.is_file():

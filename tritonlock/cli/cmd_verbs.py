@@ -216,7 +216,7 @@ def _ready(ctx: click.Context, project: str, root: Path, venv_dir: Path, target_
     stale = None
     if lock_path.is_file() and intent_path.is_file():
         from tritonlock.lock.lockfile import read_lock
-        from tritonlock.project import lock_staleness
+        from tritonlock.staleness import lock_staleness
 
         stale = lock_staleness(root, read_lock(lock_path))
     if (stale or not lock_path.is_file()) and not no_sync:

@@ -102,7 +102,11 @@ def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
             except ValueError:
                 ok_interp = False
         else:
-            ok_interp = t.interpreter in (cp, f"py{major}{minor}", f"py{major}") and t.abi in ("none", cp)
+            # py3, py312 — and py39 on Python 3.12: a pure-Python tag for an older minor installs on a newer one, as
+            # packaging.tags.compatible_tags lists (xformers' py39-none-manylinux wheels)
+            older = t.interpreter.startswith(f"py{major}") and t.interpreter[2 + len(str(major)):].isdigit() and \
+                int(t.interpreter[2 + len(str(major)):]) <= minor
+            ok_interp = (t.interpreter in (cp, f"py{major}") or older) and t.abi in ("none", cp)
         if ok_interp and _platform_fits(t.platform, target):
             return True
     return False
@@ -177,6 +181,7 @@ class Facts:
         self._files: dict[tuple[str, str], Future[tuple[IndexFile, ...] | None]] = {}
         self._meta: dict[tuple[str, str, str], str | None] = {}
         self._by_release: dict[tuple[str, str], dict[Version, list[IndexFile]]] = {}
+        self._requires: dict[tuple[object, ...], tuple[Requirement, ...] | None] = {}
         self._lock = threading.Lock()
 
     def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
@@ -239,6 +244,10 @@ class Facts:
         return [str(v) for v in sorted(by_release, reverse=True)
                 if want is not None and v < want and not v.is_prerelease and not v.is_devrelease]
 
+    def has_metadata(self, index: str, name: str, version: str) -> bool:
+        """Whether the release's metadata was asked for in this run (read, or found missing)."""
+        return (index, canonicalize_name(name), version) in self._meta
+
     def metadata(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> str | None:
         """Core metadata of one release (PEP 658), from the file that would install on the target if any."""
         key = (index, canonicalize_name(name), version)
@@ -257,20 +266,48 @@ class Facts:
     def requires(self, index: str, name: str, version: str, target: TargetSpec, python: str,
                  extras: Iterable[str] = ()) -> list[Requirement] | None:
         """The release's Requires-Dist that apply on the target (markers evaluated there), with those of `extras`;
-        None when unknown."""
+        None when unknown. Read once a run for each question (the search asks it per torch line)."""
+        key = (index, canonicalize_name(name), version, target, python, tuple(sorted(extras)))
+        if key in self._requires:
+            hit = self._requires[key]
+            return None if hit is None else list(hit)
+        found = self._requires_of(index, name, version, target, python, extras)
+        self._requires[key] = None if found is None else tuple(found)
+        return found
+
+    def _requires_of(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                     extras: Iterable[str]) -> list[Requirement] | None:
         text = self.metadata(index, name, version, target, python)
         if text is None:
             return None
-        envs = [{**marker_env(target, python), "extra": e} for e in ("", *extras)]
-        out: list[Requirement] = []
+        parsed: list[Requirement] = []
         for line in _headers(text, "Requires-Dist"):
             try:
-                req = Requirement(line)
+                parsed.append(Requirement(line))
             except InvalidRequirement:
                 continue
-            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
-                out.append(req)
-        return out
+        me = canonicalize_name(name)
+        wanted = {canonicalize_name(e) for e in extras}
+        while True:  # an extra that asks for the package's own extras (unsloth[cu124-torch240] -> [cu124onlytorch240])
+            envs = [{**marker_env(target, python), "extra": e} for e in ("", *sorted(wanted))]
+            applies = [r for r in parsed if r.marker is None or any(r.marker.evaluate(env) for env in envs)]
+            more = {canonicalize_name(e) for r in applies if canonicalize_name(r.name) == me for e in r.extras} - wanted
+            if not more:
+                return [r for r in applies if canonicalize_name(r.name) != me]
+            wanted |= more
+
+    def provides_extras(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                        extras: Iterable[str]) -> bool | None:
+        """Whether the release's METADATA declares every one of `extras` (Provides-Extra, names normalized); None
+        when its METADATA is unknown. A release without an extra the user asked for installs without what the extra
+        would have brought: it is not the package they asked for."""
+        wanted = {canonicalize_name(e) for e in extras}
+        if not wanted:
+            return True
+        text = self.metadata(index, name, version, target, python)
+        if text is None:
+            return None
+        return wanted <= {canonicalize_name(e) for e in _headers(text, "Provides-Extra")}
 
     def has_wheel(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> bool:
         """Whether the release has a wheel that installs on the target (else only its sdist, built at sync)."""
@@ -297,6 +334,56 @@ class Facts:
         """When the release's first file was uploaded (PEP 700 upload-time; None where the index does not say)."""
         times = [t for f in self.release_files(index, name, version) if (t := _when(f.upload_time)) is not None]
         return min(times) if times else None
+
+
+    def nearest(self, index: str, name: str, n: int = 3) -> list[str]:
+        """Up to `n` names like `name` (or like its first words: "einopz-not-a-pkg" is near "einops") that the index
+        serves: among the projects uv's cache has pages of and the packages compat/ names, each asked of the index."""
+        import difflib
+
+        want = canonicalize_name(name)
+        parts = want.split("-")
+        heads = {"-".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        scored = sorted(((max(difflib.SequenceMatcher(None, h, k).ratio() for h in heads), k)
+                         for k in _known_names() if k != want), reverse=True)
+        out: list[str] = []
+        for score, k in scored[:2 * n]:
+            if score < 0.75 or len(out) >= n:
+                break
+            if self.files(index, k):
+                out.append(k)
+        return out
+
+
+def _known_names() -> set[str]:
+    """Project names this machine has seen served: uv's cache of index pages (its file names), and compat/'s."""
+    import os
+    import re
+    from pathlib import Path
+
+    names: set[str] = set()
+    root = os.environ.get("UV_CACHE_DIR")
+    if not root:
+        try:
+            from tritonlock import _subprocess
+
+            proc = _subprocess.run([_subprocess.uv_bin(), "cache", "dir"], timeout=10)
+            root = proc.stdout.strip() if proc.returncode == 0 else None
+        except (OSError, TritonlockError):
+            root = None
+    if root:
+        for page in Path(root).glob("simple-v*/**/*.rkyv"):
+            names.add(canonicalize_name(page.stem))
+    from tritonlock._data import compat_root
+
+    compat = compat_root()
+    for f in (compat.glob("*.toml") if compat else ()):
+        try:
+            names.update(canonicalize_name(m) for m in re.findall(r'^name\s*=\s*"([A-Za-z0-9._-]+)"',
+                                                                   f.read_text(encoding="utf-8"), re.M))
+        except OSError:
+            continue
+    return names
 
 
 def _when(text: str | None) -> datetime | None:

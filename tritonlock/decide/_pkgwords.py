@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -18,7 +17,7 @@ from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import LockedPackage, Selection, TargetSpec
 
 if TYPE_CHECKING:
-    from tritonlock.decide.packages import Check, Fallback, Fix, Scene
+    from tritonlock.decide._pkgscene import Check, Demoted, Fallback, Fix, Outcome, Scene
 
 # torch's own family moves with torch: it is never what holds torch back
 _MOVES_WITH_TORCH = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
@@ -36,8 +35,10 @@ def where(target: TargetSpec, python: str) -> str:
     return f"Python {python} on {platform}"
 
 
-def uv_reason(text: str) -> str:
-    """uv's explanation on one line: its 'No solution found' banner, the cause/hint labels and the tree marks off."""
+def uv_reason(text: str, limit: int = 480) -> str:
+    """uv's explanation on one line: its 'No solution found' banner, the cause/hint labels and the tree marks off;
+    the project tritonlock hands uv is the user's requirements ("you require"), except for what tritonlock itself
+    passed over (`pkg<0`, `pkg!=1.0`: "tritonlock passes over"); at most `limit` characters."""
     lines = []
     for line in text.splitlines():
         line = line.strip().lstrip("×╰─▶│ ").strip()
@@ -45,9 +46,28 @@ def uv_reason(text: str) -> str:
         if not line or line.startswith("hint:") or re.match(r"No solution found when resolving dependencies", line):
             continue
         lines.append(line)
-    # the requirements tritonlock hands uv are a project of its own: to the user they are "you require"
-    out = re.sub(r"\btritonlock-closure depends on\b", "you require", " ".join(lines))
-    return out if len(out) <= 900 else out[:897] + "..."
+    out = _DEPENDS.sub(_whose, " ".join(lines))
+    out = re.sub(r"\btritonlock-closure's requirements\b", "your requirements", out)
+    out = re.sub(r"\btritonlock-closure\b(?: \(pyproject\.toml\))?", "your requirements", out)
+    return out if len(out) <= limit else out[:limit - 3].rstrip() + "..."
+
+
+# uv names the project it resolves when it reports what it depends on: "tritonlock-closure depends on vllm>=0.33"
+_DEPENDS = re.compile(r"\btritonlock-closure depends on ([A-Za-z0-9][A-Za-z0-9._-]*)((?:\[[^\]]*\])?[^\s,]*"
+                      r"(?:,\s*[<>=!~]=?[^\s,]+)*)")
+
+
+def _whose(m: re.Match[str]) -> str:
+    """'you require X' for the user's part of a requirement, 'tritonlock passes over' for its own `<0` / `!=`."""
+    name, spec = m[1], m[2]
+    parts = [p for p in re.split(r",\s*", spec.split("]", 1)[-1]) if p]
+    ours = [p for p in parts if p == "<0" or p.startswith("!=")]
+    yours = [p for p in parts if p not in ours]
+    if not ours:
+        return f"you require {name}{spec}"
+    said = "every release" if "<0" in ours else ", ".join(p[2:] for p in ours)
+    head = f"you require {name}{','.join(yours)} and " if yours else ""
+    return f"{head}tritonlock passes over {name} {said} (what this target cannot have)"
 
 
 def packages_key(intent_path: str) -> str:
@@ -94,7 +114,7 @@ def _torch_limit(sc: Scene, pkg: str, version: str, treq: Requirement) -> str:
     if intent.torch:
         spec = SpecifierSet(intent.torch)
         if not any(spec.contains(r.version) for r in allowed):
-            return f"{head}, outside torch = {intent.torch!r} in {intent.path}"
+            return f"{head}, outside torch = {intent.torch!r} in {sc.intent_file}"
     free = dataclasses.replace(intent, torch="")
     release = allowed[0]
     problem = release_problem(free, matrix, sc.target, release, sc.default_python)
@@ -103,7 +123,7 @@ def _torch_limit(sc: Scene, pkg: str, version: str, treq: Requirement) -> str:
         if intent.torch_index == "default" and release_problem(dataclasses.replace(free, torch_index=None), matrix,
                                                                sc.target, release, sc.default_python) is None:
             out += (f" (PyTorch's index has a build of torch {release.version} that fits: without [indexes] torch = "
-                    f"\"default\" in {Path(intent.path).name} the lock could take it)")
+                    f"\"default\" in {sc.intent_file} the lock could take it)")
         return out
     return f"{head}; torch {release.version} is not among this target's candidates"
 
@@ -117,6 +137,10 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
     """A fact of the newest release alone that keeps it off this target: no file for its platform, a Python floor,
     or a torch requirement no fitting torch meets (the host or the intent) — read from the index, not paired."""
     target, python = sc.target, sc.python
+    extras = next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
+    if sc.facts.provides_extras(locked.index, name, top, target, python, extras) is False:
+        return (f"{name} {top} has no extra {', '.join(extras)} (its METADATA declares no such Provides-Extra): the "
+                f"newest {name} that has it is what was asked for")
     files = sc.facts.release_files(locked.index, name, top)
     if files and not any(file_fits(f.filename, target, python) for f in files):
         return f"{name} {top} has no wheel for {where(target, python)} (and no sdist)"
@@ -145,13 +169,13 @@ def _pinned_by(sc: Scene, name: str, top: str, packages: tuple[LockedPackage, ..
 
 
 def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Check | None,
-              passed: tuple[str, ...] = (), packages: tuple[LockedPackage, ...] = ()) -> str:
-    """Why `name` is locked below `top`: the check that failed (uv's words), after the target's own fact where one
-    keeps the newest release off it (or the named package whose release pins it), and what was passed over where
-    uv's words name it."""
-    native = next((p for p in passed if p.startswith(f"{name} {top} (its native code cannot load here: ")), None)
-    if native is not None:  # the rule on the closure passed it over: that is the reason, read from its wheel
-        return "its native code cannot load on this target: " + native.split(": ", 1)[1].removesuffix(")")
+              passed: tuple[str, ...] = (), packages: tuple[LockedPackage, ...] = (), *,
+              native: str | None = None) -> str:
+    """Why `name` is locked below `top`: where its native code cannot load here (`native`, read from its wheel),
+    that; else the check that failed (uv's words), after the target's own fact where one keeps the newest release
+    off it (or the named package whose release pins it), and what was passed over where uv's words name it."""
+    if native is not None:
+        return "its native code cannot load on this target: " + native
     fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages)
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
@@ -165,7 +189,8 @@ def _ours(passed: tuple[str, ...], uv: str | None) -> str:
     """What tritonlock passed over (in words) that uv's words name: uv only says a package "does not allow any
     versions" (the `<0` tritonlock gave it), not why."""
     ours = [p for p in passed if uv and p.split(" ", 1)[0] in uv]
-    return f" (tritonlock passed over {'; '.join(ours)})" if ours else ""
+    text = "; ".join(ours)
+    return f" (tritonlock passed over {text if len(text) <= 400 else text[:397] + '...'})" if ours else ""
 
 
 # uv: "Because xformers==0.0.28.post1 depends on torch==2.4.1 and ...", "xfmr<=0.0.28 depends on torch==2.10.0",
@@ -257,6 +282,10 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
             return ResolveError(platform)
     if not lines and failures:
         return failures[0][1]
+    if not lines:  # (no line was left to ask uv about, and no fact above explains it)
+        return ResolveError(f"target {sc.target.name!r}: no torch line that fits this target admits a release of "
+                            f"every package named ({', '.join(str(r) for r in sc.reqs)})\n  fix: `tritonlock why` "
+                            "shows what stands between this target and other torch lines")
     if lines[0].startswith("the torch index ") and failures:
         # the index's doing (exit 4, as for any index that lacks what is needed): that first, then uv's own error
         return ClosureError(f"target {sc.target.name!r}: {lines[0]}\n{failures[0][1]}", uv=uv)
@@ -275,7 +304,10 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
 
 # uv: "Because pkg==1.0 has no wheels with a matching platform tag (e.g., `macosx_14_0_arm64`)", "… Python ABI tag"
 # ("has no usable wheels" is [environment].no-build's doing: uv's own error, with its note, stands for that)
-_NO_WHEEL = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*?)(?:[<>=!~]=?[^\s,]+)? has no wheels with a "
+# (a name starts a word and with a letter, a range may have several parts: "x>=1.13.0,<1.18.0 has no wheels" names x,
+# not "1.18.0"; "all versions of x have no wheels")
+_NO_WHEEL = re.compile(r"(?:^|(?<=[\s(]))([A-Za-z][A-Za-z0-9._-]*?)(?:\[[^\]]*\])?"
+                       r"(?:[<>=!~]=?[^\s,]+(?:,\s*[<>=!~]=?[^\s,]+)*)? (?:has|have) no wheels with a "
                        r"matching (?:platform|Python ABI|Python implementation) tag")
 
 
@@ -308,7 +340,7 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix, passed: tuple[str, ...]
     if fix.change and fix.gives and fix.change.startswith("torch"):
         lines.append(f"  {fb.name} {fb.since} or newer cannot be installed with torch = {sc.intent.torch!r}"
                      + (f": uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}" if fix.uv else ""))
-        lines.append(f"  fix: {fix.change} in {sc.intent.path} (checked: uv then locks {fix.gives}), {accept}")
+        lines.append(f"  fix: {fix.change} in {sc.intent_file} (checked: uv then locks {fix.gives}), {accept}")
     elif fix.change and fix.gives and ">=" in fix.change:
         lines.append(f"  uv's answer in the order you named them gives up {fb.name}, but both can be recent together")
         lines.append(f"  fix: require {fix.change} in {key} (checked: uv then locks {fix.gives}), {accept}")
@@ -333,3 +365,92 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix, passed: tuple[str, ...]
             f": uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}" if fix.uv else ""))
         lines.append(f"  fix: `tritonlock why` shows the change to the machine that would allow it, {accept}")
     return "\n".join(lines)
+
+
+# --- what the facts say before uv is asked ------------------------------------------------------------------------
+
+def not_served(sc: Scene, name: str, index: str) -> ClosureError:
+    """A named package the index answers it does not have: a misspelling most often, said as that, with the nearest
+    names it serves (exit 4, as for anything an index lacks)."""
+    from tritonlock.lock.index import extra_index_note
+
+    near = sc.facts.nearest(index, name)
+    hint = f" (the nearest names it serves: {', '.join(near)})" if near else ""
+    return ClosureError(f"target {sc.target.name!r}: no index serves a package named {name!r}: {index} answers that "
+                        f"it has no such project — check the spelling in {packages_key(sc.intent.path)}{hint}"
+                        + extra_index_note(), uv=f"{name} was not found in the package registry")
+
+
+def no_file_here(sc: Scene, name: str, index: str, req: Requirement) -> str:
+    """A named package none of whose releases (that the requirement admits) has a file the target installs."""
+    from tritonlock.decide._pkgfacts import releases
+
+    found = releases(sc.facts, index, req)
+    files = sc.facts.release_files(index, name, str(found[-1])) if found else []
+    platforms = sorted({f.filename[:-4].rsplit("-", 1)[-1] for f in files if f.filename.endswith(".whl")})
+    shown = ", ".join(platforms[:4]) + (f" and {len(platforms) - 4} more" if len(platforms) > 4 else "")
+    return (f"target {sc.target.name!r}: {name} has no release that installs on {where(sc.target, sc.python)}: "
+            f"{'its wheels are for ' + shown + ' only, and it has no sdist' if platforms else 'no file of it fits'}"
+            f" (read from {index})\n  fix: lock {name} for the machines that can install it only (a target or "
+            f"environment of their own), or drop it from {packages_key(sc.intent.path)} for this target (a marker: "
+            f"\"{name}; sys_platform == 'linux'\")")
+
+
+def demoted(sc: Scene, d: Demoted, packages: tuple[LockedPackage, ...], candidate: Selection) -> str:
+    """A package named later would hold back one named earlier: the earlier one's newest release admits no release of
+    the later one. The fix that keeps both is the answer uv found (the earlier one lower), checked."""
+    mine = next((p for p in packages if p.name == d.name), None)
+    theirs = next((p for p in packages if p.name == d.by), None)
+    key = packages_key(sc.intent.path)
+    lines = [f"target {sc.target.name!r}: {d.by} cannot be locked beside {d.name} {d.top}, the newest {d.name} that "
+             f"can be locked here — and {d.by}, named after it, may not hold it back (the packages keep the order you "
+             f"wrote): uv finds no lock with {d.name}=={d.top} and {d.by}: {uv_reason(d.uv)}"]
+    if mine is not None and theirs is not None:
+        lines.append(f"  fix: add \"{d.name}<={public(mine.version)}\" to {key} (checked: uv then locks {d.name} "
+                     f"{public(mine.version)}, {d.by} {public(theirs.version)} with torch {candidate.torch}), or put "
+                     f"{d.name} and {d.by} in two environments (or targets), or drop {d.by}")
+    else:
+        lines.append(f"  fix: put {d.name} and {d.by} in two environments (or targets), or drop {d.by}")
+    return "\n".join(lines)
+
+
+def left_out(sc: Scene, missing: str, before: list[tuple[str, str]], candidate: Selection, why: str,
+             full: Outcome | None) -> str:
+    """No release of `missing` can be locked beside the packages named before it at their newest (`before`, with
+    `candidate`'s torch): the facts that say so, and the best answer that has them all (`full`, checked by uv)."""
+    key = packages_key(sc.intent.path)
+    them = ", ".join(f"{n} {v}" for n, v in before)
+    lines = [f"target {sc.target.name!r}: {missing} cannot be locked beside {them} (the newest that can be locked "
+             f"here, with torch {candidate.torch}) — and {missing}, named after {'it' if len(before) == 1 else 'them'},"
+             f" may not hold {'it' if len(before) == 1 else 'them'} back (the packages keep the order you wrote): "
+             f"{why}"]
+    if full is not None:
+        moved = [(n, public(p.version)) for n, v in before if (p := next((q for q in full.packages if q.name == n),
+                                                                          None)) is not None and public(p.version) != v]
+        got = next((q for q in full.packages if q.name == missing), None)
+        pins = ", ".join(f'"{n}<={v}"' for n, v in moved)
+        if pins and got is not None:
+            lines.append(f"  fix: add {pins} to {key} (checked: uv then locks "
+                         f"{', '.join(f'{n} {v}' for n, v in moved)}, {missing} {public(got.version)} with torch "
+                         f"{full.candidate.torch}), or put {missing} in an environment (or target) of its own")
+            return "\n".join(lines)
+    names = " and ".join(n for n, _ in before)
+    lines.append(f"  fix: put {missing} and {names} in two environments (or targets), or drop {missing}")
+    return "\n".join(lines)
+
+
+def also_tried(err: ClosureError, tried: list[str], intent_file: str) -> ClosureError:
+    """uv's failure with what the decision tried beside it; where a package's own page of builds did not answer,
+    the fix is that page (reach it, or a mirror of it), not uv's generic one."""
+    down = [m for t in tried if (m := re.match(r"(\S+)'s builds at (\S+) \(not reachable from here", t))]
+    text = str(err)
+    if down:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("  fix: "))
+    text += "\n  also tried: " + "; ".join(tried)
+    if down:
+        pages = ", ".join(dict.fromkeys(m[2] for m in down))
+        names = ", ".join(dict.fromkeys(m[1] for m in down))
+        text += (f"\n  fix: {names}'s builds are on {pages}, which does not answer from here: resolve where it does, "
+                 f"or name a mirror of it for {names} in {intent_file} (a [[package-builds]] table with "
+                 "its index)")
+    return ClosureError(text, uv=err.uv)

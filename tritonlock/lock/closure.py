@@ -17,6 +17,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, IntentError, TritonlockError
+from tritonlock.lock._closurewords import no_build_note, unpinnable
 from tritonlock.lock.lockfile import toml_value
 from tritonlock.models import LockedPackage, LockPlan, Selection, Wheel
 
@@ -272,7 +273,7 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
             wheels, sdist = ((direct,), None) if direct.name.endswith(".whl") else ((), direct)
             index = direct.url
         if not wheels and sdist is None:  # a folder or a checkout: no file whose sha256 the lock could pin
-            raise IntentError(_unpinnable(name, r))
+            raise IntentError(unpinnable(name, r))
         note = notes.get(name) or None
         if name in build_reqs and name not in names:
             note = (f"{note}; " if note else "") + (f"needed to build {build_reqs[name]}, whose build imports torch: "
@@ -459,7 +460,10 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         if proc.returncode != 0 and guess:
             raise ClosureError(f"uv's cache holds no answer for target {sel.target.name!r}", uv=proc.stderr or "")
         if proc.returncode != 0:
-            msg = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
+            raw = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
+            # (the project uv resolves is tritonlock's wrapping of the user's requirements: never named to them)
+            msg = re.sub(r"\btritonlock-closure's requirements\b", "your requirements",
+                         re.sub(r"\btritonlock-closure depends on\b", "you require", raw))
             shown = [r for r in reqs if r not in pulled]
             why = (f"\n  note: {', '.join(pulled)} {'is' if len(pulled) == 1 else 'are'} needed by other packages and, "
                    f"being in the torch family, {'is' if len(pulled) == 1 else 'are'} taken only from the torch index "
@@ -469,15 +473,17 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                 why += "".join(f"\n  note: {r} is a build requirement of {pkg}, whose build imports torch: it runs in "
                                "the venv without isolation, so what it imports is locked too"
                                for r, pkg in build_reqs.items())
-            nb = _no_build_note(proc.stderr or proc.stdout or "", no_build, sel, floor)
+            nb = no_build_note(proc.stderr or proc.stdout or "", no_build, sel.python, python_platform(sel, floor))
             if nb:
                 raise ClosureError(f"uv could not resolve target {sel.target.name!r} ({', '.join(shown)}) with "
-                                   f"wheels only:\n{msg}{why}{nb}", uv=msg)
+                                   f"wheels only:\n{msg}{why}{nb}", uv=raw)
             raise ClosureError(f"uv could not resolve target {sel.target.name!r} "
                                f"({', '.join(shown)}; torch index {sel.index}; default index {default_index}):\n"
                                f"{msg}{why}\n  fix: check that both indexes are reachable and serve these versions "
                                f"for Python {sel.python} on {python_platform(sel, floor)}"
-                               + (f" (macOS {macos})" if macos else "") + index.extra_index_note(), uv=msg)
+                               + (f" (macOS {macos})" if macos else "")
+                               # (pip's extra-index-url is the cause only of a package no index was found to serve)
+                               + (index.extra_index_note() if _NOT_FOUND.search(msg) else ""), uv=raw)
         packages = _answer(out)
     if guess:
         return packages  # read from the cache alone: nothing this run read online
@@ -485,6 +491,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
     return packages
 
 
+# uv: "Because einopz was not found in the package registry" (not a DNS failure, not a version conflict)
+_NOT_FOUND = re.compile(r"was not found in the package registr|not found in the provided package locations")
 # How many times an --offline compile may have uv read the pages it lacks (or read from another run) and answer
 # again from its cache, before the compile is asked online in full.
 _REFRESHES = 6
@@ -504,6 +512,7 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
     minute for vLLM + SGLang). An offline failure that is no cache miss is uv's answer, as online."""
     proc = uv([*args, "--offline"])
     wanted: dict[str, str]
+    last: dict[str, str] | None = None
     for _ in range(_REFRESHES):
         words = proc.stderr or proc.stdout or ""
         if proc.returncode == 0:
@@ -515,8 +524,10 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
             return proc
         else:
             wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
-        if not wanted or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat):
-            break
+        if not wanted or wanted == last or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own,
+                                                            flat):
+            break  # (the same miss again: the page read did not bring what uv lacks — a release's metadata)
+        last = wanted
         proc = uv([*args, "--offline"])
     return uv(args)  # asked online in full
 
@@ -544,31 +555,6 @@ def _answer(out: Path) -> list[dict[str, Any]]:
     """The [[packages]] tables of uv's pylock output."""
     data = _toml.loads(out.read_text(encoding="utf-8"))
     return [p for p in data.get("packages", []) if isinstance(p, dict)]
-
-
-def _no_build_note(output: str, no_build: tuple[str, ...], sel: Selection, floor: str | None) -> str:
-    """uv failed under [environment].no-build: name each package it wanted a wheel of and what it would take."""
-    if not no_build:
-        return ""
-    names = list(dict.fromkeys(canonicalize_name(n) for n in re.findall(r"Wheels are required for `([^`]+)`", output)))
-    if not names:
-        return ""
-    allow = ("remove them from" if len(names) > 1 else "remove it from") if ":all:" not in no_build else "narrow"
-    return (f"\n  note: {', '.join(names)} {'have' if len(names) > 1 else 'has'} no wheel for this target (Python "
-            f"{sel.python} on {python_platform(sel, floor)}) in any version the requirements allow, and "
-            f"[environment].no-build forbids building {'them' if len(names) > 1 else 'it'} from source\n  fix: "
-            f"{allow} [environment].no-build to let sync build {'them' if len(names) > 1 else 'it'} (which may need "
-            "nvcc and a C/C++ compiler), or require a version that has a wheel for this target")
-
-
-def _unpinnable(name: str, raw: dict[str, Any]) -> str:
-    src = raw.get("directory") or raw.get("vcs") or {}
-    where = (src.get("url") or src.get("path") or "") if isinstance(src, dict) else ""
-    kind = "a folder" if "directory" in raw else "a version-control checkout" if "vcs" in raw else "a source"
-    return (f"{name} comes from {kind}{f' ({where})' if where else ''}, which has no file whose sha256 a lock can pin "
-            "(a team's lock installs the same bytes everywhere); nothing was written — build a wheel of it (`pip "
-            f"wheel --no-deps <its source> -w wheels/`) and name that wheel in the packages ({name} @ <the wheel's "
-            "https:// or file:// URL>), or publish it to an index")
 
 
 def _file(raw: dict[str, object]) -> Wheel:

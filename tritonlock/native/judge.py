@@ -13,11 +13,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tritonlock.compat.matrix import Matrix
-    from tritonlock.decide._pkgfacts import Facts
     from tritonlock.models import NativeFacts
 
-__all__ = ["Problem", "checked", "is_provider", "problems", "conflict", "older_hopeless", "target_wheel", "torch_line",
-           "unknowns", "wheels_to_read"]
+__all__ = ["Problem", "checked", "is_provider", "problems", "conflict", "release_problems", "target_wheel", "unknowns",
+           "wheels_to_read"]
 
 
 def target_wheel(p: LockedPackage, target: TargetSpec, python: str) -> list[str]:
@@ -100,6 +99,20 @@ def torch_exports(sel: Selection, packages: tuple[LockedPackage, ...]) -> Any:
     return torchsyms.exports(wheel.url, wheel.size, wheel.sha256, wheel.name)
 
 
+def release_problems(sel: Selection, item: Item, brought: set[str], *, matrix: Matrix, policy: str = "compatible",
+                     optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()) -> list[Problem]:
+    """What in one release's own native code cannot load beside `sel`'s torch build on its target whatever else is
+    locked beside it (`brought`: the libraries taken as there): what the packages decision reads before uv is asked,
+    to pass a release over for the torch lines it cannot load beside. What of it is judged is what its imports reach
+    (`imports`: the packages the user names and [environment].imports): a second top-level package nothing imports
+    is an optional part, never a reason to pass the release over. (Its torch symbols are judged on the closure,
+    against the torch wheel locked there.)"""
+    from tritonlock.native.rule import with_reach
+
+    named = [*(d.name for d in sel.direct), *imports]
+    return check(with_reach([item], named), brought, _setting(sel, matrix, policy, optional))
+
+
 def _setting(sel: Selection, matrix: Matrix, policy: str, optional: tuple[str, ...] = ()) -> Setting:
     """`optional`: the intent's [environment].optional-gpu-code, beside compat/packages.toml's."""
     from tritonlock.compat.pkgbuilds import dlopen_needed, optional_gpu_code
@@ -109,87 +122,6 @@ def _setting(sel: Selection, matrix: Matrix, policy: str, optional: tuple[str, .
     return Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors,
                    optional_gpu=frozenset(optional_gpu_code()) | frozenset(optional),
                    dlopen_needed=frozenset(dlopen_needed()))
-
-
-# Older releases read at once, and their bytes at most, when one is passed over for what no closure changes
-LOOK_BACK = 6
-LOOK_BACK_BYTES = 600 << 20
-LOOK_BACK_BATCHES = 4
-
-
-def older_hopeless(sel: Selection, found: list[Problem], facts: Facts, index: str, matrix: Matrix, policy: str,
-                   read: Callable[[list[Wanted]], dict[str, NativeFacts]],
-                   optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """When a release is passed over for what no other closure changes (no GPU code for the target's GPUs, a CUDA
-    its driver does not run: nativerule.hopeless), the releases before it whose own wheel for the target fails the
-    same way: (version, why), newest first, up to the first that may load. Their wheels are read a batch at a time
-    (`read`: the lock stage's reader, handed in by project.py), so one round of the decision passes over them all
-    instead of one release per round. The look stops at a release whose wheel here is pure Python or an sdist, or
-    whose file the index lists without its sha256 (nothing to key its facts by)."""
-    from tritonlock.decide._pkgfacts import install_order
-    from tritonlock.native.read import may_hold_native_code
-    from tritonlock.native.rule import HOPELESS, hopeless, with_reach
-
-    if not found or not any(p.kind in HOPELESS for p in found):
-        return []
-    name, python = found[0].package, sel.python or "3.12"
-    at = _setting(sel, matrix, policy, optional)
-    older = iter(facts.older(index, name, found[0].version))
-    out: list[tuple[str, str]] = []
-    for _ in range(LOOK_BACK_BATCHES):
-        todo: list[tuple[str, Wanted]] = []
-        size, last = 0, False
-        for v in older:
-            if not facts.fits(index, name, v, sel.target, python):
-                continue  # not a release an installer takes here (its Python, its platforms)
-            files = {f.filename: f for f in facts.release_files(index, name, v)}
-            first = install_order(files, sel.target, python)[:1]
-            f = files[first[0]] if first else None
-            if f is None or not may_hold_native_code(f.filename) or not f.sha256:
-                last = True  # an sdist, a pure-Python wheel (it loads), a file without its sha256: looked no further
-                break
-            size += f.size or 0
-            todo.append((v, (f.url, f.size, f.sha256, f.filename, False)))
-            if len(todo) >= LOOK_BACK or size > LOOK_BACK_BYTES:
-                break
-        got = read([w for _, w in todo]) if todo else {}
-        for v, w in todo:
-            nf = got.get(w[2])
-            named = [*(d.name for d in sel.direct), *imports]
-            probs = hopeless(with_reach([Item(name=name, version=v, facts=nf)], named)[0], at) \
-                if nf is not None and not nf.problem else []
-            if not probs:
-                return out
-            out.append((v, "; ".join(p.text for p in probs)))
-        if last or len(todo) == 0:
-            break
-    return out
-
-
-def torch_line(sel: Selection, found: list[Problem],
-               lines: Callable[[int], tuple[Selection, ...]]) -> tuple[int, tuple[Selection, ...]] | None:
-    """(N, the torch choices whose build brings CUDA N: `lines(N)`, newest first) where a release's only problem is
-    that it needs CUDA N's libraries (libcudart.so.N, …) — and perhaps symbols this torch lacks — and the locked torch
-    brings another CUDA: another torch build
-    can fix that without passing the release over — the same torch's build for CUDA N where its index has one
-    (PyTorch's cu128 beside cu130), else an older torch whose build is CUDA N (PyPI's). None where some problem is
-    another (its GPU code, its driver), where its libraries name no CUDA major or more than one, or where no torch
-    that fits brings N."""
-    import re
-
-    # (symbols this torch lacks are judged again against the torch of that line: a CUDA 12 build for torch 2.10 lacks
-    # torch 2.11's)
-    if not found or any(p.kind not in ("cuda-library", "torch-symbol") for p in found):
-        return None
-    numbered = r"^lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.([0-9]+)\Z"  # (the soname's number: CUDA's major)
-    majors = {int(m[1]) for p in found if (m := re.match(numbered, p.needs))}
-    if len(majors) != 1:
-        return None  # (cuDNN's, NCCL's, cuFFT's numbers are their own: the round after checks those)
-    (n,) = majors
-    if _backend_major(sel.backend) in (None, n):
-        return None
-    line = tuple(c for c in lines(n) if _backend_major(c.backend) == n)
-    return (n, line) if line else None
 
 
 def _sibling(sel: Selection, p: Problem, exists: Callable[[str], bool] | None) -> str:
@@ -268,17 +200,16 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
             + optional_parts(items, provided, at))
 
 
-def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried: int = 0,
-             left: str | None = None, *, exists: Callable[[str], bool] | None = None) -> str:
-    """No choice fixes the closure's native code: the package, what it needs, and the least change. With `untried`
-    (the rounds the decision had, all spent), older releases of the package were not tried: it says so; `left`: why
-    the decision with those releases passed over locks nothing (its own conflict's first line). A package the user
-    named leads where its problem is of the same kind as a dependency's. `exists(name)`: whether the default index
-    serves a package of that name (the fix names a package's build for the other CUDA major only where one is)."""
-    from tritonlock.decide._pkgfacts import public
-    from tritonlock.native.rule import HOPELESS
-
+def conflict(sel: Selection, found: list[Problem], rejected: list[str], *, left: str | None = None,
+             exists: Callable[[str], bool] | None = None) -> str:
+    """No choice fixes the closure's native code: the package, what it needs, and the least change. `rejected`: the
+    releases tried and passed over; `left`: why the decision with those releases passed over locks nothing. A
+    package the user named leads where its problem is of the same kind as a dependency's. `exists(name)`: whether the
+    default index serves a package of that name (the fix names a package's build for the other CUDA major only where
+    one is; where it cannot be asked, as a maybe)."""
     import re
+
+    from tritonlock.native.rule import HOPELESS
 
     named = {d.name for d in sel.direct}
     # what no other closure changes first, then the packages the user named (a dependency's problem is theirs too)
@@ -291,10 +222,6 @@ def conflict(sel: Selection, found: list[Problem], rejected: list[str], untried:
         lines.append("  tried and rejected: " + _releases(rejected))
     if left:
         lines.append("  with those passed over: " + (left.split(": ", 1)[-1] if left.startswith("target ") else left))
-    if untried:
-        lines.append(f"  not tried: releases of {first.package} older than {public(first.version)} (the decision goes "
-                     f"back {untried} rounds at most): a range in the packages, \"{first.package}<"
-                     f"{public(first.version)}\", has uv try them")
     lines.append("  fix: " + _least_change(sel, first, exists))
     return "\n".join(lines)
 

@@ -216,6 +216,7 @@ class RemoteZip:
 
     def __init__(self, session: object, url: str, size: int | None, *, deadline: Deadline | None = None) -> None:
         self.session, self.url = session, url
+        self._keyring = False  # asked once the index answered 401/403, as pip and the index client do
         self.deadline = deadline or NEVER
         self.bytes_read = 0
         self.crc: dict[str, int] = {}  # name -> the CRC-32 its directory entry states
@@ -232,9 +233,14 @@ class RemoteZip:
         held = _Held(deadline)
         entry = _WATCH.arm(deadline.at, held)
         _CURRENT.held = held
+        from tritonlock.lock.index import credentials
+
         try:
+            # the credentials the index's pages were read with (written in its URL, learned from the intent or pip's
+            # configuration, ~/.netrc; keyring after a 401): sent to the index's own host only, as uv and pip do
+            auth = credentials(self.url, keyring=self._keyring)
             resp = self.session.request(  # type: ignore[attr-defined]
-                method, self.url, headers={"Accept-Encoding": "identity", **headers}, stream=True,
+                method, self.url, headers={"Accept-Encoding": "identity", **headers}, stream=True, auth=auth,
                 allow_redirects=True, timeout=(min(CONNECT_SECONDS, left), min(stall_seconds(), left)))
         except Exception as err:  # noqa: BLE001 — every way a request fails is a failed read, said in words
             _WATCH.disarm(entry)
@@ -243,6 +249,13 @@ class RemoteZip:
             _CURRENT.held = None
         held.resp = resp
         return resp, held, entry
+
+    def _keyring_has(self) -> bool:
+        """Whether keyring holds credentials for this file's index (asked once, after the index wanted some)."""
+        from tritonlock.lock.index import credentials, network
+
+        self._keyring = True
+        return bool(network().keyring) and credentials(self.url, keyring=True) is not None
 
     def _broke(self, err: BaseException, held: _Held, got: int) -> ReadFailed:
         if held.killed or isinstance(err, OutOfTime):
@@ -293,6 +306,9 @@ class RemoteZip:
                 continue
             try:
                 status = resp.status_code
+                if status in (401, 403) and not self._keyring and self._keyring_has():
+                    last = _Transient(f"the index answered {what} with HTTP {status}")
+                    continue
                 if status in (408, 429) or status >= 500:
                     last = _Transient(f"the index answered {what} with HTTP {status}")
                     continue

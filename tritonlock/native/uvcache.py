@@ -43,8 +43,9 @@ def root() -> Path | None:
         found = Path(lines[-1]) if lines and os.path.isdir(lines[-1]) else None
     except Exception:  # noqa: BLE001 — no uv, or it failed: nothing is read from its cache
         found = None
-    with _ROOTS_LOCK:
-        _ROOTS[key] = found
+    if found is not None:  # (a folder uv has not made yet is asked again later: a read may come before uv runs)
+        with _ROOTS_LOCK:
+            _ROOTS[key] = found
     return found
 
 

@@ -1,0 +1,463 @@
+"""The packages decision as one search (issue 39): the facts that decide what can load where — each release's torch
+requirement and the native code of its wheel — are read before uv is asked and become per-torch-line constraints; the
+best answer is picked by the stated order (the packages as the user wrote them, each at its newest release lockable
+with the ones before it, then torch newest); a package none of whose releases can load is its target's conflict at
+once, on that target only. Every extension here is a real shared object (tests/nativebuild.py) on a local index
+shaped like PyPI: torch 2.10.0 is a CUDA 12.8 build, 2.11.0 a CUDA 13.0 one (compat/torch.toml)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nativebuild import extension, stub_library
+from pkgindex import LocalIndex
+from tritonlock.cli import main
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.lock.lockfile import read_lock
+
+CP = "cp311-cp311-manylinux_2_17_x86_64"
+LINUX = "py3-none-manylinux_2_17_x86_64"
+H100 = 'driver = "580.95.05"\ngpus = ["9.0"]'
+V100 = 'driver = "580.95.05"\ngpus = ["7.0"]'
+# the same torch release's C++ API: a symbol torch 2.10's libc10 stub defines (the label says which torch it was for)
+C10 = "_ZN3c1014only_in_2_10v1Ev"
+
+
+@pytest.fixture(scope="module")
+def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    tmp = tmp_path_factory.mktemp("joint-build")
+    idx = LocalIndex(tmp_path_factory.mktemp("joint-index"))
+    stubs = {name: stub_library(tmp / name.split(".so")[0], name, syms) for name, syms in (
+        ("libcudart.so.12", ("cudaRuntimeGetVersion",)), ("libcudart.so.13", ("cudaRuntimeGetVersion",)),
+        ("libcuda.so.1", ("cuInit",)), ("libc10.so", ("c10_stub", C10)))}
+
+    def kern(name: str, cudart: str, archs: tuple[tuple[int, ...], ...], *, driver: bool = True,
+             cxx: bool = False) -> bytes:
+        links = {stubs[cudart]: ("cudaRuntimeGetVersion",)}
+        if driver:
+            links[stubs["libcuda.so.1"]] = ("cuInit",)
+        if cxx:
+            links[stubs["libc10.so"]] = (C10,)
+        return extension(tmp / f"{name}-{cudart}-{len(archs)}-{driver}-{cxx}", f"{name}._C", links=links,
+                         fatbin=archs)
+
+    m = load_matrix()
+    for tv, runtime in (("2.10.0", "nvidia-cuda-runtime-cu12==12.8.90"), ("2.11.0", "nvidia-cuda-runtime==13.0.96"),
+                        ("2.12.0", "nvidia-cuda-runtime==13.0.96")):
+        rel = m.torch_release(tv)
+        assert rel is not None and rel.triton
+        idx.add("simple", "triton", rel.triton, tag=LINUX)
+        idx.add("simple", "torch", tv, tag=CP, requires=(runtime, f"triton=={rel.triton}; platform_system == 'Linux'"),
+                modules={"torch/__init__.py": ""})
+        idx.add("simple", "torch", tv, tag="cp311-none-macosx_11_0_arm64", modules={"torch/__init__.py": ""})
+    idx.add("simple", "nvidia-cuda-runtime-cu12", "12.8.90", tag=LINUX,
+            modules={"nvidia/cuda_runtime/lib/libcudart.so.12": stubs["libcudart.so.12"].read_bytes()})
+    idx.add("simple", "nvidia-cuda-runtime", "13.0.96", tag=LINUX,
+            modules={"nvidia/cu13/lib/libcudart.so.13": stubs["libcudart.so.13"].read_bytes()})
+    # linepkg 3.0 links torch 2.10's C++ API (its label says so) and CUDA 12: it loads beside torch 2.10 only; 2.0 is a
+    # CUDA 13 build on the stable ABI, which loads beside torch 2.11 only
+    idx.add("simple", "linepkg", "2.0", tag=CP, requires=("torch>=2.10",), uploaded="2026-05-01", modules={
+        "linepkg/__init__.py": "", "linepkg/_C.so": kern("linepkg", "libcudart.so.13", ((2, 90),))})
+    idx.add("simple", "linepkg", "3.0+pt210cu128", tag=CP, requires=("torch>=2.10",), uploaded="2026-06-01", modules={
+        "linepkg/__init__.py": "", "linepkg/_C.so": kern("linepkg", "libcudart.so.12", ((2, 90),), cxx=True)})
+    # voltakern: every release has code for sm_80 and sm_90 only (no PTX): nothing of it runs on a V100
+    for n in range(1, 5):
+        idx.add("simple", "voltakern", f"{n}.0", tag=CP, requires=("torch>=2.10",), uploaded=f"2026-0{n}-01",
+                modules={"voltakern/__init__.py": "",
+                         "voltakern/_C.so": kern("voltakern", "libcudart.so.13" if n > 2 else "libcudart.so.12",
+                                                 ((2, 80), (2, 90)))})
+    # cudartlib: a CUDA 12 runtime user that needs no driver to import (as a CPU fallback path would)
+    idx.add("simple", "cudartlib", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "cudartlib/__init__.py": "", "cudartlib/_C.so": kern("cudartlib", "libcudart.so.12", (), driver=False)})
+    # bringpkg links the CUDA 12 runtime and requires the NVIDIA wheel that brings it (as cupy's cuda extras do)
+    idx.add("simple", "bringpkg", "1.0", tag=CP, requires=("torch>=2.10", "nvidia-cuda-runtime-cu12==12.8.90"),
+            modules={"bringpkg/__init__.py": "", "bringpkg/_C.so": kern("bringpkg", "libcudart.so.12", ((2, 90),))})
+    # pinkern pins torch 2.10.0 itself (as vllm 0.19.1 does) and links the CUDA 12 runtime
+    idx.add("simple", "pinkern", "1.0", tag=CP, requires=("torch==2.10.0",), modules={
+        "pinkern/__init__.py": "", "pinkern/_C.so": kern("pinkern", "libcudart.so.12", ((2, 90),))})
+    # wrapgpu is pure Python and requires voltakern (which has no code for a V100)
+    idx.add("simple", "wrapgpu", "1.0", requires=("voltakern", "torch>=2.10"))
+    # cudnnuser links cuDNN, which nothing here brings (the rule on the closure refuses it, line after line)
+    cudnn = stub_library(tmp / "cudnn", "libcudnn.so.9", ("cudnnCreate",))
+    idx.add("simple", "cudnnuser", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "cudnnuser/__init__.py": "", "cudnnuser/_C.so": extension(tmp / "cudnnuser", "cudnnuser._C",
+                                                                  links={cudnn: ("cudnnCreate",)})})
+    idx.add("simple", "usescudnn", "1.0", requires=("cudnnuser",))
+    # linuxonly: Linux wheels only, no sdist (as NVIDIA's libraries)
+    idx.add("simple", "linuxonly", "1.0", tag=LINUX)
+    idx.add("simple", "linuxonly", "2.0", tag=LINUX)
+    # newapp 2.0 pins torch 2.11, 1.0 torch 2.10; oldkern's releases were all built for torch 2.10's C++ API
+    idx.add("simple", "newapp", "1.0", requires=("torch==2.10.0",), uploaded="2026-04-01")
+    idx.add("simple", "newapp", "2.0", requires=("torch==2.11.0",), uploaded="2026-09-01")
+    for n in (1, 2):
+        idx.add("simple", "oldkern", f"{n}.0+pt210cu128", tag=CP, requires=("torch>=2.10",),
+                uploaded=f"2026-0{n + 3}-01", modules={
+                    "oldkern/__init__.py": "", "oldkern/_C.so": kern("oldkern", "libcudart.so.12", ((2, 90),),
+                                                                     cxx=True)})
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _project(root: Path, idx: LocalIndex, packages: list[str], *targets: str, torch: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"\n[[targets]]\nname = \"{t.split('|')[0]}\"\n{t.split('|', 1)[1]}\n" for t in targets)
+    (root / "triton-env.toml").write_text(
+        f'[environment]\npython = "3.11"\npackages = {json.dumps(packages)}\n' + (f'torch = "{torch}"\n' if torch else "")
+        + f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n{body}', encoding="utf-8")
+    return root
+
+
+def _linux(name: str, spec: str) -> str:
+    return f'{name}|glibc = "2.35"\n{spec}'
+
+
+MAC = 'mac|os = "macos"\narch = "arm64"\nmacos = "14.5"'
+
+
+def _run(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def _target(root: Path, name: str) -> tuple[dict[str, str], object]:
+    (t,) = [t for t in read_lock(root / "triton-env.lock").targets if t.name == name]
+    return {p.name: p.version for p in t.packages}, t.selection
+
+
+def test_a_release_that_loads_beside_one_torch_line_only_is_locked_on_that_line(tmp_path: Path,
+                                                                               joint: LocalIndex) -> None:
+    """linepkg 3.0 loads beside torch 2.10 only (CUDA 12, torch 2.10's C++ API): the package gets its newest release
+    and torch the line it loads beside — the packages come before torch. With torch = "==2.11.*", 3.0 is passed over
+    for that line alone and 2.0 (CUDA 13) is locked, the reason quoting the facts of 3.0's wheel."""
+    root = _project(tmp_path / "free", joint, ["linepkg"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["linepkg"], versions["torch"]) == ("3.0+pt210cu128", "2.10.0"), versions
+    assert sel.reasons[0] == ("torch 2.10.0 (cu128): the newest torch build that brings CUDA 12, which linepkg 3.0's "
+                              "native code needs; torch 2.12.0 (cu130) would fit this target"), sel.reasons
+    assert not [w for w in sel.warnings if "is locked, not its newest" in w]
+    pinned = _project(tmp_path / "pinned", joint, ["linepkg"], _linux("gpu", H100), torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(pinned))
+    assert code == 0, out
+    versions, sel = _target(pinned, "gpu")
+    assert (versions["linepkg"], versions["torch"]) == ("2.0", "2.11.0"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("linepkg 2.0 is locked, not its newest release 3.0: ")]
+    assert ("its native code cannot load on this target: linepkg/_C.so in linepkg-3.0+pt210cu128-" in w
+            and "links torch's C++ API and was built for torch 2.10" in w), w
+
+
+def test_a_package_with_no_code_for_one_gpu_is_that_targets_conflict_at_once(tmp_path: Path,
+                                                                            joint: LocalIndex) -> None:
+    """voltakern has code for sm_80/sm_90 only, in every release: the V100 is a conflict naming the package, the GPU
+    code and the least change, its four releases read and named; the H100 beside it is locked (exit 3, one lock)."""
+    root = _project(tmp_path, joint, ["voltakern"], _linux("h100", H100), _linux("v100", V100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    versions, _ = _target(root, "h100")
+    assert versions["voltakern"] == "4.0"
+    (v100,) = [t for t in read_lock(root / "triton-env.lock").targets if t.name == "v100"]
+    assert not v100.selection.ok and v100.selection.conflict is not None
+    msg = v100.selection.conflict.message
+    assert msg.startswith("target 'v100': voltakern's native code cannot load on this target: voltakern 4.0: its GPU "
+                          "code is built for sm_80, sm_90 (no PTX), which has no code for this target's GPU "
+                          "(compute capability 7.0)"), msg
+    assert "  tried and rejected: voltakern 4.0, 3.0, 2.0, 1.0\n" in msg, msg
+    assert msg.endswith("fix: a build of voltakern with code for sm_70 (none of the releases tried has it), or a "
+                        "target without voltakern for these GPUs"), msg
+
+
+def test_reading_down_a_packages_releases_is_bounded_and_goes_on_in_the_next_resolve(
+        tmp_path: Path, joint: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a budget of one release's wheel a resolve (and one release a batch), the V100's conflict names what was
+    read and what was not — never "none can load" for releases not read — and a second resolve reads on from there
+    (what was read is kept), until every release is read: then the conflict names them all."""
+    from tritonlock.decide import _pkgload
+
+    monkeypatch.setattr(_pkgload, "READ_BUDGET", 1)
+    monkeypatch.setattr(_pkgload, "LOOK", 1)
+    root = _project(tmp_path, joint, ["voltakern"], _linux("v100", V100))
+    said = []
+    for _ in range(3):
+        code, out = _run("resolve", "-p", str(root))
+        assert code == 3, out
+        said.append(out[out.index("error: target 'v100': "):])
+    assert "  tried and rejected: voltakern 4.0, 3.0\n" in said[0], said[0]
+    assert ("  with those passed over: not read: the 2 releases of voltakern older than 3.0 (2.0 … 1.0) — a resolve "
+            "reads at most 1 B of a package's wheels looking for a release that can load: resolve again to read on "
+            "(what was read is kept), or name one in [environment].packages (\"voltakern==2.0\")") in said[0], said[0]
+    assert "  tried and rejected: voltakern 4.0, 3.0, 2.0\n" in said[1] and "not read: voltakern 1.0 — " in said[1]
+    assert "  tried and rejected: voltakern 4.0, 3.0, 2.0, 1.0\n" in said[2] and "not read" not in said[2], said[2]
+
+
+def test_a_hopeless_package_is_found_from_the_facts_without_asking_uv_for_an_answer(tmp_path: Path,
+                                                                                     joint: LocalIndex) -> None:
+    """The decision itself, with a compile that records what it is asked and never answers: the V100's conflict comes
+    from the wheels' facts alone — uv is asked once at most, in the background, to warm its cache while they are
+    read; the search asks it nothing."""
+    from tritonlock.compat.matrix import load_matrix
+    from tritonlock.decide.packages import Native, decide
+    from tritonlock.decide.resolve import feasible
+    from tritonlock.errors import ClosureError
+    from tritonlock.intent.read import read_intent
+    from tritonlock.native.read import Reader
+    from tritonlock.project import native_wanted, select
+
+    root = _project(tmp_path, joint, ["voltakern"], _linux("v100", V100))
+    intent = read_intent(root / "triton-env.toml")
+    matrix = load_matrix()
+    (sel,) = select(intent)
+    asked: list[str] = []
+    lock = threading.Lock()
+
+    def no_answer(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+        with lock:
+            asked.append(str(plan.torch_spec))
+        raise ClosureError("no answer here", uv="")
+
+    reader = Reader()
+    try:
+        chosen, packages = decide(sel, feasible(intent, matrix, sel.target, "3.11"), intent, matrix,
+                                  joint.index_url("simple"), compile=no_answer, default_python="3.11",
+                                  native=Native(wanted=native_wanted, facts=reader.facts, read=reader.read))
+    finally:
+        reader.close()
+    assert not chosen.ok and packages == () and chosen.conflict is not None
+    assert "voltakern's native code cannot load on this target" in chosen.conflict.message
+    assert "sm_70" in chosen.conflict.message
+    assert len(asked) <= 1, asked  # (the background warm-up alone)
+
+
+def test_a_named_package_with_linux_wheels_only_is_the_macs_conflict_not_every_targets(tmp_path: Path,
+                                                                                     joint: LocalIndex) -> None:
+    """linuxonly has Linux wheels and no sdist: the two Linux targets are locked, the Mac is a conflict (exit 3) naming
+    the platform and the least change — not exit 4 for all of them ("check that both indexes are reachable")."""
+    root = _project(tmp_path, joint, ["linuxonly"], MAC, _linux("h100", H100), _linux("v100", V100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "reachable" not in out and "Traceback" not in out
+    assert _target(root, "h100")[0]["linuxonly"] == "2.0" and _target(root, "v100")[0]["linuxonly"] == "2.0"
+    (mac,) = [t for t in read_lock(root / "triton-env.lock").targets if t.name == "mac"]
+    assert mac.selection.conflict is not None
+    assert mac.selection.conflict.message == (
+        "target 'mac': linuxonly has no release that installs on Python 3.11 on macOS arm64 14.5: its wheels are for "
+        f"manylinux_2_17_x86_64 only, and it has no sdist (read from {joint.index_url('simple')})\n"
+        "  fix: lock linuxonly for the machines that can install it only (a target or environment of their own), or "
+        "drop it from [environment].packages for this target (a marker: \"linuxonly; sys_platform == 'linux'\")")
+    # the fix works: with the marker, the Mac is locked without it
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"linuxonly"', '"linuxonly; sys_platform == \'linux\'"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert "linuxonly" not in _target(root, "mac")[0]
+
+
+def test_a_target_without_a_driver_moves_torch_for_a_cuda_12_build(tmp_path: Path, joint: LocalIndex) -> None:
+    """cudartlib needs the CUDA 12 runtime (and no driver): on a laptop, where the default index's torch is taken to
+    run on the CPU, the decision takes torch 2.10 — whose build brings CUDA 12 — as it does on a GPU box; torch 2.11's
+    CUDA 13 build would leave the import without libcudart.so.12."""
+    root = _project(tmp_path, joint, ["cudartlib"], 'laptop|glibc = "2.35"\ngpus = []', _linux("h100", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    for name in ("laptop", "h100"):
+        versions, sel = _target(root, name)
+        assert (versions["cudartlib"], versions["torch"], versions["nvidia-cuda-runtime-cu12"]) == (
+            "1.0", "2.10.0", "12.8.90"), (name, versions)
+        assert sel.reasons[0].startswith("torch 2.10.0 (cu128): the newest torch build that brings CUDA 12, which "
+                                         "cudartlib 1.0's native code needs"), sel.reasons
+
+
+@pytest.mark.parametrize("order", [["newapp", "oldkern"], ["oldkern", "newapp"]])
+def test_two_packages_whose_newest_exclude_each_other_follow_the_order_written(tmp_path: Path, joint: LocalIndex,
+                                                                              order: list[str]) -> None:
+    """newapp 2.0 needs torch 2.11; every oldkern was built for torch 2.10's C++ API. Named first, newapp keeps its
+    newest and oldkern — named after it — may not hold it back: a conflict naming both, whose fix (newapp at most
+    1.0, the newest that admits oldkern) is checked and works. Named first, oldkern keeps its newest and newapp is
+    held back to 1.0, the warning saying why."""
+    root = _project(tmp_path, joint, order, _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    if order[0] == "oldkern":
+        assert code == 0, out
+        versions, sel = _target(root, "gpu")
+        assert (versions["oldkern"], versions["newapp"], versions["torch"]) == ("2.0+pt210cu128", "1.0", "2.10.0")
+        (w,) = [w for w in sel.warnings if w.startswith("newapp 1.0 is locked, not its newest release 2.0: ")]
+        assert "newapp 2.0 requires torch==2.11.0" in w or "checked: uv finds no lock with newapp==2.0" in w, w
+        return
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith("target 'gpu': oldkern cannot be locked beside newapp 2.0 (the newest that can be locked "
+                          "here, with torch 2.11.0) — and oldkern, named after it, may not hold it back (the packages "
+                          "keep the order you wrote): oldkern 2.0's native code cannot load there: "), msg
+    assert "was built for torch 2.10" in msg, msg
+    assert ('  fix: add "newapp<=1.0" to [environment].packages (checked: uv then locks newapp 1.0, oldkern 2.0 with '
+            "torch 2.10.0), or put oldkern in an environment (or target) of its own") in msg, msg
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"newapp"', '"newapp<=1.0"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert _target(root, "gpu")[0]["newapp"] == "1.0"
+
+
+def test_resolve_says_what_it_is_doing_in_plain_lines_and_nothing_under_json(tmp_path: Path,
+                                                                            joint: LocalIndex) -> None:
+    """Off a terminal, what the search does is said on stderr in plain lines (the releases read, the torch lines asked
+    of uv), each once; under --json, stdout is the document alone and nothing else is said."""
+    root = _project(tmp_path, joint, ["voltakern"], _linux("v100", V100), _linux("h100", H100))
+    r = CliRunner().invoke(main, ["resolve", "-p", str(root)])
+    assert r.exit_code == 3, r.output
+    lines = r.stderr.splitlines()
+    assert "target v100: reading the native code of voltakern 4.0…" in lines, lines
+    assert any(line.startswith("target h100: asking uv for the packages with torch") for line in lines), lines
+    assert len(lines) == len(set(lines)) and "reading the native code" not in r.stdout
+    r = CliRunner().invoke(main, ["resolve", "-p", str(root), "--json", "--upgrade"])
+    assert r.exit_code == 3 and r.stderr == "", r.stderr
+    doc = json.loads(r.stdout)
+    assert {t["name"]: t["ok"] for t in doc["targets"]} == {"v100": False, "h100": True}
+
+
+def test_on_a_terminal_the_search_is_one_live_line(tmp_path: Path, joint: LocalIndex) -> None:
+    """On a terminal the same words are the target's live line (rich), redrawn in place."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    root = _project(tmp_path, joint, ["linepkg"], _linux("h100", H100))
+    leader, follower = pty.openpty()
+    env = dict(os.environ, COLUMNS="160", TERM="xterm")
+    proc = subprocess.Popen([sys.executable, "-m", "tritonlock", "resolve", "-p", str(root)], stdin=subprocess.DEVNULL,
+                            stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=300)
+    os.close(leader)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, shown
+    assert ("target h100: asking uv for the packages with torch" in shown or "target h100: reading the native code"
+            in shown or "target h100: checking the native code" in shown) and "\r" in shown, shown
+    assert "…\n" not in shown.split("wrote ")[0]  # (no plain lines: the live line is redrawn)
+
+
+def test_a_cuda_library_the_release_requires_itself_does_not_move_torch(tmp_path: Path, joint: LocalIndex) -> None:
+    """bringpkg links libcudart.so.12 and requires nvidia-cuda-runtime-cu12, which brings it: beside torch 2.12 (CUDA
+    13) it loads, so the newest torch is locked — its facts pass it over for no line."""
+    root = _project(tmp_path, joint, ["bringpkg"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["bringpkg"], versions["torch"], versions["nvidia-cuda-runtime-cu12"]) == ("1.0", "2.12.0",
+                                                                                                "12.8.90"), versions
+    assert not any(r.startswith("passed over what this target cannot have") for r in sel.reasons), sel.reasons
+
+
+@pytest.mark.parametrize(("driver", "loads"), [("580.65.06", True), ("580.65.05", False), ("580.65.07", True),
+                                               ("580.64.99", False)])
+def test_a_cuda_13_build_on_a_driver_exactly_at_cuda_13s_floor_loads(tmp_path: Path, driver: str,
+                                                                      loads: bool) -> None:
+    """CUDA 13's minor-version-compatibility floor is 580.65.06: a driver exactly there runs a CUDA 13 build (the
+    rule on one release beside a line, as the search asks it), a driver one patch below does not."""
+    import hashlib
+
+    from pkgindex import build_wheel
+    from tritonlock.models import Selection, TargetSpec
+    from tritonlock.native.judge import release_problems
+    from tritonlock.native.read import read_file
+    from tritonlock.native.rule import Item
+
+    cudart = stub_library(tmp_path / "c13", "libcudart.so.13", ("cudaRuntimeGetVersion",))
+    whl = build_wheel(tmp_path / "w", "c13pkg", "1.0", tag=CP, modules={
+        "c13pkg/_C.so": extension(tmp_path / "e", "c13pkg._C", links={cudart: ("cudaRuntimeGetVersion",)},
+                                  fatbin=((2, 90),))})
+    facts = read_file(whl, hashlib.sha256(whl.read_bytes()).hexdigest())
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35", driver=driver, gpus=("9.0",))
+    line = Selection(target=target, ok=True, python="3.11", torch="2.11.0", backend="cu130", index="x")
+    found = release_problems(line, Item(name="c13pkg", version="1.0", facts=facts), {"libcudart.so.13"},
+                             matrix=load_matrix())
+    assert (not found) is loads, found
+    if not loads:
+        assert [p.kind for p in found] == ["cuda-driver"] and "needs driver >= 580.65.06" in found[0].text
+
+
+def test_a_packages_own_torch_pin_is_why_torch_is_held_not_its_cuda(tmp_path: Path, joint: LocalIndex) -> None:
+    """pinkern 1.0 requires torch==2.10.0 and links the CUDA 12 runtime: torch is held at 2.10.0 by that pin, which
+    the reason quotes — not "the torch build that brings CUDA 12", true but not why."""
+    root = _project(tmp_path, joint, ["pinkern"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert versions["torch"] == "2.10.0"
+    assert sel.reasons[0] == ("torch 2.10.0: the newest torch the packages allow (pinkern 1.0 requires "
+                              "torch==2.10.0); torch 2.15.0 would fit this target"), sel.reasons[0]
+    assert not any("brings CUDA 12" in w for w in sel.warnings), sel.warnings
+
+
+def test_a_named_package_whose_requirement_cannot_load_anywhere_is_a_conflict_naming_both(tmp_path: Path,
+                                                                                        joint: LocalIndex) -> None:
+    """wrapgpu is pure Python; voltakern, which it requires, has no code for a V100: the V100 is a conflict whose
+    words are voltakern's facts and whose fix names wrapgpu as what to lock elsewhere."""
+    root = _project(tmp_path, joint, ["wrapgpu"], _linux("v100", V100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    msg = out[out.index("error: target 'v100': "):].removeprefix("error: ")
+    assert msg.startswith("target 'v100': voltakern's native code cannot load on this target: voltakern "), msg
+    assert "which has no code for this target's GPU (compute capability 7.0)" in msg, msg
+    assert "fix: a build of voltakern with code for sm_70" in msg, msg
+
+
+def test_a_refusal_for_a_library_no_torch_build_here_brings_holds_for_the_lines_of_that_build(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """cudnnuser links cuDNN, which no locked wheel brings beside any torch here: refused beside torch 2.12 (cu130),
+    it is passed over beside 2.11 (cu130) too without asking uv again for that line — the search asks uv once per
+    torch build, not once per release — and the target is a conflict naming the library."""
+    from tritonlock.compat.matrix import load_matrix
+    from tritonlock.decide.packages import Native, decide
+    from tritonlock.decide.resolve import feasible
+    from tritonlock.intent.read import read_intent
+    from tritonlock.lock.closure import compile_target
+    from tritonlock.native.read import Reader
+    from tritonlock.project import native_wanted, select
+
+    root = _project(tmp_path, joint, ["usescudnn"], _linux("gpu", H100))
+    intent = read_intent(root / "triton-env.toml")
+    matrix = load_matrix()
+    (sel,) = select(intent)
+    asked: list[str] = []
+    lock = threading.Lock()
+
+    def counting(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+        with lock:
+            asked.append(f"{plan.torch_spec} {','.join(kw.get('constraints') or ())}")
+        return compile_target(plan, default_index, **kw)
+
+    import dataclasses
+
+    lines = tuple(dataclasses.replace(c, index=joint.index_url("simple")) for c in feasible(intent, matrix, sel.target,
+                                                                                            "3.11"))
+    reader = Reader()
+    try:
+        chosen, _ = decide(sel, lines, intent, matrix,
+                           joint.index_url("simple"), compile=counting, default_python="3.11",
+                           native=Native(wanted=native_wanted, facts=reader.facts, read=reader.read))
+    finally:
+        reader.close()
+    assert not chosen.ok and chosen.conflict is not None
+    assert "cudnnuser/_C.so in cudnnuser-1.0-" in chosen.conflict.message and "libcudnn.so.9" in chosen.conflict.message
+    # past the background warm-up (every line the matrix has, the index's or not), uv asked twice: the cu130 lines
+    # together, then the cu128 line — not once more for torch 2.11, which the refusal beside 2.12 already covers
+    assert [a.split()[0] for a in asked[1:]] == [">=2.10.0,<=2.12.0", "==2.10.0"], asked

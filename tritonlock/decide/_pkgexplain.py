@@ -1,0 +1,341 @@
+"""The search's answer as the lock records it: torch checked at the newest line the packages' facts allow, each named
+package below its newest release explained by the check that failed or the fact that keeps it off, what was passed
+over and why (in one reason, not a page), and what the native-code rule checked."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from tritonlock.decide import _pkgwords as words
+from tritonlock.decide._pkgcheck import Search
+from tritonlock.decide._pkgfacts import parse_version, public
+from tritonlock.decide._pkgload import Table, line_cuda
+from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
+from tritonlock.decide.lockplan import lock_plan
+from tritonlock.decide.requirements import with_spec
+from tritonlock.errors import ClosureError, TritonlockError
+from tritonlock.models import DirectPackage, LockedPackage, Selection
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# At most this many releases passed over are named one by one in a reason; the rest are counted
+_NAMED = 6
+
+
+def torch_checked(run: Run, o: Outcome, search: Search) -> Outcome:
+    """Where the chosen torch is below the newest that fits the target, and the named packages' locked releases can
+    load beside that newest one by their facts, ask uv for that torch with the named packages where they are: a lock
+    it finds (whose closure the rule passes) is taken; otherwise its words say what holds torch (the torch check)."""
+    sc, top = run.sc, run.sc.sel
+    if o.candidate.torch == top.torch or not top.torch or words.own_torch_limits(sc, o.packages):
+        return o  # (a named package's own release excludes that torch: no answer with them where they are has it)
+    rank = run.rank(top)
+    if rank < 0:
+        return o  # (its index does not serve that torch: the words say so)
+    for name, t in run.tables.items():
+        p = locked(o.packages, name)
+        if p is not None and t.state == "ok" and not t.loads(public(p.version), top, rank):
+            return o  # its native code cannot load there: the native words say why torch is held
+    pinned = [with_spec(r, f"=={public(p.version)}") if (p := locked(o.packages, r.name)) is not None and r.url is None
+              else str(r) for r in sc.reqs]
+    probe = Search(dataclasses.replace(sc, package_indexes=o.package_indexes), [top], search._compile,
+                   constraints=o.constraints, no_build=o.no_build, warm=True)
+    try:
+        candidate, packages = probe.lock(pinned)
+    except TritonlockError as err:
+        uv = err.uv if isinstance(err, ClosureError) and err.uv else str(err)
+        return dataclasses.replace(o, checks=o.checks + (("torch", Check(asked=f"torch=={top.torch}",
+                                                                         held=tuple(pinned), uv=uv)),))
+    if candidate.torch != top.torch:
+        return o
+    moved = dataclasses.replace(o, candidate=candidate, packages=packages)
+    if run.native is not None:
+        from tritonlock.native import judge
+
+        read = run.native.facts(run.native.wanted(candidate, packages))
+        if judge.problems(candidate, packages, read, sc.matrix, policy=sc.intent.cuda_policy,
+                          optional=sc.intent.optional_gpu_code, imports=sc.reach):
+            return o
+    return moved
+
+
+def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[LockedPackage, ...]]:
+    """The answer as locked: the closure once more where builds from source need their facts read (or torch's
+    Triton could not be pinned by the range), then the explained selection with what the rule checked."""
+    sc = run.sc
+    packages = best.packages
+    own = best.package_indexes
+    if not _triton_as_decided(best.candidate, packages):
+        # the range compile could not pin what the resolver decided for this torch (triton-windows is a series
+        # torch does not pin): lock the chosen torch exactly, as without packages
+        packages = compile(lock_plan(best.candidate, sc.matrix), sc.default_index, no_build=best.no_build,
+                           constraints=best.constraints, offline=True, package_indexes=own)
+    elif any(p.build == "source" for p in packages):
+        # the answer kept builds from source: lock it once more with what those builds need read from their sdists
+        # (and their build requirements locked), each named package and torch held where the decision put them
+        pins = [with_spec(r, f"=={public(q.version)}") if (q := locked(packages, r.name)) is not None
+                and r.url is None else str(r) for r in sc.reqs]
+        packages = compile(lock_plan(dataclasses.replace(best.candidate, packages=tuple(pins)), sc.matrix,
+                                     f"=={best.candidate.torch}"), sc.default_index, no_build=best.no_build,
+                           constraints=best.constraints, offline=True, package_indexes=own)
+    best = dataclasses.replace(best, packages=packages)
+    sel = _explained(run, best)
+    if run.native is None:
+        return sel, packages
+    from tritonlock.native import judge
+
+    read = run.native.facts(run.native.wanted(sel, packages))
+    found = judge.problems(sel, packages, read, sc.matrix, policy=sc.intent.cuda_policy,
+                           optional=sc.intent.optional_gpu_code, imports=sc.reach)
+    if found:  # (the closure locked again for its source builds brought what cannot load: said, never locked)
+        from tritonlock.models import Conflict
+
+        return Selection(target=sel.target, ok=False, conflict=Conflict(
+            target=sel.target.name, message=judge.conflict(sel, found, [], exists=sc.served))), ()
+    checked = judge.checked(packages, run.native.read or read)
+    warned = (*sel.warnings, *judge.unknowns(sel, packages, read, sc.matrix, policy=sc.intent.cuda_policy,
+                                             optional=sc.intent.optional_gpu_code, imports=sc.reach))
+    return dataclasses.replace(sel, reasons=(*sel.reasons, *((checked,) if checked else ())),
+                               warnings=warned), packages
+
+
+def _triton_as_decided(sel: Selection, packages: tuple[LockedPackage, ...]) -> bool:
+    if not sel.triton_package or not sel.triton:
+        return True
+    p = locked(packages, sel.triton_package)
+    if p is None:
+        return False
+    spec = sel.triton if sel.triton[:1] in "<>=!~" else f"=={sel.triton}"
+    try:
+        return SpecifierSet(spec).contains(public(p.version), prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+# --- what was passed over, and why --------------------------------------------------------------------------------
+
+def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
+    """What the facts and the rule passed over beside the line locked, in words: releases above the one locked that
+    cannot load there (those failing for the same reason named together), a package's own build taken instead of its
+    default index's — and, per named package, why its newest release cannot load (for its held-back line)."""
+    chosen, rank = o.candidate, run.rank(o.candidate)
+    out: list[str] = []
+    newest_why: dict[str, str] = {}
+    own = {n: u for n, u, _ in o.package_indexes}
+    for t in run.all_tables():
+        p = locked(o.packages, t.name)
+        at = vkey(p) if p is not None else ZERO
+        above = [v for v in t.excluded(chosen, rank) if (p is None or (parse_version(v) or ZERO) > at)
+                 and not t.lacks_extras(v)]  # (a release without the extra asked for: its held-back line says so)
+        if t.name in own and p is not None:
+            v = public(p.version)
+            choice = t.own(v, chosen)
+            took = choice.why if choice is not None else f"{t.name}'s build from its own index {own[t.name]}"
+            out.append(f"{t.name} {v}'s build from its default index (its native code cannot load here: "
+                       f"{t.why(v, chosen, rank)}); took {took}")
+        groups: dict[str, list[str]] = {}
+        for v in above:
+            why = t.why(v, chosen, rank) + _other_lines(run, t, v, chosen)
+            if t.name in run.tables and v == (t.versions[0] if t.versions else None):
+                newest_why[t.name] = why
+            f = t.native.get(v)
+            groups.setdefault(why.replace(f.filename, "{file}") if f is not None else why, []).append(v)
+        for why, vs in groups.items():
+            text = why.replace("{file}", "each one's wheel" if len(vs) > 1 else
+                               (t.native[vs[0]].filename if t.native.get(vs[0]) is not None else ""))  # type: ignore
+            out.append(f"{t.name} {_releases(vs)} (its native code cannot load here: {text})")
+    return out, newest_why
+
+
+def _releases(vs: list[str]) -> str:
+    return ", ".join(vs) if len(vs) <= _NAMED else f"{', '.join(vs[:3])}, … {vs[-1]} ({len(vs)} releases)"
+
+
+def _other_lines(run: Run, t: Table, v: str, chosen: Selection) -> str:
+    """Where a release needs another CUDA than the line's: whether a torch build that brings it could have it."""
+    probs = t.problems(v, chosen)
+    libs = [p.needs for p in probs if p.kind == "cuda-library"]
+    majors = {int(m[1]) for lib in libs if (m := re.search(r"\.so\.([0-9]+)$", lib))}
+    if len(majors) != 1 or any(p.kind != "cuda-library" for p in probs):
+        return ""
+    (n,) = majors
+    others = [(r, s) for r, s in enumerate(run.lines) if line_cuda(s) == n]
+    if not others:
+        return ""
+    torch_ok = [(r, s) for r, s in others if t.excluded_by_torch(v, s) is None]
+    if not torch_ok:
+        return f"; no torch release whose build brings CUDA {n} fits it"
+    r, s = torch_ok[0]
+    if t.loads(v, s, r):
+        return ""
+    return (f"; nor beside the torch builds that bring CUDA {n}, tried for it and not kept: torch {s.torch} "
+            f"({s.backend}): {t.why(v, s, r)}")
+
+
+def _held_for_cuda(run: Run, o: Outcome) -> tuple[str, str, str] | None:
+    """Where torch is held below the newest line because a named package's locked release needs another CUDA than
+    that line's build brings: (the first reason, the warning, what was passed over), in words."""
+    top, chosen = run.lines[0], o.candidate  # (the newest torch line its index serves)
+    n = line_cuda(chosen)
+    if (top.torch, top.backend) == (chosen.torch, chosen.backend) or n is None or line_cuda(top) == n:
+        return None
+    if words.own_torch_limits(run.sc, o.packages):
+        return None  # (a named package's own torch requirement holds torch: its METADATA is the reason)
+    for r in run.sc.reqs:
+        t = run.tables.get(canonicalize_name(r.name))
+        p = locked(o.packages, r.name)
+        if t is None or p is None or t.state != "ok":
+            continue
+        v = public(p.version)
+        probs = [q for q in t.problems(v, top) if q.kind == "cuda-library"]
+        if not probs:
+            continue
+        key, first = f"{t.name} {v}", probs[0]
+        why = "; ".join(q.text for q in probs)
+        return (f"torch {chosen.torch} ({chosen.backend}): the newest torch build that brings CUDA {n}, which {key}'s "
+                f"native code needs; torch {top.torch} ({top.backend}) would fit this target",
+                f"torch {chosen.torch} ({chosen.backend}) is locked, not {top.torch} ({top.backend}): {key}'s native "
+                f"code needs CUDA {n}, which torch {top.torch}'s {top.backend} build does not bring ({first.text})",
+                f"torch {top.torch} ({top.backend}) and the torch builds that bring no CUDA {n} ({key}'s native code "
+                f"needs CUDA {n}: {why}); took the torch releases whose build brings it")
+    return None
+
+
+def _explained(run: Run, o: Outcome) -> Selection:
+    sc = run.sc
+    sel, chosen, packages = sc.sel, o.candidate, o.packages
+    native_passed, newest_why = _passed(run, o)
+    cuda = _held_for_cuda(run, o)
+    passed_over = [*([cuda[2]] if cuda else []), *native_passed, *o.passed_over]
+    direct: list[DirectPackage] = []
+    warnings: list[str] = []
+    at_newest: list[str] = []
+    for r in sc.reqs:
+        name = canonicalize_name(r.name)
+        p = locked(packages, name)
+        top = sc.newest(r)
+        version = public(p.version) if p else None
+        held = None
+        if p is not None and top is not None and vkey(p) < (parse_version(top) or ZERO):
+            held = words.held_back(sc, name, p, top, o.check(name), tuple(o.passed_over), packages,
+                                   native=newest_why.get(name) if top == _first(run, name) else None)
+            warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
+        elif version is not None:
+            at_newest.append(f"{name} {version}")
+        direct.append(DirectPackage(name=name, requirement=str(r), version=version, newest=top, held_by=held))
+    reasons = list(sel.reasons)
+    base = sel
+    if (chosen.torch, chosen.backend) != (sel.torch, sel.backend):
+        if cuda is not None:
+            first = cuda[0]
+            warnings.insert(0, cuda[1])
+        else:
+            held_by, lacking = words.torch_held_by(sc, chosen, packages, o.check("torch"))
+            first = (f"torch {chosen.torch}: the newest torch {'the index serves' if lacking else 'the packages allow'}"
+                     f" ({held_by}); torch {sel.torch} would fit this target")
+        passed = [r for r in sel.reasons if r.startswith("passed over ")]
+        rest = [r for r in chosen.reasons[1:] if not r.startswith("passed over ")]
+        reasons = [first, *passed, *rest]
+        base = chosen
+    if passed_over:
+        reasons.insert(1 if reasons else 0, "passed over what this target cannot have: " + "; ".join(passed_over))
+    warnings = list(base.warnings) + warnings
+    if at_newest:  # after the torch lines (what the packages decided), before the build's own facts
+        at = next((i for i, r in enumerate(reasons) if i and not r.startswith("passed over ")), len(reasons))
+        reasons.insert(at, "packages at their newest release: " + ", ".join(at_newest))
+    return dataclasses.replace(base, reasons=tuple(reasons), warnings=tuple(warnings), direct=tuple(direct),
+                               packages=sel.packages)
+
+
+def _first(run: Run, name: str) -> str | None:
+    t = run.tables.get(name)
+    return t.versions[0] if t is not None and t.versions else None
+
+
+# --- no release of a package beside a line -------------------------------------------------------------------------
+
+def why_none(t: Table, sel: Selection, rank: int) -> str:
+    """Why no release of `t` can be locked beside the line, from its facts: the newest release's, and how many
+    releases were looked at."""
+    reasons: list[str] = []
+    for v in t.versions:
+        treq = t.excluded_by_torch(v, sel)
+        if treq is not None:
+            reasons.append(f"{t.name} {v} requires {words.spec_text(treq)}")
+        elif not t.loads(v, sel, rank):
+            reasons.append(f"{t.name} {v}'s native code cannot load there: {t.why(v, sel, rank)}")
+        if len(reasons) >= 2:
+            break
+    n = len(t.versions)
+    return "; ".join(reasons) + (f" (and so for each of its {n} releases that install here)" if n > 2 else "")
+
+
+def own_pages(run: Run, err: ClosureError,
+              reachable: Callable[[str, str], str | None]) -> tuple[Selection, tuple[LockedPackage, ...]] | None:
+    """Where uv found no closure and names a package the user asked for whose builds per torch and CUDA are on pages
+    of its own (compat/packages.toml, [[package-builds]]; a page per torch, not per release): that page for each of
+    the torch lines, newest first, whose CUDA it has builds for (4 at most), until one locks. A page this machine does
+    not reach is asked once (5 s) and named beside uv's answer. None where no such package is named."""
+    from tritonlock.compat import pkgbuilds
+
+    sc = run.sc
+    intent = sc.intent
+    rows = {b.name: b for b in (*pkgbuilds.curated().values(), *intent.package_builds)}
+    said = re.sub(r"[-_.]+", "-", str(err).lower())
+    for req in sc.reqs:
+        name = canonicalize_name(req.name)
+        row = rows.get(name)
+        if row is None or "{version}" in row.index or name not in said:
+            continue
+        tried: list[str] = []
+        down: dict[str, str | None] = {}
+        seen: set[tuple[str | None, str | None]] = set()
+        for x in run.lines:
+            choice = pkgbuilds.choose(name, "", x.torch or "", x.backend or "", cuda_major=None,
+                                      extra=intent.package_builds)
+            if choice is None or (x.torch, x.backend) in seen or len(seen) >= 4:
+                continue
+            seen.add((x.torch, x.backend))
+            host = choice.url.split("/")[2] if "://" in choice.url else choice.url
+            if host not in down:
+                down[host] = reachable(choice.url, name)
+                if down[host]:
+                    tried.append(f"{name}'s builds at {choice.url} (not reachable from here: {down[host]})")
+            if down[host]:
+                continue
+            own = ((choice.name, choice.url, "flat" if choice.flat else "simple"),)
+            scene = dataclasses.replace(sc, package_indexes=own)
+            found, uv = Search(scene, [x], run.compile, warm=True).attempt([str(r) for r in sc.reqs])
+            if found is None:
+                tried.append(f"{name}'s build at {choice.url} (uv finds no closure with it)")
+                continue
+            o = Outcome(candidate=found[0], packages=found[1], package_indexes=own,
+                        passed_over=(f"{name} from the default index (uv finds no closure with it there: "
+                                     f"{_said(err)}); took {choice.why}, for torch {x.torch} ({x.backend})",))
+            sel, packages = finish(run, o, run.compile)
+            if sel.ok and (x.torch, x.backend) != (sc.sel.torch, sc.sel.backend):
+                top = sc.sel
+                reasons = [f"torch {x.torch} ({x.backend}): the newest torch build {name}'s own index has a build for "
+                           f"({choice.url}); torch {top.torch} ({top.backend}) would fit this target", *sel.reasons[1:]]
+                warning = (f"torch {x.torch} ({x.backend}) is locked, not {top.torch} ({top.backend}): {name}'s builds "
+                           "on its own index are made per torch and CUDA, and the default index serves none uv can "
+                           f"lock ({_said(err)})")
+                sel = dataclasses.replace(sel, reasons=tuple(reasons), warnings=(warning, *sel.warnings))
+            return sel, packages
+        if tried:
+            raise words.also_tried(err, tried, sc.intent_file)
+    return None
+
+
+def _said(err: Exception) -> str:
+    """uv's finding in a line: its error and first causes (a build's own output left out)."""
+    said = [ln.strip().removeprefix("error: ") for ln in str(err).splitlines()
+            if ln.startswith(("error: ", "  cause: "))]
+    text = "; ".join(said[1:3] or said[:1]) or str(err).splitlines()[0]
+    return text[:300]

@@ -1,0 +1,156 @@
+"""Conflicts are conflicts: a named package locked at a release that only stands in for it (one that needs a source
+build where its newer releases have wheels, names no torch where they require one, or is years older than the newest
+release that installs on the target by itself) is no answer — and the checks that find the least fix."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tritonlock.decide import _pkgwords as words
+from tritonlock.decide._pkgcheck import Search
+from tritonlock.decide._pkgfacts import public, releases
+from tritonlock.decide._pkgscene import Fallback, Fix, Outcome, Scene, locked, vkey
+from tritonlock.decide.requirements import with_spec
+from tritonlock.errors import ClosureError, TritonlockError
+from tritonlock.models import LockedPackage, Selection
+
+# A release this much older than the newest one that fits the target on its own is a fallback, not an answer.
+_AGE = timedelta(days=730)
+
+
+def _host_torches(sc: Scene) -> list[str]:
+    """The torch releases the target runs, with the intent's torch = lifted (its own limits only)."""
+    host = sc.host() if sc.host is not None else ()
+    return [c.torch for c in (host or sc.candidates) if c.torch]
+
+
+def _fits_alone(sc: Scene, index: str, name: str, version: str, extras: tuple[str, ...],
+                torches: list[str]) -> bool:
+    """A release that installs on the target on its own: a file for its platform and Python, and a torch
+    requirement (if any) that some torch the target runs meets."""
+    if not sc.facts.fits(index, name, version, sc.target, sc.python):
+        return False
+    if sc.facts.provides_extras(index, name, version, sc.target, sc.python, extras) is False:
+        return False  # (not the package asked for: the extra is not in that release)
+    treqs = sc.torch_reqs(index, name, version, extras)
+    return treqs is None or all(any(t.specifier.contains(v, prereleases=True) for v in torches) for t in treqs)
+
+
+def _reference(sc: Scene, index: str, name: str, newer: list[Version], extras: tuple[str, ...]) -> Version | None:
+    """The newest of `newer` that installs on the target on its own — every one of them looked at, newest first (a
+    package whose newest releases all need a torch the target cannot run is held by the target only where none of
+    its older releases fits either), their METADATA read eight at a time side by side."""
+    torches = _host_torches(sc)
+    todo = list(reversed(newer))
+    for start in range(0, len(todo), 8):
+        chunk = todo[start:start + 8]
+        with ThreadPoolExecutor(max_workers=min(8, len(chunk))) as pool:
+            fits = list(pool.map(lambda v: _fits_alone(sc, index, name, str(v), extras, torches), chunk))
+        hit = next((v for v, ok in zip(chunk, fits) if ok), None)
+        if hit is not None:
+            return hit
+    return None
+
+
+def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> Fallback | None:
+    """Whether the release `r` is locked at only stands in for it (see Fallback); None when it is an answer."""
+    if r.url is not None:
+        return None
+    name = canonicalize_name(r.name)
+    p = locked(packages, name)
+    if p is None:
+        return None
+    newer = [v for v in releases(sc.facts, p.index, r) if v > vkey(p)]
+    if not newer:
+        return None
+    extras = tuple(sorted(r.extras))
+    ref = _reference(sc, p.index, name, newer, extras)
+    if ref is None:
+        return None  # nothing newer installs on this target on its own: the target holds it, not the others
+    mine, theirs = str(vkey(p)), str(ref)
+    why: list[str] = []
+    wheel = sc.facts.has_wheel
+    if p.build == "source" and wheel(p.index, name, theirs, sc.target, sc.python):
+        why.append(f"it needs a source build at sync, where {name} {theirs} has a wheel for this target")
+    lt = sc.torch_reqs(p.index, name, mine, extras)
+    rt = sc.torch_reqs(p.index, name, theirs, extras)
+    if lt == [] and rt:
+        why.append(f"its requirements name no torch, where {name} {theirs} requires {words.spec_text(rt[0])}")
+    t_mine, t_ref = sc.facts.uploaded(p.index, name, mine), sc.facts.uploaded(p.index, name, theirs)
+    if t_mine is not None and t_ref is not None and t_ref - t_mine > _AGE:
+        why.append(f"it is years older ({t_mine:%Y-%m-%d}; {name} {theirs}: {t_ref:%Y-%m-%d})")
+    if not why:
+        return None
+
+    def answer(v: Version) -> bool:  # a release without the defects `why` found
+        s = str(v)
+        if p.build == "source" and not wheel(p.index, name, s, sc.target, sc.python):
+            return False
+        t = sc.facts.uploaded(p.index, name, s)
+        return not (t_ref is not None and t is not None and t_ref - t > _AGE)
+
+    span = [v for v in newer if v <= ref and answer(v)] or [ref]
+    if lt == [] and rt:  # the oldest of them that names torch (releases name it from some release on)
+        lo, hi = 0, len(span) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if sc.torch_reqs(p.index, name, str(span[mid]), extras):
+                hi = mid
+            else:
+                lo = mid + 1
+        span = span[lo:]
+    return Fallback(req=r, name=name, locked=p, reference=theirs, since=str(span[0]), why=tuple(why))
+
+
+def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
+    """Checks for a fallback where the search over the lines found no fix, each answered by uv: the package at
+    `since` or newer with the others in the user's order — a lock there that moves other packages to fallbacks of
+    their own is a conflict between recent releases of both (checked with both held recent); failing that, the
+    intent's torch lifted (a torch pin is the fix); failing that, the target or the others are the other side (uv's
+    words say which)."""
+    def attempt(texts: list[str]) -> tuple[tuple[LockedPackage, ...] | None, str]:
+        try:
+            return search.lock(texts)[1], ""
+        except TritonlockError as err:
+            return None, err.uv if isinstance(err, ClosureError) and err.uv else str(err)
+
+    def recent(bounds: dict[str, str]) -> list[str]:
+        return [with_spec(r, f">={bounds[n]}") if (n := canonicalize_name(r.name)) in bounds else str(r)
+                for r in sc.reqs]
+
+    packages, uv = attempt(recent({fb.name: fb.since}))
+    if packages is not None:
+        moved = [r for r in sc.reqs if canonicalize_name(r.name) != fb.name
+                 and vkey(locked(packages, r.name)) < vkey(locked(o.packages, r.name))]
+        # (a lock that moves them down to answers of their own is the search's fix: packages._fix_by_search)
+        theirs = [f for r in moved if (f := fallback(sc, packages, r)) is not None]
+        if theirs:
+            both = {fb.name: fb.since, **{f.name: f.since for f in theirs}}
+            checked, uv = attempt(recent(both))
+            if checked is None:
+                return Fix(uv=uv, others=tuple(f.name for f in theirs),
+                           mutual=tuple((f.name, f.since) for f in theirs))
+            return Fix(uv="", change=", ".join(f'"{n}>={v}"' for n, v in both.items()), others=tuple(both)[1:],
+                       gives=", ".join(f"{p.name} {public(p.version)}" for n in both
+                                       if (p := locked(checked, n)) is not None))
+    others = tuple(n for r in sc.reqs if (n := canonicalize_name(r.name)) != fb.name and n in uv)
+    if sc.intent.torch and sc.host is not None:
+        lifted = [c for c in sc.host() if c.torch not in {x.torch for x in sc.candidates}]
+        by_index: dict[str, list[Selection]] = {}
+        for c in lifted:
+            by_index.setdefault(c.index or "", []).append(c)
+        for group in list(by_index.values())[:2]:
+            probe = Search(sc, group, search._compile, constraints=o.constraints, no_build=o.no_build, warm=True)
+            try:
+                candidate, found = probe.lock(recent({fb.name: fb.since}))
+            except TritonlockError:
+                continue
+            mine = locked(found, fb.name)
+            minor = ".".join((candidate.torch or "").split(".")[:2])
+            return Fix(uv=uv, change=f'torch = "=={minor}.*"', others=others,
+                       gives=f"{fb.name} {public(mine.version) if mine else '?'} with torch {candidate.torch}")
+    return Fix(uv=uv, others=others)

@@ -1,0 +1,263 @@
+"""One target's packages decision as every part of it reads it (the Scene), and what one uv answer found (Check,
+Outcome): the plain types the search, its checks and its words share — so none of them imports another for its
+types."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tritonlock.decide._pkgfacts import Facts, newest, parse_version, public
+from tritonlock.decide._pkgload import Env, Table, Wanted
+from tritonlock.errors import TritonlockError
+from tritonlock.models import Intent, LockedPackage, NativeFacts, Selection, TargetSpec
+
+if TYPE_CHECKING:
+    from tritonlock.compat.matrix import Matrix
+    from tritonlock.native.rule import Problem
+
+# compile(plan, default_index, *, offline, constraints, no_build) -> the closure of a LockPlan (decide.lockplan); the
+# lock stage's compile_target, handed in by tritonlock.project (the decision does not call into the lock stage itself)
+Compile = Callable[..., tuple[LockedPackage, ...]]
+
+ZERO = Version("0")
+
+
+def locked(packages: tuple[LockedPackage, ...], name: str) -> LockedPackage | None:
+    want = canonicalize_name(name)
+    return next((p for p in packages if p.name == want), None)
+
+
+def vkey(p: LockedPackage | None) -> Version:
+    """A locked package's public version (ZERO when it is not locked)."""
+    return (parse_version(public(p.version)) or ZERO) if p is not None else ZERO
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Scene:
+    """What every step of one target's decision reads: the target's newest fitting selection (`sel`), the fitting
+    torch lines, the intent, the matrix, the index facts and the packages the user named (in the user's order)."""
+
+    sel: Selection
+    candidates: tuple[Selection, ...]
+    intent: Intent
+    matrix: Matrix
+    facts: Facts
+    reqs: list[Requirement]
+    python: str
+    default_python: str
+    default_index: str
+    # the releases the target could run with the intent's torch = lifted (for "a torch pin would fix it")
+    host: Callable[[], tuple[Selection, ...]] | None = None
+    package_indexes: tuple[tuple[str, str, str], ...] = ()  # (name, index, format): a package's own build
+    # hears of every closure a compile gives (the orchestrator starts reading its wheels' binary facts early)
+    seen: Callable[[Selection, tuple[LockedPackage, ...]], None] | None = None
+
+    @property
+    def target(self) -> TargetSpec:
+        return self.sel.target
+
+    @property
+    def intent_file(self) -> str:
+        """The intent's file as the project names it (its name, never the path resolve ran from: a lock's bytes do
+        not depend on the folder it was resolved in)."""
+        return self.intent.path.replace("\\", "/").rsplit("/", 1)[-1] or self.intent.path
+
+    def index_for(self, name: str) -> str:
+        """The index a package comes from: its own build's index where the decision took one, the torch index for
+        the torch family, else the default index."""
+        own = {n: u for n, u, _ in self.package_indexes}.get(canonicalize_name(name))
+        if own:
+            return own
+        bound = self.sel.index and self.matrix.bound_to_torch_index(canonicalize_name(name), self.sel.backend)
+        return self.sel.index if bound and self.sel.index else self.default_index
+
+    def requires(self, index: str, name: str, version: str, extras: tuple[str, ...] = ()) -> list[Requirement] | None:
+        return self.facts.requires(index, name, version, self.target, self.python, extras)
+
+    @property
+    def reach(self) -> tuple[str, ...]:
+        """What the user imports: the packages they name and [environment].imports (the native rule judges what
+        these reach of each wheel; a second top-level package nothing imports is an optional part)."""
+        return (*(r.name for r in self.reqs), *self.intent.imports)
+
+    def served(self, name: str) -> bool:
+        """Whether the default index serves `name` (a package's build for the other CUDA major, for a conflict's
+        fix); LookupError where the index could not be asked (the fix says it as a maybe)."""
+        got = self.facts.files(self.default_index, name)
+        if got is None:
+            raise LookupError(name)
+        return bool(got)
+
+    def torch_reqs(self, index: str, name: str, version: str, extras: tuple[str, ...] = ()) -> list[Requirement] | None:
+        reqs = self.requires(index, name, version, extras)
+        return None if reqs is None else [r for r in reqs if canonicalize_name(r.name) == "torch"]
+
+    def newest(self, req: Requirement) -> str | None:
+        return newest(self.facts, self.index_for(req.name), req) if req.url is None else None
+
+    def others(self, packages: tuple[LockedPackage, ...],
+               name: str) -> Iterator[tuple[str, LockedPackage, list[Requirement]]]:
+        """The other packages the user named, as locked, with what they require on the target."""
+        for other in self.reqs:
+            oname = canonicalize_name(other.name)
+            olocked = locked(packages, oname)
+            if oname != name and olocked is not None:
+                yield oname, olocked, self.requires(olocked.index, oname, olocked.version) or []
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Check:
+    """A check that failed: what was asked of uv, and uv's own words."""
+
+    asked: str  # "sglang==0.5.23"
+    held: tuple[str, ...]  # the packages named before it, kept at least where they were ("vllm>=0.33.0")
+    uv: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Demoted:
+    """A package named earlier that uv locks at `top` with the ones before it, but not with `by`, named later: the
+    later one may not hold it back (the user's order), so this is a conflict naming both."""
+
+    name: str
+    top: str
+    by: str  # the later named package
+    uv: str  # uv's words for the earlier one at `top` with the later one
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Outcome:
+    candidate: Selection
+    packages: tuple[LockedPackage, ...]
+    checks: tuple[tuple[str, Check], ...] = ()  # per named package below its newest: the check that failed
+    passed_over: tuple[str, ...] = ()  # what the target cannot have, in words (CUDA builds, impossible builds)
+    constraints: tuple[str, ...] = ()
+    no_build: tuple[str, ...] = ()
+    package_indexes: tuple[tuple[str, str, str], ...] = ()
+    demoted: tuple[Demoted, ...] = ()
+    # the named packages before the first that has no release here (a line whose facts leave one out: only what
+    # comes before it was locked, to know whether the ones before it are lockable at all); None: all of them
+    prefix: int | None = None
+
+    def check(self, name: str) -> Check | None:
+        return next((c for n, c in self.checks if n == name), None)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Fallback:
+    """A named package locked at a release that only stands in for it (`locked`), and the releases that would be an
+    answer: `reference` (the newest that fits the target on its own) and `since` (the oldest without the defect)."""
+
+    req: Requirement
+    name: str
+    locked: LockedPackage
+    reference: str
+    since: str
+    why: tuple[str, ...]  # words: "needs a source build (0.33.0 has a wheel for this target)", …
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Fix:
+    """What the checks found for a fallback: uv's words for the package at a recent release with the others, and
+    the least change that gives a lock (checked), if any."""
+
+    uv: str
+    change: str | None = None  # "torch = \"==2.14.*\"", "\"vllm<=0.18.1\""
+    gives: str | None = None  # what that lock holds: "vllm 0.33.0 with torch 2.14.0"
+    others: tuple[str, ...] = ()  # the other named packages on the other side
+    mutual: tuple[tuple[str, str], ...] = ()  # others that are recent only from a release on: (name, since)
+
+
+# a component of a line's bound or an answer's key: (1, version) for a release, (0, 0) for none (below any release)
+Key = tuple[Any, ...]
+NONE = (0, ZERO)
+DOMINATED = object()
+
+
+@dataclasses.dataclass(kw_only=True)
+class Native:
+    """The native-code rule as the lock stage hands it in (tritonlock.project): the wheels of a closure to read
+    (`wanted`), the reader (`facts`: waits for them; `seen`: starts reading an answer's wheels early), and what it
+    has read so far (`read`)."""
+
+    wanted: Callable[[Selection, tuple[LockedPackage, ...]], list[Wanted]]
+    facts: Callable[[list[Wanted]], dict[str, NativeFacts]]
+    seen: Callable[[Selection, tuple[LockedPackage, ...]], None] | None = None
+    read: dict[str, NativeFacts] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Run:
+    """One target's search: its scene, the lines (newest torch first, the preferred build first), the named
+    packages' tables (and those of dependencies the rule refused a release of), and what uv was asked."""
+
+    sc: Scene
+    lines: list[Selection]
+    tables: dict[str, Table]
+    deps: dict[str, Table]
+    env: Env
+    compile: Compile
+    native: Native | None
+    say: Callable[[str], None]
+    failures: list[tuple[str, TritonlockError]] = dataclasses.field(default_factory=list)
+    structural: tuple[Selection, list[Problem]] | None = None  # what no release or line changes, found in a closure
+    warm: bool = False
+    # uv's answer for the newest lines as the user wrote the packages, asked while the facts are read: it reads the
+    # pages every later compile needs (they then answer from uv's cache) and starts reading its closure's wheels
+    warmup: Any = None
+    epoch: int = 0  # how many times the rule refused something: what the facts say of a line may change with it
+    gated: dict[tuple[object, ...], str | None] = dataclasses.field(default_factory=dict)
+    gated_by: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (name, version) -> its dependency
+    # what the rule found in a closure, per (package, release, line) it refused there: the conflict's words where
+    # no release is left (a torch symbol the line's torch lacks shows only beside that torch's wheel)
+    found: dict[tuple[str, str, int], Problem] = dataclasses.field(default_factory=dict)
+
+    @property
+    def seeing(self) -> list[Requirement]:
+        """The named packages whose facts the search reads (an index that answered, releases that fit)."""
+        return [r for r in self.sc.reqs if (t := self.tables.get(canonicalize_name(r.name))) is not None
+                and t.state == "ok" and t.versions]
+
+    def bound(self, rank: int, best: Key | None, *, native: bool) -> Any:
+        """What line `rank` could give at best by its facts: per named package its newest release that can be locked
+        beside it, then its torch; None where the first named package has none (nothing to lock there); DOMINATED
+        where it cannot beat `best`."""
+        sel, out = self.lines[rank], list[Any]()
+        for i, r in enumerate(self.seeing):
+            t = self.tables[canonicalize_name(r.name)]
+            floor = best[i][1] if best is not None and tuple(out) == best[:i] and best[i][0] else None
+            at = t.first(sel, rank, floor=floor) if native else t.meta_first(sel, floor)
+            if at == -1:
+                return DOMINATED
+            if at is None:
+                if i == 0:
+                    return None
+                out += [NONE] * (len(self.seeing) - i)
+                break
+            out.append((1, parse_version(t.versions[at]) or ZERO))
+        return (*out, (1, parse_version(sel.torch) or ZERO), -rank)
+
+    def key(self, o: Outcome) -> Key:
+        rank = self.rank(o.candidate)
+        seeing = self.seeing
+        out = [(1, parse_version(public(p.version)) or ZERO) if (p := locked(o.packages, r.name)) is not None
+               and (o.prefix is None or i < o.prefix) else NONE for i, r in enumerate(seeing)]
+        return (*out, (1, parse_version(o.candidate.torch) or ZERO), -rank)
+
+    def rank(self, sel: Selection) -> int:
+        """The line's place (-1: not one of the lines, a torch its index does not serve)."""
+        return next((i for i, x in enumerate(self.lines) if (x.torch, x.backend, x.index) == (sel.torch, sel.backend,
+                                                                                            sel.index)), -1)
+
+    def all_tables(self) -> list[Table]:
+        return [*(t for t in self.tables.values() if t.state == "ok"), *self.deps.values()]
+
+    def signature(self, rank: int) -> tuple[object, ...]:
+        sel = self.lines[rank]
+        return (sel.index, *(t.signature(sel, rank) for t in self.all_tables()))
