@@ -54,6 +54,9 @@ def idx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     index.add("simple", "nvidia-cuda-runtime-cu12", "12.8.90", tag=LINUX,
               modules={"nvidia/cuda_runtime/lib/libcudart.so.12": libs["libcudart.so.12"].read_bytes()})
     index.add("simple", "hostpkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        # (a member nothing reads first: every read of the wheel's members starts past the file's first byte, so an
+        # answer with another range than asked is another range — __init__.py is read for what it imports)
+        "hostpkg/py.typed": "",
         "hostpkg/__init__.py": "from hostpkg import _C\n",
         "hostpkg/_C.so": extension(tmp / "host", "hostpkg._C",
                                    links={libs["libcudart.so.12"]: ("cudaRuntimeGetVersion",),
