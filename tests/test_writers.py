@@ -57,6 +57,8 @@ ALLOWED = {
     ("lock/closure.py", "_read_online"): "a folder inside _compile's private directory for uv's input",
     ("lock/closure.py", "_preferences"): "uv's preferences (the pins a lock keeps), in _compile's private directory",
     ("native/read.py", "cache_folder"): "mkdir (0700) of tritonlock's own cache of binary facts, keyed by sha256",
+    ("native/torchsyms.py", "_keep"): "mkdir (0700) of torch-exports/ in tritonlock's own cache of binary facts; "
+                                      "the file (a torch build's exports, keyed by sha256) by write_atomic",
     ("native/read.py", "_read_downloaded"): "an anonymous temporary file (no name in any directory) for a wheel read "
                                             "whole where the index answers no Range request",
     ("native/members.py", "__init__"): "an anonymous temporary file (no name in any directory) for a member larger "
