@@ -249,6 +249,9 @@ def test_torch_symbols_decide_a_cxx_build_and_weak_references_stable_abi_and_at_
     ("12.0", (), ("compute_100f",), None), ("10.3", (), ("compute_100f",), "ptx"), ("10.0", (), ("compute_100f",), "ptx"),
     ("10.0", (), ("compute_90a",), None), ("9.0", (), ("compute_90a",), "ptx"), ("10.0", (), ("compute_90",), "ptx"),
     ("8.9", (), ("compute_90",), None), ("12.1", (), ("compute_120f",), "ptx"), ("12.0", (), ("compute_120a",), "ptx"),
+    # plain PTX at its own arch exactly, and a newer major (the driver JITs it up); family PTX not across majors
+    ("9.0", (), ("compute_90",), "ptx"), ("12.0", (), ("compute_80",), "ptx"), ("11.0", (), ("compute_100f",), None),
+    ("12.1", (), ("compute_120a",), None), ("10.3", ("sm_100",), (), "sass"), ("10.0", ("sm_100a", "sm_90"), (), "sass"),
 ])
 def test_family_and_arch_specific_code_runs_where_cuda_says(cc: str, sm: tuple[str, ...], ptx: tuple[str, ...],
                                                            runs: str | None) -> None:
@@ -299,3 +302,87 @@ def test_generic_code_on_a_rocm_torch_is_judged_by_its_family(tmp_path: Path) ->
     assert check([item], {"libamdhip64.so.7"}, _at("gfx942", "rocm7.0")) == []
     (p,) = check([item], {"libamdhip64.so.7"}, _at("gfx90a", "rocm7.0"))
     assert (p.kind, p.needs) == ("gpu-code", "gfx90a")
+
+
+# --- the rule's edges on facts as a reader or a cache gives them ----------------------------------------------------
+
+def _hand(name: str, *members: NativeMember, built: str | None = None) -> Item:
+    return Item(name=name, version="1.0", facts=NativeFacts(sha256="0" * 64, filename=f"{name}-1.0-{CP}.whl",
+                                                            members=members, built_for_torch=built))
+
+
+@pytest.mark.parametrize("driver, refused", [("580.65.06", False), ("580.65.05", True), ("580.65.07", False),
+                                             ("575.99.99", True), ("590.0", False)])
+def test_a_cuda_13_build_meets_its_driver_floor_exactly(driver: str, refused: bool) -> None:
+    """The driver at the floor CUDA 13 needs runs it; one patch below does not. Only CUDA 13's floor is asked (CUDA
+    12's, set high here, is another major's)."""
+    item = _hand("c13", NativeMember(path="c13/_C.so", extension=True, needed=("libcudart.so.13",)))
+    at = dataclasses.replace(_at(), driver=driver, floors={12: "999.0", 13: "580.65.06", 14: "999.0"})
+    found = [p for p in check([item], {"libcudart.so.13"}, at) if p.kind == "cuda-driver"]
+    assert bool(found) == refused, found
+    if refused:
+        assert found[0].needs == "CUDA 13" and f"needs driver >= 580.65.06; this driver is {driver}" in found[0].text
+    # no floor known for the major: nothing said of the driver; no driver (a driverless target): its own problem
+    assert not [p for p in check([item], {"libcudart.so.13"}, dataclasses.replace(at, floors={12: "999.0"}))
+                if p.kind == "cuda-driver"]
+
+
+def test_a_stable_abi_module_is_never_symbol_checked_and_a_torch_build_problem_hides_the_symbols() -> None:
+    """An extension of torch's stable C ABI is not checked against torch's C++ exports (even where facts of a cache
+    list symbols); a module that needs torch's CUDA libraries on a CPU torch is that problem, not a missing symbol."""
+    none = _Exports(set())
+    stable = _hand("st", NativeMember(path="st/_C.so", extension=True, needed=("libtorch.so",), torch_abi="stable",
+                                      torch_symbols=(C10_NEW,)))
+    assert check([stable], set(), _at(exports=none)) == []
+    cxx = _hand("cx", NativeMember(path="cx/_C.so", extension=True, needed=("libc10.so",), torch_abi="cxx",
+                                   torch_symbols=(C10_NEW,)))
+    assert [p.kind for p in check([cxx], set(), _at(exports=none))] == ["torch-symbol"]
+    on_cpu = _hand("cc", NativeMember(path="cc/_C.so", extension=True, needed=("libc10_cuda.so",), torch_abi="cxx",
+                                      torch_symbols=(C10_NEW,)))
+    assert [p.kind for p in check([on_cpu], set(), _at(backend="cpu", exports=none))] == ["torch-build"]
+    assert [p.kind for p in check([on_cpu], set(), _at(exports=none))] == ["torch-symbol"]
+
+
+def test_gpu_code_is_judged_on_its_own_vendors_torch_only() -> None:
+    """CUDA code on a ROCm or CPU torch, AMD code on a CUDA torch: not this GPU's code to judge (the torch build's
+    problem is said elsewhere); on its own vendor's torch the same code is refused for the GPU it lacks."""
+    nv = _hand("nv", NativeMember(path="nv/_C.so", extension=True, sm=("sm_90",), gpu="read"))
+    assert [p.needs for p in check([nv], set(), _at("8.0"))] == ["sm_80"]
+    assert check([nv], set(), _at("8.0", backend="rocm7.0")) == []
+    assert check([nv], set(), _at("8.0", backend="cpu")) == []
+    amd = _hand("amd", NativeMember(path="amd/_C.so", extension=True, gfx=("gfx942",), gpu="read"))
+    assert [p.needs for p in check([amd], set(), _at("gfx90a", backend="rocm7.0"))] == ["gfx90a"]
+    assert check([amd], set(), _at("gfx90a")) == []
+    assert check([amd], set(), _at("gfx942", backend="rocm7.0")) == []
+
+
+def test_a_module_of_arch_specific_and_general_code_counts_and_one_of_arch_specific_code_alone_does_not() -> None:
+    from tritonlock.native.rule import gpu_code_modules
+
+    mixed = NativeMember(path="m/_C.so", extension=True, sm=("sm_80", "sm_90a"), gpu="read")
+    only = NativeMember(path="m/_C_90a.so", extension=True, sm=("sm_90a",), ptx=("compute_90a",), gpu="read")
+    family = NativeMember(path="m/_C_100f.so", extension=True, sm=("sm_100f",), gpu="read")
+    assert gpu_code_modules([mixed, only, family]) == [mixed, family]
+    # (an A100 runs the mixed module's sm_80: no problem; with the 90a-only module alone, nothing is judged)
+    assert check([_hand("m", mixed, only)], set(), _at("8.0")) == []
+    assert check([_hand("o", only)], set(), _at("8.0")) == []
+
+
+@pytest.mark.parametrize("torch_lib", ["libtorch_cuda.so", "libc10_cuda.so"])
+def test_either_cuda_library_of_torch_needs_torchs_cuda_build(torch_lib: str) -> None:
+    item = _hand("tc", NativeMember(path="tc/_C.so", extension=True, needed=(torch_lib,)))
+    (p,) = check([item], set(), _at(backend="cpu"))
+    assert (p.kind, p.needs) == ("torch-build", "torch's CUDA build") and torch_lib in p.text
+    assert check([item], set(), _at()) == []
+
+
+def test_a_library_a_module_links_is_no_dlopen_name_and_the_driver_is_never_one() -> None:
+    """A library both in DT_NEEDED and among the strings is judged as needed (a cuda-library problem), not again as
+    a name it may load; libcuda.so.1 among the strings is the driver's, never a warning."""
+    from tritonlock.native.rule import dlopen_found
+
+    m = NativeMember(path="d/_C.so", extension=True, needed=("libcublas.so.13",),
+                     dlopen=("libcublas.so.13", "libcuda.so.1", "libcufft.so.12"))
+    item = _hand("d", m)
+    assert [lib for _, lib, _ in dlopen_found(item, [m], set(), _at())] == ["libcufft.so.12"]
+    assert [lib for _, lib, _ in dlopen_found(item, [m], {"libcufft.so.12"}, _at())] == []
