@@ -36,7 +36,9 @@ gpus = ["9.0"]
 """
 
 # The same tritonlock with the torch-symbol check given no exports (what the check costs, all else equal)
+# (both ways it is asked: the closure's torch wheel, and a line's torch whose set is shipped, before uv is asked)
 NO_SYMBOLS = ("import sys, tritonlock.native.judge as j; j.torch_exports = lambda sel, pkgs: 'not asked (bench)'; "
+              "j.shipped_exports = lambda sha256, filename: None; "
               "sys.argv = ['tritonlock', 'resolve', '--upgrade', '--json']; from tritonlock._entry import main; main()")
 
 

@@ -1294,6 +1294,35 @@ def test_a_cxx_build_whose_symbols_the_torch_exports_is_locked_without_a_warning
     assert not isinstance(got, str) and got.has(C10_ANY) and not got.has(C10_CXX), got
 
 
+def test_a_lines_torch_whose_exports_are_shipped_rules_a_build_out_before_uv_is_asked(
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where compat/torch-symbols/ ships the exports of a line's torch wheel (its sha256: the very wheel the line
+    locks), a build whose torch symbols it lacks is passed over by its own facts, before uv is asked — not found in a
+    closure and passed over a release at a time. Here the set of torch 2.11.0's wheel on this index is shipped (as
+    read from it), torch 2.10.0's is not: the first line rules anontied out at once, the second in a closure."""
+    from tritonlock.native import torchsyms
+
+    torchsyms._MEMO.clear()
+    first = _project(tmp_path / "ok", pypi, ["anonok"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(first))
+    assert code == 0, out
+    (torch,) = [p for p in read_lock(first / "triton-env.lock").targets[0].packages if p.name == "torch"]
+    assert torch.version.startswith("2.11.0")
+    sha = torch.wheels[0].sha256
+    kept = torchsyms._kept(sha)
+    assert kept and torchsyms._kept(sha) is not None
+    row = torchsyms.Shipped(torch="2.11.0", platform="linux_x86_64", file="test.gcs", symbols=len(kept), modulus=0,
+                            bits=0, sha256=(sha,), wheels=(torch.wheels[0].name,), source="this test")
+    monkeypatch.setattr(torchsyms, "shipped", lambda: [row])
+    monkeypatch.setattr(torchsyms, "_shipped_set", lambda r: kept if r is row else None)
+    root = _project(tmp_path / "tied", pypi, ["anontied"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "anontied 1.0's native code cannot load beside torch 2.11.0" not in out, out  # (no closure to find it)
+    assert "anontied 1.0's native code cannot load beside torch 2.10.0" in out, out  # (not shipped: its closure)
+    assert "calls c10::only_in_2_9v1() (_ZN3c1013only_in_2_9v1Ev) of torch's C++ API, which torch 2." in out, out
+
+
 def test_a_second_top_level_package_nothing_imports_is_an_optional_part_not_a_refusal(tmp_path: Path,
                                                                                     pypi: LocalIndex) -> None:
     """twopkg 2.0's own package links no CUDA; its second top-level package twopkg_ep is CUDA 12 with Hopper code

@@ -58,7 +58,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
                python=python, default_python=default_python, default_index=default_index, host=host,
                seen=native.seen if native is not None else None)
     env = Env(target=sel.target, python=python, facts=facts, read=native.facts if native is not None else None,
-              judge=_judge(matrix, intent, sc.reach) if native is not None else None,
+              judge=_judge(matrix, intent, sc.reach, _line_exports(facts, python)) if native is not None else None,
               choose=functools.partial(_choose, intent), say=say)
     markers = marker_env(sel.target, python)
     named = [r for r in reqs if r.url is None and (r.marker is None or r.marker.evaluate(markers))]
@@ -146,11 +146,37 @@ def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | 
     return said
 
 
-def _judge(matrix: Matrix, intent: Intent, reach: tuple[str, ...]) -> Callable[..., list[Problem]]:
+def _judge(matrix: Matrix, intent: Intent, reach: tuple[str, ...],
+           exports: Callable[[Selection], Any]) -> Callable[..., list[Problem]]:
     from tritonlock.native import judge
 
     return functools.partial(judge.release_problems, matrix=matrix, policy=intent.cuda_policy,
-                             optional=intent.optional_gpu_code, imports=reach)
+                             optional=intent.optional_gpu_code, imports=reach, exports=exports)
+
+
+def _line_exports(facts: Facts, python: str) -> Callable[[Selection], Any]:
+    """What a CUDA line's torch wheel for the target exports of torch's C++ API, where compat/torch-symbols/ ships
+    its set (by its sha256: exactly the wheel the line locks), so that a build its symbols rule out is passed over
+    before uv is asked — a release at a time beside each line otherwise; None where not shipped."""
+    from tritonlock.decide._pkgfacts import install_order
+    from tritonlock.native import judge
+
+    memo: dict[tuple[str | None, str | None, str | None], Any] = {}
+
+    def exports(sel: Selection) -> Any:
+        key = (sel.index, sel.torch, sel.backend)
+        if key not in memo:
+            memo[key] = None
+            if sel.index and sel.torch and (sel.backend or "").startswith("cu"):
+                files = facts.release_files(sel.index, "torch", sel.torch)
+                mine = [f for f in files if f.filename.split("-")[1].partition("+")[2] == sel.backend] or [
+                    f for f in files if "+" not in f.filename.split("-")[1]]
+                by_name = {f.filename: f for f in mine}
+                first = install_order(by_name, sel.target, python)[:1]
+                f = by_name[first[0]] if first else None
+                memo[key] = judge.shipped_exports(f.sha256, f.filename) if f is not None and f.sha256 else None
+        return memo[key]
+    return exports
 
 
 def _choose(intent: Intent, name: str, version: str, sel: Selection) -> Any:

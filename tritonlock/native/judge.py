@@ -100,17 +100,36 @@ def torch_exports(sel: Selection, packages: tuple[LockedPackage, ...]) -> Any:
 
 
 def release_problems(sel: Selection, item: Item, brought: set[str], *, matrix: Matrix, policy: str = "compatible",
-                     optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()) -> list[Problem]:
+                     optional: tuple[str, ...] = (), imports: tuple[str, ...] = (),
+                     exports: Callable[[Selection], Any] | None = None) -> list[Problem]:
     """What in one release's own native code cannot load beside `sel`'s torch build on its target whatever else is
     locked beside it (`brought`: the libraries taken as there): what the packages decision reads before uv is asked,
     to pass a release over for the torch lines it cannot load beside. What of it is judged is what its imports reach
     (`imports`: the packages the user names and [environment].imports): a second top-level package nothing imports
-    is an optional part, never a reason to pass the release over. (Its torch symbols are judged on the closure,
-    against the torch wheel locked there.)"""
+    is an optional part, never a reason to pass the release over. Its torch symbols are judged here where
+    `exports(sel)` knows what the line's torch wheel exports without reading it (shipped_exports), else on the
+    closure, against the torch wheel locked there."""
+    import dataclasses
+
     from tritonlock.native.rule import with_reach
 
     named = [*(d.name for d in sel.direct), *imports]
-    return check(with_reach([item], named), brought, _setting(sel, matrix, policy, optional))
+    at = _setting(sel, matrix, policy, optional)
+    if exports is not None and any(m.torch_abi == "cxx" and m.torch_symbols for m in item.facts.members):
+        at = dataclasses.replace(at, exports=exports(sel))
+    return check(with_reach([item], named), brought, at)
+
+
+def shipped_exports(sha256: str, filename: str) -> Any:
+    """What the torch wheel of that sha256 exports of torch's C++ API, from the sets shipped in
+    compat/torch-symbols/ (no read, no download); None where none is shipped for it."""
+    from tritonlock.native import torchsyms
+
+    for row in torchsyms.shipped():
+        if sha256 in row.sha256 and (values := torchsyms._shipped_set(row)) is not None:
+            return torchsyms.Exports(what=f"torch {filename.split('-')[1]} ({filename})", hashes=values,
+                                     modulus=row.modulus, bits=row.bits, source=f"compat/torch-symbols/{row.file}")
+    return None
 
 
 def _setting(sel: Selection, matrix: Matrix, policy: str, optional: tuple[str, ...] = ()) -> Setting:
