@@ -200,6 +200,21 @@ class Run:
     epoch: int = 0  # how many times the rule refused something: what the facts say of a line may change with it
     gated: dict[tuple[object, ...], str | None] = dataclasses.field(default_factory=dict)
     gated_by: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (name, version) -> its dependency
+    # why a package's own build index does not answer from here (lock.index.unreachable), per host: such an index is
+    # not handed to uv (which would retry it for seconds a compile); None: asked, it answers
+    reachable: Callable[[str, str], str | None] | None = None
+    down: dict[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def unreached(self, url: str, name: str) -> str | None:
+        """Why `url` (a package's own build index) does not answer from here, asked once per host; None if it does."""
+        if self.reachable is None:
+            return None
+        host = url.split("/")[2] if "://" in url else url
+        if host not in self.down:
+            self.down[host] = self.reachable(url, name)
+            if self.down[host]:
+                self.say(f"{name}'s builds at {url}: not reachable from here ({self.down[host]})")
+        return self.down[host]
 
     @property
     def seeing(self) -> list[Requirement]:
