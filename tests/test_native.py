@@ -356,6 +356,37 @@ def test_a_packages_own_build_for_torchs_cuda_is_taken_from_its_index(tmp_path: 
                f"index {pypi.url}/kbuilds/2.0/cu128" in r for r in sel.reasons)
 
 
+def test_a_packages_own_build_index_that_does_not_answer_is_not_handed_to_uv(tmp_path: Path, pypi: LocalIndex,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """kernelpkg's own build index (its CUDA 12.8 build of 2.0) does not answer from here: it is asked once (headers
+    only), never given to uv (which retries an index that does not answer for seconds a compile), and the decision
+    goes on as where that index lacks the build: kernelpkg 1.0, whose default-index build loads beside torch 2.10."""
+    import socket
+
+    from tritonlock import _subprocess
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # (closed again: nothing listens there)
+    real = _subprocess.run
+    given: list[str] = []
+
+    def spy(args: list[str], **kw: object) -> object:
+        if args[1:3] == ["pip", "compile"]:
+            given.append(Path(args[3]).read_text(encoding="utf-8"))
+        return real(args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_subprocess, "run", spy)
+    extra = (f'\n[[package-builds]]\nname = "kernelpkg"\nindex = "http://127.0.0.1:{port}/kbuilds/{{version}}/{{cuda}}"\n'
+             'cuda = ["cu128"]\n')
+    root = _project(tmp_path, pypi, ["kernelpkg"], f"gpu|{R580_H100}", torch="==2.10.*", extra=extra)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _target(root)
+    assert versions["kernelpkg"] == "1.0", versions
+    assert given and not any(f"127.0.0.1:{port}" in g for g in given), given
+
+
 def test_the_uv_and_pixi_exports_keep_the_build_and_releases_the_native_rule_decided(tmp_path: Path,
                                                                                     pypi: LocalIndex) -> None:
     """kernelpkg 2.0 is locked as its CUDA 12.8 build from its own index (the default index's 2.0 is a CUDA 13 build,

@@ -217,6 +217,21 @@ class Run:
     # what the rule found in a closure, per (package, release, line) it refused there: the conflict's words where
     # no release is left (a torch symbol the line's torch lacks shows only beside that torch's wheel)
     found: dict[tuple[str, str, int], Problem] = dataclasses.field(default_factory=dict)
+    # why a package's own build index does not answer from here (lock.index.unreachable), per host: such an index is
+    # not handed to uv (which would retry it for seconds a compile); None: asked, it answers
+    reachable: Callable[[str, str], str | None] | None = None
+    down: dict[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def unreached(self, url: str, name: str) -> str | None:
+        """Why `url` (a package's own build index) does not answer from here, asked once per host; None if it does."""
+        if self.reachable is None:
+            return None
+        host = url.split("/")[2] if "://" in url else url
+        if host not in self.down:
+            self.down[host] = self.reachable(url, name)
+            if self.down[host]:
+                self.say(f"{name}'s builds at {url}: not reachable from here ({self.down[host]})")
+        return self.down[host]
 
     @property
     def seeing(self) -> list[Requirement]:

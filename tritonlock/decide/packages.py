@@ -80,7 +80,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
             if t.state == "none-fit":
                 return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
         run = Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say,
-                  warmup=warmup)
+                  warmup=warmup, reachable=reachable)
         for t in tables.values():
             t.gate = functools.partial(_gate, run, t)
         return _decided(run, reachable)
@@ -339,6 +339,7 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
         own: list[tuple[str, str, str]] = []
         constraints: list[str] = []
         tops: dict[str, str] = {}
+        unreached = False
         for t in run.all_tables():
             constraints += [f"{t.name}!={v}" for v in t.excluded(rep, top)]
             if t.name in run.tables:
@@ -346,8 +347,13 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
                 if top_v is not None:
                     tops[t.name] = top_v
                     choice = t.own(top_v, rep)
-                    if choice is not None:
+                    if choice is not None and run.unreached(choice.url, t.name):
+                        t.own_failed.add(top_v)  # as where its index did not serve that build: weighed again
+                        unreached = True
+                    elif choice is not None:
                         own.append((choice.name, choice.url, "flat" if choice.flat else "simple"))
+        if unreached:
+            continue
         sel_group = [run.lines[r] for r in group]
         span = (f"torch {sel_group[-1].torch}–{sel_group[0].torch}" if len(sel_group) > 1
                 else f"torch {rep.torch} ({rep.backend})")
