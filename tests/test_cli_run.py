@@ -16,7 +16,10 @@ from click.testing import CliRunner
 
 from conftest import populate, write_intent
 from pkgindex import LocalIndex
+import tritonlock
 from tritonlock.cli import main
+
+SOURCE = str(Path(tritonlock.__file__).resolve().parents[1])
 
 INTENT = """
 [environment]
@@ -39,8 +42,11 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
 
 def _tl(proj: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     """The console script in its own process, in the project's directory, as a user runs it."""
+    # (the tritonlock the test process imports: the no-op check keys the venv by the code's own files, so a sync done
+    # in-process and a `run` in a process of its own must be the same tree — a clone's tritonlock/, not the copy that
+    # `pip install .` put in site-packages)
     return subprocess.run([sys.executable, "-m", "tritonlock", *args], cwd=proj, capture_output=True, text=True,
-                          env={**os.environ, "NO_COLOR": "1"}, **kw)  # type: ignore[call-overload]
+                          env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": SOURCE}, **kw)  # type: ignore[call-overload]
 
 
 def _project(tmp_path: Path, idx: LocalIndex, sync: bool = True) -> Path:
@@ -138,7 +144,8 @@ def test_signals_reach_the_command_and_its_death_by_one_is_its_own(tmp_path: Pat
     for handled, want in ((True, 42), (False, -signal.SIGTERM)):
         proc = subprocess.Popen([sys.executable, "-m", "tritonlock", "run", "--", "python", "-c",
                                  code if handled else code.replace("signal.signal(", "(")],
-                                cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": SOURCE})
         assert proc.stdout is not None
         assert proc.stdout.readline() == "ready\n"  # the command runs: now the signal
         proc.send_signal(signal.SIGTERM)

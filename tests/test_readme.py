@@ -323,7 +323,15 @@ def _process(here: Path, *args: str) -> tuple[int, str]:
     """The console script in its own process, in `here` (what `run` execs replaces that process, not the tests')."""
     import subprocess
 
-    r = subprocess.run([sys.executable, "-m", "tritonlock", *args], cwd=here, capture_output=True, text=True)
+    import os
+
+    import tritonlock
+
+    # (the tree the test process imports: the no-op check keys a venv by the code's own files, so the in-process
+    # `add` that synced it and this process must be the same tritonlock — a clone's, not pip's copy of it)
+    source = str(Path(tritonlock.__file__).resolve().parents[1])
+    r = subprocess.run([sys.executable, "-m", "tritonlock", *args], cwd=here, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": source})
     return r.returncode, r.stdout + r.stderr
 
 

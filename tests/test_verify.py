@@ -346,6 +346,24 @@ def test_allreduce_set_up_starts_after_torch_import_and_overlaps_the_kernels(ven
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("cores", [7, 8])
+def test_the_package_imports_start_beside_torchs_import_only_with_cores_to_spare(venv_python: str, cores: int,
+                                                                                 tmp_path: Path) -> None:
+    """From 8 cores (the GPU machines) the import checks' processes start before the runner's own `import torch`
+    and the report says so; below, after it (two cores: a second `import torch` beside it doubled its time). The
+    runner is run as tritonlock runs it, with os.cpu_count() answering `cores`; its import rows are there either way."""
+    code = (f"import os, runpy, sys; os.cpu_count = lambda: {cores}; sys.argv = [{str(RUNNER)!r}, '--quick']; "
+            f"runpy.run_path({str(RUNNER)!r}, run_name='__main__')")
+    proc = subprocess.run([venv_python, "-I", "-c", code], capture_output=True, text=True, timeout=600)
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is True, proc.stderr[-2000:]
+    said = [n for n in doc["notes"] if n.startswith("imports: the packages' import checks started beside")]
+    assert said == ([f"imports: the packages' import checks started beside `import torch` ({cores} cores)"]
+                    if cores >= 8 else []), doc["notes"]
+    assert any(row["dist"] == "numpy" and row["ok"] for row in doc["imports"]), doc["imports"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "words"), [
     ("setup", ["rank 1: RuntimeError: injected set-up failure (test hook)"]),
     ("crash", ["rank 1: its process exited with code 3 without a result", "rank 0: stopped: another rank failed"]),

@@ -196,6 +196,13 @@ def write_profile(r: Report, torch: Any, path: str, interpret: bool) -> None:
 # Main
 
 
+# On a machine with this many cores or more (the GPU machines), the packages' import checks start before this
+# process's `import torch`: their processes import torch and the packages on cores of their own, and were the last
+# thing a warm verify waited for (a torch + torchvision lock on one H200: 2.0-3.0 s waited after the kernels, issue
+# 41's run). On a smaller machine they start after it: on two cores a second `import torch` beside it doubled its time.
+EARLY_IMPORTS_CPUS = 8
+
+
 def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> None:
     # a GPU host whose GPUs this process cannot see: said before anything is started or imported
     hidden = envchecks.hidden_gpus() if opts.interpret is not True else None
@@ -215,11 +222,15 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
         pool = WorkerPool.early(opts.quick, memo_dir) if opts.interpret is not True and hidden is None else None
     check = CompileCheck(opts, memo_dir) if not opts.quick and hidden is None else None
     imports = Imports(opts)
+    cores = os.cpu_count() or 1
+    if hidden is None and cores >= EARLY_IMPORTS_CPUS:
+        imports.start()  # a GPU machine's spare cores: the import processes run beside this one's `import torch`
+        r.notes.append(f"imports: the packages' import checks started beside `import torch` ({cores} cores)")
 
     def after_torch_import() -> None:
         """What runs beside the kernels' checks but must not slow this process's `import torch` starts here, once
-        it is done: the packages' import checks (their scan of the installed distributions would hold this
-        process's GIL, their processes import torch themselves), then the torch.compile check's key (the same kind of
+        it is done: the packages' import checks where they did not start before it (EARLY_IMPORTS_CPUS; their scan
+        of the installed distributions would hold this process's GIL, their processes import torch themselves), then the torch.compile check's key (the same kind of
         scan, in a process of its own; the check's process, which imports torch too, starts at CompileCheck.resolve
         unless its row is reused). Another process or thread to start beside the kernels (after torch's import)
         belongs here."""
