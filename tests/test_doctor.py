@@ -694,6 +694,18 @@ def test_cli_other_interpreter_and_missing_one(tmp_path: Path) -> None:
     assert data["summary"][1].startswith(f"venv:  {venv} ")
     code, out = _cli("doctor", "-p", str(tmp_path), "--venv", str(venv), "--json", env=H200_ENV)
     assert code == 0 and json.loads(out)["summary"][1].startswith(f"venv:  {venv} ")
+    # a command's name is the interpreter PATH finds for it (as uv and a shell take `--python python3`)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "tl-test-python").symlink_to(venv / "bin" / "python")
+    os.environ["PATH"] = f"{bindir}{os.pathsep}{os.environ['PATH']}"
+    try:
+        code, out = _cli("doctor", "-p", str(tmp_path), "--python", "tl-test-python", "--json", env=H200_ENV)
+    finally:
+        os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
+    assert code == 0 and json.loads(out)["summary"][1].startswith("venv:  "), out
+    code, out = _cli("doctor", "-p", str(tmp_path), "--python", "tl-no-such-python")
+    assert code == 2 and out.startswith("error: tl-no-such-python: no such interpreter"), out
     code, out = _cli("doctor", "-p", str(tmp_path), "--python", str(tmp_path / "nope" / "python"))
     assert code == 2
     assert out == (f"error: {tmp_path / 'nope' / 'python'}: no such interpreter — pass --python PATH to a venv's "

@@ -121,3 +121,17 @@ def test_a_cache_that_cannot_be_written_keeps_nothing_and_fails_nothing(finds: l
     (tmp_path / "cache").write_text("a file where the cache folder would be")
     assert _found(NOWHERE) == sys.executable
     assert _subprocess._kept_python(NOWHERE) is None
+
+
+def test_a_python_named_as_a_command_is_the_one_path_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--python python3` (doctor, verify, sync): a name without a separator is what PATH finds for it; a path, or a
+    name PATH lacks, stays as given (the commands then say "no such interpreter")."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "tl-py").symlink_to(sys.executable)
+    (tmp_path / "bin" / "not-exec").write_text("")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert _subprocess.named_python("tl-py") == str(tmp_path / "bin" / "tl-py")
+    assert _subprocess.named_python("not-exec") == "not-exec"  # (not executable: not what a shell would run)
+    assert _subprocess.named_python("tl-none") == "tl-none"
+    assert _subprocess.named_python("./tl-py") == "./tl-py"  # a path, even one PATH would also find
+    assert _subprocess.named_python("") == ""

@@ -52,6 +52,14 @@ def uv_version() -> tuple[int, ...]:
     return tuple(int(x) for x in m.groups(default="0")) if m else (0,)
 
 
+def named_python(given: str) -> str:
+    """A --python given as a command's name (python3, python3.12) is the interpreter PATH finds for it, as uv and a
+    shell take it; a path (anything with a separator), or a name PATH does not have, stays as given."""
+    if not given or os.sep in given or (os.altsep and os.altsep in given):
+        return given
+    return shutil.which(given) or given
+
+
 _PYTHONS: dict[str, str] = {}  # target Python version → the interpreter uv's compiles get (see resolver_python)
 
 

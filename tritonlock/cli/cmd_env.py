@@ -250,7 +250,9 @@ def verify(project: str, venv: str | None, python_: str | None, quick: bool, col
 
         named_target(read_lock(lock_path), target_name, lock_path)
     env_dir = Path(venv) if venv else root / ".venv"
-    interp = python_ or str(venv_python(env_dir))
+    from tritonlock._subprocess import named_python
+
+    interp = named_python(python_) if python_ else str(venv_python(env_dir))
     if not Path(interp).exists():
         raise UsageError(f"{interp}: no such interpreter — " + ("pass --python PATH to an existing interpreter"
                          if python_ else _make_venv_step(root, env_dir, target_name)))

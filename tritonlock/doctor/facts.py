@@ -187,6 +187,7 @@ def _dist(raw: dict[str, Any]) -> Dist:
 
 def probe(python: str, *, timeout: float = 300) -> VenvFacts:
     """Run the probe with `python`: a static pass, then a pass that imports torch and triton."""
+    python = _subprocess.named_python(python)
     if not Path(python).exists():
         raise DoctorError(f"{python}: no such interpreter — pass --python PATH to a venv's python, or create the "
                           "project's .venv with `tritonlock sync`")

@@ -384,7 +384,9 @@ def _sync(project: Path, *, venv: Path | None, dry_run: bool, locked: bool, offl
 
         host = detect()
     venv = venv or project / ".venv"
-    base_given = python if python and not re.fullmatch(r"3\.\d+", python) else None
+    from tritonlock._subprocess import named_python
+
+    base_given = named_python(python) if python and not re.fullmatch(r"3\.\d+", python) else None
     want_py = python if python and base_given is None else None
     if base_given:
         if not Path(base_given).exists():
