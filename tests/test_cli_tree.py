@@ -13,6 +13,7 @@ from packaging.requirements import Requirement
 
 from conftest import populate, write_intent
 from pkgindex import LocalIndex
+from tritonlock import LOCK_VERSION
 from tritonlock.cli import main
 from tritonlock.lock.edges import closure_edges
 from tritonlock.models import LockedPackage, Wheel
@@ -97,7 +98,7 @@ def test_a_package_s_subtree_its_depth_and_json(proj: Path) -> None:
     code, out, _ = _run("tree", "-p", str(proj), "--json")
     data = json.loads(out)
     (t,) = data["targets"]
-    assert data["lock-version"] == "3.1" and t["name"] == "host" and t["roots"][:2] == ["torch", "triton"]
+    assert data["lock-version"] == LOCK_VERSION and t["name"] == "host" and t["roots"][:2] == ["torch", "triton"]
     pk = {p["name"]: p for p in t["packages"]}
     assert pk["lib"] == {"name": "lib", "version": "1.0", "dependencies": ["typing-extensions"],
                          "required-by": ["app", "plugin"], "root": None}

@@ -50,6 +50,24 @@ def marker_env(target: TargetSpec, python: str) -> dict[str, str]:
             "platform_machine": machine, "platform_release": "", "platform_version": "", "extra": ""}
 
 
+# A package's releases repeat the same Requires-Dist lines (unsloth's hundreds of releases, each with its dozens of
+# extras): each line is parsed, and its marker evaluated for a target, once a process. The Requirement is shared: read
+# it, never change it (decide.requirements.with_spec copies).
+@functools.lru_cache(maxsize=1 << 16)
+def _requirement(line: str) -> Requirement | None:
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _applies(line: str, target: TargetSpec, python: str, extra: str) -> bool:
+    """Whether the Requires-Dist `line` applies on the target with `extra` asked for ("" for none)."""
+    r = _requirement(line)
+    return r is not None and (r.marker is None or r.marker.evaluate({**marker_env(target, python), "extra": extra}))
+
+
 def _platform_fits(platform: str, target: TargetSpec) -> bool:
     import re
 
@@ -280,17 +298,12 @@ class Facts:
         text = self.metadata(index, name, version, target, python)
         if text is None:
             return None
-        parsed: list[Requirement] = []
-        for line in _headers(text, "Requires-Dist"):
-            try:
-                parsed.append(Requirement(line))
-            except InvalidRequirement:
-                continue
+        lines = [line for line in _headers(text, "Requires-Dist") if _requirement(line) is not None]
         me = canonicalize_name(name)
         wanted = {canonicalize_name(e) for e in extras}
         while True:  # an extra that asks for the package's own extras (unsloth[cu124-torch240] -> [cu124onlytorch240])
-            envs = [{**marker_env(target, python), "extra": e} for e in ("", *sorted(wanted))]
-            applies = [r for r in parsed if r.marker is None or any(r.marker.evaluate(env) for env in envs)]
+            applies = [r for line in lines if any(_applies(line, target, python, e) for e in ("", *sorted(wanted)))
+                       and (r := _requirement(line)) is not None]
             more = {canonicalize_name(e) for r in applies if canonicalize_name(r.name) == me for e in r.extras} - wanted
             if not more:
                 return [r for r in applies if canonicalize_name(r.name) != me]

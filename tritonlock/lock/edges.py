@@ -5,6 +5,7 @@ Requires-Dist's markers evaluated for the target and the extras asked for along 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -22,11 +23,19 @@ def _requires(metadata: str) -> list[Requirement]:
         key, sep, value = line.partition(":")
         if not sep or key.strip().lower() != "requires-dist":
             continue
-        try:
-            out.append(Requirement(value.strip()))
-        except InvalidRequirement:
-            continue  # (a line no installer could read either: it is no edge)
+        req = _parsed(value.strip())
+        if req is not None:  # (a line no installer could read either is no edge)
+            out.append(req)
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(line: str) -> Requirement | None:
+    """A Requires-Dist line parsed once a process (releases repeat them); shared: read it, never change it."""
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
 
 
 def _holds(req: Requirement, env: dict[str, str], extras: Iterable[str]) -> bool:
