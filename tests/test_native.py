@@ -1266,7 +1266,7 @@ def test_a_build_for_another_torch_fails_verify_and_doctor_naming_the_torch(
 
 
 def test_doctor_names_the_symbol_the_installed_torch_lacks_and_the_import_fails_with_it(
-        real_torch_python: str, pypi: LocalIndex, tmp_path: Path) -> None:
+        real_torch_python: str, real_torch_version: str, pypi: LocalIndex, tmp_path: Path) -> None:
     """Beside the real torch 2.13: anontied calls c10::only_in_2_9v1(), which torch 2.13's libc10 does not export —
     doctor says so, demangled, reading the installed torch's libraries, and importing it fails with that very symbol;
     realok calls c10::TensorImpl::release_resources(), which torch exports: no finding, and it imports."""
@@ -1275,9 +1275,9 @@ def test_doctor_names_the_symbol_the_installed_torch_lacks_and_the_import_fails_
     python = _beside_real_torch(real_torch_python, tmp_path / "venv", pypi, ("anontied-1.0", "realok-1.0"))
     code, out = _run("doctor", "--python", python)
     assert code == 1, out
-    assert ("anontied 1.0 calls c10::only_in_2_9v1(), which this venv's torch 2.13.0+cpu does not export: it was "
-            "built against another torch, and its import fails with an undefined symbol") in out, out
-    assert f"({C10_CXX}) of torch's C++ API, which torch 2.13.0+cpu (its libraries in " in out, out
+    assert (f"anontied 1.0 calls c10::only_in_2_9v1(), which this venv's torch {real_torch_version} does not export: "
+            "it was built against another torch, and its import fails with an undefined symbol") in out, out
+    assert f"({C10_CXX}) of torch's C++ API, which torch {real_torch_version} (its libraries in " in out, out
     assert "realok" not in out, out
     bad = subprocess.run([python, "-c", "import torch, anontied._C"], capture_output=True, text=True)
     assert bad.returncode != 0 and f"undefined symbol: {C10_CXX}" in bad.stderr, bad.stderr[-500:]

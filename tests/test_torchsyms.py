@@ -25,7 +25,6 @@ CP = "cp311-cp311-manylinux_2_17_x86_64"
 C10 = ("_ZN3c1010TensorImpl7releaseEv", "_ZN3c104cuda20getCurrentCUDAStreamEa", "_ZNK2at6Tensor3dimEv",
        "_ZTVN3c1011StorageImplE", "_ZN5torch3jit4loadERKSs", "_ZN6caffe28TypeMeta5errorEv")
 PLAIN = ("c10_plain_c_function", "_ZN3foo3barEv", "_ZNSt6vectorIiSaIiEE9push_backERKi")
-TORCH_WHEEL = next(Path("/opt/wheels").glob("torch-2.13.0+cpu-*.whl"), None) if Path("/opt/wheels").is_dir() else None
 
 
 def _pieces(data: bytes, step: int) -> Iterator[bytes]:
@@ -148,12 +147,15 @@ def test_a_wheel_on_the_index_is_read_by_ranges_only_as_far_as_its_symbols(lib: 
         idx.stop()
 
 
-@pytest.mark.skipif(TORCH_WHEEL is None, reason="no torch 2.13.0 CPU wheel in /opt/wheels on this machine")
-def test_a_real_torch_wheel_exports_its_cpp_api() -> None:
-    """torch 2.13.0's CPU wheel (its linker's layout): tens of thousands of names, among them what every extension
-    calls, and not the C shim of its stable ABI."""
-    assert TORCH_WHEEL is not None
-    names = torchsyms.read_path(TORCH_WHEEL)
+def test_a_real_torch_exports_its_cpp_api(real_torch_python: str) -> None:
+    """The real torch the tests install (PyTorch's CPU build, or PyPI's CUDA build where only PyPI answers): its
+    libraries' exports, read as doctor reads an installed torch — tens of thousands of names, among them what every
+    extension calls, and not the C shim of its stable ABI."""
+    import subprocess
+
+    code = "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))"
+    lib = subprocess.run([real_torch_python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    names = torchsyms.read_installed(Path(lib))
     assert len(names) > 30_000
     assert b"_ZN3c1010TensorImpl7releaseEv" in names or b"_ZN3c1010TensorImpl17release_resourcesEv" in names
     assert not any(n.startswith(b"aoti_torch_") for n in names)
