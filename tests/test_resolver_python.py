@@ -135,3 +135,18 @@ def test_a_python_named_as_a_command_is_the_one_path_finds(tmp_path: Path, monke
     assert _subprocess.named_python("tl-none") == "tl-none"
     assert _subprocess.named_python("./tl-py") == "./tl-py"  # a path, even one PATH would also find
     assert _subprocess.named_python("") == ""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "big"])
+def test_a_kept_file_that_is_not_a_regular_small_file_is_never_waited_on(finds: list[list[str]], kind: str) -> None:
+    """A FIFO (no writer: a plain open() would wait for ever), a folder or a large file where the kept answer would be:
+    no answer, at once."""
+    kept = Path(_subprocess._kept_file(NOWHERE))
+    kept.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(kept)
+    elif kind == "dir":
+        kept.mkdir()
+    else:
+        kept.write_text(f"tritonlock-python {NOWHERE}\n\n" + "x" * 10_000, encoding="utf-8")
+    assert _subprocess._kept_python(NOWHERE) is None

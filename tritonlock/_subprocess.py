@@ -55,9 +55,8 @@ def uv_version() -> tuple[int, ...]:
 def named_python(given: str) -> str:
     """A --python given as a command's name (python3, python3.12) is the interpreter PATH finds for it, as uv and a
     shell take it; a path (anything with a separator), or a name PATH does not have, stays as given."""
-    if not given or os.sep in given or (os.altsep and os.altsep in given):
-        return given
-    return shutil.which(given) or given
+    # (shutil.which takes a path with a separator as it is: the path itself where it is an executable, else None)
+    return (shutil.which(given) or given) if given else given
 
 
 _PYTHONS: dict[str, str] = {}  # target Python version → the interpreter uv's compiles get (see resolver_python)
@@ -97,8 +96,8 @@ def _find_python(version: str) -> None:
     except (OSError, subprocess.SubprocessError):
         found = []
     got = found[0] if found and os.path.isfile(found[0]) else ""
+    _keep_python(version, got)  # (kept before it is told: whoever sees the answer finds it kept)
     _PYTHONS[version] = got or sys.executable
-    _keep_python(version, got)
 
 
 # uv's answer to `uv python find VERSION` is kept a day, under what it depends on: the version, PATH and the times of
@@ -133,8 +132,9 @@ def _kept_python(version: str) -> str | None:
         path = _kept_file(version)
         if time.time() - os.stat(path).st_mtime > _KEPT_SECONDS:
             return None
-        with open(path, encoding="utf-8") as f:
-            text = f.read(4096)
+        from tritonlock._files import read_text
+
+        text = read_text(path, limit=4096)  # (a regular file only: a FIFO or device planted there is never waited on)
     except (OSError, ValueError):
         return None
     lines = text.split("\n")  # the header, the interpreter ("" for none found), nothing after the last newline
