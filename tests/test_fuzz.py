@@ -1117,3 +1117,24 @@ def test_fuzz_a_damaged_shipped_set_decodes_or_is_refused(data: bytes, n: int, b
     except ValueError:
         return
     assert len(got) <= n
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=600), st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                      st.sampled_from([b"tritonlock-python 3.99\n\n", b"tritonlock-python 3.99\n/bin/sh\n",
+                                       b"tritonlock-python 3.99\n/nonexistent/python\n", b"tritonlock-python 3.99\n"])))
+def test_fuzz_the_kept_interpreter_of_a_resolve(data: bytes, tmp_path: Path) -> None:
+    """resolve's kept answer of `uv python find` (tritonlock._subprocess): whatever bytes are there, it is no answer,
+    "none found", or an interpreter file that exists — never an error."""
+    from unittest import mock
+
+    from tritonlock import _subprocess
+
+    with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": str(tmp_path / "c")}):
+        kept = Path(_subprocess._kept_file("3.99"))
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_bytes(data)
+        got = _subprocess._kept_python("3.99")
+    assert got is None or got == "" or Path(got).is_file(), got
+    if data in (b"tritonlock-python 3.99\n\n",):
+        assert got == ""

@@ -385,6 +385,7 @@ def test_a_packages_own_build_index_that_does_not_answer_is_not_handed_to_uv(tmp
     versions, _ = _target(root)
     assert versions["kernelpkg"] == "1.0", versions
     assert given and not any(f"127.0.0.1:{port}" in g for g in given), given
+    assert f"kernelpkg's builds at http://127.0.0.1:{port}/kbuilds/2.0/cu128: not reachable from here (" in out, out
 
 
 def test_the_uv_and_pixi_exports_keep_the_build_and_releases_the_native_rule_decided(tmp_path: Path,
