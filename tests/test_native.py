@@ -231,6 +231,21 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     idx.add("simple", "xpupkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
         "xpupkg/__init__.py": "", "xpupkg/_C.so": extension(tmp / "xpupkg", "xpupkg._C",
                                                             links={torch_xpu: ("torch_xpu_stub",)})})
+    # guardpkg loads its C++ module inside a `try` that catches the failure (as torchao loads its _C*.so): 1.0 is a
+    # CUDA 12 build, 2.0 CUDA 13; hardpkg the same, its module imported plainly. wantsguard 2.0 pins torch 2.10
+    # (CUDA 12.8) and needs guardpkg >= 2.0 (as unsloth's newest pins torch 2.4.1 beside torchao >= 0.13, whose
+    # extensions are built for newer torch); its 1.0 takes any
+    guard_init = ("import ctypes, pathlib\ntry:\n    for f in pathlib.Path(__file__).parent.glob('_C*.so'):\n"
+                  "        ctypes.CDLL(str(f))\nexcept OSError:\n    pass\n")
+    for v, cudart in (("1.0", "libcudart.so.12"), ("2.0", "libcudart.so.13")):
+        for name, init in (("guardpkg", guard_init), ("hardpkg", "from hardpkg import _C\n")):
+            idx.add("simple", name, v, tag=CP, requires=("torch>=2.10",), uploaded=f"2026-0{int(v[0]) + 2}-12",
+                    modules={f"{name}/__init__.py": init,
+                             f"{name}/_C.so": _kernel(tmp / f"{name}{v}", stubs, cudart, ((2, 80), (2, 90)), name)})
+    for v, reqs in (("1.0", ("torch>=2.10", "{}")), ("2.0", ("torch==2.10.*", "{}>=2.0"))):
+        for name, dep in (("wantsguard", "guardpkg"), ("wantshard", "hardpkg")):
+            idx.add("simple", name, v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-12",
+                    requires=tuple(r.format(dep) for r in reqs), modules={f"{name}/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -1676,3 +1691,99 @@ def test_after_a_sync_the_wheels_uv_unpacked_are_read_in_its_cache_not_on_the_in
     assert code == 0, out
     assert {p.rsplit("/", 1)[-1] for p in reads_of_locked_wheels(before)} == {kname}
     assert _native_tables(root / "triton-env.lock") == tables
+
+
+def test_a_module_a_dependency_loads_inside_a_try_does_not_cost_the_named_package_its_newest(tmp_path: Path,
+                                                                                            pypi: LocalIndex) -> None:
+    """wantsguard 2.0 (the newest) pins torch 2.10 (CUDA 12.8) and needs guardpkg >= 2.0, a CUDA 13 build whose
+    module guardpkg loads inside a `try` that catches its failure: beside torch 2.10 `import guardpkg` works without
+    it. The named package keeps its newest (as unsloth's newest with torch 2.4.1 beside torchao's extensions built
+    for newer torch), with a warning saying what is off; the same with the module imported plainly (hardpkg) cannot
+    load: wantshard 1.0 with torch 2.11. Named itself, guardpkg is judged whole (1.0, whose module loads, beside
+    torch 2.10); a dependency with a release whose module loads keeps that one."""
+    root = _project(tmp_path / "a", pypi, ["wantsguard"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["wantsguard"], versions["guardpkg"], versions["torch"]) == ("2.0", "2.0", "2.10.0"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("guardpkg 2.0: ")]
+    assert w.startswith("guardpkg 2.0: guardpkg/_C.so in guardpkg-2.0-cp311-cp311-manylinux_2_17_x86_64.whl needs "
+                        "libcudart.so.13, which no locked wheel brings"), w
+    assert ("guardpkg loads that module inside a `try` that catches the failure (inferred from its Python), so "
+            "`import guardpkg` works without it") in w, w
+    assert "warning: guardpkg 2.0: " in out
+    hard = _project(tmp_path / "b", pypi, ["wantshard"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(hard))
+    assert code == 0, out
+    versions, sel = _target(hard)
+    assert (versions["wantshard"], versions["hardpkg"], versions["torch"]) == ("1.0", "2.0", "2.11.0"), versions
+    assert not any("inside a `try`" in w for w in sel.warnings)
+    named = _project(tmp_path / "c", pypi, ["guardpkg"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(named))
+    assert code == 0, out
+    versions, sel = _target(named)
+    assert versions["guardpkg"] == "1.0", versions
+    assert not any("inside a `try`" in w for w in sel.warnings)
+    dep = _project(tmp_path / "d", pypi, ["wantsguard==1.0"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(dep))
+    assert code == 0, out
+    versions, sel = _target(dep)
+    assert (versions["guardpkg"], versions["torch"]) == ("1.0", "2.10.0"), versions
+    assert not any("inside a `try`" in w for w in sel.warnings)
+
+
+def test_doctor_says_a_module_a_package_loads_inside_a_try_is_off_and_the_import_works(
+        real_torch_python: str, pypi: LocalIndex, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """guardpkg 1.0 (its CUDA 12 module loaded inside a `try`) beside the real torch, with no CUDA 12 runtime: doctor
+    warns that the module cannot load and that the import works without it — no error — and the import does work."""
+    import subprocess
+
+    python = _beside_real_torch(real_torch_python, tmp_path_factory.mktemp("guarded") / "venv", pypi,
+                                ("guardpkg-1.0", "hardpkg-1.0"))
+    code, out = _run("doctor", "--python", python)
+    assert "guardpkg 1.0 has a module that cannot load here, which it loads inside a `try`: its import works without " \
+           "it" in out, out
+    assert "guardpkg/_C.so in guardpkg 1.0 in " in out and "needs libcudart.so.12" in out, out
+    assert "guardpkg 1.0's native code cannot load here" not in out and "Traceback" not in out, out
+    assert "hardpkg 1.0's native code cannot load here: it needs libcudart.so.12" in out, out
+    r = subprocess.run([python, "-c", "import guardpkg, ctypes, pathlib\n"
+                                      "f = next(pathlib.Path(guardpkg.__file__).parent.glob('_C*.so'))\n"
+                                      "try:\n    ctypes.CDLL(str(f))\nexcept OSError as e:\n    print('off:', e)\n"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("off: ") and "libcudart.so.12" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_verify_passes_a_module_the_lock_says_its_package_loads_inside_a_try_and_fails_one_imported_plainly(
+        real_torch_python: str, pypi: LocalIndex, tmp_path: Path) -> None:
+    """guardpkg 1.0 and hardpkg 1.0 (CUDA 12 modules, no CUDA 12 runtime) beside the real torch, with the lock's
+    facts (read from their wheels): guardpkg's row passes saying its module is off, as the lock's warning said;
+    hardpkg's fails. Without the lock's facts nothing says the module is guarded: guardpkg's row fails."""
+    import hashlib
+
+    from tritonlock.models import LockedPackage, Wheel
+    from tritonlock.native.read import read_file
+    from tritonlock.verify import run_verify
+    from tritonlock.verify.natives import lock_facts
+
+    python = _beside_real_torch(real_torch_python, tmp_path / "venv", pypi, ("guardpkg-1.0", "hardpkg-1.0"))
+    packages, facts = [], []
+    for name in ("guardpkg", "hardpkg"):
+        whl = next((pypi.root / "simple" / "_files").glob(f"{name}-1.0-*.whl"))
+        sha = hashlib.sha256(whl.read_bytes()).hexdigest()
+        facts.append(read_file(whl, sha))
+        packages.append(LockedPackage(name=name, version="1.0", index="x", wheels=(Wheel(name=whl.name, url="x",
+                                                                                         sha256=sha),)))
+    assert facts[0].guarded == ("guardpkg/_C.so",) and facts[1].guarded == ()
+    result = run_verify(python, interpret=True, quick=True, lock_facts=lock_facts(packages, facts))
+    rows = {c.name: c for c in result.checks}
+    g = rows["import guardpkg"]
+    assert g.ok, g.detail
+    assert g.detail.startswith("guardpkg 1.0: imported; its module guardpkg._C cannot load (") and \
+        "libcudart.so.12" in g.detail, g.detail
+    assert g.detail.endswith("guardpkg loads it inside a `try` that catches the failure (the lock's facts, inferred "
+                             "from its Python), so what needs it is off: a guardpkg built for this torch would have "
+                             "it"), g.detail
+    h = rows["import hardpkg"]
+    assert not h.ok and "libcudart.so.12" in h.detail, h.detail
+    bare = run_verify(python, interpret=True, quick=True)
+    assert not {c.name: c for c in bare.checks}["import guardpkg"].ok

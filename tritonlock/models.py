@@ -286,6 +286,9 @@ class NativeFacts:
     # (top-level name, a top-level name its __init__ imports at package import): what importing one part loads of
     # another (of this wheel or another's), read from the package's Python
     imports: tuple[tuple[str, str], ...] = ()
+    # the extension modules (member paths) the package loads only inside a `try` that catches their failure, read
+    # from its Python (pysource.guarded_loads): one that cannot load here leaves the import working without it
+    guarded: tuple[str, ...] = ()
 
     @property
     def native(self) -> bool:
@@ -306,7 +309,8 @@ class NativeFacts:
         return cls(sha256=d["sha256"], filename=d["filename"], provides=tuple(d.get("provides", [])),
                    members=members, built_for_torch=d.get("built_for_torch"), source=d.get("source", ""),
                    problem=d.get("problem"), names_only=bool(d.get("names_only")), tops=tuple(d.get("tops", ())),
-                   imports=tuple((str(a), str(b)) for a, b in d.get("imports", ())))
+                   imports=tuple((str(a), str(b)) for a, b in d.get("imports", ())),
+                   guarded=tuple(str(g) for g in d.get("guarded", ())))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

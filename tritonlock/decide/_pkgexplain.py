@@ -60,7 +60,7 @@ def torch_checked(run: Run, o: Outcome, search: Search) -> Outcome:
 
         read = run.native.facts(run.native.wanted(candidate, packages))
         if judge.problems(candidate, packages, read, sc.matrix, policy=sc.intent.cuda_policy,
-                          optional=sc.intent.optional_gpu_code, imports=sc.reach):
+                          optional=sc.intent.optional_gpu_code, imports=sc.reach, lenient=run.lenient):
             return o
     return moved
 
@@ -92,7 +92,7 @@ def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[
 
     read = run.native.facts(run.native.wanted(sel, packages))
     found = judge.problems(sel, packages, read, sc.matrix, policy=sc.intent.cuda_policy,
-                           optional=sc.intent.optional_gpu_code, imports=sc.reach)
+                           optional=sc.intent.optional_gpu_code, imports=sc.reach, lenient=run.lenient)
     if found:  # (the closure locked again for its source builds brought what cannot load: said, never locked)
         from tritonlock.models import Conflict
 

@@ -221,6 +221,12 @@ class Run:
     # not handed to uv (which would retry it for seconds a compile); None: asked, it answers
     reachable: Callable[[str, str], str | None] | None = None
     down: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    # whether a failure a package's own `try` catches (Problem.guarded) counts only for the named packages (the
+    # second search, `relax()`'s); `noted`: whether the rule found such a failure (a list, shared with the tables'
+    # judge): then the second search may beat this one by the stated order
+    lenient: bool = False
+    noted: list[bool] = dataclasses.field(default_factory=list)
+    relax: Callable[[], Run] | None = None
 
     def unreached(self, url: str, name: str) -> str | None:
         """Why `url` (a package's own build index) does not answer from here, asked once per host; None if it does."""

@@ -24,6 +24,7 @@ from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix
 from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide import _pkgload
+from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
 from tritonlock.decide._pkgload import Env, Table, line_cuda
 from tritonlock.decide._pkgscene import DOMINATED, NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, locked
 from tritonlock.decide.lockplan import lock_plan
@@ -57,9 +58,14 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     sc = Scene(sel=sel, candidates=tuple(candidates or (sel,)), intent=intent, matrix=matrix, facts=facts, reqs=reqs,
                python=python, default_python=default_python, default_index=default_index, host=host,
                seen=native.seen if native is not None else None)
-    env = Env(target=sel.target, python=python, facts=facts, read=native.facts if native is not None else None,
-              judge=_judge(matrix, intent, sc.reach, _line_exports(facts, python)) if native is not None else None,
-              choose=functools.partial(_choose, intent), say=say)
+    exports = _line_exports(facts, python)
+
+    def new_env(lenient: bool, noted: list[bool]) -> Env:
+        return Env(target=sel.target, python=python, facts=facts, read=native.facts if native is not None else None,
+                   judge=_judge(matrix, intent, sc.reach, exports, lenient, noted) if native is not None else None,
+                   choose=functools.partial(_choose, intent), say=say)
+
+    env = new_env(False, [])
     markers = marker_env(sel.target, python)
     named = [r for r in reqs if r.url is None and (r.marker is None or r.marker.evaluate(markers))]
     compile = _memo(compile)
@@ -70,31 +76,61 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
         facts.prefetch([(sc.index_for(r.name), r.name) for r in named]
                        + [(i, "torch") for i in dict.fromkeys(c.index for c in lines if c.index)])
         lines = [c for c in lines if _served(facts, c)] or lines
-        tables: dict[str, Table] = {canonicalize_name(r.name): Table(
-            env=env, name=canonicalize_name(r.name), index=sc.index_for(r.name), req=r,
-            extras=tuple(sorted(r.extras))) for r in named}
+        def new_tables(env: Env) -> dict[str, Table]:
+            return {canonicalize_name(r.name): Table(env=env, name=canonicalize_name(r.name), index=sc.index_for(r.name),
+                                                     req=r, extras=tuple(sorted(r.extras))) for r in named}
+
+        tables = new_tables(env)
         for r in named:  # a package no release of which installs on the target: its conflict, before uv is asked
             t = tables[canonicalize_name(r.name)]
             if t.state == "missing":
                 raise words.not_served(sc, t.name, t.index)
             if t.state == "none-fit":
                 return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
-        run = Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say,
-                  warmup=warmup, reachable=reachable)
-        for t in tables.values():
-            t.gate = functools.partial(_gate, run, t)
+        def relax() -> Run:  # (the second search: a fresh run whose rule is lenient, see _decided)
+            noted: list[bool] = []
+            env = new_env(True, noted)
+            return _gated(Run(sc=sc, lines=lines, tables=new_tables(env), deps={}, env=env, compile=compile,
+                              native=native, say=say, warm=True, reachable=reachable, lenient=True, noted=noted))
+
+        run = _gated(Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say,
+                         warmup=warmup, reachable=reachable, noted=env_noted(env), relax=relax))
         return _decided(run, reachable)
     finally:
         if warmup is not None:  # (nothing of the decision outlives it: uv answers within _WARM_UP_S)
             warmup.wait()
 
 
+def _gated(run: Run) -> Run:
+    for t in run.tables.values():
+        t.gate = functools.partial(_gate, run, t)
+    return run
+
+
+def env_noted(env: Env) -> list[bool]:
+    """The list the tables' judge notes a guarded failure in (see _judge)."""
+    judge = env.judge
+    return getattr(judge, "noted", []) if judge is not None else []
+
+
 def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tuple[Selection,
                                                                                      tuple[LockedPackage, ...]]:
-    """decide(), once the facts' tables are laid out: the search, then what its answer means."""
+    """decide(), once the facts' tables are laid out: the search, then what its answer means. Where the rule found a
+    module a package loads inside a `try` that catches its failure (torchao's C++ extensions beside a torch they
+    were not built for), a second search lets such failures pass for the packages the user does not name (the import
+    works without those modules: a warning says what is off); its answer is taken where it beats the first by the
+    stated order (unsloth's newest, which pins torch 2.4.1, beside a torchao whose extensions need a newer torch),
+    else the first's (a torchao whose extensions load)."""
+    best = _search(run, complete=False)
+    if run.noted and run.relax is not None and run.native is not None:
+        other = run.relax()
+        run.say("weighing again with the failures packages catch themselves let pass (their imports work)")
+        lenient = _search(other, complete=False)
+        if lenient is not None and other.structural is None and lenient.prefix is None and (
+                run.structural is not None or best is None or other.key(lenient) > run.key(best)):
+            run, best = other, lenient
     sc, sel, lines, compile = run.sc, run.sc.sel, run.lines, run.compile
     reqs = sc.reqs
-    best = _search(run, complete=False)
     if run.structural is not None:
         s, found = run.structural
         return _conflicted(sel, _native_conflict(run, s, found, [])), ()
@@ -144,39 +180,6 @@ def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | 
             break
     run.gated[key] = said
     return said
-
-
-def _judge(matrix: Matrix, intent: Intent, reach: tuple[str, ...],
-           exports: Callable[[Selection], Any]) -> Callable[..., list[Problem]]:
-    from tritonlock.native import judge
-
-    return functools.partial(judge.release_problems, matrix=matrix, policy=intent.cuda_policy,
-                             optional=intent.optional_gpu_code, imports=reach, exports=exports)
-
-
-def _line_exports(facts: Facts, python: str) -> Callable[[Selection], Any]:
-    """What a CUDA line's torch wheel for the target exports of torch's C++ API, where compat/torch-symbols/ ships
-    its set (by its sha256: exactly the wheel the line locks), so that a build its symbols rule out is passed over
-    before uv is asked — a release at a time beside each line otherwise; None where not shipped."""
-    from tritonlock.decide._pkgfacts import install_order
-    from tritonlock.native import judge
-
-    memo: dict[tuple[str | None, str | None, str | None], Any] = {}
-
-    def exports(sel: Selection) -> Any:
-        key = (sel.index, sel.torch, sel.backend)
-        if key not in memo:
-            memo[key] = None
-            if sel.index and sel.torch and (sel.backend or "").startswith("cu"):
-                files = facts.release_files(sel.index, "torch", sel.torch)
-                mine = [f for f in files if f.filename.split("-")[1].partition("+")[2] == sel.backend] or [
-                    f for f in files if "+" not in f.filename.split("-")[1]]
-                by_name = {f.filename: f for f in mine}
-                first = install_order(by_name, sel.target, python)[:1]
-                f = by_name[first[0]] if first else None
-                memo[key] = judge.shipped_exports(f.sha256, f.filename) if f is not None and f.sha256 else None
-        return memo[key]
-    return exports
 
 
 def _choose(intent: Intent, name: str, version: str, sel: Selection) -> Any:
@@ -398,8 +401,11 @@ def _judged(run: Run, o: Outcome) -> list[Problem]:
     run.say(f"checking the native code of {len(o.packages)} packages")
     read = run.native.facts(run.native.wanted(o.candidate, o.packages))
     intent = run.sc.intent
-    return judge.problems(o.candidate, o.packages, read, run.sc.matrix, policy=intent.cuda_policy,
-                          optional=intent.optional_gpu_code, imports=run.sc.reach)
+    found = judge.problems(o.candidate, o.packages, read, run.sc.matrix, policy=intent.cuda_policy,
+                           optional=intent.optional_gpu_code, imports=run.sc.reach, lenient=run.lenient)
+    if any(p.guarded for p in found) and not run.noted:
+        run.noted.append(True)
+    return found
 
 
 def _refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:

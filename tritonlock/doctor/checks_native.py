@@ -59,6 +59,7 @@ def check_native(c: Context) -> list[Finding]:
                  optional_gpu=frozenset(optional_gpu_code()))
     import dataclasses
 
+    from tritonlock.native.judge import guarded_warnings
     from tritonlock.native.notes import dlopen_warnings, optional_parts, ptx_only
     from tritonlock.native.rule import with_reach
 
@@ -69,7 +70,12 @@ def check_native(c: Context) -> list[Finding]:
     at = dataclasses.replace(at, exports=exports, exports_why=why)
     versions = {n: ver for n, ver, _ in v.native}
     out = []
-    for p in check(items, provided, at):
+    found = check(items, provided, at)
+    for w in guarded_warnings(found):
+        out.append(Finding(id="native-guarded", severity="warning", title=w.split(": ", 1)[0] + " has a module that "
+                           "cannot load here, which it loads inside a `try`: its import works without it",
+                           evidence=(w,), fix="install its build for this torch to have what that module does"))
+    for p in (p for p in found if not p.guarded):
         torch_cuda = f" CUDA {v.torch.cuda}" if v.torch.cuda else " (CPU build)"
         if p.kind == "torch-release":
             title = (f"{p.package} {p.version} was built for {p.needs}{_cuda_of(p, versions)}; this venv has torch "

@@ -269,11 +269,12 @@ def installed_native(dists: tuple[Dist, ...]) -> tuple[tuple[str, str, NativeFac
         provides = tuple(sorted({p.rsplit("/", 1)[-1] for p in sos}))
         members = () if is_provider(d.name) else tuple(read_installed(root, sos))
         meta = "\n".join(f"Requires-Dist: {r}" for r in d.requires)
-        tops, imports = folder_imports(root, dict.fromkeys(paths)) if members else ((), ())
+        tops, imports, guarded = folder_imports(root, dict.fromkeys(paths)) if members else ((), (), ())
         out.append((d.name, d.version, NativeFacts(
             sha256="", filename=f"{d.name} {d.version} in {root}", provides=provides, members=members,
             built_for_torch=built_for_torch(f"{d.name}-{d.version}-x.whl", meta) if members else None,
-            names_only=not members, source=f"read from the files in {root}", tops=tops, imports=imports)))
+            names_only=not members, source=f"read from the files in {root}", tops=tops, imports=imports,
+            guarded=guarded)))
     return tuple(out)
 
 

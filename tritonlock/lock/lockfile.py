@@ -156,7 +156,8 @@ def _native_lines(facts: tuple[NativeFacts, ...]) -> list[str]:
         _table(lines, {"sha256": f.sha256, "file": f.filename, "built-for-torch": f.built_for_torch,
                        "names-only": True if f.names_only else None, "provides": list(f.provides),
                        "unchecked": f.problem,
-                       "tops": list(f.tops) or None, "imports": [list(x) for x in f.imports] or None})
+                       "tops": list(f.tops) or None, "imports": [list(x) for x in f.imports] or None,
+                       "guarded": list(f.guarded) or None})
         if f.members:
             lines.append("members = [")
             for m in f.members:

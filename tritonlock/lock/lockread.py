@@ -556,9 +556,8 @@ _SONAME = re.compile(r"^[A-Za-z0-9._+-]{1,200}\Z", re.ASCII)
 # an AMD target ID: a processor or LLVM generic processor, and its features ("gfx90a:xnack-", "gfx11-generic")
 _GFX_ID = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]{1,2})?-generic)(?::[a-z0-9]{1,16}[+-])*\Z",
                      re.ASCII)
-
-
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}\Z", re.ASCII)
+_MEMBER = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|\Z))[A-Za-z0-9._+/-]{1,300}\Z", re.ASCII)  # in the wheel, no ".."
 
 
 def _pairs(r: _Reader, raw: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
@@ -596,5 +595,6 @@ def _read_native(r: _Reader, data: dict[str, Any]) -> tuple[NativeFacts, ...]:
             built_for_torch=r.get(raw, "built-for-torch", str, where, False, _VERSION, "2.9"),
             names_only=bool(r.get(raw, "names-only", bool, where, False)), source="the lock",
             problem=r.get(raw, "unchecked", str, where, False, lambda s: bool(s) and s.isprintable()),
-            tops=r.strs(raw, "tops", where, _IDENT, "nixl_cu12"), imports=_pairs(r, raw, where)))
+            tops=r.strs(raw, "tops", where, _IDENT, "nixl_cu12"), imports=_pairs(r, raw, where),
+            guarded=r.strs(raw, "guarded", where, _MEMBER, "torchao/_C.abi3.so")))
     return tuple(out)

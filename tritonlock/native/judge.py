@@ -47,13 +47,29 @@ def wheels_to_read(sel: Selection, packages: tuple[LockedPackage, ...], python: 
 
 
 def problems(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
-             *, policy: str = "compatible", optional: tuple[str, ...] = (), imports: tuple[str, ...] = ()
-             ) -> list[Problem]:
+             *, policy: str = "compatible", optional: tuple[str, ...] = (), imports: tuple[str, ...] = (),
+             lenient: bool = False) -> list[Problem]:
     """What in the closure's native code cannot load or run on `sel`'s target (empty: the closure is a lock): what
     the packages' imports reach (`imports`: the intent's [environment].imports, the optional parts the user uses),
-    each extension's torch symbols checked against what the locked torch build exports."""
+    each extension's torch symbols checked against what the locked torch build exports. With `lenient`, a failure
+    a package's own `try` catches (Problem.guarded) counts only for the packages the user names (see unknowns)."""
     items, provided, at = _judged(sel, packages, facts, matrix, policy, optional, imports)
-    return check(items, provided, at)
+    return counted(check(items, provided, at), sel, imports, lenient)
+
+
+def counted(found: list[Problem], sel: Selection, imports: tuple[str, ...], lenient: bool) -> list[Problem]:
+    """The problems that refuse: with `lenient`, not a guarded one (a module whose failure the package's own `try`
+    catches) of a package the user does not name — the import works without that module, a warning says so."""
+    if not lenient:
+        return found
+    named = {_norm(n) for n in (*(d.name for d in sel.direct), *imports)}
+    return [p for p in found if not p.guarded or _norm(p.package) in named]
+
+
+def _norm(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _judged(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
@@ -101,7 +117,7 @@ def torch_exports(sel: Selection, packages: tuple[LockedPackage, ...]) -> Any:
 
 def release_problems(sel: Selection, item: Item, brought: set[str], *, matrix: Matrix, policy: str = "compatible",
                      optional: tuple[str, ...] = (), imports: tuple[str, ...] = (),
-                     exports: Callable[[Selection], Any] | None = None) -> list[Problem]:
+                     exports: Callable[[Selection], Any] | None = None, lenient: bool = False) -> list[Problem]:
     """What in one release's own native code cannot load beside `sel`'s torch build on its target whatever else is
     locked beside it (`brought`: the libraries taken as there): what the packages decision reads before uv is asked,
     to pass a release over for the torch lines it cannot load beside. What of it is judged is what its imports reach
@@ -117,7 +133,7 @@ def release_problems(sel: Selection, item: Item, brought: set[str], *, matrix: M
     at = _setting(sel, matrix, policy, optional)
     if exports is not None and any(m.torch_abi == "cxx" and m.torch_symbols for m in item.facts.members):
         at = dataclasses.replace(at, exports=exports(sel))
-    return check(with_reach([item], named), brought, at)
+    return counted(check(with_reach([item], named), brought, at), sel, imports, lenient)
 
 
 def shipped_exports(sha256: str, filename: str) -> Any:
@@ -206,7 +222,8 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     could: a build of torch's C++ API whose wheel names no torch and whose symbols could not be checked; a package
     that calls its kernels only on the GPUs they are for, with none for this target's; a GPU its code reaches only
     through PTX (compiled at first use); a library a module may load by name (inferred (dlopen)) that nothing
-    brings; an optional part (a second top-level package nothing imports) that cannot load here."""
+    brings; an optional part (a second top-level package nothing imports) that cannot load here; a module the
+    package loads inside a `try` that cannot load here (the import goes on without it: guarded_warnings)."""
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
     from tritonlock.native.notes import dlopen_warnings, optional_gpu_code, optional_parts, ptx_only, unknown_torch
 
@@ -216,7 +233,27 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
              " — `tritonlock verify` imports it on the machine and says"
              for u in unknown_torch(items, sel.torch, sel.backend, exports=at.exports)]
             + optional_gpu_code(items, at, rows()) + ptx_only(items, at) + dlopen_warnings(items, provided, at)
-            + optional_parts(items, provided, at))
+            + optional_parts(items, provided, at) + guarded_warnings(check(items, provided, at)))
+
+
+def guarded_warnings(found: list[Problem]) -> list[str]:
+    """In words, each failure a package's own `try` catches: what cannot load, and that the import works without it
+    (which modules load only inside a `try` is read from the package's Python: inferred)."""
+    by: dict[tuple[str, str], list[Problem]] = {}
+    for p in found:
+        if p.guarded:
+            by.setdefault((p.package, p.version), []).append(p)
+    return [f"{name} {version}: {'; '.join(p.text for p in probs[:2])}"
+            + (f" (and {len(probs) - 2} more)" if len(probs) > 2 else "")
+            + f" — {name} loads that module inside a `try` that catches the failure (inferred from its Python), "
+              f"so `import {_top(probs[0])}` works without it and what needs it is off: lock a {name} built for this "
+              f"torch (a release whose native code loads here) to have it" for (name, version), probs in by.items()]
+
+
+def _top(p: Problem) -> str:
+    """The import name of the module a problem's text names ("torchao/_C.abi3.so in …" -> torchao)."""
+    first = p.text.split(" ", 1)[0]
+    return first.split("/", 1)[0] if "/" in first else _norm(p.package).replace("-", "_")
 
 
 def conflict(sel: Selection, found: list[Problem], rejected: list[str], *, left: str | None = None,

@@ -443,11 +443,13 @@ def read_members(filename: str, sha256: str, provides: tuple[str, ...], wanted: 
     bad = next((m for m in out if m.gpu.startswith("not an ELF file it can read")), None)
     if bad is not None:
         raise ZipBroken(f"{bad.path} starts as an ELF file and cannot be read as one ({bad.gpu})")
-    from tritonlock.native.pysource import wheel_imports
+    from tritonlock.native.pysource import guarded_loads, wheel_imports
 
-    tops, imports = wheel_imports([w.name for w in wanted], {w.name: got.get(w.name) for w in wanted if w.text}.get)
+    text = {w.name: got.get(w.name) for w in wanted if w.text}.get
+    tops, imports = wheel_imports([w.name for w in wanted], text)
     return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out), tops=tops,
-                       built_for_torch=built_for_torch(filename, meta) if out else None, source=source, imports=imports)
+                       built_for_torch=built_for_torch(filename, meta) if out else None, source=source, imports=imports,
+                       guarded=guarded_loads(tops, text, [m.path for m in out]) if out else ())
 
 
 def provides(members: Iterable[str]) -> tuple[str, ...]:

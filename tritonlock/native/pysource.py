@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import cast
 from pathlib import Path
 
 # A file is read for its imports only this large, and this many bytes of Python in all per wheel
@@ -155,9 +156,10 @@ def wheel_imports(names: Iterable[str], text: Callable[[str], str | None]) -> tu
     return tops, imports_of(tops, text)
 
 
-def folder_imports(root: Path, sizes: Mapping[str, int | None]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """wheel_imports of an unpacked or installed distribution: its files (RECORD's paths under `root`, with their
-    sizes where RECORD gives them) read in place."""
+def folder_imports(root: Path, sizes: Mapping[str, int | None]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...],
+                                                                   tuple[str, ...]]:
+    """(tops, imports, guarded) of an unpacked or installed distribution: wheel_imports and guarded_loads of its
+    files (RECORD's paths under `root`, with their sizes where RECORD gives them), read in place."""
     wanted = set(sources_wanted({n: s if s is not None else 0 for n, s in sizes.items()}))
 
     def text(path: str) -> str | None:
@@ -169,7 +171,8 @@ def folder_imports(root: Path, sizes: Mapping[str, int | None]) -> tuple[tuple[s
         except OSError:
             return None
 
-    return wheel_imports(sizes, text)
+    tops, imports = wheel_imports(sizes, text)
+    return tops, imports, guarded_loads(tops, text, sizes)
 
 
 def is_metadata(name: str) -> bool:
@@ -183,3 +186,121 @@ def texts_wanted(members: Mapping[str, tuple[int, int, int, int]]) -> set[str]:
     if not any(re.search(r"\.so(\.[0-9]+)*\Z", n) for n in members):
         return meta
     return meta | set(sources_wanted({n: v[2] for n, v in members.items() if v[0] in (0, 8)}))
+
+
+# --- loads inside a `try` that catches their failure ------------------------------------------------------------------
+
+# What a failed load raises: an extension module imported by name, ImportError (an undefined symbol, a library it
+# needs missing); a library loaded by path (torch.ops.load_library, ctypes.CDLL), OSError. A handler of either, of
+# Exception or BaseException, or a bare `except:` catches it.
+_CATCH = {"import": {"ImportError", "Exception", "BaseException"},
+          "dynamic": {"OSError", "EnvironmentError", "IOError", "Exception", "BaseException"}}
+# calls that load a shared object by its path: torch.ops.load_library, ctypes.CDLL / cdll.LoadLibrary / PyDLL
+_LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary"}
+_TRIES: tuple[type, ...] = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+
+
+def _catches(handlers: list[ast.ExceptHandler], kind: str) -> bool:
+    def name(node: ast.expr) -> str | None:
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+    for h in handlers:
+        if h.type is None:
+            return True
+        kinds = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        if any(name(k) in _CATCH[kind] for k in kinds):
+            return True
+    return False
+
+
+def _loads(src: str, top: str, path: str) -> list[tuple[str, str, tuple[str, ...], frozenset[str]]]:
+    """(kind, the module of `top`'s own folder it names or "", the file-name patterns the load names, the failures
+    caught around it) of each load the module makes when it runs: "import" of a module of its folder by name, and
+    "dynamic" (torch.ops.load_library, ctypes.CDLL: a shared object by path; the patterns are the string constants
+    of the call, else of the `try` around it, that look like file names: "_C*.so"). A load in a function body runs
+    when the function is called, where no `try` of the module is around it: none caught there but its own."""
+    try:
+        tree = ast.parse(src, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out: list[tuple[str, str, tuple[str, ...], frozenset[str]]] = []
+    todo: list[tuple[ast.AST, frozenset[str], tuple[str, ...]]] = [(n, frozenset(), ()) for n in tree.body]
+    while todo:
+        node, caught, names = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            caught, names = frozenset(), ()
+        if isinstance(node, _TRIES):
+            node = cast(ast.Try, node)  # (TryStar, `except*`, has the same fields)
+            inner = caught | {k for k in _CATCH if _catches(node.handlers, k)}
+            strings = tuple(c.value for n in node.body for c in ast.walk(n)
+                            if isinstance(c, ast.Constant) and isinstance(c.value, str) and _file_like(c.value))
+            todo += [(n, inner, names + strings) for n in node.body]
+            todo += [(n, caught, names) for n in [*node.handlers, *node.orelse, *node.finalbody]]
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level <= 1 and (node.level == 1 and "/" in path
+                                                                     or node.module and node.module.split(".")[0] == top):
+            parts = (node.module or "").split(".") if node.level == 0 else [top, *(node.module or "").split(".")]
+            parts = [p for p in parts if p]
+            local = [parts[1]] if len(parts) > 1 else [a.name for a in node.names if a.name != "*"]
+            out += [("import", x, (), caught) for x in local]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] == top and len(parts) > 1:
+                    out.append(("import", parts[1], (), caught))
+        elif isinstance(node, ast.Call):
+            f = node.func
+            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if called in _LOADERS:
+                own = tuple(c.value for a in node.args for c in ast.walk(a)
+                            if isinstance(c, ast.Constant) and isinstance(c.value, str) and _file_like(c.value))
+                out.append(("dynamic", "", own or names, caught))
+            elif (name := _named_import(node)) is not None and name.split(".")[0] == top and "." in name:
+                out.append(("import", name.split(".")[1], (), caught))
+        todo += [(n, caught, names) for n in ast.iter_child_nodes(node)]
+    return out
+
+
+def _file_like(s: str) -> bool:
+    """A string that names shared objects by file name or pattern: "_C*.so", "libfoo.so", "*.pyd"."""
+    return len(s) < 200 and bool(re.search(r"\.(?:so|pyd|dll)\b|\*", s)) and "/" not in s.strip("/*")
+
+
+def guarded_loads(tops: Iterable[str], text: Callable[[str], str | None], paths: Iterable[str]) -> tuple[str, ...]:
+    """The extension modules and libraries of each import name's own folder (`top/x.so`) that the package loads only
+    inside a `try` that catches their failure (torchao's `_C*.so`, loaded with torch.ops.load_library in a `try`
+    around which `import torchao` goes on without them): read from the Python of the folder that runs at package
+    import (its __init__.py and the modules of the folder it imports), never run. A module loaded both ways, or not
+    at all by what is read, is none of them: everything else is judged as loaded (inferred from its Python)."""
+    import fnmatch
+
+    paths = list(paths)
+    out: list[str] = []
+    for top in tops:
+        mine = [p for p in paths if p.startswith(f"{top}/") and p.count("/") == 1 and re.search(r"\.(?:so|pyd)(?:\.|\Z)",
+                                                                                                  p)]
+        if not mine:
+            continue
+        loads: list[tuple[str, str, tuple[str, ...], frozenset[str]]] = []
+        todo, seen = [f"{top}/__init__.py"], set()
+        while todo:  # the folder's modules imported at package import, as imports_of follows them
+            path = todo.pop()
+            if path in seen:
+                continue
+            seen.add(path)
+            src = text(path)
+            if src is None:
+                continue
+            for load in _loads(src, top, path):
+                loads.append(load)
+                if load[0] == "import":
+                    todo += [f"{top}/{load[1]}.py", f"{top}/{load[1]}/__init__.py"]
+        for p in mine:
+            base = p.split("/", 1)[1]
+            module = base.split(".", 1)[0]
+            reaching = [(kind, caught) for kind, local, pats, caught in loads
+                        if (kind == "import" and local == module)
+                        or (kind == "dynamic" and (not pats or any(fnmatch.fnmatchcase(base, x) for x in pats)))]
+            if reaching and all(kind in caught for kind, caught in reaching):
+                out.append(p)
+    return tuple(sorted(out))

@@ -24,8 +24,9 @@ from tritonlock.native.members import provides, read_members
 
 # v2: a member's `gpu` says whether its GPU code was read ("read", "none", or why not); v3: GPU code is read where a
 # module links an auditwheel-renamed CUDA library ("libcudart-5e6f7a8b.so.12"), which v2 facts left unread; v4: the
-# wheel's import names and what they import (tops, imports), each member's dlopen names and torch symbols
-_CACHE_VERSION = "native-v4"
+# wheel's import names and what they import (tops, imports), each member's dlopen names and torch symbols; v5: the
+# extensions the package loads only inside a `try` that catches their failure (guarded)
+_CACHE_VERSION = "native-v5"
 READER_VERSION = _CACHE_VERSION  # what the facts' shape and reading are: a shipped fact of another is not used
 
 # A wheel downloaded whole (where ranged reads failed) has this many bytes at most; it is written to a temporary file

@@ -42,6 +42,9 @@ class Problem:
     # "torch-symbol": the mangled symbols the torch lacks (the first is `needs`, demangled); else ()
     symbols: tuple[str, ...] = ()
     built_for: str | None = None  # the torch release the wheel names as the one it was built for
+    # only modules the package loads inside a `try` that catches their failure fail so (NativeFacts.guarded): the
+    # import works without them — a problem where the user names the package, else a warning (see GUARDED_KINDS)
+    guarded: bool = False
 
     @property
     def line(self) -> str:
@@ -291,15 +294,32 @@ def reached(item: Item) -> Callable[[NativeMember], bool] | None:
     return lambda m: (t := top_of(m.path)) not in tops or t in reach
 
 
+# what a failed load is (the loader's error, caught by a `try` around the load): a library missing, torch's other
+# build, a torch release or symbol the module was not built for. (A module that loads and then has no code for the
+# GPU, or a CUDA the driver cannot run, fails when it is called, where no `try` of the import is around it.)
+GUARDED_KINDS = ("driver", "torch-build", "cuda-library", "torch-release", "torch-symbol")
+
+
 def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Problem]:
     """What in the items' native code cannot load or run in the setting (empty: all of it can): what is reached of
-    each (Item.reach; optional_parts says what the rest would need)."""
+    each (Item.reach; optional_parts says what the rest would need). A problem only the modules the package loads
+    inside a `try` (NativeFacts.guarded, and the libraries only they need) have, of a kind such a `try` catches, is
+    marked `guarded`: the caller decides whether it counts."""
     out: list[Problem] = []
     for item in items:
         if is_provider(item.name) or not item.facts.native:
             continue
-        mods = loaded(item.facts.members, at.torch, at.backend, roots=reached(item))
-        out += problems_of(item, mods, provided, at)
+        roots = reached(item)
+        mods = loaded(item.facts.members, at.torch, at.backend, roots=roots)
+        found = problems_of(item, mods, provided, at)
+        guarded = set(item.facts.guarded)
+        if guarded and found:
+            hard = {(p.kind, p.needs) for p in problems_of(item, loaded(
+                item.facts.members, at.torch, at.backend,
+                roots=lambda m: (roots is None or roots(m)) and m.path not in guarded), provided, at)}
+            found = [dataclasses.replace(p, guarded=True) if p.kind in GUARDED_KINDS and (p.kind, p.needs) not in hard
+                     else p for p in found]
+        out += found
     return out
 
 

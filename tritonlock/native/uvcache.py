@@ -208,10 +208,10 @@ def read(folder: Path, sha256: str, filename: str, *, gpu: bool = True, names_on
         return None
     from tritonlock.native.pysource import folder_imports
 
-    tops, imports = folder_imports(folder, sizes) if out else ((), ())
+    tops, imports, guarded = folder_imports(folder, sizes) if out else ((), (), ())
     return NativeFacts(sha256=sha256, filename=filename, provides=provides, members=tuple(out),
                        built_for_torch=built_for_torch(filename, meta) if out else None, source=source, tops=tops,
-                       imports=imports)
+                       imports=imports, guarded=guarded)
 
 
 def _reader(fd: int) -> Callable[[int, int], bytes]:

@@ -31,6 +31,7 @@ class ImportRow:
     optional: tuple[tuple[str, str], ...] = ()  # (module, error): parts that cannot load, the package imports without
     # (module, error): of those, the ones in a second top-level package of the wheel that nothing named imports
     parts: tuple[tuple[str, str], ...] = ()
+    also: tuple[str, ...] = ()  # the other modules that failed (the runner lists five at most)
 
 
 def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
@@ -47,7 +48,8 @@ def parse_rows(raw: Any) -> tuple[ImportRow, ...]:
             requires_torch=r.get("requires_torch") if isinstance(r.get("requires_torch"), str) else None,
             modules=tuple(m for m in r.get("modules", []) if isinstance(m, str)),
             left=int(r["left"]) if isinstance(r.get("left"), int) and r["left"] > 0 else 0,
-            optional=_optional(r, part=False), parts=_optional(r, part=True)))
+            optional=_optional(r, part=False), parts=_optional(r, part=True),
+            also=tuple(m for m in r.get("also", []) if isinstance(m, str)) if isinstance(r.get("also"), list) else ()))
     return tuple(out)
 
 
@@ -244,10 +246,36 @@ def import_checks(rows: Iterable[ImportRow], *, torch: str | None, lock: LockFac
                 f", with its {n} extension module{'s' * (n != 1)}" if n else "") + (
                 f" ({r.left} more: its builds for another torch or CUDA than this one's, which it does not load)"
                 if r.left else ""), None))
+        elif (off := guarded_off(r, lock)) is not None:
+            out.append((name, True, off, None))
         else:
             detail, fix = explain(r, torch=torch, lock=lock)
             out.append((name, False, detail, fix))
     return out
+
+
+def _module_of(path: str) -> str:
+    """The module a member's path names: "torchao/_C.abi3.so" -> torchao._C."""
+    folder, _, base = path.rpartition("/")
+    return ".".join([*(folder.split("/") if folder else []), base.split(".", 1)[0]])
+
+
+def guarded_off(r: ImportRow, lock: LockFacts | None) -> str | None:
+    """Where every module that failed is one the package loads only inside a `try` that catches its failure (the
+    lock's facts: NativeFacts.guarded, read from its Python when it was locked), the row in words: the import works
+    and what needs those modules is off — as the lock's warning said. None otherwise (a module imported plainly, a
+    top-level import that failed, more failures than the runner lists, another release than the lock's)."""
+    if lock is None or r.module is None or len(r.also) >= 5 or r.dist not in lock.facts:
+        return None
+    version, facts = lock.facts[r.dist]
+    guarded = {_module_of(p) for p in facts.guarded}
+    failed = (r.module, *r.also)
+    if version != r.version or not guarded or any(m not in guarded for m in failed):
+        return None
+    more = f" (and {len(r.also)} more such module(s))" if r.also else ""
+    return (f"{r.dist} {r.version}: imported; its module {r.module} cannot load ({r.error[:200]}){more} — "
+            f"{r.dist} loads it inside a `try` that catches the failure (the lock's facts, inferred from its Python), "
+            f"so what needs it is off: a {r.dist} built for this torch would have it")
 
 
 def _ccs(gpus: Iterable[str]) -> list[tuple[str, str]]:

@@ -443,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts.import_job:
         from .imports import import_job_main
         return import_job_main(json.loads(opts.import_job))
+    if opts.import_server:
+        from .imports import import_server_main
+        return import_server_main(json.loads(sys.stdin.read()))
     # Keep stdout for the JSON alone: triton, torch and the compilers may print, even from C.
     sys.stdout.flush()
     json_fd = os.dup(1)

@@ -9,6 +9,7 @@ and quote what the loader said (a library it cannot find, a symbol a library lac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -269,11 +270,53 @@ class ImportChecks:
 
     def _start_all(self, late: Any) -> None:
         named, scope = late() if callable(late) else late
+        if hasattr(os, "fork") and hasattr(os, "waitpid"):
+            self._serve(list(named or []), scope)
+            return
         self.jobs, self.left_out = installed_with_native_code(list(named or []), scope)
         for job in self.jobs:
             t = threading.Thread(target=self._run, args=(job,), name=f"import-{job['dist']}", daemon=True)
             t.start()
             self._threads.append(t)
+
+    def _serve(self, named: list[str], scope: list[str] | None) -> None:
+        """The jobs through one process of their own (import_server_main): it finds the distributions (its scan does
+        not hold this process's GIL), imports torch once and forks a process per distribution from there."""
+        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        request = json.dumps({"named": named, "scope": scope, "limit": self._limit})
+        try:
+            p = subprocess.Popen([sys.executable, "-I", self._runner, "--import-server"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        except OSError as e:
+            self.jobs, self.left_out = installed_with_native_code(named, scope)
+            for job in self.jobs:
+                self.results[job["dist"]] = (-1, "", f"could not start: {e}")
+            return
+        err: list[str] = []
+        drain = threading.Thread(target=lambda: err.append(p.stderr.read() if p.stderr else ""), daemon=True)
+        drain.start()
+        assert p.stdin is not None and p.stdout is not None
+        with contextlib.suppress(OSError):
+            p.stdin.write(request)
+            p.stdin.close()
+        found = False
+        for line in p.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and "jobs" in msg and not found:
+                self.jobs, self.left_out, found = list(msg["jobs"]), int(msg.get("left_out", 0)), True
+            elif isinstance(msg, dict) and isinstance(msg.get("dist"), str):
+                self.results[msg["dist"]] = (int(msg.get("code", -1)), str(msg.get("stdout", "")),
+                                             str(msg.get("stderr", ""))[-1500:])
+        code = p.wait()
+        drain.join(timeout=5)
+        if not found:  # (the server died before it listed the jobs: the scan here, each row saying why)
+            self.jobs, self.left_out = installed_with_native_code(named, scope)
+        for job in self.jobs:
+            self.results.setdefault(job["dist"], (-1, "", f"its import process ended (the import server exited with "
+                                                          f"code {code}): {''.join(err)[-600:]}"))
 
     def _run(self, job: dict[str, Any]) -> None:
         with self._gate:
@@ -347,3 +390,98 @@ def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) ->
     return {**base, "ok": (not native and not top and not job["named"]) or needs_driver, "native": native,
             "needs_driver": needs_driver, "module": first["module"], "error": first["error"],
             "also": [t["module"] for t in failed if t is not first][:5]}
+
+
+def import_server_main(request: dict[str, Any]) -> int:
+    """The import jobs of ImportChecks from one process: the distributions found here (installed_with_native_code),
+    then one process per distribution forked from this one — those that do not import torch first, then, once this
+    process has imported torch (once, not in each), those that do: each still alone in a process of its own (a crash
+    is its row's), without paying for torch's import again. On stdout, one JSON line listing the jobs, then one per
+    job as it ends (its exit code, what it printed). No CUDA is initialised here, so a forked process may."""
+    import tempfile
+    import time
+
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # (what an import prints goes to stderr, never into the lines)
+    jobs, left_out = installed_with_native_code(list(request.get("named") or []), request.get("scope"))
+    out.write(json.dumps({"jobs": jobs, "left_out": left_out}) + "\n")
+    out.flush()
+    limit = max(1, int(request.get("limit") or 4))
+    folder = tempfile.mkdtemp(prefix="tlverify-imports-")
+    running: dict[int, tuple[dict[str, Any], float, str]] = {}
+    started: list[str] = []
+
+    def reap() -> None:
+        while running:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                now = time.monotonic()
+                for p, (job, started, _) in list(running.items()):
+                    if now - started > 300:
+                        with contextlib.suppress(OSError):
+                            os.kill(p, 9)
+                return
+            if pid not in running:
+                continue
+            job, started, base = running.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            texts = []
+            for suffix in (".out", ".err"):
+                try:
+                    with open(base + suffix, encoding="utf-8", errors="replace") as fh:
+                        texts.append(fh.read()[-20000:])
+                except OSError:
+                    texts.append("")
+            if code == -9 and time.monotonic() - started > 300:
+                texts[1] += "did not finish within 300 s"
+            out.write(json.dumps({"dist": job["dist"], "code": code, "stdout": texts[0], "stderr": texts[1]}) + "\n")
+            out.flush()
+
+    def spawn(job: dict[str, Any]) -> None:
+        while len(running) >= limit:
+            reap()
+            if len(running) >= limit:
+                time.sleep(0.005)
+        base = os.path.join(folder, str(len(started)))
+        started.append(job["dist"])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the job's own process
+            code = 1
+            try:
+                fd_out = os.open(base + ".out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                fd_err = os.open(base + ".err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(fd_out, 1)
+                os.dup2(fd_err, 2)
+                code = import_job_main(job)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:  # noqa: BLE001 - the row says the process failed; nothing may escape the fork
+                import traceback
+
+                with contextlib.suppress(BaseException):
+                    traceback.print_exc()
+                    sys.stderr.flush()
+            finally:
+                os._exit(code)
+        running[pid] = (job, time.monotonic(), base)
+
+    for job in [j for j in jobs if not j.get("torch")]:
+        spawn(job)
+    if any(j.get("torch") for j in jobs):
+        with contextlib.suppress(BaseException):  # (a torch that cannot import: each job's own row says so)
+            import importlib
+
+            importlib.import_module("torch")
+    for job in [j for j in jobs if j.get("torch")]:
+        spawn(job)
+    while running:
+        reap()
+        if running:
+            time.sleep(0.005)
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    out.close()
+    return 0
