@@ -54,10 +54,10 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> str:
     return python
 
 
-def _serve(python: str, named: list[str], limit: int = 2, log: Path | None = None) -> tuple[list[dict],
-                                                                                          dict[str, dict]]:
+def _serve(python: str, named: list[str], limit: int = 2, log: Path | None = None,
+           eager: bool = False) -> tuple[list[dict], dict[str, dict]]:
     env = {**os.environ, "TL_TEST_LOG": str(log or Path(python).parent / "log.txt")}
-    p = subprocess.run([python, "-I", RUNNER, "--import-server"], input=json.dumps(
+    p = subprocess.run([python, "-I", RUNNER, "--import-server", *(["--eager-torch"] if eager else [])], input=json.dumps(
         {"named": named, "scope": None, "limit": limit}), capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     lines = [json.loads(x) for x in p.stdout.splitlines()]  # (only its lines: what imports print goes elsewhere)
@@ -65,10 +65,12 @@ def _serve(python: str, named: list[str], limit: int = 2, log: Path | None = Non
     return lines[0]["jobs"], {m["dist"]: m for m in lines[1:]}
 
 
-def test_each_job_ends_in_its_own_process_and_says_how(venv: str) -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_each_job_ends_in_its_own_process_and_says_how(venv: str, eager: bool) -> None:
     """okpkg imports; noisypkg's print stays in its own row (never in the server's lines); crashpkg aborts (SIGABRT:
-    its row, the others go on); raisepkg's error is in its row; exitpkg's exit code is its row's."""
-    jobs, results = _serve(venv, list(PACKAGES))
+    its row, the others go on); raisepkg's error is in its row; exitpkg's exit code is its row's — whether torch is
+    imported at once (the jobs without it then in fresh interpreters) or after them."""
+    jobs, results = _serve(venv, list(PACKAGES), eager=eager)
     assert sorted(j["dist"] for j in jobs) == sorted(PACKAGES)
     assert set(results) == set(PACKAGES)
     ok = results["okpkg"]
@@ -94,9 +96,9 @@ def test_torch_is_imported_once_by_the_server_after_the_jobs_that_do_not_need_it
         venv: str, tmp_path: Path) -> None:
     """The stand-in torch is imported once, by the server, not by the jobs; okpkg (no torch) ran without it,
     needstorch (requires torch) with it; with one job at a time no two jobs overlap, with eight they do."""
-    for limit in (1, 8):
-        log = tmp_path / f"log{limit}.txt"
-        _, results = _serve(venv, ["okpkg", "needstorch"], limit=limit, log=log)
+    for limit, eager in ((1, False), (8, False), (1, True), (8, True)):
+        log = tmp_path / f"log{limit}{eager}.txt"
+        _, results = _serve(venv, ["okpkg", "needstorch"], limit=limit, log=log, eager=eager)
         lines = log.read_text().splitlines()
         torch = [x for x in lines if x.startswith("torch imported in ")]
         assert len(torch) == 1, lines
@@ -106,7 +108,7 @@ def test_torch_is_imported_once_by_the_server_after_the_jobs_that_do_not_need_it
         ends = {x.split()[1]: float(x.split()[2]) for x in lines if x.startswith("end ")}
         first, second = sorted(("okpkg", "needstorch"), key=lambda n: float(starts[n][2]))
         overlap = float(starts[second][2]) < ends[first]
-        assert overlap == (limit > 1), (limit, lines)
+        assert overlap == (limit > 1), (limit, eager, lines)
         assert results["needstorch"]["stdout"].startswith("[") or "torch prints" not in results["needstorch"]["stdout"]
 
 
@@ -168,3 +170,14 @@ def test_a_failed_import_passes_only_where_every_module_that_failed_is_one_the_l
     assert guarded_off(row(), None) is None
     assert guarded_off(row(), LockFacts(brings={}, facts={"g": ("1.0", NativeFacts(sha256="a" * 64,
                                                                                      filename="g-1.0.whl"))})) is None
+
+
+def test_a_server_whose_runner_ended_before_asking_imports_nothing(venv: str, tmp_path: Path) -> None:
+    """The runner died before tritonlock's word arrived: its server reads no request and ends, importing nothing."""
+    log = tmp_path / "log.txt"
+    for eager in (False, True):
+        p = subprocess.run([venv, "-I", RUNNER, "--import-server", *(["--eager-torch"] if eager else [])], input="",
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "TL_TEST_LOG": str(log)})
+        assert p.returncode == 0, p.stderr
+        assert [json.loads(x) for x in p.stdout.splitlines()] == [{"jobs": [], "left_out": 0}]
+    assert not log.exists() or all(x.startswith("torch imported") for x in log.read_text().splitlines())

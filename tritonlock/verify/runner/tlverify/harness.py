@@ -224,7 +224,7 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     imports = Imports(opts)
     cores = os.cpu_count() or 1
     if hidden is None and cores >= EARLY_IMPORTS_CPUS:
-        imports.start()  # a GPU machine's spare cores: the import processes run beside this one's `import torch`
+        imports.start(eager=True)  # a GPU machine's spare cores: the imports' server imports torch beside this one
         r.notes.append(f"imports: the packages' import checks started beside `import torch` ({cores} cores)")
 
     def after_torch_import() -> None:
@@ -264,14 +264,14 @@ class Imports:
         self.checks: Any = None
         self.started = False
 
-    def start(self) -> None:
+    def start(self, eager: bool = False) -> None:
         if self.started or self.opts.no_imports:
             return
         self.started = True
         from .imports import ImportChecks
 
         opts = self.opts
-        self.checks = ImportChecks(RUNNER_DIR, lambda: (late(opts).imports, opts.import_scope))
+        self.checks = ImportChecks(RUNNER_DIR, lambda: (late(opts).imports, opts.import_scope), eager=eager)
 
     def finish(self, r: Report, gpu: bool) -> None:
         if self.checks is not None:
@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         return import_job_main(json.loads(opts.import_job))
     if opts.import_server:
         from .imports import import_server_main
-        return import_server_main(json.loads(sys.stdin.read()))
+        return import_server_main(eager_torch=opts.eager_torch)
     # Keep stdout for the JSON alone: triton, torch and the compilers may print, even from C.
     sys.stdout.flush()
     json_fd = os.dup(1)

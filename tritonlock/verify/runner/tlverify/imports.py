@@ -257,7 +257,9 @@ class ImportChecks:
     gives (the packages the user named, the lock's package names or None) once tritonlock has sent them (on stdin,
     while torch imports): which distributions are the lock's is known only then."""
 
-    def __init__(self, runner_dir: str, late: Any, limit: int | None = None) -> None:
+    def __init__(self, runner_dir: str, late: Any, limit: int | None = None, eager: bool = False) -> None:
+        """`eager`: a machine with cores to spare (the runner's own `import torch` is under way beside): the import
+        server starts now and imports torch at once, while tritonlock's word on what to import is awaited."""
         self.jobs: list[dict[str, Any]] = []
         self.left_out = 0
         self.results: dict[str, tuple[int, str, str]] = {}
@@ -265,12 +267,22 @@ class ImportChecks:
         self._limit = limit or max(2, min(8, os.cpu_count() or 2))
         self._threads: list[threading.Thread] = []
         self._gate = threading.Semaphore(self._limit)
+        self._server: subprocess.Popen[str] | None = None
+        self._server_error = ""
+        if hasattr(os, "fork") and hasattr(os, "waitpid"):
+            try:
+                self._server = subprocess.Popen(
+                    [sys.executable, "-I", self._runner, "--import-server", *(["--eager-torch"] if eager else [])],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    env=dict(os.environ, PYTHONWARNINGS="ignore"))
+            except OSError as e:
+                self._server_error = f"could not start: {e}"
         self._starter = threading.Thread(target=self._start_all, args=(late,), name="import-start", daemon=True)
         self._starter.start()
 
     def _start_all(self, late: Any) -> None:
         named, scope = late() if callable(late) else late
-        if hasattr(os, "fork") and hasattr(os, "waitpid"):
+        if self._server is not None or self._server_error:
             self._serve(list(named or []), scope)
             return
         self.jobs, self.left_out = installed_with_native_code(list(named or []), scope)
@@ -282,22 +294,18 @@ class ImportChecks:
     def _serve(self, named: list[str], scope: list[str] | None) -> None:
         """The jobs through one process of their own (import_server_main): it finds the distributions (its scan does
         not hold this process's GIL), imports torch once and forks a process per distribution from there."""
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
-        request = json.dumps({"named": named, "scope": scope, "limit": self._limit})
-        try:
-            p = subprocess.Popen([sys.executable, "-I", self._runner, "--import-server"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        except OSError as e:
+        p = self._server
+        if p is None:
             self.jobs, self.left_out = installed_with_native_code(named, scope)
             for job in self.jobs:
-                self.results[job["dist"]] = (-1, "", f"could not start: {e}")
+                self.results[job["dist"]] = (-1, "", self._server_error)
             return
         err: list[str] = []
         drain = threading.Thread(target=lambda: err.append(p.stderr.read() if p.stderr else ""), daemon=True)
         drain.start()
         assert p.stdin is not None and p.stdout is not None
         with contextlib.suppress(OSError):
-            p.stdin.write(request)
+            p.stdin.write(json.dumps({"named": named, "scope": scope, "limit": self._limit}) + "\n")
             p.stdin.close()
         found = False
         for line in p.stdout:
@@ -317,6 +325,12 @@ class ImportChecks:
         for job in self.jobs:
             self.results.setdefault(job["dist"], (-1, "", f"its import process ended (the import server exited with "
                                                           f"code {code}): {''.join(err)[-600:]}"))
+
+    def abandon(self) -> None:
+        """The server goes (a run that never asked for the rows)."""
+        if self._server is not None and self._server.poll() is None:
+            with contextlib.suppress(OSError):
+                self._server.kill()
 
     def _run(self, job: dict[str, Any]) -> None:
         with self._gate:
@@ -392,21 +406,46 @@ def _row(job: dict[str, Any], code: int, stdout: str, stderr: str, gpu: bool) ->
             "also": [t["module"] for t in failed if t is not first][:5]}
 
 
-def import_server_main(request: dict[str, Any]) -> int:
-    """The import jobs of ImportChecks from one process: the distributions found here (installed_with_native_code),
-    then one process per distribution forked from this one — those that do not import torch first, then, once this
-    process has imported torch (once, not in each), those that do: each still alone in a process of its own (a crash
-    is its row's), without paying for torch's import again. On stdout, one JSON line listing the jobs, then one per
-    job as it ends (its exit code, what it printed). No CUDA is initialised here, so a forked process may."""
+def import_server_main(eager_torch: bool = False) -> int:
+    """The import jobs of ImportChecks from one process: the distributions found here (installed_with_native_code,
+    for the request read on stdin), then a process per distribution — one that does not import torch in a fresh
+    interpreter (or forked before torch is imported here), one that does forked from this process once it has
+    imported torch (once, not in each): each alone in a process of its own (a crash is its row's), without paying for
+    torch's import again. With `eager_torch` torch is imported at once, while the request is awaited and the scan
+    runs (a thread, joined before anything is forked). On stdout, one JSON line listing the jobs, then one per job as
+    it ends (its exit code, what it printed). No CUDA is initialised here, so a forked process may."""
     import tempfile
     import time
 
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # (what an import prints goes to stderr, never into the lines)
-    jobs, left_out = installed_with_native_code(list(request.get("named") or []), request.get("scope"))
+    found: list[Any] = []
+
+    def scan() -> None:
+        try:
+            line = sys.stdin.readline()
+            if not line.strip():  # (the runner ended before it asked: nothing to import)
+                found.append(([], 0, 1))
+                return
+            request = json.loads(line)
+            jobs, left_out = installed_with_native_code(list(request.get("named") or []), request.get("scope"))
+            found.append((jobs, left_out, max(1, int(request.get("limit") or 4))))
+        except BaseException as e:  # noqa: BLE001 - said on stderr: the runner's rows then say the server failed
+            found.append(e)
+
+    torch_in = False
+    if eager_torch:
+        reader = threading.Thread(target=scan, name="import-scan", daemon=True)
+        reader.start()
+        torch_in = _import_torch()
+        reader.join()
+    else:
+        scan()
+    if isinstance(found[0], BaseException):
+        raise found[0]
+    jobs, left_out, limit = found[0]
     out.write(json.dumps({"jobs": jobs, "left_out": left_out}) + "\n")
     out.flush()
-    limit = max(1, int(request.get("limit") or 4))
     folder = tempfile.mkdtemp(prefix="tlverify-imports-")
     running: dict[int, tuple[dict[str, Any], float, str]] = {}
     started: list[str] = []
@@ -416,14 +455,14 @@ def import_server_main(request: dict[str, Any]) -> int:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 now = time.monotonic()
-                for p, (job, started, _) in list(running.items()):
-                    if now - started > 300:
+                for p, (job, began, _) in list(running.items()):
+                    if now - began > 300:
                         with contextlib.suppress(OSError):
                             os.kill(p, 9)
                 return
             if pid not in running:
                 continue
-            job, started, base = running.pop(pid)
+            job, began, base = running.pop(pid)
             code = os.waitstatus_to_exitcode(status)
             texts = []
             for suffix in (".out", ".err"):
@@ -432,18 +471,26 @@ def import_server_main(request: dict[str, Any]) -> int:
                         texts.append(fh.read()[-20000:])
                 except OSError:
                     texts.append("")
-            if code == -9 and time.monotonic() - started > 300:
+            if code == -9 and time.monotonic() - began > 300:
                 texts[1] += "did not finish within 300 s"
             out.write(json.dumps({"dist": job["dist"], "code": code, "stdout": texts[0], "stderr": texts[1]}) + "\n")
             out.flush()
 
-    def spawn(job: dict[str, Any]) -> None:
+    def spawn(job: dict[str, Any], fresh: bool) -> None:
         while len(running) >= limit:
             reap()
             if len(running) >= limit:
                 time.sleep(0.005)
         base = os.path.join(folder, str(len(started)))
         started.append(job["dist"])
+        if fresh:  # a new interpreter (this one has torch in it already): its own job's process, as before
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            pid = os.posix_spawn(sys.executable, [sys.executable, "-I", os.path.dirname(os.path.dirname(
+                os.path.abspath(__file__))), "--import-job", json.dumps(job)], dict(os.environ), file_actions=[
+                (os.POSIX_SPAWN_OPEN, 1, base + ".out", flags, 0o600),
+                (os.POSIX_SPAWN_OPEN, 2, base + ".err", flags, 0o600)])
+            running[pid] = (job, time.monotonic(), base)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -468,14 +515,11 @@ def import_server_main(request: dict[str, Any]) -> int:
         running[pid] = (job, time.monotonic(), base)
 
     for job in [j for j in jobs if not j.get("torch")]:
-        spawn(job)
-    if any(j.get("torch") for j in jobs):
-        with contextlib.suppress(BaseException):  # (a torch that cannot import: each job's own row says so)
-            import importlib
-
-            importlib.import_module("torch")
+        spawn(job, fresh=torch_in and hasattr(os, "posix_spawn"))
+    if any(j.get("torch") for j in jobs) and not torch_in:
+        _import_torch()
     for job in [j for j in jobs if j.get("torch")]:
-        spawn(job)
+        spawn(job, fresh=False)
     while running:
         reap()
         if running:
@@ -485,3 +529,14 @@ def import_server_main(request: dict[str, Any]) -> int:
     shutil.rmtree(folder, ignore_errors=True)
     out.close()
     return 0
+
+
+def _import_torch() -> bool:
+    """torch imported here (a torch that cannot import: each job's own row says so); whether it was."""
+    import importlib
+
+    try:
+        importlib.import_module("torch")
+    except BaseException:  # noqa: BLE001
+        return False
+    return True

@@ -42,6 +42,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--compile-worker", action="store_true", help=argparse.SUPPRESS)  # see precompile.py
     p.add_argument("--import-job", help=argparse.SUPPRESS)  # one distribution's imports (imports.py)
     p.add_argument("--import-server", action="store_true", help=argparse.SUPPRESS)  # all of them (imports.py)
+    p.add_argument("--eager-torch", action="store_true", help=argparse.SUPPRESS)  # (the server's: torch at once)
     p.add_argument("--imports", type=json.loads, default=[],
                    help='the packages the user named, imported even without native code, as JSON: ["vllm"]')
     p.add_argument("--import-scope", type=json.loads, default=None,
