@@ -62,7 +62,11 @@ def _serve(python: str, named: list[str], limit: int = 2, log: Path | None = Non
     assert p.returncode == 0, p.stderr
     lines = [json.loads(x) for x in p.stdout.splitlines()]  # (only its lines: what imports print goes elsewhere)
     assert "jobs" in lines[0], lines
-    return lines[0]["jobs"], {m["dist"]: m for m in lines[1:]}
+    timing = lines[-1]["timing"]  # (its own times, last: each job's span within the server's)
+    spans = {d: (a, b) for d, a, b in timing["jobs"]}
+    assert set(spans) == {m["dist"] for m in lines[1:-1]}
+    assert all(0 <= a <= b <= timing["end"] for a, b in spans.values()), timing
+    return lines[0]["jobs"], {m["dist"]: m for m in lines[1:-1]}
 
 
 @pytest.mark.parametrize("eager", [False, True])
@@ -179,5 +183,19 @@ def test_a_server_whose_runner_ended_before_asking_imports_nothing(venv: str, tm
         p = subprocess.run([venv, "-I", RUNNER, "--import-server", *(["--eager-torch"] if eager else [])], input="",
                            capture_output=True, text=True, timeout=60, env={**os.environ, "TL_TEST_LOG": str(log)})
         assert p.returncode == 0, p.stderr
-        assert [json.loads(x) for x in p.stdout.splitlines()] == [{"jobs": [], "left_out": 0}]
+        lines = [json.loads(x) for x in p.stdout.splitlines()]
+        assert lines[0] == {"jobs": [], "left_out": 0} and list(lines[1]) == ["timing"] and len(lines) == 2, lines
     assert not log.exists() or all(x.startswith("torch imported") for x in log.read_text().splitlines())
+
+
+def test_the_servers_times_are_said_in_words() -> None:
+    sys.path.insert(0, RUNNER)
+    try:
+        from tlverify.imports import timing_words
+    finally:
+        sys.path.remove(RUNNER)
+    said = timing_words({"asked": 0.31, "scan": 0.5, "torch": 1.72, "end": 3.1,
+                         "jobs": [["numpy", 0.82, 1.0], ["torchvision", 1.73, 3.05]]})
+    assert said == ("the server was asked at 0.31 s (scan 0.50 s), had torch at 1.72 s, ended at 3.10 s; jobs "
+                    "torchvision 1.73-3.05, numpy 0.82-1.00")
+    assert timing_words({}) == "the server was asked at - (scan -), had torch at -, ended at -"

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 # what the loader says when native code cannot load (anything else a module raises is the module's own business)
@@ -269,6 +270,7 @@ class ImportChecks:
         self._gate = threading.Semaphore(self._limit)
         self._server: subprocess.Popen[str] | None = None
         self._server_error = ""
+        self.timing: dict[str, Any] | None = None  # the server's own (import_server_main)
         if hasattr(os, "fork") and hasattr(os, "waitpid"):
             try:
                 self._server = subprocess.Popen(
@@ -315,6 +317,8 @@ class ImportChecks:
                 continue
             if isinstance(msg, dict) and "jobs" in msg and not found:
                 self.jobs, self.left_out, found = list(msg["jobs"]), int(msg.get("left_out", 0)), True
+            elif isinstance(msg, dict) and isinstance(msg.get("timing"), dict):
+                self.timing = msg["timing"]
             elif isinstance(msg, dict) and isinstance(msg.get("dist"), str):
                 self.results[msg["dist"]] = (int(msg.get("code", -1)), str(msg.get("stdout", "")),
                                              str(msg.get("stderr", ""))[-1500:])
@@ -351,6 +355,8 @@ class ImportChecks:
         for job in self.jobs:
             code, stdout, stderr = self.results.get(job["dist"], (-1, "", "no result"))
             r.imports.append(_row(job, code, stdout, stderr, gpu))
+        if self.timing is not None:
+            r.notes.append("imports: " + timing_words(self.timing))
         if self.left_out:
             r.notes.append(f"imports: {self.left_out} preinstalled distribution(s) with native code that the lock "
                            "does not hold, seen through --system-site-packages, were not imported (not the lock's)")
@@ -415,11 +421,12 @@ def import_server_main(eager_torch: bool = False) -> int:
     runs (a thread, joined before anything is forked). On stdout, one JSON line listing the jobs, then one per job as
     it ends (its exit code, what it printed). No CUDA is initialised here, so a forked process may."""
     import tempfile
-    import time
 
+    t0 = time.monotonic()
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # (what an import prints goes to stderr, never into the lines)
     found: list[Any] = []
+    timing: dict[str, Any] = {}
 
     def scan() -> None:
         try:
@@ -428,7 +435,9 @@ def import_server_main(eager_torch: bool = False) -> int:
                 found.append(([], 0, 1))
                 return
             request = json.loads(line)
+            began = time.monotonic()
             jobs, left_out = installed_with_native_code(list(request.get("named") or []), request.get("scope"))
+            timing["asked"], timing["scan"] = round(began - t0, 3), round(time.monotonic() - began, 3)
             found.append((jobs, left_out, max(1, int(request.get("limit") or 4))))
         except BaseException as e:  # noqa: BLE001 - said on stderr: the runner's rows then say the server failed
             found.append(e)
@@ -438,6 +447,7 @@ def import_server_main(eager_torch: bool = False) -> int:
         reader = threading.Thread(target=scan, name="import-scan", daemon=True)
         reader.start()
         torch_in = _import_torch()
+        timing["torch"] = round(time.monotonic() - t0, 3)
         reader.join()
     else:
         scan()
@@ -473,6 +483,7 @@ def import_server_main(eager_torch: bool = False) -> int:
                     texts.append("")
             if code == -9 and time.monotonic() - began > 300:
                 texts[1] += "did not finish within 300 s"
+            timing.setdefault("jobs", []).append([job["dist"], round(began - t0, 3), round(time.monotonic() - t0, 3)])
             out.write(json.dumps({"dist": job["dist"], "code": code, "stdout": texts[0], "stderr": texts[1]}) + "\n")
             out.flush()
 
@@ -518,6 +529,7 @@ def import_server_main(eager_torch: bool = False) -> int:
         spawn(job, fresh=torch_in and hasattr(os, "posix_spawn"))
     if any(j.get("torch") for j in jobs) and not torch_in:
         _import_torch()
+        timing["torch"] = round(time.monotonic() - t0, 3)
     for job in [j for j in jobs if j.get("torch")]:
         spawn(job, fresh=False)
     while running:
@@ -527,6 +539,7 @@ def import_server_main(eager_torch: bool = False) -> int:
     import shutil
 
     shutil.rmtree(folder, ignore_errors=True)
+    out.write(json.dumps({"timing": {**timing, "end": round(time.monotonic() - t0, 3)}}) + "\n")
     out.close()
     return 0
 
@@ -540,3 +553,16 @@ def _import_torch() -> bool:
     except BaseException:  # noqa: BLE001
         return False
     return True
+
+
+def timing_words(t: dict[str, Any]) -> str:
+    """The import server's own times in words (seconds from its start): when tritonlock's word came and how long the
+    scan took, when torch was imported, each job's span, the end."""
+    def f(key: str) -> str:
+        v = t.get(key)
+        return f"{v:.2f} s" if isinstance(v, (int, float)) else "-"
+
+    jobs = [j for j in t.get("jobs", []) if isinstance(j, list) and len(j) == 3]
+    return (f"the server was asked at {f('asked')} (scan {f('scan')}), had torch at {f('torch')}, ended at "
+            f"{f('end')}" + ("; jobs " + ", ".join(f"{d} {a:.2f}-{b:.2f}" for d, a, b in
+                                                   sorted(jobs, key=lambda j: -j[2])[:6]) if jobs else ""))
