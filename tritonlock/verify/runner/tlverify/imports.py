@@ -10,6 +10,7 @@ and quote what the loader said (a library it cannot find, a symbol a library lac
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import re
@@ -68,10 +69,16 @@ def installed_with_native_code(named: list[str], scope: list[str] | None = None)
     jobs: dict[str, dict[str, Any]] = {}
     left_out: set[str] = set()
     for dist in metadata.distributions():
-        name = _norm(dist.metadata["Name"] or "")
+        # (its name from its folder's, where importlib knows it: parsing every METADATA of a big image took a
+        # second beside torch's import)
+        name = _norm(getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or "")
         if not name or name in SKIP_DISTS or name in jobs:
             continue
-        files = [str(f).replace("\\", "/") for f in (dist.files or ())]
+        record = dist.read_text("RECORD")
+        if record is not None and name not in wanted and ".so" not in record and ".pyd" not in record:
+            continue  # (no extension module: nothing to import unless named)
+        files = ([row[0].replace("\\", "/") for row in csv.reader(record.splitlines()) if row] if record is not None
+                 else [str(f).replace("\\", "/") for f in (dist.files or ())])
         modules = []
         for f in files:
             m = _EXT.match(f)
