@@ -1724,6 +1724,12 @@ def test_a_module_a_dependency_loads_inside_a_try_does_not_cost_the_named_packag
     versions, sel = _target(named)
     assert versions["guardpkg"] == "1.0", versions
     assert not any("inside a `try`" in w for w in sel.warnings)
+    pinned = _project(tmp_path / "e", pypi, ["wantsguard==2.0"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(pinned))  # (the first search alone: no answer at all)
+    assert code == 0, out
+    versions, sel = _target(pinned)
+    assert (versions["guardpkg"], versions["torch"]) == ("2.0", "2.10.0"), versions
+    assert any(w.startswith("guardpkg 2.0: ") and "inside a `try`" in w for w in sel.warnings), sel.warnings
     dep = _project(tmp_path / "d", pypi, ["wantsguard==1.0"], f"gpu|{R580_H100}", torch="==2.10.*")
     code, out = _run("resolve", "-p", str(dep))
     assert code == 0, out
