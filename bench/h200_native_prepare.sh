@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare, on a machine that reaches PyPI, what bench/h200_native.sh needs on the GPU machine (no network):
 #   .device-carry/h200-native/wheels/  tritonlock and its dependencies as wheels for Python 3.12 / manylinux x86_64
+#   .device-carry/h200-native/proj-torch/ the same project without torchvision (a lock of torch alone)
 #   .device-carry/h200-native/proj/    a project locked for the H200 (bench/h200/h200.toml): torch 2.11 and
 #                                      torchvision from PyPI — a package with native code linked to one torch
 #   .device-carry/h200-native/house/   the locked wheels the H200 image does not already hold
@@ -35,6 +36,12 @@ packages = ["numpy==2.5.2", "cuda-bindings==13.3.1", "cuda-pathfinder==1.8.1", "
 torch = "default"
 EOF
 /usr/bin/time -f "resolve: %e s" "$PY" -m tritonlock resolve -p "$C/proj" --target-file bench/h200/h200.toml
+
+# 2b. the same without torchvision: a lock of torch alone (bench/verify_speed41_h200.sh with PROJ=proj-torch)
+mkdir -p "$C/proj-torch"
+sed -e 's/, "torchvision"\]/]/' -e 's/ and torchvision, whose extension links that torch/ alone/' \
+  "$C/proj/triton-env.toml" > "$C/proj-torch/triton-env.toml"
+"$PY" -m tritonlock resolve -p "$C/proj-torch" --target-file bench/h200/h200.toml > /dev/null
 
 # 3. the wheelhouse: every locked wheel except what the image has
 "$PY" - "$C/proj/triton-env.lock" "$C/house" <<'PYEOF'

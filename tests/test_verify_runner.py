@@ -358,10 +358,14 @@ def jit(*args, **kwargs):
 '''
 
 
-def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_path: Path) -> None:
+@pytest.mark.parametrize("said", ["0", ""])
+def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_path: Path, said: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A full run's torch.compile process imports torch too: it starts once the runner's own import is done, never
     beside it (issue 41: the runner's import was slower than a bare one with processes started beside it); the scan
-    that decides whether its row is reused runs in a process of its own."""
+    that decides whether its row is reused runs in a process of its own. (On this machine of fewer than 8 cores, or
+    with TRITONLOCK_VERIFY_EARLY=0, the packages' import server starts after it too.)"""
+    monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", said)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -380,6 +384,33 @@ def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_pat
     assert all(t >= ended[0] for _, t in others), log
     timeline = next(n for n in result.notes if n.startswith("time: "))
     assert timeline.index("import torch") < timeline.index("torch.compile check: reuse or start"), timeline
+
+
+def test_with_cores_to_spare_the_import_server_imports_torch_beside_the_runners_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU machine's cores (TRITONLOCK_VERIFY_EARLY=1 here: this box has two) the packages' import server starts
+    with the runner and imports torch beside the runner's own import, once; the torch.compile check's process still
+    starts after it, and the run passes as before."""
+    monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", "1")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    for name, text in (("torch", ORDER_STUB), ("triton", TRITON_STUB), ("triton/language", "def __getattr__(name):\n"
+                       "    return object\n"), ("numpy", "__version__ = '2.0'\n")):
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text(text)
+    result = run_verify(str(python), timeout=300)
+    log = [line.split() for line in (site / "torch" / "log").read_text().splitlines()]
+    began = {pid: float(t) for pid, what, t in log if what == "began"}
+    ended = {pid: float(t) for pid, what, t in log if what == "ended"}
+    runner = min(began, key=began.__getitem__)
+    beside = [pid for pid in began if pid != runner and began[pid] < ended[runner]]
+    assert len(beside) == 1, log  # the import server's, alone (the check's process waits for the runner's import)
+    assert "imports: the packages' import checks started beside `import torch` (" in " ".join(result.notes)
+    server = next(n for n in result.notes if n.startswith("imports: the server was asked at "))
+    assert "had torch at " in server and "had torch at -" not in server, server
 
 
 KEY_PROBE = '''

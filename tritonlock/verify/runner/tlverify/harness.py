@@ -196,11 +196,18 @@ def write_profile(r: Report, torch: Any, path: str, interpret: bool) -> None:
 # Main
 
 
-# On a machine with this many cores or more (the GPU machines), the packages' import checks start before this
-# process's `import torch`: their processes import torch and the packages on cores of their own, and were the last
-# thing a warm verify waited for (a torch + torchvision lock on one H200: 2.0-3.0 s waited after the kernels, issue
-# 41's run). On a smaller machine they start after it: on two cores a second `import torch` beside it doubled its time.
+# On a machine with this many cores or more (the GPU machines), the packages' import server and the torch.compile
+# check's key scan start before this process's `import torch`: the server imports torch once on a core of its own,
+# then the packages (a torch + torchvision lock on one H200: verify 5.8 -> 3.8 s, as long as a bare `import torch,
+# torchvision`), and the scan stats the installed files in a process of its own. On a smaller machine they start after
+# it: on two cores a second `import torch` beside it doubled its time. TRITONLOCK_VERIFY_EARLY=1 (or 0) says which.
 EARLY_IMPORTS_CPUS = 8
+
+
+def starts_early(cores: int) -> bool:
+    """Whether what imports torch beside this process starts before its own import (see EARLY_IMPORTS_CPUS)."""
+    said = os.environ.get("TRITONLOCK_VERIFY_EARLY", "").strip()
+    return said == "1" if said in ("0", "1") else cores >= EARLY_IMPORTS_CPUS
 
 
 def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> None:
@@ -223,9 +230,11 @@ def verify(opts: argparse.Namespace, r: Report, memo_dir: str | None = None) -> 
     check = CompileCheck(opts, memo_dir) if not opts.quick and hidden is None else None
     imports = Imports(opts)
     cores = os.cpu_count() or 1
-    if hidden is None and cores >= EARLY_IMPORTS_CPUS:
+    if hidden is None and starts_early(cores):
         imports.start(eager=True)  # a GPU machine's spare cores: the imports' server imports torch beside this one
         r.notes.append(f"imports: the packages' import checks started beside `import torch` ({cores} cores)")
+        if check is not None:
+            check.start()  # (the torch.compile check's key: its scan of the installed files in a process beside too)
 
     def after_torch_import() -> None:
         """What runs beside the kernels' checks but must not slow this process's `import torch` starts here, once
