@@ -1793,3 +1793,52 @@ def test_verify_passes_a_module_the_lock_says_its_package_loads_inside_a_try_and
     assert not h.ok and "libcudart.so.12" in h.detail, h.detail
     bare = run_verify(python, interpret=True, quick=True)
     assert not {c.name: c for c in bare.checks}["import guardpkg"].ok
+
+
+@pytest.fixture(scope="module")
+def three_lines(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> Iterator[LocalIndex]:
+    """torch 2.9.0 and 2.10.0 (PyPI's CUDA 12.8 builds; only 2.9's libc10 exports C10_CXX) and 2.11.0 (CUDA 13.0);
+    symcu12, a CUDA 12 build of torch 2.9's C++ API that names no torch (as sgl-kernel's wheels)."""
+    tmp = tmp_path_factory.mktemp("three-build")
+    idx = LocalIndex(tmp_path_factory.mktemp("three-index"))
+    m = load_matrix()
+    for tv, runtime, c10 in (("2.9.0", "nvidia-cuda-runtime-cu12==12.8.90", "libc10.so@2.9"),
+                             ("2.10.0", "nvidia-cuda-runtime-cu12==12.8.90", "libc10.so"),
+                             ("2.11.0", "nvidia-cuda-runtime==13.0.96", "libc10.so")):
+        rel = m.torch_release(tv)
+        assert rel is not None and rel.triton and rel.pypi_backend.startswith("cu1")
+        libs = {f"torch/lib/{n}": stubs[n].read_bytes() for n in ("libtorch.so", "libtorch_cuda.so", "libc10_cuda.so")}
+        idx.add("simple", "triton", rel.triton, tag=LINUX)
+        idx.add("simple", "torch", tv, tag=CP, requires=(runtime, f"triton=={rel.triton}; platform_system == 'Linux'"),
+                modules={"torch/__init__.py": f"__version__ = {tv!r}\n", **libs,
+                         "torch/lib/libc10.so": stubs[c10].read_bytes()})
+    idx.add("simple", "nvidia-cuda-runtime-cu12", "12.8.90", tag=LINUX,
+            modules={"nvidia/cuda_runtime/lib/libcudart.so.12": stubs["libcudart.so.12"].read_bytes()})
+    idx.add("simple", "nvidia-cuda-runtime", "13.0.96", tag=LINUX,
+            modules={"nvidia/cu13/lib/libcudart.so.13": stubs["libcudart.so.13"].read_bytes()})
+    idx.add("simple", "symcu12", "1.0", tag=CP, modules={
+        "symcu12/__init__.py": "from . import _C\n", "symcu12/_C.so": extension(
+            tmp / "sym", "symcu12._C", links={stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",),
+                                              stubs["libc10.so@2.9"]: (C10_CXX,)})})
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def test_torch_held_for_a_cuda_12_build_says_why_a_newer_cuda_12_torch_was_not_taken(
+        tmp_path: Path, three_lines: LocalIndex) -> None:
+    """symcu12 needs CUDA 12 (torch 2.11's build brings 13) and a symbol torch 2.10's libc10 lacks: torch 2.9.0 is
+    locked. Its reason is not "the newest torch build that brings CUDA 12" alone (2.10.0 brings it too): it says
+    that 2.10.0 was passed over, and for what (as sgl-kernel 0.3.21 gets torch 2.9.1 on PyPI)."""
+    root = _project(tmp_path, three_lines, ["symcu12"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["torch"] == "2.9.0", versions
+    (why,) = [r for r in sel.reasons if r.startswith("torch 2.9.0 (cu128): ")]
+    assert why.startswith("torch 2.9.0 (cu128): the newest torch build that brings CUDA 12, which symcu12 1.0's "
+                          "native code needs, and beside which it loads; torch 2.10.0 (cu128) brings CUDA 12 too, but "
+                          "symcu12 1.0 cannot load beside it: symcu12/_C.so in symcu12-1.0-"), why
+    assert "c10::only_in_2_9v1()" in why and why.endswith("; torch 2.11.0 (cu130) would fit this target"), why
+    (w,) = [w for w in sel.warnings if w.startswith("torch 2.9.0 (cu128) is locked, not 2.11.0 (cu130): ")]
+    assert "; torch 2.10.0 (cu128) brings CUDA 12 too, but symcu12 1.0 cannot load beside it: " in w, w

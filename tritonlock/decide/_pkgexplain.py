@@ -198,10 +198,22 @@ def _held_for_cuda(run: Run, o: Outcome) -> tuple[str, str, str] | None:
             continue
         key, first = f"{t.name} {v}", probs[0]
         why = "; ".join(q.text for q in probs)
+        # a newer build that brings that CUDA too, passed over for something else (a torch symbol it lacks): said
+        newer = [(r2, s2) for r2, s2 in enumerate(run.lines) if line_cuda(s2) == n and
+                 (parse_version(s2.torch) or ZERO) > (parse_version(chosen.torch) or ZERO)]
+        past = ""
+        if newer:
+            r2, s2 = newer[0]
+            there = t.problems(v, s2)
+            said = (there[0].text + (f" (and {len(there) - 1} more)" if len(there) > 1 else "") if there
+                    else t.why(v, s2, r2) or "it could not be locked beside it")
+            past = f"; torch {s2.torch} ({s2.backend}) brings CUDA {n} too, but {key} cannot load beside it: {said}"
         return (f"torch {chosen.torch} ({chosen.backend}): the newest torch build that brings CUDA {n}, which {key}'s "
-                f"native code needs; torch {top.torch} ({top.backend}) would fit this target",
+                f"native code needs{', and beside which it loads' if past else ''}{past}; torch {top.torch} "
+                f"({top.backend}) would fit this target",
                 f"torch {chosen.torch} ({chosen.backend}) is locked, not {top.torch} ({top.backend}): {key}'s native "
-                f"code needs CUDA {n}, which torch {top.torch}'s {top.backend} build does not bring ({first.text})",
+                f"code needs CUDA {n}, which torch {top.torch}'s {top.backend} build does not bring ({first.text})"
+                + past,
                 f"torch {top.torch} ({top.backend}) and the torch builds that bring no CUDA {n} ({key}'s native code "
                 f"needs CUDA {n}: {why}); took the torch releases whose build brings it")
     return None
