@@ -439,3 +439,12 @@ def clones(source_dir: Path, target_dir: Path) -> bool:
             if f is not None:
                 with contextlib.suppress(OSError):
                     f.unlink()
+
+
+def user_cache(*parts: str) -> str:
+    """tritonlock's folder in the user's cache, with `parts` below it: $XDG_CACHE_HOME/tritonlock where that is an
+    absolute path (the XDG base directory rules: a relative one is ignored), else ~/.cache/tritonlock."""
+    home = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(home):
+        home = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "tritonlock", *parts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from tritonlock._files import read_bytes
+from tritonlock._files import read_bytes, user_cache
 from tritonlock._machine import sha256_hex
 from tritonlock._stamp import code_stamp
 
@@ -14,8 +14,7 @@ _KEPT_LIMIT = 4 * 1024 * 1024  # a passing check's answer is a line, or a JSON d
 
 
 def _folder() -> str:
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(home, "tritonlock", "check")
+    return user_cache("check")
 
 
 def check_key(project: str, as_json: bool) -> str | None:

@@ -120,8 +120,9 @@ def _kept_file(version: str) -> str:
         except (OSError, ValueError):
             parts.append(f"{place}\0-")
     key = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(home, "tritonlock", "pythons", key)
+    from tritonlock._files import user_cache
+
+    return user_cache("pythons", key)
 
 
 def _kept_python(version: str) -> str | None:

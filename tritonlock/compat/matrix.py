@@ -188,7 +188,6 @@ def cache_path(root: Path) -> Path | None:
     """Where the parsed matrix is cached: keyed by the bytes of every data file and of the code that
     builds the objects, so any edit to either invalidates it (None when a file cannot be read)."""
     import hashlib
-    import os
 
     from tritonlock.compat import _matrix_cache, rowreader, rows
 
@@ -199,8 +198,9 @@ def cache_path(root: Path) -> Path | None:
             digest.update(path.read_bytes())
         except OSError:
             return None
-    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache_home) / "tritonlock" / f"matrix-{digest.hexdigest()[:32]}.json"
+    from tritonlock._files import user_cache
+
+    return Path(user_cache(f"matrix-{digest.hexdigest()[:32]}.json"))
 
 
 @functools.lru_cache(maxsize=1)

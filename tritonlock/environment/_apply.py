@@ -34,7 +34,9 @@ def venv_lock(venv: Path) -> Iterator[None]:
     import hashlib
 
     where = (venv.parent.resolve() / venv.name).as_posix()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonlock" / "venv-locks"
+    from tritonlock._files import user_cache
+
+    cache = Path(user_cache("venv-locks"))
     path = cache / (hashlib.sha256(where.encode()).hexdigest()[:32] + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)  # tritonlock's own cache directory
     with os.fdopen(open_lock_file(path), "r+") as fh:  # never through a link planted under its name

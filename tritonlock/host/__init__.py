@@ -95,8 +95,9 @@ def _driver_cache_path() -> str | None:
             h.update(open(path, "rb").read())
         except OSError:
             return None
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(home, "tritonlock", f"host-{h.hexdigest()[:32]}.json")
+    from tritonlock._files import user_cache
+
+    return user_cache(f"host-{h.hexdigest()[:32]}.json")
 
 
 _DRIVER_CACHE_SECONDS = 24 * 3600  # the key covers what changes; the age bound covers what a key cannot see

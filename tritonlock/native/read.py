@@ -240,8 +240,9 @@ def cache_dir() -> Path:
     explicit = os.environ.get("TRITONLOCK_NATIVE_CACHE")
     if explicit:
         return Path(explicit)
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(home) / "tritonlock" / _CACHE_VERSION
+    from tritonlock._files import user_cache
+
+    return Path(user_cache(_CACHE_VERSION))
 
 
 # A kept fact is this large at most (vLLM's largest is about 30 kB): a larger file in the cache is not read
