@@ -51,7 +51,8 @@ def optional_gpu_code() -> dict[str, str]:
             and isinstance(r.get("name"), str)}
 
 
-def dlopen_needed() -> set[tuple[str, str]]:
+@lru_cache(maxsize=1)
+def dlopen_needed() -> frozenset[tuple[str, str]]:
     """compat/packages.toml [[dlopen-needed]]: (package, library) where a package loads a library by name at run time
     (dlopen: its ELF does not list it) and its own documentation or metadata says it cannot work without it: the
     native-code rule then refuses a lock that does not bring it, instead of warning."""
@@ -61,10 +62,10 @@ def dlopen_needed() -> set[tuple[str, str]]:
     root = compat_root()
     path = root / "packages.toml" if root else None
     if path is None or not path.is_file():
-        return set()
+        return frozenset()
     rows = _toml.loads(path.read_text(encoding="utf-8")).get("dlopen-needed", [])
-    return {(canonicalize_name(r["name"]), r["library"]) for r in rows if isinstance(r, dict)
-            and isinstance(r.get("name"), str) and isinstance(r.get("library"), str)}
+    return frozenset((canonicalize_name(r["name"]), r["library"]) for r in rows if isinstance(r, dict)
+                     and isinstance(r.get("name"), str) and isinstance(r.get("library"), str))
 
 
 def parse_rows(rows: object, where: str, key: str) -> list[PackageBuilds]:
