@@ -620,3 +620,75 @@ def test_a_release_without_the_extra_is_no_measure_of_one_that_has_it(tmp_path: 
     assert code == 0, out
     versions, _ = _locked(root)
     assert versions["oldextra"] == "1.0" and versions["plainlib"] == "2.0", versions
+
+
+def test_lines_are_alike_exactly_where_their_signatures_are_judging_only_up_to_the_first_difference(
+        pkg_index: LocalIndex) -> None:
+    """The search compiles lines whose facts say the same together. Whether two lines are alike is their signatures'
+    equality — every read release of every table beside each line, and the line's index — but judged a release at a
+    time and stopped at the first release that differs (each judgement is a call of the native rule): lines that
+    differ only in the second table's releases are not alike, lines of another index never are."""
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide._pkgload import Env, Table
+    from tritonlock.decide._pkgscene import Run
+    from tritonlock.models import NativeFacts, Selection, TargetSpec
+    from tritonlock.native.rule import Problem
+
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35", driver="580.95.05", gpus=("9.0",))
+    index = pkg_index.index_url("simple")
+    calls: list[tuple[str, str, str | None, str | None]] = []
+
+    def judge(sel: Selection, item: object, brought: set[str]) -> list[Problem]:
+        name, version = item.name, item.version  # type: ignore[attr-defined]
+        calls.append((name, version, sel.torch, sel.backend))
+        # plainlib 2.0 cannot load beside a CUDA 13 torch; servelm 0.3 not beside torch 2.10.0
+        bad = (name, version, sel.backend) == ("plainlib", "2.0", "cu130") or (
+            (name, version, sel.torch) == ("servelm", "0.3", "2.10.0"))
+        return [Problem(package=name, version=version, kind="gpu-code", needs="sm_90", text="no code")] if bad else []
+
+    env = Env(target=target, python="3.11", facts=Facts(), read=None, judge=judge)
+    tables = {n: Table(env=env, name=n, index=index) for n in ("plainlib", "servelm")}
+    assert tables["plainlib"].versions == ["2.0", "1.0"] and tables["servelm"].versions[:2] == ["0.3", "0.2"]
+    for t in tables.values():
+        t.native.update({v: NativeFacts(sha256=v, filename=f"{t.name}-{v}.whl") for v in t.versions})
+
+    def line(torch: str, backend: str, where: str = "A") -> Selection:
+        return Selection(target=target, ok=True, python="3.11", torch=torch, backend=backend, index=where)
+
+    lines = [line("2.15.0", "cu130"), line("2.14.0", "cu130"), line("2.14.0", "cu128"), line("2.10.0", "cu128"),
+             line("2.10.0", "cu128", "B"), line("2.11.0", "cu128")]
+    run = Run(sc=None, lines=lines, tables=tables, deps={}, env=env, compile=None,  # type: ignore[arg-type]
+              native=None, say=lambda text: None)
+
+    def fresh() -> None:  # (each judgement is kept per release and line: forget them, to count them)
+        calls.clear()
+        for t in tables.values():
+            t._judged.clear()
+
+    fresh()
+    assert not run.alike(0, 2)  # plainlib 2.0 differs: its first release, judged beside both lines, and no more
+    assert calls == [("plainlib", "2.0", "2.15.0", "cu130"), ("plainlib", "2.0", "2.14.0", "cu128")]
+    fresh()
+    assert run.alike(0, 1) and len(calls) == 2 * sum(len(t.versions) for t in tables.values())
+    assert not run.alike(2, 3)  # only servelm 0.3 (the second table) tells them apart
+    assert not run.alike(3, 4)  # the same facts, another index
+    assert run.alike(2, 5)
+    for a in range(len(lines)):
+        for b in range(len(lines)):
+            assert run.alike(a, b) == (run.signature(a) == run.signature(b)), (a, b)
+    every = 2 * sum(len(t.versions) for t in tables.values())
+    # a read release whose package loads a module inside a `try`: every judgement may note such a failure (whether
+    # the second search runs), so the signatures are taken whole until one is noted
+    old = tables["servelm"].native["0.2"]
+    tables["servelm"].native["0.2"] = NativeFacts(sha256="0.2", filename="servelm-0.2.whl", guarded=("servelm/_C.so",))
+    fresh()
+    assert not run.alike(0, 2) and len(calls) == every
+    run.noted.append(True)
+    fresh()
+    assert not run.alike(0, 2) and len(calls) == 2
+    run.noted.clear()
+    tables["servelm"].native["0.2"] = old
+    # where the rule refused a dependency's release (judging may then read wheels), the signatures are taken whole
+    run.deps["shared-dep"] = Table(env=env, name="shared-dep", index=index)
+    fresh()
+    assert not run.alike(0, 2) and len(calls) == every

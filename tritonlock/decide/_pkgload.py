@@ -342,8 +342,11 @@ class Table:
 
     def signature(self, sel: Selection, rank: int) -> tuple[object, ...]:
         """What the facts read so far say beside this line (lines alike here are compiled together)."""
-        return tuple((v, self.loads(v, sel, rank), (c := self.own(v, sel)) and c.url) for v in self.versions
-                     if v in self.native)
+        return tuple(self.says(v, sel, rank) for v in self.versions if v in self.native)
+
+    def says(self, version: str, sel: Selection, rank: int) -> tuple[object, ...]:
+        """What the facts say of one release read so far beside the line: a part of its signature."""
+        return version, self.loads(version, sel, rank), (c := self.own(version, sel)) and c.url
 
     def why(self, version: str, sel: Selection, rank: int) -> str:
         """Why the release cannot load beside the line, in words (its native code's problems, or the rule's)."""

@@ -282,3 +282,19 @@ class Run:
     def signature(self, rank: int) -> tuple[object, ...]:
         sel = self.lines[rank]
         return (sel.index, *(t.signature(sel, rank) for t in self.all_tables()))
+
+    def alike(self, rank: int, other: int) -> bool:
+        """signature(rank) == signature(other), judged a release at a time up to the first that differs — each
+        release judged beside each line costs the native rule a call (sgl-kernel's 64 read releases beside a dozen
+        lines: most of a resolve). Both signatures are taken whole, as they always were, where a judgement left out
+        could matter: where the rule has refused a dependency's release (`deps`: judging one may read more wheels),
+        and where a release read has modules its package loads inside a `try` (NativeFacts.guarded) while the rule
+        has noted no such failure yet (`noted`: whether the second search runs)."""
+        if self.deps or (not self.noted and any(
+                (f := t.native.get(v)) is not None and f.guarded for t in self.all_tables() for v in t.versions)):
+            return self.signature(rank) == self.signature(other)
+        a, b = self.lines[rank], self.lines[other]
+        if a.index != b.index:
+            return False
+        return all(t.says(v, a, rank) == t.says(v, b, other) for t in self.all_tables()
+                   for v in t.versions if v in t.native)

@@ -312,7 +312,7 @@ def _search(run: Run, *, complete: bool) -> Outcome | None:
         # the lines alike it (its index, the same facts): compiled together, uv picking torch among them (a line
         # whose facts rule out a named package is in it too: uv's words then name what holds torch)
         group = [r for r in range(len(run.lines)) if r not in settled
-                 and run.signature(r) == run.signature(top)] if NONE not in top_bound else [top]
+                 and run.alike(r, top)] if NONE not in top_bound else [top]
         outcome = _settle(run, top, group or [top], top_bound)
         fresh.clear()  # (what the rule refused in the closure may lower other lines' bounds)
         if run.structural is not None:
