@@ -129,3 +129,23 @@ def test_a_wheel_for_an_older_python_minor_without_an_abi_installs_on_a_newer_on
     target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
     assert file_fits(filename, target, "3.12") is fits
     assert install_order([filename], target, "3.12") == ([filename] if fits else [])
+
+
+def test_a_wheel_name_or_requires_python_read_once_a_process_answers_as_when_read_each_time() -> None:
+    """A file name is parsed once a process (an index page lists thousands, looked at by release, by fit, by install
+    order) and a Requires-Python once per Python: a name that is no valid wheel name never fits, is never ordered
+    and gives no release, asked once or twice; a Requires-Python answers for the Python asked, at its exact floor."""
+    from tritonlock.decide._pkgfacts import _file_version, _python_admits, file_fits, install_order
+    from tritonlock.models import TargetSpec
+
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
+    for _ in range(2):
+        for bad in ("x-1.0.bad-py3-none-any.whl", "x-py3-none-any.whl"):
+            assert not file_fits(bad, target, "3.12") and install_order([bad], target, "3.12") == []
+            assert _file_version(bad) is None
+        assert str(_file_version("x-2.0-py3-none-any.whl")) == "2.0" and str(_file_version("x-2.1.tar.gz")) == "2.1"
+        assert install_order(["x-1.0-py3-none-any.whl", "x-1.0-cp312-cp312-manylinux_2_28_x86_64.whl"], target,
+                             "3.12") == ["x-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "x-1.0-py3-none-any.whl"]
+    assert _python_admits(">=3.12", "3.12.0") and not _python_admits(">=3.12", "3.11.0")
+    assert not _python_admits(">=3.13", "3.12.0") and _python_admits("<3.13,>=3.10", "3.12.0")
+    assert _python_admits("not a specifier", "3.12.0")  # (as the index page's own reader: nothing to hold it back)

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -101,16 +101,36 @@ def _mm(version: str) -> tuple[int, int]:
         return (0, 0)
 
 
-def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
-    """Whether a wheel installs on the target's Python and platform (an sdist always can, by building it)."""
+@functools.lru_cache(maxsize=1 << 16)
+def _wheel(filename: str) -> tuple[Any, ...] | None:
+    """packaging's parse of a wheel's file name (name, version, build, tags), once a process: an index page's files
+    are looked at again and again (numpy's page lists thousands: by release, whether one fits, which installs);
+    None where it is no valid wheel name or version."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+    try:
+        return parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _python_admits(requires_python: str, py: str) -> bool:
+    """Whether a file's Requires-Python admits the Python `py` ("3.12.0"); True where it is no valid specifier."""
+    try:
+        return SpecifierSet(requires_python).contains(py, prereleases=True)
+    except InvalidSpecifier:
+        return True
+
+
+def file_fits(filename: str, target: TargetSpec, python: str) -> bool:
+    """Whether a wheel installs on the target's Python and platform (an sdist always can, by building it)."""
     if not filename.endswith(".whl"):
         return True
-    try:
-        _, _, _, tags = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion):
+    parsed = _wheel(filename)
+    if parsed is None:
         return False
+    tags = parsed[3]
     major, minor = _mm(python)
     cp = f"cp{major}{minor}"
     for t in tags:
@@ -134,16 +154,14 @@ def install_order(filenames: Iterable[str], target: TargetSpec, python: str) -> 
     """The wheels that install on the target, in the order an installer prefers them (pip's and uv's tag priority:
     the interpreter and ABI first — cp312-cp312, then abi3 builds for newer to older CPythons, then py3 — then the
     most specific platform, then the higher build number): the first is the one that installs."""
-    from packaging.utils import parse_wheel_filename
-
     rank = _tag_rank(target.os, target.arch, target.glibc, target.macos, python)
     fits = [f for f in filenames if f.endswith(".whl") and file_fits(f, target, python)]
 
     def key(f: str) -> tuple[int, int]:
-        try:
-            _, _, build, tags = parse_wheel_filename(f)
-        except (ValueError, InvalidVersion):
+        parsed = _wheel(f)
+        if parsed is None:
             return (len(rank) + 1, 0)
+        _, _, build, tags = parsed
         return (min((rank.get(str(t), len(rank)) for t in tags), default=len(rank)), -build[0] if build else 0)
 
     return sorted(fits, key=key)
@@ -177,15 +195,15 @@ def _tag_rank(system: str, arch: str, glibc: str | None, macos: str | None, pyth
 # --- what an index says of a package ------------------------------------------------------------------------------
 
 def _file_version(filename: str) -> Version | None:
-    from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename,
-                                 parse_wheel_filename)
+    from packaging.utils import InvalidSdistFilename, parse_sdist_filename
 
+    if filename.endswith(".whl"):
+        parsed = _wheel(filename)
+        return parsed[1] if parsed is not None else None
     try:
-        if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)[1]
         if filename.endswith((".tar.gz", ".zip")):
             return parse_sdist_filename(filename)[1]
-    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+    except (InvalidSdistFilename, InvalidVersion):
         return None
     return None
 
@@ -333,12 +351,8 @@ class Facts:
         files = self.release_files(index, name, version)
         py = f"{python}.0"
         for f in files:
-            if f.requires_python:
-                try:
-                    if not SpecifierSet(f.requires_python).contains(py, prereleases=True):
-                        continue
-                except InvalidSpecifier:
-                    pass
+            if f.requires_python and not _python_admits(f.requires_python, py):
+                continue
             if not f.filename.endswith(".whl") or file_fits(f.filename, target, python):
                 return True
         return False
