@@ -692,3 +692,37 @@ def test_lines_are_alike_exactly_where_their_signatures_are_judging_only_up_to_t
     run.deps["shared-dep"] = Table(env=env, name="shared-dep", index=index)
     fresh()
     assert not run.alike(0, 2) and len(calls) == every
+
+
+def test_the_metadata_of_releases_that_are_an_sdist_alone_is_read_in_one_round(tmp_path: Path) -> None:
+    """Looking down a package's releases, the search reads the METADATA of the next 8 side by side; where those
+    include a release of an sdist alone (an index seldom serves an sdist's METADATA: each is a round trip, every
+    resolve), the sdist-only releases after them are read in the same round — the wheels' not (theirs is kept)."""
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide._pkgload import SDISTS_AT_ONCE, Env, Table
+    from tritonlock.models import TargetSpec
+
+    idx = LocalIndex(tmp_path / "index")
+    wheels = [f"3.{i}" for i in range(10)]  # 3.9 … 3.0: wheels, newest first after the sdists' turn below
+    sdists = [f"1.{i}" for i in range(30) if i != 15]  # 1.29 … 1.0: an sdist alone (1.15 a wheel)
+    for v in wheels + ["2.0", "1.15"]:
+        idx.add("simple", "agedlib", v)
+    for v in sdists:
+        idx.add_sdist("simple", "agedlib", v)
+    idx.start()
+    try:
+        facts = Facts()
+        target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
+        index = idx.index_url("simple")
+        t = Table(env=Env(target=target, python="3.11", facts=facts, read=None, judge=None), name="agedlib",
+                  index=index)
+        assert t.versions[:12] == ["3.9", "3.8", "3.7", "3.6", "3.5", "3.4", "3.3", "3.2", "3.1", "3.0", "2.0",
+                                   "1.29"], t.versions
+        asked = lambda: [v for v in t.versions if facts.has_metadata(index, "agedlib", v)]  # noqa: E731
+        t._meta(0)  # the 8 newest: wheels only, nothing more
+        assert asked() == t.versions[:8]
+        t._meta(8)  # 3.1, 3.0, 2.0, 1.29 … 1.25 — and the sdist-only releases after them, up to SDISTS_AT_ONCE ahead
+        assert asked() == [v for i, v in enumerate(t.versions[:SDISTS_AT_ONCE + 8]) if i < 16 or v != "1.15"]
+        assert all(not facts.has_metadata(index, "agedlib", v) for v in t.versions[SDISTS_AT_ONCE + 8:])
+    finally:
+        idx.stop()
