@@ -232,3 +232,41 @@ def test_any_python_text_and_member_names_give_an_answer_never_an_error(init: st
     for text in hostile:
         got = guarded_loads(("pkg",), {"pkg/__init__.py": text}.get, [*PATHS, *names])
         assert set(got) <= {*PATHS, *names}
+
+
+def test_the_searchs_lenient_judge_answers_as_the_rule_does_from_what_the_strict_one_found(
+        tmp_path: Path, libs: dict[str, Path]) -> None:
+    """The packages search's two judges of one decision share what the rule found (decide._pkgjudge): the lenient
+    one (the second search's) answers from the strict one's finding as the rule itself answers leniently — a guarded
+    failure of a package not named left out, one of a named package kept — and asks the rule nothing again; each
+    notes a guarded failure only where its own answer has one."""
+    from types import SimpleNamespace
+
+    from tritonlock.compat.matrix import load_matrix
+    from tritonlock.decide._pkgjudge import judge_of
+    from tritonlock.models import Selection, TargetSpec
+    from tritonlock.native.judge import release_problems
+
+    cu13 = extension(tmp_path / "c13", "gpkg._C", links={libs["libcudart.so.13"]: ("cudaRuntimeGetVersion",)})
+    item = _wheel_item(tmp_path / "g", "gpkg", {"gpkg/__init__.py": TORCHAO.replace(
+        "from . import ops", "pass").replace("from . import dtypes", ""), "gpkg/_C.so": cu13})
+    matrix, intent = load_matrix(), SimpleNamespace(cuda_policy="compatible", optional_gpu_code=())
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35", driver="580.95.05", gpus=("9.0",))
+    sel = Selection(target=target, ok=True, python="3.11", torch="2.10.0", backend="cu128", index="https://x/")
+    brought = {"libcudart.so.12"}
+    for reach in ((), ("gpkg",)):
+        rule = {lenient: release_problems(sel, item, brought, matrix=matrix, imports=reach, lenient=lenient)
+                for lenient in (False, True)}
+        assert [p.guarded for p in rule[False]] == [True]
+        found: dict[tuple[object, ...], list[object]] = {}
+        noted: dict[bool, list[bool]] = {False: [], True: []}
+        judges = {lenient: judge_of(matrix, intent, reach, lambda s: None, lenient, noted[lenient], found)  # type: ignore[arg-type]
+                  for lenient in (False, True)}
+        assert judges[False](sel, item, brought) == rule[False] and len(found) == 1
+        assert judges[True](sel, item, brought) == rule[True] and len(found) == 1
+        assert rule[True] == ([] if not reach else rule[False])
+        assert noted == {False: [True], True: [] if not reach else [True]}
+        # the lenient judge first: it asks the rule (strictly) and keeps that for the strict one
+        found.clear()
+        again = judge_of(matrix, intent, reach, lambda s: None, True, [], found)  # type: ignore[arg-type]
+        assert again(sel, item, brought) == rule[True] and list(found.values()) == [rule[False]]

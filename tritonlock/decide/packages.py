@@ -60,9 +60,11 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
                seen=native.seen if native is not None else None)
     exports = _line_exports(facts, python)
 
+    judged: dict[tuple[object, ...], list[Problem]] = {}  # (what the rule found: the second search's too)
+
     def new_env(lenient: bool, noted: list[bool]) -> Env:
         return Env(target=sel.target, python=python, facts=facts, read=native.facts if native is not None else None,
-                   judge=_judge(matrix, intent, sc.reach, exports, lenient, noted) if native is not None else None,
+                   judge=_judge(matrix, intent, sc.reach, exports, lenient, noted, judged) if native else None,
                    choose=functools.partial(_choose, intent), say=say)
 
     env = new_env(False, [])
