@@ -47,7 +47,8 @@ CASES = [
     ("vllm+sglang", ["vllm", "sglang"], H200, "", "a conflict naming both, with the least fix"),
     ("vllm+sglang/R550", ["vllm", "sglang"], RTX4090_R550, "", "the same decision as the H200's: a conflict"),
     ("vllm+flashinfer", ["vllm", "flashinfer-python"], H200, "", "both at the newest vllm allows"),
-    ("sgl-kernel", ["sgl-kernel"], H200, "", "sgl-kernel newest (a CUDA 12 build) + torch 2.10.0"),
+    ("sgl-kernel", ["sgl-kernel"], H200, "", "sgl-kernel newest (a CUDA 12 build of torch 2.9.1's C++ API: torch "
+                                               "2.10.0's libc10 lacks symbols it calls) + torch 2.9.1"),
     ("sgl-kernel/V100", ["sgl-kernel"], V100_R535, "", "a conflict: no code for sm_70"),
     ("nccl/mac", ["nvidia-nccl-cu12"], MAC, "", "a conflict naming the platform (exit 3)"),
     ("training", ["transformers", "accelerate", "peft", "trl", "bitsandbytes", "datasets", "liger-kernel"], H200, "",

@@ -17,7 +17,7 @@ import pytest
 
 from nativebuild import stub_library
 from pkgindex import LocalIndex
-from tritonlock.native import torchsyms
+from tritonlock.native import gcs, torchsyms
 from tritonlock.native.demangle import demangle, shown
 from tritonlock.native.elfdyn import TORCH_CXX
 
@@ -165,18 +165,18 @@ def test_a_real_torch_exports_its_cpp_api(real_torch_python: str) -> None:
 def test_golomb_coded_sets_round_trip(n: int, bits: int) -> None:
     rng = random.Random(n * bits)
     hashes = {rng.getrandbits(64) for _ in range(n)}
-    data, count, modulus = torchsyms.gcs_encode(hashes, bits)
+    data, count, modulus = gcs.gcs_encode(hashes, bits)
     assert modulus == len(hashes) << bits
-    assert torchsyms.gcs_decode(data, count, bits) == {h % modulus for h in hashes}
+    assert gcs.gcs_decode(data, count, bits) == {h % modulus for h in hashes}
     with pytest.raises(ValueError, match="ends early"):
-        torchsyms.gcs_decode(data[:len(data) // 2], count, bits)
+        gcs.gcs_decode(data[:len(data) // 2], count, bits)
 
 
 def test_the_stated_false_match_rate_holds() -> None:
     """At 2**-8 an absent name is taken as present about once in 256: 200,000 absent names, 781 expected."""
     names = [f"_ZN3c10present{i}Ev".encode() for i in range(20_000)]
-    data, n, modulus = torchsyms.gcs_encode({torchsyms.symbol_hash(x) for x in names}, 8)
-    ex = torchsyms.Exports(what="t", hashes=torchsyms.gcs_decode(data, n, 8), modulus=modulus, bits=8)
+    data, n, modulus = gcs.gcs_encode({torchsyms.symbol_hash(x) for x in names}, 8)
+    ex = torchsyms.Exports(what="t", hashes=gcs.gcs_decode(data, n, 8), modulus=modulus, bits=8)
     assert all(ex.has(x.decode()) for x in names)  # (no false misses, ever)
     false = sum(ex.has(f"_ZN3c10absent{i}Ev") for i in range(200_000))
     assert 600 < false < 980, false

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tritonlock.lock.index import IndexClient, default_index  # noqa: E402
-from tritonlock.native import torchsyms  # noqa: E402
+from tritonlock.native import gcs, torchsyms  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "compat" / "torch-symbols"
 PER_BUILD = 200 << 10
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
                         continue
                     checked.append(f)
             listed = checked  # (only the wheels read: another Python's wheel is read on the machine that needs it)
-            data, n, modulus = torchsyms.gcs_encode({torchsyms.symbol_hash(x) for x in names}, a.bits)
+            data, n, modulus = gcs.gcs_encode({torchsyms.symbol_hash(x) for x in names}, a.bits)
             if len(data) > PER_BUILD:
                 raise SystemExit(f"torch {version} {platform}: {len(data)} bytes, over the {PER_BUILD} budget")
             name = f"torch-{version}-{platform}.gcs"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock.native.elfdyn import TORCH_CXX
+from tritonlock.native.gcs import gcs_decode
 
 # The libraries of a torch wheel whose exports an extension links: libtorch*.so, libc10*.so (not its test libraries)
 _LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_(?!test)[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
@@ -30,6 +31,12 @@ _SYMBOLS_MAX, _MAGIC = 4_000_000, b"TLSYMS1\n"
 def symbol_hash(name: bytes) -> int:
     """A symbol name's 64-bit hash (BLAKE2b): what the sets hold instead of the names."""
     return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _name_hash(name: str) -> int:
+    """symbol_hash of a name, once a process (the search asks the same few thousand names of every torch line)."""
+    return symbol_hash(name.encode("ascii", "replace"))
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,7 @@ class Exports:
     source: str = ""
 
     def has(self, name: str) -> bool:
-        h = symbol_hash(name.encode("ascii", "replace"))
+        h = _name_hash(name)
         return (h % self.modulus if self.modulus else h) in self.hashes
 
     def missing(self, names: Iterable[str]) -> list[str]:
@@ -418,43 +425,6 @@ def _kept(sha256: str) -> frozenset[int] | None:
     return frozenset(int.from_bytes(body[i:i + 8], "big") for i in range(0, len(body), 8))
 
 
-# --- Golomb-coded sets (compat/torch-symbols/) ----------------------------------------------------------------------
-
-def gcs_encode(hashes: Iterable[int], bits: int) -> tuple[bytes, int, int]:
-    """(the set, its count of values, the modulus): the N distinct names' hashes reduced modulo N * 2**bits, sorted,
-    and their differences coded as a unary quotient and `bits` remainder bits (Golomb-Rice). An absent name matches
-    with probability about 1 / 2**bits."""
-    hs = set(hashes)
-    n = len(hs)
-    modulus = n << bits
-    values = sorted({h % modulus for h in hs})  # (two names may reduce to one value: it is counted once)
-    out: list[str] = []
-    last = 0
-    mask = (1 << bits) - 1
-    for v in values:
-        d = v - last
-        last = v
-        out.append("1" * (d >> bits) + "0" + format(d & mask, f"0{bits}b"))
-    text = "".join(out)
-    text += "1" * (-len(text) % 8)  # (padding: ones, which no value reads)
-    return int(text, 2).to_bytes(len(text) // 8, "big") if text else b"", len(values), modulus
-
-
-def gcs_decode(data: bytes, n: int, bits: int) -> frozenset[int]:
-    """The values of a Golomb-coded set of `n` values (gcs_encode)."""
-    text = format(int.from_bytes(data, "big"), f"0{len(data) * 8}b") if data else ""
-    out: list[int] = []
-    pos, last = 0, 0
-    for _ in range(n):
-        zero = text.find("0", pos)
-        if zero < 0 or zero + 1 + bits > len(text):
-            raise ValueError("the set ends early")
-        last += ((zero - pos) << bits) | int(text[zero + 1:zero + 1 + bits], 2)
-        out.append(last)
-        pos = zero + 1 + bits
-    return frozenset(out)
-
-
 @dataclass(frozen=True)
 class Shipped:
     """One torch build's set in compat/torch-symbols/index.toml."""
@@ -471,17 +441,22 @@ class Shipped:
 
 
 def shipped() -> list[Shipped]:
-    """compat/torch-symbols/index.toml's builds (none where it is missing)."""
-    from tritonlock import _toml
+    """compat/torch-symbols/index.toml's builds (none where it is missing), read once a process."""
     from tritonlock._data import compat_root
 
     root = compat_root()
-    if root is None:
-        return []
+    return list(_shipped_rows(str(root))) if root is not None else []
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped_rows(where: str) -> tuple[Shipped, ...]:
+    from tritonlock import _toml
+
+    root = Path(where)
     try:
         rows = _toml.loads((root / "torch-symbols" / "index.toml").read_text(encoding="utf-8")).get("build", [])
     except (OSError, _toml.TOMLDecodeError):
-        return []
+        return ()
     out = []
     for r in rows if isinstance(rows, list) else []:
         try:
@@ -491,7 +466,7 @@ def shipped() -> list[Shipped]:
                                wheels=tuple(r.get("wheels", ())), source=str(r["source"])))
         except (KeyError, TypeError, ValueError):
             continue
-    return out
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=64)
