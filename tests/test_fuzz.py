@@ -1138,3 +1138,53 @@ def test_fuzz_the_kept_interpreter_of_a_resolve(data: bytes, tmp_path: Path) -> 
     assert got is None or got == "" or Path(got).is_file(), got
     if data in (b"tritonlock-python 3.99\n\n",):
         assert got == ""
+
+
+@CI
+@given(init=st.text(max_size=300), extra=st.lists(st.text(max_size=30), max_size=4))
+def test_fuzz_what_a_package_loads_inside_a_try_is_read_from_any_python(init: str, extra: list[str]) -> None:
+    """native.pysource.guarded_loads on hostile or broken Python and member names: an answer among the members, never
+    an error."""
+    from tritonlock.native.pysource import guarded_loads
+
+    paths = ["pkg/_C.abi3.so", "pkg/__init__.py", *extra]
+    for text in (init, "try:\n    from . import _C\nexcept ImportError:\n    pass\n" + init):
+        assert set(guarded_loads(("pkg",), {"pkg/__init__.py": text}.get, paths)) <= set(paths)
+
+
+@CI
+@given(value=st.text(max_size=60))
+def test_fuzz_a_locks_guarded_modules_read_or_refused_naming_the_key(value: str) -> None:
+    """[[native]].guarded of any value: read back as written where it is a path inside the wheel, else refused naming
+    the key — never a traceback."""
+    import dataclasses
+
+    from test_lockfile import sample
+
+    base = sample()
+    lock = dataclasses.replace(base, native=(base.native[0], dataclasses.replace(base.native[1], guarded=(value,))))
+    try:
+        text = lockfile.dumps(lock)
+    except (TritonlockError, ValueError):
+        return
+    try:
+        back = lockfile.loads(text)
+    except TritonlockError as err:
+        assert "guarded" in str(err) or "not valid TOML" in str(err), err
+        return
+    assert back.native[1].guarded == (value,)
+
+
+@pytest.mark.parametrize("value, cores, early", [("1", 2, True), ("0", 64, False), ("", 8, True), ("", 7, False),
+                                                  ("yes", 2, False), ("yes", 16, True), (" 1 ", 2, True)])
+def test_fuzz_the_verify_early_variable_is_1_0_or_the_core_count(value: str, cores: int, early: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tritonlock" / "verify" / "runner"))
+    try:
+        from tlverify.harness import starts_early
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", value)
+    assert starts_early(cores) is early

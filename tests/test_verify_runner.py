@@ -358,14 +358,9 @@ def jit(*args, **kwargs):
 '''
 
 
-@pytest.mark.parametrize("said", ["0", ""])
-def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_path: Path, said: str,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A full run's torch.compile process imports torch too: it starts once the runner's own import is done, never
-    beside it (issue 41: the runner's import was slower than a bare one with processes started beside it); the scan
-    that decides whether its row is reused runs in a process of its own. (On this machine of fewer than 8 cores, or
-    with TRITONLOCK_VERIFY_EARLY=0, the packages' import server starts after it too.)"""
-    monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", said)
+def _stub_venv(tmp_path: Path) -> tuple[Path, Path]:
+    """A venv whose torch is ORDER_STUB (it logs when each process's import began and ended) beside stand-ins for
+    triton and numpy: its interpreter and site directory."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -375,6 +370,18 @@ def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_pat
                        "    return object\n"), ("numpy", "__version__ = '2.0'\n")):
         (site / name).mkdir()
         (site / name / "__init__.py").write_text(text)
+    return python, site
+
+
+@pytest.mark.parametrize("said", ["0", ""])
+def test_the_compile_check_process_starts_after_the_runners_torch_import(tmp_path: Path, said: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full run's torch.compile process imports torch too: it starts once the runner's own import is done, never
+    beside it (issue 41: the runner's import was slower than a bare one with processes started beside it); the scan
+    that decides whether its row is reused runs in a process of its own. (On this machine of fewer than 8 cores, or
+    with TRITONLOCK_VERIFY_EARLY=0, the packages' import server starts after it too.)"""
+    monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", said)
+    python, site = _stub_venv(tmp_path)
     result = run_verify(str(python), timeout=300)
     log = [line.split() for line in (site / "torch" / "log").read_text().splitlines()]
     runner = log[0][0]  # the runner's import began first: nothing else was started before it
@@ -392,15 +399,7 @@ def test_with_cores_to_spare_the_import_server_imports_torch_beside_the_runners_
     with the runner and imports torch beside the runner's own import, once; the torch.compile check's process still
     starts after it, and the run passes as before."""
     monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", "1")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    for name, text in (("torch", ORDER_STUB), ("triton", TRITON_STUB), ("triton/language", "def __getattr__(name):\n"
-                       "    return object\n"), ("numpy", "__version__ = '2.0'\n")):
-        (site / name).mkdir()
-        (site / name / "__init__.py").write_text(text)
+    python, site = _stub_venv(tmp_path)
     result = run_verify(str(python), timeout=300)
     log = [line.split() for line in (site / "torch" / "log").read_text().splitlines()]
     began = {pid: float(t) for pid, what, t in log if what == "began"}

@@ -9,11 +9,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from tritonlock.lock.edges import parsed_requirement  # (each Requires-Dist line parsed once a process)
 from tritonlock.errors import TritonlockError
 from tritonlock.models import TargetSpec
 
@@ -51,20 +52,12 @@ def marker_env(target: TargetSpec, python: str) -> dict[str, str]:
 
 
 # A package's releases repeat the same Requires-Dist lines (unsloth's hundreds of releases, each with its dozens of
-# extras): each line is parsed, and its marker evaluated for a target, once a process. The Requirement is shared: read
-# it, never change it (decide.requirements.with_spec copies).
-@functools.lru_cache(maxsize=1 << 16)
-def _requirement(line: str) -> Requirement | None:
-    try:
-        return Requirement(line)
-    except InvalidRequirement:
-        return None
-
-
+# extras): each line is parsed (lock.edges.parsed_requirement: shared, read it, never change it) and its marker
+# evaluated for a target once a process.
 @functools.lru_cache(maxsize=1 << 17)
 def _applies(line: str, target: TargetSpec, python: str, extra: str) -> bool:
     """Whether the Requires-Dist `line` applies on the target with `extra` asked for ("" for none)."""
-    r = _requirement(line)
+    r = parsed_requirement(line)
     return r is not None and (r.marker is None or r.marker.evaluate({**marker_env(target, python), "extra": extra}))
 
 
@@ -316,12 +309,12 @@ class Facts:
         text = self.metadata(index, name, version, target, python)
         if text is None:
             return None
-        lines = [line for line in _headers(text, "Requires-Dist") if _requirement(line) is not None]
+        lines = [line for line in _headers(text, "Requires-Dist") if parsed_requirement(line) is not None]
         me = canonicalize_name(name)
         wanted = {canonicalize_name(e) for e in extras}
         while True:  # an extra that asks for the package's own extras (unsloth[cu124-torch240] -> [cu124onlytorch240])
             applies = [r for line in lines if any(_applies(line, target, python, e) for e in ("", *sorted(wanted)))
-                       and (r := _requirement(line)) is not None]
+                       and (r := parsed_requirement(line)) is not None]
             more = {canonicalize_name(e) for r in applies if canonicalize_name(r.name) == me for e in r.extras} - wanted
             if not more:
                 return [r for r in applies if canonicalize_name(r.name) != me]

@@ -67,7 +67,8 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
                    judge=_judge(matrix, intent, sc.reach, exports, lenient, noted, judged) if native else None,
                    choose=functools.partial(_choose, intent), say=say)
 
-    env = new_env(False, [])
+    noted: list[bool] = []  # (the first search's: whether the rule met a failure a package's own `try` catches)
+    env = new_env(False, noted)
     markers = marker_env(sel.target, python)
     named = [r for r in reqs if r.url is None and (r.marker is None or r.marker.evaluate(markers))]
     compile = _memo(compile)
@@ -90,13 +91,13 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
             if t.state == "none-fit":
                 return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
         def relax() -> Run:  # (the second search: a fresh run whose rule is lenient, see _decided)
-            noted: list[bool] = []
-            env = new_env(True, noted)
+            again: list[bool] = []
+            env = new_env(True, again)
             return _gated(Run(sc=sc, lines=lines, tables=new_tables(env), deps={}, env=env, compile=compile,
-                              native=native, say=say, warm=True, reachable=reachable, lenient=True, noted=noted))
+                              native=native, say=say, warm=True, reachable=reachable, lenient=True, noted=again))
 
         run = _gated(Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say,
-                         warmup=warmup, reachable=reachable, noted=env_noted(env), relax=relax))
+                         warmup=warmup, reachable=reachable, noted=noted, relax=relax))
         return _decided(run, reachable)
     finally:
         if warmup is not None:  # (nothing of the decision outlives it: uv answers within _WARM_UP_S)
@@ -107,12 +108,6 @@ def _gated(run: Run) -> Run:
     for t in run.tables.values():
         t.gate = functools.partial(_gate, run, t)
     return run
-
-
-def env_noted(env: Env) -> list[bool]:
-    """The list the tables' judge notes a guarded failure in (see _judge)."""
-    judge = env.judge
-    return getattr(judge, "noted", []) if judge is not None else []
 
 
 def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tuple[Selection,

@@ -23,14 +23,14 @@ def _requires(metadata: str) -> list[Requirement]:
         key, sep, value = line.partition(":")
         if not sep or key.strip().lower() != "requires-dist":
             continue
-        req = _parsed(value.strip())
+        req = parsed_requirement(value.strip())
         if req is not None:  # (a line no installer could read either is no edge)
             out.append(req)
     return out
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _parsed(line: str) -> Requirement | None:
+def parsed_requirement(line: str) -> Requirement | None:
     """A Requires-Dist line parsed once a process (releases repeat them); shared: read it, never change it."""
     try:
         return Requirement(line)

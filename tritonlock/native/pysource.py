@@ -79,22 +79,28 @@ def imports_of(tops: Iterable[str], text: Callable[[str], str | None]) -> tuple[
     text, or None where it was not read."""
     out: set[tuple[str, str]] = set()
     for top in tops:
-        todo = [f"{top}/__init__.py", f"{top}.py"]
-        seen: set[str] = set()
-        while todo:
-            path = todo.pop()
-            if path in seen:
-                continue
-            seen.add(path)
-            src = text(path)
-            if src is None:
-                continue
-            for name, local in _module_imports(src, top, path):
-                if name != top:
-                    out.add((top, name))
-                elif local:
-                    todo += [f"{top}/{local}.py", f"{top}/{local}/__init__.py"]
+        def read(src: str, path: str, top: str = top) -> list[str]:
+            found = _module_imports(src, top, path)
+            out.update((top, name) for name, _ in found if name != top)
+            return [local for name, local in found if name == top and local]
+
+        _follow(top, text, [f"{top}/__init__.py", f"{top}.py"], read)
     return tuple(sorted(out))
+
+
+def _follow(top: str, text: Callable[[str], str | None], start: list[str],
+            read: Callable[[str, str], list[str]]) -> None:
+    """Each module of `top`'s own folder that importing it runs, from `start`: `read(src, path)` is told each one's
+    text and answers the modules of the folder it imports (followed: `top/x.py`, `top/x/__init__.py`)."""
+    todo, seen = list(start), set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        src = text(path)
+        if src is not None:
+            todo += [f"{top}/{local}{tail}" for local in read(src, path) for tail in (".py", "/__init__.py")]
 
 
 def _module_imports(src: str, top: str, path: str) -> list[tuple[str, str | None]]:
@@ -282,19 +288,13 @@ def guarded_loads(tops: Iterable[str], text: Callable[[str], str | None], paths:
         if not mine:
             continue
         loads: list[tuple[str, str, tuple[str, ...], frozenset[str]]] = []
-        todo, seen = [f"{top}/__init__.py"], set()
-        while todo:  # the folder's modules imported at package import, as imports_of follows them
-            path = todo.pop()
-            if path in seen:
-                continue
-            seen.add(path)
-            src = text(path)
-            if src is None:
-                continue
-            for load in _loads(src, top, path):
-                loads.append(load)
-                if load[0] == "import":
-                    todo += [f"{top}/{load[1]}.py", f"{top}/{load[1]}/__init__.py"]
+
+        def read(src: str, path: str, top: str = top) -> list[str]:
+            found = _loads(src, top, path)
+            loads.extend(found)
+            return [local for kind, local, _, _ in found if kind == "import"]
+
+        _follow(top, text, [f"{top}/__init__.py"], read)  # (the modules imported at package import)
         for p in mine:
             base = p.split("/", 1)[1]
             module = base.split(".", 1)[0]
