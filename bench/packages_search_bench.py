@@ -37,8 +37,13 @@ MAC = {"name": "mac", "os": "macos", "arch": "arm64", "macos": "14.5"}
 # name, packages (the user's order), target, torch =, what the best answer is (issues 21 and 39)
 CASES = [
     ("numpy+requests", ["numpy", "requests"], H200, "", "both at their newest, torch newest"),
-    ("vllm+lmcache", ["vllm", "lmcache"], H200, "", "vllm 0.33.0 + lmcache 0.5.6 + torch 2.14.0"),
-    ("lmcache+vllm", ["lmcache", "vllm"], H200, "", "vllm 0.33.0 + lmcache 0.5.6 (uv alone: vllm 0.2.5)"),
+    # (PyPI on 2026-12-04: vllm 0.34.0 needs flashinfer-python==0.7.3, which PyPI does not serve; vllm 0.33.0 pins
+    # torch 2.14.0, beside which no lmcache release loads — 0.5.6 and the pre-release 0.5.7rc2 call a c10 symbol
+    # torch 2.14.0 does not export)
+    ("vllm+lmcache", ["vllm", "lmcache"], H200, "", "a conflict naming both (vllm 0.33.0, torch 2.14.0, no lmcache "
+                                                    "loads there); fix: vllm<=0.32.0 (+ lmcache 0.5.6, torch 2.13.0)"),
+    ("lmcache+vllm", ["lmcache", "vllm"], H200, "", "lmcache 0.5.6 + vllm 0.32.0 + torch 2.13.0 (uv alone: vllm "
+                                                    "0.2.5)"),
     ("vllm+lmcache/R550", ["vllm", "lmcache"], RTX4090_R550, "", "vllm 0.19.1 + lmcache 0.4.3 + torch 2.10.0"),
     ("vllm0.19+lmcache", ["vllm==0.19.*", "lmcache"], H200, "", "vllm 0.19.1 + lmcache 0.4.4 + torch 2.10.0"),
     ("unsloth-cu124", ["unsloth[cu124-torch240]"], H200, "", "torch 2.4.1 + unsloth"),

@@ -181,10 +181,12 @@ def test_packages_that_conflict_name_each_other(tmp_path: Path, pkg_index: Local
     versions, sel = _locked(root)
     assert (versions["boundlib"], versions["servelm"], versions["torch"]) == ("1.0", "0.2", "2.10.0")
     (w,) = [w for w in sel.warnings if w.startswith("servelm")]
-    # from the check that failed (uv's words), not from pairing the two requirements
-    assert w.startswith("servelm 0.2 is locked, not its newest release 0.3: checked: uv finds no lock with "
-                        "servelm==0.3 with boundlib>=1.0: Because servelm>=0.3 depends on torch==2.14.0 and all "
-                        "versions of boundlib depend on torch<2.11")
+    # the package named before it that cannot be beside the torch servelm 0.3 needs (their facts), then the check
+    # that failed (uv's words)
+    assert w.startswith("servelm 0.2 is locked, not its newest release 0.3: servelm 0.3 requires torch==2.14.0, and "
+                        "beside torch 2.14.0 (cu130) boundlib 1.0, named before it, cannot be locked: it requires "
+                        "torch<2.11,>=2.9 (checked: uv finds no lock with servelm==0.3 with boundlib>=1.0: Because "
+                        "servelm>=0.3 depends on torch==2.14.0 and all versions of boundlib depend on torch<2.11"), w
     assert sel.reasons[0].startswith("torch 2.10.0: the newest torch the packages allow (")
     assert "boundlib 1.0 requires torch<2.11,>=2.9" in sel.reasons[0]
 

@@ -100,6 +100,30 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
                 uploaded=f"2026-0{n + 3}-01", modules={
                     "oldkern/__init__.py": "", "oldkern/_C.so": kern("oldkern", "libcudart.so.12", ((2, 90),),
                                                                      cxx=True)})
+    # prekern / prekern2: an sdist-only 0.5 whose requirements its PKG-INFO does not vouch for (Metadata-Version 2.1:
+    # only a build shows them — it pins torch 2.10.0, as lmcache 0.3.0 pins torch 2.7.0), final releases all built for
+    # torch 2.10's C++ API, and a pre-release newer than them all: prekern's 3.0rc1 a CUDA 13 build on the stable ABI
+    # (it loads beside torch 2.11), prekern2's built for torch 2.10 too (as lmcache 0.5.7rc2 beside torch 2.14)...
+    for name, pre_cxx in (("prekern", False), ("prekern2", True)):
+        idx.add_sdist("simple", name, "0.5", requires=("torch==2.10.0",), static_metadata=False,
+                      uploaded="2026-01-01")
+        for n in (1, 2):
+            idx.add("simple", name, f"{n}.0", tag=CP, requires=("torch>=2.10",), uploaded=f"2026-0{n + 3}-01",
+                    modules={f"{name}/__init__.py": "", f"{name}/_C.so": kern(name, "libcudart.so.12", ((2, 90),),
+                                                                            cxx=True)})
+        idx.add("simple", name, "3.0rc1", tag=CP, requires=("torch>=2.10",), uploaded="2026-10-01",
+                modules={f"{name}/__init__.py": "", f"{name}/_C.so": kern(
+                    name, "libcudart.so.12" if pre_cxx else "libcudart.so.13", ((2, 90),), cxx=pre_cxx)})
+    # pinlater requires newapp below 2.0, and is a CUDA 13 build: its facts allow it beside torch 2.11 only, uv's not
+    idx.add("simple", "pinlater", "1.0", tag=CP, requires=("newapp<2.0",), modules={
+        "pinlater/__init__.py": "", "pinlater/_C.so": kern("pinlater", "libcudart.so.13", ((2, 90),))})
+    # ... with an alpha before it (prekern's built for torch 2.10 too: the newest pre-release is the one asked for)
+    idx.add("simple", "prekern", "3.0a1", tag=CP, requires=("torch>=2.10",), uploaded="2026-09-01",
+            modules={"prekern/__init__.py": "", "prekern/_C.so": kern("prekern", "libcudart.so.12", ((2, 90),),
+                                                                      cxx=True)})
+    # ... and prekern2 an old pre-release that loads beside torch 2.11: older than its releases, never the fix
+    idx.add("simple", "prekern2", "0.9rc1", tag=CP, requires=("torch>=2.10",), uploaded="2026-02-01",
+            modules={"prekern2/__init__.py": "", "prekern2/_C.so": kern("prekern2", "libcudart.so.13", ((2, 90),))})
     idx.start()
     yield idx
     idx.stop()
@@ -288,7 +312,11 @@ def test_two_packages_whose_newest_exclude_each_other_follow_the_order_written(t
         versions, sel = _target(root, "gpu")
         assert (versions["oldkern"], versions["newapp"], versions["torch"]) == ("2.0+pt210cu128", "1.0", "2.10.0")
         (w,) = [w for w in sel.warnings if w.startswith("newapp 1.0 is locked, not its newest release 2.0: ")]
-        assert "newapp 2.0 requires torch==2.11.0" in w or "checked: uv finds no lock with newapp==2.0" in w, w
+        # the reason the torch line was kept, not only uv's check beside it ("you require torch==2.10.0")
+        assert w.startswith("newapp 1.0 is locked, not its newest release 2.0: newapp 2.0 requires torch==2.11.0, and "
+                            "beside torch 2.11.0 (cu130) oldkern 2.0, named before it, cannot be locked: "
+                            "its native code cannot load there: "), w
+        assert "(checked: uv finds no lock with newapp==2.0" in w, w
         return
     assert code == 3, out
     assert not (root / "triton-env.lock").exists()
@@ -304,6 +332,50 @@ def test_two_packages_whose_newest_exclude_each_other_follow_the_order_written(t
     code, out = _run("resolve", "-p", str(root))
     assert code == 0, out
     assert _target(root, "gpu")[0]["newapp"] == "1.0"
+
+
+@pytest.mark.parametrize("kern", ["prekern", "prekern2"])
+def test_a_later_package_that_uv_alone_rules_out_beside_the_first_ones_newest_is_a_conflict_not_a_demotion(
+        tmp_path: Path, joint: LocalIndex, kern: str) -> None:
+    """newapp 2.0 needs torch 2.11, where no final release of the kernel package the facts read loads (each a CUDA 12
+    build that links torch 2.10's C++ API) and its sdist 0.5 — whose requirements only a build shows — pins torch 2.10.0 (the facts
+    cannot rule it out: uv does). Beside newapp 2.0, uv then reaches for the pre-release nobody asked for, which is
+    passed over, and finds nothing. That is not a reason to demote newapp, named first, to 1.0 in silence: it is a
+    conflict naming both, which quotes the facts it read and uv's words for the release it could not read, with the
+    fixes checked — newapp at most 1.0; and, where the kernel's pre-release loads beside newapp 2.0's torch, asking for
+    that pre-release. Each fix, applied, locks."""
+    root = _project(tmp_path, joint, ["newapp", kern], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith(f"target 'gpu': {kern} cannot be locked beside newapp 2.0 (the newest that can be locked "
+                          f"here, with torch 2.11.0) — and {kern}, named after it, may not hold it back"), msg
+    assert f"{kern} 2.0's native code cannot load there: {kern}/_C.so in {kern}-2.0-{CP}.whl needs libcudart.so.12" in msg, msg
+    # the two final wheels read, the sdist not: the count claims only what was read, uv's words say the rest
+    assert f"{kern} 1.0's native code cannot load there: " in msg and "(and so for" not in msg, msg
+    assert (f"the other release, {kern} 0.5 (whose requirements the facts read do not show) uv does not lock there "
+            f"either: {kern}") in msg, msg
+    assert "depends on torch==2.10.0" in msg.split("uv does not lock there either: ")[1], msg
+    fix = msg[msg.index("  fix: "):]
+    assert fix.startswith('  fix: add "newapp<=1.0" to [environment].packages (checked: uv then locks newapp 1.0, '
+                          f"{kern} 2.0 with torch 2.10.0)"), fix
+    pre = (f"ask for {kern}'s pre-release: \"{kern}>=3.0rc1\" in [environment].packages (checked: uv then locks "
+           f"newapp 2.0, {kern} 3.0rc1 with torch 2.11.0, and their native code loads there)")
+    # (prekern2's pre-release loads only beside torch 2.10, with newapp 1.0: no fix; its old 0.9rc1 is not newer)
+    assert (pre in fix) == (kern == "prekern") and ("pre-release" in fix) == (kern == "prekern"), fix
+    assert fix.rstrip().endswith(f"or put {kern} in an environment (or target) of its own"), fix
+    intent = root / "triton-env.toml"
+    text = intent.read_text()
+    intent.write_text(text.replace('"newapp"', '"newapp<=1.0"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    assert [_target(root, "gpu")[0][n] for n in ("newapp", kern, "torch")] == ["1.0", "2.0", "2.10.0"]
+    if kern == "prekern":
+        intent.write_text(text.replace(f'"{kern}"', f'"{kern}>=3.0rc1"'))
+        code, out = _run("resolve", "-p", str(root), "--upgrade")
+        assert code == 0, out
+        assert [_target(root, "gpu")[0][n] for n in ("newapp", kern, "torch")] == ["2.0", "3.0rc1", "2.11.0"]
 
 
 def test_resolve_says_what_it_is_doing_in_plain_lines_and_nothing_under_json(tmp_path: Path,
@@ -407,6 +479,64 @@ def test_a_packages_own_torch_pin_is_why_torch_is_held_not_its_cuda(tmp_path: Pa
     assert not any("brings CUDA 12" in w for w in sel.warnings), sel.warnings
 
 
+def test_a_package_whose_every_release_the_facts_read_fails_and_uv_rules_out_the_rest_is_a_conflict(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """prekern alone with torch 2.11: its final wheels cannot load there, its sdist 0.5's requirements only a build
+    shows (it pins torch 2.10.0), and uv — once the unasked pre-release it reached for is passed over — finds no lock.
+    That is a conflict of the package (exit 3) naming the facts read, counting only the releases they ruled out, and
+    quoting uv for the one they could not read; never uv's raw error with "check that both indexes are reachable"."""
+    root = _project(tmp_path, joint, ["prekern"], _linux("gpu", H100), torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    assert "error: target 'gpu': prekern's native code cannot load on this target: prekern 2.0: " in out, out
+    assert "  tried and rejected: prekern 2.0, 1.0\n" in out, out
+    assert ("uv does not lock the other release, prekern 0.5 (whose requirements the facts read do not show), either: "
+            "prekern") in out, out
+    assert "depends on torch==2.10.0" in out.split("either: ")[1], out
+    assert "indexes are reachable" not in out and "No solution found" not in out, out
+
+
+def test_a_later_package_whose_facts_allow_it_but_uv_does_not_beside_the_first_ones_newest_says_so(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """pinlater's facts allow it beside torch 2.11 (a CUDA 13 build, no torch requirement), but it requires newapp
+    below 2.0: beside newapp 2.0 (named first) uv finds no lock. A conflict naming both, which does not say the facts
+    ruled pinlater out there (they did not), and quotes uv for it. (No fix has both: beside newapp 1.0's torch 2.10,
+    pinlater cannot load.)"""
+    root = _project(tmp_path, joint, ["newapp", "pinlater"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    msg = out[out.index("error: target 'gpu': "):]
+    assert msg.startswith("error: target 'gpu': pinlater cannot be locked beside newapp 2.0 (the newest that can be "
+                          "locked here, with torch 2.11.0)"), msg
+    assert ("may not hold it back (the packages keep the order you wrote): uv does not lock pinlater 1.0 there, "
+            "though its facts allow it: all versions of pinlater depend on newapp<2.0") in msg, msg
+    assert "native code" not in msg and "whose requirements the facts read do not show" not in msg, msg
+    assert "  fix: put pinlater and newapp in two environments (or targets), or drop pinlater" in msg, msg
+
+
+def test_a_package_held_by_one_named_before_it_says_which_and_why_beside_the_torch_it_needs(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """pinkern 1.0 (named first) pins torch 2.10.0; newapp's newest, 2.0, requires torch 2.11.0. newapp 1.0 is
+    locked, and its held-back line says why in the user's terms — beside torch 2.11.0 pinkern 1.0 cannot be locked,
+    by its own requirement — not only uv's check beside the torch the decision chose ("you require torch==2.10.0")."""
+    root = _project(tmp_path, joint, ["pinkern", "newapp"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["pinkern"], versions["newapp"], versions["torch"]) == ("1.0", "1.0", "2.10.0")
+    (w,) = [w for w in sel.warnings if w.startswith("newapp 1.0 is locked, not its newest release 2.0: ")]
+    assert w.startswith("newapp 1.0 is locked, not its newest release 2.0: newapp 2.0 requires torch==2.11.0, and "
+                        "beside torch 2.11.0 (cu130) pinkern 1.0, named before it, cannot be locked: it requires "
+                        "torch==2.10.0 (checked: uv finds no lock with newapp==2.0"), w
+    # named the other way round, newapp keeps its newest: pinkern (named after it) is what cannot be locked
+    root = _project(tmp_path / "other", joint, ["newapp", "pinkern"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "pinkern cannot be locked beside newapp 2.0 (the newest that can be locked here, with torch 2.11.0)" in out
+    assert "pinkern 1.0 requires torch==2.10.0" in out, out
+
+
 def test_a_named_package_whose_requirement_cannot_load_anywhere_is_a_conflict_naming_both(tmp_path: Path,
                                                                                         joint: LocalIndex) -> None:
     """wrapgpu is pure Python; voltakern, which it requires, has no code for a V100: the V100 is a conflict whose
@@ -461,3 +591,31 @@ def test_a_refusal_for_a_library_no_torch_build_here_brings_holds_for_the_lines_
     # past the background warm-up (every line the matrix has, the index's or not), uv asked twice: the cu130 lines
     # together, then the cu128 line — not once more for torch 2.11, which the refusal beside 2.12 already covers
     assert [a.split()[0] for a in asked[1:]] == [">=2.10.0,<=2.12.0", "==2.10.0"], asked
+
+
+@pytest.mark.parametrize(("name", "versions", "uv", "said"), [
+    # the clause whose range holds the release the facts could not read, not the others (nor its words' full stop)
+    ("prekern", ["0.5"], "Because prekern<=0.5 depends on torch==2.10.0 and prekern>=2.0 depends on torch>=2.11, "
+     "we can conclude that prekern>=2.0 cannot be used.", "prekern<=0.5 depends on torch==2.10.0"),
+    ("prekern", ["2.5"], "Because prekern<=0.5 depends on torch==2.10.0 and prekern>=2.0 depends on torch>=2.11.",
+     "prekern>=2.0 depends on torch>=2.11"),
+    ("prekern", ["0.5"], "Because prekern<=0.5 depends on torch==2.10.0 and prekern==0.5 depends on numpy<2. And "
+     "because prekern<=0.5 depends on torch==2.10.0, ...", "prekern<=0.5 depends on torch==2.10.0; prekern==0.5 "
+     "depends on numpy<2"),
+    # uv's spelling of the name (its separators), a range of two bounds, a clause with no range
+    ("pre_kern", ["0.4"], "And because pre-kern>=0.3,<0.5 depends on torch==2.7.0.", "pre-kern>=0.3,<0.5 depends on "
+     "torch==2.7.0"),
+    ("prekern", ["0.4"], "Because prekern depends on numpy<2 and you require numpy>=2.", "prekern depends on numpy<2"),
+    # another package whose name begins alike, and a range that holds none of them: nothing
+    ("prekern", ["0.4"], "Because prekernel==0.4 depends on torch==2.7.0.", ""),
+    ("prekern", ["0.4"], "Because prekern>=1.0 depends on torch==2.7.0.", ""),
+    # uv's words for every release at once
+    ("pre_kern", ["0.4", "0.5"], "Because all versions of pre-kern depend on newapp<2.0 and you require newapp==2.0.",
+     "all versions of pre-kern depend on newapp<2.0"),
+    ("prekern", ["0.4"], "Because all versions of prekernel depend on newapp<2.0.", ""),
+])
+def test_uvs_words_for_the_releases_the_facts_could_not_read(name: str, versions: list[str], uv: str,
+                                                             said: str) -> None:
+    from tritonlock.decide._pkgexplain import _depends
+
+    assert _depends(name, versions, uv) == said

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Search
 from tritonlock.decide._pkgfacts import parse_version, public
-from tritonlock.decide._pkgload import Table, line_cuda
+from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import with_spec
@@ -236,7 +236,8 @@ def _explained(run: Run, o: Outcome) -> Selection:
         held = None
         if p is not None and top is not None and vkey(p) < (parse_version(top) or ZERO):
             held = words.held_back(sc, name, p, top, o.check(name), tuple(o.passed_over), packages,
-                                   native=newest_why.get(name) if top == _first(run, name) else None)
+                                   native=newest_why.get(name) if top == _first(run, name) else None,
+                                   fact=_before_cannot(run, o, name, top))
             warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
         elif version is not None:
             at_newest.append(f"{name} {version}")
@@ -265,6 +266,39 @@ def _explained(run: Run, o: Outcome) -> Selection:
                                packages=sel.packages)
 
 
+def _before_cannot(run: Run, o: Outcome, name: str, top: str) -> str | None:
+    """Where the newest release of a named package requires a torch other than the one locked, and beside the newest
+    such torch line a package named before it cannot load as locked (by its facts): that, in words — the reason the
+    decision kept the torch it did, which uv's check (asked beside the locked torch) cannot say."""
+    t = run.tables.get(name)
+    if t is None or t.state != "ok" or top not in t.versions:
+        return None
+    treqs = t.torch_reqs(top) or []
+    if not treqs or all(torch_admits(r.specifier, o.candidate) for r in treqs):
+        return None
+    before = [r for r in run.sc.reqs[:next(i for i, r in enumerate(run.sc.reqs) if canonicalize_name(r.name) == name)]]
+    for rank, line in enumerate(run.lines):
+        if not all(torch_admits(r.specifier, line) for r in treqs):
+            continue
+        for r in before:
+            q = run.tables.get(canonicalize_name(r.name))
+            p = locked(o.packages, r.name)
+            if q is None or p is None or q.state != "ok":
+                continue
+            v = public(p.version)
+            qreq = q.excluded_by_torch(v, line)
+            if qreq is not None:
+                why = f"it requires {words.spec_text(qreq)}"
+            elif v in q.native and not q.loads(v, line, rank):
+                why = f"its native code cannot load there: {q.why(v, line, rank)}"
+            else:
+                continue
+            return (f"{name} {top} requires {'; '.join(words.spec_text(x) for x in treqs)}, and beside torch "
+                    f"{line.torch} ({line.backend}) {q.name} {v}, named before it, cannot be locked: {why}")
+        return None  # (the newest torch line it admits: where the packages before it can be, uv's check says why)
+    return None
+
+
 def _first(run: Run, name: str) -> str | None:
     t = run.tables.get(name)
     return t.versions[0] if t is not None and t.versions else None
@@ -272,20 +306,79 @@ def _first(run: Run, name: str) -> str | None:
 
 # --- no release of a package beside a line -------------------------------------------------------------------------
 
-def why_none(t: Table, sel: Selection, rank: int) -> str:
-    """Why no release of `t` can be locked beside the line, from its facts: the newest release's, and how many
-    releases were looked at."""
+def why_none(t: Table, sel: Selection, rank: int, uv: str = "") -> str:
+    """Why no release of `t` can be locked beside the line: the facts of the newest releases they rule out (two, then
+    a count), and — where uv's words say the rest (`uv`: releases whose facts were not read, an sdist whose
+    requirements the index does not serve) — uv's last words for them. A count claims only what was read."""
     reasons: list[str] = []
+    ruled, unread, allowed = 0, list[str](), list[str]()
     for v in t.versions:
         treq = t.excluded_by_torch(v, sel)
-        if treq is not None:
-            reasons.append(f"{t.name} {v} requires {words.spec_text(treq)}")
-        elif not t.loads(v, sel, rank):
-            reasons.append(f"{t.name} {v}'s native code cannot load there: {t.why(v, sel, rank)}")
-        if len(reasons) >= 2:
-            break
-    n = len(t.versions)
-    return "; ".join(reasons) + (f" (and so for each of its {n} releases that install here)" if n > 2 else "")
+        if t.lacks_extras(v):
+            text = f"{t.name} {v} has no extra {', '.join(t.extras)}"
+        elif treq is not None:
+            text = f"{t.name} {v} requires {words.spec_text(treq)}"
+        elif not t.loads(v, sel, rank):  # (its facts read, a refusal of the rule, or its requirements')
+            text = f"{t.name} {v}'s native code cannot load there: {t.why(v, sel, rank)}"
+        else:
+            (unread if t.torch_reqs(v) is None else allowed).append(v)
+            continue
+        ruled += 1
+        if len(reasons) < 2:
+            reasons.append(text)
+    out = "; ".join(reasons)
+    if ruled > 2:
+        n = len(t.versions)
+        out += (f" (and so for each of its {n} releases that install here)" if not (unread or allowed)
+                else f" (and so for {ruled} of its {n} releases that install here)")
+    if (unread or allowed) and uv:
+        said = uv_said(t.name, unread + allowed, uv)
+        if unread:
+            out += (f"{'; ' if out else ''}{'the other' if ruled else 'its'} release{'s' if len(unread) != 1 else ''}, "
+                    f"{t.name} {_some(unread)} (whose requirements the facts read do not show) uv does not lock there "
+                    f"either")
+        if allowed:
+            one = len(allowed) == 1
+            out += (f"{'; ' if out else ''}uv does not lock {t.name} {_some(allowed)} there"
+                    f"{' either' if out else ''}, though {'its' if one else 'their'} facts allow "
+                    f"{'it' if one else 'them'}")
+        out += f": {said}"
+    return out
+
+
+def _some(versions: list[str]) -> str:
+    return ", ".join(versions[:_NAMED]) + (f" and {len(versions) - _NAMED} more" if len(versions) > _NAMED else "")
+
+
+def uv_said(name: str, versions: list[str], uv: str) -> str:
+    """uv's words for releases of `name` the facts could not read: its facts of those releases, else its conclusion."""
+    return _depends(name, versions, uv) or _last_words(uv)
+
+
+def _depends(name: str, versions: list[str], uv: str) -> str:
+    """uv's facts of the form "lmcache<=0.3.2 depends on torch==2.7.0" whose range holds one of `versions` (and "all
+    versions of lmcache depend on …")."""
+    flex = r"[-_.]".join(re.escape(x) for x in re.split(r"[-_.]+", name))
+    spec = r"(?:[<>=!~]=?[\w.+*!-]+(?:,\s*[<>=!~]=?[\w.+*!-]+)*)"
+    found = []
+    for m in re.finditer(rf"(?<![\w.-])({flex})({spec}?) depends on ([\w.\[\]-]+{spec}?)", uv, re.IGNORECASE):
+        try:
+            held = SpecifierSet(m[2].replace(" ", ""))
+        except InvalidSpecifier:
+            continue
+        if any(held.contains(v, prereleases=True) for v in versions):
+            found.append(f"{m[1]}{m[2]} depends on {m[3].rstrip('.')}")
+    for m in re.finditer(rf"\ball versions of ({flex}) depend on ([\w.\[\]-]+{spec}?)", uv, re.IGNORECASE):
+        found.append(f"all versions of {m[1]} depend on {m[2].rstrip('.')}")
+    return "; ".join(dict.fromkeys(found))
+
+
+def _last_words(uv: str) -> str:
+    """uv's conclusion on one line: its last sentence (the one that says what cannot be locked with what)."""
+    text = words.uv_reason(uv, limit=100_000)
+    parts = [p for p in re.split(r"(?<=\.)\s+(?=And because|Because)", text) if p]
+    last = parts[-1] if parts else text
+    return last if len(last) <= 320 else last[:317].rstrip() + "..."
 
 
 def own_pages(run: Run, err: ClosureError,

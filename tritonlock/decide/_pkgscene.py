@@ -144,6 +144,9 @@ class Outcome:
     # the named packages before the first that has no release here (a line whose facts leave one out: only what
     # comes before it was locked, to know whether the ones before it are lockable at all); None: all of them
     prefix: int | None = None
+    # uv's words for the named packages whole on this line, where they lock only without the ones from `prefix` on
+    # (the facts read did not rule those out: uv did — a release whose METADATA the index does not serve)
+    left_uv: str = ""
 
     def check(self, name: str) -> Check | None:
         return next((c for n, c in self.checks if n == name), None)

@@ -170,13 +170,14 @@ def _pinned_by(sc: Scene, name: str, top: str, packages: tuple[LockedPackage, ..
 
 def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Check | None,
               passed: tuple[str, ...] = (), packages: tuple[LockedPackage, ...] = (), *,
-              native: str | None = None) -> str:
+              native: str | None = None, fact: str | None = None) -> str:
     """Why `name` is locked below `top`: where its native code cannot load here (`native`, read from its wheel),
     that; else the check that failed (uv's words), after the target's own fact where one keeps the newest release
-    off it (or the named package whose release pins it), and what was passed over where uv's words name it."""
+    off it (or the named package whose release pins it, or — `fact` — one named before it that cannot be locked
+    beside the torch it requires), and what was passed over where uv's words name it."""
     if native is not None:
         return "its native code cannot load on this target: " + native
-    fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages)
+    fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages) or fact
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
     asked = check.asked + (f" with {', '.join(check.held)}" if check.held else "")
@@ -415,25 +416,36 @@ def demoted(sc: Scene, d: Demoted, packages: tuple[LockedPackage, ...], candidat
 
 
 def left_out(sc: Scene, missing: str, before: list[tuple[str, str]], candidate: Selection, why: str,
-             full: Outcome | None) -> str:
+             full: Outcome | None, pre: tuple[str, Outcome] | None = None) -> str:
     """No release of `missing` can be locked beside the packages named before it at their newest (`before`, with
-    `candidate`'s torch): the facts that say so, and the best answer that has them all (`full`, checked by uv)."""
+    `candidate`'s torch): the facts that say so, and the best answer that has them all (`full`, checked by uv); where
+    a pre-release of `missing` newer than its releases gives an answer that has them all (`pre`: the pre-release and
+    that answer, checked the same way), asking for it is a fix too."""
     key = packages_key(sc.intent.path)
     them = ", ".join(f"{n} {v}" for n, v in before)
     lines = [f"target {sc.target.name!r}: {missing} cannot be locked beside {them} (the newest that can be locked "
              f"here, with torch {candidate.torch}) — and {missing}, named after {'it' if len(before) == 1 else 'them'},"
              f" may not hold {'it' if len(before) == 1 else 'them'} back (the packages keep the order you wrote): "
              f"{why}"]
+    fixes: list[str] = []
     if full is not None:
         moved = [(n, public(p.version)) for n, v in before if (p := next((q for q in full.packages if q.name == n),
                                                                           None)) is not None and public(p.version) != v]
         got = next((q for q in full.packages if q.name == missing), None)
         pins = ", ".join(f'"{n}<={v}"' for n, v in moved)
         if pins and got is not None:
-            lines.append(f"  fix: add {pins} to {key} (checked: uv then locks "
+            fixes.append(f"add {pins} to {key} (checked: uv then locks "
                          f"{', '.join(f'{n} {v}' for n, v in moved)}, {missing} {public(got.version)} with torch "
-                         f"{full.candidate.torch}), or put {missing} in an environment (or target) of its own")
-            return "\n".join(lines)
+                         f"{full.candidate.torch})")
+    if pre is not None:
+        version, o = pre
+        got_all = ", ".join(f"{n} {public(p.version)}" for n in [*(n for n, _ in before), missing]
+                            if (p := next((q for q in o.packages if q.name == n), None)) is not None)
+        fixes.append(f'ask for {missing}\'s pre-release: "{missing}>={version}" in {key} (checked: uv then locks '
+                     f"{got_all} with torch {o.candidate.torch}, and their native code loads there)")
+    if fixes:
+        lines.append("  fix: " + "; or ".join(fixes) + f", or put {missing} in an environment (or target) of its own")
+        return "\n".join(lines)
     names = " and ".join(n for n, _ in before)
     lines.append(f"  fix: put {missing} and {names} in two environments (or targets), or drop {missing}")
     return "\n".join(lines)

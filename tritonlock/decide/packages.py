@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -318,6 +319,8 @@ def _search(run: Run, *, complete: bool) -> Outcome | None:
             continue
         done.update(group or [top])
         settled.update(group or [top])
+        if complete and isinstance(outcome, Outcome) and outcome.prefix is not None:
+            continue  # (uv locked the packages only in part there: not an answer with them all)
         if isinstance(outcome, Outcome) and (best_key is None or run.key(outcome) > best_key):
             best, best_key = outcome, run.key(outcome)
 
@@ -372,8 +375,12 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
                     t = run.tables[name]
                     t.own_failed.add(tops[name])
                 continue
-            run.failures.append((rep.index or "", err))
-            return None
+            if not isinstance(err, ClosureError) or (
+                    shorter := _shorter(run, search, reqs, tops, len(seeing) if cut is None else cut)) is None:
+                run.failures.append((rep.index or "", err))
+                return None
+            outcome = dataclasses.replace(shorter, left_uv=err.uv or str(err))
+            cut = outcome.prefix
         run.warm = True
         outcome = dataclasses.replace(outcome, prefix=cut)
         if run.native is None:
@@ -389,6 +396,24 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
             run.structural = (_with_direct(run, outcome.candidate), found)
             return None
         return _AGAIN
+
+
+def _shorter(run: Run, search: Search, reqs: list[Requirement], tops: dict[str, str], n: int) -> Outcome | None:
+    """Where uv finds no lock for the named packages whole beside a group (the facts read left each of them a
+    release there: a release whose requirements the index does not serve, read only by uv), the packages as far as
+    they lock, in the user's order: the first `k` named packages with the ones after them left out (its `prefix`),
+    the longest that locks — the stated order's answer there is then the conflict naming the first left out. None
+    where even the first alone does not lock."""
+    named = [canonicalize_name(r.name) for r in run.seeing]
+    for k in range(n - 1, 0, -1):
+        out = set(named[k:])
+        try:
+            found = search.run([r for r in reqs if canonicalize_name(r.name) not in out],
+                               {n_: v for n_, v in tops.items() if n_ not in out})
+        except (ClosureError, Impossible):
+            continue
+        return dataclasses.replace(found, prefix=k)
+    return None
 
 
 def _judged(run: Run, o: Outcome) -> list[Problem]:
@@ -462,15 +487,20 @@ def _native_conflict(run: Run, sel: Selection, found: list[Problem], rejected: l
                           left=None if structural else left, exists=run.sc.served)
 
 
-def _hopeless(run: Run, r: Requirement) -> str | None:
+def _hopeless(run: Run, r: Requirement, uv: str = "") -> str | None:
     """A named package none of whose releases can be locked beside any line by its facts: the conflict, naming the
-    package, the fact and the least change (None: some release can)."""
+    package, the fact and the least change (None: some release can). With `uv` (uv's words where it found no lock on
+    any line, and they name the package): the releases whose requirements the facts could not read are left to them,
+    which the conflict quotes."""
     from tritonlock._term import human_size
 
     t = run.tables.get(canonicalize_name(r.name))
     if t is None or t.state != "ok" or not t.versions:
         return None
-    if any(t.first(sel, rank) is not None for rank, sel in enumerate(run.lines)):
+    if uv and not re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, re.split(r"[-_.]+", t.name))) + r"(?![\w])",
+                            uv, re.IGNORECASE):
+        return None
+    if any(t.first(sel, rank, known=bool(uv)) is not None for rank, sel in enumerate(run.lines)):
         return None
     admitted = [(rank, sel, i) for rank, sel in enumerate(run.lines)
                 if (i := t.meta_first(sel)) is not None and i >= 0]
@@ -492,7 +522,8 @@ def _hopeless(run: Run, r: Requirement) -> str | None:
                 t = d
     if not found:
         return None
-    read = [x for x in t.versions if x in t.native]
+    unknown = [x for x in t.versions if t.torch_reqs(x) is None] if uv else []
+    read = [x for x in t.versions if x in t.native and x not in unknown]
     rejected = [f"{t.name} {x}" for x in read if t.excluded_by_torch(x, sel) is None]
     left = (f"no release of {t.name} that {r} admits is left" + (f" (of {len(t.versions)} that install here, "
             f"{len(rejected)} admit torch {sel.torch} and none of them can load)" if len(rejected) > 1 else ""))
@@ -505,6 +536,11 @@ def _hopeless(run: Run, r: Requirement) -> str | None:
                 f"resolve reads at most {human_size(_pkgload.READ_BUDGET)} of a package's wheels looking for a release that can "
                 f"load: resolve again to read on (what was read is kept), or name one in "
                 f"{words.packages_key(run.sc.intent.path)} (\"{t.name}=={rest[0]}\")")
+    if unknown:
+        them = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
+        left += (f"; uv does not lock {'its other releases' if len(unknown) > 1 else 'the other release'}, {t.name} "
+                 f"{them} (whose requirements the facts read do not show), either: "
+                 f"{explain.uv_said(t.name, unknown, uv)}")
     return _native_conflict(run, _with_direct(run, sel), found, rejected, left)
 
 
@@ -525,6 +561,11 @@ def _nothing(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
     sc = run.sc
     for r in sc.reqs:
         said = _hopeless(run, r)
+        if said is not None:
+            return _conflicted(sc.sel, said), ()
+    uv = next((e.uv or str(e) for _, e in run.failures if isinstance(e, ClosureError)), "")
+    for r in sc.reqs if uv else ():  # (a release the facts could not read, which uv ruled out on every line)
+        said = _hopeless(run, r, uv)
         if said is not None:
             return _conflicted(sc.sel, said), ()
     err = next((e for _, e in run.failures if isinstance(e, ClosureError)), None)
@@ -553,8 +594,40 @@ def _left_out(run: Run, best: Outcome) -> str:
               if (p := locked(best.packages, r.name)) is not None]
     t = run.tables[canonicalize_name(missing.name)]
     rank = run.rank(best.candidate)
-    why = explain.why_none(t, best.candidate, rank)
-    return words.left_out(run.sc, canonicalize_name(missing.name), before, best.candidate, why, full)
+    why = explain.why_none(t, best.candidate, rank, best.left_uv)
+    pre = _prerelease(run, missing, before) if run.structural is None else None
+    return words.left_out(run.sc, canonicalize_name(missing.name), before, best.candidate, why, full, pre)
+
+
+def _prerelease(run: Run, missing: Requirement, before: list[tuple[str, str]]) -> tuple[str, Outcome] | None:
+    """Where the package left out has a pre-release newer than its every release (a requirement that asks for
+    pre-releases has its newest among them already):
+    the best answer by the stated order with that pre-release asked for, searched over every line as the first was
+    (the native rule judging it as any release) — the pre-release and that answer, where it keeps the packages named
+    before it where they are (`before`); None otherwise."""
+    sc = run.sc
+    name = canonicalize_name(missing.name)
+    t = run.tables[name]
+    if missing.url:
+        return None
+    newest = parse_version(t.every[0]) if t.every else None
+    pre = [v for v in sc.facts.prereleases(t.index, name) or ()
+           if (pv := parse_version(v)) is not None and (newest is None or pv > newest)
+           and missing.specifier.contains(v, prereleases=True)]
+    if not pre:
+        return None
+    version = pre[-1]
+    req = Requirement(with_spec(missing, f">={version}"))
+    tables = {**run.tables, name: Table(env=run.env, name=name, index=t.index, req=req, extras=t.extras)}
+    alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=[req if canonicalize_name(r.name) == name
+                                                                        else r for r in sc.reqs]),
+                                  tables=tables, failures=[], structural=None, warmup=None)
+    tables[name].gate = functools.partial(_gate, alt_run, tables[name])
+    alt = _search(alt_run, complete=True)
+    if alt is None or alt.prefix is not None or alt_run.structural is not None:
+        return None
+    kept = all((p := locked(alt.packages, n)) is not None and public(p.version) == v for n, v in before)
+    return (version, alt) if kept else None
 
 
 def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
