@@ -202,6 +202,36 @@ def test_the_shipped_sets_decode_to_their_counts_within_the_budget() -> None:
     assert total <= 4 << 20
 
 
+def test_a_shipped_set_is_kept_decoded_and_a_kept_one_that_does_not_match_is_decoded_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolve decodes each shipped set once and keeps it decoded beside the facts (its own sha256 the key): the
+    next process reads it without decoding. A kept file of the wrong count, or damaged, is not believed: decoded
+    again, and kept right."""
+    monkeypatch.setenv("TRITONLOCK_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(torchsyms, "_SETS", {})
+    row = torchsyms.shipped()[0]
+    values = torchsyms._shipped_set(row)
+    assert values is not None and len(values) == row.symbols
+    (kept,) = (tmp_path / "torch-exports").glob("gcs-*.bin")
+    assert torchsyms._shipped_set(row) is values  # (once a process)
+
+    def no_decoding(*args: object) -> object:
+        raise AssertionError("decoded again")
+
+    monkeypatch.setattr(torchsyms, "_SETS", {})
+    monkeypatch.setattr(torchsyms, "gcs_decode", no_decoding)
+    assert torchsyms._shipped_set(row) == values  # (read back as kept: no decoding)
+    monkeypatch.undo()
+    monkeypatch.setenv("TRITONLOCK_NATIVE_CACHE", str(tmp_path))
+    whole = kept.read_bytes()
+    for damaged in (whole[:-8], whole[:-3], b"nonsense" + whole[8:], whole[:-8] + (2**64 - 1).to_bytes(8, "big"),
+                    b""):
+        kept.write_bytes(damaged)
+        monkeypatch.setattr(torchsyms, "_SETS", {})
+        assert torchsyms._shipped_set(row) == values
+        assert kept.read_bytes() == whole
+
+
 @pytest.mark.parametrize("mangled, plain", [
     ("_ZN3c1010TensorImpl7releaseEv", "c10::TensorImpl::release()"),
     ("_ZNK2at6Tensor3dimEv", "at::Tensor::dim() const"),

@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from tritonlock import _urls
@@ -409,13 +408,14 @@ def _missing(t: LockedTarget, checked: list[_Checked]) -> list[str]:
     env = marker_environment(t)
     have = {p.name: p.version for p in t.packages}
     out: list[str] = []
+    from tritonlock.lock.edges import parsed_requirement  # (once a process: the closure's edges parsed them too)
+
     for c in checked:
         if c.metadata is None:
             continue
         for line in _headers(c.metadata, "Requires-Dist"):
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
+            req = parsed_requirement(line)
+            if req is None:
                 continue
             if req.url or (req.marker is not None and (not _decidable(req.marker) or not _evaluate(req.marker, env))):
                 continue

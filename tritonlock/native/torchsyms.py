@@ -11,8 +11,10 @@ import functools
 import hashlib
 import re
 import struct
+import sys
 import threading
 import zlib
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,7 @@ from tritonlock.native.gcs import gcs_decode
 _LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_(?!test)[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
 # The most of one library inflated to find its symbols; the most symbols read from one
 _PREFIX_MAX = 256 << 20
-_SYMBOLS_MAX, _MAGIC = 4_000_000, b"TLSYMS1\n"
+_SYMBOLS_MAX, _MAGIC = 4_000_000, b"TLSYMS2\n"  # (then the body's sha256, then the values)
 
 
 def symbol_hash(name: bytes) -> int:
@@ -405,7 +407,11 @@ def _keep(sha256: str, hashes: Iterable[int]) -> None:
     from tritonlock._files import write_atomic
     from tritonlock.errors import TritonlockError
 
-    data = _MAGIC + b"".join(h.to_bytes(8, "big") for h in sorted(set(hashes)))
+    values = array("Q", sorted(set(hashes)))
+    if sys.byteorder == "little":
+        values.byteswap()  # (kept big-endian: the same file on any machine)
+    body = values.tobytes()
+    data = _MAGIC + hashlib.sha256(body).digest() + body
     try:
         _cache_file(sha256).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_atomic(_cache_file(sha256), data, what="keep a torch build's exported symbols")
@@ -419,10 +425,14 @@ def _kept(sha256: str) -> frozenset[int] | None:
             data = fh.read(64 << 20)
     except OSError:
         return None
-    if not data.startswith(_MAGIC) or (len(data) - len(_MAGIC)) % 8:
-        return None
-    body = data[len(_MAGIC):]
-    return frozenset(int.from_bytes(body[i:i + 8], "big") for i in range(0, len(body), 8))
+    head = len(_MAGIC) + 32
+    if not data.startswith(_MAGIC) or (len(data) - head) % 8 or hashlib.sha256(data[head:]).digest() != data[
+            len(_MAGIC):head]:
+        return None  # (not this format, or damaged: read or decoded again)
+    values = array("Q", data[head:])
+    if sys.byteorder == "little":
+        values.byteswap()
+    return frozenset(values)
 
 
 @dataclass(frozen=True)
@@ -469,17 +479,33 @@ def _shipped_rows(where: str) -> tuple[Shipped, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=64)
+_SETS: dict[str, frozenset[int] | None] = {}
+_SETS_LOCK = threading.Lock()
+
+
 def _shipped_set(row: Shipped) -> frozenset[int] | None:
-    """A shipped set's values, decoded once per process."""
+    """A shipped set's values, decoded once per process — and kept decoded beside the facts (keyed by the set's own
+    sha256; the kept file carries its values' sha256, and one that does not match is decoded again), so that a later resolve reads them instead of decoding them again
+    (a Golomb-coded set of torch's exports takes ~30 ms to decode in Python, a resolve asks for up to a dozen)."""
     from tritonlock._data import compat_root
 
-    root = compat_root()
-    try:
-        data = (root / "torch-symbols" / row.file).read_bytes() if root is not None else b""
-        return gcs_decode(data, row.symbols, row.bits) if data else None
-    except (OSError, ValueError):
-        return None
+    with _SETS_LOCK:
+        if row.file in _SETS:
+            return _SETS[row.file]
+        root = compat_root()
+        values: frozenset[int] | None = None
+        try:
+            data = (root / "torch-symbols" / row.file).read_bytes() if root is not None else b""
+            if data:
+                key = "gcs-" + hashlib.sha256(data).hexdigest()
+                values = _kept(key)
+                if values is None:
+                    values = gcs_decode(data, row.symbols, row.bits)
+                    _keep(key, values)
+        except (OSError, ValueError):
+            values = None
+        _SETS[row.file] = values
+        return values
 
 
 # --- what the rule asks --------------------------------------------------------------------------------------------
