@@ -117,6 +117,12 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # pinlater requires newapp below 2.0, and is a CUDA 13 build: its facts allow it beside torch 2.11 only, uv's not
     idx.add("simple", "pinlater", "1.0", tag=CP, requires=("newapp<2.0",), modules={
         "pinlater/__init__.py": "", "pinlater/_C.so": kern("pinlater", "libcudart.so.13", ((2, 90),))})
+    # oldsrc: 3.0 pins torch 2.11.0, 2.0 is an sdist whose build cannot run here (as vllm 0.1.1's setup.py wants
+    # CUDA_HOME) and whose PKG-INFO does not vouch for its requirements, 1.0 a wheel for any torch
+    idx.add("simple", "oldsrc", "3.0", requires=("torch==2.11.0",), uploaded="2026-09-01")
+    idx.add_sdist("simple", "oldsrc", "2.0", static_metadata=False, uploaded="2026-05-01",
+                  prelude="raise RuntimeError('Cannot find CUDA at CUDA_HOME: /usr/local')")
+    idx.add("simple", "oldsrc", "1.0", requires=("torch>=2.10",), uploaded="2026-01-01")
     # ... with an alpha before it (prekern's built for torch 2.10 too: the newest pre-release is the one asked for)
     idx.add("simple", "prekern", "3.0a1", tag=CP, requires=("torch>=2.10",), uploaded="2026-09-01",
             modules={"prekern/__init__.py": "", "prekern/_C.so": kern("prekern", "libcudart.so.12", ((2, 90),),
@@ -515,6 +521,24 @@ def test_a_later_package_whose_facts_allow_it_but_uv_does_not_beside_the_first_o
     assert "  fix: put pinlater and newapp in two environments (or targets), or drop pinlater" in msg, msg
 
 
+def test_an_sdist_uv_cannot_build_here_is_passed_over_not_the_end_of_the_search(tmp_path: Path,
+                                                                               joint: LocalIndex) -> None:
+    """With torch 2.10, oldsrc 3.0 (torch 2.11 only) is out, and uv, reaching for 2.0, must build its sdist to read its
+    requirements — a build that fails here. That is no answer: 2.0 is passed over (its wheels only: it has none), said
+    so, and 1.0 is locked."""
+    root = _project(tmp_path, joint, ["oldsrc"], _linux("gpu", H100), torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["oldsrc"], versions["torch"]) == ("1.0", "2.10.0")
+    (passed,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]
+    assert ("oldsrc 2.0's sdist, which uv could not build here to read its requirements (RuntimeError: Cannot find "
+            "CUDA at CUDA_HOME: /usr/local); took oldsrc's wheels only") in passed, passed
+    # the held-back line says why not 3.0 (its torch), not the build
+    (w,) = [w for w in sel.warnings if w.startswith("oldsrc 1.0 is locked, not its newest release 3.0: ")]
+    assert "torch==2.11.0" in w, w
+
+
 def test_a_package_held_by_one_named_before_it_says_which_and_why_beside_the_torch_it_needs(
         tmp_path: Path, joint: LocalIndex) -> None:
     """pinkern 1.0 (named first) pins torch 2.10.0; newapp's newest, 2.0, requires torch 2.11.0. newapp 1.0 is
@@ -619,3 +643,24 @@ def test_uvs_words_for_the_releases_the_facts_could_not_read(name: str, versions
     from tritonlock.decide._pkgexplain import _depends
 
     assert _depends(name, versions, uv) == said
+
+
+@pytest.mark.parametrize(("uv", "found"), [
+    ("error: Failed to build `vllm==0.1.1`\n  cause: The build backend returned an error\n"
+     "         RuntimeError: Cannot find CUDA at CUDA_HOME: /usr/local. CUDA must be available\n",
+     ("vllm", "0.1.1", "vllm 0.1.1's sdist, which uv could not build here to read its requirements (RuntimeError: "
+                       "Cannot find CUDA at CUDA_HOME: /usr/local. CUDA must be available); took vllm's wheels only")),
+    ("error: Failed to download and build `Flash_Attn==2.8.3`\n  cause: no module named torch\n",
+     ("Flash_Attn", "2.8.3", "flash-attn 2.8.3's sdist, which uv could not build here to read its requirements; took "
+                            "flash-attn's wheels only")),
+    ("error: Failed to build `pkg @ file:///tmp/pkg`", None),
+    ("Because there is no version of a==1 and you require a==1, ...", None),
+])
+def test_uvs_words_for_an_sdist_it_could_not_build_name_the_release(uv: str, found: tuple[str, str, str] | None) -> None:
+    from tritonlock.decide._pkgcheck import _BUILD_FAILED
+    from tritonlock.decide._pkgwords import unbuildable
+
+    m = _BUILD_FAILED.search(uv)
+    assert (m is None) == (found is None)
+    if m is not None and found is not None:
+        assert (m[1], m[2], unbuildable(m[1], m[2], uv)) == found

@@ -6,6 +6,7 @@ named later stands in its way, that is said (the user's order: a later package n
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -25,6 +26,10 @@ _UNKNOWN_TORCH_RETRIES = 3
 # How many times one answer may be locked again after passing over what the target cannot have (a CUDA library its
 # driver cannot load, a source build that needs nvcc where none exists): each pass passes over at least one more.
 _MAX_PASSES = 6
+
+
+# uv's words where building a release's sdist to read its requirements failed while it resolved
+_BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9][A-Za-z0-9._-]*)==([^`\s]+)`")
 
 
 class Impossible(ResolveError):
@@ -53,6 +58,7 @@ class Search:
         self.passed: list[str] = list(passed)
         self.warm = warm  # uv's cache holds what the first compile read: later ones answer from it first
         self.timeout = timeout  # (uv given up after this long: the decision's background answer)
+        self.unbuilt: list[str] = []  # packages whose sdist uv could not build here (their wheels taken since)
 
     def lock(self, reqs: list[str]) -> tuple[Selection, tuple[LockedPackage, ...]]:
         """uv's answer for these requirements with this group's torch releases; what the target cannot have (CUDA
@@ -70,6 +76,16 @@ class Search:
                                          package_indexes=self.sc.package_indexes,
                                          **({"timeout": self.timeout} if self.timeout else {}))
             except ClosureError as err:
+                built = _BUILD_FAILED.search(err.uv or "")
+                name = canonicalize_name(built[1]) if built else ""
+                if built and name not in self.no_build and ":all:" not in self.no_build \
+                        and len(self.unbuilt) < _MAX_PASSES:
+                    # uv could not build a release's sdist here to read its requirements (vllm 0.1.1's setup.py wants
+                    # CUDA_HOME): no lock can hold it, and uv's error is no answer — its wheels only, and ask again
+                    self.no_build.append(name)
+                    self.unbuilt.append(name)
+                    self.passed.append(words.unbuildable(built[1], built[2], err.uv or ""))
+                    continue
                 if self.passed and passes:  # the answer without what the target cannot have: there is none
                     raise Impossible(words.impossible(self.sc, self.passed, err)) from None
                 raise

@@ -289,17 +289,18 @@ class Table:
         return not self.problems(version, sel) or self.own(version, sel) is not None
 
     def first(self, sel: Selection, rank: int, *, torch: bool = True, floor: Version | None = None,
-              start: int = 0, spec: SpecifierSet | None = None, known: bool = False) -> int | None:
+              start: int = 0, spec: SpecifierSet | None = None, known: bool = False,
+              wheels: bool = False) -> int | None:
         """The place of the newest release (from `start`) that can be locked beside the line by its facts (with
         `torch`: its torch requirement admits the line's torch; and its native code may load there); None when none
         can (or reading stopped: `stopped`). `floor`: stop below it (the caller only needs to know whether some
         release at or above it can): -1. Only the releases that could be locked there by their METADATA are read.
         `known`: only releases whose METADATA could be read (an sdist whose requirements the index does not serve is
-        left to uv, whose answer the caller has)."""
+        left to uv, whose answer the caller has). `wheels`: only releases with a wheel (no-build)."""
         def candidate(v: str) -> bool:
             return not ((spec is not None and not spec.contains(v, prereleases=True)) or self.lacks_extras(v)
                         or (torch and self.excluded_by_torch(v, sel) is not None)
-                        or (known and self.torch_reqs(v) is None))
+                        or (known and self.torch_reqs(v) is None) or (wheels and self._sdist_only(v)))
 
         passed = False
         i = start

@@ -230,6 +230,9 @@ class Run:
     lenient: bool = False
     noted: list[bool] = dataclasses.field(default_factory=list)
     relax: Callable[[], Run] | None = None
+    # packages whose sdist uv could not build here to read its requirements (Search.unbuilt): each compile of the run
+    # takes only their wheels (uv would try, and fail, again: seconds a compile)
+    unbuilt: list[str] = dataclasses.field(default_factory=list)
 
     def unreached(self, url: str, name: str) -> str | None:
         """Why `url` (a package's own build index) does not answer from here, asked once per host; None if it does."""

@@ -88,6 +88,13 @@ def nvcc_build(p: LockedPackage, target: TargetSpec, python: str) -> str:
             f"the CUDA compiler, which NVIDIA ships only for {', '.join(nvcc_platforms())})")
 
 
+def unbuildable(name: str, version: str, uv: str) -> str:
+    """What was passed over where uv could not build a release's sdist to read its requirements."""
+    why = next((line.strip() for line in reversed(uv.splitlines()) if re.search(r"\w(Error|Exception):", line)), "")
+    return (f"{canonicalize_name(name)} {version}'s sdist, which uv could not build here to read its requirements"
+            + (f" ({why[:200]})" if why else "") + f"; took {canonicalize_name(name)}'s wheels only")
+
+
 def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
     """uv found no answer once what the target cannot have was passed over."""
     reason = uv_reason(err.uv or str(err))

@@ -365,11 +365,13 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
             run.warmup, run.warm = None, True
         run.say(f"asking uv for the packages with {span}")
         search = Search(dataclasses.replace(sc, package_indexes=tuple(own)), sel_group, run.compile,
-                        constraints=tuple(dict.fromkeys(constraints)), warm=run.warm)
+                        constraints=tuple(dict.fromkeys(constraints)), warm=run.warm,
+                        no_build=tuple(dict.fromkeys([*sc.intent.no_build, *run.unbuilt])))
         try:
             outcome = search.run(reqs, tops)
         except (ClosureError, Impossible) as err:
             run.warm = True
+            run.unbuilt += [n for n in search.unbuilt if n not in run.unbuilt]
             if own and isinstance(err, ClosureError):  # a package's own index did not serve that build
                 for name, _, _ in own:
                     t = run.tables[name]
@@ -382,6 +384,7 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
             outcome = dataclasses.replace(shorter, left_uv=err.uv or str(err))
             cut = outcome.prefix
         run.warm = True
+        run.unbuilt += [n for n in search.unbuilt if n not in run.unbuilt]
         outcome = dataclasses.replace(outcome, prefix=cut)
         if run.native is None:
             return outcome
@@ -403,7 +406,8 @@ def _shorter(run: Run, search: Search, reqs: list[Requirement], tops: dict[str, 
     release there: a release whose requirements the index does not serve, read only by uv), the packages as far as
     they lock, in the user's order: the first `k` named packages with the ones after them left out (its `prefix`),
     the longest that locks — the stated order's answer there is then the conflict naming the first left out. None
-    where even the first alone does not lock."""
+    where even the first alone does not lock, or where the first left out cannot be locked on any line by its facts
+    (a package with no wheel under no-build: its own failure, not the pair's)."""
     named = [canonicalize_name(r.name) for r in run.seeing]
     for k in range(n - 1, 0, -1):
         out = set(named[k:])
@@ -412,6 +416,12 @@ def _shorter(run: Run, search: Search, reqs: list[Requirement], tops: dict[str, 
                                {n_: v for n_, v in tops.items() if n_ not in out})
         except (ClosureError, Impossible):
             continue
+        # (the first left out must be lockable on some line by its facts — with wheels only where no-build says so:
+        # else its failure is its own, whatever comes before it, and said as such, not as the earlier one's doing)
+        t = run.tables[named[k]]
+        wheels = ":all:" in search.no_build or named[k] in search.no_build
+        if not any(t.first(sel, rank, known=True, wheels=wheels) is not None for rank, sel in enumerate(run.lines)):
+            return None
         return dataclasses.replace(found, prefix=k)
     return None
 
