@@ -44,7 +44,7 @@ CASES = [
                                                     "loads there); fix: vllm<=0.32.0 (+ lmcache 0.5.6, torch 2.13.0)"),
     ("lmcache+vllm", ["lmcache", "vllm"], H200, "", "lmcache 0.5.6 + vllm 0.32.0 + torch 2.13.0 (uv alone: vllm "
                                                     "0.2.5)"),
-    ("vllm+lmcache/R550", ["vllm", "lmcache"], RTX4090_R550, "", "vllm 0.19.1 + lmcache 0.4.3 + torch 2.10.0"),
+    ("vllm+lmcache/R550", ["vllm", "lmcache"], RTX4090_R550, "", "vllm 0.19.1 + lmcache 0.4.4 + torch 2.10.0"),
     ("vllm0.19+lmcache", ["vllm==0.19.*", "lmcache"], H200, "", "vllm 0.19.1 + lmcache 0.4.4 + torch 2.10.0"),
     ("unsloth-cu124", ["unsloth[cu124-torch240]"], H200, "", "torch 2.4.1 + unsloth"),
     ("vllm+xformers", ["vllm", "xformers"], H200, "", "a conflict naming both; fix: the newest vllm that admits "

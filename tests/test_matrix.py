@@ -27,7 +27,7 @@ def m() -> Matrix:
 
 
 def test_loads_the_shipped_data_once(m: Matrix) -> None:
-    assert m.version == "2026.12.10"
+    assert m.version == "2026.12.11"
     assert load_matrix() is m  # the default load is cached
     assert m.index_url("cu126") == "https://download.pytorch.org/whl/cu126"
     assert {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton"} <= m.torch_family

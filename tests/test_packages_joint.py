@@ -539,6 +539,20 @@ def test_an_sdist_uv_cannot_build_here_is_passed_over_not_the_end_of_the_search(
     assert "torch==2.11.0" in w, w
 
 
+def test_where_only_an_unbuildable_sdist_is_allowed_the_error_says_so_not_no_build(tmp_path: Path,
+                                                                                  joint: LocalIndex) -> None:
+    """oldsrc==2.0 (its sdist only, whose build fails here): no lock, and the error names what was passed over and
+    why — never "[environment].no-build forbids building it", which the user did not write."""
+    root = _project(tmp_path, joint, ["oldsrc==2.0"], _linux("gpu", H100), torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code in (3, 4) and not (root / "triton-env.lock").exists(), out
+    assert "no-build" not in out and "Traceback" not in out, out
+    assert ("passed over: oldsrc 2.0's sdist, which uv could not build here to read its requirements (RuntimeError: "
+            "Cannot find CUDA at CUDA_HOME: /usr/local); took oldsrc's wheels only") in out, out
+    assert "make oldsrc's sdist buildable here (what its build needs: the error above), or name a release with a " \
+           "wheel for this target" in out, out
+
+
 def test_a_package_held_by_one_named_before_it_says_which_and_why_beside_the_torch_it_needs(
         tmp_path: Path, joint: LocalIndex) -> None:
     """pinkern 1.0 (named first) pins torch 2.10.0; newapp's newest, 2.0, requires torch 2.11.0. newapp 1.0 is

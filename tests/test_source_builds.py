@@ -52,6 +52,12 @@ def _source_builds_index(idx: LocalIndex) -> LocalIndex:
     idx.add_sdist("simple", "flashy", "2.0")
     idx.add("simple", "flashy", "1.0", tag=LINUX_TAG)
     idx.add_sdist("simple", "onlysrc", "1.0")
+    # flash-attn's shape: only sdists; its 2.x builds carry kernels for sm_80 and newer, 1.x for sm_75 and newer
+    # (compat/builds.toml [[build-gpus]])
+    idx.add_sdist("simple", "flash-attn", "2.1.0")
+    idx.add_sdist("simple", "flash-attn", "1.0.0")
+    for name in ("setuptools", "wheel", "packaging", "ninja"):  # (what compat/builds.toml says its build imports)
+        idx.add("simple", name, "1.0")
     # xformers: PyTorch's cu126 index serves a build matched to torch's cu126 build; the cpu index has none.
     idx.add("whl/cu126", "xformers", "0.0.30+cu126", requires=("torch==2.6.0",), tag=LINUX_TAG)
     idx.add("simple", "xformers", "0.0.29", requires=("torch>=2.6",), tag=LINUX_TAG)
@@ -455,3 +461,96 @@ def test_the_pylock_export_of_a_source_build_carries_its_sdist_and_hash(tmp_path
     assert "wheels" not in pk or not pk["wheels"]
     assert pk["sdist"]["name"] == locked.sdist.name and pk["sdist"]["url"] == locked.sdist.url
     assert pk["sdist"]["hashes"] == {"sha256": locked.sdist.sha256}, pk
+
+
+def _gpu_intent(tmp_path: Path, idx: LocalIndex, gpus: list[str], packages: str = '"flash-attn"') -> Path:
+    targets = "".join(f'[[targets]]\nname = "g{i}"\ndriver = "550.54.15"\ngpus = {json.dumps(g)}\n'
+                      for i, g in enumerate(gpus))
+    write_intent(tmp_path, idx, f'[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cu126"\n'
+                                f"packages = [{packages}]\n{targets}")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("gpus", "version"), [(["8.0"], "2.1.0"), (["9.0", "8.6"], "2.1.0"), (["7.5"], "1.0.0"),
+                                               (["8.0", "7.5"], "1.0.0")])
+def test_a_source_build_takes_the_newest_release_with_code_for_the_gpus(tmp_path: Path, index: LocalIndex,
+                                                                      gpus: list[str], version: str) -> None:
+    proj = _gpu_intent(tmp_path, index, [gpus])
+    out = _resolve(proj)
+    (t,) = read_lock(proj / "triton-env.lock").targets
+    fa = next(p for p in t.packages if p.name == "flash-attn")
+    assert (fa.version, fa.build) == (version, "source")
+    said = ("flash-attn 2.1.0 built from its sdist, whose kernels are for GPUs of compute capability 8.0 and newer "
+            "(compat/builds.toml: https://github.com/Dao-AILab/flash-attention/")
+    assert (said in out) == (version == "1.0.0")
+    if version == "1.0.0":
+        assert "and this target's GPU 7.5 is older; releases from 2.0.0 on left out" in out
+
+
+@pytest.mark.parametrize("gpus", [["7.0"], ["9.0", "7.0", "7.0"], ["7.5", "7.0"]])
+def test_a_source_build_with_no_code_for_the_gpu_is_that_targets_conflict(tmp_path: Path, index: LocalIndex,
+                                                                         gpus: list[str]) -> None:
+    proj = _gpu_intent(tmp_path, index, [gpus])
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 3, out
+    assert not (proj / "triton-env.lock").exists()
+    low = list(dict.fromkeys(g for g in gpus if g < "8.0"))
+    assert "error: target 'g0': flash-attn has no build for this target's GPUs — passed over: flash-attn 2.1.0 built " \
+           "from its sdist, whose kernels are for GPUs of compute capability 8.0 and newer" in out
+    assert (f"and this target's GPU{'s' if len(low) > 1 else ''} {', '.join(low)} {'are' if len(low) > 1 else 'is'} "
+            f"older; no older release's build has code for {'all of them' if len(low) > 1 else 'it'} either") in out
+    assert "fix: lock flash-attn for the machines whose GPUs it has code for" in out
+    assert "uv finds no lock" not in out and "Traceback" not in out
+
+
+def test_the_gpu_floor_of_a_source_build_is_per_target(tmp_path: Path, index: LocalIndex) -> None:
+    proj = _gpu_intent(tmp_path, index, [["8.0"], ["7.5"], ["7.0"]])
+    code, out = _run("resolve", "-p", str(proj))
+    assert code == 3 and "target 'g2': flash-attn has no build for this target's GPUs" in out
+    assert "target 'g0'" not in out.split("error:", 1)[-1] and "target 'g1':" not in out.split("error:", 1)[-1]
+
+
+def test_gpu_floor_rows_are_read_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from tritonlock import _data
+    from tritonlock.errors import MatrixError
+    from tritonlock.lock import builds
+
+    fa = builds.gpu_floors()["flash-attn"]
+    assert [(f.since, f.min_cc) for f in fa] == [("2.0.0", (8, 0)), ("", (7, 5))]
+    assert all(f.why.startswith("compat/builds.toml: https://github.com/Dao-AILab/flash-attention/") for f in fa)
+    for gpus, version, want in [(["7.0"], "2.8.3", (["7.0"], "flash-attn<0")),
+                                (["7.5"], "2.8.3", (["7.5"], "flash-attn<2.0.0")),
+                                (["7.5"], "2.0.0", (["7.5"], "flash-attn<2.0.0")),
+                                (["7.5"], "2.0.0rc1", None),  # (a pre-release of 2.0.0 is in 1.x's span)
+                                (["7.0"], "2.0.0rc1", (["7.0"], "flash-attn<0")),
+                                (["7.5"], "1.9.9", None), (["8.0"], "2.8.3", None), (["8.9", "7.5"], "1.0.9", None),
+                                (["9.0", "7.5", "7.0", "7.5"], "2.8.3", (["7.5", "7.0"], "flash-attn<0")),
+                                (["7.0"], "0.2.8", (["7.0"], "flash-attn<0")), (["gfx942"], "2.8.3", None),
+                                ([], "2.8.3", None), (["7.0"], "not-a-version", None)]:
+        got = builds.gpus_below("flash-attn", version, gpus)
+        assert (got if got is None else (got[1], got[2])) == want, (gpus, version)
+    assert builds.gpus_below("xformers", "0.0.30", ["6.1"]) is None  # no row: nothing known, nothing refused
+    compat = tmp_path / "compat"
+    shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]
+    monkeypatch.setattr(_data, "compat_root", lambda: compat)
+    base = (compat / "builds.toml").read_text()
+    bad = [('name = "x"\nmin-cc = "8"\nsource = "https://s"\n', "build-gpus[2]"),
+           ('name = "x"\nsince = "1.0"\nmin-cc = "8.0"\n', "build-gpus[2]"),
+           ('name = "x"\nsince = "one"\nmin-cc = "8.0"\nsource = "https://s"\n', "build-gpus[2]"),
+           ('name = "flash-attn"\nsince = "3.0"\nmin-cc = "7.0"\nsource = "https://s"\n', "rows of flash-attn"),
+           ('name = "flash-attn"\nsince = "2.0.0"\nmin-cc = "9.0"\nsource = "https://s"\n', "rows of flash-attn")]
+    try:
+        for row, where in bad:
+            (compat / "builds.toml").write_text(base + "\n[[build-gpus]]\n" + row)
+            builds.gpu_floors.cache_clear()
+            with pytest.raises(MatrixError, match=re.escape(where)):
+                builds.gpu_floors()
+        (compat / "builds.toml").write_text(base + '\n[[build-gpus]]\nname = "flash-attn"\nsince = "3.0"\n'
+                                                   'min-cc = "9.0"\nsource = "https://s"\n')
+        builds.gpu_floors.cache_clear()
+        assert builds.gpus_below("flash-attn", "3.1", ["8.0"])[2] == "flash-attn<3.0"  # type: ignore[index]
+        assert builds.gpus_below("flash-attn", "3.1", ["7.9"])[2] == "flash-attn<2.0.0"  # type: ignore[index]
+    finally:
+        builds.gpu_floors.cache_clear()

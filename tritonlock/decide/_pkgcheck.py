@@ -88,6 +88,8 @@ class Search:
                     continue
                 if self.passed and passes:  # the answer without what the target cannot have: there is none
                     raise Impossible(words.impossible(self.sc, self.passed, err)) from None
+                if self.unbuilt:  # (uv's words would blame [environment].no-build for what the decision passed over)
+                    raise ClosureError(words.impossible(self.sc, self.passed, err), uv=err.uv) from None
                 raise
             finally:
                 self.warm = True
@@ -129,7 +131,7 @@ class Search:
         """Constraints for what in `packages` the target cannot have; True when there was any."""
         from tritonlock.lock.builds import NVCC  # the lock's own word for the CUDA compiler (a constant, no code)
 
-        from tritonlock.lock.builds import facts_for, needs_of
+        from tritonlock.lock.builds import facts_for, gpus_below, needs_of
 
         target, new = self.sc.target, False
         for p in packages:
@@ -151,6 +153,12 @@ class Search:
                     self.constraints.append(c)
                     self.passed.append(words.cuda_build(p, major, floor, target))  # type: ignore[arg-type]
                     new = True
+            below = gpus_below(p.name, p.version, target.gpus) if p.build == "source" else None
+            if below is not None and below[2] not in self.constraints:
+                # its build compiles kernels for newer GPUs only (flash-attn 2 for sm_80 and up): a V100 cannot run it
+                self.constraints.append(below[2])
+                self.passed.append(words.gpu_build(p, below[0], below[1], below[2]))
+                new = True
             if p.build == "source" and NVCC in p.build_needs and not cudalibs.nvcc_possible(target) \
                     and p.name not in self.no_build and ":all:" not in self.no_build:
                 self.no_build.append(p.name)

@@ -18,6 +18,7 @@ from tritonlock.models import LockedPackage, Selection, TargetSpec
 
 if TYPE_CHECKING:
     from tritonlock.decide._pkgscene import Check, Demoted, Fallback, Fix, Outcome, Scene
+    from tritonlock.lock.builds import GpuFloor
 
 # torch's own family moves with torch: it is never what holds torch back
 _MOVES_WITH_TORCH = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
@@ -88,6 +89,16 @@ def nvcc_build(p: LockedPackage, target: TargetSpec, python: str) -> str:
             f"the CUDA compiler, which NVIDIA ships only for {', '.join(nvcc_platforms())})")
 
 
+def gpu_build(p: LockedPackage, floor: GpuFloor, low: list[str], constraint: str) -> str:
+    """A source build whose kernels are for newer GPUs than some of the target's."""
+    cc = ".".join(map(str, floor.min_cc))
+    older = (f"; no older release's build has code for {'all of them' if len(low) > 1 else 'it'} either" if constraint.endswith("<0") else
+             f"; releases from {constraint.split('<', 1)[1]} on left out")
+    return (f"{p.name} {p.version} built from its sdist, whose kernels are for GPUs of compute capability {cc} and "
+            f"newer ({floor.why}), and this target's GPU{'s' if len(low) > 1 else ''} {', '.join(low)} "
+            f"{'are' if len(low) > 1 else 'is'} older{older}")
+
+
 def unbuildable(name: str, version: str, uv: str) -> str:
     """What was passed over where uv could not build a release's sdist to read its requirements."""
     why = next((line.strip() for line in reversed(uv.splitlines()) if re.search(r"\w(Error|Exception):", line)), "")
@@ -99,12 +110,27 @@ def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
     """uv found no answer once what the target cannot have was passed over."""
     reason = uv_reason(err.uv or str(err))
     nvcc = [p for p in passed if "as a source build" in p]
-    fix = ("lock the packages that need nvcc for the GPU machines only (a target of their own), or name a release "
-           "with a wheel for this platform" if nvcc else
-           "a driver new enough for those builds (`tritonlock why` shows what a newer driver unlocks), or a release "
-           "of the package built for this driver's CUDA")
-    return (f"target {sc.target.name!r}: the packages need what this target cannot have — passed over: "
-            f"{'; '.join(passed)}; without it, uv finds no lock: {reason}\n  fix: {fix}")
+    gpu = [p.split(" ", 1)[0] for p in passed if " built from its sdist, whose kernels are for GPUs " in p]
+    unbuilt = [p.split(" ", 1)[0] for p in passed if "which uv could not build here to read its requirements" in p]
+    names = ", ".join(dict.fromkeys(gpu))
+    head = (f"{names} has no build for this target's GPUs" if gpu and all(
+        "no older release's build has code for " in p for p in passed if p.startswith(tuple(gpu)))
+            and not nvcc and not unbuilt else "the packages need what this target cannot have")
+    fixes = []
+    if nvcc:
+        fixes.append("lock the packages that need nvcc for the GPU machines only (a target of their own), or name a "
+                     "release with a wheel for this platform")
+    if gpu:
+        fixes.append(f"lock {names} for the machines whose GPUs it has code for (a target of their own, or "
+                     "[[targets]] without these GPUs), or leave it out of this target's packages")
+    if unbuilt:
+        fixes.append(f"make {', '.join(dict.fromkeys(unbuilt))}'s sdist buildable here (what its build needs: the "
+                     "error above), or name a release with a wheel for this target")
+    if not fixes or any("which needs driver >= " in p for p in passed):
+        fixes.append("a driver new enough for those builds (`tritonlock why` shows what a newer driver unlocks), or "
+                     "a release of the package built for this driver's CUDA")
+    said = "" if head.endswith("GPUs") else f"; without it, uv finds no lock: {reason}"
+    return f"target {sc.target.name!r}: {head} — passed over: {'; '.join(passed)}{said}\n  fix: {'; or '.join(fixes)}"
 
 
 # --- a named package below its newest --------------------------------------------------------------------------

@@ -53,6 +53,83 @@ def curated() -> dict[str, BuildFacts]:
     return out
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GpuFloor:
+    """compat/builds.toml [[build-gpus]]: the oldest GPU a package's source build carries code for, for a span of
+    its releases (what its build compiles, read from its setup.py or README)."""
+
+    name: str
+    since: str  # the span's first release ("" for every release before the next row's)
+    min_cc: tuple[int, int]  # the compute capability its kernels need at least
+    why: str
+
+
+@lru_cache(maxsize=1)
+def gpu_floors() -> dict[str, tuple[GpuFloor, ...]]:
+    """compat/builds.toml [[build-gpus]], by normalized name, each package's rows newest span first. A row's span runs
+    from its `since` to the next row's; floors only rise with newer releases (a row that lowers one is refused)."""
+    from packaging.version import InvalidVersion, Version
+
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+    from tritonlock.errors import MatrixError
+
+    root = compat_root()
+    path = root / "builds.toml" if root else None
+    if path is None or not path.is_file():
+        return {}
+    rows: dict[str, list[tuple[Version, GpuFloor]]] = {}
+    for i, row in enumerate(_toml.loads(path.read_text(encoding="utf-8")).get("build-gpus", [])):
+        name, since, cc, src = row.get("name"), row.get("since", ""), row.get("min-cc"), row.get("source")
+        try:
+            key = Version(since) if since else Version("0")
+            ok = isinstance(name, str) and isinstance(src, str) and isinstance(cc, str)
+            major, minor = (int(x) for x in cc.split(".")) if ok else (0, 0)
+        except (InvalidVersion, TypeError, ValueError):
+            ok = False
+        if not ok or not isinstance(since, str):
+            raise MatrixError(f"{path}: build-gpus[{i}]: needs name, min-cc (\"8.0\"), source and, but for a "
+                              "package's oldest span, since (a release) — fix the row")
+        rows.setdefault(_canon(name), []).append(
+            (key, GpuFloor(name=_canon(name), since=since, min_cc=(major, minor), why=f"compat/builds.toml: {src}")))
+    out: dict[str, tuple[GpuFloor, ...]] = {}
+    for name, spans in rows.items():
+        spans.sort(key=lambda kv: kv[0], reverse=True)
+        if any(newer.min_cc < older.min_cc for (_, newer), (_, older) in zip(spans, spans[1:])) \
+                or len({k for k, _ in spans}) != len(spans):
+            raise MatrixError(f"{path}: build-gpus rows of {name}: two rows for one release, or a newer span with a "
+                              "lower floor than an older one — fix the rows")
+        out[name] = tuple(f for _, f in spans)
+    return out
+
+
+def gpus_below(name: str, version: str, gpus: Iterable[str]) -> tuple[GpuFloor, list[str], str] | None:
+    """Where `name version`'s source build has no code for some of `gpus` (compute capabilities, "7.0"): its row,
+    those GPUs, and the constraint that leaves out every release whose build has none for them (this one's span and
+    every older span whose floor is above them too: "flash-attn<2.0" — or "<0" where no release has any)."""
+    from packaging.version import InvalidVersion, Version
+
+    spans = gpu_floors().get(_canon(name), ())
+    ccs = [(g, tuple(int(x) for x in g.split("."))) for g in gpus if re.fullmatch(r"\d+\.\d+", g)]
+    try:
+        v = Version(version)
+        row = next((f for f in spans if not f.since or Version(f.since) <= v), None)
+    except InvalidVersion:
+        return None
+    if row is None:
+        return None
+    low = list(dict.fromkeys(g for g, cc in ccs if cc < row.min_cc))
+    if not low:
+        return None
+    worst = min(cc for g, cc in ccs if g in low)
+    bound = "0"
+    for f in spans[spans.index(row):]:
+        if worst >= f.min_cc:  # an older span whose build has code for every such GPU: releases from it stay
+            break
+        bound = f.since or "0"
+    return row, low, f"{name}<{bound}"
+
+
 def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
