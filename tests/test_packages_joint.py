@@ -539,6 +539,91 @@ def test_an_sdist_uv_cannot_build_here_is_passed_over_not_the_end_of_the_search(
     assert "torch==2.11.0" in w, w
 
 
+def test_uvs_failure_to_build_an_sdist_is_kept_for_the_same_question_and_asked_again_for_another(
+        tmp_path: Path, joint: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The failed build of oldsrc 2.0's sdist is kept (a file per question in tritonlock's cache): the same resolve
+    again takes uv's words from it — a planted change to them shows — and gives the same lock; another build
+    environment (CUDA_HOME), a record older than a day, or one that is not a build failure, asks uv again."""
+    import os
+    import time
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    root = _project(tmp_path / "p", joint, ["oldsrc"], _linux("gpu", H100), torch="==2.10.*")
+    real = ("oldsrc 2.0's sdist, which uv could not build here to read its requirements (RuntimeError: Cannot find "
+            "CUDA at CUDA_HOME: /usr/local); took oldsrc's wheels only")
+
+    def passed() -> str:
+        code, out = _run("resolve", "-p", str(root), "--upgrade")
+        assert code == 0, out
+        versions, sel = _target(root, "gpu")
+        assert (versions["oldsrc"], versions["torch"]) == ("1.0", "2.10.0")
+        (line,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]
+        return line
+
+    assert real in passed()
+    kept = sorted((cache / "tritonlock" / "failed-builds").iterdir())
+    assert len(kept) == 1 and kept[0].stat().st_mode & 0o777 == 0o600
+    record = json.loads(kept[0].read_text())
+    assert "Failed to build `oldsrc==2.0`" in record["uv"]
+    # planted: the same question answers from the record, not from uv
+    record["uv"] = record["uv"].replace("Cannot find CUDA at CUDA_HOME: /usr/local", "planted words")
+    kept[0].write_text(json.dumps(record))
+    assert "(RuntimeError: planted words)" in passed()
+    # a day old: uv is asked again (and the record made anew)
+    old = time.time() - 86400 - 60
+    os.utime(kept[0], (old, old))
+    assert real in passed()
+    assert "planted" not in kept[0].read_text() and kept[0].stat().st_mtime > old + 3600
+    # not a build failure: never taken
+    kept[0].write_text(json.dumps({"message": "x", "uv": "No solution found"}))
+    assert real in passed()
+    # another build environment: another question (uv asked, a second record)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    line = passed()
+    assert "oldsrc 2.0's sdist, which uv could not build here" in line
+    assert len(list((cache / "tritonlock" / "failed-builds").iterdir())) == 2
+
+
+def test_a_kept_questions_key_is_the_same_in_every_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key of a kept build failure is plain data: sets sorted (Python's string hashes differ per process),
+    dataclasses by field, anything else not kept at all."""
+    import dataclasses
+
+    from tritonlock.decide._pkgcheck import _canonical, _failed_build_file, keep_build_failure, kept_build_failure
+    from tritonlock.errors import ClosureError
+
+    @dataclasses.dataclass(frozen=True)
+    class Q:
+        names: frozenset[str]
+        pairs: tuple[tuple[str, int], ...]
+
+    q = Q(names=frozenset({"b", "a", "c"}), pairs=(("x", 1),))
+    assert _canonical(q) == {"": "Q", "names": ["a", "b", "c"], "pairs": [["x", 1]]}
+    assert _canonical({"z": {2, 1}, "a": None}) == {"a": None, "z": [1, 2]}
+    with pytest.raises(ValueError):
+        _canonical(object())
+    assert _failed_build_file((object(),)) is None
+    keep_build_failure((object(),), ClosureError("x", uv="Failed to build `a==1`"))  # (nothing kept, nothing raised)
+    assert kept_build_failure((object(),)) is None
+    f1, f2 = _failed_build_file(("a", q)), _failed_build_file(("a", Q(names=frozenset({"c", "a", "b"}), pairs=(("x", 1),))))
+    assert f1 == f2 and f1 != _failed_build_file(("a", Q(names=frozenset({"a"}), pairs=(("x", 1),))))
+    # only uv's failure to build an sdist is kept, and only a ClosureError of its own
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    class Other(ClosureError):
+        pass
+
+    keep_build_failure(("a",), ClosureError("no", uv="No solution found when resolving dependencies"))
+    keep_build_failure(("a",), Other("no", uv="Failed to build `a==1`"))
+    keep_build_failure(("a",), RuntimeError("Failed to build `a==1`"))
+    assert kept_build_failure(("a",)) is None and not (tmp_path / "tritonlock").exists()
+    keep_build_failure(("a",), ClosureError("said", uv="  x Failed to build `a==1`\n  RuntimeError: y"))
+    got = kept_build_failure(("a",))
+    assert type(got) is ClosureError and (str(got), got.uv) == ("said", "  x Failed to build `a==1`\n  RuntimeError: y")
+    assert kept_build_failure(("b",)) is None
+
+
 def test_where_only_an_unbuildable_sdist_is_allowed_the_error_says_so_not_no_build(tmp_path: Path,
                                                                                   joint: LocalIndex) -> None:
     """oldsrc==2.0 (its sdist only, whose build fails here): no lock, and the error names what was passed over and

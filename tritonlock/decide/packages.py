@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from tritonlock.decide import _pkgexplain as explain
 from tritonlock.decide import _pkgwords as words
-from tritonlock.decide._pkgcheck import Impossible, Search
+from tritonlock.decide._pkgcheck import Impossible, Search, keep_build_failure, kept_build_failure
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix
 from tritonlock.decide._pkgscene import Fallback, Fix
@@ -223,9 +223,15 @@ def _memo(compile: Compile) -> Compile:
             if fut is None:
                 fut = answers[key] = Future()
         if mine:
+            kept = None
             try:
+                kept = kept_build_failure(key)
+                if kept is not None:  # (uv failed to build an sdist for this very question, within a day)
+                    raise kept
                 fut.set_result(compile(plan, default_index, **kw))
             except BaseException as err:
+                if err is not kept:
+                    keep_build_failure(key, err)
                 fut.set_exception(err)
         return fut.result()
 
