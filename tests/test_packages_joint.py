@@ -569,7 +569,10 @@ def test_uvs_failure_to_build_an_sdist_is_kept_for_the_same_question_and_asked_a
     # planted: the same question answers from the record, not from uv
     record["uv"] = record["uv"].replace("Cannot find CUDA at CUDA_HOME: /usr/local", "planted words")
     kept[0].write_text(json.dumps(record))
+    hour_ago = time.time() - 3600
+    os.utime(kept[0], (hour_ago, hour_ago))
     assert "(RuntimeError: planted words)" in passed()
+    assert abs(kept[0].stat().st_mtime - hour_ago) < 1  # (a record served is not written again: its day runs on)
     # a day old: uv is asked again (and the record made anew)
     old = time.time() - 86400 - 60
     os.utime(kept[0], (old, old))
@@ -590,7 +593,7 @@ def test_a_kept_questions_key_is_the_same_in_every_process(tmp_path: Path, monke
     dataclasses by field, anything else not kept at all."""
     import dataclasses
 
-    from tritonlock.decide._pkgcheck import _canonical, _failed_build_file, keep_build_failure, kept_build_failure
+    from tritonlock.decide._pkgcompile import _canonical, _failed_build_file, keep_build_failure, kept_build_failure
     from tritonlock.errors import ClosureError
 
     @dataclasses.dataclass(frozen=True)
@@ -598,8 +601,10 @@ def test_a_kept_questions_key_is_the_same_in_every_process(tmp_path: Path, monke
         names: frozenset[str]
         pairs: tuple[tuple[str, int], ...]
 
+    many = [f"n{i:02d}" for i in range(40)]  # (in a set, in no order a process could guess)
     q = Q(names=frozenset({"b", "a", "c"}), pairs=(("x", 1),))
     assert _canonical(q) == {"": "Q", "names": ["a", "b", "c"], "pairs": [["x", 1]]}
+    assert _canonical(frozenset(reversed(many))) == many
     assert _canonical({"z": {2, 1}, "a": None}) == {"a": None, "z": [1, 2]}
     with pytest.raises(ValueError):
         _canonical(object())
@@ -756,10 +761,10 @@ def test_uvs_words_for_the_releases_the_facts_could_not_read(name: str, versions
     ("Because there is no version of a==1 and you require a==1, ...", None),
 ])
 def test_uvs_words_for_an_sdist_it_could_not_build_name_the_release(uv: str, found: tuple[str, str, str] | None) -> None:
-    from tritonlock.decide._pkgcheck import _BUILD_FAILED
+    from tritonlock.decide._pkgcheck import BUILD_FAILED
     from tritonlock.decide._pkgwords import unbuildable
 
-    m = _BUILD_FAILED.search(uv)
+    m = BUILD_FAILED.search(uv)
     assert (m is None) == (found is None)
     if m is not None and found is not None:
         assert (m[1], m[2], unbuildable(m[1], m[2], uv)) == found

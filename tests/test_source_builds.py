@@ -528,7 +528,7 @@ def test_gpu_floor_rows_are_read_and_checked(tmp_path: Path, monkeypatch: pytest
                                 (["7.5"], "1.9.9", None), (["8.0"], "2.8.3", None), (["8.9", "7.5"], "1.0.9", None),
                                 (["9.0", "7.5", "7.0", "7.5"], "2.8.3", (["7.5", "7.0"], "flash-attn<0")),
                                 (["7.0"], "0.2.8", (["7.0"], "flash-attn<0")), (["gfx942"], "2.8.3", None),
-                                ([], "2.8.3", None), (["7.0"], "not-a-version", None)]:
+                                ([], "2.8.3", None), (["7.0"], "not-a-version", None), (["7.5.1", "7"], "2.8.3", None)]:
         got = builds.gpus_below("flash-attn", version, gpus)
         assert (got if got is None else (got[1], got[2])) == want, (gpus, version)
     assert builds.gpus_below("xformers", "0.0.30", ["6.1"]) is None  # no row: nothing known, nothing refused
@@ -540,7 +540,8 @@ def test_gpu_floor_rows_are_read_and_checked(tmp_path: Path, monkeypatch: pytest
            ('name = "x"\nsince = "1.0"\nmin-cc = "8.0"\n', "build-gpus[2]"),
            ('name = "x"\nsince = "one"\nmin-cc = "8.0"\nsource = "https://s"\n', "build-gpus[2]"),
            ('name = "flash-attn"\nsince = "3.0"\nmin-cc = "7.0"\nsource = "https://s"\n', "rows of flash-attn"),
-           ('name = "flash-attn"\nsince = "2.0.0"\nmin-cc = "9.0"\nsource = "https://s"\n', "rows of flash-attn")]
+           ('name = "flash-attn"\nsince = "2.0.0"\nmin-cc = "9.0"\nsource = "https://s"\n', "rows of flash-attn"),
+           ('name = "flash-attn"\nsince = "2.0.0"\nmin-cc = "8.0"\nsource = "https://s"\n', "rows of flash-attn")]
     try:
         for row, where in bad:
             (compat / "builds.toml").write_text(base + "\n[[build-gpus]]\n" + row)
@@ -554,3 +555,61 @@ def test_gpu_floor_rows_are_read_and_checked(tmp_path: Path, monkeypatch: pytest
         assert builds.gpus_below("flash-attn", "3.1", ["7.9"])[2] == "flash-attn<2.0.0"  # type: ignore[index]
     finally:
         builds.gpu_floors.cache_clear()
+
+
+def test_a_gpu_floor_row_judges_source_builds_only(tmp_path: Path, index: LocalIndex,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel's GPU code is read from the wheel (the native rule): a [[build-gpus]] row never refuses one —
+    xformers' wheel is locked on a V100 beside a row that says its source build needs sm_80."""
+    import shutil
+
+    from tritonlock import _data
+    from tritonlock.lock import builds
+
+    compat = tmp_path / "compat"
+    shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]
+    with (compat / "builds.toml").open("a") as f:
+        f.write('\n[[build-gpus]]\nname = "xformers"\nmin-cc = "8.0"\nsource = "https://s"\n')
+    monkeypatch.setattr(_data, "compat_root", lambda: compat)
+    builds.gpu_floors.cache_clear()
+    try:
+        proj = _gpu_intent(tmp_path / "p", index, [["7.0"]], packages='"xformers"')
+        code, out = _run("resolve", "-p", str(proj))
+        assert code == 0, out
+        (t,) = read_lock(proj / "triton-env.lock").targets
+        xf = next(p for p in t.packages if p.name == "xformers")
+        assert (xf.version, xf.build) == ("0.0.30+cu126", None) and "built from its sdist" not in out
+    finally:
+        builds.gpu_floors.cache_clear()
+
+
+def test_the_words_of_an_impossible_target_name_each_cause_and_its_fix() -> None:
+    from types import SimpleNamespace
+
+    from tritonlock.decide._pkgwords import impossible
+    from tritonlock.errors import ClosureError
+
+    sc = SimpleNamespace(target=SimpleNamespace(name="t"))
+    err = ClosureError("x", uv="Because you require a, we can conclude that your requirements are unsatisfiable.")
+    gpu_all = ("fa 2.0 built from its sdist, whose kernels are for GPUs of compute capability 8.0 and newer (s), and "
+               "this target's GPU 7.0 is older; no older release's build has code for it either")
+    gpu_some = ("fa 2.0 built from its sdist, whose kernels are for GPUs of compute capability 8.0 and newer (s), and "
+                "this target's GPU 7.5 is older; releases from 2.0 on left out")
+    unbuilt = "fa 1.0's sdist, which uv could not build here to read its requirements (E: x); took fa's wheels only"
+    nvcc = "ext 1.0 as a source build (no wheel for macOS; its build needs nvcc, the CUDA compiler, which …)"
+    cuda = "lib 2.0 (a CUDA 13 build, which needs driver >= 580.65.06; this driver is 535.1)"
+    msg = impossible(sc, [gpu_all], err)  # type: ignore[arg-type]
+    assert msg.startswith("target 't': fa has no build for this target's GPUs — passed over: ") and "uv finds" not in msg
+    assert msg.endswith("fix: lock fa for the machines whose GPUs it has code for (a target of their own, or "
+                        "[[targets]] without these GPUs), or leave it out of this target's packages")
+    for passed, fixes in [([gpu_some], ["lock fa"]), ([gpu_all, unbuilt], ["lock fa", "make fa's sdist"]),
+                          ([unbuilt], ["make fa's sdist"]), ([nvcc, gpu_all], ["lock the packages that need nvcc",
+                                                                               "lock fa"]),
+                          ([cuda], ["a driver new enough"]), ([gpu_all, cuda], ["lock fa", "a driver new enough"]),
+                          ([gpu_all, unbuilt.replace("fa", "other")], ["lock fa", "make other's sdist"])]:
+        msg = impossible(sc, passed, err)  # type: ignore[arg-type]
+        generic = passed != [gpu_all] and not (passed == [gpu_all, cuda])
+        assert msg.startswith("target 't': the packages need what this target cannot have — passed over: ") == generic
+        assert ("without it, uv finds no lock: " in msg) == generic, msg
+        got = msg.split("\n  fix: ", 1)[1].split("; or ")
+        assert len(got) == len(fixes) and all(g.startswith(f) for g, f in zip(got, fixes)), got

@@ -69,6 +69,8 @@ ALLOWED = {
     ("_subprocess.py", "_keep_python"): "mkdir (0700) of tritonlock's own cache of the interpreter uv found; the file "
                                         "by write_atomic",
     ("_subprocess.py", "run_shielded"): "an anonymous temporary file (no name in any directory) for uv's output",
+    ("decide/_pkgcompile.py", "keep_build_failure"): "mkdir (0700) of tritonlock's own cache of uv's failed builds; "
+                                                      "the file by write_atomic",
     ("_kept.py", "remember_check"): "mkdir (0700) of tritonlock's own cache of passing checks; the file by write_atomic",
     ("verify/__init__.py", "start_verify"): "a private directory (mkdtemp, 0700) for the runner's trace, which is then "
                                           "put in place by _files.write_file",

@@ -29,88 +29,7 @@ _MAX_PASSES = 6
 
 
 # uv's words where building a release's sdist to read its requirements failed while it resolved
-_BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9][A-Za-z0-9._-]*)==([^`\s]+)`")
-
-
-# A compile that ended in uv's failure to build an sdist (to read its requirements) is kept a day, keyed by the whole
-# question (the plan, the index, the constraints and builds) and what the build ran with here (uv itself, PATH, the
-# CUDA and compiler variables): asked again — the same resolve once more, or `--upgrade` — uv would try the same
-# build and fail the same way (vllm 0.1.1's setup.py wanting CUDA_HOME: 4-5 s each time), so its words are given
-# again at once. Any change to the question or to those variables asks uv again.
-_FAILED_BUILD_SECONDS = 86400
-_BUILD_ENV = ("PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH")
-
-
-def _canonical(obj: object) -> object:
-    """`obj` as plain JSON data, the same in every process (sets sorted); a ValueError for anything else."""
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {"": type(obj).__name__, **{f.name: _canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
-    if isinstance(obj, (frozenset, set)):
-        return sorted((_canonical(x) for x in obj), key=lambda x: repr(x))
-    if isinstance(obj, (tuple, list)):
-        return [_canonical(x) for x in obj]
-    if isinstance(obj, dict):
-        return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
-    raise ValueError(f"not kept: {type(obj).__name__}")
-
-
-def _failed_build_file(question: object) -> str | None:
-    import hashlib
-    import json
-    import os
-
-    from tritonlock._files import user_cache
-    from tritonlock._subprocess import uv_bin
-
-    try:
-        uv = uv_bin()
-        env = [os.environ.get(k, "") for k in _BUILD_ENV]
-        text = json.dumps([_canonical(question), uv, os.stat(uv).st_mtime_ns, env], sort_keys=True)
-    except (OSError, ValueError, TypeError):
-        return None
-    return user_cache("failed-builds", hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:40])
-
-
-def kept_build_failure(question: object) -> ClosureError | None:
-    """uv's failure to build an sdist, kept for this very compile within a day; None where none is."""
-    import json
-    import os
-    import time
-
-    from tritonlock._files import read_text
-
-    path = _failed_build_file(question)
-    try:
-        if path is None or time.time() - os.stat(path).st_mtime > _FAILED_BUILD_SECONDS:
-            return None
-        d = json.loads(read_text(path, limit=1 << 20))
-        message, uv = d["message"], d["uv"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(message, str) or not isinstance(uv, str) or not _BUILD_FAILED.search(uv):
-        return None
-    return ClosureError(message, uv=uv)
-
-
-def keep_build_failure(question: object, err: BaseException) -> None:
-    """Keep `err` for this compile where it is uv's failure to build an sdist (nothing else is kept)."""
-    import json
-    import os
-
-    if type(err) is not ClosureError or not _BUILD_FAILED.search(err.uv or ""):
-        return
-    path = _failed_build_file(question)
-    if path is None:
-        return
-    from tritonlock._files import write_atomic
-
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        write_atomic(path, json.dumps({"message": str(err), "uv": err.uv}), mode=0o600, what="resolve")
-    except Exception:  # noqa: BLE001 — a record that cannot be written is simply not kept
-        pass
+BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9][A-Za-z0-9._-]*)==([^`\s]+)`")
 
 
 class Impossible(ResolveError):
@@ -157,7 +76,7 @@ class Search:
                                          package_indexes=self.sc.package_indexes,
                                          **({"timeout": self.timeout} if self.timeout else {}))
             except ClosureError as err:
-                built = _BUILD_FAILED.search(err.uv or "")
+                built = BUILD_FAILED.search(err.uv or "")
                 name = canonicalize_name(built[1]) if built else ""
                 if built and name not in self.no_build and ":all:" not in self.no_build \
                         and len(self.unbuilt) < _MAX_PASSES:

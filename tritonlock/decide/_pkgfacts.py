@@ -14,7 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from tritonlock.lock.edges import parsed_requirement  # (each Requires-Dist line parsed once a process)
+from tritonlock.lock._requires import parsed_requirement  # (each Requires-Dist line parsed once a process)
 from tritonlock.errors import TritonlockError
 from tritonlock.models import TargetSpec
 
@@ -52,7 +52,7 @@ def marker_env(target: TargetSpec, python: str) -> dict[str, str]:
 
 
 # A package's releases repeat the same Requires-Dist lines (unsloth's hundreds of releases, each with its dozens of
-# extras): each line is parsed (lock.edges.parsed_requirement: shared, read it, never change it) and its marker
+# extras): each line is parsed (lock._requires.parsed_requirement: shared, read it, never change it) and its marker
 # evaluated for a target once a process.
 @functools.lru_cache(maxsize=1 << 17)
 def _applies(line: str, target: TargetSpec, python: str, extra: str) -> bool:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -21,6 +21,7 @@ from tritonlock.models import NativeFacts, Selection, TargetSpec
 
 if TYPE_CHECKING:
     from tritonlock.compat.pkgbuilds import BuildChoice
+    from tritonlock.models import Intent
     from tritonlock.native.rule import Item, Problem
 
 # (url, size, sha256, file name, only what it brings): a wheel whose binary facts the lock stage reads
@@ -371,3 +372,29 @@ class Table:
             return "; ".join(p.text for p in probs)
         gated = self.gate(version, sel, rank) if self.gate is not None else None
         return gated or self.refused.get(version, {}).get(rank, "")
+
+
+def choose_build(intent: Intent, name: str, version: str, sel: Selection) -> Any:
+    from tritonlock.compat import pkgbuilds
+
+    return pkgbuilds.choose(name, version, sel.torch or "", sel.backend or "", cuda_major=None,
+                            extra=intent.package_builds)
+
+
+def candidate_lines(candidates: tuple[Selection, ...], intent: Intent,
+           more: Callable[[int], tuple[Selection, ...]] | None) -> list[Selection]:
+    """The torch lines the packages choose among, newest torch first, each release's preferred build first; with
+    `cuda = "auto"`, also the builds of each release for the other CUDA majors the target runs (a package built
+    for CUDA 12 beside a torch whose preferred build is CUDA 13: that torch's CUDA 12 build, or an older torch's)."""
+    out = list(candidates)
+    preferred = {(c.torch, c.backend) for c in candidates}
+    if more is not None and intent.cuda == "auto":
+        seen = set(preferred)
+        for n in (14, 13, 12, 11):
+            for c in more(n):
+                if (c.torch, c.backend) not in seen:
+                    seen.add((c.torch, c.backend))
+                    out.append(c)
+    order = {id(c): i for i, c in enumerate(out)}
+    return sorted(out, key=lambda c: (tuple(-x for x in (parse_version(c.torch) or Version("0")).release),
+                                      (c.torch, c.backend) not in preferred, -(line_cuda(c) or 0), order[id(c)]))

@@ -20,13 +20,14 @@ from packaging.utils import canonicalize_name
 
 from tritonlock.decide import _pkgexplain as explain
 from tritonlock.decide import _pkgwords as words
-from tritonlock.decide._pkgcheck import Impossible, Search, keep_build_failure, kept_build_failure
+from tritonlock.decide._pkgcheck import Impossible, Search
+from tritonlock.decide._pkgcompile import memo, warm_up
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix
 from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
-from tritonlock.decide._pkgload import Env, Table, line_cuda
+from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
 from tritonlock.decide._pkgscene import DOMINATED, NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, locked
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import user_requirements, with_spec
@@ -55,7 +56,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     say = say or (lambda text: None)
     reqs = user_requirements(intent)
     python = sel.python or default_python
-    lines = _lines(candidates or (sel,), intent, more_lines)
+    lines = candidate_lines(candidates or (sel,), intent, more_lines)
     sc = Scene(sel=sel, candidates=tuple(candidates or (sel,)), intent=intent, matrix=matrix, facts=facts, reqs=reqs,
                python=python, default_python=default_python, default_index=default_index, host=host,
                seen=native.seen if native is not None else None)
@@ -66,15 +67,15 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     def new_env(lenient: bool, noted: list[bool]) -> Env:
         return Env(target=sel.target, python=python, facts=facts, read=native.facts if native is not None else None,
                    judge=_judge(matrix, intent, sc.reach, exports, lenient, noted, judged) if native else None,
-                   choose=functools.partial(_choose, intent), say=say)
+                   choose=functools.partial(choose_build, intent), say=say)
 
     noted: list[bool] = []  # (the first search's: whether the rule met a failure a package's own `try` catches)
     env = new_env(False, noted)
     markers = marker_env(sel.target, python)
     named = [r for r in reqs if r.url is None and (r.marker is None or r.marker.evaluate(markers))]
-    compile = _memo(compile)
+    compile = memo(compile)
     # uv is asked at once (in the background) for the newest lines, while the facts are read
-    warmup = _warm_up(sc, lines, compile) if native is not None else None
+    warmup = warm_up(sc, lines, compile) if native is not None else None
     try:
         # the packages' pages and torch's (which releases each torch index serves), read side by side
         facts.prefetch([(sc.index_for(r.name), r.name) for r in named]
@@ -178,92 +179,6 @@ def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | 
             break
     run.gated[key] = said
     return said
-
-
-def _choose(intent: Intent, name: str, version: str, sel: Selection) -> Any:
-    from tritonlock.compat import pkgbuilds
-
-    return pkgbuilds.choose(name, version, sel.torch or "", sel.backend or "", cuda_major=None,
-                            extra=intent.package_builds)
-
-
-def _lines(candidates: tuple[Selection, ...], intent: Intent,
-           more: Callable[[int], tuple[Selection, ...]] | None) -> list[Selection]:
-    """The torch lines the packages choose among, newest torch first, each release's preferred build first; with
-    `cuda = "auto"`, also the builds of each release for the other CUDA majors the target runs (a package built
-    for CUDA 12 beside a torch whose preferred build is CUDA 13: that torch's CUDA 12 build, or an older torch's)."""
-    out = list(candidates)
-    preferred = {(c.torch, c.backend) for c in candidates}
-    if more is not None and intent.cuda == "auto":
-        seen = set(preferred)
-        for n in (14, 13, 12, 11):
-            for c in more(n):
-                if (c.torch, c.backend) not in seen:
-                    seen.add((c.torch, c.backend))
-                    out.append(c)
-    order = {id(c): i for i, c in enumerate(out)}
-    return sorted(out, key=lambda c: (tuple(-x for x in (parse_version(c.torch) or ZERO).release),
-                                      (c.torch, c.backend) not in preferred, -(line_cuda(c) or 0), order[id(c)]))
-
-
-def _memo(compile: Compile) -> Compile:
-    """`compile`, answering a compile asked again (the same plan, constraints and builds) with its first answer: the
-    checks, the warm-up and the search ask the same question more than once."""
-    import threading
-    from concurrent.futures import Future
-
-    answers: dict[object, Future[tuple[LockedPackage, ...]]] = {}
-    lock = threading.Lock()
-
-    def run(plan: Any, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
-        key = (plan, default_index, *sorted((k, v) for k, v in kw.items() if k not in ("offline", "timeout")))
-        with lock:
-            fut = answers.get(key)
-            mine = fut is None
-            if fut is None:
-                fut = answers[key] = Future()
-        if mine:
-            kept = None
-            try:
-                kept = kept_build_failure(key)
-                if kept is not None:  # (uv failed to build an sdist for this very question, within a day)
-                    raise kept
-                fut.set_result(compile(plan, default_index, **kw))
-            except BaseException as err:
-                if err is not kept:
-                    keep_build_failure(key, err)
-                fut.set_exception(err)
-        return fut.result()
-
-    return run
-
-
-# uv's background answer is given up after this long (the search asks again what it needs)
-_WARM_UP_S = 120
-
-
-def _warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> Any:
-    """uv's answer for the newest torch index's lines and the packages as written, asked in the background while
-    the facts are read (see Run.warmup); None where there is nothing to ask."""
-    if not lines:
-        return None
-    import threading
-
-    index = lines[0].index
-    search = Search(sc, [c for c in lines if c.index == index], compile, timeout=_WARM_UP_S)
-    done = threading.Event()
-
-    def go() -> None:
-        try:
-            search.lock([str(r) for r in sc.reqs])
-        except Exception:  # noqa: BLE001 — what it found is asked again, and said, by the search itself
-            pass
-        finally:
-            done.set()
-
-    # not a daemon: uv leaves no temporary folder behind (and the decision waits for it: nothing runs on after it)
-    threading.Thread(target=go, name="packages-warm-up").start()
-    return done
 
 
 def _served(facts: Facts, line: Selection) -> bool:

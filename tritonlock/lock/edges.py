@@ -5,12 +5,12 @@ Requires-Dist's markers evaluated for the target and the extras asked for along 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from tritonlock.lock._requires import parsed_requirement
 from tritonlock.models import Lock, LockedPackage, LockedTarget
 
 
@@ -27,15 +27,6 @@ def _requires(metadata: str) -> list[Requirement]:
         if req is not None:  # (a line no installer could read either is no edge)
             out.append(req)
     return out
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def parsed_requirement(line: str) -> Requirement | None:
-    """A Requires-Dist line parsed once a process (releases repeat them); shared: read it, never change it."""
-    try:
-        return Requirement(line)
-    except InvalidRequirement:
-        return None
 
 
 def _holds(req: Requirement, env: dict[str, str], extras: Iterable[str]) -> bool:

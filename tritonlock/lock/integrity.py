@@ -408,7 +408,7 @@ def _missing(t: LockedTarget, checked: list[_Checked]) -> list[str]:
     env = marker_environment(t)
     have = {p.name: p.version for p in t.packages}
     out: list[str] = []
-    from tritonlock.lock.edges import parsed_requirement  # (once a process: the closure's edges parsed them too)
+    from tritonlock.lock._requires import parsed_requirement  # (once a process: the closure's edges parse them too)
 
     for c in checked:
         if c.metadata is None:

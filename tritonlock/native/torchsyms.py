@@ -484,9 +484,8 @@ _SETS_LOCK = threading.Lock()
 
 
 def _shipped_set(row: Shipped) -> frozenset[int] | None:
-    """A shipped set's values, decoded once per process — and kept decoded beside the facts (keyed by the set's own
-    sha256; the kept file carries its values' sha256, and one that does not match is decoded again), so that a later resolve reads them instead of decoding them again
-    (a Golomb-coded set of torch's exports takes ~30 ms to decode in Python, a resolve asks for up to a dozen)."""
+    """A shipped set's values, decoded once a process and kept decoded beside the facts (keyed by the set's sha256; a
+    kept file whose values' sha256 does not match is decoded again): decoding one takes ~30 ms, a resolve asks a dozen."""
     from tritonlock._data import compat_root
 
     with _SETS_LOCK:

@@ -1,0 +1,154 @@
+"""How the packages decision asks uv: each question answered once a process (the checks, the warm-up and the
+search ask some more than once), uv's failure to build an sdist kept a day per question, and the first question
+asked in the background while the facts are read."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tritonlock.decide._pkgcheck import BUILD_FAILED, Search
+from tritonlock.decide._pkgscene import Compile, Scene
+from tritonlock.errors import ClosureError
+from tritonlock.models import LockedPackage, Selection
+
+
+# A compile that ended in uv's failure to build an sdist (to read its requirements) is kept a day, keyed by the whole
+# question (the plan, the index, the constraints and builds) and what the build ran with here (uv itself, PATH, the
+# CUDA and compiler variables): asked again — the same resolve once more, or `--upgrade` — uv would try the same
+# build and fail the same way (vllm 0.1.1's setup.py wanting CUDA_HOME: 4-5 s each time), so its words are given
+# again at once. Any change to the question or to those variables asks uv again.
+_FAILED_BUILD_SECONDS = 86400
+_BUILD_ENV = ("PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH")
+
+
+def _canonical(obj: object) -> object:
+    """`obj` as plain JSON data, the same in every process (sets sorted); a ValueError for anything else."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {"": type(obj).__name__, **{f.name: _canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
+    if isinstance(obj, (frozenset, set)):
+        return sorted((_canonical(x) for x in obj), key=lambda x: repr(x))
+    if isinstance(obj, (tuple, list)):
+        return [_canonical(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    raise ValueError(f"not kept: {type(obj).__name__}")
+
+
+def _failed_build_file(question: object) -> str | None:
+    import hashlib
+    import json
+    import os
+
+    from tritonlock._files import user_cache
+    from tritonlock._subprocess import uv_bin
+
+    try:
+        uv = uv_bin()
+        env = [os.environ.get(k, "") for k in _BUILD_ENV]
+        text = json.dumps([_canonical(question), uv, os.stat(uv).st_mtime_ns, env], sort_keys=True)
+    except (OSError, ValueError, TypeError):
+        return None
+    return user_cache("failed-builds", hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:40])
+
+
+def kept_build_failure(question: object) -> ClosureError | None:
+    """uv's failure to build an sdist, kept for this very compile within a day; None where none is."""
+    import json
+    import os
+    import time
+
+    from tritonlock._files import read_text
+
+    path = _failed_build_file(question)
+    try:
+        if path is None or time.time() - os.stat(path).st_mtime > _FAILED_BUILD_SECONDS:
+            return None
+        d = json.loads(read_text(path, limit=1 << 20))
+        message, uv = d["message"], d["uv"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(message, str) or not isinstance(uv, str) or not BUILD_FAILED.search(uv):
+        return None
+    return ClosureError(message, uv=uv)
+
+
+def keep_build_failure(question: object, err: BaseException) -> None:
+    """Keep `err` for this compile where it is uv's failure to build an sdist (nothing else is kept)."""
+    import json
+    import os
+
+    if type(err) is not ClosureError or not BUILD_FAILED.search(err.uv or ""):
+        return
+    path = _failed_build_file(question)
+    if path is None:
+        return
+    from tritonlock._files import write_atomic
+
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        write_atomic(path, json.dumps({"message": str(err), "uv": err.uv}), mode=0o600, what="resolve")
+    except Exception:  # noqa: BLE001 — a record that cannot be written is simply not kept
+        pass
+
+
+def memo(compile: Compile) -> Compile:
+    """`compile`, answering a compile asked again (the same plan, constraints and builds) with its first answer: the
+    checks, the warm-up and the search ask the same question more than once."""
+    import threading
+    from concurrent.futures import Future
+
+    answers: dict[object, Future[tuple[LockedPackage, ...]]] = {}
+    lock = threading.Lock()
+
+    def run(plan: Any, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
+        key = (plan, default_index, *sorted((k, v) for k, v in kw.items() if k not in ("offline", "timeout")))
+        with lock:
+            fut = answers.get(key)
+            mine = fut is None
+            if fut is None:
+                fut = answers[key] = Future()
+        if mine:
+            kept = None
+            try:
+                kept = kept_build_failure(key)
+                if kept is not None:  # (uv failed to build an sdist for this very question, within a day)
+                    raise kept
+                fut.set_result(compile(plan, default_index, **kw))
+            except BaseException as err:
+                if err is not kept:
+                    keep_build_failure(key, err)
+                fut.set_exception(err)
+        return fut.result()
+
+    return run
+
+
+# uv's background answer is given up after this long (the search asks again what it needs)
+_WARM_UP_S = 120
+
+
+def warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> Any:
+    """uv's answer for the newest torch index's lines and the packages as written, asked in the background while
+    the facts are read (see Run.warmup); None where there is nothing to ask."""
+    if not lines:
+        return None
+    import threading
+
+    index = lines[0].index
+    search = Search(sc, [c for c in lines if c.index == index], compile, timeout=_WARM_UP_S)
+    done = threading.Event()
+
+    def go() -> None:
+        try:
+            search.lock([str(r) for r in sc.reqs])
+        except Exception:  # noqa: BLE001 — what it found is asked again, and said, by the search itself
+            pass
+        finally:
+            done.set()
+
+    # not a daemon: uv leaves no temporary folder behind (and the decision waits for it: nothing runs on after it)
+    threading.Thread(target=go, name="packages-warm-up").start()
+    return done
