@@ -627,6 +627,23 @@ def test_a_kept_questions_key_is_the_same_in_every_process(tmp_path: Path, monke
     got = kept_build_failure(("a",))
     assert type(got) is ClosureError and (str(got), got.uv) == ("said", "  x Failed to build `a==1`\n  RuntimeError: y")
     assert kept_build_failure(("b",)) is None
+    # records past their day are removed when one is kept; nothing else in the folder is touched
+    import os
+    import time
+
+    folder = tmp_path / "tritonlock" / "failed-builds"
+    old, young, other, link = folder / ("0" * 40), folder / ("1" * 40), folder / "notes.txt", folder / ("2" * 40)
+    for f in (old, young, other):
+        f.write_text("{}")
+    link.symlink_to(old)
+    past = time.time() - 86400 - 60
+    for f in (old, other):
+        os.utime(f, (past, past))
+    os.utime(link, (past, past), follow_symlinks=False)
+    os.utime(young, (time.time() - 86400 + 600,) * 2)
+    keep_build_failure(("c",), ClosureError("said", uv="Failed to build `c==1`"))
+    assert not old.exists() and young.exists() and other.exists() and link.is_symlink()
+    assert kept_build_failure(("c",)) is not None and kept_build_failure(("a",)) is not None
 
 
 def test_where_only_an_unbuildable_sdist_is_allowed_the_error_says_so_not_no_build(tmp_path: Path,

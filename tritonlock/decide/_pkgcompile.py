@@ -91,6 +91,28 @@ def keep_build_failure(question: object, err: BaseException) -> None:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         write_atomic(path, json.dumps({"message": str(err), "uv": err.uv}), mode=0o600, what="resolve")
     except Exception:  # noqa: BLE001 — a record that cannot be written is simply not kept
+        return
+    _forget_old(os.path.dirname(path))
+
+
+def _forget_old(folder: str) -> None:
+    """Records past their day, removed (the folder holds a file per question ever asked: it must not grow forever);
+    only regular files named as records are, never a link or anything else found there."""
+    import os
+    import re
+    import stat
+    import time
+
+    now = time.time()
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if not re.fullmatch(r"[0-9a-f]{40}", e.name):
+                    continue
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > _FAILED_BUILD_SECONDS:
+                    os.unlink(e.path)
+    except OSError:
         pass
 
 
