@@ -188,7 +188,8 @@ class AllReduce:
                 doc = _read(os.path.join(self.tmp, f"rank{i}.json"))
                 if doc is not None:
                     results[i] = doc
-                    failed |= not doc.get("ok")
+                    # (a rank that raised ends the wait; a wrong sum is every rank's, and each finishes its run)
+                    failed |= bool(doc.get("error"))
                 elif not p.is_alive():
                     results[i] = {"rank": i, "ok": False, "error": f"its process exited with code {p.exitcode} "
                                   "without a result"}
