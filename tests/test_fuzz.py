@@ -1188,3 +1188,77 @@ def test_fuzz_the_verify_early_variable_is_1_0_or_the_core_count(value: str, cor
         sys.path.pop(0)
     monkeypatch.setenv("TRITONLOCK_VERIFY_EARLY", value)
     assert starts_early(cores) is early
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=600), st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                      st.sampled_from([b'{"message": "m", "uv": "Failed to build `a==1`"}', b'{"message": 1, "uv": ""}',
+                                       b'{"uv": "Failed to build `a==1`"}', b"[]", b"null"])))
+def test_fuzz_a_kept_build_failure(data: bytes, tmp_path: Path) -> None:
+    """The packages search's kept failure of uv to build an sdist (decide._pkgcompile): whatever bytes are in the
+    record, it is no record or a ClosureError carrying uv's build failure — never an error."""
+    from unittest import mock
+
+    from tritonlock.decide import _pkgcompile
+    from tritonlock.errors import ClosureError
+
+    with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": str(tmp_path / "c")}):
+        path = Path(_pkgcompile._failed_build_file(("q",)) or "")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        got = _pkgcompile.kept_build_failure(("q",))
+    assert got is None or (type(got) is ClosureError and "Failed to build `" in got.uv)
+    assert (got is not None) == (data == b'{"message": "m", "uv": "Failed to build `a==1`"}')
+
+
+def test_a_kept_build_failure_that_is_not_a_regular_file_is_never_read_nor_written_through(tmp_path: Path) -> None:
+    """A FIFO at the record's place is not waited on; a link there is replaced, never written through."""
+    from unittest import mock
+
+    from tritonlock.decide import _pkgcompile
+    from tritonlock.errors import ClosureError
+
+    with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": str(tmp_path / "c")}):
+        fifo = Path(_pkgcompile._failed_build_file(("fifo",)) or "")
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(fifo)
+        assert _pkgcompile.kept_build_failure(("fifo",)) is None  # (returns: a FIFO is never opened for reading)
+        link = Path(_pkgcompile._failed_build_file(("link",)) or "")
+        victim = tmp_path / "victim.txt"
+        victim.write_text("mine")
+        link.symlink_to(victim)
+        assert _pkgcompile.kept_build_failure(("link",)) is None
+        _pkgcompile.keep_build_failure(("link",), ClosureError("m", uv="Failed to build `a==1`"))
+        assert victim.read_text() == "mine"
+
+
+@CI
+@given(row=st.dictionaries(st.sampled_from(["name", "since", "min-cc", "source"]),
+                           st.one_of(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12),
+                                     st.sampled_from(["8.0", "7.5", "2.0.0", "", "x.y", "99.99"]),
+                                     st.integers(-2**62, 2**62), st.booleans(), st.none()), max_size=4))
+def test_fuzz_a_build_gpus_row_is_read_or_refused_naming_the_row(row: dict[str, Any]) -> None:
+    """compat/builds.toml [[build-gpus]] rows of any value: read, or a MatrixError naming the file and the row —
+    never a traceback."""
+    import shutil
+    from unittest import mock
+
+    from tritonlock import _data
+    from tritonlock.errors import MatrixError
+    from tritonlock.lock import builds
+
+    with tempfile.TemporaryDirectory() as d:
+        compat = Path(d) / "compat"
+        shutil.copytree(_data.compat_root(), compat)  # type: ignore[arg-type]
+        body = "".join(f"{k} = {_toml(v)}\n" for k, v in row.items() if v is not None)
+        (compat / "builds.toml").write_text((compat / "builds.toml").read_text() + "\n[[build-gpus]]\n" + body)
+        with mock.patch.object(_data, "compat_root", lambda: compat):
+            builds.gpu_floors.cache_clear()
+            try:
+                floors = builds.gpu_floors()
+                assert all(f.why.startswith("compat/builds.toml: ") for spans in floors.values() for f in spans)
+                builds.gpus_below("flash-attn", "2.8.3", ["7.0"])
+            except MatrixError as err:
+                assert "builds.toml: build-gpus" in str(err), err
+            finally:
+                builds.gpu_floors.cache_clear()
