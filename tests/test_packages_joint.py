@@ -184,6 +184,31 @@ def test_a_release_that_loads_beside_one_torch_line_only_is_locked_on_that_line(
             and "links torch's C++ API and was built for torch 2.10" in w), w
 
 
+def test_a_newest_release_that_loads_beside_an_older_torch_line_reads_no_older_release(tmp_path: Path,
+                                                                                       joint: LocalIndex) -> None:
+    """linepkg's newest (3.0) cannot load beside torch 2.12 or 2.11 but loads beside 2.10: the packages come before
+    torch, so 3.0 + torch 2.10 is the answer whatever older releases load beside the newer lines — linepkg 2.0's
+    wheel (which loads beside 2.11) is never read (its METADATA is: the torch it admits). With torch = "==2.11.*" 2.0 is needed: then it
+    is read."""
+    def wheels_read(since: int, name: str) -> list[str]:  # tritonlock's reads of the wheels (METADATA aside)
+        return [s for s, agent in joint.asked_by[since:] if "/_files/" in s and not agent.startswith("uv/")
+                and s.rsplit("/", 1)[-1].startswith(name) and s.endswith(".whl")]
+
+    before = len(joint.asked_by)
+    root = _project(tmp_path / "free", joint, ["linepkg"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _target(root, "gpu")
+    assert (versions["linepkg"], versions["torch"]) == ("3.0+pt210cu128", "2.10.0"), versions
+    assert wheels_read(before, "linepkg-3.0") and not wheels_read(before, "linepkg-2.0"), joint.asked_by[before:]
+    before = len(joint.asked_by)
+    pinned = _project(tmp_path / "pinned", joint, ["linepkg"], _linux("gpu", H100), torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(pinned))
+    assert code == 0, out
+    assert _target(pinned, "gpu")[0]["linepkg"] == "2.0"
+    assert wheels_read(before, "linepkg-2.0"), joint.asked_by[before:]
+
+
 def test_a_package_with_no_code_for_one_gpu_is_that_targets_conflict_at_once(tmp_path: Path,
                                                                             joint: LocalIndex) -> None:
     """voltakern has code for sm_80/sm_90 only, in every release: the V100 is a conflict naming the package, the GPU

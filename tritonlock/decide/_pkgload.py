@@ -318,8 +318,9 @@ class Table:
                 ahead = [v]
                 if passed:  # (the ones after a release passed over: read beside it)
                     for j in range(i + 1, len(self.versions)):
-                        if len(ahead) >= LOOK:
-                            break
+                        if len(ahead) >= LOOK or (floor is not None
+                                                  and (parse_version(self.versions[j]) or Version("0")) < floor):
+                            break  # (below `floor`: not wanted now)
                         if j % 8 == 0:
                             self._meta(j)
                         if candidate(self.versions[j]):

@@ -181,6 +181,26 @@ class Fix:
 Key = tuple[Any, ...]
 NONE = (0, ZERO)
 DOMINATED = object()
+# the components after the one a deferred bound (Run.bound's `beat`) stops at: below any release and NONE
+LOW = (-1, ZERO)
+
+
+def out_of_search(b: Any, best_key: Key | None, complete: bool) -> bool:
+    """Whether a line with this bound is out of the search: nothing to lock there, or it cannot beat the best (with
+    `complete`: a named package has no release there)."""
+    return b is None or b is DOMINATED or (complete and NONE in b) or (best_key is not None and b <= best_key)
+
+
+def torch_served(facts: Facts, line: Selection) -> bool:
+    """Whether the line's torch index serves its torch release (True where the index could not be asked)."""
+    if not line.index or not line.torch or facts.files(line.index, "torch") is None:
+        return True
+    return bool(facts.release_files(line.index, "torch", line.torch))
+
+
+def deferred(bound: Any) -> bool:
+    """Whether a line's bound is an upper bound only (Run.bound's `beat`): to refine before the line is worked on."""
+    return isinstance(bound, tuple) and LOW in bound
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -251,16 +271,23 @@ class Run:
         return [r for r in self.sc.reqs if (t := self.tables.get(canonicalize_name(r.name))) is not None
                 and t.state == "ok" and t.versions]
 
-    def bound(self, rank: int, best: Key | None, *, native: bool) -> Any:
+    def bound(self, rank: int, best: Key | None, *, native: bool, beat: Key | None = None) -> Any:
         """What line `rank` could give at best by its facts: per named package its newest release that can be locked
         beside it, then its torch; None where the first named package has none (nothing to lock there); DOMINATED
-        where it cannot beat `best`."""
+        where it cannot beat `best`. `beat`: the bound of the line it must beat to be worked on next — where it
+        cannot, only that is learnt (no release below that line's is read for it now): an upper bound holding LOW
+        (`deferred`), refined once the line is the most promising again."""
         sel, out = self.lines[rank], list[Any]()
         for i, r in enumerate(self.seeing):
             t = self.tables[canonicalize_name(r.name)]
             floor = best[i][1] if best is not None and tuple(out) == best[:i] and best[i][0] else None
-            at = t.first(sel, rank, floor=floor) if native else t.meta_first(sel, floor)
+            other = beat[i][1] if beat is not None and tuple(out) == beat[:i] and beat[i][0] == 1 else None
+            at = t.first(sel, rank, floor=other if other is not None and (floor is None or other > floor)
+                         else floor) if native else t.meta_first(sel, floor)
             if at == -1:
+                if native and other is not None and (floor is None or other > floor):
+                    # below `beat`'s release here, by how much is not read yet: a bound above the line's true one
+                    return (*out, (1, other), *[LOW] * (len(self.seeing) - i - 1), LOW, -rank)
                 return DOMINATED
             if at is None:
                 if i == 0:

@@ -28,7 +28,8 @@ from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
-from tritonlock.decide._pkgscene import DOMINATED, NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, locked
+from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, deferred,
+                                         locked, out_of_search, torch_served)
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import user_requirements, with_spec
 from tritonlock.errors import ClosureError, ResolveError
@@ -80,7 +81,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
         # the packages' pages and torch's (which releases each torch index serves), read side by side
         facts.prefetch([(sc.index_for(r.name), r.name) for r in named]
                        + [(i, "torch") for i in dict.fromkeys(c.index for c in lines if c.index)])
-        lines = [c for c in lines if _served(facts, c)] or lines
+        lines = [c for c in lines if torch_served(facts, c)] or lines
         def new_tables(env: Env) -> dict[str, Table]:
             return {canonicalize_name(r.name): Table(env=env, name=canonicalize_name(r.name), index=sc.index_for(r.name),
                                                      req=r, extras=tuple(sorted(r.extras))) for r in named}
@@ -181,13 +182,6 @@ def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | 
     return said
 
 
-def _served(facts: Facts, line: Selection) -> bool:
-    """Whether the line's torch index serves its torch release (True where the index could not be asked)."""
-    if not line.index or not line.torch or facts.files(line.index, "torch") is None:
-        return True
-    return bool(facts.release_files(line.index, "torch", line.torch))
-
-
 def _conflicted(sel: Selection, message: str) -> Selection:
     """The target's decision as a conflict: nothing of the torch the host alone would allow is claimed."""
     return Selection(target=sel.target, ok=False, conflict=Conflict(target=sel.target.name, message=message))
@@ -209,24 +203,34 @@ def _search(run: Run, *, complete: bool) -> Outcome | None:
     while True:
         top: int | None = None
         top_bound: Any = None
+        second: Any = None  # the runner-up's bound: what the top line must beat
         for rank in range(len(run.lines)):
             if rank in done:
                 continue
             b = bounds.get(rank)
             if b is None or (best_key is not None and b <= best_key):
                 b = run.bound(rank, best_key, native=rank in fresh)
-                if b is None or b is DOMINATED or (complete and NONE in b) or (best_key is not None
-                                                                                and b <= best_key):
+                if out_of_search(b, best_key, complete):
                     done.add(rank)
                     continue
                 bounds[rank] = b
             if top_bound is None or b > top_bound:
-                top, top_bound = rank, b
+                top, top_bound, second = rank, b, top_bound
+            elif second is None or b > second:
+                second = b
         if top is None:
             return best
-        if top not in fresh:  # its native facts, read now: the bound only drops
+        if top not in fresh or deferred(top_bound):
+            # its native facts, read now (the bound only drops), as far as it takes to know whether it still beats
+            # the runner-up: a line whose newest releases cannot load reads no older one while another may win
             fresh.add(top)
-            bounds.pop(top, None)
+            bounds[top] = run.bound(top, best_key, native=True, beat=second)
+            if deferred(bounds[top]) and deferred(top_bound) and bounds[top] >= top_bound:
+                # (no lower than before: the runner-up is deferred at the same release — the line's own, read whole)
+                bounds[top] = run.bound(top, best_key, native=True)
+            if out_of_search(bounds[top], best_key, complete):
+                del bounds[top]
+                done.add(top)
             continue
         # the lines alike it (its index, the same facts): compiled together, uv picking torch among them (a line
         # whose facts rule out a named package is in it too: uv's words then name what holds torch)
@@ -591,9 +595,4 @@ def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
                + f" with torch {alt.candidate.torch}", others=tuple(n for n, _ in moved))
 
 
-def with_at_least(reqs: list[Requirement], bounds: dict[str, str]) -> list[str]:
-    """The requirements, each named in `bounds` at that release or newer."""
-    return [with_spec(r, f">={bounds[n]}") if (n := canonicalize_name(r.name)) in bounds else str(r) for r in reqs]
-
-
-__all__ = ["Native", "ResolveError", "decide", "lock_plan", "with_at_least"]
+__all__ = ["Native", "ResolveError", "decide", "lock_plan"]
