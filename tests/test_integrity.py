@@ -232,3 +232,45 @@ def test_the_check_itself_refuses_what_its_hashes_do_not_vouch_for(tmp_path: Pat
             check_lock(lock)
     finally:
         idx.stop()
+
+
+def test_a_check_still_waiting_on_its_index_never_holds_the_commands_exit(tmp_path: Path) -> None:
+    """A closure's checks start as soon as uv names it; when the decision replaces that answer, a check may still
+    wait on its index (a page on the way, a name lookup stalled for seconds). Once the lock is written the command
+    exits: such a check never holds it (its threads are the process's helpers, not joined at exit) — here an index
+    that accepts the connection and never answers, held open until the process has ended."""
+    import socket
+    import subprocess
+    import sys
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(120)  # (a child that failed before its check started: the test fails, it does not hang)
+    port = server.getsockname()[1]
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import sys, threading\n"
+        "from tritonlock.lock.integrity import Early\n"
+        "from tritonlock.models import LockedPackage, Wheel\n"
+        f"index = 'http://127.0.0.1:{port}/simple/'\n"
+        "w = Wheel(name='slowpkg-1.0-py3-none-any.whl', url=index + 'slowpkg/slowpkg-1.0-py3-none-any.whl',\n"
+        "          sha256='0' * 64, size=10)\n"
+        "e = Early()\n"
+        "e.start((LockedPackage(name='slowpkg', version='1.0', index=index, wheels=(w,)),))\n"
+        "sys.stdin.readline()  # the index has the connection\n"
+        "e.close()\n"
+        "held = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]\n"
+        "print('joined at exit:', held, flush=True)\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(child)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    conn, _ = server.accept()  # the check is under way, and gets no answer
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, _ = proc.communicate(timeout=120)  # (the index still holds the connection: the check cannot end)
+        assert proc.returncode == 0 and "joined at exit: []" in out, out
+    finally:
+        proc.kill()
+        conn.close()
+        server.close()

@@ -8,6 +8,7 @@ lock's sha256), and every requirement it states for the target must be in the cl
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import io
 import re
@@ -57,7 +58,9 @@ class Early:
 
         self.bound = MAX_FILE_BYTES if max_bytes is None else max_bytes
         self.clients = _Clients()
-        self._pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="integrity")
+        # daemon threads, started with the first check: a check of an answer the decision replaced (its page or file
+        # still on the way, or a name lookup stalled) never holds the command's exit once the lock is written
+        self._pool: Any = None
         self._lock = threading.Lock()
         self._started: dict[tuple[str, str, str, str, str], Any] = {}
         self._reads: dict[str, Any] = {}  # sha256 -> the binary read downloading that whole file (see `whole`)
@@ -68,8 +71,12 @@ class Early:
                 for w in _files(p):
                     key = _key(p, w)
                     if key not in self._started:
-                        self._started[key] = self._pool.submit(_check_file, p, w, self.bound, self.clients,
-                                                               self._read_of)
+                        if self._pool is None:
+                            from tritonlock.native.members import Jobs
+
+                            self._pool = Jobs(_THREADS, name="integrity")
+                        self._started[key] = self._pool.submit(0, functools.partial(
+                            _check_file, p, w, self.bound, self.clients, self._read_of))
 
     def result(self, p: LockedPackage, w: Wheel) -> _Checked:
         with self._lock:
@@ -100,8 +107,13 @@ class Early:
             wait([fut])  # (cancelled, failed or done: the check then finds the METADATA kept, or fetches it)
 
     def close(self) -> None:
-        """What no lock will wait for is not started (a check already running ends by itself)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """What no lock will wait for is not started (a check already running ends by itself, or with the process)."""
+        with self._lock:
+            for fut in self._started.values():
+                fut.cancel()
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
 
     def __enter__(self) -> Early:
         return self
