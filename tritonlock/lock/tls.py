@@ -21,6 +21,9 @@ def session(net: Any) -> Any:
     import requests
     from requests.adapters import HTTPAdapter
 
+    from tritonlock import _dns
+
+    _dns.install()  # each host looked up once, a stalled lookup asked again (see there)
     s = requests.Session()
     # as many kept-alive connections as the checks run threads (32): a new TLS handshake per request would cost
     # more than the request
