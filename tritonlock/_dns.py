@@ -41,33 +41,28 @@ def getaddrinfo(host: Any, port: Any, family: int = 0, type: int = 0, proto: int
     if not host or _numeric(host):
         return list(real(host, port, family, type, proto, flags))
     key = (host, port, family, type, proto, flags)
-    while True:
+    with _lock:
+        hit = _kept.get(key)
+        if hit is not None and hit[0] > time.monotonic():
+            return list(hit[1])
+        asking = _asking.get(key)
+        mine = asking is None
+        if asking is None:
+            asking = _asking[key] = threading.Event()
+    if not mine:
+        asking.wait()  # another thread's lookup of the same name: its answer (or, if it failed, one's own)
         with _lock:
             hit = _kept.get(key)
-            if hit is not None and hit[0] > time.monotonic():
-                return list(hit[1])
-            asking = _asking.get(key)
-            if asking is None:
-                asking = _asking[key] = threading.Event()
-                mine = True
-            else:
-                mine = False
-        if not mine:
-            asking.wait()  # another thread's lookup of the same name: its answer (or, if it failed, one's own)
-            with _lock:
-                hit = _kept.get(key)
-                if hit is not None:
-                    return list(hit[1])
-            return list(_hedged(real, key))
-        try:
-            answer = _hedged(real, key)
-            with _lock:
-                _kept[key] = (time.monotonic() + KEEP_S, answer)
-            return list(answer)
-        finally:
-            with _lock:
-                _asking.pop(key, None)
-            asking.set()
+        return list(hit[1] if hit is not None else _hedged(real, key))
+    try:
+        answer = _hedged(real, key)
+        with _lock:
+            _kept[key] = (time.monotonic() + KEEP_S, answer)
+        return list(answer)
+    finally:
+        with _lock:
+            _asking.pop(key, None)
+        asking.set()
 
 
 def _hedged(real: Any, key: tuple[Any, ...]) -> list[Any]:

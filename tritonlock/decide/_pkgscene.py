@@ -282,10 +282,10 @@ class Run:
             t = self.tables[canonicalize_name(r.name)]
             floor = best[i][1] if best is not None and tuple(out) == best[:i] and best[i][0] else None
             other = beat[i][1] if beat is not None and tuple(out) == beat[:i] and beat[i][0] == 1 else None
-            at = t.first(sel, rank, floor=other if other is not None and (floor is None or other > floor)
-                         else floor) if native else t.meta_first(sel, floor)
+            higher = native and other is not None and (floor is None or other > floor)  # `beat`'s floor, not best's
+            at = t.first(sel, rank, floor=other if higher else floor) if native else t.meta_first(sel, floor)
             if at == -1:
-                if native and other is not None and (floor is None or other > floor):
+                if higher:
                     # below `beat`'s release here, by how much is not read yet: a bound above the line's true one
                     return (*out, (1, other), *[LOW] * (len(self.seeing) - i - 1), LOW, -rank)
                 return DOMINATED
