@@ -46,6 +46,8 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "boundlib", "1.0", requires=("torch>=2.9,<2.11",))  # bounds torch from above
     idx.add("simple", "legacy", "1.0", requires=("torch==2.9.1",))  # pins a torch older than any host needs
     idx.add("simple", "newonly", "1.0", requires=("torch==2.15.0",))  # only the newest torch will do
+    for v in ("1.0", "2.0", "3.0"):  # three releases, no torch named: the search's bounds (Run.bound)
+        idx.add("simple", "stepkit", v)
     idx.add("simple", "plainlib", "1.0")
     idx.add("simple", "plainlib", "2.0")
     # a newest release that needs a newer Python than the target's
@@ -694,6 +696,80 @@ def test_lines_are_alike_exactly_where_their_signatures_are_judging_only_up_to_t
     run.deps["shared-dep"] = Table(env=env, name="shared-dep", index=index)
     fresh()
     assert not run.alike(0, 2) and len(calls) == every
+
+
+def test_a_line_is_read_down_only_as_far_as_the_line_it_must_beat(pkg_index: LocalIndex) -> None:
+    """Run.bound refines a line with its native facts, reading down the named package's releases. Where an answer is
+    held (stepkit 1.0) and the runner-up line is bounded at stepkit 2.0, a line whose 3.0 and 2.0 cannot load is read
+    down to 2.0 only: below it the line cannot beat the runner-up, and by how much is not read now (a deferred bound,
+    above the line's true one). Without a runner-up it is read down to the answer's release; where the runner-up's
+    release is the answer's own, or below it, the answer's floor holds (a line with nothing at or above it is
+    dominated). The second named package is bounded the same way, only under the same release of the first."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide._pkgload import Env, Table
+    from tritonlock.decide._pkgscene import DOMINATED, LOW, Run, deferred
+    from tritonlock.models import NativeFacts, Selection, TargetSpec
+    from tritonlock.native.rule import Problem
+
+    target = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35", driver="580.95.05", gpus=("9.0",))
+    index = pkg_index.index_url("simple")
+    judged: list[tuple[str, str]] = []
+    cannot = {("stepkit", "3.0"), ("stepkit", "2.0")}  # beside torch 2.15 (line 0)
+
+    def judge(sel: Selection, item: object, brought: set[str]) -> list[Problem]:
+        name, version = item.name, item.version  # type: ignore[attr-defined]
+        judged.append((name, version))
+        bad = sel.torch == "2.15.0" and (name, version) in cannot
+        return [Problem(package=name, version=version, kind="gpu-code", needs="sm_90", text="no code")] if bad else []
+
+    env = Env(target=target, python="3.11", facts=Facts(), read=None, judge=judge)
+    tables = {n: Table(env=env, name=n, index=index) for n in ("stepkit", "plainlib")}
+    assert tables["stepkit"].versions == ["3.0", "2.0", "1.0"] and tables["plainlib"].versions == ["2.0", "1.0"]
+    for t in tables.values():
+        t.native.update({v: NativeFacts(sha256=v, filename=f"{t.name}-{v}.whl") for v in t.versions})
+    lines = [Selection(target=target, ok=True, python="3.11", torch=tv, backend="cu130", index="A")
+             for tv in ("2.15.0", "2.14.0")]
+
+    def bound(names: tuple[str, ...], best: tuple | None, beat: tuple | None = None) -> object:
+        judged.clear()
+        for t in tables.values():
+            t._judged.clear()  # (each judgement is kept per release and line: forget them, to count them)
+        run = Run(sc=type("Scene", (), {"reqs": [Requirement(n) for n in names]})(),  # type: ignore[arg-type]
+                  lines=lines, tables=tables, deps={}, env=env, compile=None,  # type: ignore[arg-type]
+                  native=None, say=lambda text: None)
+        return run.bound(0, best, native=True, beat=beat)
+
+    def rel(v: str) -> tuple[int, Version]:
+        return (1, Version(v))
+
+    torch14 = rel("2.14.0")
+    best = (rel("1.0"), torch14, -1)  # an answer: stepkit 1.0 beside torch 2.14
+    # a runner-up at 2.0: read 3.0 and 2.0, never 1.0; the bound holds 2.0 and is deferred
+    b = bound(("stepkit",), best, beat=(rel("2.0"), torch14, -1))
+    assert judged == [("stepkit", "3.0"), ("stepkit", "2.0")], judged
+    assert b == (rel("2.0"), LOW, 0) and deferred(b), b
+    # no runner-up: read down to the answer's release, which loads — the line's true bound
+    b = bound(("stepkit",), best)
+    assert judged == [("stepkit", "3.0"), ("stepkit", "2.0"), ("stepkit", "1.0")], judged
+    assert b == (rel("1.0"), rel("2.15.0"), 0) and not deferred(b), b
+    # the runner-up at the answer's own release, or below it: the answer's floor, nothing deferred
+    for other in ("1.0", "0.5"):
+        b = bound(("stepkit",), best, beat=(rel(other), torch14, -1))
+        assert b == (rel("1.0"), rel("2.15.0"), 0) and not deferred(b), (other, b)
+    at2 = (rel("2.0"), torch14, -1)
+    assert bound(("stepkit",), at2, beat=at2) is DOMINATED and judged == [("stepkit", "3.0"), ("stepkit", "2.0")]
+    # the second named package: its runner-up's release counts only under the same release of the first
+    cannot.clear()
+    cannot.add(("plainlib", "2.0"))
+    b = bound(("stepkit", "plainlib"), (rel("3.0"), rel("1.0"), torch14, -1),
+              beat=(rel("3.0"), rel("2.0"), torch14, -1))
+    assert b == (rel("3.0"), rel("2.0"), LOW, 0) and judged == [("stepkit", "3.0"), ("plainlib", "2.0")], (b, judged)
+    b = bound(("stepkit", "plainlib"), (rel("3.0"), rel("1.0"), torch14, -1),
+              beat=(rel("2.0"), rel("2.0"), torch14, -1))
+    assert b == (rel("3.0"), rel("1.0"), rel("2.15.0"), 0), b
 
 
 def test_the_metadata_of_releases_that_are_an_sdist_alone_is_read_in_one_round(tmp_path: Path) -> None:
