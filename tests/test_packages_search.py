@@ -98,6 +98,12 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "appkit", "2.0", tag=LINUX, requires=("torch==2.14.0",), uploaded="2026-10-01")
     idx.add("simple", "sidekit", "0.1", requires=("tfm",), uploaded="2023-01-01")
     idx.add("simple", "sidekit", "1.0", tag=LINUX, requires=("torch==2.9.1",), uploaded="2026-06-01")
+    # hostkit's newest and guestkit's recent release need opposite sides of tfm 5, both beside torch 2.14.0; the old
+    # releases of both name no torch (hostkit 0.1 from 2022): beside hostkit 2.0 only guestkit 0.1 installs
+    idx.add("simple", "hostkit", "0.1", requires=("tfm",), uploaded="2022-01-01")
+    idx.add("simple", "hostkit", "2.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
+    idx.add("simple", "guestkit", "0.1", requires=("tfm",), uploaded="2023-01-01")
+    idx.add("simple", "guestkit", "1.0", tag=LINUX, requires=("torch==2.14.0", "tfm>=5.0"), uploaded="2026-06-01")
     idx.start()
     yield idx
     idx.stop()
@@ -438,6 +444,38 @@ def test_the_least_fix_holds_the_package_that_must_move_down_at_most_where_the_f
     assert code == 0, out
     versions, _ = _versions(root)
     assert (versions["appkit"], versions["sidekit"]) == ("1.5", "1.0")
+
+
+def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hostkit first: beside hostkit 2.0 only guestkit's 2023 release installs — a stand-in, so a conflict, and the
+    fix is searched over every torch line with guestkit at 1.0 or newer. hostkit 0.1 (2022, naming no torch) would
+    let guestkit 1.0 lock on each line, but no fix holds a stand-in: that search asks uv for hostkit at 2.0 or newer
+    (a free hostkit, uv read vLLM down to 0.1.2 on each line, 30 s a compile with its cache empty). The one
+    least-fix check that leaves hostkit free still does (it tells a conflict between recent releases of both), and
+    the conflict's words are what they were."""
+    from tritonlock.decide import packages
+
+    asked: list[tuple[str, ...]] = []
+    memo = packages.memo
+
+    def recording(compile):  # type: ignore[no-untyped-def]
+        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+            asked.append(tuple(plan.selection.packages))
+            return compile(plan, default_index, **kw)
+        return memo(run)
+
+    monkeypatch.setattr(packages, "memo", recording)
+    root = _project(tmp_path, pypi, ["hostkit", "guestkit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert ("target 'gpu': guestkit cannot be locked at a recent release — guestkit 0.1, the newest uv finds with the "
+            "other requirements, only stands in for it: its requirements name no torch, where guestkit 1.0 requires "
+            "torch==2.14.0") in out, out
+    recent = [a for a in asked if "guestkit>=1.0" in a]
+    assert recent, asked
+    assert len([a for a in recent if "hostkit" in a]) <= 1, recent  # (least_fix's own check)
+    assert [a for a in recent if "hostkit>=2.0" in a], recent  # (the search over the lines)
 
 
 def test_when_every_target_is_a_conflict_resolve_json_still_says_so(tmp_path: Path, pypi: LocalIndex) -> None:

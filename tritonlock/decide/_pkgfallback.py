@@ -106,6 +106,42 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
     return Fallback(req=r, name=name, locked=p, reference=theirs, since=str(span[0]), why=tuple(why))
 
 
+def recent_floor(sc: Scene, index: str, r: Requirement) -> str | None:
+    """The oldest release of the named package `r` that can be an answer by fallback's tests of age and torch: every
+    release below it only stands in (it is over two years older than the newest release that installs on the target
+    on its own, or names no torch where that one requires one — releases name torch from some release on, as
+    fallback takes it; a release whose requirements could not be read is no proof and is kept). None where that
+    newest release is not known (nothing below any release is then known to stand in)."""
+    if r.url is not None:
+        return None
+    name, extras = canonicalize_name(r.name), tuple(sorted(r.extras))
+    every = releases(sc.facts, index, r)
+    ref = _reference(sc, index, name, every, extras) if every else None
+    if ref is None:
+        return None
+    t_ref = sc.facts.uploaded(index, name, str(ref))
+    span = [v for v in every if v <= ref and (t_ref is None or (t := sc.facts.uploaded(index, name, str(v))) is None
+                                               or t_ref - t <= _AGE)]
+    if sc.torch_reqs(index, name, str(ref), extras):
+        lo, hi = 0, len(span) - 1
+        while lo < hi:  # the oldest that names torch, or whose requirements are not known
+            mid = (lo + hi) // 2
+            if sc.torch_reqs(index, name, str(span[mid]), extras) != []:
+                hi = mid
+            else:
+                lo = mid + 1
+        span = span[lo:]
+    return str(span[0]) if span else None
+
+
+def recent_floors(sc: Scene, indexes: dict[str, str], fb: Fallback) -> dict[str, str]:
+    """What a fix for `fb` may hold, as the oldest release of each named package: fb's own at fb.since, each other
+    one (of `indexes`, by name: the index it comes from) at its recent_floor, where one is known."""
+    floors: dict[str, str] = {n: f for r in sc.reqs if (n := canonicalize_name(r.name)) != fb.name and n in indexes
+                              and (f := recent_floor(sc, indexes[n], r)) is not None}
+    return {**floors, fb.name: fb.since}
+
+
 def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
     """Checks for a fallback where the search over the lines found no fix, each answered by uv: the package at
     `since` or newer with the others in the user's order — a lock there that moves other packages to fallbacks of

@@ -23,7 +23,7 @@ from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Impossible, Search
 from tritonlock.decide._pkgcompile import memo, warm_up
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
-from tritonlock.decide._pkgfallback import fallback, least_fix
+from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
 from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
@@ -570,15 +570,17 @@ def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
     searched over every line as the first was: where it locks with packages named before it moved down (each to a
     release that is an answer itself), holding those at most there is the fix, checked by that answer."""
     sc = run.sc
-    reqs = [Requirement(with_spec(r, f">={fb.since}")) if canonicalize_name(r.name) == fb.name else r
+    # (the others above their releases that only stand in: uv, free to take them, read vLLM down to 0.1.2 a line)
+    floors = recent_floors(sc, {n: t.index for n, t in run.tables.items()}, fb)
+    reqs = [Requirement(with_spec(r, f">={floors[n]}")) if (n := canonicalize_name(r.name)) in floors else r
             for r in sc.reqs]
     tables = dict(run.tables)
-    old = run.tables.get(fb.name)
-    if old is not None:
-        req = next(r for r in reqs if canonicalize_name(r.name) == fb.name)
-        tables[fb.name] = Table(env=run.env, name=fb.name, index=old.index, req=req, extras=old.extras)
-        tables[fb.name].native.update(old.native)
-        tables[fb.name].refused.update(old.refused)
+    for name in floors:
+        if (old := run.tables.get(name)) is not None:
+            req = next(r for r in reqs if canonicalize_name(r.name) == name)
+            tables[name] = Table(env=run.env, name=name, index=old.index, req=req, extras=old.extras)
+            tables[name].native.update(old.native)
+            tables[name].refused.update(old.refused)
     alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=reqs), tables=tables, failures=[],
                                   structural=None, warmup=None)
     alt = _search(alt_run, complete=True)
