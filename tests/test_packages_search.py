@@ -98,11 +98,18 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "appkit", "2.0", tag=LINUX, requires=("torch==2.14.0",), uploaded="2026-10-01")
     idx.add("simple", "sidekit", "0.1", requires=("tfm",), uploaded="2023-01-01")
     idx.add("simple", "sidekit", "1.0", tag=LINUX, requires=("torch==2.9.1",), uploaded="2026-06-01")
-    # hostkit's newest and guestkit's recent release need opposite sides of tfm 5, both beside torch 2.14.0; the old
-    # releases of both name no torch (hostkit 0.1 from 2022): beside hostkit 2.0 only guestkit 0.1 installs
+    # hostkit's 1.0 and 2.0 and guestkit's recent release need opposite sides of tfm 5, all beside torch 2.14.0; the
+    # old releases of both name no torch (hostkit 0.1 from 2022): beside hostkit 2.0 only guestkit 0.1 installs
     idx.add("simple", "hostkit", "0.1", requires=("tfm",), uploaded="2022-01-01")
+    idx.add("simple", "hostkit", "0.2", requires=("tfm",), uploaded="2025-06-01")  # recent, and names no torch
+    idx.add("simple", "hostkit", "1.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-01-01")
     idx.add("simple", "hostkit", "2.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
     idx.add("simple", "guestkit", "0.1", requires=("tfm",), uploaded="2023-01-01")
+    # hostkit again with an old release that names torch: oldhost's is over two years older than its newest (a
+    # stand-in by its age alone), edgehost's exactly two years (730 days: an answer)
+    for name, day in (("oldhost", "2024-09-30"), ("edgehost", "2024-10-01")):
+        idx.add("simple", name, "0.1", requires=("torch", "tfm"), uploaded=day)
+        idx.add("simple", name, "2.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
     idx.add("simple", "guestkit", "1.0", tag=LINUX, requires=("torch==2.14.0", "tfm>=5.0"), uploaded="2026-06-01")
     idx.start()
     yield idx
@@ -446,14 +453,17 @@ def test_the_least_fix_holds_the_package_that_must_move_down_at_most_where_the_f
     assert (versions["appkit"], versions["sidekit"]) == ("1.5", "1.0")
 
 
+@pytest.mark.parametrize(("host", "floor"), [("hostkit", "1.0"), ("oldhost", "2.0")])
 def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
-        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch, host: str, floor: str) -> None:
     """hostkit first: beside hostkit 2.0 only guestkit's 2023 release installs — a stand-in, so a conflict, and the
-    fix is searched over every torch line with guestkit at 1.0 or newer. hostkit 0.1 (2022, naming no torch) would
-    let guestkit 1.0 lock on each line, but no fix holds a stand-in: that search asks uv for hostkit at 2.0 or newer
-    (a free hostkit, uv read vLLM down to 0.1.2 on each line, 30 s a compile with its cache empty). The one
+    fix is searched over every torch line with guestkit at 1.0 or newer. hostkit 0.1 (2022) and 0.2 (naming no
+    torch) would let guestkit 1.0 lock on each line, but no fix holds a stand-in: that search asks uv for hostkit at
+    1.0 or newer, the oldest that names torch (a free hostkit, uv read vLLM down to 0.1.2 on each line, 30 s a
+    compile with its cache empty). The one
     least-fix check that leaves hostkit free still does (it tells a conflict between recent releases of both), and
-    the conflict's words are what they were."""
+    the conflict's words are what they were. oldhost 0.1 names torch but is over two years older than 2.0: the
+    same."""
     from tritonlock.decide import packages
 
     asked: list[tuple[str, ...]] = []
@@ -466,7 +476,7 @@ def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
         return memo(run)
 
     monkeypatch.setattr(packages, "memo", recording)
-    root = _project(tmp_path, pypi, ["hostkit", "guestkit"], _linux(R580))
+    root = _project(tmp_path, pypi, [host, "guestkit"], _linux(R580))
     code, out = _run("resolve", "-p", str(root))
     assert code == 3, out
     assert ("target 'gpu': guestkit cannot be locked at a recent release — guestkit 0.1, the newest uv finds with the "
@@ -474,8 +484,20 @@ def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
             "torch==2.14.0") in out, out
     recent = [a for a in asked if "guestkit>=1.0" in a]
     assert recent, asked
-    assert len([a for a in recent if "hostkit" in a]) <= 1, recent  # (least_fix's own check)
-    assert [a for a in recent if "hostkit>=2.0" in a], recent  # (the search over the lines)
+    held = [a for a in recent if f"{host}>={floor}" in a]  # (the search over the lines)
+    assert held and [a for a in recent if a not in held] in ([], [(host, "guestkit>=1.0")]), recent  # (least_fix's)
+
+
+def test_a_release_exactly_two_years_older_is_no_stand_in_and_the_search_for_a_fix_may_take_it(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """edgehost 0.1 names torch and is exactly 730 days older than 2.0: an answer, not a stand-in — the search for a
+    fix may take it (guestkit 1.0 locks beside it) and says so."""
+    root = _project(tmp_path, pypi, ["edgehost", "guestkit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "  guestkit 1.0 or newer installs only if edgehost moves down\n" in out, out
+    assert ('  fix: add "edgehost<=0.1" to [environment].packages (checked: uv then locks guestkit 1.0, edgehost 0.1 '
+            "with torch 2.14.0)") in out, out
 
 
 def test_when_every_target_is_a_conflict_resolve_json_still_says_so(tmp_path: Path, pypi: LocalIndex) -> None:
