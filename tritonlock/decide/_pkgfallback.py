@@ -4,6 +4,7 @@ release that installs on the target by itself) is no answer — and the checks t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from packaging.requirements import Requirement
@@ -94,15 +95,8 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
         return not (t_ref is not None and t is not None and t_ref - t > _AGE)
 
     span = [v for v in newer if v <= ref and answer(v)] or [ref]
-    if lt == [] and rt:  # the oldest of them that names torch (releases name it from some release on)
-        lo, hi = 0, len(span) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if sc.torch_reqs(p.index, name, str(span[mid]), extras):
-                hi = mid
-            else:
-                lo = mid + 1
-        span = span[lo:]
+    if lt == [] and rt:  # the oldest of them that names torch
+        span = _from_torch_on(sc, p.index, name, extras, span, lambda treqs: bool(treqs))
     return Fallback(req=r, name=name, locked=p, reference=theirs, since=str(span[0]), why=tuple(why))
 
 
@@ -122,16 +116,23 @@ def recent_floor(sc: Scene, index: str, r: Requirement) -> str | None:
     t_ref = sc.facts.uploaded(index, name, str(ref))
     span = [v for v in every if v <= ref and (t_ref is None or (t := sc.facts.uploaded(index, name, str(v))) is None
                                                or t_ref - t <= _AGE)]
-    if sc.torch_reqs(index, name, str(ref), extras):
-        lo, hi = 0, len(span) - 1
-        while lo < hi:  # the oldest that names torch, or whose requirements are not known
-            mid = (lo + hi) // 2
-            if sc.torch_reqs(index, name, str(span[mid]), extras) != []:
-                hi = mid
-            else:
-                lo = mid + 1
-        span = span[lo:]
+    if sc.torch_reqs(index, name, str(ref), extras):  # the oldest that names torch, or whose requirements are unknown
+        span = _from_torch_on(sc, index, name, extras, span, lambda treqs: treqs != [])
     return str(span[0]) if span else None
+
+
+def _from_torch_on(sc: Scene, index: str, name: str, extras: tuple[str, ...], span: list[Version],
+                   names: Callable[[list[Requirement] | None], bool]) -> list[Version]:
+    """`span` (oldest first) from the oldest release whose torch requirements `names` torch on: releases name it from
+    some release on, so a binary search."""
+    lo, hi = 0, len(span) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if names(sc.torch_reqs(index, name, str(span[mid]), extras)):
+            hi = mid
+        else:
+            lo = mid + 1
+    return span[lo:]
 
 
 def recent_floors(sc: Scene, indexes: dict[str, str], fb: Fallback) -> dict[str, str]:
