@@ -110,6 +110,20 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     for name, day in (("oldhost", "2024-09-30"), ("edgehost", "2024-10-01")):
         idx.add("simple", name, "0.1", requires=("torch", "tfm"), uploaded=day)
         idx.add("simple", name, "2.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
+    # hostkit again, with a recent release that is only an sdist (its newest has a wheel): a stand-in
+    idx.add("simple", "sdisthost", "0.1", requires=("tfm",), uploaded="2022-01-01")
+    # ... and one that ships sdists only, each built at sync (no wheel is what every release needs: none stands in
+    # for that alone)
+    idx.add_sdist("simple", "sdistonly", "0.1", requires=("tfm",), uploaded="2022-01-01")
+    idx.add_sdist("simple", "sdistonly", "0.2", requires=("tfm",), uploaded="2025-06-01")
+    idx.add_sdist("simple", "sdistonly", "1.0", requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-01-01")
+    idx.add_sdist("simple", "sdistonly", "2.0", requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
+    # ... and one whose recent 0.5 is a wheel whose METADATA cannot be read (see the test that serves it so)
+    idx.add("simple", "rawhost", "0.1", requires=("tfm",), uploaded="2022-01-01")
+    idx.add("simple", "rawhost", "0.5", requires=("tfm",), uploaded="2025-06-01")
+    idx.add("simple", "rawhost", "2.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
+    idx.add_sdist("simple", "sdisthost", "0.5", requires=("tfm",), uploaded="2025-06-01")
+    idx.add("simple", "sdisthost", "2.0", tag=LINUX, requires=("torch==2.14.0", "tfm<5.0"), uploaded="2026-10-01")
     idx.add("simple", "guestkit", "1.0", tag=LINUX, requires=("torch==2.14.0", "tfm>=5.0"), uploaded="2026-06-01")
     idx.start()
     yield idx
@@ -453,7 +467,7 @@ def test_the_least_fix_holds_the_package_that_must_move_down_at_most_where_the_f
     assert (versions["appkit"], versions["sidekit"]) == ("1.5", "1.0")
 
 
-@pytest.mark.parametrize(("host", "floor"), [("hostkit", "1.0"), ("oldhost", "2.0")])
+@pytest.mark.parametrize(("host", "floor"), [("hostkit", "1.0"), ("oldhost", "2.0"), ("sdisthost", "2.0")])
 def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
         tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch, host: str, floor: str) -> None:
     """hostkit first: beside hostkit 2.0 only guestkit's 2023 release installs — a stand-in, so a conflict, and the
@@ -463,7 +477,8 @@ def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
     compile with its cache empty). The one
     least-fix check that leaves hostkit free still does (it tells a conflict between recent releases of both), and
     the conflict's words are what they were. oldhost 0.1 names torch but is over two years older than 2.0: the
-    same."""
+    same. sdisthost 0.5 is recent, but only an sdist (its requirements unread: the index serves no METADATA for it)
+    where 2.0 has a wheel — a fix would need a source build at sync, so it only stands in too."""
     from tritonlock.decide import packages
 
     asked: list[tuple[str, ...]] = []
@@ -486,6 +501,68 @@ def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
     assert recent, asked
     held = [a for a in recent if f"{host}>={floor}" in a]  # (the search over the lines)
     assert held and [a for a in recent if a not in held] in ([], [(host, "guestkit>=1.0")]), recent  # (least_fix's)
+
+
+def test_a_package_that_ships_sdists_only_is_held_at_its_recent_floor_all_the_same(
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sdistonly ships no wheel at all: a source build is what every release needs, so none stands in for that —
+    the search for a fix holds it at 0.2, the oldest within two years of 2.0 (its sdists' requirements are not read
+    here, so nothing more is known), never free and never held at nothing."""
+    from tritonlock.decide import packages
+
+    asked: list[tuple[str, ...]] = []
+    memo = packages.memo
+
+    def recording(compile):  # type: ignore[no-untyped-def]
+        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+            asked.append(tuple(plan.selection.packages))
+            return compile(plan, default_index, **kw)
+        return memo(run)
+
+    monkeypatch.setattr(packages, "memo", recording)
+    root = _project(tmp_path, pypi, ["sdistonly", "guestkit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    recent = [a for a in asked if "guestkit>=1.0" in a]
+    held = [a for a in recent if any(x.startswith("sdistonly") and x.endswith(">=0.2") for x in a)]
+    assert held and [a for a in recent if a not in held] in ([], [("sdistonly", "guestkit>=1.0")]), recent
+
+
+def test_a_recent_release_whose_requirements_cannot_be_read_is_no_stand_in_and_the_search_for_a_fix_may_take_it(
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rawhost 0.5 is recent and has a wheel, but its METADATA cannot be read here (the index answers tritonlock's
+    ranged reads of that wheel with an error; uv reads it whole): nothing says it only stands in, so the search for
+    a fix holds rawhost at 0.5 or newer — not at 2.0, the oldest that names torch by its METADATA — and finds the fix
+    0.5 allows."""
+    from tritonlock.decide import packages
+
+    def unreadable(handler, name: str, data: bytes) -> bool:  # type: ignore[no-untyped-def]
+        if name.startswith("rawhost-0.5-") and handler.headers.get("Range") \
+                and not handler.headers.get("User-Agent", "").startswith("uv/"):
+            handler._send(500, b"no", "text/plain")
+            return True
+        return False
+
+    asked: list[tuple[str, ...]] = []
+    memo = packages.memo
+
+    def recording(compile):  # type: ignore[no-untyped-def]
+        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+            asked.append(tuple(plan.selection.packages))
+            return compile(plan, default_index, **kw)
+        return memo(run)
+
+    monkeypatch.setattr(packages, "memo", recording)
+    monkeypatch.setattr(pypi, "hook", unreadable)
+    (wheel,) = (pypi.root / "simple" / "_files").glob("rawhost-0.5-*.whl")
+    monkeypatch.setitem(pypi.tampered, (wheel.name, "metadata"), b"")  # (no PEP 658 METADATA beside it either)
+    root = _project(tmp_path, pypi, ["rawhost", "guestkit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert ("rawhost>=0.5", "guestkit>=1.0") in asked and ("rawhost>=2.0", "guestkit>=1.0") not in asked, asked
+    assert "  guestkit 1.0 or newer installs only if rawhost moves down\n" in out, out
+    assert ('  fix: add "rawhost<=0.5" to [environment].packages (checked: uv then locks guestkit 1.0, rawhost 0.5 '
+            "with torch 2.14.0)") in out, out
 
 
 def test_a_release_exactly_two_years_older_is_no_stand_in_and_the_search_for_a_fix_may_take_it(

@@ -101,11 +101,11 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
 
 
 def recent_floor(sc: Scene, index: str, r: Requirement) -> str | None:
-    """The oldest release of the named package `r` that can be an answer by fallback's tests of age and torch: every
-    release below it only stands in (it is over two years older than the newest release that installs on the target
-    on its own, or names no torch where that one requires one — releases name torch from some release on, as
-    fallback takes it; a release whose requirements could not be read is no proof and is kept). None where that
-    newest release is not known (nothing below any release is then known to stand in)."""
+    """The oldest release of the named package `r` that can be an answer by fallback's tests: every release below it
+    only stands in (it is over two years older than the newest release that installs on the target on its own, needs
+    a source build where that one has a wheel, or names no torch where that one requires one — releases name torch
+    from some release on, as fallback takes it; a release whose requirements could not be read is no proof and is
+    kept). None where that newest release is not known (nothing below any release is then known to stand in)."""
     if r.url is not None:
         return None
     name, extras = canonicalize_name(r.name), tuple(sorted(r.extras))
@@ -116,6 +116,8 @@ def recent_floor(sc: Scene, index: str, r: Requirement) -> str | None:
     t_ref = sc.facts.uploaded(index, name, str(ref))
     span = [v for v in every if v <= ref and (t_ref is None or (t := sc.facts.uploaded(index, name, str(v))) is None
                                                or t_ref - t <= _AGE)]
+    if sc.facts.has_wheel(index, name, str(ref), sc.target, sc.python):  # (an sdist-only release stands in)
+        span = [v for v in span if sc.facts.has_wheel(index, name, str(v), sc.target, sc.python)]
     if sc.torch_reqs(index, name, str(ref), extras):  # the oldest that names torch, or whose requirements are unknown
         span = _from_torch_on(sc, index, name, extras, span, lambda treqs: treqs != [])
     return str(span[0]) if span else None
