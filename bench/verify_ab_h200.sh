@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two builds of tritonlock's verify side by side on one GPU machine (issue 41): A and B, each in a venv of its own
-# (carried wheels, no network), verifying the same project venv (bench/h200_native_prepare.sh's proj-torch: torch
-# alone, synced onto the image's stack with --system-site-packages), one filling verify each, then ROUNDS interleaved
+# (carried wheels, no network), each verifying its own copy of one project (bench/h200_native_prepare.sh's proj-torch:
+# torch alone, synced onto the image's stack with --system-site-packages), one filling verify each, then ROUNDS interleaved
 # rounds of a bare `import torch` + CUDA init, `verify` by A and by B (their order alternating). Prints each round and
 # the medians; every report's "time:" note goes to $OUT/ab-phases.txt.
 #   A=path/to/a.whl B=path/to/b.whl OUT=$OUT bash bench/verify_ab_h200.sh [ROUNDS]
@@ -22,14 +22,16 @@ for side in A B; do
   python3 -m venv "$W/$side" && "$W/$side/bin/pip" install -q --no-index --find-links "$C/wheels" tritonlock \
     && "$W/$side/bin/pip" install -q --no-index --no-deps --force-reinstall "$whl" || { echo "install $side failed"; exit 1; }
 done
-cp -r "$C/$PROJ" "$W/proj"
-cd "$W/proj"
-timeout 150 "$W/B/bin/tritonlock" sync --system-site-packages --find-links "${HOUSE:-$C/house}" --no-verify > "$OUT/sync.txt" 2>&1 || { cat "$OUT/sync.txt"; exit 1; }
+# one project venv for each side: a warm verify keeps what it may skip in <venv>/.tritonlock-cache, keyed on the
+# runner's own sources, so two builds verifying one venv would each find the other's record and redo the work
 for side in A B; do
-  timeout 150 "$W/$side/bin/tritonlock" verify --json > "$W/fill-$side.json" 2> "$OUT/fill-$side.err"
+  cp -r "$C/$PROJ" "$W/proj$side"
+  (cd "$W/proj$side" && timeout 150 "$W/$side/bin/tritonlock" sync --system-site-packages \
+      --find-links "${HOUSE:-$C/house}" --no-verify > "$OUT/sync-$side.txt" 2>&1) || { cat "$OUT/sync-$side.txt"; exit 1; }
+  (cd "$W/proj$side" && timeout 150 "$W/$side/bin/tritonlock" verify --json > "$W/fill-$side.json" 2> "$OUT/fill-$side.err")
   echo "filling verify $side: exit $?"
 done
-PY=$W/proj/.venv/bin/python
+PY=$W/projA/.venv/bin/python
 python3 - "$W" "$ROUNDS" "$PY" "$OUT" <<'PYEOF'
 import json, statistics, subprocess, sys, time
 w, rounds, py, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -45,7 +47,10 @@ for i in range(rounds):
     t, _ = timed([py, "-c", bare]); rows["bare"].append(t)
     line = [f"round {i}: bare {t:.2f}"]
     for side in order:
-        t, p = timed([f"{w}/{side}/bin/tritonlock", "verify", "--json"])
+        t0 = time.perf_counter()
+        p = subprocess.run([f"{w}/{side}/bin/tritonlock", "verify", "--json"], capture_output=True, text=True,
+                           cwd=f"{w}/proj{side}")
+        t = time.perf_counter() - t0
         rows[side].append(t)
         try:
             doc = json.loads(p.stdout)
