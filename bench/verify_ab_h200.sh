@@ -14,23 +14,7 @@ C=$REPO/.device-carry/h200-native
 OUT=${OUT:-/tmp/verify-ab}
 ROUNDS=${1:-7}
 PROJ=${PROJ:-proj-torch}
-mkdir -p "$OUT"
-export UV_PYTHON_DOWNLOADS=never UV_OFFLINE=1 PIP_NO_INDEX=1 PYTHONUNBUFFERED=1
-W=$(mktemp -d)
-for side in A B; do
-  whl=${!side}
-  python3 -m venv "$W/$side" && "$W/$side/bin/pip" install -q --no-index --find-links "$C/wheels" tritonlock \
-    && "$W/$side/bin/pip" install -q --no-index --no-deps --force-reinstall "$whl" || { echo "install $side failed"; exit 1; }
-done
-# one project venv for each side: a warm verify keeps what it may skip in <venv>/.tritonlock-cache, keyed on the
-# runner's own sources, so two builds verifying one venv would each find the other's record and redo the work
-for side in A B; do
-  cp -r "$C/$PROJ" "$W/proj$side"
-  (cd "$W/proj$side" && timeout 150 "$W/$side/bin/tritonlock" sync --system-site-packages \
-      --find-links "${HOUSE:-$C/house}" --no-verify > "$OUT/sync-$side.txt" 2>&1) || { cat "$OUT/sync-$side.txt"; exit 1; }
-  (cd "$W/proj$side" && timeout 150 "$W/$side/bin/tritonlock" verify --json > "$W/fill-$side.json" 2> "$OUT/fill-$side.err")
-  echo "filling verify $side: exit $?"
-done
+. bench/verify_two_builds.sh
 PY=$W/projA/.venv/bin/python
 python3 - "$W" "$ROUNDS" "$PY" "$OUT" <<'PYEOF'
 import json, statistics, subprocess, sys, time

@@ -9,19 +9,7 @@ C=$PWD/.device-carry/h200-native
 OUT=${OUT:-/tmp/verify-repeat}
 RUNS=${1:-20}
 PROJ=${PROJ:-proj-torch}
-mkdir -p "$OUT"
-export UV_PYTHON_DOWNLOADS=never UV_OFFLINE=1 PIP_NO_INDEX=1 PYTHONUNBUFFERED=1
-W=$(mktemp -d)
-for side in A B; do
-  whl=${!side}
-  python3 -m venv "$W/$side" && "$W/$side/bin/pip" install -q --no-index --find-links "$C/wheels" tritonlock \
-    && "$W/$side/bin/pip" install -q --no-index --no-deps --force-reinstall "$whl" || { echo "install $side failed"; exit 1; }
-  cp -r "$C/$PROJ" "$W/proj$side"
-  (cd "$W/proj$side" && timeout 150 "$W/$side/bin/tritonlock" sync --system-site-packages \
-      --find-links "${HOUSE:-$C/house}" --no-verify > "$OUT/sync-$side.txt" 2>&1) || { cat "$OUT/sync-$side.txt"; exit 1; }
-  (cd "$W/proj$side" && timeout 150 "$W/$side/bin/tritonlock" verify --json > "$OUT/fill-$side.json" 2> "$OUT/fill-$side.err")
-  echo "filling verify $side: exit $?"
-done
+. bench/verify_two_builds.sh
 declare -A bad=([A]=0 [B]=0)
 for i in $(seq 1 "$RUNS"); do
   for side in A B; do

@@ -130,6 +130,23 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.stop()
 
 
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The packages of every question the decision asks uv (in the order asked), recorded from now on."""
+    from tritonlock.decide import packages
+
+    asked: list[tuple[str, ...]] = []
+    memo = packages.memo
+
+    def recording(compile):  # type: ignore[no-untyped-def]
+        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+            asked.append(tuple(plan.selection.packages))
+            return compile(plan, default_index, **kw)
+        return memo(run)
+
+    monkeypatch.setattr(packages, "memo", recording)
+    return asked
+
+
 def _project(root: Path, idx: LocalIndex, packages: list[str], *targets: str, torch: str = "") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     body = "".join(f"\n[[targets]]\nname = \"{name}\"\n{spec}\n" for name, spec in
@@ -479,18 +496,7 @@ def test_the_search_for_a_fix_never_asks_uv_for_a_release_that_only_stands_in(
     the conflict's words are what they were. oldhost 0.1 names torch but is over two years older than 2.0: the
     same. sdisthost 0.5 is recent, but only an sdist (its requirements unread: the index serves no METADATA for it)
     where 2.0 has a wheel — a fix would need a source build at sync, so it only stands in too."""
-    from tritonlock.decide import packages
-
-    asked: list[tuple[str, ...]] = []
-    memo = packages.memo
-
-    def recording(compile):  # type: ignore[no-untyped-def]
-        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
-            asked.append(tuple(plan.selection.packages))
-            return compile(plan, default_index, **kw)
-        return memo(run)
-
-    monkeypatch.setattr(packages, "memo", recording)
+    asked = _asked(monkeypatch)
     root = _project(tmp_path, pypi, [host, "guestkit"], _linux(R580))
     code, out = _run("resolve", "-p", str(root))
     assert code == 3, out
@@ -508,18 +514,7 @@ def test_a_package_that_ships_sdists_only_is_held_at_its_recent_floor_all_the_sa
     """sdistonly ships no wheel at all: a source build is what every release needs, so none stands in for that —
     the search for a fix holds it at 0.2, the oldest within two years of 2.0 (its sdists' requirements are not read
     here, so nothing more is known), never free and never held at nothing."""
-    from tritonlock.decide import packages
-
-    asked: list[tuple[str, ...]] = []
-    memo = packages.memo
-
-    def recording(compile):  # type: ignore[no-untyped-def]
-        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
-            asked.append(tuple(plan.selection.packages))
-            return compile(plan, default_index, **kw)
-        return memo(run)
-
-    monkeypatch.setattr(packages, "memo", recording)
+    asked = _asked(monkeypatch)
     root = _project(tmp_path, pypi, ["sdistonly", "guestkit"], _linux(R580))
     code, out = _run("resolve", "-p", str(root))
     assert code == 3, out
@@ -534,8 +529,6 @@ def test_a_recent_release_whose_requirements_cannot_be_read_is_no_stand_in_and_t
     ranged reads of that wheel with an error; uv reads it whole): nothing says it only stands in, so the search for
     a fix holds rawhost at 0.5 or newer — not at 2.0, the oldest that names torch by its METADATA — and finds the fix
     0.5 allows."""
-    from tritonlock.decide import packages
-
     def unreadable(handler, name: str, data: bytes) -> bool:  # type: ignore[no-untyped-def]
         if name.startswith("rawhost-0.5-") and handler.headers.get("Range") \
                 and not handler.headers.get("User-Agent", "").startswith("uv/"):
@@ -543,16 +536,7 @@ def test_a_recent_release_whose_requirements_cannot_be_read_is_no_stand_in_and_t
             return True
         return False
 
-    asked: list[tuple[str, ...]] = []
-    memo = packages.memo
-
-    def recording(compile):  # type: ignore[no-untyped-def]
-        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
-            asked.append(tuple(plan.selection.packages))
-            return compile(plan, default_index, **kw)
-        return memo(run)
-
-    monkeypatch.setattr(packages, "memo", recording)
+    asked = _asked(monkeypatch)
     monkeypatch.setattr(pypi, "hook", unreadable)
     (wheel,) = (pypi.root / "simple" / "_files").glob("rawhost-0.5-*.whl")
     monkeypatch.setitem(pypi.tampered, (wheel.name, "metadata"), b"")  # (no PEP 658 METADATA beside it either)
