@@ -44,12 +44,90 @@ def compile_workers(n_jobs: int) -> int:
     return max(1, min(n_jobs, os.cpu_count() or 4, 16))
 
 
+# ---------------------------------------------------------------------------------------------
+# Triton's launchers, loaded safely from threads
+
+# Triton builds each kernel's launcher as a C extension module named "__triton_launcher" (single-phase init, one file
+# per launcher source) and loads it with importlib. CPython loads a file it has loaded before by taking the module
+# object sys.modules holds under that name and overwriting its dict with this file's functions; the file loaded
+# first puts its module there. So two threads loading two launchers at once can share one module object, and a
+# launcher can take the other's `launch`: a TMA kernel then goes through a pointer kernel's launcher and fails with
+# "function takes exactly 39 arguments (43 given)" — a false failure, seen in 2 of 39 warm verifies on an H100
+# (bench/h200/verify-ab-1205/fail-B-12.json). tests/test_verify_launchers.py shows CPython doing it.
+_LOADS = threading.Lock()
+
+
+def _guard_loads(build: Any) -> bool:
+    """Each load through `build._load_module_from_path` (Triton 3.4+) under one lock, with no entry left in
+    sys.modules under its name: every load then makes a module object of its own. Only the load is serialised (a
+    millisecond's dlopen); building a launcher that is not in the cache yet still runs in parallel."""
+    load = getattr(build, "_load_module_from_path", None)
+    if load is None:
+        return False
+    if getattr(load, "tritonlock_guarded", False):
+        return True
+
+    def guarded(name: str, path: str) -> Any:
+        with _LOADS:
+            before = sys.modules.pop(name, None)
+            try:
+                return load(name, path)
+            finally:
+                sys.modules.pop(name, None)
+                if before is not None:
+                    sys.modules[name] = before
+
+    guarded.tritonlock_guarded = True  # type: ignore[attr-defined]
+    build._load_module_from_path = guarded
+    return True
+
+
+def _guard_launchers(driver: Any) -> bool:
+    """Older Tritons load the module inside the launcher's constructor: each launcher is made under the lock, and
+    the name is taken out of sys.modules after it."""
+    make = getattr(driver, "launcher_cls", None)
+    if make is None:
+        return False
+    if getattr(make, "tritonlock_guarded", False):
+        return True
+
+    def guarded(*args: Any, **kw: Any) -> Any:
+        with _LOADS:
+            try:
+                return make(*args, **kw)
+            finally:
+                sys.modules.pop("__triton_launcher", None)
+
+    guarded.tritonlock_guarded = True  # type: ignore[attr-defined]
+    driver.launcher_cls = guarded
+    return True
+
+
+def guard_launcher_loads() -> str:
+    """Make Triton's launcher loads safe from threads (see above), before any is loaded: "loads" (Triton 3.4+),
+    "launchers" (older), or "" where this Triton has neither hook."""
+    try:
+        from triton.runtime import build
+    except ImportError:
+        build = None
+    if build is not None and _guard_loads(build):
+        return "loads"
+    try:
+        import triton
+
+        driver = triton.runtime.driver.active
+    except Exception:  # noqa: BLE001 - no driver: nothing will be launched
+        return ""
+    return "launchers" if _guard_launchers(driver) else ""
+
+
 def precompile(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], memo_dir: str | None = None,
                pool: WorkerPool | None = None, say: Callable[..., None] | None = None) -> None:
     """Compile or load every binary the checks will launch, once per kind of GPU (the other GPUs load it from the
     cache). Each job's seconds go to its row's compile column. A job that fails is left for its check to hit again,
     which reports it with its explanation. `pool`: workers started early (WorkerPool.early), used if the binaries
     turn out not to be compiled yet, else let go."""
+    guard_launcher_loads()  # before the load threads below, and any kernel's first launch
     first: dict[tuple[int, int], Ctx] = {}
     for ctx in ctxs:
         first.setdefault(tuple(torch.cuda.get_device_capability(ctx.index)), ctx)
