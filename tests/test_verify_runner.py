@@ -179,6 +179,59 @@ def test_rows_from_concurrent_devices_come_out_in_device_order() -> None:
     assert all("_order" not in k for k in rows)
 
 
+def test_torchs_first_calls_need_no_triton_and_the_variants_wait_for_their_check(real_torch_python: str) -> None:
+    """torchside starts torch's first calls before Triton is imported, so it never imports Triton. On the CPU (device
+    index -1, sizes made small) FirstCalls makes them, and in a timed run leaves the attention variants' threads
+    built and waiting (VARIANTS); run(check) then checks every variant once, in report order, one at a time, and
+    raises a variant's error once all have run. wait() for a device it did not start makes the calls itself."""
+    code = f"""
+import sys, threading, torch
+sys.path.insert(0, {str(RUNNER)!r})
+from tlverify import common, report, torchside
+assert "triton" not in sys.modules, "torchside imported triton"
+plan = common.Plan(gpu=False, quick=False)
+plan.timed, plan.mm_sizes, plan.mm_timed = True, [(8, 8, 8)], (16, 16, 16)
+plan.attn_sizes, plan.attn_timed = [(1, 2, 33)], (1, 2, 64)
+ctx = common.Ctx(report.Report(), torch, plan, "cpu", -1, None, True, seed=1)
+first = torchside.FirstCalls([ctx])
+first.wait(ctx)
+first.join()
+assert "triton" not in sys.modules
+group = torchside.VARIANTS.pop(-1)
+assert all(t.is_alive() for t in group.threads) and not torchside.VARIANTS
+seen, busy, lock = [], [], threading.Lock()
+def check(c, dt, d, causal):
+    with lock:
+        busy.append(1)
+        assert len(busy) == 1, "two variants checked at once"
+    seen.append((str(dt), d, causal))
+    threading.Event().wait(0.01)
+    with lock:
+        busy.pop()
+    if (d, causal) == (64, True) and dt == torch.bfloat16:
+        raise ValueError("planted")
+try:
+    group.run(check)
+except ValueError as e:
+    assert str(e) == "planted"
+else:
+    raise AssertionError("the variant's error was not raised")
+want = [(str(dt), d, c) for dt, d, c in torchside.variants(torch)]
+assert seen == want and len(want) == 8, seen
+other = common.Ctx(report.Report(), torch, plan, "cpu", -1, None, True, seed=1)
+torchside.FirstCalls([]).wait(other)
+assert len(torchside.VARIANTS) == 1
+quick = common.Plan(gpu=False, quick=True)
+quick.mm_sizes, quick.attn_sizes = [(8, 8, 8)], [(1, 2, 33)]
+torchside.VARIANTS.clear()
+torchside.first_calls(common.Ctx(report.Report(), torch, quick, "cpu", -1, None, True, seed=1))
+assert not torchside.VARIANTS, "an untimed run starts no variant threads"
+print("ok")
+"""
+    proc = subprocess.run([real_torch_python, "-I", "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
 def test_one_table_per_gpu() -> None:
     def row(kernel: str, device: str) -> dict[str, Any]:
         return {"kernel": kernel, "device": device, "dtype": "fp16", "ok": True, "max_err": 0.0, "metric": None,

@@ -8,12 +8,13 @@ Steps, in time order:
 2. torch imports (no other process importing torch beside it, no scan in this process); then, in
    `after_torch_import`: the packages' import checks start (imports.py: their processes run beside everything
    below), and the torch.compile check's key (full runs only: memo.py's scan of the installed distributions, in a
-   process of its own); the CUDA build / driver / arch checks, triton imports; then the torch.compile check starts in
+   process of its own); the CUDA build / driver / arch checks; on a GPU, torch's first calls of the kernels the
+   checks and timings use start in threads (torchside.FirstCalls: a first call loads a kernel, picks a cuBLAS
+   algorithm, builds a cuDNN plan), before Triton is imported; triton imports; then the torch.compile check starts in
    a process of its own, so Inductor's imports and compiles overlap the kernels' checks — or, in a warm run whose
    environment is unchanged since the check last passed, that row is reused, and said so; Triton's ptxas;
 3. every kernel binary the checks launch is compiled by the workers, or loaded from Triton's cache in threads, once
-   per kind of GPU (the other GPUs load the binaries from the cache); beside it, a thread makes torch's first calls
-   of the kernels the timings compare against (their first call loads them);
+   per kind of GPU (the other GPUs load the binaries from the cache), while torch's first calls go on;
 4. each GPU runs every kernel family at the same time as the others (one thread per GPU): its reference, its
    tolerance, its timing against torch;
 5. the NCCL all-reduce across GPUs (its processes were spawned right after step 2's `import torch` and set up while
@@ -42,6 +43,7 @@ from .compilecheck import COMPILE_CHECK_ORDER, CompileCheck, compile_check_main
 from .options import late, parse_options, read_late_args
 from .precompile import WorkerPool, precompile
 from .report import Report, tail
+from .torchside import FirstCalls, first_calls
 
 INTERPRETER_NOTE = "GPU not tested: ran the kernels in the Triton interpreter on the CPU"
 RUNNER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,32 +123,22 @@ def run_concurrently(items: list[Any], fn: Callable[[Any], None]) -> list[BaseEx
     return errors
 
 
-def warm_torch(ctx: Ctx, fams: list[Any]) -> None:
-    """Each family's torch side called once (its warm_torch) on this device, each family in a thread of its own, while
-    the compile step loads or compiles the Triton binaries: torch's first call of a kernel loads it (for the whole
-    process). Failures are left for the checks."""
-    def one(fam: Any) -> None:
-        with ctx.torch.cuda.device(ctx.index):
-            fam.warm_torch(ctx)
-
-    warmed = [fam for fam in fams if hasattr(fam, "warm_torch")]
-    for err in run_concurrently(warmed, one):
-        if err is not None:
-            traceback.print_exception(type(err), err, err.__traceback__)
-
-
 def run_devices(r: Report, torch: Any, ctxs: list[Ctx], fams: list[Any], interpret: bool,
                 explain: Callable[[int, str], str] | None = None,
-                compiled: threading.Event | None = None) -> None:
+                compiled: threading.Event | None = None, first: FirstCalls | None = None) -> None:
     """Every family on every device; devices run at the same time, one thread each. `compiled`: set once the compile
-    step (running in another thread) is done; each device makes torch's first calls meanwhile, then waits for it."""
+    step (running in another thread) is done; each device waits for torch's first calls (`first`: started with CUDA;
+    else made here), then for it."""
     many = len(ctxs) > 1
 
     def device_run(ctx: Ctx) -> None:
         with contextlib.nullcontext() if interpret else torch.cuda.device(ctx.index):
             if compiled is not None:
                 with r.phase(f"torch first calls {ctx.device}" if many else "torch first calls"):
-                    warm_torch(ctx, fams)
+                    if first is not None:
+                        first.wait(ctx)
+                    else:
+                        first_calls(ctx)
                 with r.phase(f"compile (waited for) {ctx.device}" if many else "compile (waited for)"):
                     compiled.wait()
             for fam in fams:
@@ -347,15 +339,6 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         envchecks.check_archs(r, torch)
     if interpret and not envchecks.check_interpreter_deps(r, asked=opts.interpret is True):
         return
-    with r.phase("import triton"):
-        if not envchecks.load_triton(r, interpret):
-            return
-    envchecks.check_triton_version(r, opts.triton)
-    if check is not None:
-        with r.phase("torch.compile check: reuse or start"):
-            check.resolve()  # the key's scan ran beside triton's import
-    with r.phase("import kernels"):
-        fams = families()
     plan = Plan(gpu=not interpret, quick=opts.quick)
     n = 0 if interpret else torch.cuda.device_count()
     # each check draws its inputs from its own generator, seeded by this and its name (common.row_seed): --seed N
@@ -363,10 +346,28 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
     seed = int(opts.seed) if opts.seed is not None else int.from_bytes(os.urandom(4), "little")
     ctxs = [Ctx(r, torch, plan, "cpu", 0, opts.inject_fault, True, seed=seed)] if interpret else \
         [Ctx(r, torch, plan, f"cuda:{i}", i, opts.inject_fault, False, seed=seed) for i in range(n)]
-    tf32 = None
+    tf32 = first = None
     if not interpret:
-        # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does
+        # torch's fp32 matmul on tf32 too while timing, as the Triton kernel does (set before its first call: cuBLAS
+        # picks its kernel then)
         tf32, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
+        # torch's first calls from now on, beside Triton's import, the checks below and the compile step
+        first = FirstCalls(ctxs)
+    with r.phase("import triton"):
+        loaded = envchecks.load_triton(r, interpret)
+    if not loaded:
+        if first is not None:
+            first.join()  # (no CUDA work of theirs left running as the process ends)
+        if tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        return
+    envchecks.check_triton_version(r, opts.triton)
+    if check is not None:
+        with r.phase("torch.compile check: reuse or start"):
+            check.resolve()  # the key's scan ran beside triton's import
+    with r.phase("import kernels"):
+        fams = families()
+    if not interpret:
         said = memo.install_triton_key(memo_dir)
         if said:
             r.notes.append(said)
@@ -405,7 +406,7 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
         run_devices(r, torch, ctxs, fams, interpret,
                     explain=lambda i, text: envchecks.explain_load_failure(text, ptxas.get(i), driver,
                                                                          opts.ptxas_floors),
-                    compiled=compiled)
+                    compiled=compiled, first=first)
     finally:
         r.say(phase=f"running the kernels {where}", state="end", seconds=round(time.perf_counter() - t_run, 2))
         if monitor is not None:

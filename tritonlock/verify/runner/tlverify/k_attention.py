@@ -8,11 +8,9 @@ and later the same kernel reads through TMA tensor descriptors too."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import math
-import threading
 from typing import Any, Callable
 
 import triton
@@ -20,9 +18,9 @@ import triton.language as tl
 
 from . import bounds
 from .common import Ctx, dtype_name
+from .torchside import TIMED_HEAD_DIMS, VARIANTS, Variants, attention64, grouped, timed, variants
 
 FAMILY = "attention"
-HEAD_DIMS = (64, 128)
 LOG2E = 1.4426950408889634
 
 
@@ -200,15 +198,6 @@ def _config(ctx: Ctx, d: int) -> tuple[int, int, int, int]:
     return INTERPRETER_CONFIG if ctx.interpret else GPU_CONFIG[d]
 
 
-def variants(torch: Any, quick: bool = False) -> list[tuple[Any, int, bool]]:
-    """(dtype, head dim, causal) in report order. --quick takes two that cover both of each: the interpreter runs a
-    block a second, not a microsecond, and on a GPU each variant is two binaries to compile or load (pointer tiles
-    and, from Hopper, TMA descriptors) — --quick is the proof, the full run the measurement."""
-    if quick:
-        return [(torch.float16, 64, True), (torch.bfloat16, 128, False)]
-    return [(dt, d, causal) for dt in (torch.float16, torch.bfloat16) for d in HEAD_DIMS for causal in (False, True)]
-
-
 def _launch(ctx: Ctx, q: Any, k: Any, v: Any, o: Any, dims: tuple[int, int, int], d: int, causal: bool,
             fault: int, cfg: tuple[int, int, int, int] | None = None, warmup: bool = False) -> Any:
     b, h, n = dims
@@ -255,16 +244,6 @@ def _launch_tma(ctx: Ctx, q: Any, k: Any, v: Any, o: Any, dims: tuple[int, int, 
     return None
 
 
-# A full run times the head-dim-128 variants (both dtypes, causal and not: the head dim of most models, and the hardest
-# to be fast at) and checks head dim 64 without timing it: each timed variant costs torch a cuDNN plan of its own,
-# about 0.1 s of CPU, which was most of a warm verify's time beyond `import torch` (bench/RESULTS.md, issue 26).
-TIMED_HEAD_DIMS = (128,)
-
-
-def timed(ctx: Ctx, d: int) -> bool:
-    return bool(ctx.plan.timed and ctx.plan.attn_timed is not None and d in TIMED_HEAD_DIMS)
-
-
 def _tma_dims(ctx: Ctx, d: int) -> tuple[int, int, int]:
     """Where the TMA path is checked (and timed): the timed size for a timed variant, else the first check size."""
     return ctx.plan.attn_timed if timed(ctx, d) and ctx.plan.attn_timed else ctx.plan.attn_sizes[0]
@@ -298,16 +277,7 @@ def reference(torch: Any, q: Any, k: Any, v: Any, causal: bool, first: int = 0, 
     """Attention in float64, on the device: softmax(q k^T / sqrt(d), masked) v. `first`: the position of q's first
     row among the keys (q may be the last rows of a longer sequence: causal row i sees keys up to first + i).
     With `name` (the inputs' type): (reference, bound per output)."""
-    q64, k64, v64 = q.double(), k.double(), v.double()
-    d = q.shape[-1]
-    s = (q64 @ k64.transpose(-1, -2)) / math.sqrt(d)
-    hidden = None
-    if causal:
-        rows = torch.arange(q.shape[-2], device=q.device)[:, None] + first
-        hidden = torch.arange(k.shape[-2], device=q.device)[None, :] > rows
-        s = s.masked_fill(hidden, float("-inf"))
-    w = torch.softmax(s, dim=-1)
-    o = w @ v64
+    q64, k64, v64, s, w, o, hidden = attention64(torch, q, k, v, causal, first)
     if name is None:
         return o
     return o, bound(torch, q64, k64, v64, s, w, o, hidden, name, interpret)
@@ -363,87 +333,15 @@ def one_wrong(torch: Any, q: Any, k: Any, v: Any, causal: bool, first: int) -> t
 # (and is launched first); every output is also checked for the NaN poison.
 CHECK_ROWS = 256
 
-# Timed runs on each device: the variants' threads, started while the harness loads the binaries (warm_torch), each
-# building its scaled_dot_product_attention plan (cuDNN's, on Hopper: about 0.1 s of CPU, kept per thread) then
-# waiting for run().
-_VARIANTS: dict[int, Any] = {}
-
-
-class _Variants:
-    """One thread per variant, for a timed run: each builds torch's SDPA plan for its shape at once (all eight in
-    parallel, beside the compile step), then, once run() says go, checks and times its variant in report order, one
-    at a time, so that no GPU work overlaps another variant's timing."""
-
-    def __init__(self, ctx: Ctx) -> None:
-        self.ctx = ctx
-        self.vs = variants(ctx.torch, ctx.plan.quick)
-        self.built = threading.Barrier(len(self.vs) + 1, timeout=300)
-        self.go = threading.Event()
-        self.turns = [threading.Event() for _ in self.vs]
-        self.errors: list[BaseException | None] = [None] * len(self.vs)
-        self.threads = [threading.Thread(target=self.one, args=(i,), name=f"attention-{i}", daemon=True)
-                        for i in range(len(self.vs))]
-        for t in self.threads:
-            t.start()
-        with contextlib.suppress(threading.BrokenBarrierError):
-            self.built.wait()  # every plan built (no GPU work of theirs can overlap a timing)
-
-    def one(self, i: int) -> None:
-        ctx, torch = self.ctx, self.ctx.torch
-        dt, d, causal = self.vs[i]
-        try:
-            with torch.cuda.device(ctx.index):
-                try:
-                    if timed(ctx, d):  # the variants checked but not timed need no plan at the timed size
-                        assert ctx.plan.attn_timed is not None
-                        b, h, n = ctx.plan.attn_timed
-                        q = torch.zeros(b, h, n, d, device=ctx.device, dtype=dt)
-                        torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=causal)
-                        torch.cuda.current_stream().synchronize()
-                        del q
-                finally:
-                    with contextlib.suppress(threading.BrokenBarrierError):  # a thread that never got here
-                        self.built.wait()
-                self.go.wait(timeout=900)
-                if i:
-                    self.turns[i - 1].wait(timeout=600)
-                check(ctx, dt, d, causal)
-        except BaseException as e:  # noqa: BLE001 - raised by run(), after every thread is done
-            self.errors[i] = e
-        finally:
-            self.turns[i].set()
-
-    def run(self) -> None:
-        self.go.set()
-        for t in self.threads:
-            t.join()
-        for e in self.errors:
-            if e is not None:
-                raise e
-
-
-def warm_torch(ctx: Ctx) -> None:
-    """While the harness loads the Triton binaries: the float64 reference (causal and not) once at a check size (a
-    first call loads its kernels) and, in a timed run, the variants' threads with their SDPA plans."""
-    torch = ctx.torch
-    b, h, n = ctx.plan.attn_sizes[0]
-    q = torch.zeros(b, h, n, 64, device=ctx.device, dtype=torch.float16)
-    for causal in (False, True):
-        reference(torch, q, q, q, causal)
-    if ctx.plan.timed and ctx.plan.attn_timed is not None and len(variants(torch, ctx.plan.quick)) > 1:
-        _VARIANTS[ctx.index] = _Variants(ctx)
-
-
 def run(ctx: Ctx) -> None:
-    """Every variant, in report order: in a timed run by the threads warm_torch started (or, without them, by threads
-    started here), else one after another."""
-    vs = variants(ctx.torch, ctx.plan.quick)
-    if not (ctx.plan.timed and ctx.plan.attn_timed is not None) or len(vs) == 1:
-        for dt, d, causal in vs:
+    """Every variant, in report order: in a timed run by the threads torch's first calls started
+    (torchside.first_calls; or, without them, by threads started here), else one after another."""
+    if not grouped(ctx):
+        for dt, d, causal in variants(ctx.torch, ctx.plan.quick):
             check(ctx, dt, d, causal)
         return
-    group = _VARIANTS.pop(ctx.index, None) or _Variants(ctx)
-    group.run()
+    group = VARIANTS.pop(ctx.index, None) or Variants(ctx)
+    group.run(check)
 
 
 def check(ctx: Ctx, dt: Any, d: int, causal: bool) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from typing import Any, Callable
 
 import triton
@@ -16,6 +15,7 @@ import triton.language as tl
 
 from . import bounds, tma_gemm
 from .common import Ctx, dtype_name
+from .torchside import matmul_dtypes
 
 FAMILY = "matmul"
 TF32_INPUT = 2.0 ** -9 + 2.0 ** -20  # a product of two tf32 operands, each cut to 10 fraction bits (< 2^-10 each)
@@ -181,7 +181,7 @@ def cfg_words(cfg: Any, interpret: bool = False) -> str:
 
 
 def _dtypes(torch: Any) -> list[Any]:
-    return [torch.float16, torch.bfloat16, torch.float32]
+    return matmul_dtypes(torch)
 
 
 def _configs(ctx: Ctx, dt: Any) -> list[Any]:
@@ -264,33 +264,6 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
                 out.append((f"{FAMILY} {dtype_name(torch, dt)}",
                             functools.partial(_launch, ctx, t, t, t, dims, cfg, fault, True)))
     return out
-
-
-def warm_torch(ctx: Ctx) -> None:
-    """torch's side once, while the harness loads the Triton binaries: the float64 reference at a check size and, when
-    timed, torch.matmul per dtype at the timed size, each in a thread of its own (a first call picks and loads its
-    cuBLAS kernel, tens of milliseconds of CPU; the loaded kernels serve every thread). Failures are left for the
-    checks."""
-    torch = ctx.torch
-
-    def first_call(dt: Any) -> None:
-        with torch.cuda.device(ctx.index):
-            if dt == torch.float64:
-                m, n, kk = ctx.plan.mm_sizes[0]
-            else:
-                assert ctx.plan.mm_timed is not None
-                m, n, kk = ctx.plan.mm_timed
-            a = torch.empty(m, kk, device=ctx.device, dtype=dt)
-            b = torch.empty(n, kk, device=ctx.device, dtype=dt).t() if dt == torch.float32 else \
-                torch.empty(kk, n, device=ctx.device, dtype=dt)
-            torch.matmul(a, b)
-
-    dts = [torch.float64] + (_dtypes(torch) if ctx.plan.timed and ctx.plan.mm_timed is not None else [])
-    threads = [threading.Thread(target=first_call, args=(dt,), daemon=True) for dt in dts]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
 
 
 def run(ctx: Ctx) -> None:
