@@ -15,15 +15,16 @@ static PyMethodDef M[] = {{"launch", launch, METH_VARARGS, ""}, {NULL, NULL, 0, 
 static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "__triton_launcher", NULL, -1, M};
 PyMODINIT_FUNC PyInit___triton_launcher(void) { return PyModule_Create(&D); }
 """
-mode = sys.argv[2]
-if mode == "guard":
-    P._guard_loads(build)
-    P._guard_loads(build)  # twice: still one lock deep
+guarded = ""
+if sys.argv[2] == "guard":
+    guarded = P.guard_launcher_loads()
+    P.guard_launcher_loads()  # a second call wraps nothing twice
 load = lambda n: build.compile_module_from_src(SRC % n, "__triton_launcher")
 one = load(1)
 two = load(2)
 again = load(1)  # the first file, loaded a second time
-out = {"two": two.launch(), "again": again.launch(), "shared": again is two, "left": "__triton_launcher" in sys.modules}
+out = {"guarded": guarded, "one": one.launch(), "two": two.launch(), "again": again.launch(),
+       "shared": again is two, "left": "__triton_launcher" in sys.modules}
 sys.setswitchinterval(1e-6)
 wrong = []
 def worker(n):

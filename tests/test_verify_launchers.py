@@ -28,51 +28,16 @@ def _precompile() -> ModuleType:
     return importlib.import_module("tlverify.precompile")
 
 
-# Two launchers as Triton builds them: C extension modules named __triton_launcher, single-phase init, each a file of
-# its own in Triton's cache (compile_module_from_src: its build, its cache, its load). `launch` says which it is.
-_LOADS = r'''
-import json, sys, threading
-sys.path.insert(0, sys.argv[1])
-from triton.runtime import build
-from tlverify import precompile as P
-
-SRC = """#include <Python.h>
-static PyObject* launch(PyObject* self, PyObject* args) { return PyLong_FromLong(%d); }
-static PyMethodDef M[] = {{"launch", launch, METH_VARARGS, ""}, {NULL, NULL, 0, NULL}};
-static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "__triton_launcher", NULL, -1, M};
-PyMODINIT_FUNC PyInit___triton_launcher(void) { return PyModule_Create(&D); }
-"""
-guarded = ""
-if sys.argv[2] == "guard":
-    guarded = P.guard_launcher_loads()
-    P.guard_launcher_loads()  # a second call wraps nothing twice
-load = lambda n: build.compile_module_from_src(SRC % n, "__triton_launcher")
-one = load(1)
-two = load(2)
-again = load(1)  # the first file, loaded a second time
-out = {"guarded": guarded, "one": one.launch(), "two": two.launch(), "again": again.launch(),
-       "shared": again is two, "left": "__triton_launcher" in sys.modules}
-sys.setswitchinterval(1e-6)
-wrong = []
-def worker(n):
-    for _ in range(300):
-        got = load(n).launch()
-        if got != n:
-            wrong.append((n, got))
-threads = [threading.Thread(target=worker, args=(1 + i % 2,)) for i in range(8)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-out["wrong"] = len(wrong)
-print(json.dumps(out))
-'''
+# bench/launcher_race.py: two launchers as Triton builds them (C extension modules named __triton_launcher,
+# single-phase init, each a file of its own in Triton's cache; compile_module_from_src builds, caches and loads them),
+# loaded again and again from 8 threads; `launch` says which is which.
+RACE = Path(__file__).resolve().parents[1] / "bench" / "launcher_race.py"
 
 
 def _loads(python: str, mode: str, cache: Path) -> dict[str, Any]:
     env = {**os.environ, "TRITON_CACHE_DIR": str(cache)}
     env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.run([python, "-I", "-c", _LOADS, str(RUNNER), mode], capture_output=True, text=True, env=env,
+    proc = subprocess.run([python, "-I", str(RACE), str(RUNNER), mode], capture_output=True, text=True, env=env,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -130,38 +95,35 @@ class _Inside:
         return made
 
 
+@pytest.mark.parametrize("guard, attr, args", [
+    ("_guard_loads", "_load_module_from_path", ("__triton_launcher", "/x.so")),  # Triton 3.4+
+    ("_guard_launchers", "launcher_cls", ("src", "metadata")),  # older Tritons: the launcher's constructor
+])
 def test_the_guard_lets_one_load_at_a_time_and_leaves_no_module_behind_for_the_next_load_to_share(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, guard: str, attr: str, args: tuple[str, str]) -> None:
     P = _precompile()
     inside = _Inside()
-    build = SimpleNamespace(_load_module_from_path=inside)
+    holder = SimpleNamespace(**{attr: inside})
     monkeypatch.delitem(sys.modules, "__triton_launcher", raising=False)
-    assert P._guard_loads(build) is True
-    wrapped = build._load_module_from_path
-    assert P._guard_loads(build) is True and build._load_module_from_path is wrapped  # not wrapped twice
-    _at_once(lambda: wrapped("__triton_launcher", "/x.so"))
+    assert getattr(P, guard)(holder) is True
+    wrapped = getattr(holder, attr)
+    assert getattr(P, guard)(holder) is True and getattr(holder, attr) is wrapped  # not wrapped twice
+    _at_once(lambda: wrapped(*args))
     assert inside.calls == 4 and inside.most == 1
     assert "__triton_launcher" not in sys.modules
-    # a module already registered under the name (Triton's cuda_utils, loaded before the guard) is put back after
+    assert getattr(P, guard)(SimpleNamespace()) is False  # a Triton without this hook
+
+
+def test_a_module_registered_under_the_name_before_the_guard_is_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton's cuda_utils, loaded before the guard: a guarded load of that name makes its own module and leaves
+    sys.modules' entry as it was."""
+    P = _precompile()
+    build = SimpleNamespace(_load_module_from_path=lambda name, path: ModuleType(name))
+    assert P._guard_loads(build) is True
     kept = ModuleType("cuda_utils")
     monkeypatch.setitem(sys.modules, "cuda_utils", kept)
-    made = wrapped("cuda_utils", "/y.so")
+    made = build._load_module_from_path("cuda_utils", "/y.so")
     assert made is not kept and sys.modules["cuda_utils"] is kept
-    assert P._guard_loads(SimpleNamespace()) is False  # a Triton without this hook
-
-
-def test_on_an_older_triton_each_launcher_is_made_under_the_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    P = _precompile()
-    inside = _Inside()
-    driver = SimpleNamespace(launcher_cls=inside)
-    monkeypatch.delitem(sys.modules, "__triton_launcher", raising=False)
-    assert P._guard_launchers(driver) is True
-    made = driver.launcher_cls
-    assert P._guard_launchers(driver) is True and driver.launcher_cls is made
-    _at_once(lambda: made("src", "metadata"))
-    assert inside.calls == 4 and inside.most == 1
-    assert "__triton_launcher" not in sys.modules
-    assert P._guard_launchers(SimpleNamespace()) is False
 
 
 def test_the_guard_prefers_the_load_hook_and_falls_back_to_the_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,9 +142,9 @@ def test_the_guard_prefers_the_load_hook_and_falls_back_to_the_launchers(monkeyp
     for name, mod in (("triton", triton), ("triton.runtime", runtime), ("triton.runtime.build", build)):
         monkeypatch.setitem(sys.modules, name, mod)
     assert P.guard_launcher_loads() == "loads"
-    assert getattr(build._load_module_from_path, "tritonlock_guarded", False)  # type: ignore[attr-defined]
+    assert getattr(build._load_module_from_path, "tritonlock_guarded", False)
     assert not getattr(driver.launcher_cls, "tritonlock_guarded", False)
-    del build._load_module_from_path  # type: ignore[attr-defined]
+    del build._load_module_from_path
     assert P.guard_launcher_loads() == "launchers"
     assert getattr(driver.launcher_cls, "tritonlock_guarded", False)
     del driver.launcher_cls
@@ -194,7 +156,12 @@ def test_the_compile_step_guards_the_loads_before_it_loads_any_kernel(monkeypatc
     P = _precompile()
     report = importlib.import_module("tlverify.report")
     order: list[str] = []
-    monkeypatch.setattr(P, "guard_launcher_loads", lambda: order.append("guard") or "loads")
+
+    def guard() -> str:
+        order.append("guard")
+        return "loads"
+
+    monkeypatch.setattr(P, "guard_launcher_loads", guard)
 
     class Cuda:
         @staticmethod

@@ -180,10 +180,6 @@ def cfg_words(cfg: Any, interpret: bool = False) -> str:
     return f"[{tile}]" if interpret else f"[{tile}, {cfg.num_warps} warps, {cfg.num_stages} stages]"
 
 
-def _dtypes(torch: Any) -> list[Any]:
-    return matmul_dtypes(torch)
-
-
 def _configs(ctx: Ctx, dt: Any) -> list[Any]:
     if ctx.interpret:
         return [INTERPRETER_CONFIG]
@@ -248,7 +244,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
     torch = ctx.torch
     fault = ctx.faulty(FAMILY)
     out: list[tuple[str, Callable[[], Any]]] = []
-    for dt in _dtypes(torch):
+    for dt in matmul_dtypes(torch):
         if tma(ctx, dt):
             n_sms = tma_gemm.sms(torch, ctx.index)
             for m, n, kk in _tma_sizes(ctx):  # the descriptors' extents are the real ones: empty tensors of them
@@ -267,7 +263,7 @@ def jobs(ctx: Ctx) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def run(ctx: Ctx) -> None:
-    for dt in _dtypes(ctx.torch):
+    for dt in matmul_dtypes(ctx.torch):
         check(ctx, dt)
 
 

@@ -57,50 +57,41 @@ def compile_workers(n_jobs: int) -> int:
 _LOADS = threading.Lock()
 
 
-def _guard_loads(build: Any) -> bool:
-    """Each load through `build._load_module_from_path` (Triton 3.4+) under one lock, with no entry left in
-    sys.modules under its name: every load then makes a module object of its own. Only the load is serialised (a
-    millisecond's dlopen); building a launcher that is not in the cache yet still runs in parallel."""
-    load = getattr(build, "_load_module_from_path", None)
-    if load is None:
+def _guard(holder: Any, attr: str, name_of: Callable[[tuple[Any, ...]], str]) -> bool:
+    """Wrap holder.attr (a load, or a launcher's constructor) once: each call under one lock, with the module name
+    `name_of(args)` out of sys.modules during the call and after it (a module that was there before is put back), so
+    every load makes a module object of its own. False where holder has no attr."""
+    fn = getattr(holder, attr, None)
+    if fn is None:
         return False
-    if getattr(load, "tritonlock_guarded", False):
+    if getattr(fn, "tritonlock_guarded", False):
         return True
 
-    def guarded(name: str, path: str) -> Any:
+    def guarded(*args: Any, **kw: Any) -> Any:
+        name = name_of(args)
         with _LOADS:
             before = sys.modules.pop(name, None)
             try:
-                return load(name, path)
+                return fn(*args, **kw)
             finally:
                 sys.modules.pop(name, None)
                 if before is not None:
                     sys.modules[name] = before
 
     guarded.tritonlock_guarded = True  # type: ignore[attr-defined]
-    build._load_module_from_path = guarded
+    setattr(holder, attr, guarded)
     return True
+
+
+def _guard_loads(build: Any) -> bool:
+    """Triton 3.4+: `build._load_module_from_path(name, path)`, the load alone (a millisecond's dlopen); building a
+    launcher that is not in the cache yet still runs in parallel."""
+    return _guard(build, "_load_module_from_path", lambda args: str(args[0]))
 
 
 def _guard_launchers(driver: Any) -> bool:
-    """Older Tritons load the module inside the launcher's constructor: each launcher is made under the lock, and
-    the name is taken out of sys.modules after it."""
-    make = getattr(driver, "launcher_cls", None)
-    if make is None:
-        return False
-    if getattr(make, "tritonlock_guarded", False):
-        return True
-
-    def guarded(*args: Any, **kw: Any) -> Any:
-        with _LOADS:
-            try:
-                return make(*args, **kw)
-            finally:
-                sys.modules.pop("__triton_launcher", None)
-
-    guarded.tritonlock_guarded = True  # type: ignore[attr-defined]
-    driver.launcher_cls = guarded
-    return True
+    """Older Tritons load the module inside the launcher's constructor: each launcher is made under the guard."""
+    return _guard(driver, "launcher_cls", lambda args: "__triton_launcher")
 
 
 def guard_launcher_loads() -> str:

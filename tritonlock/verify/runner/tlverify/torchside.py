@@ -10,6 +10,7 @@ yet when they start: nothing here may import it)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 import traceback
@@ -160,7 +161,7 @@ def first_calls(ctx: Ctx) -> None:
 
     timed_mm = ctx.plan.timed and ctx.plan.mm_timed is not None
     jobs: list[Callable[[], None]] = [attention] + [
-        (lambda dt=dt: matmul(dt)) for dt in [torch.float64] + (matmul_dtypes(torch) if timed_mm else [])]
+        functools.partial(matmul, dt) for dt in [torch.float64] + (matmul_dtypes(torch) if timed_mm else [])]
     threads = [threading.Thread(target=one, args=(job,), name=f"first-call-{i}", daemon=True)
                for i, job in enumerate(jobs)]
     for t in threads:
