@@ -364,6 +364,71 @@ def test_a_dependency_with_no_wheel_for_the_platform_is_the_platforms_conflict(t
 
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # (closed again: nothing listens there)
+
+
+def test_a_torch_index_that_does_not_answer_is_asked_once_not_once_a_torch_line(
+        tmp_path: Path, pypi: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torch index does not answer (nothing listens at its port): the first compile fails with uv's network
+    words, one quick try of tritonlock's own gets no answer either, and every later compile bound to that index fails
+    at once with the first one's error — uv is asked online once, not once per torch line with its retries (on a
+    machine whose DNS cannot find PyTorch's index: 163 s before the exit 4). The error is the one uv gave, with the
+    way out (exit 4)."""
+    from tritonlock import _subprocess
+
+    port = _closed_port()
+    real = _subprocess.run
+    online: list[list[str]] = []
+
+    def spy(args: list[str], **kw: object) -> object:
+        if args[1:3] == ["pip", "compile"] and "--offline" not in args:
+            online.append(list(args))
+        return real(args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_subprocess, "run", spy)
+    root = _project(tmp_path, pypi, ["servekit", "cachekit"], _linux(R535))
+    text = (root / "triton-env.toml").read_text()
+    (root / "triton-env.toml").write_text(text.replace('torch = "default"',
+                                                       f'torch = "http://127.0.0.1:{port}/whl/{{backend}}"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 4, out
+    assert "uv could not resolve target 'gpu'" in out and f"torch index http://127.0.0.1:{port}/whl/" in out, out
+    assert f"cause: the torch index does not answer from here: http://127.0.0.1:{port}/whl/" in out, out
+    assert len(online) == 1, [a[3] for a in online]
+    assert not (root / "triton-env.lock").exists()
+
+
+def test_a_torch_index_that_answers_is_never_held_back(tmp_path: Path, pypi: LocalIndex,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile that fails for a reason of the packages (no release fits) asks nothing of the index; one that fails
+    with network words, on a torch index that answers a quick try, holds nothing back; what a run found silent is
+    forgotten at the next run (a network comes back) — and a resolve on that index locks as before."""
+    from tritonlock.errors import ClosureError
+    from tritonlock.lock import closure, index
+
+    url = pypi.index_url("simple")
+    tried: list[str] = []
+    real = index.unreachable
+    monkeypatch.setattr(index, "unreachable", lambda u, p, **kw: tried.append(u) or real(u, p, **kw))
+    err = ClosureError("uv could not resolve: no version of nothere", uv="Because nothere was not found")
+    closure._note_down(url, err.uv or "", err)  # words of no network failure: the index is not even asked
+    assert tried == []
+    closure._note_down(url, "error: Failed to fetch: x\n  cause: dns error", err)  # asked: it answers
+    assert tried == [url] and closure._host(url) not in closure._DOWN
+    closure._DOWN["gone.example:8080"] = err
+    closure.new_run()
+    assert closure._DOWN == {}
+    monkeypatch.undo()
+    root = _project(tmp_path, pypi, ["servekit"], _linux(R580))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+
+
 def test_uv_resolves_with_a_python_it_has_and_never_downloads_one(tmp_path: Path, pypi: LocalIndex,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Every `uv pip compile` gets --no-python-downloads (with downloads allowed, uv fetches a CPython build of the
