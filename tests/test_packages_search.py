@@ -409,20 +409,20 @@ def test_a_torch_index_that_answers_is_never_held_back(tmp_path: Path, pypi: Loc
     with network words, on a torch index that answers a quick try, holds nothing back; what a run found silent is
     forgotten at the next run (a network comes back) — and a resolve on that index locks as before."""
     from tritonlock.errors import ClosureError
-    from tritonlock.lock import closure, index
+    from tritonlock.lock import _silent, closure, index
 
     url = pypi.index_url("simple")
     tried: list[str] = []
     real = index.unreachable
     monkeypatch.setattr(index, "unreachable", lambda u, p, **kw: tried.append(u) or real(u, p, **kw))
     err = ClosureError("uv could not resolve: no version of nothere", uv="Because nothere was not found")
-    closure._note_down(url, err.uv or "", err)  # words of no network failure: the index is not even asked
+    _silent.note_down(url, err.uv or "", err)  # words of no network failure: the index is not even asked
     assert tried == []
-    closure._note_down(url, "error: Failed to fetch: x\n  cause: dns error", err)  # asked: it answers
-    assert tried == [url] and closure._host(url) not in closure._DOWN
-    closure._DOWN["gone.example:8080"] = err
+    _silent.note_down(url, "error: Failed to fetch: x\n  cause: dns error", err)  # asked: it answers
+    assert tried == [url] and _silent.host(url) not in _silent.DOWN
+    _silent.DOWN["gone.example:8080"] = err
     closure.new_run()
-    assert closure._DOWN == {}
+    assert _silent.DOWN == {}
     monkeypatch.undo()
     root = _project(tmp_path, pypi, ["servekit"], _linux(R580))
     code, out = _run("resolve", "-p", str(root))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import functools
 import os
 import re
 import subprocess
@@ -18,6 +17,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, IntentError, TritonlockError
+from tritonlock.lock import _silent
 from tritonlock.lock._closurewords import no_build_note, unpinnable
 from tritonlock.lock.lockfile import toml_value
 from tritonlock.models import LockedPackage, LockPlan, Selection, Wheel
@@ -367,57 +367,12 @@ _CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 # release since published, a file since removed) or from another index once served at the same address.
 _READ_ONLINE: set[tuple[str, str]] = set()
 
-# The torch indexes (by host) that did not answer in this run: a compile failed with uv's network words, then one
-# quick try of tritonlock's own (lock.index.unreachable) got no answer either. Every later compile bound to such a
-# host fails at once with the first one's error, where uv would retry the host for seconds each time (a search over
-# five torch lines: 163 s before its exit 4). Forgotten at each new run, as a network may come back.
-_DOWN: dict[str, ClosureError] = {}
-# uv's words for an index that does not answer (not for one that answers without what is asked)
-_NETWORK = re.compile(r"Failed to fetch|error sending request|dns error|client error \(Connect\)|onnection refused"
-                      r"|timed out|Request failed after")
-
-
-def _host(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    return urlsplit(url).netloc.rpartition("@")[2].lower()
-
-
-def _note_down(url: str, words: str, err: ClosureError) -> None:
-    """Keep `err` for the host of the torch index `url` when uv's `words` say an index did not answer and that one
-    does not answer a quick try either."""
-    if _host(url) in _DOWN or not _NETWORK.search(words):
-        return
-    from tritonlock.lock.index import unreachable
-
-    if unreachable(url, "torch") is not None:
-        _DOWN.setdefault(_host(url), err)
-
-
-def _down_first(compile: Callable[..., list[dict[str, Any]]]) -> Callable[..., list[dict[str, Any]]]:
-    """`compile` (_compile), failing at once where this run found the selection's torch index silent (_DOWN), and
-    noting a torch index that proves silent when uv fails."""
-    @functools.wraps(compile)
-    def run(sel: Selection, *args: Any, **kw: Any) -> list[dict[str, Any]]:
-        down = _DOWN.get(_host(sel.index or ""))
-        if down is not None:
-            raise ClosureError(str(down), uv=down.uv)
-        try:
-            return compile(sel, *args, **kw)
-        except ClosureError as err:
-            if sel.index:
-                _note_down(sel.index, err.uv or "", err)
-            raise
-
-    return run
-
-
 def new_run(pythons: Iterable[str] = ()) -> None:
     """Forget what earlier runs read online (one process may lock many times: a test suite, a service): uv's cache
     answers offline only what this run read online; and which torch indexes did not answer. And start finding the
     interpreters the compiles for these Python versions get (_subprocess.resolver_python)."""
     _READ_ONLINE.clear()
-    _DOWN.clear()
+    _silent.forget()
     for py in dict.fromkeys(pythons):
         _subprocess.find_resolver_python(py)
 
@@ -458,7 +413,7 @@ def _read_keys(packages: list[dict[str, Any]]) -> set[tuple[str, str]]:
     return {(str(p.get("index") or ""), canonicalize_name(str(p.get("name") or ""))) for p in packages}
 
 
-@_down_first
+@_silent.down_first
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
              no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None, offline: bool = False,
