@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from tritonlock import _urls
 from tritonlock.errors import ClosureError
 from tritonlock.models import Selection
 
@@ -15,16 +16,15 @@ from tritonlock.models import Selection
 # quick try of tritonlock's own (lock.index.unreachable) got no answer either. Every later compile bound to such a
 # host fails at once with the first one's error, where uv would retry the host for seconds each time (a search over
 # five torch lines: 163 s before its exit 4). Forgotten at each new run, as a network may come back.
-DOWN: dict[str, ClosureError] = {}
+DOWN: dict[object, ClosureError] = {}
 # uv's words for an index that does not answer (not for one that answers without what is asked)
 _NETWORK = re.compile(r"Failed to fetch|error sending request|dns error|client error \(Connect\)|onnection refused"
                       r"|timed out|Request failed after")
 
 
-def host(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    return urlsplit(url).netloc.rpartition("@")[2].lower()
+def host(url: str) -> object:
+    """What an index's silence is kept by: its (scheme, host, port), credentials left out (_urls.origin)."""
+    return _urls.origin(url) or url
 
 
 def note_down(url: str, words: str, err: ClosureError) -> None:
