@@ -148,6 +148,33 @@ def test_check_takes_the_torch_the_packages_chose_and_still_sees_a_real_drift(tm
     assert p.message.startswith("target 'gpu': nothing fits it any more under matrix"), p.message
 
 
+def test_a_check_its_releases_metadata_answers_is_not_asked_of_uv(tmp_path: Path, pkg_index: LocalIndex,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """On R570 torch 2.14.0 does not fit: servelm 0.3 (torch==2.14.0, its METADATA read for the decision) cannot be
+    locked beside any torch this target runs, and no release lies between it and 0.2. uv is asked the packages as
+    written, never for servelm==0.3 nor for a servelm newer than 0.2 — and the lock and its words are the same."""
+    from tritonlock.decide import packages
+
+    asked: list[tuple[str, ...]] = []
+    memo = packages.memo
+
+    def recording(compile):  # type: ignore[no-untyped-def]
+        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+            asked.append(tuple(plan.selection.packages))
+            return compile(plan, default_index, **kw)
+        return memo(run)
+
+    monkeypatch.setattr(packages, "memo", recording)
+    root = _project(tmp_path, pkg_index, ["servelm"], R570)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["servelm"], versions["torch"]) == ("0.2", "2.10.0")
+    assert asked and all(q == ("servelm",) for q in asked), asked
+    (w,) = [w for w in sel.warnings if w.startswith("servelm")]
+    assert w.endswith("(checked: servelm 0.3's METADATA requires torch==2.14.0, and torch 2.10.0 is locked here)"), w
+
+
 def test_when_the_host_is_the_limit_the_warning_names_the_package_and_the_host(tmp_path: Path,
                                                                                pkg_index: LocalIndex) -> None:
     root = _project(tmp_path, pkg_index, ["servelm"], R570)
@@ -161,8 +188,10 @@ def test_when_the_host_is_the_limit_the_warning_names_the_package_and_the_host(t
     # the default index's torch 2.14.0 is a CUDA 13 build; PyTorch's index has CUDA 12 builds of it for this driver
     assert ("this driver is 570.172.08 (PyTorch's index has a build of torch 2.14.0 that fits: without [indexes] torch "
             "= \"default\" in triton-env.toml the lock could take it); the newest servelm") in w, w
-    assert "driver" in w and ("; the newest servelm whose torch fits here is 0.2 (checked: uv finds no lock with "
-                              "servelm==0.3: Because servelm>=0.3 depends on torch==2.14.0") in w
+    # (servelm 0.3's METADATA, read already, answers the check: uv is not asked for a release beside a torch it
+    # excludes, and the words say the METADATA's fact once)
+    assert "driver" in w and w.endswith("; the newest servelm whose torch fits here is 0.2 (checked: servelm 0.3's "
+                                        "METADATA requires torch==2.14.0, and torch 2.10.0 is locked here)"), w
     assert (sel.direct[0].version, sel.direct[0].newest) == ("0.2", "0.3") and sel.direct[0].held_by in w
     assert "warning: servelm 0.2 is locked, not its newest release 0.3" in out
     # the dry run with --packages says the same, as JSON, without writing a lock

@@ -347,7 +347,8 @@ def test_two_packages_whose_newest_exclude_each_other_follow_the_order_written(t
         assert w.startswith("newapp 1.0 is locked, not its newest release 2.0: newapp 2.0 requires torch==2.11.0, and "
                             "beside torch 2.11.0 (cu130) oldkern 2.0, named before it, cannot be locked: "
                             "its native code cannot load there: "), w
-        assert "(checked: uv finds no lock with newapp==2.0" in w, w
+        # (newapp 2.0's METADATA, read for the decision, answers the check beside torch 2.10.0: uv is not asked)
+        assert w.endswith("(checked: newapp 2.0's METADATA requires torch==2.11.0, and torch 2.10.0 is locked here)"), w
         return
     assert code == 3, out
     assert not (root / "triton-env.lock").exists()
@@ -698,7 +699,8 @@ def test_a_package_held_by_one_named_before_it_says_which_and_why_beside_the_tor
     (w,) = [w for w in sel.warnings if w.startswith("newapp 1.0 is locked, not its newest release 2.0: ")]
     assert w.startswith("newapp 1.0 is locked, not its newest release 2.0: newapp 2.0 requires torch==2.11.0, and "
                         "beside torch 2.11.0 (cu130) pinkern 1.0, named before it, cannot be locked: it requires "
-                        "torch==2.10.0 (checked: uv finds no lock with newapp==2.0"), w
+                        "torch==2.10.0 (checked: newapp 2.0's METADATA requires torch==2.11.0, and torch 2.10.0 is "
+                        "locked here)"), w
     # named the other way round, newapp keeps its newest: pinkern (named after it) is what cannot be locked
     root = _project(tmp_path / "other", joint, ["newapp", "pinkern"], _linux("gpu", H100))
     code, out = _run("resolve", "-p", str(root))

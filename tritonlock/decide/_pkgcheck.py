@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide import cudalibs
-from tritonlock.decide._pkgfacts import parse_version, public
+from tritonlock.decide._pkgfacts import parse_version, public, releases
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Demoted, Outcome, Scene, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import torch_spec, with_spec
@@ -178,6 +178,28 @@ class Search:
         except TritonlockError as err:
             return None, err.uv if isinstance(err, ClosureError) and err.uv else str(err)
 
+    def _torch_rules_out(self, r: Requirement, version: str) -> str | None:
+        """The release's torch requirement where its METADATA, read already in this run (nothing is read for this),
+        admits none of the group's torch releases (vllm 0.34.0's "torch==2.14.0" beside torch 2.13.0): the check's
+        answer without asking uv. None where it admits one, or where its METADATA was not read."""
+        if r.url is not None or not self.versions:
+            return None
+        index = self.sc.index_for(r.name)
+        if not self.sc.facts.has_metadata(index, r.name, version):
+            return None
+        for t in self.sc.torch_reqs(index, r.name, version, tuple(sorted(r.extras))) or ():
+            if not any(t.specifier.contains(v, prereleases=True) for c in self.group if c.torch
+                       for v in (c.torch, f"{c.torch}+{c.backend}")):
+                return str(t)
+        return None
+
+    def _between_may_fit(self, r: Requirement, below: str, top: str) -> bool:
+        """Whether a release between `below` and `top` (both left out) may lock beside the group: one whose METADATA
+        was not read, or whose torch requirement admits one of the group's torch releases."""
+        low, high = parse_version(below) or ZERO, parse_version(top) or ZERO
+        between = [str(v) for v in releases(self.sc.facts, self.sc.index_for(r.name), r) if low < v < high]
+        return any(self._torch_rules_out(r, v) is None for v in between)
+
     def run(self, reqs: list[Requirement], tops: dict[str, str]) -> Outcome:
         """uv's answer in the user's order, then the checks: a named package below `tops` (its newest release whose
         facts allow it here) is asked for at that release with the packages named before it kept at least where
@@ -196,6 +218,16 @@ class Search:
                          and q.url is None else str(q) for q in reqs[:i])
             later = reqs[i + 1:]
             asked = with_spec(r, f"=={top}")
+            pinned = self._torch_rules_out(r, top)
+            if pinned is not None:
+                # its METADATA (read already) admits none of the group's torch releases: uv's answer is known, and
+                # the releases between are asked for only where one of them may fit
+                checks.append((name, Check(asked=asked, held=held, uv="", meta=pinned)))
+                if self._between_may_fit(r, public(p.version), top):
+                    between, _ = self.attempt([with_spec(r, f">{public(p.version)}"), *held, *map(str, later)])
+                    if between is not None and vkey(locked(between[1], name)) > vkey(p):
+                        candidate, packages = between
+                continue
             found, uv = self.attempt([*held, asked, *map(str, later)])
             if found is not None:
                 candidate, packages = found

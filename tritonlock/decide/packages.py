@@ -236,7 +236,7 @@ def _search(run: Run, *, complete: bool) -> Outcome | None:
         # whose facts rule out a named package is in it too: uv's words then name what holds torch)
         group = [r for r in range(len(run.lines)) if r not in settled
                  and run.alike(r, top)] if NONE not in top_bound else [top]
-        outcome = _settle(run, top, group or [top], top_bound)
+        outcome = _settle(run, top, group or [top], top_bound, complete=complete)
         fresh.clear()  # (what the rule refused in the closure may lower other lines' bounds)
         if run.structural is not None:
             return None
@@ -253,11 +253,12 @@ def _search(run: Run, *, complete: bool) -> Outcome | None:
 _AGAIN = object()  # _settle's answer where the rule refused what the answer locked: the lines are weighed again
 
 
-def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None | object:
+def _settle(run: Run, top: int, group: list[int], bound: Key, *, complete: bool = False) -> Outcome | None | object:
     """uv's answer for the group (the line `top` and the lines alike it), checked, with its closure judged by the
     native-code rule: the answer (None where uv finds none); _AGAIN where the rule refused a release in it — that
     release is passed over beside the line uv chose (with the releases after it that fail there by their own facts,
-    read a batch at a time), and the lines are weighed again (the one uv chose may now be worse than another)."""
+    read a batch at a time), and the lines are weighed again (the one uv chose may now be worse than another).
+    With `complete`, a group uv finds no lock for is None: the packages in part (_shorter's) are no answer then."""
     sc, rep = run.sc, run.lines[top]
     seeing = run.seeing
     cut = next((i for i, c in enumerate(bound[:len(seeing)]) if c == NONE), None)
@@ -299,10 +300,9 @@ def _settle(run: Run, top: int, group: list[int], bound: Key) -> Outcome | None 
             run.unbuilt += [n for n in search.unbuilt if n not in run.unbuilt]
             if own and isinstance(err, ClosureError):  # a package's own index did not serve that build
                 for name, _, _ in own:
-                    t = run.tables[name]
-                    t.own_failed.add(tops[name])
+                    run.tables[name].own_failed.add(tops[name])
                 continue
-            if not isinstance(err, ClosureError) or (
+            if complete or not isinstance(err, ClosureError) or (
                     shorter := _shorter(run, search, reqs, tops, len(seeing) if cut is None else cut)) is None:
                 run.failures.append((rep.index or "", err))
                 return None
