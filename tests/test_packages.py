@@ -59,6 +59,10 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "share-a", "1.0")
     idx.add("simple", "share-a", "2.0", requires=("shared-dep>=2",))
     idx.add("simple", "share-b", "1.0", requires=("shared-dep<2",))
+    # share-a again, whose newest pins a torch R570 does not run: beside it, 2.0 is the newest that can be locked
+    idx.add("simple", "sharelm", "1.0", requires=("torch",))
+    idx.add("simple", "sharelm", "2.0", requires=("torch", "shared-dep>=2"))
+    idx.add("simple", "sharelm", "3.0", requires=("torch==2.14.0",))
     # unsloth-like: 1.0 has an extra that pins an older torch; 2.0 has no such extra any more
     idx.add("simple", "extrakit", "1.0", requires=("torch", "legacy; extra == 'torch291'"), extras=("torch291",))
     idx.add("simple", "extrakit", "2.0", requires=("torch",))
@@ -335,6 +339,36 @@ def test_a_package_named_later_never_holds_back_one_named_before_it(tmp_path: Pa
     assert code == 0, out
     versions, _ = _locked(root)
     assert (versions["share-a"], versions["share-b"]) == ("1.0", "1.0")
+
+
+def test_below_a_newest_release_no_torch_here_admits_the_next_one_keeps_the_order_written(
+        tmp_path: Path, pkg_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On R570 sharelm 3.0 (torch==2.14.0, which does not fit) cannot be locked whatever else is named: its METADATA
+    says so, and uv is not asked for it. sharelm 2.0 is then the newest that can be locked here, and share-b, named
+    after it, may not hold it back: the conflict naming both, as for share-a — never sharelm 1.0 locked quietly."""
+    from tritonlock.decide import packages
+
+    asked: list[tuple[str, ...]] = []
+    memo = packages.memo
+
+    def recording(compile):  # type: ignore[no-untyped-def]
+        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
+            asked.append(tuple(plan.selection.packages))
+            return compile(plan, default_index, **kw)
+        return memo(run)
+
+    monkeypatch.setattr(packages, "memo", recording)
+    root = _project(tmp_path, pkg_index, ["sharelm", "share-b"], R570)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    msg = out[out.index("error: target 'gpu': "):].removeprefix("error: ")
+    assert msg.startswith("target 'gpu': share-b cannot be locked beside sharelm 2.0, the newest sharelm that can be "
+                          "locked here — and share-b, named after it, may not hold it back"), msg
+    assert '  fix: add "sharelm<=1.0" to [environment].packages (checked: uv then locks sharelm 1.0, share-b 1.0' in msg
+    assert not [q for q in asked if any(x.startswith("sharelm==3.0") for x in q)], asked
+    # (nothing lies between 1.0 and 2.0: "sharelm>1.0" is not asked either, once sharelm==2.0 failed with share-b)
+    assert not [q for q in asked if "sharelm>1.0" in q], asked
 
 
 def test_why_says_what_the_packages_hold_back_and_what_unlocks_it(tmp_path: Path, pkg_index: LocalIndex) -> None:

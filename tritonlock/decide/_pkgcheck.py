@@ -193,12 +193,12 @@ class Search:
                 return str(t)
         return None
 
-    def _between_may_fit(self, r: Requirement, below: str, top: str) -> bool:
-        """Whether a release between `below` and `top` (both left out) may lock beside the group: one whose METADATA
-        was not read, or whose torch requirement admits one of the group's torch releases."""
-        low, high = parse_version(below) or ZERO, parse_version(top) or ZERO
+    def _newest_between(self, r: Requirement, below: str, above: str) -> str | None:
+        """The newest release strictly between `below` and `above` that may lock beside the group: one whose METADATA
+        was not read, or whose torch requirement admits one of the group's torch releases; None where none may."""
+        low, high = parse_version(below) or ZERO, parse_version(above) or ZERO
         between = [str(v) for v in releases(self.sc.facts, self.sc.index_for(r.name), r) if low < v < high]
-        return any(self._torch_rules_out(r, v) is None for v in between)
+        return next((v for v in reversed(between) if self._torch_rules_out(r, v) is None), None)
 
     def run(self, reqs: list[Requirement], tops: dict[str, str]) -> Outcome:
         """uv's answer in the user's order, then the checks: a named package below `tops` (its newest release whose
@@ -217,22 +217,24 @@ class Search:
             held = tuple(with_spec(q, f">={public(qp.version)}") if (qp := locked(packages, q.name)) is not None
                          and q.url is None else str(q) for q in reqs[:i])
             later = reqs[i + 1:]
-            asked = with_spec(r, f"=={top}")
             pinned = self._torch_rules_out(r, top)
             if pinned is not None:
-                # its METADATA (read already) admits none of the group's torch releases: uv's answer is known, and
-                # the releases between are asked for only where one of them may fit
-                checks.append((name, Check(asked=asked, held=held, uv="", meta=pinned)))
-                if self._between_may_fit(r, public(p.version), top):
-                    between, _ = self.attempt([with_spec(r, f">{public(p.version)}"), *held, *map(str, later)])
-                    if between is not None and vkey(locked(between[1], name)) > vkey(p):
-                        candidate, packages = between
-                continue
+                # its METADATA (read already) admits none of the group's torch releases: that check's answer is
+                # known without uv; the newest release below it that may fit is checked in its place
+                checks.append((name, Check(asked=with_spec(r, f"=={top}"), held=held, uv="",
+                                           meta=f"{name} {top}'s METADATA requires {pinned}")))
+                top = self._newest_between(r, public(p.version), top) or ""
+                if not top:
+                    continue
+            asked = with_spec(r, f"=={top}")
             found, uv = self.attempt([*held, asked, *map(str, later)])
             if found is not None:
                 candidate, packages = found
                 continue
-            checks.append((name, Check(asked=asked, held=held, uv=uv)))
+            if pinned is None:
+                checks.append((name, Check(asked=asked, held=held, uv=uv)))
+            else:  # (the words quote the check uv made, after the METADATA's)
+                checks[-1] = (name, dataclasses.replace(checks[-1][1], asked=asked, uv=uv))
             if later and self.attempt([*held, asked])[0] is not None:
                 # it locks with the packages named before it: a package named after it is what stands in the way
                 by, said = later[-1], uv
@@ -242,7 +244,10 @@ class Search:
                         by, said = q, words_q
                         break
                 demoted.append(Demoted(name=name, top=top, by=canonicalize_name(by.name), uv=said))
-            # not its newest: perhaps something between (uv decides the package first)
+            # not its newest: perhaps something between (uv decides the package first) — where a release between
+            # may fit at all
+            if self._newest_between(r, public(p.version), top) is None:
+                continue
             between, _ = self.attempt([with_spec(r, f">{public(p.version)}"), *held, *map(str, later)])
             if between is not None and vkey(locked(between[1], name)) > vkey(p):
                 candidate, packages = between

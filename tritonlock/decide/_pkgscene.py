@@ -118,8 +118,9 @@ class Check:
     asked: str  # "sglang==0.5.23"
     held: tuple[str, ...]  # the packages named before it, kept at least where they were ("vllm>=0.33.0")
     uv: str
-    # where uv was not asked: the release's own torch requirement, read from its METADATA, that admits none of the
-    # line's torch releases ("torch==2.14.0", vllm 0.34.0's beside torch 2.13.0)
+    # where the newest was not asked of uv: its own torch requirement, read from its METADATA, that admits none of
+    # the line's torch releases ("vllm 0.34.0's METADATA requires torch==2.14.0", beside torch 2.13.0); `asked` and
+    # `uv` are then the check of the newest release below it that may fit, where one was made
     meta: str = ""
 
 

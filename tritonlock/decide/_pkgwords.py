@@ -213,14 +213,13 @@ def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Chec
     fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages) or fact
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
+    said = ""
     if check.meta:  # (not asked of uv: the release's own METADATA answers it)
         torch = next((public(p.version) for p in packages if p.name == "torch"), None)
-        said = f"checked: {name} {top}'s METADATA requires {check.meta}" + (
-            f", and torch {torch} is locked here" if torch else "")
-        return f"{fact} ({said})" if fact else said
-    asked = check.asked + (f" with {', '.join(check.held)}" if check.held else "")
-    said = f"uv finds no lock with {asked}: {uv_reason(check.uv)}"
-    said += _ours(passed, check.uv)
+        said = check.meta + (f", and torch {torch} is locked here" if torch else "") + ("; " if check.uv else "")
+    if check.uv:
+        asked = check.asked + (f" with {', '.join(check.held)}" if check.held else "")
+        said += f"uv finds no lock with {asked}: {uv_reason(check.uv)}" + _ours(passed, check.uv)
     return f"{fact} (checked: {said})" if fact else f"checked: {said}"
 
 
