@@ -195,9 +195,13 @@ class Search:
 
     def _newest_between(self, r: Requirement, below: str, above: str) -> str | None:
         """The newest release strictly between `below` and `above` that may lock beside the group: one whose METADATA
-        was not read, or whose torch requirement admits one of the group's torch releases; None where none may."""
+        was not read, or whose torch requirement admits one of the group's torch releases; None where none may;
+        `above` itself where the package's page was not read in this run (what lies between is not known)."""
+        index = self.sc.index_for(r.name)
+        if not self.sc.facts.read(index, r.name):  # (its page unread in this run: what lies between is unknown)
+            return above
         low, high = parse_version(below) or ZERO, parse_version(above) or ZERO
-        between = [str(v) for v in releases(self.sc.facts, self.sc.index_for(r.name), r) if low < v < high]
+        between = [str(v) for v in releases(self.sc.facts, index, r) if low < v < high]
         return next((v for v in reversed(between) if self._torch_rules_out(r, v) is None), None)
 
     def run(self, reqs: list[Requirement], tops: dict[str, str]) -> Outcome:

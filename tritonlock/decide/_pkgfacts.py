@@ -234,6 +234,12 @@ class Facts:
                 raise
         return future.result()
 
+    def read(self, index: str, name: str) -> bool:
+        """Whether the project's page was read in this run (asking for it then reads nothing; not where it could
+        not be read)."""
+        future = self._files.get((index, canonicalize_name(name)))
+        return future is not None and future.done() and future.result() is not None
+
     def prefetch(self, pairs: Iterable[tuple[str, str]]) -> None:
         todo = [p for p in dict.fromkeys(pairs) if (p[0], canonicalize_name(p[1])) not in self._files]
         if not todo:
