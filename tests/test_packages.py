@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from pkgindex import LocalIndex
+from uvasked import asked_of_uv
 from tritonlock.cli import main
 from tritonlock.lock.lockfile import read_lock
 from tritonlock.compat.matrix import load_matrix
@@ -157,18 +158,7 @@ def test_a_check_its_releases_metadata_answers_is_not_asked_of_uv(tmp_path: Path
     """On R570 torch 2.14.0 does not fit: servelm 0.3 (torch==2.14.0, its METADATA read for the decision) cannot be
     locked beside any torch this target runs, and no release lies between it and 0.2. uv is asked the packages as
     written, never for servelm==0.3 nor for a servelm newer than 0.2 — and the lock and its words are the same."""
-    from tritonlock.decide import packages
-
-    asked: list[tuple[str, ...]] = []
-    memo = packages.memo
-
-    def recording(compile):  # type: ignore[no-untyped-def]
-        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
-            asked.append(tuple(plan.selection.packages))
-            return compile(plan, default_index, **kw)
-        return memo(run)
-
-    monkeypatch.setattr(packages, "memo", recording)
+    asked = asked_of_uv(monkeypatch)
     root = _project(tmp_path, pkg_index, ["servelm"], R570)
     code, out = _run("resolve", "-p", str(root))
     assert code == 0, out
@@ -346,18 +336,7 @@ def test_below_a_newest_release_no_torch_here_admits_the_next_one_keeps_the_orde
     """On R570 sharelm 3.0 (torch==2.14.0, which does not fit) cannot be locked whatever else is named: its METADATA
     says so, and uv is not asked for it. sharelm 2.0 is then the newest that can be locked here, and share-b, named
     after it, may not hold it back: the conflict naming both, as for share-a — never sharelm 1.0 locked quietly."""
-    from tritonlock.decide import packages
-
-    asked: list[tuple[str, ...]] = []
-    memo = packages.memo
-
-    def recording(compile):  # type: ignore[no-untyped-def]
-        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
-            asked.append(tuple(plan.selection.packages))
-            return compile(plan, default_index, **kw)
-        return memo(run)
-
-    monkeypatch.setattr(packages, "memo", recording)
+    asked = asked_of_uv(monkeypatch)
     root = _project(tmp_path, pkg_index, ["sharelm", "share-b"], R570)
     code, out = _run("resolve", "-p", str(root))
     assert code == 3, out

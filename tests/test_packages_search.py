@@ -20,6 +20,7 @@ from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.compat.matrix import load_matrix
 from tritonlock.lock.lockfile import read_lock
+from uvasked import asked_of_uv as _asked
 
 LINUX = "py3-none-manylinux_2_28_x86_64"
 MAC = "py3-none-macosx_11_0_arm64"
@@ -128,23 +129,6 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.start()
     yield idx
     idx.stop()
-
-
-def _asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The packages of every question the decision asks uv (in the order asked), recorded from now on."""
-    from tritonlock.decide import packages
-
-    asked: list[tuple[str, ...]] = []
-    memo = packages.memo
-
-    def recording(compile):  # type: ignore[no-untyped-def]
-        def run(plan, default_index, **kw):  # type: ignore[no-untyped-def]
-            asked.append(tuple(plan.selection.packages))
-            return compile(plan, default_index, **kw)
-        return memo(run)
-
-    monkeypatch.setattr(packages, "memo", recording)
-    return asked
 
 
 def _project(root: Path, idx: LocalIndex, packages: list[str], *targets: str, torch: str = "") -> Path:

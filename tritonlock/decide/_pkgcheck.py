@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide import cudalibs
 from tritonlock.decide._pkgfacts import parse_version, public, releases
+from tritonlock.decide._pkgload import torch_admits
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Demoted, Outcome, Scene, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import torch_spec, with_spec
@@ -188,8 +189,7 @@ class Search:
         if not self.sc.facts.has_metadata(index, r.name, version):
             return None
         for t in self.sc.torch_reqs(index, r.name, version, tuple(sorted(r.extras))) or ():
-            if not any(t.specifier.contains(v, prereleases=True) for c in self.group if c.torch
-                       for v in (c.torch, f"{c.torch}+{c.backend}")):
+            if not any(torch_admits(t.specifier, c) for c in self.group if c.torch):
                 return str(t)
         return None
 

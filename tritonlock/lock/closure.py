@@ -367,6 +367,7 @@ _CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 # release since published, a file since removed) or from another index once served at the same address.
 _READ_ONLINE: set[tuple[str, str]] = set()
 
+
 def new_run(pythons: Iterable[str] = ()) -> None:
     """Forget what earlier runs read online (one process may lock many times: a test suite, a service): uv's cache
     answers offline only what this run read online; and which torch indexes did not answer. And start finding the
