@@ -846,3 +846,26 @@ def test_the_metadata_of_releases_that_are_an_sdist_alone_is_read_in_one_round(t
         assert all(not facts.has_metadata(index, "agedlib", v) for v in t.versions[SDISTS_AT_ONCE + 8:])
     finally:
         idx.stop()
+
+
+@pytest.mark.parametrize("text", [
+    "Metadata-Version: 2.1\nName: a\nRequires-Dist: torch==2.10.0\nrequires-dist: b; extra == 'x'\n"
+    "Provides-Extra: x\n\nRequires-Dist: evil\nA description that looks like headers.\n",
+    "Name: a\r\nRequires-Dist: torch\r\n  >=2.4\r\nProvides-Extra: X_Y\r\n\r\nRequires-Dist: body\r\n",
+    "Name: a\nRequires-Dist: torch\n \nRequires-Dist: after-a-blank-looking-line\n\nbody\n",
+    "Name: a\nnot a header\nRequires-Dist: torch\n",
+    "",
+    "Requires-Dist: only\n",
+])
+def test_a_releases_metadata_fields_are_read_as_emails_parser_reads_them_from_the_header_block(text: str) -> None:
+    """METADATA's fields, parsed once a text and from its header block only: the same values as email's parser of
+    the whole text gives — never a line of the description after the first empty line."""
+    from email.parser import HeaderParser
+
+    from tritonlock.decide._pkgfacts import _headers
+
+    for field in ("Requires-Dist", "requires-dist", "Provides-Extra", "Name", "Missing"):
+        want = [str(v) for v in HeaderParser().parsestr(text).get_all(field) or []]
+        assert _headers(text, field) == want
+        assert _headers(text, field) == want  # (asked again: the kept parse)
+    assert "evil" not in _headers(text, "Requires-Dist") and "body" not in _headers(text, "Requires-Dist")

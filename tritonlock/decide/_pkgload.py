@@ -90,6 +90,7 @@ class Table:
     # search's, set for the named packages — a reason where the release cannot be locked there, else None
     gate: Callable[[str, Selection, int], str | None] | None = None
     _lacks: dict[str, bool] = field(default_factory=dict)  # release -> it lacks an extra asked for
+    _torch: dict[str, tuple[Requirement, ...]] = field(default_factory=dict)  # release -> its torch requirements
     _anywhere: bool | None = None  # some release declares the extras asked for
     spent: int = 0  # bytes of its wheels read from the index in this resolve (see READ_BUDGET)
     stopped: int | None = None  # where reading stopped for READ_BUDGET: versions[stopped:] were not read
@@ -115,11 +116,15 @@ class Table:
     def torch_reqs(self, version: str) -> list[Requirement] | None:
         """The release's torch requirements — its own, and those of a package it pins to one release (unsloth's extra
         pins xformers==0.0.28.post1, which pins torch==2.4.1: a torch pin one step away), from their METADATA."""
+        kept = self._torch.get(version)
+        if kept is not None:  # (asked for each release on every line weighed: unsloth's 288 releases, 6,300 times)
+            return list(kept)
         reqs = self.env.facts.requires(self.index, self.name, version, self.env.target, self.env.python, self.extras)
         if reqs is None:
             return None
         out = [r for r in reqs if canonicalize_name(r.name) == "torch"]
         if any(s.operator in ("==", "===") for r in out for s in r.specifier):
+            self._torch[version] = tuple(out)
             return out  # (it pins torch itself: what it pins beside says no more — vllm pins a dozen packages)
         for r in reqs:
             pins = [s.version for s in r.specifier if s.operator in ("==", "===") and "*" not in s.version]
@@ -129,6 +134,7 @@ class Table:
             theirs = self.env.facts.requires(self.index, name, pins[0], self.env.target, self.env.python,
                                              tuple(sorted(r.extras)))
             out += [Requirement(f"torch{q.specifier}") for q in theirs or () if canonicalize_name(q.name) == "torch"]
+        self._torch[version] = tuple(out)  # (what Facts answers of a release, None too, holds for the run)
         return out
 
     def lacks_extras(self, version: str) -> bool:
