@@ -9,7 +9,7 @@ from typing import Any
 
 from tritonlock.decide._pkgcheck import BUILD_FAILED, Search
 from tritonlock.decide._pkgscene import Compile, Scene
-from tritonlock.errors import ClosureError
+from tritonlock.errors import ClosureError, TritonlockError
 from tritonlock.models import LockedPackage, Selection
 
 
@@ -116,6 +116,11 @@ def _forget_old(folder: str) -> None:
         pass
 
 
+def _question(plan: Any, default_index: str, kw: dict[str, Any]) -> tuple[object, ...]:
+    """What a compile asks (how it is asked — online or from the cache, within how long — left out)."""
+    return (plan, default_index, *sorted((k, v) for k, v in kw.items() if k not in ("offline", "timeout")))
+
+
 def memo(compile: Compile) -> Compile:
     """`compile`, answering a compile asked again (the same plan, constraints and builds) with its first answer: the
     checks, the warm-up and the search ask the same question more than once."""
@@ -126,7 +131,7 @@ def memo(compile: Compile) -> Compile:
     lock = threading.Lock()
 
     def run(plan: Any, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
-        key = (plan, default_index, *sorted((k, v) for k, v in kw.items() if k not in ("offline", "timeout")))
+        key = _question(plan, default_index, kw)
         with lock:
             fut = answers.get(key)
             mine = fut is None
@@ -154,7 +159,8 @@ _WARM_UP_S = 120
 
 def warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> Any:
     """uv's answer for the newest torch index's lines and the packages as written, asked in the background while
-    the facts are read (see Run.warmup); None where there is nothing to ask."""
+    the facts are read (it reads the pages every later compile needs: they then answer from uv's cache, and
+    its closure's wheels are read from its guess); an Event set once it is done, None where there is nothing to ask."""
     if not lines:
         return None
     import threading
@@ -174,3 +180,86 @@ def warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> Any:
     # not a daemon: uv leaves no temporary folder behind (and the decision waits for it: nothing runs on after it)
     threading.Thread(target=go, name="packages-warm-up").start()
     return done
+
+
+class Ahead:
+    """The decision's compiles while the warm-up (uv online, reading every page of the first question's closure) is
+    under way: each answered at once from uv's cache alone, and kept. Once the warm-up is done, each is asked again
+    (in the background, two at a time) as the decision asks then — pages read online in this run, as `compile`
+    answers — and the search run on the cache's answers stands only where every answer is the same (`confirmed`;
+    else it runs again, asked that way). A question whose pages uv's cache lacks (a first run) waits for the
+    warm-up, as does every question after it."""
+
+    def __init__(self, compile: Compile, raw: Compile, warmup: Any) -> None:
+        import threading
+
+        self._compile, self._raw, self._warmup = compile, raw, warmup  # (raw: not memo's, whose answers are uv's now)
+        self._asked: dict[tuple[object, ...], tuple[Any, str, dict[str, Any], object, float]] = {}
+        self._same: dict[tuple[object, ...], bool] = {}
+        self._lock = threading.Lock()
+        self._checker: threading.Thread | None = None
+
+    def __call__(self, plan: Any, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
+        import threading
+        import time
+
+        from tritonlock.lock.closure import cache_missed
+
+        if not self._warmup.is_set():
+            key = _question(plan, default_index, kw)
+            with self._lock:
+                got = self._asked[key][3] if key in self._asked else None
+            took = 0.0
+            if got is None:
+                took = time.monotonic()
+                try:
+                    got = kept_build_failure(key) or self._raw(plan, default_index, **{**kw, "guess": True})
+                except TritonlockError as err:
+                    got = err
+                    keep_build_failure(key, err)
+                took = time.monotonic() - took
+            # (one answered after the warm-up was done: uv is asked now as the decision asks it then, not twice)
+            if not cache_missed(got) and not (took and self._warmup.is_set()):
+                with self._lock:
+                    got = self._asked.setdefault(key, (plan, default_index, kw, got, took))[3]
+                    if self._checker is None:  # (not a daemon: it asks uv, whose temporary folders it leaves clean)
+                        self._checker = threading.Thread(target=self._check, name="packages-confirm")
+                        self._checker.start()
+                if isinstance(got, BaseException):
+                    raise got
+                return got  # type: ignore[return-value]
+        self._warmup.wait()
+        return self._compile(plan, default_index, **kw)
+
+    def _check(self) -> None:
+        """Each question kept so far asked again once the warm-up is done, and whether uv answers it alike."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._warmup.wait()
+        with self._lock:  # (the longest first: two at a time, the last to end ends soonest)
+            asked = sorted(((k, q) for k, q in self._asked.items() if k not in self._same), key=lambda kq: -kq[1][4])
+
+        def same(kq: tuple[tuple[object, ...], tuple[Any, str, dict[str, Any], object, float]]) -> None:
+            key, (plan, default_index, kw, then, _) = kq
+            try:
+                now: object = self._compile(plan, default_index, **kw)
+            except TritonlockError as err:
+                now = err
+            if isinstance(then, BaseException) or isinstance(now, BaseException):
+                alike = type(now) is type(then) and str(now) == str(then) and \
+                    getattr(now, "uv", None) == getattr(then, "uv", None)
+            else:
+                alike = now == then
+            with self._lock:
+                self._same[key] = alike
+
+        with ThreadPoolExecutor(max_workers=2) as pool:  # (each a short uv --offline: two at once on two cores)
+            list(pool.map(same, asked))
+
+    def confirmed(self) -> bool:
+        """Whether uv, asked now (the warm-up done), answers each question as its cache did."""
+        if self._checker is not None:
+            self._checker.join()
+        self._check()  # (a question kept as the warm-up ended, after the checker took its list)
+        with self._lock:
+            return all(self._same.get(k, False) for k in self._asked)

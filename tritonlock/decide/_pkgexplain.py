@@ -1,6 +1,7 @@
 """The search's answer as the lock records it: torch checked at the newest line the packages' facts allow, each named
 package below its newest release explained by the check that failed or the fact that keeps it off, what was passed
-over and why (in one reason, not a page), and what the native-code rule checked."""
+over and why (in one reason, not a page), and what the native-code rule checked; and the conflict where no release of
+a named package can be locked by its facts (`hopeless`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from packaging.utils import canonicalize_name
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Search
 from tritonlock.decide._pkgfacts import parse_version, public
+from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
@@ -23,6 +25,10 @@ from tritonlock.models import DirectPackage, LockedPackage, Selection
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from packaging.requirements import Requirement
+
+    from tritonlock.native.rule import Problem
 
 # At most this many releases passed over are named one by one in a reason; the rest are counted
 _NAMED = 6
@@ -444,3 +450,85 @@ def _said(err: Exception) -> str:
             if ln.startswith(("error: ", "  cause: "))]
     text = "; ".join(said[1:3] or said[:1]) or str(err).splitlines()[0]
     return text[:300]
+
+
+# --- what the conflicts say of a package no release of which can be locked (decide's) ---------------------------
+
+def with_direct(run: Run, sel: Selection) -> Selection:
+    return dataclasses.replace(sel, direct=tuple(DirectPackage(name=canonicalize_name(r.name), requirement=str(r))
+                                                 for r in run.sc.reqs))
+
+
+def native_conflict(run: Run, sel: Selection, found: list[Problem], rejected: list[str], left: str | None = None) -> str:
+    from tritonlock.native import judge
+
+    structural = [p for p in found if p.structural]  # (no release or line changes it: that first, nothing to list)
+    return judge.conflict(sel, structural or found, [] if structural else rejected,
+                          left=None if structural else left, exists=run.sc.served)
+
+
+def hopeless(run: Run, r: Requirement, uv: str = "") -> str | None:
+    """A named package none of whose releases can be locked beside any line by its facts: the conflict, naming the
+    package, the fact and the least change (None: some release can). With `uv` (uv's words where it found no lock on
+    any line, and they name the package): the releases whose requirements the facts could not read are left to them,
+    which the conflict quotes."""
+    from tritonlock._term import human_size
+
+    t = run.tables.get(canonicalize_name(r.name))
+    if t is None or t.state != "ok" or not t.versions:
+        return None
+    if uv and not re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, re.split(r"[-_.]+", t.name))) + r"(?![\w])",
+                            uv, re.IGNORECASE):
+        return None
+    if any(t.first(sel, rank, known=bool(uv)) is not None for rank, sel in enumerate(run.lines)):
+        return None
+    admitted = [(rank, sel, i) for rank, sel in enumerate(run.lines)
+                if (i := t.meta_first(sel)) is not None and i >= 0]
+    if not admitted:
+        return None  # its torch requirements: uv's words and the host's facts say it (words.no_torch_fits)
+    rank, sel, i = admitted[0]
+    v = t.versions[i]
+    found = t.problems(v, sel)
+    if not found and rank in t.refused.get(v, {}):  # (what the rule found beside the line's torch wheel: its symbols)
+        found = [refused_problem(run, t, v, rank)]
+    if not found and t.gate is not None and t.gate(v, sel, rank) is not None:
+        # (it cannot be locked because no release of a package with native code it requires can load: that one's
+        # facts are the conflict's, and the fix names the package named as what to lock elsewhere)
+        d = run.deps.get(run.gated_by.get((t.name, v), ""))
+        if d is not None:
+            dv = next((x for x in d.versions if x in d.native and not d.loads(x, sel, rank)), None)
+            if dv is not None:
+                found = d.problems(dv, sel) or [refused_problem(run, d, dv, rank)]
+                t = d
+    if not found:
+        return None
+    unknown = [x for x in t.versions if t.torch_reqs(x) is None] if uv else []
+    read = [x for x in t.versions if x in t.native and x not in unknown]
+    rejected = [f"{t.name} {x}" for x in read if t.excluded_by_torch(x, sel) is None]
+    left = (f"no release of {t.name} that {r} admits is left" + (f" (of {len(t.versions)} that install here, "
+            f"{len(rejected)} admit torch {sel.torch} and none of them can load)" if len(rejected) > 1 else ""))
+    rest = [x for x in t.versions[t.stopped:] if x not in t.native and t.excluded_by_torch(x, sel) is None] \
+        if t.stopped is not None else []
+    if rest:
+        span = f"the {len(rest)} releases of {t.name} older than {read[-1]} ({rest[0]} … {rest[-1]})" if len(
+            rest) > 1 else f"{t.name} {rest[0]}"
+        left = (f"not read: {span} — a "
+                f"resolve reads at most {human_size(_pkgload.READ_BUDGET)} of a package's wheels looking for a release that can "
+                f"load: resolve again to read on (what was read is kept), or name one in "
+                f"{words.packages_key(run.sc.intent.path)} (\"{t.name}=={rest[0]}\")")
+    if unknown:
+        them = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
+        left += (f"; uv does not lock {'its other releases' if len(unknown) > 1 else 'the other release'}, {t.name} "
+                 f"{them} (whose requirements the facts read do not show), either: "
+                 f"{uv_said(t.name, unknown, uv)}")
+    return native_conflict(run, with_direct(run, sel), found, rejected, left)
+
+
+def refused_problem(run: Run, t: Table, version: str, rank: int) -> Problem:
+    """What the rule found refusing the release beside line `rank` (its words where the finding was not kept)."""
+    from tritonlock.native.rule import Problem as P
+
+    kept = run.found.get((t.name, version, rank))
+    if kept is not None:
+        return kept
+    return P(package=t.name, version=version, kind="refused", needs="", text=t.refused.get(version, {}).get(rank, ""))

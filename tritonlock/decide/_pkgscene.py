@@ -235,9 +235,6 @@ class Run:
     failures: list[tuple[str, TritonlockError]] = dataclasses.field(default_factory=list)
     structural: tuple[Selection, list[Problem]] | None = None  # what no release or line changes, found in a closure
     warm: bool = False
-    # uv's answer for the newest lines as the user wrote the packages, asked while the facts are read: it reads the
-    # pages every later compile needs (they then answer from uv's cache) and starts reading its closure's wheels
-    warmup: Any = None
     epoch: int = 0  # how many times the rule refused something: what the facts say of a line may change with it
     gated: dict[tuple[object, ...], str | None] = dataclasses.field(default_factory=dict)
     gated_by: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (name, version) -> its dependency

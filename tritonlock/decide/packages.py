@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,19 +20,18 @@ from packaging.utils import canonicalize_name
 from tritonlock.decide import _pkgexplain as explain
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Impossible, Search
-from tritonlock.decide._pkgcompile import memo, warm_up
+from tritonlock.decide._pkgcompile import Ahead, memo, warm_up
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
 from tritonlock.decide._pkgscene import Fallback, Fix
-from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
 from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, deferred,
                                          locked, out_of_search, torch_served)
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import user_requirements, with_spec
-from tritonlock.errors import ClosureError, ResolveError
-from tritonlock.models import Conflict, DirectPackage, Intent, LockedPackage, Selection
+from tritonlock.errors import ClosureError, ResolveError, TritonlockError
+from tritonlock.models import Conflict, Intent, LockedPackage, Selection
 
 if TYPE_CHECKING:
     from tritonlock.compat.matrix import Matrix
@@ -74,7 +72,7 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
     env = new_env(False, noted)
     markers = marker_env(sel.target, python)
     named = [r for r in reqs if r.url is None and (r.marker is None or r.marker.evaluate(markers))]
-    compile = memo(compile)
+    raw, compile = compile, memo(compile)
     # uv is asked at once (in the background) for the newest lines, while the facts are read
     warmup = warm_up(sc, lines, compile) if native is not None else None
     try:
@@ -93,15 +91,33 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
                 raise words.not_served(sc, t.name, t.index)
             if t.state == "none-fit":
                 return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
-        def relax() -> Run:  # (the second search: a fresh run whose rule is lenient, see _decided)
-            again: list[bool] = []
-            env = new_env(True, again)
-            return _gated(Run(sc=sc, lines=lines, tables=new_tables(env), deps={}, env=env, compile=compile,
-                              native=native, say=say, warm=True, reachable=reachable, lenient=True, noted=again))
 
-        run = _gated(Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=compile, native=native, say=say,
-                         warmup=warmup, reachable=reachable, noted=noted, relax=relax))
-        return _decided(run, reachable)
+        def search(asked: Compile, env: Env, tables: dict[str, Table], noted: list[bool]) -> tuple[Selection, Any]:
+            def relax() -> Run:  # (the second search: a fresh run whose rule is lenient, see _decided)
+                again: list[bool] = []
+                env = new_env(True, again)
+                return _gated(Run(sc=sc, lines=lines, tables=new_tables(env), deps={}, env=env, compile=asked,
+                                  native=native, say=say, warm=True, reachable=reachable, lenient=True, noted=again))
+
+            return _decided(_gated(Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=asked, native=native,
+                                       say=say, warm=warmup is not None, reachable=reachable, noted=noted,
+                                       relax=relax)), reachable)
+
+        if warmup is None:
+            return search(compile, env, tables, noted)
+        # while uv reads the pages online (the warm-up), the search asks uv's cache alone: its answer stands where
+        # uv, asked each question again once the warm-up is done, answers as the cache did — else it runs again
+        ahead = Ahead(compile, raw, warmup)
+        try:
+            found = search(ahead, env, tables, noted)
+        except TritonlockError:
+            if ahead.confirmed():
+                raise
+        else:
+            if ahead.confirmed():
+                return found
+        env = new_env(False, noted := [])
+        return search(compile, env, new_tables(env), noted)
     finally:
         if warmup is not None:  # (nothing of the decision outlives it: uv answers within _WARM_UP_S)
             warmup.wait()
@@ -133,7 +149,7 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
     reqs = sc.reqs
     if run.structural is not None:
         s, found = run.structural
-        return _conflicted(sel, _native_conflict(run, s, found, [])), ()
+        return _conflicted(sel, explain.native_conflict(run, s, found, [])), ()
     if best is None:
         return _nothing(run, reachable)
     if best.prefix is not None:
@@ -286,9 +302,6 @@ def _settle(run: Run, top: int, group: list[int], bound: Key, *, complete: bool 
         sel_group = [run.lines[r] for r in group]
         span = (f"torch {sel_group[-1].torch}–{sel_group[0].torch}" if len(sel_group) > 1
                 else f"torch {rep.torch} ({rep.backend})")
-        if run.warmup is not None:  # (its pages are in uv's cache once it answers: the compiles read them there)
-            run.warmup.wait()
-            run.warmup, run.warm = None, True
         run.say(f"asking uv for the packages with {span}")
         search = Search(dataclasses.replace(sc, package_indexes=tuple(own)), sel_group, run.compile,
                         constraints=tuple(dict.fromkeys(constraints)), warm=run.warm,
@@ -318,10 +331,10 @@ def _settle(run: Run, top: int, group: list[int], bound: Key, *, complete: bool 
             return outcome
         structural = [p for p in found if p.structural]
         if structural:
-            run.structural = (_with_direct(run, outcome.candidate), structural)
+            run.structural = (explain.with_direct(run, outcome.candidate), structural)
             return None
         if not _refuse(run, outcome, found):  # nothing new to pass over: the closure's problem is the conflict
-            run.structural = (_with_direct(run, outcome.candidate), found)
+            run.structural = (explain.with_direct(run, outcome.candidate), found)
             return None
         return _AGAIN
 
@@ -407,87 +420,7 @@ def _alike(run: Run, rank: int, kind: str) -> list[int]:
     return [rank]
 
 
-def _with_direct(run: Run, sel: Selection) -> Selection:
-    return dataclasses.replace(sel, direct=tuple(DirectPackage(name=canonicalize_name(r.name), requirement=str(r))
-                                                 for r in run.sc.reqs))
-
-
 # --- no answer, or one that leaves a named package out ----------------------------------------------------------
-
-def _native_conflict(run: Run, sel: Selection, found: list[Problem], rejected: list[str], left: str | None = None) -> str:
-    from tritonlock.native import judge
-
-    structural = [p for p in found if p.structural]  # (no release or line changes it: that first, nothing to list)
-    return judge.conflict(sel, structural or found, [] if structural else rejected,
-                          left=None if structural else left, exists=run.sc.served)
-
-
-def _hopeless(run: Run, r: Requirement, uv: str = "") -> str | None:
-    """A named package none of whose releases can be locked beside any line by its facts: the conflict, naming the
-    package, the fact and the least change (None: some release can). With `uv` (uv's words where it found no lock on
-    any line, and they name the package): the releases whose requirements the facts could not read are left to them,
-    which the conflict quotes."""
-    from tritonlock._term import human_size
-
-    t = run.tables.get(canonicalize_name(r.name))
-    if t is None or t.state != "ok" or not t.versions:
-        return None
-    if uv and not re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, re.split(r"[-_.]+", t.name))) + r"(?![\w])",
-                            uv, re.IGNORECASE):
-        return None
-    if any(t.first(sel, rank, known=bool(uv)) is not None for rank, sel in enumerate(run.lines)):
-        return None
-    admitted = [(rank, sel, i) for rank, sel in enumerate(run.lines)
-                if (i := t.meta_first(sel)) is not None and i >= 0]
-    if not admitted:
-        return None  # its torch requirements: uv's words and the host's facts say it (words.no_torch_fits)
-    rank, sel, i = admitted[0]
-    v = t.versions[i]
-    found = t.problems(v, sel)
-    if not found and rank in t.refused.get(v, {}):  # (what the rule found beside the line's torch wheel: its symbols)
-        found = [_refused_problem(run, t, v, rank)]
-    if not found and t.gate is not None and t.gate(v, sel, rank) is not None:
-        # (it cannot be locked because no release of a package with native code it requires can load: that one's
-        # facts are the conflict's, and the fix names the package named as what to lock elsewhere)
-        d = run.deps.get(run.gated_by.get((t.name, v), ""))
-        if d is not None:
-            dv = next((x for x in d.versions if x in d.native and not d.loads(x, sel, rank)), None)
-            if dv is not None:
-                found = d.problems(dv, sel) or [_refused_problem(run, d, dv, rank)]
-                t = d
-    if not found:
-        return None
-    unknown = [x for x in t.versions if t.torch_reqs(x) is None] if uv else []
-    read = [x for x in t.versions if x in t.native and x not in unknown]
-    rejected = [f"{t.name} {x}" for x in read if t.excluded_by_torch(x, sel) is None]
-    left = (f"no release of {t.name} that {r} admits is left" + (f" (of {len(t.versions)} that install here, "
-            f"{len(rejected)} admit torch {sel.torch} and none of them can load)" if len(rejected) > 1 else ""))
-    rest = [x for x in t.versions[t.stopped:] if x not in t.native and t.excluded_by_torch(x, sel) is None] \
-        if t.stopped is not None else []
-    if rest:
-        span = f"the {len(rest)} releases of {t.name} older than {read[-1]} ({rest[0]} … {rest[-1]})" if len(
-            rest) > 1 else f"{t.name} {rest[0]}"
-        left = (f"not read: {span} — a "
-                f"resolve reads at most {human_size(_pkgload.READ_BUDGET)} of a package's wheels looking for a release that can "
-                f"load: resolve again to read on (what was read is kept), or name one in "
-                f"{words.packages_key(run.sc.intent.path)} (\"{t.name}=={rest[0]}\")")
-    if unknown:
-        them = ", ".join(unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
-        left += (f"; uv does not lock {'its other releases' if len(unknown) > 1 else 'the other release'}, {t.name} "
-                 f"{them} (whose requirements the facts read do not show), either: "
-                 f"{explain.uv_said(t.name, unknown, uv)}")
-    return _native_conflict(run, _with_direct(run, sel), found, rejected, left)
-
-
-def _refused_problem(run: Run, t: Table, version: str, rank: int) -> Problem:
-    """What the rule found refusing the release beside line `rank` (its words where the finding was not kept)."""
-    from tritonlock.native.rule import Problem as P
-
-    kept = run.found.get((t.name, version, rank))
-    if kept is not None:
-        return kept
-    return P(package=t.name, version=version, kind="refused", needs="", text=t.refused.get(version, {}).get(rank, ""))
-
 
 def _nothing(run: Run, reachable: Callable[[str, str], str | None] | None) -> tuple[Selection, tuple[LockedPackage,
                                                                                                        ...]]:
@@ -495,12 +428,12 @@ def _nothing(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
     of its own, or uv's words with the host's facts."""
     sc = run.sc
     for r in sc.reqs:
-        said = _hopeless(run, r)
+        said = explain.hopeless(run, r)
         if said is not None:
             return _conflicted(sc.sel, said), ()
     uv = next((e.uv or str(e) for _, e in run.failures if isinstance(e, ClosureError)), "")
     for r in sc.reqs if uv else ():  # (a release the facts could not read, which uv ruled out on every line)
-        said = _hopeless(run, r, uv)
+        said = explain.hopeless(run, r, uv)
         if said is not None:
             return _conflicted(sc.sel, said), ()
     err = next((e for _, e in run.failures if isinstance(e, ClosureError)), None)
@@ -521,7 +454,7 @@ def _left_out(run: Run, best: Outcome) -> str:
     seeing = run.seeing
     assert best.prefix is not None
     missing = seeing[best.prefix]
-    said = _hopeless(run, missing)
+    said = explain.hopeless(run, missing)
     if said is not None:
         return said
     full = _search(run, complete=True) if run.structural is None else None
@@ -556,7 +489,7 @@ def _prerelease(run: Run, missing: Requirement, before: list[tuple[str, str]]) -
     tables = {**run.tables, name: Table(env=run.env, name=name, index=t.index, req=req, extras=t.extras)}
     alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=[req if canonicalize_name(r.name) == name
                                                                         else r for r in sc.reqs]),
-                                  tables=tables, failures=[], structural=None, warmup=None)
+                                  tables=tables, failures=[], structural=None)
     tables[name].gate = functools.partial(_gate, alt_run, tables[name])
     alt = _search(alt_run, complete=True)
     if alt is None or alt.prefix is not None or alt_run.structural is not None:
@@ -582,7 +515,7 @@ def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
             tables[name].native.update(old.native)
             tables[name].refused.update(old.refused)
     alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=reqs), tables=tables, failures=[],
-                                  structural=None, warmup=None)
+                                  structural=None)
     alt = _search(alt_run, complete=True)
     if alt is None or alt.prefix is not None:
         return None

@@ -203,7 +203,8 @@ def compile_target(plan: LockPlan, default_index: str, *, timeout: float = 900,
     `package_indexes` ((name, url, "simple" | "flat"), …): a package taken from an index of its own (its per-CUDA
     builds, as vLLM publishes them; "flat": a page of links), bound there like the torch family.
     `guess`: uv's answer from its cache alone (--offline, nothing read online, no sdist read), which the online
-    answer usually repeats: what `guessing` starts reading early. ClosureError where the cache holds no answer.
+    answer usually repeats: what `guessing` starts reading early. ClosureError where uv finds none there, in the
+    words an online compile's failure has (`cache_missed`: where its cache lacks what the answer needs).
     """
     sel, torch_spec = plan.selection, plan.torch_spec
     assert sel.ok and sel.torch and sel.index and sel.python
@@ -362,6 +363,11 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed
 # uv --offline when its cache lacks what a resolution needs (its hint, and the per-package cause)
 _CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 
+
+def cache_missed(err: object) -> bool:
+    """Whether a compile asked of uv's cache alone failed for what the cache lacks (not for a conflict)."""
+    return isinstance(err, ClosureError) and bool(_CACHE_MISS.search(err.uv or str(err)))
+
 # (index, name) of every package an online compile of this run answered: uv read that page just now. An --offline
 # answer is kept only when each package in it is one of these — uv's cache may also hold a page from another day (a
 # release since published, a file since removed) or from another index once served at the same address.
@@ -460,8 +466,6 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                 else uv(args)
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
-        if proc.returncode != 0 and guess:
-            raise ClosureError(f"uv's cache holds no answer for target {sel.target.name!r}", uv=proc.stderr or "")
         if proc.returncode != 0:
             raw = index.explain((proc.stderr or proc.stdout).strip().replace(str(pyproject), "the requirements"))
             # (the project uv resolves is tritonlock's wrapping of the user's requirements: never named to them)

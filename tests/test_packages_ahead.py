@@ -1,0 +1,210 @@
+"""While uv reads the pages online (the decision's warm-up), the search runs on uv's cache alone; its answer stands
+only where uv, asked each question again once the pages are read, answers alike — a page that changed since the last
+resolve (a release published) means the search runs again, as uv answers now. On a local index whose pages uv is
+made to wait for (tests/pkgindex.py's uv_pages_gate), so the search surely runs on the cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pkgindex import LocalIndex
+from tritonlock.compat.matrix import load_matrix
+from tritonlock.lock.lockfile import read_lock
+
+LINUX = "py3-none-manylinux_2_17_x86_64"
+
+
+@pytest.fixture()
+def ahead(tmp_path: Path) -> Iterator[LocalIndex]:
+    idx = LocalIndex(tmp_path / "index")
+    rel = load_matrix().torch_release("2.10.0")
+    assert rel is not None and rel.triton
+    idx.add("simple", "triton", rel.triton, tag=LINUX)
+    idx.add("simple", "torch", "2.10.0", tag=LINUX, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    # aheadapp 2.0 needs an aheadlib the index does not serve yet: 1.0 is what can be locked
+    idx.add("simple", "aheadlib", "1.0")
+    idx.add("simple", "aheadapp", "1.0", requires=("torch>=2.10", "aheadlib>=1"))
+    idx.add("simple", "aheadapp", "2.0", requires=("torch>=2.10", "aheadlib>=2"))
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+def _project(root: Path, idx: LocalIndex) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "triton-env.toml").write_text(
+        '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["aheadapp"]\n'
+        f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
+        '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
+    return root
+
+
+def _resolve(root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tritonlock", "resolve", "-p", str(root), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+
+
+def _done(proc: subprocess.Popen[str]) -> str:
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    return out
+
+
+def _locked(root: Path) -> dict[str, str]:
+    (t,) = read_lock(root / "triton-env.lock").targets
+    return {p.name: p.version for p in t.packages}
+
+
+def _held_resolve(idx: LocalIndex, root: Path) -> tuple[str, bool]:
+    """`resolve --upgrade` with every page uv asks for online held until tritonlock has read the named package's
+    page itself (the decision has begun) and uv has asked for a page, and two seconds more (the search, a few
+    answers from uv's cache, runs on them meanwhile); its output, and whether uv's online answer had to wait."""
+    gate = threading.Event()
+    before = len(idx.asked_by)
+    idx.uv_pages_gate = gate
+    try:
+        proc = _resolve(root, "--upgrade")
+        deadline = time.monotonic() + 120
+
+        def begun() -> bool:
+            asked = idx.asked_by[before:]
+            return any("/aheadapp" in p and not a.startswith("uv/") for p, a in asked) and \
+                any(a.startswith("uv/") for _, a in asked)
+
+        while not begun() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        held = begun() and proc.poll() is None
+        time.sleep(2)
+    finally:
+        gate.set()
+        idx.uv_pages_gate = None
+    return _done(proc), held
+
+
+def test_a_search_on_uvs_cache_that_uv_now_answers_otherwise_runs_again(tmp_path: Path, ahead: LocalIndex) -> None:
+    """aheadlib 2.0 is published after the last resolve: uv's cache still says aheadapp 2.0 cannot be locked, so the
+    search run on it holds aheadapp at 1.0 — but uv, once it has read the pages, locks 2.0: that search does not
+    stand, and the lock has aheadapp 2.0 with aheadlib 2.0."""
+    root = _project(tmp_path / "p", ahead)
+    _done(_resolve(root))
+    assert _locked(root)["aheadapp"] == "1.0"  # (what uv's cache now holds: aheadlib 1.0 only)
+    ahead.add("simple", "aheadlib", "2.0")
+    out, held = _held_resolve(ahead, root)
+    assert held, "uv asked no page online while the decision ran: the search did not run on its cache"
+    got = _locked(root)
+    assert (got["aheadapp"], got["aheadlib"]) == ("2.0", "2.0"), out
+
+
+def test_a_search_on_uvs_cache_that_uv_answers_alike_stands(tmp_path: Path, ahead: LocalIndex) -> None:
+    """Nothing published since: the search run on uv's cache is the answer (aheadapp held at 1.0, with the check
+    that failed quoted), the same as a resolve that waited for uv's pages."""
+    root = _project(tmp_path / "p", ahead)
+    _done(_resolve(root))
+    first = (root / "triton-env.lock").read_text(encoding="utf-8")
+    out, held = _held_resolve(ahead, root)
+    assert held, "uv asked no page online while the decision ran: the search did not run on its cache"
+    assert _locked(root)["aheadapp"] == "1.0"
+    assert (root / "triton-env.lock").read_text(encoding="utf-8") == first, out
+
+
+# --- the rule itself (tritonlock.decide._pkgcompile.Ahead), on plain functions standing for uv's two answers --------
+
+class _Uv:
+    """uv's answers: from its cache alone (`guess`) and as asked once the pages are read; what each was asked."""
+
+    def __init__(self, cached: dict[str, object], now: dict[str, object]) -> None:
+        self.cached, self.now = cached, now
+        self.guessed: list[str] = []
+        self.asked: list[str] = []
+        self.during_guess: threading.Event | None = None  # set while a guess runs (the warm-up ends meanwhile)
+
+    def _answer(self, got: object) -> tuple[str, ...]:
+        if isinstance(got, BaseException):
+            raise got
+        return got  # type: ignore[return-value]
+
+    def raw(self, plan: str, index: str, **kw: object) -> tuple[str, ...]:
+        assert kw.get("guess") is True
+        self.guessed.append(plan)
+        if self.during_guess is not None:
+            self.during_guess.set()
+        return self._answer(self.cached[plan])
+
+    def compile(self, plan: str, index: str, **kw: object) -> tuple[str, ...]:
+        assert "guess" not in kw
+        self.asked.append(plan)
+        return self._answer(self.now[plan])
+
+
+def _no_lock(words: str) -> BaseException:
+    from tritonlock.errors import ClosureError
+
+    return ClosureError(f"uv could not resolve: {words}", uv=words)
+
+
+def _ahead(uv: _Uv, warmup: threading.Event) -> object:
+    from tritonlock.decide._pkgcompile import Ahead
+
+    return Ahead(uv.compile, uv.raw, warmup)
+
+
+def test_while_the_warm_up_runs_uvs_cache_answers_and_each_answer_is_asked_again_once() -> None:
+    both = {"a": ("a 1.0",), "b": _no_lock("no version of b==2.0")}
+    uv = _Uv(dict(both), dict(both))
+    warmup = threading.Event()
+    ask = _ahead(uv, warmup)
+    assert ask("a", "idx", offline=True) == ("a 1.0",)
+    with pytest.raises(Exception, match="no version of b==2.0"):
+        ask("b", "idx", offline=True)
+    assert ask("a", "idx", offline=True) == ("a 1.0",)  # (asked twice: the cache is asked once)
+    assert (uv.guessed, uv.asked) == (["a", "b"], [])
+    warmup.set()
+    assert ask.confirmed() is True  # type: ignore[attr-defined]
+    assert sorted(uv.asked) == ["a", "b"]  # each once, as the decision would have asked it after the warm-up
+
+
+@pytest.mark.parametrize("now", [
+    {"a": ("a 2.0",), "b": _no_lock("no version of b==2.0")},  # another lock
+    {"a": _no_lock("no version of a"), "b": _no_lock("no version of b==2.0")},  # no lock now
+    {"a": ("a 1.0",), "b": ("b 2.0",)},  # a lock where the cache had none
+    {"a": ("a 1.0",), "b": _no_lock("b==2.0 needs c>=3")},  # no lock, for another reason
+])
+def test_an_answer_uv_now_gives_otherwise_means_the_search_does_not_stand(now: dict[str, object]) -> None:
+    uv = _Uv({"a": ("a 1.0",), "b": _no_lock("no version of b==2.0")}, now)
+    warmup = threading.Event()
+    ask = _ahead(uv, warmup)
+    ask("a", "idx")
+    with pytest.raises(Exception):
+        ask("b", "idx")
+    warmup.set()
+    assert ask.confirmed() is False  # type: ignore[attr-defined]
+
+
+def test_a_question_uvs_cache_cannot_answer_waits_for_the_warm_up_and_is_not_asked_again() -> None:
+    uv = _Uv({"a": _no_lock("Because a was not found in the cache and you require a")}, {"a": ("a 1.0",)})
+    warmup = threading.Event()
+    ask = _ahead(uv, warmup)
+    timer = threading.Timer(0.2, warmup.set)
+    timer.start()
+    assert ask("a", "idx") == ("a 1.0",)  # uv's answer once the warm-up is done, not the cache's miss
+    assert warmup.is_set()
+    assert ask.confirmed() is True  # type: ignore[attr-defined]
+    assert uv.asked == ["a"]  # (nothing kept from the cache to ask again)
+
+
+def test_a_cache_answer_that_comes_after_the_warm_up_ended_is_not_taken() -> None:
+    uv = _Uv({"a": ("a 1.0",)}, {"a": ("a 2.0",)})
+    warmup = threading.Event()
+    uv.during_guess = warmup  # the warm-up ends while uv's cache is asked
+    ask = _ahead(uv, warmup)
+    assert ask("a", "idx") == ("a 2.0",)
+    assert ask.confirmed() is True  # type: ignore[attr-defined]
+    assert uv.asked == ["a"]
