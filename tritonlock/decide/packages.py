@@ -5,7 +5,9 @@ per-line constraints: a release that cannot load beside line T is passed over fo
 lines the facts leave open, the most promising first (lines alike compiled together), each answer checked and its
 closure judged by the native-code rule, until no line left can beat the best answer by the stated order: the
 packages in the order the user wrote them, each at its newest release lockable with the ones before it, then torch
-newest. There is no round limit: the search ends when the facts are exhausted."""
+newest. There is no round limit: the search ends when the facts are exhausted. While uv reads the pages online (the
+warm-up: uv's own compile, with its network time), the search runs on uv's cache alone; it stands where uv, asked
+each question again once the pages are read, answers alike (_pkgcompile.Ahead)."""
 
 from __future__ import annotations
 
