@@ -199,6 +199,7 @@ class LocalIndex:
     # While set to an Event that is not set, every page uv asks for (its User-Agent "uv/…") waits for it: uv's online
     # answer held back, while other clients (tritonlock's own reads) are served
     uv_pages_gate: threading.Event | None = None
+    uv_pages_only: set[str] | None = None  # with uv_pages_gate: only these projects' pages wait (None: every page)
     # While set to an Event that is not set, every HTTP Range read by another client than uv waits for it: tritonlock's
     # reads of the binary facts held back, while uv's own reads and whole-file downloads are served
     reads_gate: threading.Event | None = None
@@ -299,7 +300,9 @@ class LocalIndex:
                 if not parts:
                     return self._send(404, b"not found", "text/plain")
                 pages_gate = outer.uv_pages_gate
-                if pages_gate is not None and self.headers.get("User-Agent", "").startswith("uv/"):
+                only = outer.uv_pages_only
+                if pages_gate is not None and self.headers.get("User-Agent", "").startswith("uv/") and (
+                        only is None or _norm(parts[-1]) in only):
                     pages_gate.wait(120)
                 # /<index...>.html -> a flat page of links to every file of that index (pip's find-links, as PyG's
                 # data.pyg.org/whl/torch-2.8.0+cu128.html)

@@ -208,3 +208,80 @@ def test_a_cache_answer_that_comes_after_the_warm_up_ended_is_not_taken() -> Non
     assert ask("a", "idx") == ("a 2.0",)
     assert ask.confirmed() is True  # type: ignore[attr-defined]
     assert uv.asked == ["a"]
+
+
+def test_a_search_whose_answers_are_all_locks_does_not_wait_for_the_warm_up(tmp_path: Path) -> None:
+    """aheadnew 2.0 pins a torch this intent leaves out (its METADATA says so) and needs slowdep, whose page never
+    answers uv: uv's background answer, reading from the newest release down, waits on it — but the search (2.0
+    passed over by its facts) needs no page of slowdep, its answer is a lock, and uv, asked that lock's pages
+    online, confirms it: the resolve ends with aheadnew 1.0 while slowdep's page is still held."""
+    idx = LocalIndex(tmp_path / "index")
+    rel = load_matrix().torch_release("2.10.0")
+    assert rel is not None and rel.triton
+    idx.add("simple", "triton", rel.triton, tag=LINUX)
+    idx.add("simple", "torch", "2.10.0", tag=LINUX, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    idx.add("simple", "slowdep", "1.0")
+    idx.add("simple", "aheadnew", "1.0", requires=("torch>=2.10",))
+    idx.add("simple", "aheadnew", "2.0", requires=("slowdep>=1", "torch==2.14.0"))
+    idx.start()
+    gate = threading.Event()
+    try:
+        root = tmp_path / "p"
+        root.mkdir()
+        (root / "triton-env.toml").write_text(
+            '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["aheadnew"]\n'
+            f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
+            '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
+        _done(_resolve(root))  # uv's cache holds the pages (slowdep's too)
+        idx.uv_pages_gate, idx.uv_pages_only = gate, {"slowdep"}
+        before = len(idx.asked_by)
+        proc = _resolve(root, "--upgrade")
+        try:
+            out, _ = proc.communicate(timeout=90)  # (the page is held for 120 s: a resolve that waits for it is late)
+        finally:
+            gate.set()
+        assert proc.returncode == 0, out
+        assert any(p.rstrip("/").endswith("/slowdep") and a.startswith("uv/") for p, a in idx.asked_by[before:]), \
+            "uv's background answer never asked for slowdep's page: nothing was held"
+        assert _locked(root)["aheadnew"] == "1.0"
+    finally:
+        gate.set()
+        idx.stop()
+
+
+def test_a_lock_from_uvs_cache_whose_dependency_was_published_since_is_not_taken(tmp_path: Path) -> None:
+    """As above, uv's background answer held on slowdep's page; aheadlib 1.1 is published after the last resolve, so
+    uv's cache answers aheadnew 1.0 with aheadlib 1.0 — asked again with the pages of that lock read online (once
+    aheadlib's page, held for three seconds, comes), uv answers aheadlib 1.1: the search does not stand, and the
+    lock has aheadlib 1.1."""
+    idx = LocalIndex(tmp_path / "index")
+    rel = load_matrix().torch_release("2.10.0")
+    assert rel is not None and rel.triton
+    idx.add("simple", "triton", rel.triton, tag=LINUX)
+    idx.add("simple", "torch", "2.10.0", tag=LINUX, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
+    idx.add("simple", "slowdep", "1.0")
+    idx.add("simple", "aheadlib", "1.0")
+    idx.add("simple", "aheadnew", "1.0", requires=("torch>=2.10", "aheadlib"))
+    idx.add("simple", "aheadnew", "2.0", requires=("slowdep>=1", "torch==2.14.0"))
+    idx.start()
+    gate = threading.Event()
+    try:
+        root = tmp_path / "p"
+        root.mkdir()
+        (root / "triton-env.toml").write_text(
+            '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["aheadnew"]\n'
+            f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
+            '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
+        _done(_resolve(root))
+        assert _locked(root)["aheadlib"] == "1.0"
+        idx.add("simple", "aheadlib", "1.1")
+        # (aheadlib's page held too: else uv's background answer reads it before the search asks uv's cache)
+        idx.uv_pages_gate, idx.uv_pages_only = gate, {"slowdep", "aheadlib"}
+        proc = _resolve(root, "--upgrade")
+        threading.Timer(3, gate.set).start()  # (the search, a few answers from uv's cache, is done well before)
+        out = _done(proc)
+        got = _locked(root)
+        assert (got["aheadnew"], got["aheadlib"]) == ("1.0", "1.1"), out
+    finally:
+        gate.set()
+        idx.stop()

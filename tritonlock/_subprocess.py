@@ -174,6 +174,24 @@ def clean_env(unset: Sequence[str] = ()) -> dict[str, str]:
             if k not in unset and not (k.startswith("UV_") and k not in UV_ALLOWED)}
 
 
+# The Event that stops the runs of the thread it is set in (`stoppable`): a background answer no longer needed
+_STOP = threading.local()
+
+
+class stoppable:
+    """Within this block, a `run` of this thread stops (its child killed, subprocess.TimeoutExpired raised) once
+    `event` is set: uv's background answer to the packages decision, once the decision no longer needs it."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __enter__(self) -> None:
+        _STOP.event = self.event
+
+    def __exit__(self, *exc: object) -> None:
+        _STOP.event = None
+
+
 def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
         timeout: float | None = None, unset: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """Run and capture; the caller decides what a non-zero exit means. `unset` drops inherited variables (and
@@ -182,8 +200,24 @@ def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
     full_env.setdefault("UV_NO_PROGRESS", "1")
     if env:
         full_env.update(env)
-    return subprocess.run(list(args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    stop = getattr(_STOP, "event", None)
+    if stop is None:
+        return subprocess.run(list(args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    import time
+
+    end = None if timeout is None else time.monotonic() + timeout
+    with subprocess.Popen(list(args), env=full_env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=0.05)
+                return subprocess.CompletedProcess(list(args), proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                if stop.is_set() or (end is not None and time.monotonic() > end):
+                    proc.kill()
+                    proc.communicate()
+                    raise subprocess.TimeoutExpired(list(args), timeout or 0) from None
 
 
 def run_shielded(args: Sequence[str], *, env: Mapping[str, str] | None = None, capture: bool = True,

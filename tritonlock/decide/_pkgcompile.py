@@ -157,29 +157,51 @@ def memo(compile: Compile) -> Compile:
 _WARM_UP_S = 120
 
 
-def warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> Any:
+class WarmUp:
+    """uv's answer in the background (warm_up): `is_set`/`wait` as an Event set once it is done; `stop` ends it
+    (its uv killed) where the decision no longer needs it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.done, self.stopped = threading.Event(), threading.Event()
+
+    def is_set(self) -> bool:
+        return self.done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.done.wait(timeout)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def warm_up(sc: Scene, lines: list[Selection], compile: Compile) -> WarmUp | None:
     """uv's answer for the newest torch index's lines and the packages as written, asked in the background while
     the facts are read (it reads the pages every later compile needs: they then answer from uv's cache, and
-    its closure's wheels are read from its guess); an Event set once it is done, None where there is nothing to ask."""
+    its closure's wheels are read from its guess); None where there is nothing to ask."""
     if not lines:
         return None
     import threading
 
+    from tritonlock._subprocess import stoppable
+
     index = lines[0].index
     search = Search(sc, [c for c in lines if c.index == index], compile, timeout=_WARM_UP_S)
-    done = threading.Event()
+    warm = WarmUp()
 
     def go() -> None:
         try:
-            search.lock([str(r) for r in sc.reqs])
+            with stoppable(warm.stopped):
+                search.lock([str(r) for r in sc.reqs])
         except Exception:  # noqa: BLE001 — what it found is asked again, and said, by the search itself
             pass
         finally:
-            done.set()
+            warm.done.set()
 
     # not a daemon: uv leaves no temporary folder behind (and the decision waits for it: nothing runs on after it)
     threading.Thread(target=go, name="packages-warm-up").start()
-    return done
+    return warm
 
 
 class Ahead:
@@ -233,16 +255,19 @@ class Ahead:
 
     def _check(self) -> None:
         """Each question kept so far asked again once the warm-up is done, and whether uv answers it alike."""
+        self._warmup.wait()
+        self._validate(self._compile)
+
+    def _validate(self, ask: Compile) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        self._warmup.wait()
         with self._lock:  # (the longest first: two at a time, the last to end ends soonest)
             asked = sorted(((k, q) for k, q in self._asked.items() if k not in self._same), key=lambda kq: -kq[1][4])
 
         def same(kq: tuple[tuple[object, ...], tuple[Any, str, dict[str, Any], object, float]]) -> None:
             key, (plan, default_index, kw, then, _) = kq
             try:
-                now: object = self._compile(plan, default_index, **kw)
+                now: object = ask(plan, default_index, **kw)
             except TritonlockError as err:
                 now = err
             if isinstance(then, BaseException) or isinstance(now, BaseException):
@@ -257,9 +282,19 @@ class Ahead:
             list(pool.map(same, asked))
 
     def confirmed(self) -> bool:
-        """Whether uv, asked now (the warm-up done), answers each question as its cache did."""
-        if self._checker is not None:
-            self._checker.join()
-        self._check()  # (a question kept as the warm-up ended, after the checker took its list)
+        """Whether uv, asked now, answers each question as its cache did. Where every answer kept is a lock, each
+        is asked at once, the warm-up still under way: `compile` has uv read online the pages of that lock this run
+        has not read (a few hundred, --no-deps: a second), where the warm-up may be backtracking through many more
+        (an older driver's torch lines: vLLM's releases down to 0.19) — the decision may then stop the warm-up. A
+        failure kept waits for the warm-up's pages, as a failure answered after it would."""
+        with self._lock:
+            early = not self._warmup.is_set() and not any(isinstance(q[3], BaseException)
+                                                          for q in self._asked.values())
+        if early:  # (not memo's compile: the warm-up, asking the same question online, would be waited for)
+            self._validate(self._raw)
+        else:
+            if self._checker is not None:
+                self._checker.join()
+            self._check()  # (a question kept as the warm-up ended, after the checker took its list)
         with self._lock:
             return all(self._same.get(k, False) for k in self._asked)

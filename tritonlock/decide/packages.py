@@ -114,9 +114,11 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
             found = search(ahead, env, tables, noted)
         except TritonlockError:
             if ahead.confirmed():
+                warmup.stop()  # (the decision is made: uv's background answer, if still to come, is not needed)
                 raise
         else:
             if ahead.confirmed():
+                warmup.stop()
                 return found
         env = new_env(False, noted := [])
         return search(compile, env, new_tables(env), noted)

@@ -517,6 +517,14 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
     at the same address), uv reads just those online (`uv pip compile --no-deps` of them) and answers again from its
     cache — a handful of pages, where asking the whole compile online again reads every page of the closure (a
     minute for vLLM + SGLang). An offline failure that is no cache miss is uv's answer, as online."""
+    # (uv takes the file it writes as its preferences: each answer again starts from the first one's — the pins of
+    # `preferring` or none — never from the answer the pages just read online may change)
+    first = out.read_bytes() if out.exists() else None
+
+    def again(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        out.write_bytes(first) if first is not None else out.unlink(missing_ok=True)
+        return uv(argv)
+
     proc = uv([*args, "--offline"])
     wanted: dict[str, str]
     last: dict[str, str] | None = None
@@ -535,8 +543,8 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
                                                             flat):
             break  # (the same miss again: the page read did not bring what uv lacks — a release's metadata)
         last = wanted
-        proc = uv([*args, "--offline"])
-    return uv(args)  # asked online in full
+        proc = again([*args, "--offline"])
+    return again(args)  # asked online in full
 
 
 def _read_online(uv: Callable[..., subprocess.CompletedProcess[str]], common: list[str], tmp: Path, sel: Selection,
