@@ -285,3 +285,32 @@ def test_a_lock_from_uvs_cache_whose_dependency_was_published_since_is_not_taken
     finally:
         gate.set()
         idx.stop()
+
+
+# --- stopping uv's background answer (tritonlock._subprocess.stoppable) ----------------------------------------------
+
+def test_a_run_in_a_stoppable_block_answers_as_any_run_and_ends_once_stopped_or_late(tmp_path: Path) -> None:
+    from tritonlock._subprocess import run, stoppable
+
+    stop = threading.Event()
+    pid = tmp_path / "pid"
+    with stoppable(stop):
+        done = run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+        assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+        def stop_once_started() -> None:  # (the child has written its pid: it is running)
+            while not (pid.exists() and pid.read_text()):
+                time.sleep(0.02)
+            stop.set()
+
+        threading.Thread(target=stop_once_started, daemon=True).start()
+        with pytest.raises(subprocess.TimeoutExpired):
+            run([sys.executable, "-c", f"import os, time; open({str(pid)!r}, 'w').write(str(os.getpid())); "
+                 "time.sleep(600)"])
+        assert stop.is_set()
+        with pytest.raises(ProcessLookupError):  # (the child was killed, and reaped: no such process now)
+            os.kill(int(pid.read_text()), 0)
+    with stoppable(threading.Event()):
+        with pytest.raises(subprocess.TimeoutExpired):
+            run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    stop.set()  # (outside the block a set Event stops nothing)
+    assert run([sys.executable, "-c", "print(1)"]).stdout == "1\n"
