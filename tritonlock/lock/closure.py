@@ -368,6 +368,7 @@ def cache_missed(err: object) -> bool:
     """Whether a compile asked of uv's cache alone failed for what the cache lacks (not for a conflict)."""
     return isinstance(err, ClosureError) and bool(_CACHE_MISS.search(err.uv or str(err)))
 
+
 # (index, name) of every package an online compile of this run answered: uv read that page just now. An --offline
 # answer is kept only when each package in it is one of these — uv's cache may also hold a page from another day (a
 # release since published, a file since removed) or from another index once served at the same address.
