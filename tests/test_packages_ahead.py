@@ -38,10 +38,10 @@ def ahead(tmp_path: Path) -> Iterator[LocalIndex]:
     idx.stop()
 
 
-def _project(root: Path, idx: LocalIndex) -> Path:
+def _project(root: Path, idx: LocalIndex, package: str = "aheadapp") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "triton-env.toml").write_text(
-        '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["aheadapp"]\n'
+        f'[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["{package}"]\n'
         f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
         '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
     return root
@@ -210,28 +210,32 @@ def test_a_cache_answer_that_comes_after_the_warm_up_ended_is_not_taken() -> Non
     assert uv.asked == ["a"]
 
 
-def test_a_search_whose_answers_are_all_locks_does_not_wait_for_the_warm_up(tmp_path: Path) -> None:
-    """aheadnew 2.0 pins a torch this intent leaves out (its METADATA says so) and needs slowdep, whose page never
-    answers uv: uv's background answer, reading from the newest release down, waits on it — but the search (2.0
-    passed over by its facts) needs no page of slowdep, its answer is a lock, and uv, asked that lock's pages
-    online, confirms it: the resolve ends with aheadnew 1.0 while slowdep's page is still held."""
-    idx = LocalIndex(tmp_path / "index")
+def _slowdep_index(path: Path, *, with_lib: bool) -> LocalIndex:
+    """Started: torch 2.10 with its triton, slowdep 1.0, aheadnew 1.0 (needing aheadlib, whose 1.0 is served, where
+    with_lib) and aheadnew 2.0, which pins a torch this intent leaves out (its METADATA says so) and needs slowdep."""
+    idx = LocalIndex(path)
     rel = load_matrix().torch_release("2.10.0")
     assert rel is not None and rel.triton
     idx.add("simple", "triton", rel.triton, tag=LINUX)
     idx.add("simple", "torch", "2.10.0", tag=LINUX, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
     idx.add("simple", "slowdep", "1.0")
-    idx.add("simple", "aheadnew", "1.0", requires=("torch>=2.10",))
+    if with_lib:
+        idx.add("simple", "aheadlib", "1.0")
+    idx.add("simple", "aheadnew", "1.0", requires=("torch>=2.10", "aheadlib") if with_lib else ("torch>=2.10",))
     idx.add("simple", "aheadnew", "2.0", requires=("slowdep>=1", "torch==2.14.0"))
     idx.start()
+    return idx
+
+
+def test_a_search_whose_answers_are_all_locks_does_not_wait_for_the_warm_up(tmp_path: Path) -> None:
+    """aheadnew 2.0 pins a torch this intent leaves out (its METADATA says so) and needs slowdep, whose page never
+    answers uv: uv's background answer, reading from the newest release down, waits on it — but the search (2.0
+    passed over by its facts) needs no page of slowdep, its answer is a lock, and uv, asked that lock's pages
+    online, confirms it: the resolve ends with aheadnew 1.0 while slowdep's page is still held."""
+    idx = _slowdep_index(tmp_path / "index", with_lib=False)
     gate = threading.Event()
     try:
-        root = tmp_path / "p"
-        root.mkdir()
-        (root / "triton-env.toml").write_text(
-            '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["aheadnew"]\n'
-            f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
-            '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
+        root = _project(tmp_path / "p", idx, "aheadnew")
         _done(_resolve(root))  # uv's cache holds the pages (slowdep's too)
         idx.uv_pages_gate, idx.uv_pages_only = gate, {"slowdep"}
         before = len(idx.asked_by)
@@ -254,24 +258,10 @@ def test_a_lock_from_uvs_cache_whose_dependency_was_published_since_is_not_taken
     uv's cache answers aheadnew 1.0 with aheadlib 1.0 — asked again with the pages of that lock read online (once
     aheadlib's page, held for three seconds, comes), uv answers aheadlib 1.1: the search does not stand, and the
     lock has aheadlib 1.1."""
-    idx = LocalIndex(tmp_path / "index")
-    rel = load_matrix().torch_release("2.10.0")
-    assert rel is not None and rel.triton
-    idx.add("simple", "triton", rel.triton, tag=LINUX)
-    idx.add("simple", "torch", "2.10.0", tag=LINUX, requires=(f"triton=={rel.triton}; platform_system == 'Linux'",))
-    idx.add("simple", "slowdep", "1.0")
-    idx.add("simple", "aheadlib", "1.0")
-    idx.add("simple", "aheadnew", "1.0", requires=("torch>=2.10", "aheadlib"))
-    idx.add("simple", "aheadnew", "2.0", requires=("slowdep>=1", "torch==2.14.0"))
-    idx.start()
+    idx = _slowdep_index(tmp_path / "index", with_lib=True)
     gate = threading.Event()
     try:
-        root = tmp_path / "p"
-        root.mkdir()
-        (root / "triton-env.toml").write_text(
-            '[environment]\npython = "3.11"\ntorch = "==2.10.*"\npackages = ["aheadnew"]\n'
-            f'[indexes]\ntorch = "default"\ndefault = "{idx.index_url("simple")}"\n'
-            '[[targets]]\nname = "gpu"\nglibc = "2.35"\ndriver = "580.95.05"\ngpus = ["9.0"]\n', encoding="utf-8")
+        root = _project(tmp_path / "p", idx, "aheadnew")
         _done(_resolve(root))
         assert _locked(root)["aheadlib"] == "1.0"
         idx.add("simple", "aheadlib", "1.1")
