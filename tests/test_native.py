@@ -246,6 +246,10 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
         for name, dep in (("wantsguard", "guardpkg"), ("wantshard", "hardpkg")):
             idx.add("simple", name, v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-12",
                     requires=tuple(r.format(dep) for r in reqs), modules={f"{name}/__init__.py": ""})
+    # wantsgone 2.0 needs a package the index does not serve: uv holds it at 1.0 (a check, in uv's words)
+    for v, reqs in (("1.0", ("torch>=2.10",)), ("2.0", ("torch>=2.10", "goneplug>=1"))):
+        idx.add("simple", "wantsgone", v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-14", requires=reqs,
+                modules={"wantsgone/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -1736,6 +1740,44 @@ def test_a_module_a_dependency_loads_inside_a_try_does_not_cost_the_named_packag
     versions, sel = _target(dep)
     assert (versions["guardpkg"], versions["torch"]) == ("1.0", "2.10.0"), versions
     assert not any("inside a `try`" in w for w in sel.warnings)
+
+
+def test_the_first_search_stops_at_a_failure_a_package_catches_and_where_it_ties_the_second_its_closure_stands(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """wantsguard 1.0 with torch 2.10: uv's first answer holds guardpkg 2.0, whose module (loaded inside a `try`)
+    cannot load there — the first search goes no further, the second (lenient) one answers wantsguard 1.0 with
+    wantsgone held at 1.0 by uv (2.0 needs a package no index serves). The first search, asked at that answer's
+    point alone, ties it with guardpkg 1.0, whose module loads: that closure is locked, and wantsgone's warning quotes
+    the check uv made in the second search."""
+    root = _project(tmp_path / "a", pypi, ["wantsguard==1.0", "wantsgone"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    lines = out.splitlines()
+    passed = next(i for i, x in enumerate(lines) if "guardpkg 2.0's native code cannot load beside torch" in x)
+    again = next(i for i, x in enumerate(lines) if "weighing again with the failures packages catch" in x)
+    assert passed < again and not any("asking uv" in x for x in lines[passed:again]), out
+    versions, sel = _target(root)
+    assert (versions["wantsguard"], versions["guardpkg"], versions["wantsgone"], versions["torch"]) == \
+        ("1.0", "1.0", "1.0", "2.10.0"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("wantsgone 1.0 is locked, not its newest release 2.0: ")]
+    assert "checked: uv finds no lock with wantsgone==2.0 with wantsguard==1.0" in w and "goneplug" in w, w
+    assert not any("inside a `try`" in w for w in sel.warnings), sel.warnings
+
+
+@pytest.mark.parametrize("packages", [["wantsguard", "hardpkg==2.0"], ["hardpkg==2.0", "wantsguard"]])
+def test_where_the_second_search_locks_the_named_packages_only_in_part_the_first_search_answers_whole(
+        tmp_path: Path, pypi: LocalIndex, packages: list[str]) -> None:
+    """wantsguard 2.0 pins torch 2.10 (CUDA 12.8), beside which guardpkg 2.0 (loaded inside a `try`) cannot load
+    and hardpkg 2.0 (imported plainly, CUDA 13) cannot either: the second search locks wantsguard 2.0 there without
+    hardpkg — no answer — so the first search is run whole after all: wantsguard 1.0 with hardpkg 2.0 on torch 2.11."""
+    root = _project(tmp_path / "a", pypi, packages, f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["wantsguard"], versions["hardpkg"], versions["guardpkg"], versions["torch"]) == \
+        ("1.0", "2.0", "2.0", "2.11.0"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("wantsguard 1.0 is locked, not its newest release 2.0: ")]
+    assert "requires torch==2.10.*" in w, w
 
 
 def test_doctor_says_a_module_a_package_loads_inside_a_try_is_off_and_the_import_works(
