@@ -304,3 +304,75 @@ def test_a_run_in_a_stoppable_block_answers_as_any_run_and_ends_once_stopped_or_
             run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
     stop.set()  # (outside the block a set Event stops nothing)
     assert run([sys.executable, "-c", "print(1)"]).stdout == "1\n"
+
+
+def test_two_compiles_lacking_the_same_pages_have_uv_read_each_page_once(tmp_path: Path, ahead: LocalIndex) -> None:
+    """uv's cache holds a lock's pages (an earlier resolve), but this run has read none of them online: two --offline
+    compiles of it side by side each find the pages unread — one has uv read them, the other waits for that read
+    instead of reading them again at once — and both answer the lock."""
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tritonlock.decide.lockplan import lock_plan
+    from tritonlock.decide.resolve import feasible
+    from tritonlock.intent.read import read_intent
+    from tritonlock.lock import closure
+    from tritonlock.project import select
+
+    root = _project(tmp_path / "p", ahead)
+    _done(_resolve(root))
+    matrix = load_matrix()
+    intent = read_intent(root / "triton-env.toml")
+    (sel,) = select(intent)
+    url = ahead.index_url("simple")
+    (line,) = [c for c in feasible(intent, matrix, sel.target, "3.11") if c.torch == "2.10.0"]
+    plan = lock_plan(dataclasses.replace(line, index=url, packages=("aheadapp",)), matrix)
+    closure.new_run()
+    before = len(ahead.asked_by)
+    start = threading.Barrier(2)
+
+    def compile(_: int) -> dict[str, str]:
+        start.wait()
+        return {p.name: p.version for p in closure.compile_target(plan, url, offline=True)}
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first, second = pool.map(compile, range(2))
+    assert first == second and (first["aheadapp"], first["aheadlib"], first["torch"]) == ("1.0", "1.0", "2.10.0")
+    pages = [p for p, agent in ahead.asked_by[before:] if agent.startswith("uv/")]
+    assert pages and len(pages) == len(set(pages)), pages
+
+
+def test_a_claim_yields_the_unread_pages_no_other_compile_reads_and_waits_for_the_others_reads() -> None:
+    from tritonlock.lock import _pagesread
+
+    a, b, c = ("i", "a"), ("i", "b"), ("i", "c")
+    _pagesread.READ.clear()
+    _pagesread.READ.add(c)
+    inside, leave, waited = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with pytest.raises(RuntimeError), _pagesread.claim({a, b, c}) as mine:
+            assert mine == {a, b}  # (c: read already)
+            inside.set()
+            leave.wait(30)
+            raise RuntimeError  # (a read that failed: its pages are released all the same)
+
+    t = threading.Thread(target=first)
+    t.start()
+    assert inside.wait(30)
+
+    def second() -> None:
+        with _pagesread.claim({b, ("i", "d")}) as mine:
+            assert mine == {("i", "d")}  # (b: the first's to read)
+        waited.set()
+
+    u = threading.Thread(target=second)
+    u.start()
+    assert not waited.wait(0.3)  # the second waits for the first's read of b
+    leave.set()
+    t.join(30)
+    u.join(30)
+    assert waited.is_set()
+    with _pagesread.claim({a, b}) as mine:  # (not read — the read failed — and no longer being read: this one's)
+        assert mine == {a, b}
+    _pagesread.READ.clear()

@@ -17,7 +17,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from tritonlock import _subprocess, _toml, _urls
 from tritonlock.errors import ClosureError, IntentError, TritonlockError
-from tritonlock.lock import _silent
+from tritonlock.lock import _pagesread, _silent
 from tritonlock.lock._closurewords import no_build_note, unpinnable
 from tritonlock.lock.lockfile import toml_value
 from tritonlock.models import LockedPackage, LockPlan, Selection, Wheel
@@ -369,17 +369,11 @@ def cache_missed(err: object) -> bool:
     return isinstance(err, ClosureError) and bool(_CACHE_MISS.search(err.uv or str(err)))
 
 
-# (index, name) of every package an online compile of this run answered: uv read that page just now. An --offline
-# answer is kept only when each package in it is one of these — uv's cache may also hold a page from another day (a
-# release since published, a file since removed) or from another index once served at the same address.
-_READ_ONLINE: set[tuple[str, str]] = set()
-
-
 def new_run(pythons: Iterable[str] = ()) -> None:
     """Forget what earlier runs read online (one process may lock many times: a test suite, a service): uv's cache
     answers offline only what this run read online; and which torch indexes did not answer. And start finding the
     interpreters the compiles for these Python versions get (_subprocess.resolver_python)."""
-    _READ_ONLINE.clear()
+    _pagesread.READ.clear()
     _silent.forget()
     for py in dict.fromkeys(pythons):
         _subprocess.find_resolver_python(py)
@@ -415,10 +409,6 @@ def _preferences(sel: Selection, out: Path) -> None:
     for name, version in sorted(pins.items()):
         lines += ["", "[[packages]]", f"name = {toml_value(name)}", f"version = {toml_value(version)}"]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _read_keys(packages: list[dict[str, Any]]) -> set[tuple[str, str]]:
-    return {(str(p.get("index") or ""), canonicalize_name(str(p.get("name") or ""))) for p in packages}
 
 
 @_silent.down_first
@@ -495,7 +485,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         packages = _answer(out)
     if guess:
         return packages  # read from the cache alone: nothing this run read online
-    _READ_ONLINE.update(_read_keys(packages))  # (an offline answer reaches here only when all of it was so read)
+    _pagesread.READ.update(_pagesread.keys(packages))  # (an offline answer reaches here only when all of it was so read)
     return packages
 
 
@@ -517,7 +507,8 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
     release's metadata, or answers with a page this run did not read (another day's, or another index's once served
     at the same address), uv reads just those online (`uv pip compile --no-deps` of them) and answers again from its
     cache — a handful of pages, where asking the whole compile online again reads every page of the closure (a
-    minute for vLLM + SGLang). An offline failure that is no cache miss is uv's answer, as online."""
+    minute for vLLM + SGLang); pages another compile is reading for its answer are waited for, not read twice
+    (_pagesread). An offline failure that is no cache miss is uv's answer, as online."""
     # (uv takes the file it writes as its preferences: each answer again starts from the first one's — the pins of
     # `preferring` or none — never from the answer the pages just read online may change)
     first = out.read_bytes() if out.exists() else None
@@ -532,14 +523,21 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
     for _ in range(_REFRESHES):
         words = proc.stderr or proc.stdout or ""
         if proc.returncode == 0:
-            wanted = {canonicalize_name(str(p.get("name") or "")): f"=={p.get('version')}"
-                      for p in _answer(out) if _read_keys([p]) - _READ_ONLINE}
-            if not wanted:
+            answer = _answer(out)
+            if not _pagesread.unread(answer):
                 return proc
-        elif not _CACHE_MISS.search(words):
+            with _pagesread.claim(_pagesread.unread(answer)) as mine:  # (what another compile reads now: waited for)
+                wanted = {canonicalize_name(str(p.get("name") or "")): f"=={p.get('version')}"
+                          for p in answer if _pagesread.keys([p]) & mine}
+                read = not wanted or _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat)
+            if not read or (wanted and wanted == last):
+                break
+            last = wanted or last
+            proc = again([*args, "--offline"])
+            continue
+        if not _CACHE_MISS.search(words):
             return proc
-        else:
-            wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
+        wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
         if not wanted or wanted == last or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own,
                                                             flat):
             break  # (the same miss again: the page read did not bring what uv lacks — a release's metadata)
@@ -563,7 +561,7 @@ def _read_online(uv: Callable[..., subprocess.CompletedProcess[str]], common: li
                str(where / "pylock.toml")], str(where))
     if proc.returncode != 0:
         return False
-    _READ_ONLINE.update(_read_keys(_answer(where / "pylock.toml")))
+    _pagesread.READ.update(_pagesread.keys(_answer(where / "pylock.toml")))
     return True
 
 
