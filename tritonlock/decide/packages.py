@@ -143,8 +143,8 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
     else the first's (a torchao whose extensions load). The first search stops where the rule first finds such a
     failure: every closure it takes the second takes too, so it can at best tie the second's answer, and it is asked
     at that answer's point alone (_at) — not line after line through what the second search has already weighed
-    (unsloth on an H200: 4.2 s -> 2.4 s). Where the second has no answer with every named package, the first runs
-    whole."""
+    (unsloth for an H200 target: 4.2 s -> 2.4 s). Where the second has no answer with every named package, the first
+    runs whole."""
     relax = run.relax if run.native is not None else None
     best: Outcome | None = None
     try:
