@@ -1780,6 +1780,28 @@ def test_where_the_second_search_locks_the_named_packages_only_in_part_the_first
     assert "requires torch==2.10.*" in w, w
 
 
+@pytest.mark.parametrize("packages", [["wantsguard==2.0", "hardpkg==2.0"], ["wantsguard==2.0", "hardpkg>=2.0"]])
+def test_where_only_a_caught_failure_stands_in_the_first_searchs_way_the_conflict_names_the_package_left_out(
+        tmp_path: Path, pypi: LocalIndex, packages: list[str]) -> None:
+    """wantsguard==2.0 pins torch 2.10 (CUDA 12.8); hardpkg 2.0, a CUDA 13 build imported plainly, cannot load there.
+    The first search finds nothing (guardpkg's module, loaded inside a `try`, fails beside torch 2.10 too); the
+    second locks wantsguard alone: the conflict names hardpkg and its native code — as the other order's names
+    wantsguard's torch pin — not guardpkg, whose import works without its module."""
+    root = _project(tmp_path / "a", pypi, packages, f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "error: target 'gpu': hardpkg cannot be locked beside wantsguard 2.0 (the newest that can be locked here, " \
+           "with torch 2.10.0)" in out, out
+    assert "hardpkg 2.0's native code cannot load there: hardpkg/_C.so in hardpkg-2.0-" in out, out
+    assert "guardpkg" not in out.split("error: ", 1)[1], out
+    assert not (root / "triton-env.lock").exists()
+    other = _project(tmp_path / "b", pypi, packages[::-1], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(other))
+    assert code == 3, out
+    assert "error: target 'gpu': wantsguard cannot be locked beside hardpkg 2.0" in out and \
+        "wantsguard 2.0 requires torch==2.10.*" in out, out
+
+
 def test_doctor_says_a_module_a_package_loads_inside_a_try_is_off_and_the_import_works(
         real_torch_python: str, pypi: LocalIndex, tmp_path_factory: pytest.TempPathFactory) -> None:
     """guardpkg 1.0 (its CUDA 12 module loaded inside a `try`) beside the real torch, with no CUDA 12 runtime: doctor

@@ -144,7 +144,8 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
     failure: every closure it takes the second takes too, so it can at best tie the second's answer, and it is asked
     at that answer's point alone (_at) — not line after line through what the second search has already weighed
     (unsloth for an H200 target: 4.2 s -> 2.4 s). Where the second has no answer with every named package, the first
-    runs whole."""
+    runs whole; where that finds nothing and the second locks the named packages in part, the second's conflict is
+    said — it names the package left out, not a module whose import works without it."""
     relax = run.relax if run.native is not None else None
     best: Outcome | None = None
     try:
@@ -155,16 +156,22 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
         other = relax()
         run.say("weighing again with the failures packages catch themselves let pass (their imports work)")
         lenient = _search(other, complete=False)
-        if lenient is not None and other.structural is None and lenient.prefix is None:
+        got = lenient if lenient is not None and other.structural is None else None
+        if got is not None and got.prefix is None and cut:
+            # every closure the first search takes, the second takes too: the first can at best tie its answer —
+            # asked at that answer's point alone; where it ties, its answer is taken (its modules all load)
+            tie = _at(run, other.key(got), got)
+            run, best = (run, tie) if tie is not None else (other, got)
+        else:
             if cut:
-                # every closure the first search takes, the second takes too: the first can at best tie its answer
-                # — asked at that answer's point alone; where it ties, its answer is taken (its modules all load)
-                tie = _at(run, other.key(lenient), lenient)
-                run, best = (run, tie) if tie is not None else (other, lenient)
-            elif run.structural is not None or best is None or other.key(lenient) > run.key(best):
-                run, best = other, lenient
-        elif cut:
-            best = _search(run, complete=False)  # (the first search whole after all: what it asked, memo's answers)
+                best = _search(run, complete=False)  # (the first search whole after all: memo's answers)
+            if got is not None and (
+                    (got.prefix is None and (run.structural is not None or best is None
+                                             or other.key(got) > run.key(best)))
+                    # a part answer, where the first search has none: only failures the second lets pass stand in
+                    # the way of its packages, and its conflict names the package it leaves out
+                    or (got.prefix is not None and best is None and run.structural is None)):
+                run, best = other, got
     sc, sel, lines, compile = run.sc, run.sc.sel, run.lines, run.compile
     reqs = sc.reqs
     if run.structural is not None:
