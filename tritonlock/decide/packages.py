@@ -28,7 +28,7 @@ from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
 from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
-from tritonlock.decide._pkgscene import (DOMINATED, NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, deferred,
+from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, deferred,
                                          locked, out_of_search, torch_served)
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import user_requirements, with_spec
@@ -310,10 +310,10 @@ def _at(run: Run, key: Key, other: Outcome) -> Outcome | None:
     rank = run.rank(other.candidate)
     if rank < 0:
         return None
-    pins: dict[str, str] = {canonicalize_name(p.name): p.version for p in other.packages}
+    pins: dict[str, str] = {n: p.version for p in other.packages if (n := canonicalize_name(p.name)) in run.tables}
     while True:
-        bound = run.bound(rank, None, native=True)
-        if bound is None or bound is DOMINATED or bound < key:
+        bound = run.bound(rank, None, native=True)  # (with no best to beat: None or a key)
+        if bound is None or bound < key:
             return None
         outcome = _settle(run, rank, [rank], bound, pins=pins)
         if run.structural is not None:

@@ -485,7 +485,8 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
         packages = _answer(out)
     if guess:
         return packages  # read from the cache alone: nothing this run read online
-    _pagesread.READ.update(_pagesread.keys(packages))  # (an offline answer reaches here only when all of it was so read)
+    # (an offline answer reaches here only when all of it was so read)
+    _pagesread.READ.update(_pagesread.keys(packages))
     return packages
 
 
@@ -524,9 +525,10 @@ def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[
         words = proc.stderr or proc.stdout or ""
         if proc.returncode == 0:
             answer = _answer(out)
-            if not _pagesread.unread(answer):
+            todo = _pagesread.unread(answer)
+            if not todo:
                 return proc
-            with _pagesread.claim(_pagesread.unread(answer)) as mine:  # (what another compile reads now: waited for)
+            with _pagesread.claim(todo) as mine:  # (what another compile reads now: waited for)
                 wanted = {canonicalize_name(str(p.get("name") or "")): f"=={p.get('version')}"
                           for p in answer if _pagesread.keys([p]) & mine}
                 read = not wanted or _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat)
