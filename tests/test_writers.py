@@ -54,10 +54,10 @@ ALLOWED = {
     ("environment/_apply.py", "recover"): "renames an old venv tritonlock moved aside back into place",
     ("export/wheelhouse.py", "build"): "mkdir: the wheelhouse directory itself, documented, after _plan checked it",
     ("lock/closure.py", "_compile"): "a private directory of its own (mkdtemp, 0700) for uv's input",
-    ("lock/closure.py", "_read_online"): "a folder inside _compile's private directory for uv's input",
+    ("lock/_fromcache.py", "read_online"): "a folder inside closure._compile's private directory for uv's input",
     ("lock/closure.py", "_preferences"): "uv's preferences (the pins a lock keeps), in _compile's private directory",
-    ("lock/closure.py", "_from_cache"): "uv's output file in _compile's private directory, put back to the first "
-                                        "answer's preferences before uv answers again",
+    ("lock/_fromcache.py", "from_cache"): "uv's output file in closure._compile's private directory, put back to the "
+                                          "first answer's preferences before uv answers again",
     ("native/read.py", "cache_folder"): "mkdir (0700) of tritonlock's own cache of binary facts, keyed by sha256",
     ("native/torchsyms.py", "_keep"): "mkdir (0700) of torch-exports/ in tritonlock's own cache of binary facts; "
                                       "the file (a torch build's exports, keyed by sha256) by write_atomic",

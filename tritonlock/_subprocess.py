@@ -168,10 +168,11 @@ UV_ALLOWED = frozenset({
 
 
 def clean_env(unset: Sequence[str] = ()) -> dict[str, str]:
-    """This process's environment for a child: without `unset`, and without any UV_* setting outside
-    UV_ALLOWED."""
+    """This process's environment for a child: without `unset`, without any UV_* setting outside UV_ALLOWED, and
+    without RUST_LOG (a Rust developer's own setting would have uv write its log into the words tritonlock reads and
+    shows; a compile that wants uv's warnings asks for them itself)."""
     return {k: v for k, v in os.environ.items()
-            if k not in unset and not (k.startswith("UV_") and k not in UV_ALLOWED)}
+            if k not in unset and k != "RUST_LOG" and not (k.startswith("UV_") and k not in UV_ALLOWED)}
 
 
 # The Event that stops the runs of the thread it is set in (`stoppable`): a background answer no longer needed

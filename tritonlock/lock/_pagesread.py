@@ -28,6 +28,12 @@ def keys(packages: Iterable[dict[str, Any]]) -> set[Key]:
     return {(str(p.get("index") or ""), canonicalize_name(str(p.get("name") or ""))) for p in packages}
 
 
+def named(name: str) -> bool:
+    """Whether this run has read a page of this package (on any index)."""
+    name = canonicalize_name(name)
+    return any(n == name for _, n in READ)
+
+
 def unread(packages: Iterable[dict[str, Any]]) -> set[Key]:
     return keys(packages) - READ
 

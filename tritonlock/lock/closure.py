@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import os
 import re
 import subprocess
@@ -15,9 +16,9 @@ from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from tritonlock import _subprocess, _toml, _urls
+from tritonlock import _subprocess, _urls
 from tritonlock.errors import ClosureError, IntentError, TritonlockError
-from tritonlock.lock import _pagesread, _silent
+from tritonlock.lock import _fromcache, _pagesread, _silent
 from tritonlock.lock._closurewords import no_build_note, unpinnable
 from tritonlock.lock.lockfile import toml_value
 from tritonlock.models import LockedPackage, LockPlan, Selection, Wheel
@@ -360,13 +361,9 @@ def _build_requirements(raw: list[dict[str, Any]], facts: dict[str, Any], needed
     return more
 
 
-# uv --offline when its cache lacks what a resolution needs (its hint, and the per-package cause)
-_CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
-
-
 def cache_missed(err: object) -> bool:
     """Whether a compile asked of uv's cache alone failed for what the cache lacks (not for a conflict)."""
-    return isinstance(err, ClosureError) and bool(_CACHE_MISS.search(err.uv or str(err)))
+    return isinstance(err, ClosureError) and bool(_fromcache.CACHE_MISS.search(err.uv or str(err)))
 
 
 def new_run(pythons: Iterable[str] = ()) -> None:
@@ -411,6 +408,16 @@ def _preferences(sel: Selection, out: Path) -> None:
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _read_project(sel: Selection, torch_pkgs: Sequence[str], own: dict[str, str], flat: set[str],
+                  wanted: dict[str, str]) -> str:
+    """The pyproject.toml of uv's read of these packages' pages (name → specifier), each bound to the index the
+    compile binds it to."""
+    names = set(wanted)
+    return _pyproject(sel, [f"{n}{v}" for n, v in sorted(wanted.items())],
+                      [t for t in torch_pkgs if canonicalize_name(t) in names],
+                      {n: u for n, u in own.items() if canonicalize_name(n) in names}, flat)
+
+
 @_silent.down_first
 def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
              timeout: float, pulled: list[str], macos: str | None = None, *,
@@ -447,14 +454,15 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                 env["MACOSX_DEPLOYMENT_TARGET"] = macos
             unset = (*index.UV_UNSET, "MACOSX_DEPLOYMENT_TARGET")  # this machine's setting says nothing of the target
 
-            def uv(argv: list[str], at: str = tmp) -> subprocess.CompletedProcess[str]:
-                return _subprocess.run(argv, cwd=at, timeout=timeout, env=env, unset=unset)
+            def uv(argv: list[str], at: str = tmp, log: str = "") -> subprocess.CompletedProcess[str]:
+                return _subprocess.run(argv, cwd=at, timeout=timeout, env={**env, "RUST_LOG": log} if log else env,
+                                       unset=unset)
 
             if guess:
                 proc = uv([*args, "--offline"])
                 break
-            proc = _from_cache(uv, args, common, out, sel, torch_pkgs, own or {}, flat or set()) if offline \
-                else uv(args)
+            proc = _fromcache.from_cache(uv, args, common, out, functools.partial(
+                _read_project, sel, torch_pkgs, own or {}, flat or set())) if offline else uv(args)
             if proc.returncode == 0 or not index.asked_for_credentials(proc.stderr) or not index.network().keyring:
                 break
         if proc.returncode != 0:
@@ -482,7 +490,7 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
                                + (f" (macOS {macos})" if macos else "")
                                # (pip's extra-index-url is the cause only of a package no index was found to serve)
                                + (index.extra_index_note() if _NOT_FOUND.search(msg) else ""), uv=raw)
-        packages = _answer(out)
+        packages = _fromcache.answer(out)
     if guess:
         return packages  # read from the cache alone: nothing this run read online
     # (an offline answer reaches here only when all of it was so read)
@@ -492,85 +500,6 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
 
 # uv: "Because einopz was not found in the package registry" (not a DNS failure, not a version conflict)
 _NOT_FOUND = re.compile(r"was not found in the package registr|not found in the provided package locations")
-# How many times an --offline compile may have uv read the pages it lacks (or read from another run) and answer
-# again from its cache, before the compile is asked online in full.
-_REFRESHES = 6
-# uv --offline naming what its cache lacks: "Because vllm was not found in the cache", "rich==13.0.0 needs to be
-# downloaded from a registry"
-_MISSED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)((?:===?|[<>!~]=?)[^\s,]+)?"
-                     r" (?:was not found in the cache|needs to be downloaded from a registry)")
-
-
-def _from_cache(uv: Callable[..., subprocess.CompletedProcess[str]], args: list[str], common: list[str], out: Path,
-                sel: Selection, torch_pkgs: Sequence[str], own: dict[str, str],
-                flat: set[str]) -> subprocess.CompletedProcess[str]:
-    """An --offline compile whose answer holds only what this run read online. Where uv's cache lacks a page or a
-    release's metadata, or answers with a page this run did not read (another day's, or another index's once served
-    at the same address), uv reads just those online (`uv pip compile --no-deps` of them) and answers again from its
-    cache — a handful of pages, where asking the whole compile online again reads every page of the closure (a
-    minute for vLLM + SGLang); pages another compile is reading for its answer are waited for, not read twice
-    (_pagesread). An offline failure that is no cache miss is uv's answer, as online."""
-    # (uv takes the file it writes as its preferences: each answer again starts from the first one's — the pins of
-    # `preferring` or none — never from the answer the pages just read online may change)
-    first = out.read_bytes() if out.exists() else None
-
-    def again(argv: list[str]) -> subprocess.CompletedProcess[str]:
-        out.write_bytes(first) if first is not None else out.unlink(missing_ok=True)
-        return uv(argv)
-
-    proc = uv([*args, "--offline"])
-    wanted: dict[str, str]
-    last: dict[str, str] | None = None
-    for _ in range(_REFRESHES):
-        words = proc.stderr or proc.stdout or ""
-        if proc.returncode == 0:
-            answer = _answer(out)
-            todo = _pagesread.unread(answer)
-            if not todo:
-                return proc
-            with _pagesread.claim(todo) as mine:  # (what another compile reads now: waited for)
-                wanted = {canonicalize_name(str(p.get("name") or "")): f"=={p.get('version')}"
-                          for p in answer if _pagesread.keys([p]) & mine}
-                read = not wanted or _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own, flat)
-            if not read or (wanted and wanted == last):
-                break
-            last = wanted or last
-            proc = again([*args, "--offline"])
-            continue
-        if not _CACHE_MISS.search(words):
-            return proc
-        wanted = {canonicalize_name(m.group(1)): (m.group(2) or "") for m in _MISSED.finditer(words)}
-        if not wanted or wanted == last or not _read_online(uv, common, out.parent, sel, wanted, torch_pkgs, own,
-                                                            flat):
-            break  # (the same miss again: the page read did not bring what uv lacks — a release's metadata)
-        last = wanted
-        proc = again([*args, "--offline"])
-    return again(args)  # asked online in full
-
-
-def _read_online(uv: Callable[..., subprocess.CompletedProcess[str]], common: list[str], tmp: Path, sel: Selection,
-                 wanted: dict[str, str], torch_pkgs: Sequence[str], own: dict[str, str], flat: set[str]) -> bool:
-    """uv reads these packages' pages (and the named releases' metadata) online, from the indexes the compile binds
-    them to; False when it cannot (the compile is then asked online in full)."""
-    where = tmp / "read"
-    where.mkdir(exist_ok=True)
-    names = set(wanted)
-    (where / "pyproject.toml").write_text(
-        _pyproject(sel, [f"{n}{v}" for n, v in sorted(wanted.items())],
-                   [t for t in torch_pkgs if canonicalize_name(t) in names],
-                   {n: u for n, u in own.items() if canonicalize_name(n) in names}, flat), encoding="utf-8")
-    proc = uv([_subprocess.uv_bin(), "pip", "compile", str(where / "pyproject.toml"), *common, "--no-deps", "-o",
-               str(where / "pylock.toml")], str(where))
-    if proc.returncode != 0:
-        return False
-    _pagesread.READ.update(_pagesread.keys(_answer(where / "pylock.toml")))
-    return True
-
-
-def _answer(out: Path) -> list[dict[str, Any]]:
-    """The [[packages]] tables of uv's pylock output."""
-    data = _toml.loads(out.read_text(encoding="utf-8"))
-    return [p for p in data.get("packages", []) if isinstance(p, dict)]
 
 
 def _file(raw: dict[str, object]) -> Wheel:
