@@ -272,3 +272,24 @@ def test_a_bolted_library_is_read_through_its_section_table(lib: Path, monkeypat
     data += sections
     got = torchsyms.exports_of_stream(_pieces(bytes(data), 1 << 16), len(data))
     assert got == {n.encode() for n in C10}
+
+
+@pytest.mark.parametrize("bits", [0, 8])
+def test_missing_names_exactly_the_names_a_build_does_not_export_in_their_order(bits: int) -> None:
+    """`missing` (one set operation over hashes kept per member) answers as asking `has` of each name would: the
+    absent names in the order given, a name given twice listed twice, none where all are there — for a set read here
+    (full hashes) and a shipped one (hashes reduced modulo its modulus)."""
+    present = [f"_ZN3c10here{i}Ev" for i in range(500)]
+    hashes = {torchsyms.symbol_hash(x.encode()) for x in present}
+    if bits:
+        data, n, modulus = gcs.gcs_encode(hashes, bits)
+        ex = torchsyms.Exports(what="t", hashes=gcs.gcs_decode(data, n, bits), modulus=modulus, bits=bits)
+    else:
+        ex = torchsyms.Exports(what="t", hashes=frozenset(hashes))
+    asked = ("_ZN3c10gone2Ev", present[3], "_ZN3c10gone1Ev", present[7], "_ZN3c10gone2Ev")
+    want = [x for x in asked if not ex.has(x)]
+    assert want[:1] == ["_ZN3c10gone2Ev"] and want[-1] == "_ZN3c10gone2Ev" and present[3] not in want
+    assert ex.missing(asked) == want
+    assert ex.missing(list(asked)) == want  # (any iterable: asked twice, kept once)
+    assert ex.missing(tuple(present[:50])) == []
+    assert ex.missing(()) == []

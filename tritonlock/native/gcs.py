@@ -3,9 +3,15 @@ build's exported C++ symbols, a few bits per name (tritonlock.native.torchsyms).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
-__all__ = ["gcs_decode", "gcs_encode"]
+__all__ = ["gcs_decode", "gcs_encode", "symbol_hash"]
+
+
+def symbol_hash(name: bytes) -> int:
+    """A symbol name's 64-bit hash (BLAKE2b): what the sets hold instead of the names."""
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big")
 
 
 def gcs_encode(hashes: Iterable[int], bits: int) -> tuple[bytes, int, int]:

@@ -143,6 +143,7 @@ _CUDA_IN_NAME = re.compile(rf"(?:(?<=[_-])|^){_CUDA_TAG}(?=[_-]|\Z)")
 _CUDA_FOLDER = re.compile(_CUDA_TAG)
 
 
+@functools.lru_cache(maxsize=8192)  # (the search asks it of each member of each release, once per torch line)
 def _cuda_variant(path: str) -> tuple[str, str, tuple[int, int | None]] | None:
     """(the file with its CUDA left out, the same file as a build naming no CUDA would be named, (major, minor)) of
     a per-CUDA build's path; None for a file whose name and folders name no CUDA release."""
@@ -462,6 +463,14 @@ def archs_words(sm: tuple[str, ...], ptx: tuple[str, ...]) -> str:
     return ", ".join(sm) + (f" and PTX {', '.join(ptx)}" if ptx else " (no PTX)")
 
 
+@functools.lru_cache(maxsize=4096)
+def _cuda_lib(lib: str) -> tuple[bool, str | None]:
+    """Whether a needed library is one of CUDA's, and the CUDA major its name says (once a process for each name:
+    the search asks it of each member of each release, once per torch line)."""
+    major = CUDA_MAJOR_LIB.match(lib)
+    return bool(CUDA_LIB.match(lib)), major[2] if major else None
+
+
 def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str]) -> list[Problem]:
     f, backend = item.facts, at.backend
     where = f"{m.path} in {f.filename}"
@@ -493,14 +502,14 @@ def _member_problems(item: Item, m: NativeMember, at: Setting, provided: set[str
                 f"{where} needs {lib}, which only torch's ROCm builds have; torch {at.torch} here is the "
                 f"{backend or 'unknown'} build", structural=True)
             continue
-        if CUDA_LIB.match(lib) and lib not in provided:
+        cuda, major = _cuda_lib(lib)
+        if cuda and lib not in provided:
             add("cuda-library", lib, f"{where} needs {lib}, which {at.bringer} brings ({_brings(lib, at)})")
-        major = CUDA_MAJOR_LIB.match(lib)
         if major and at.driver is not None:
-            floor = at.floors.get(int(major[2]))
+            floor = at.floors.get(int(major))
             if floor is not None and _key(at.driver) < _key(floor):
-                add("cuda-driver", f"CUDA {major[2]}",
-                    f"{where} is built for CUDA {major[2]} ({lib}), which needs driver >= {floor}; this driver is "
+                add("cuda-driver", f"CUDA {major}",
+                    f"{where} is built for CUDA {major} ({lib}), which needs driver >= {floor}; this driver is "
                     f"{at.driver}")
     built = f.built_for_torch
     if m.torch_abi == "cxx" and built and public_minor(at.torch) not in (None, built):
@@ -538,6 +547,7 @@ def public_minor(version: str | None) -> str | None:
     return f"{m[1]}.{m[2]}" if m else None
 
 
+@functools.lru_cache(maxsize=256)
 def _key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split(".") if x.isdigit())
 

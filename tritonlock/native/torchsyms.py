@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonlock.native.elfdyn import TORCH_CXX
-from tritonlock.native.gcs import gcs_decode
+from tritonlock.native.gcs import gcs_decode, symbol_hash
 
 # The libraries of a torch wheel whose exports an extension links: libtorch*.so, libc10*.so (not its test libraries)
 _LIB = re.compile(r"^torch/lib/lib(?:torch|c10)(?:_(?!test)[a-z0-9]+)*\.so(?:\.[0-9]+)*\Z")
@@ -30,15 +30,15 @@ _PREFIX_MAX = 256 << 20
 _SYMBOLS_MAX, _MAGIC = 4_000_000, b"TLSYMS2\n"  # (then the body's sha256, then the values)
 
 
-def symbol_hash(name: bytes) -> int:
-    """A symbol name's 64-bit hash (BLAKE2b): what the sets hold instead of the names."""
-    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big")
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _name_hash(name: str) -> int:
     """symbol_hash of a name, once a process (the search asks the same few thousand names of every torch line)."""
     return symbol_hash(name.encode("ascii", "replace"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reduced(names: tuple[str, ...], modulus: int) -> tuple[int, ...]:
+    return tuple(_name_hash(n) % modulus if modulus else _name_hash(n) for n in names)
 
 
 @dataclass(frozen=True)
@@ -53,19 +53,19 @@ class Exports:
     source: str = ""
 
     def has(self, name: str) -> bool:
-        h = _name_hash(name)
-        return (h % self.modulus if self.modulus else h) in self.hashes
+        return not self.missing((name,))
 
     def missing(self, names: Iterable[str]) -> list[str]:
-        return [n for n in names if not self.has(n)]
+        names = tuple(names)  # (hashed and reduced once a process for a member's names, asked of each torch line)
+        reduced = _reduced(names, self.modulus)
+        absent = set(reduced).difference(self.hashes)  # (one set operation: most names are there)
+        return [n for n, h in zip(names, reduced) if h in absent] if absent else []
 
     @property
     def rate(self) -> str:
         """The false-match rate, in words ("" for a set read here, whose 64-bit hashes make it nil in practice)."""
-        if not self.bits:
-            return ""
-        return (f"from the set shipped in compat/ (false-match rate 1 in {2 ** self.bits:,}: of that many symbols "
-                "torch lacks, one would be taken as present)")
+        return "" if not self.bits else (f"from the set shipped in compat/ (false-match rate 1 in {2 ** self.bits:,}: "
+                                         "of that many symbols torch lacks, one would be taken as present)")
 
 
 # --- the dynamic symbols at the start of an ELF file ---------------------------------------------------------------
