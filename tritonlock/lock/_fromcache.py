@@ -118,16 +118,15 @@ def from_cache(uv: Uv, args: list[str], common: list[str], out: Path, project: P
             last = wanted or last
         else:
             words = proc.stderr or proc.stdout or ""
-            # (a conflict on a page this run has not read — another day's — may be none today: read, then asked
-            # again; where uv cannot read them, its answer stands)
-            stale = {n: "" for n in named(words) - tried if not _pagesread.named(n)}
             if CACHE_MISS.search(words):
                 wanted = lacks
                 if not wanted or wanted == last or not read_online(uv, common, out.parent, wanted, project,
                                                                    _releases(wanted)):
                     break  # (the same miss again: the read did not bring what uv lacks)
                 last = wanted
-            elif stale:
+            # (a conflict on a page this run has not read — another day's — may be none today: read, then asked
+            # again; where uv cannot read them, its answer stands)
+            elif stale := {n: "" for n in named(words) - tried if not _pagesread.named(n)}:
                 tried.update(stale)
                 read_online(uv, common, out.parent, stale, project)
             else:
