@@ -1262,3 +1262,26 @@ def test_fuzz_a_build_gpus_row_is_read_or_refused_naming_the_row(row: dict[str, 
                 assert "builds.toml: build-gpus" in str(err), err
             finally:
                 builds.gpu_floors.cache_clear()
+
+
+_UV_WORD = st.sampled_from(["`", "==", ">=", "<", "~=", "!=", "[all]", " ", "\n", ",", "1.0", "2.0.post1", "*", "vllm",
+                            "torch", "Aheadlib", "one of", "CPython", "Python", "depends on ", "no versions of ",
+                            "you require ", "only ", " is available", " was not found in the cache",
+                            " needs to be downloaded from a registry", "WARN ", "DEBUG ", "tritonlock-closure"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_UV_WORD | st.text(max_size=12), max_size=40))
+def test_fuzz_uvs_words_give_package_names_only(parts: list[str]) -> None:
+    """uv's failures and its warnings (lock/_fromcache.py reads them for what its cache lacks and what a conflict
+    names): any words give canonical package names (never the interpreter or tritonlock's own project), and
+    specifiers that start with an operator."""
+    from packaging.utils import canonicalize_name
+
+    from tritonlock.lock._fromcache import missed, named
+
+    words = "".join(parts)
+    for name in named(words):
+        assert name == canonicalize_name(name) and name not in ("python", "cpython", "tritonlock-closure")
+    for name, spec in missed(words).items():
+        assert name == canonicalize_name(name) and (spec == "" or spec[0] in "=<>!~"), (name, spec)
