@@ -416,3 +416,85 @@ def test_reads_asked_for_together_start_with_the_largest_wheel(early: LocalIndex
         reader.close()
     assert {f.filename for f in facts.values()} == {f[0] for f in named}
     assert handed == sorted((f[3] or 0 for f in named), reverse=True)
+
+
+def test_reads_held_back_are_used_at_once_but_kept_only_once_confirmed(early: LocalIndex) -> None:
+    """The decision's search on uv's cached answers (not yet confirmed by uv online) reads with `hold`: the facts
+    serve the search at once, but none is kept until `keep` confirms its sha256 or an answer asked without `hold`
+    names the wheel — and that costs no second read. What a resolve held and never confirmed is gone with it: the
+    next resolve reads that wheel again."""
+    from tritonlock.native.read import Reader
+
+    _forget_facts()
+    files = {n: _file(early, n, "1.0") for n in ("earlypkg", "otherpkg")}
+    wheel = {n: (url, size, sha, filename, False) for n, (filename, url, sha, size) in files.items()}
+    kept = {n: _facts_cache() / f"{f[2]}.json" for n, f in files.items()}
+    before = len(early.asked_by)
+    reader = Reader()
+    try:
+        got = reader.facts([wheel["earlypkg"], wheel["otherpkg"]], hold=True)
+        assert {f.filename for f in got.values()} == {f[0] for f in files.values()}
+        assert not kept["earlypkg"].exists() and not kept["otherpkg"].exists()
+        reads = {n: _gets(early, before, f[0]) for n, f in files.items()}
+        assert all(reads.values())
+        reader.keep({files["earlypkg"][2]})
+        assert kept["earlypkg"].is_file() and not kept["otherpkg"].exists()
+        reader.facts([wheel["otherpkg"]])  # an answer asked online names it: kept, from the read already made
+        assert kept["otherpkg"].is_file()
+        assert {n: _gets(early, before, f[0]) for n, f in files.items()} == reads
+    finally:
+        reader.close()
+    _forget_facts()
+    reader = Reader()
+    try:  # held, guessed first, never confirmed: used, not kept — and the next resolve's reader reads it again
+        reader.prefetch([wheel["earlypkg"]], guess=True)
+        reader.seen([wheel["earlypkg"]], (), hold=True)
+        assert files["earlypkg"][0] in {f.filename for f in reader.facts([wheel["earlypkg"]], hold=True).values()}
+    finally:
+        reader.close()
+    assert not kept["earlypkg"].exists()
+    held_twice = _gets(early, before, files["earlypkg"][0])
+    again = Reader()
+    try:
+        again.facts([wheel["earlypkg"]])
+    finally:
+        again.close()
+    assert kept["earlypkg"].is_file() and _gets(early, before, files["earlypkg"][0]) > held_twice
+
+
+def test_the_held_rule_reads_with_hold_and_keeps_what_it_asked_once_confirmed() -> None:
+    """Native.held(): the search on unconfirmed answers reads through the reader with hold (facts and seen alike)
+    and the second value keeps every sha256 that search asked for, whichever way; a rule without the reader is used
+    as it is."""
+    from tritonlock.decide._pkgscene import Native
+
+    calls: list[tuple[object, ...]] = []
+
+    class Reader:
+        def facts(self, wheels: object, *, hold: bool = False) -> dict[str, object]:
+            calls.append(("facts", wheels, hold))
+            return {}
+
+        def seen(self, wheels: object, packages: object, *, hold: bool = False) -> None:
+            calls.append(("seen", wheels, hold))
+
+        def keep(self, shas: set[str]) -> None:
+            calls.append(("keep", sorted(shas)))
+
+    wanted: dict[str, list[tuple[str, int | None, str, str, bool]]] = {
+        "a": [("u1", 1, "s1", "f1", False)], "b": [("u2", 2, "s2", "f2", True), ("u3", 3, "s3", "f3", False)]}
+    rule = Native(wanted=lambda sel, pkgs: wanted[sel],  # type: ignore[index]
+                  facts=lambda ws: {}, seen=lambda sel, pkgs: None, reader=Reader())
+    held, keep = rule.held()
+    assert held is not rule and held.wanted is rule.wanted and held.read is rule.read
+    held.facts(wanted["a"])
+    assert held.seen is not None
+    held.seen("b", ())  # type: ignore[arg-type]
+    assert calls == [("facts", wanted["a"], True), ("seen", wanted["b"], True)]
+    keep()
+    assert calls[-1] == ("keep", ["s1", "s2", "s3"])
+    plain = Native(wanted=rule.wanted, facts=rule.facts, seen=rule.seen)
+    same, nothing = plain.held()
+    assert same is plain
+    nothing()
+    assert len(calls) == 3

@@ -348,7 +348,7 @@ def decide_native(s: Selection, c: tuple[Selection, ...], intent: Intent, matrix
     compiled = guessing(compile_target, lambda sel, pkgs: reader.prefetch(native_wanted(sel, pkgs), guess=True)) \
         if reader.early and s.target.name not in reader.from_lock else compile_target
     native = Native(wanted=native_wanted, facts=reader.facts, read=reader.read,
-                    seen=lambda sel, pkgs: reader.seen(native_wanted(sel, pkgs), pkgs))
+                    seen=lambda sel, pkgs: reader.seen(native_wanted(sel, pkgs), pkgs), reader=reader)
     return decide(s, c, intent, matrix, dindex, compile=compiled, facts=facts, default_python=running_python(),
                   host=host, native=native, more_lines=lines, say=say, reachable=unreachable)
 

@@ -217,6 +217,29 @@ class Native:
     facts: Callable[[list[Wanted]], dict[str, NativeFacts]]
     seen: Callable[[Selection, tuple[LockedPackage, ...]], None] | None = None
     read: dict[str, NativeFacts] = dataclasses.field(default_factory=dict)
+    # the wheel reader itself (tritonlock.native.read.Reader), for `held`: its reads with hold=True, its `keep`
+    reader: Any = None
+
+    def held(self) -> tuple[Native, Callable[[], None]]:
+        """This rule for a search on answers not yet confirmed (uv's cache: _pkgcompile.Ahead): the wheels it reads
+        are used at once but their facts are not kept (tritonlock's cache outlives the run) until the second value,
+        called once the answers are confirmed, keeps them. An answer that uv, asked online, does not repeat leaves
+        nothing behind (the resolve that named another release keeps that one's facts alone)."""
+        reader = self.reader
+        if reader is None:
+            return self, lambda: None
+        asked: set[str] = set()
+
+        def facts(wheels: list[Wanted]) -> dict[str, NativeFacts]:
+            asked.update(w[2] for w in wheels)
+            return reader.facts(wheels, hold=True)  # type: ignore[no-any-return]
+
+        def seen(sel: Selection, packages: tuple[LockedPackage, ...]) -> None:
+            wheels = self.wanted(sel, packages)
+            asked.update(w[2] for w in wheels)
+            reader.seen(wheels, packages, hold=True)
+
+        return dataclasses.replace(self, facts=facts, seen=seen), lambda: reader.keep(asked)
 
 
 @dataclasses.dataclass(kw_only=True)

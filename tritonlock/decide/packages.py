@@ -94,32 +94,36 @@ def decide(sel: Selection, candidates: tuple[Selection, ...], intent: Intent, ma
             if t.state == "none-fit":
                 return _conflicted(sel, words.no_file_here(sc, t.name, t.index, r)), ()
 
-        def search(asked: Compile, env: Env, tables: dict[str, Table], noted: list[bool]) -> tuple[Selection, Any]:
+        def search(asked: Compile, env: Env, tables: dict[str, Table], noted: list[bool],
+                   native: Native | None = native) -> tuple[Selection, Any]:
+            scn = sc if native is None else dataclasses.replace(sc, seen=native.seen)  # (the held rule's, or as is)
+
             def relax() -> Run:  # (the second search: a fresh run whose rule is lenient, see _decided)
                 again: list[bool] = []
                 env = new_env(True, again)
-                return _gated(Run(sc=sc, lines=lines, tables=new_tables(env), deps={}, env=env, compile=asked,
+                return _gated(Run(sc=scn, lines=lines, tables=new_tables(env), deps={}, env=env, compile=asked,
                                   native=native, say=say, warm=True, reachable=reachable, lenient=True, noted=again))
 
-            return _decided(_gated(Run(sc=sc, lines=lines, tables=tables, deps={}, env=env, compile=asked, native=native,
-                                       say=say, warm=warmup is not None, reachable=reachable, noted=noted,
-                                       relax=relax)), reachable)
+            return _decided(_gated(Run(sc=scn, lines=lines, tables=tables, deps={}, env=env, compile=asked,
+                                       native=native, say=say, warm=warmup is not None, reachable=reachable,
+                                       noted=noted, relax=relax)), reachable)
 
         if warmup is None:
             return search(compile, env, tables, noted)
         # while uv reads the pages online (the warm-up), the search asks uv's cache alone: its answer stands where
         # uv, asked each question again once the warm-up is done, answers as the cache did — else it runs again
         ahead = Ahead(compile, raw, warmup)
+        held, keep = native.held() if native is not None else (None, lambda: None)  # (kept once confirmed)
         try:
-            found = search(ahead, env, tables, noted)
-        except TritonlockError:
-            if ahead.confirmed():
-                warmup.stop()  # (the decision is made: uv's background answer, if still to come, is not needed)
-                raise
-        else:
-            if ahead.confirmed():
-                warmup.stop()
-                return found
+            found: Any = search(ahead, env, tables, noted, held)
+        except TritonlockError as err:
+            found = err
+        if ahead.confirmed():
+            warmup.stop()  # (the decision is made: uv's background answer, if still to come, is not needed)
+            keep()
+            if isinstance(found, TritonlockError):
+                raise found
+            return found  # type: ignore[no-any-return]
         env = new_env(False, noted := [])
         return search(compile, env, new_tables(env), noted)
     finally:

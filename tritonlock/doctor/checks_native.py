@@ -110,6 +110,7 @@ def _exports(torch_dirs: tuple[str, ...], version: str) -> tuple[object, str | N
     from pathlib import Path
 
     from tritonlock.native import torchsyms
+    from tritonlock.native.gcs import symbol_hash
 
     for d in torch_dirs:
         lib = Path(d) / "lib"
@@ -119,7 +120,7 @@ def _exports(torch_dirs: tuple[str, ...], version: str) -> tuple[object, str | N
             except (OSError, ValueError, struct.error) as err:
                 return None, f"its libraries could not be read ({err})"
             if names:
-                return torchsyms.Exports(what=f"torch {version} (its libraries in {lib})", hashes=frozenset(torchsyms.symbol_hash(n)
-                                                                                for n in names)), None
+                return torchsyms.Exports(what=f"torch {version} (its libraries in {lib})",
+                                         hashes=frozenset(symbol_hash(n) for n in names)), None
             return None, f"{lib} exports no symbol of torch's C++ API"
     return None, "no torch/lib folder found"

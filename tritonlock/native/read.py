@@ -356,6 +356,7 @@ class Reader:
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, bool], Future[NativeFacts]] = {}
         self._guessed: dict[tuple[str, bool, str], Future[NativeFacts]] = {}  # (sha256, names only, address)
+        self._held: dict[str, list[Future[NativeFacts]]] = {}  # reads held back from the cache (`hold`), by sha256
         self._pool = Jobs(self.workers, name="native-facts")
         self._session: Any = None
         import time
@@ -391,12 +392,15 @@ class Reader:
             keep(f)
         return f
 
-    def _start(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], guess: bool = False) -> list[Any]:
+    def _start(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], guess: bool = False,
+               hold: bool = False) -> list[Any]:
         futures = []
         with self._lock:
             # the largest first: a read starts as soon as it is asked for while workers are free, so asking in this
             # order is what puts the longest reads first (the rest queue behind them, the largest first too)
             for url, size, sha, name, names in sorted(dict.fromkeys(wheels), key=lambda w: -(w[1] or 0)):
+                if not (guess or hold):  # a read held back that this answer names: kept now
+                    self._keep_held(sha)
                 have = self.read.get(sha)
                 if have is not None and (names or not have.names_only):
                     continue
@@ -410,7 +414,10 @@ class Reader:
                     self._guessed.pop((sha, False, url), None) if names else None)
                 if guessed is not None:
                     self._pending[(sha, names)] = guessed
-                    guessed.add_done_callback(_keep_done)
+                    if hold:
+                        self._held.setdefault(sha, []).append(guessed)
+                    else:
+                        guessed.add_done_callback(_keep_done)
                     futures.append(guessed)
                     continue
                 hit = cached(sha, gpu=self.gpu, names_only=names) or shipped(sha, gpu=self.gpu, names_only=names)
@@ -427,23 +434,39 @@ class Reader:
                             self.checks.reading(sha, fut)
                     continue
                 fut = self._pending[(sha, names)] = self._pool.submit(
-                    size or 0, lambda job=job, whole=whole: self._one(job, whole=whole))
+                    size or 0, lambda job=job, whole=whole, kept=not hold: self._one(job, kept=kept, whole=whole))
+                if hold:
+                    self._held.setdefault(sha, []).append(fut)
                 if whole:
                     self.checks.reading(sha, fut)
                 futures.append(fut)
         return futures
 
-    def prefetch(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], *, guess: bool = False) -> None:
+    def _keep_held(self, sha: str) -> None:
+        for fut in self._held.pop(sha, ()):
+            fut.add_done_callback(_keep_done)
+
+    def prefetch(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], *, guess: bool = False,
+                 hold: bool = False) -> None:
         """Start reading these wheels' facts (what `facts` will ask for soon), without waiting. `guess`: the wheels
         of a guessed closure (uv's answer from its cache, the lock being replaced), whose addresses and sha256 no
         index has just named: what is read is used, and kept, only once an answer names the same address and sha256
-        (a lock edited to pair a known sha256 with other bytes never gives that sha256 facts)."""
-        self._start(wheels, guess=guess)
+        (a lock edited to pair a known sha256 with other bytes never gives that sha256 facts). `hold`: the wheels of
+        an answer not yet confirmed (the decision's search on uv's cached answers): read for it to use, but kept
+        only once `keep` confirms them or an answer asked without `hold` names the same sha256."""
+        self._start(wheels, guess=guess, hold=hold)
+
+    def keep(self, shas: Iterable[str]) -> None:
+        """The reads held back (`hold`) of these sha256s: their answers are confirmed, their facts kept."""
+        with self._lock:
+            for sha in shas:
+                self._keep_held(sha)
 
     def seen(self, wheels: Iterable[tuple[str, int | None, str, str, bool]],
-             packages: tuple[LockedPackage, ...]) -> None:
-        """A closure uv's online answer names: the reads of its wheels start, and the integrity check's."""
-        self.prefetch(wheels)
+             packages: tuple[LockedPackage, ...], *, hold: bool = False) -> None:
+        """A closure uv's online answer names (`hold`: an answer not yet confirmed): the reads of its wheels start,
+        and the integrity check's."""
+        self.prefetch(wheels, hold=hold)
         if self.checks is not None:
             self.checks.start(packages)
 
@@ -465,13 +488,15 @@ class Reader:
             return set()
         return {t.name for t in old.targets if t.selection.ok}
 
-    def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]]) -> dict[str, NativeFacts]:
+    def facts(self, wheels: Iterable[tuple[str, int | None, str, str, bool]], *,
+              hold: bool = False) -> dict[str, NativeFacts]:
         """Facts by sha256 of each (url, size, sha256, filename, names only), from the cache or the index; a wheel
-        that cannot be read gets facts whose `problem` says why (the rule then cannot check that package)."""
+        that cannot be read gets facts whose `problem` says why (the rule then cannot check that package). `hold`:
+        as `prefetch`'s."""
         wheels = list(wheels)
         with self._lock:
             self.asked.update(w[2] for w in wheels)
-        for fut in self._start(wheels):
+        for fut in self._start(wheels, hold=hold):
             f = fut.result()
             with self._lock:
                 have = self.read.get(f.sha256)
