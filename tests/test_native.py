@@ -1906,3 +1906,43 @@ def test_torch_held_for_a_cuda_12_build_says_why_a_newer_cuda_12_torch_was_not_t
     assert "c10::only_in_2_9v1()" in why and why.endswith("; torch 2.11.0 (cu130) would fit this target"), why
     (w,) = [w for w in sel.warnings if w.startswith("torch 2.9.0 (cu128) is locked, not 2.11.0 (cu130): ")]
     assert "; torch 2.10.0 (cu128) brings CUDA 12 too, but symcu12 1.0 cannot load beside it: " in w, w
+
+
+def test_the_demangler_is_found_without_running_ldconfig_or_a_compiler() -> None:
+    """libstdc++ (present wherever torch runs) and libc's free are loaded by name: ctypes.util.find_library, which
+    runs ldconfig and the C compiler (0.1-0.2 s of a resolve that demangles one symbol), is asked only where those
+    names do not load — and then it is."""
+    import ctypes
+    import ctypes.util
+
+    from tritonlock.native import demangle as d
+
+    asked: list[str] = []
+    real, real_cdll = ctypes.util.find_library, ctypes.CDLL
+    d._runtime.cache_clear()
+    d.demangle.cache_clear()
+    try:
+        ctypes.util.find_library = lambda name: asked.append(name)  # type: ignore[assignment,func-returns-value]
+        assert d.demangle("_ZN3c1010TensorImpl7releaseEv") == "c10::TensorImpl::release()"
+        assert asked == []
+        d._runtime.cache_clear()
+        d.demangle.cache_clear()
+
+        def only_found(name: object, *a: object, **kw: object) -> object:
+            if name in ("libstdc++.so.6", "libc++abi.so.1", "libc++abi.dylib"):
+                raise OSError(f"{name}: not here")
+            return real_cdll(name, *a, **kw)  # type: ignore[arg-type]
+
+        real_cdll("libstdc++.so.6")  # (loaded: its path is in the process's map)
+        path = next(line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+                    if line.split()[-1].rsplit("/", 1)[-1].startswith("libstdc++.so"))
+        ctypes.CDLL = only_found  # type: ignore[assignment,misc]
+        ctypes.util.find_library = (  # type: ignore[assignment]
+            lambda name: asked.append(name) or (path if name == "stdc++" else None))  # type: ignore[func-returns-value]
+        assert d.demangle("_ZN3c1010TensorImpl7releaseEv") == "c10::TensorImpl::release()"
+        assert asked == ["stdc++"]
+    finally:
+        ctypes.util.find_library = real
+        ctypes.CDLL = real_cdll  # type: ignore[misc]
+        d._runtime.cache_clear()
+        d.demangle.cache_clear()

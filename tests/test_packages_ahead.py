@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -125,6 +125,8 @@ class _Uv:
         self.guessed: list[str] = []
         self.asked: list[str] = []
         self.during_guess: threading.Event | None = None  # set while a guess runs (the warm-up ends meanwhile)
+        self.early: list[str] = []  # asked again while the warm-up runs
+        self.after_early: Callable[[], None] | None = None
 
     def _answer(self, got: object) -> tuple[str, ...]:
         if isinstance(got, BaseException):
@@ -132,7 +134,11 @@ class _Uv:
         return got  # type: ignore[return-value]
 
     def raw(self, plan: str, index: str, **kw: object) -> tuple[str, ...]:
-        assert kw.get("guess") is True
+        if kw.get("guess") is not True:  # asked again at once, online (the warm-up still under way)
+            self.early.append(plan)
+            if self.after_early is not None:
+                self.after_early()
+            return self._answer(self.now[plan])
         self.guessed.append(plan)
         if self.during_guess is not None:
             self.during_guess.set()
@@ -186,6 +192,31 @@ def test_an_answer_uv_now_gives_otherwise_means_the_search_does_not_stand(now: d
         ask("b", "idx")
     warmup.set()
     assert ask.confirmed() is False  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("now_a", [("a 1.0",), ("a 2.0",)])
+def test_the_locks_kept_are_asked_again_at_once_and_only_the_failures_wait_for_the_warm_up(now_a: object) -> None:
+    """A lock and a failure kept while the warm-up runs: the lock is asked again at once (uv reads its pages online
+    beside the warm-up), the failure once the warm-up is done, each once; the search stands only where both answer
+    alike."""
+    cached = {"a": ("a 1.0",), "b": _no_lock("no version of b==2.0"), "c": ("c 1.0",)}
+    uv = _Uv(dict(cached), {**cached, "a": now_a})
+    warmup = threading.Event()
+    ask = _ahead(uv, warmup)
+    ask("a", "idx")
+    with pytest.raises(Exception, match="no version of b==2.0"):
+        ask("b", "idx")
+    ask("c", "idx")
+    seen: list[bool] = []
+    uv.after_early = lambda: seen.append(warmup.is_set()) or (len(seen) == 2 and warmup.set())  # type: ignore[func-returns-value]
+    late = threading.Timer(10, warmup.set)  # (the warm-up's end, where the locks were not asked at once)
+    late.start()
+    try:
+        assert ask.confirmed() is (now_a == ("a 1.0",))  # type: ignore[attr-defined]
+    finally:
+        late.cancel()
+    assert sorted(uv.early) == ["a", "c"] and seen == [False, False]  # (both before the warm-up ended)
+    assert uv.asked == ["b"]
 
 
 def test_a_question_uvs_cache_cannot_answer_waits_for_the_warm_up_and_is_not_asked_again() -> None:
@@ -376,3 +407,43 @@ def test_a_claim_yields_the_unread_pages_no_other_compile_reads_and_waits_for_th
     with _pagesread.claim({a, b}) as mine:  # (not read — the read failed — and no longer being read: this one's)
         assert mine == {a, b}
     _pagesread.READ.clear()
+
+
+def test_uv_runs_that_go_online_start_apart_and_offline_ones_do_not_wait(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv looks names up itself, and a name server that drops one of two queries sent in the same instant answers it
+    after 5 s: two uv runs that go online, asked for at once, are started STAGGER_S (at least 0.15 s: the spacing
+    measured to avoid it) apart; a run with --offline, or of another program, waits for none and leaves the last
+    online start as it was."""
+    from tritonlock import _subprocess
+
+    uv = tmp_path / "bin" / "uv"
+    uv.parent.mkdir()
+    uv.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    uv.chmod(0o755)
+    started: list[tuple[float, list[str]]] = []
+    real = subprocess.run
+
+    def run(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        started.append((time.monotonic(), list(args)))
+        return real(args, **kw)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(_subprocess.subprocess, "run", run)
+    go = threading.Barrier(2)
+
+    def online() -> None:
+        go.wait()
+        assert _subprocess.run([str(uv), "pip", "compile", "x.in"], cwd=str(tmp_path)).returncode == 0
+
+    threads = [threading.Thread(target=online) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (first, _), (second, _) = sorted(started)
+    assert _subprocess.STAGGER_S >= 0.15 and second - first >= _subprocess.STAGGER_S * 0.9  # (a margin: a thread
+    # may be paused between its start and its note)
+    last = _subprocess._online_start[0]
+    assert _subprocess.run([str(uv), "pip", "compile", "x.in", "--offline"], cwd=str(tmp_path)).returncode == 0
+    assert _subprocess.run([sys.executable, "-c", "pass"]).returncode == 0
+    assert _subprocess._online_start[0] == last and len(started) == 4

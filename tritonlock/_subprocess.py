@@ -193,14 +193,39 @@ class stoppable:
         _STOP.event = None
 
 
+# uv looks names up itself (tritonlock's own lookups: tritonlock._dns). Two uv processes started in the same instant ask
+# the name server at once, and a resolver that drops one query of such a burst (the conntrack race of parallel UDP
+# queries that Kubernetes pods are known for; this project's own build box) answers it only after its retry timeout,
+# 5 s by default: measured, two `uv pip compile --no-deps` reads of vLLM's closure started together — one took 5.8 s
+# instead of 0.9 s in 7 pairs of 14; started 0.15 s or 0.4 s apart, in 0 of 8 each. So the uv runs that go online
+# start STAGGER_S apart (a wait only where one started that recently; offline runs look nothing up).
+STAGGER_S = 0.2
+_online_start = [float("-inf")]
+_online_lock = threading.Lock()
+
+
+def _stagger(args: Sequence[str], env: Mapping[str, str]) -> None:
+    import time
+
+    name = os.path.basename(str(args[0])) if args else ""
+    if name not in ("uv", "uv.exe") or "--offline" in args or env.get("UV_OFFLINE") not in (None, "", "0", "false"):
+        return
+    with _online_lock:  # (held while waiting: each start waits its turn)
+        wait = _online_start[0] + STAGGER_S - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        _online_start[0] = time.monotonic()
+
+
 def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
         timeout: float | None = None, unset: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """Run and capture; the caller decides what a non-zero exit means. `unset` drops inherited variables (and
-    every UV_* setting outside UV_ALLOWED is dropped always)."""
+    every UV_* setting outside UV_ALLOWED is dropped always). uv runs that go online start STAGGER_S apart."""
     full_env = clean_env(unset)
     full_env.setdefault("UV_NO_PROGRESS", "1")
     if env:
         full_env.update(env)
+    _stagger(args, full_env)
     stop = getattr(_STOP, "event", None)
     if stop is None:
         return subprocess.run(list(args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout,

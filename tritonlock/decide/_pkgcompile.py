@@ -218,6 +218,7 @@ class Ahead:
         self._compile, self._raw, self._warmup = compile, raw, warmup  # (raw: not memo's, whose answers are uv's now)
         self._asked: dict[tuple[object, ...], tuple[Any, str, dict[str, Any], object, float]] = {}
         self._same: dict[tuple[object, ...], bool] = {}
+        self._claimed: set[tuple[object, ...]] = set()  # asked again (or being asked) by one of the threads
         self._lock = threading.Lock()
         self._checker: threading.Thread | None = None
 
@@ -258,11 +259,13 @@ class Ahead:
         self._warmup.wait()
         self._validate(self._compile)
 
-    def _validate(self, ask: Compile) -> None:
+    def _validate(self, ask: Compile, locks_only: bool = False) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:  # (the longest first: two at a time, the last to end ends soonest)
-            asked = sorted(((k, q) for k, q in self._asked.items() if k not in self._same), key=lambda kq: -kq[1][4])
+            asked = sorted(((k, q) for k, q in self._asked.items() if k not in self._claimed and
+                            not (locks_only and isinstance(q[3], BaseException))), key=lambda kq: -kq[1][4])
+            self._claimed.update(k for k, _ in asked)
 
         def same(kq: tuple[tuple[object, ...], tuple[Any, str, dict[str, Any], object, float]]) -> None:
             key, (plan, default_index, kw, then, _) = kq
@@ -282,17 +285,17 @@ class Ahead:
             list(pool.map(same, asked))
 
     def confirmed(self) -> bool:
-        """Whether uv, asked now, answers each question as its cache did. Where every answer kept is a lock, each
-        is asked at once, the warm-up still under way: `compile` has uv read online the pages of that lock this run
-        has not read (a few hundred, --no-deps: a second), where the warm-up may be backtracking through many more
-        (an older driver's torch lines: vLLM's releases down to 0.19) — the decision may then stop the warm-up. A
-        failure kept waits for the warm-up's pages, as a failure answered after it would."""
+        """Whether uv, asked now, answers each question as its cache did. Each lock kept is asked at once, the
+        warm-up still under way: `compile` has uv read online the pages of that lock this run has not read (a few
+        hundred, --no-deps: a second), beside the warm-up, which may be backtracking through many more (an older
+        driver's torch lines: vLLM's releases down to 0.19) — where every answer kept is a lock, the decision may then
+        stop the warm-up. A failure kept waits for the warm-up's pages, as a failure answered after it would: only
+        those are left for after it (vllm + xformers on an H200: 0.8 s of asking again after uv's 2.5 s -> 0.2 s)."""
+        if not self._warmup.is_set():  # (not memo's compile: the warm-up, asking the same question online, would
+            self._validate(self._raw, locks_only=True)  # be waited for)
         with self._lock:
-            early = not self._warmup.is_set() and not any(isinstance(q[3], BaseException)
-                                                          for q in self._asked.values())
-        if early:  # (not memo's compile: the warm-up, asking the same question online, would be waited for)
-            self._validate(self._raw)
-        else:
+            rest = any(k not in self._same for k in self._asked)
+        if rest:  # the failures kept, or what the checker took (the warm-up ended): asked after the warm-up
             if self._checker is not None:
                 self._checker.join()
             self._check()  # (a question kept as the warm-up ended, after the checker took its list)

@@ -8,17 +8,36 @@ import ctypes
 import ctypes.util
 import functools
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 _LOCK = threading.Lock()
 
 
+def _named(*names: str) -> Iterator[str]:
+    """The libraries as named, then as ctypes.util.find_library finds them — only once those fail: it runs
+    ldconfig and the C compiler (0.1-0.2 s, in a resolve that demangles one name)."""
+    yield from names
+    for short in ("stdc++", "c++abi"):
+        found = ctypes.util.find_library(short)
+        if found:
+            yield found
+
+
+def _free() -> Any:
+    """libc's free: from the process's own symbols (libc is loaded in every Python), else found by name."""
+    for name in (None, "libc.so.6", ""):
+        try:
+            return ctypes.CDLL(name if name != "" else ctypes.util.find_library("c") or "libc.so.6").free
+        except (OSError, AttributeError, TypeError):
+            continue
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _runtime() -> tuple[Any, Any] | None:
     """(__cxa_demangle, free), or None where no C++ runtime with a demangler is found."""
-    names = ["libstdc++.so.6", "libc++abi.so.1", "libc++abi.dylib", ctypes.util.find_library("stdc++"),
-             ctypes.util.find_library("c++abi")]
-    for name in dict.fromkeys(n for n in names if n):
+    for name in _named("libstdc++.so.6", "libc++abi.so.1", "libc++abi.dylib"):
         try:
             lib = ctypes.CDLL(name)
             fn = lib.__cxa_demangle
@@ -26,11 +45,9 @@ def _runtime() -> tuple[Any, Any] | None:
             continue
         fn.restype = ctypes.c_void_p
         fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            free = libc.free
-        except (OSError, AttributeError):
-            continue
+        free = _free()
+        if free is None:
+            return None
         free.argtypes = [ctypes.c_void_p]
         free.restype = None
         return fn, free
