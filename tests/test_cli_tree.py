@@ -237,3 +237,30 @@ def test_a_cycle_in_the_graph_is_drawn_once_and_ends() -> None:
     assert lines(g) == ["a v1", "└── b v1", "    ├── a v1 (*)", "    └── c v1"]
     assert lines(g, packages=("c",), invert=True) == ["c v1", "└── b v1", "    └── a v1 (requested: a)",
                                                       "        └── b v1 (*)"]
+
+
+def test_the_integrity_check_reads_the_metadata_of_a_wheel_too_large_to_check_as_it_starts(tmp_path: Path) -> None:
+    """A wheel over the check's bound on an index without PEP 658 hashes: the check, started as the closure is seen,
+    reads its METADATA from inside it (ranged reads) and keeps it as served — the edges then need no read after the
+    decision — never as checked; a second wheel of the package (not the one the edges read) is not read."""
+    import hashlib
+
+    from tritonlock.lock.integrity import Early, kept_metadata
+
+    idx = LocalIndex(tmp_path / "index")
+    whl = idx.add("simple", "bigearly", "1.0", requires=("lib>=1",))
+    other = idx.add("simple", "bigearly", "1.0", tag="py3-none-manylinux_2_17_x86_64", requires=("lib>=1",))
+    idx.start()
+    try:
+        wheels = tuple(Wheel(name=f.name, url=f"{idx.index_url('simple')}/_files/{f.name}",
+                             sha256=hashlib.sha256(f.read_bytes()).hexdigest()) for f in (whl, other))
+        p = LockedPackage(name="bigearly", version="1.0", index=idx.index_url("simple"), wheels=wheels)
+        with Early(max_bytes=16) as early:  # (every file is over 16 bytes: none is downloaded to be checked)
+            early.start((p,))
+            got = [early.result(p, w) for w in wheels]
+        assert [c.unchecked for c in got] == [w.name for w in wheels]
+        meta = kept_metadata(wheels[0].sha256, served=True)
+        assert meta is not None and "Requires-Dist: lib>=1" in meta
+        assert kept_metadata(wheels[0].sha256) is None and kept_metadata(wheels[1].sha256, served=True) is None
+    finally:
+        idx.stop()

@@ -308,11 +308,28 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
     size = w.size if w.size is not None else entry.size
     data = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
     if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
+        if p.wheels and w.name == p.wheels[0].name and kept_metadata(w.sha256, served=True) is None:
+            _keep_served(client, entry, w)
         return _Checked(package=p, file=w, unchecked=w.name)
     checked = _from_bytes(p, w, data, max_bytes)
     if checked.problem is None and checked.unchecked is None:
         keep_metadata(w.sha256, checked.metadata or "")
     return checked
+
+
+def _keep_served(client: Any, entry: Any, w: Wheel) -> None:
+    """The METADATA inside a wheel this check cannot vouch for, read now by ranged reads and kept as served: what the
+    lock's dependency edges are drawn from (tritonlock.lock.edges.file_metadata would read it after the decision —
+    0.78 s of a first resolve of numpy + requests, for torch's CUDA closure — where the checks start as soon as a
+    closure is seen). Never taken as checked; a failure leaves it to file_metadata."""
+    from tritonlock.native.remotezip import wheel_metadata
+
+    try:
+        meta = wheel_metadata(client, entry, deep=True)
+    except Exception:  # noqa: BLE001 — the edges' own read tries again, and says nothing either
+        return
+    if meta:
+        keep_metadata(w.sha256, meta, served=True)
 
 
 def lock_index_of(url: str) -> str:
