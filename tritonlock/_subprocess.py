@@ -204,11 +204,11 @@ _online_start = [float("-inf")]
 _online_lock = threading.Lock()
 
 
-def _stagger(args: Sequence[str], env: Mapping[str, str]) -> None:
+def _stagger(args: Sequence[str]) -> None:
     import time
 
-    name = os.path.basename(str(args[0])) if args else ""
-    if name not in ("uv", "uv.exe") or "--offline" in args or env.get("UV_OFFLINE") not in (None, "", "0", "false"):
+    # (UV_OFFLINE never reaches a child: clean_env drops it, and tritonlock says --offline where it means it)
+    if not args or os.path.basename(str(args[0])) not in ("uv", "uv.exe") or "--offline" in args:
         return
     with _online_lock:  # (held while waiting: each start waits its turn)
         wait = _online_start[0] + STAGGER_S - time.monotonic()
@@ -225,7 +225,7 @@ def run(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
     full_env.setdefault("UV_NO_PROGRESS", "1")
     if env:
         full_env.update(env)
-    _stagger(args, full_env)
+    _stagger(args)
     stop = getattr(_STOP, "event", None)
     if stop is None:
         return subprocess.run(list(args), env=full_env, cwd=cwd, capture_output=True, text=True, timeout=timeout,

@@ -25,13 +25,17 @@ def _named(*names: str) -> Iterator[str]:
 
 
 def _free() -> Any:
-    """libc's free: from the process's own symbols (libc is loaded in every Python), else found by name."""
-    for name in (None, "libc.so.6", ""):
+    """libc's free: from the process's own symbols (libc is loaded in every Python), else libc by name, else as
+    ctypes.util.find_library finds it."""
+    for name in (None, "libc.so.6"):
         try:
-            return ctypes.CDLL(name if name != "" else ctypes.util.find_library("c") or "libc.so.6").free
+            return ctypes.CDLL(name).free
         except (OSError, AttributeError, TypeError):
             continue
-    return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").free
+    except (OSError, AttributeError):
+        return None
 
 
 @functools.lru_cache(maxsize=1)
