@@ -440,7 +440,10 @@ def _read_metadata(index: str, f: IndexFile) -> str | None:
     text = (kept_metadata(sha) or kept_metadata(sha, served=True)) if sha else None
     if text:
         return text
-    text = _served_metadata(index, f)
+    from tritonlock._link import LINK
+
+    with LINK.read():  # (the decision waits for it: the integrity check's downloads give way)
+        text = _served_metadata(index, f)
     if text and sha:
         keep_metadata(sha, text, served=True)
     return text

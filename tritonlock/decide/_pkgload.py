@@ -36,6 +36,10 @@ LOOK_BYTES = 600 << 20
 READ_BUDGET = 2_000_000_000
 # How far ahead _meta reads the METADATA of releases that are an sdist alone, beside the next 8 releases
 SDISTS_AT_ONCE = 32
+# The releases whose METADATA _meta reads at once: 8, then each further batch of one package's twice the last, up to
+# META_MOST — a walk down all of xformers' 50 releases (none admits the torch line) is 3 round trips, not 7
+META_AT_ONCE = 8
+META_MOST = 32
 # torch's own family moves with torch (its pins are the line's own, not a package's)
 _FAMILY = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu",
            "triton-windows", "triton-xpu", "triton-rocm"}
@@ -92,6 +96,7 @@ class Table:
     _lacks: dict[str, bool] = field(default_factory=dict)  # release -> it lacks an extra asked for
     _torch: dict[str, tuple[Requirement, ...]] = field(default_factory=dict)  # release -> its torch requirements
     _anywhere: bool | None = None  # some release declares the extras asked for
+    _batches: int = 0  # batches of METADATA _meta has read (each reads twice as many releases as the last)
     spent: int = 0  # bytes of its wheels read from the index in this resolve (see READ_BUDGET)
     stopped: int | None = None  # where reading stopped for READ_BUDGET: versions[stopped:] were not read
     _judged: dict[tuple[str, str | None, str | None], list[Problem]] = field(default_factory=dict)
@@ -184,16 +189,24 @@ class Table:
         return (f.url, f.size, f.sha256, f.filename, False)
 
     def _meta(self, start: int) -> None:
-        """The METADATA of the next releases, read side by side (each once per run, and kept per file). Where the
-        next ones include a release of an sdist alone, the sdist-only releases after them are read beside them: an
+        """The METADATA of the next releases, read side by side (each once per run, and kept per file): 8 of them,
+        and each further batch of this package twice the last (META_MOST at most); nothing where the next 8 are known
+        already. Where the next ones include a release of an sdist alone, the sdist-only releases after them are read beside them: an
         index serves an sdist's METADATA seldom (PEP 658), so each is a round trip to it every resolve — vLLM's and
         xformers' first releases, 0.3 s each batch."""
         facts = self.env.facts
-        todo = [v for v in self.versions[start:start + 8] if not facts.has_metadata(self.index, self.name, v)]
+
+        def unknown(v: str) -> bool:
+            return not facts.has_metadata(self.index, self.name, v)
+
+        if not any(unknown(v) for v in self.versions[start:start + META_AT_ONCE]):
+            return  # (what the walk looks at next is known: an earlier, wider batch read it)
+        todo = [v for v in self.versions[start:] if unknown(v)][:min(META_AT_ONCE << self._batches, META_MOST)]
         if any(self._sdist_only(v) for v in todo):
-            todo += [v for v in self.versions[start + 8:start + SDISTS_AT_ONCE]
-                     if self._sdist_only(v) and not facts.has_metadata(self.index, self.name, v)]
+            todo += [v for v in self.versions[start:start + SDISTS_AT_ONCE]
+                     if v not in todo and self._sdist_only(v) and unknown(v)]
         if len(todo) > 1:
+            self._batches += 1
             with ThreadPoolExecutor(max_workers=len(todo)) as pool:
                 list(pool.map(self.torch_reqs, todo))
 

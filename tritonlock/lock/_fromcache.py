@@ -26,10 +26,14 @@ CACHE_MISS = re.compile(r"network was disabled|was not found in the cache")
 # again from its cache, before the compile is asked online in full.
 REFRESHES = 6
 # uv --offline naming what its cache lacks: "Because vllm was not found in the cache", "rich==13.0.0 needs to be
-# downloaded from a registry", and its warning on a release it passed over: "`aheadlib==2.0` needs to be downloaded
-# from a registry"
-MISSED = re.compile(r"`?([A-Za-z0-9][A-Za-z0-9._-]*)((?:===?|[<>!~]=?)[^\s,`]+)?`?"
+# downloaded from a registry", a range of releases: "xformers>=0.0.16rc424,<=0.0.16rc425 needs to be downloaded from
+# a registry" (the whole range: its last bound is no package), and its warning on a release it passed over:
+# "`aheadlib==2.0` needs to be downloaded from a registry"
+_SPEC = r"(?:===?|[<>!~]=?)[^\s,`]+"
+MISSED = re.compile(rf"(?<![\w.,=<>!~*+-])`?([A-Za-z0-9][A-Za-z0-9._-]*)({_SPEC}(?:,{_SPEC})*)?`?"
                     r" (?:was not found in the cache|needs to be downloaded from a registry)")
+# uv naming several ranges its cache lacks at once: "all of: … need to be downloaded from a registry"
+_PLURAL = re.compile(r"\bneed to be downloaded from a registry")
 # the packages uv's failure names: "only aheadlib==1.0 is available", "aheadapp>=2.0 depends on aheadlib>=2", "no
 # versions of einopz", "you require torchvision"
 _NAMED = re.compile(r"(?<![\w.=<>!~*+-])`?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
@@ -63,6 +67,14 @@ def named(words: str) -> set[str]:
     """The packages uv's failure names."""
     got = {canonicalize_name(a or b) for a, b in _NAMED.findall(words)}
     return {n for n in got if n not in _NOT_PACKAGES}
+
+
+def many(words: str) -> bool:
+    """Whether uv's cache lacks the metadata of a range of releases (uv, proving a conflict, walks a package's
+    history: "xformers>=0.0.20,<=0.0.33.post2 need to be downloaded"): read one `--no-deps` round each, that takes
+    more rounds than REFRESHES allows (xformers: 34.7 s, where asking online in full takes 19 s) — it is asked online
+    in full at once."""
+    return bool(_PLURAL.search(words)) or any((m[2] or "==")[:2] != "==" for m in MISSED.finditer(words))
 
 
 def _releases(lacks: dict[str, str]) -> dict[str, str]:
@@ -119,6 +131,8 @@ def from_cache(uv: Uv, args: list[str], common: list[str], out: Path, project: P
         else:
             words = proc.stderr or proc.stdout or ""
             if CACHE_MISS.search(words):
+                if many(words):
+                    break
                 wanted = lacks
                 if not wanted or wanted == last or not read_online(uv, common, out.parent, wanted, project,
                                                                    _releases(wanted)):

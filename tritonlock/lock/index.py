@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from tritonlock import _urls
 from tritonlock._files import read_text
@@ -421,6 +421,11 @@ def session() -> Any:
     return tls_session(network())
 
 
+# (index, a wheel) -> whether it served the `.metadata` of such a file its page did not list with one
+# (IndexClient.metadata): once False, such files are not asked for it again by this process
+UNLISTED_METADATA: dict[tuple[str, bool], bool] = {}
+
+
 class IndexClient:
     """One index: project pages (PEP 691 JSON, else PEP 503 HTML) and PEP 658 metadata, with retries.
 
@@ -511,8 +516,21 @@ class IndexClient:
         return tuple(out)
 
     def metadata(self, file: IndexFile) -> str | None:
-        """The file's core metadata (PEP 658 `.metadata` beside it), or None when the index has none."""
+        """The file's core metadata (PEP 658 `.metadata` beside it), or None when the index has none. A file its page
+        does not list with metadata is asked for it until the index answers one such question (of a wheel, or of an
+        sdist) with nothing; then no more of them, from this process (PEP 658: a client is not to count on an
+        unlisted one; each question is a round trip before the ranged read of the METADATA inside the wheel, 0.1 s of
+        each batch of releases read on a mirror that lists none)."""
+        key = (self.url, file.filename.endswith(".whl"))  # (a wheel's and an sdist's are told apart)
+        unlisted = not file.has_metadata and urlsplit(file.url).scheme in ("http", "https")
+        if unlisted and UNLISTED_METADATA.get(key) is False:
+            return None
         resp = self._get(file.url + ".metadata", "*/*")
+        if unlisted:
+            if resp is None:
+                UNLISTED_METADATA[key] = False
+            else:
+                UNLISTED_METADATA.setdefault(key, True)
         return resp.text if resp is not None else None
 
     def metadata_bytes(self, file: IndexFile, *, max_bytes: int = 16 * 2**20) -> bytes | None:

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import io
 import re
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -54,8 +55,6 @@ class Early:
     check_lock takes the checks of the files it locks, and does what none started."""
 
     def __init__(self, max_bytes: int | None = None) -> None:
-        import threading
-
         self.bound = MAX_FILE_BYTES if max_bytes is None else max_bytes
         self.clients = _Clients()
         # daemon threads, started with the first check: a check of an answer the decision replaced (its page or file
@@ -135,6 +134,7 @@ def check_lock(lock: Lock, *, max_bytes: int | None = None, early: Early | None 
     already started (their bound is theirs). `metadata`, when given, receives each checked file's METADATA by its
     sha256 (what the lock's dependency edges are read from)."""
     early = early or Early(max_bytes)
+    early.clients.hurried.set()  # the lock waits for every check now: none gives way to reads any longer
     bound = early.bound
     jobs = {(p.index, w.url): (p, w) for t in lock.targets for p in t.packages for w in _files(p)}
     with ThreadPoolExecutor(max_workers=_THREADS) as pool:  # (network-bound: pages, .metadata files, downloads)
@@ -183,10 +183,11 @@ class _Clients:
     """One index client per index for all the checks' threads (its session keeps its connections alive)."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._by_index: dict[str, object] = {}
+        # set once the lock waits for these checks (check_lock): their downloads no longer give way to the
+        # decision's reads (tritonlock._link)
+        self.hurried = threading.Event()
 
     def get(self, index: str) -> Any:
         from tritonlock.lock.index import IndexClient
@@ -279,7 +280,7 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
     if kept is not None:  # downloaded and checked against this sha256 by an earlier resolve: its METADATA is known
         return _Checked(package=p, file=w, metadata=kept or None)
     if p.direct:  # a direct reference: no page lists it; its bytes are checked against the sha256 uv hashed
-        data = _download(clients.get(lock_index_of(w.url)), w.url, max_bytes) if (w.size or 0) <= max_bytes else None
+        data = _download(clients.get(lock_index_of(w.url)), w.url, max_bytes, clients.hurried) if (w.size or 0) <= max_bytes else None
         if data is None:
             return _Checked(package=p, file=w, unchecked=w.name)
         checked = _from_bytes(p, w, data, max_bytes)
@@ -306,7 +307,7 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
                                                        f"{got}, its page lists {entry.metadata_sha256}")
         return _Checked(package=p, file=w, metadata=meta.decode("utf-8", "replace"))
     size = w.size if w.size is not None else entry.size
-    data = _download(client, entry.url, max_bytes) if size is None or size <= max_bytes else None
+    data = _download(client, entry.url, max_bytes, clients.hurried) if size is None or size <= max_bytes else None
     if data is None:  # too large to fetch here, and nothing smaller vouched for by a hash: said, by name
         if p.wheels and w.name == p.wheels[0].name and kept_metadata(w.sha256, served=True) is None:
             _keep_served(client, entry, w)
@@ -337,15 +338,17 @@ def lock_index_of(url: str) -> str:
     return url.rsplit("/", 1)[0]
 
 
-def _download(client: object, url: str, max_bytes: int) -> bytes | None:
-    """The whole file, with the index's credentials and TLS settings, reading at most max_bytes (None past it)."""
+def _download(client: object, url: str, max_bytes: int, hurried: threading.Event | None = None) -> bytes | None:
+    """The whole file, with the index's credentials and TLS settings, reading at most max_bytes (None past it); it
+    starts when the decision's reads leave room (tritonlock._link), or at once once `hurried` is set."""
     import requests
 
+    from tritonlock._link import LINK
     from tritonlock.lock.index import credentials
 
     session = client.session  # type: ignore[attr-defined]
     try:
-        with session.get(url, stream=True, timeout=120, auth=credentials(url), verify=session.verify) as resp:
+        with LINK.download(hurried), session.get(url, stream=True, timeout=120, auth=credentials(url), verify=session.verify) as resp:
             if resp.status_code != 200:
                 raise IndexError_(f"{_urls.redact(url)} answered HTTP {resp.status_code}")
             buf = io.BytesIO()

@@ -383,9 +383,12 @@ class Reader:
                 from tritonlock.native.remotezip import watched
 
                 self._session = watched(session())
+        from tritonlock._link import LINK
+
         try:
-            f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names,
-                            vouch=self.checks.vouch if whole else None, deadline=self.deadline)
+            with LINK.read():  # (the decision waits for it: the integrity check's downloads give way)
+                f = read_remote(url, size, sha, name, session=self._session, gpu=self.gpu, names_only=names,
+                                vouch=self.checks.vouch if whole else None, deadline=self.deadline)
         except Exception as err:  # noqa: BLE001 — an unreadable wheel is a fact to report (unread), not a crash
             return NativeFacts(sha256=sha, filename=name, problem=_said(err))
         if kept:
