@@ -221,6 +221,7 @@ class Ahead:
         self._claimed: set[tuple[object, ...]] = set()  # asked again (or being asked) by one of the threads
         self._lock = threading.Lock()
         self._checker: threading.Thread | None = None
+        self._pages: bool | None = None  # uv's cache holds a page (_cache_has_pages)
 
     def __call__(self, plan: Any, default_index: str, **kw: Any) -> tuple[LockedPackage, ...]:
         import threading
@@ -228,7 +229,7 @@ class Ahead:
 
         from tritonlock.lock.closure import cache_missed
 
-        if not self._warmup.is_set():
+        if not self._warmup.is_set() and self._cache_has_pages():
             key = _question(plan, default_index, kw)
             with self._lock:
                 got = self._asked[key][3] if key in self._asked else None
@@ -253,6 +254,15 @@ class Ahead:
                 return got  # type: ignore[return-value]
         self._warmup.wait()
         return self._compile(plan, default_index, **kw)
+
+    def _cache_has_pages(self) -> bool:
+        """Whether uv's cache holds any page (looked at once): where it holds none (a first run), no question is asked
+        of it alone — each waits for the warm-up."""
+        if self._pages is None:
+            from tritonlock.native.uvcache import has_pages
+
+            self._pages = has_pages()
+        return self._pages
 
     def _check(self) -> None:
         """Each question kept so far asked again once the warm-up is done, and whether uv answers it alike."""
