@@ -196,11 +196,10 @@ def test_check_lock_does_not_wait_for_reads_once_the_lock_waits_for_it(tmp_path:
         idx.stop()
 
 
-def test_a_metadata_file_the_page_does_not_list_is_asked_until_the_index_serves_none(tmp_path: Path) -> None:
+def test_a_metadata_file_the_page_does_not_list_is_not_asked_of_an_index_that_served_none(tmp_path: Path) -> None:
     """PEP 658: a mirror that lists no `.metadata` serves none (this one answers 404). The first wheel is asked for
-    it; the next is not (one round trip saved per release read). Asking for an sdist's is told apart: its 404 does
-    not stop the wheels' questions. An index that lists them is asked every time; one that serves an unlisted one is
-    asked on."""
+    it; the next is not (one round trip saved per release read). An sdist's question is told apart: its 404 does not
+    stop the wheels' questions. An index whose first answer served one is asked on; one that lists them, always."""
     from tritonlock.lock.index import IndexClient
 
     idx = LocalIndex(tmp_path / "index")
@@ -215,19 +214,31 @@ def test_a_metadata_file_the_page_does_not_list_is_asked_until_the_index_serves_
         wheels = [files[f"quietlib-{v}-py3-none-any.whl"] for v in ("1.0", "2.0", "3.0")]
         assert not any(f.has_metadata for f in files.values())
 
-        def asked(f: object) -> bool:
-            return any(p.endswith(f.filename + ".metadata") for p, _ in idx.asked_by)  # type: ignore[attr-defined]
+        def asked(f: object) -> int:
+            return sum(p.endswith(f.filename + ".metadata") for p, _ in idx.asked_by)  # type: ignore[attr-defined]
 
-        assert client.metadata(sdist) is None and asked(sdist)  # (an sdist's: none served)
-        # this index serves the unlisted .metadata of a wheel: asked, and asked again for the next
-        assert "Name: quietlib" in (client.metadata(wheels[0]) or "") and asked(wheels[0])
-        idx.tampered[(wheels[1].filename, "metadata")] = None  # type: ignore[assignment]
-        idx.tampered[(wheels[2].filename, "metadata")] = None  # type: ignore[assignment]
-        assert client.metadata(wheels[1]) is None and asked(wheels[1])  # asked: the index served one before
-        assert client.metadata(wheels[2]) is None and not asked(wheels[2])  # it served none: no more questions
-        assert IndexClient(idx.index_url("simple")).metadata(wheels[2]) is None and not asked(wheels[2])
+        assert client.metadata(sdist) is None and asked(sdist) == 1  # (an sdist's: none served)
+        assert client.metadata(sdist) is None and asked(sdist) == 1  # (and not asked again)
+        for w in wheels:
+            idx.tampered[(w.filename, "metadata")] = None  # type: ignore[assignment]
+        assert client.metadata(wheels[0]) is None and asked(wheels[0]) == 1  # (the sdist's answer did not stop it)
+        assert client.metadata(wheels[1]) is None and asked(wheels[1]) == 0  # it served none: no more questions
+        assert IndexClient(idx.index_url("simple")).metadata(wheels[2]) is None and asked(wheels[2]) == 0
     finally:
         idx.stop()
+    served = LocalIndex(tmp_path / "served")
+    for v in ("1.0", "2.0", "3.0"):
+        served.add("simple", "somelib", v)
+    served.start()
+    try:
+        client = IndexClient(served.index_url("simple"))
+        a, b, c = sorted((f for f in client.files("somelib")), key=lambda f: f.filename)
+        assert "Name: somelib" in (client.metadata(a) or "")  # unlisted, and served: asked on
+        served.tampered[(b.filename, "metadata")] = None  # type: ignore[assignment]
+        assert client.metadata(b) is None
+        assert "Name: somelib" in (client.metadata(c) or "")
+    finally:
+        served.stop()
     listed = LocalIndex(tmp_path / "listed", core_metadata=True)
     for v in ("1.0", "2.0"):
         listed.add("simple", "loudlib", v)

@@ -421,8 +421,8 @@ def session() -> Any:
     return tls_session(network())
 
 
-# (index, a wheel) -> whether it served the `.metadata` of such a file its page did not list with one
-# (IndexClient.metadata): once False, such files are not asked for it again by this process
+# (index, a wheel) -> whether it served the `.metadata` of the first such file its page did not list with one
+# (IndexClient.metadata): where it did not, such files are not asked for it again by this process
 UNLISTED_METADATA: dict[tuple[str, bool], bool] = {}
 
 
@@ -517,20 +517,16 @@ class IndexClient:
 
     def metadata(self, file: IndexFile) -> str | None:
         """The file's core metadata (PEP 658 `.metadata` beside it), or None when the index has none. A file its page
-        does not list with metadata is asked for it until the index answers one such question (of a wheel, or of an
-        sdist) with nothing; then no more of them, from this process (PEP 658: a client is not to count on an
-        unlisted one; each question is a round trip before the ranged read of the METADATA inside the wheel, 0.1 s of
+        does not list with metadata is not asked for it where the first such question (of a wheel, or of an sdist)
+        to this index was answered with nothing (PEP 658: a client is not to count on an unlisted one; each question is a round trip before the ranged read of the METADATA inside the wheel, 0.1 s of
         each batch of releases read on a mirror that lists none)."""
         key = (self.url, file.filename.endswith(".whl"))  # (a wheel's and an sdist's are told apart)
         unlisted = not file.has_metadata and urlsplit(file.url).scheme in ("http", "https")
         if unlisted and UNLISTED_METADATA.get(key) is False:
             return None
         resp = self._get(file.url + ".metadata", "*/*")
-        if unlisted:
-            if resp is None:
-                UNLISTED_METADATA[key] = False
-            else:
-                UNLISTED_METADATA.setdefault(key, True)
+        if unlisted:  # (the first answer says it: an index that served one unlisted is asked on, whatever follows)
+            UNLISTED_METADATA.setdefault(key, resp is not None)
         return resp.text if resp is not None else None
 
     def metadata_bytes(self, file: IndexFile, *, max_bytes: int = 16 * 2**20) -> bytes | None:
