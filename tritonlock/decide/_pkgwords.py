@@ -318,13 +318,16 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
         platform = no_wheel_here(sc, uv)
         if platform is not None:
             return ResolveError(platform)
-    if not lines and failures:
+    answerless = None if lines or not failures else _no_answer(sc, uv, str(failures[0][1]))
+    if answerless is not None:  # (uv's resolution ran and found nothing: the target's conflict, in uv's words)
+        lines += answerless
+    elif not lines and failures:
         return failures[0][1]
-    if not lines:  # (no line was left to ask uv about, and no fact above explains it)
+    if not lines and answerless is None:  # (no line was left to ask uv about, and no fact above explains it)
         return ResolveError(f"target {sc.target.name!r}: no torch line that fits this target admits a release of "
                             f"every package named ({', '.join(str(r) for r in sc.reqs)})\n  fix: `tritonlock why` "
                             "shows what stands between this target and other torch lines")
-    if lines[0].startswith("the torch index ") and failures:
+    if lines and lines[0].startswith("the torch index ") and failures:
         # the index's doing (exit 4, as for any index that lacks what is needed): that first, then uv's own error
         return ClosureError(f"target {sc.target.name!r}: {lines[0]}\n{failures[0][1]}", uv=uv)
     candidates = sc.candidates
@@ -338,6 +341,38 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
                "allow a torch that fits), or lift what the target's limit names — `tritonlock why` shows the "
                "least change")
     return ResolveError("\n".join(msg))
+
+
+# uv's words on a resolution that ran and found no answer, and on a package the index has no page for
+_NO_SOLUTION = re.compile(r"No solution found when resolving dependencies")
+_REFUSED = re.compile(r"HTTP 40[13]\b|credentials")
+_FAMILY = frozenset({"torch", "triton", "torchvision", "torchaudio"})
+_NOT_IN_REGISTRY = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])? was not found in the package registry")
+
+
+def _no_answer(sc: Scene, uv: str, said: str) -> list[str] | None:
+    """uv's resolution ran and found no answer, though the index serves what the newest release of each named package
+    needs: the target's conflict (exit 3; the other targets are locked), its lines naming each package uv found no
+    page for (sglang[all]==0.4.* on a V100: the releases left need torch 2.4 or 2.5, or `flashinfer`, which PyPI has
+    never served). None — uv's own error stands (exit 4) — where no resolution ran (a fetch failed), no-build's, or
+    where the newest release of a named package, or the torch family, needs a package the index lacks (a mirror
+    short of it; an index that refused tritonlock's credentials, which uv reports as a package not found)."""
+    from tritonlock.decide._pkgfacts import newest
+
+    if not _NO_SOLUTION.search(uv) or "has no usable wheels" in uv or _REFUSED.search(said):
+        return None
+    missing = sorted({canonicalize_name(m) for m in _NOT_IN_REGISTRY.findall(uv)})
+    if any(m in _FAMILY or sc.matrix.bound_to_torch_index(m, sc.sel.backend) for m in missing):
+        return None
+    needed = {canonicalize_name(r.name) for r in sc.reqs}
+    for r in sc.reqs:
+        name = canonicalize_name(r.name)
+        top = None if r.url is not None else newest(sc.facts, sc.index_for(name), r)
+        if top is not None:
+            needed.update(canonicalize_name(q.name) for q in sc.requires(sc.index_for(name), name, top) or [])
+    if any(m in needed for m in missing):
+        return None
+    return [f"{m} is not on {sc.index_for(m)}: a release that needs it cannot be locked from there" for m in missing]
 
 
 # uv: "Because pkg==1.0 has no wheels with a matching platform tag (e.g., `macosx_14_0_arm64`)", "… Python ABI tag"
