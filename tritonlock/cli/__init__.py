@@ -22,11 +22,14 @@ Exit codes:
      link, refused even with --force —, a file init would overwrite, or one a command would replace
      that tritonlock did not write: pass --force)
   3  conflict: nothing in the matrix fits a target, no torch that fits allows the packages you
-     named, a package only an ancient release could satisfy, or what the platform cannot have (the
-     message names both sides and a fix; the targets that fit are still locked — add and remove
-     then change nothing)
-  4  a package index or uv failed while resolving (or uv is not installed), or a locked wheel's
-     native code could not be read (resolve --allow-unchecked-native locks it unchecked)
+     named, a package only an ancient release could satisfy, what the platform cannot have, or uv
+     finds no answer though the index serves what the newest releases need (the message names
+     both sides and a fix; the targets that fit are still locked — add and remove then change
+     nothing)
+  4  a package index failed while resolving (unreachable, refused the credentials, or lacks what
+     the torch family or a named package's newest release needs), uv failed (or is not
+     installed), or a locked wheel's native code could not be read (resolve
+     --allow-unchecked-native locks it unchecked)
   5  sync failed (the message says what state the venv is in; also when uv is missing)
   6  the verify runner could not run at all
   7  compat check: what it read agrees, but some rows could not be checked (--allow-unchecked accepts that)
