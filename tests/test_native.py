@@ -350,6 +350,12 @@ def test_the_decisions_later_compiles_have_uv_read_each_page_once(tmp_path: Path
     again: 3 to 4 times here, a minute for vLLM + SGLang)."""
     from collections import Counter
 
+    # uv's cache holds kernelpkg 1.0's metadata (an earlier resolve locked it), as it does once other tests of this
+    # module ran: else the round that passes 2.0 over has uv read 1.0's metadata with what it needs — kernelpkg's,
+    # torch's and triton's pages a second time (lock/_fromcache.read_online: a `--no-deps` read brings no metadata)
+    first = _project(tmp_path / "first", pypi, ["kernelpkg==1.0"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(first))
+    assert code == 0, out
     root = _project(tmp_path, pypi, ["kernelpkg"], f"gpu|{R580_H100}", torch="==2.10.*")
     before = len(pypi.asked_by)
     code, out = _run("resolve", "-p", str(root))

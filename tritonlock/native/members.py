@@ -356,15 +356,21 @@ class Jobs:
 
         self._queue: queue.PriorityQueue[tuple[float, int, Any, Any]] = queue.PriorityQueue()
         self._seq = itertools.count()
-        self._workers = workers
-        for _ in range(workers):
-            threading.Thread(target=self._run, daemon=True, name=name).start()
+        self._workers, self._name = workers, name
+        # workers start as jobs wait for one, up to `workers` (a resolve that reads nothing starts none: 40 threads
+        # started up front cost 0.04 s of a 0.9 s resolve)
+        self._started = self._idle = 0
+        self._count = threading.Lock()
 
     def submit(self, size: int, fn: Any) -> Any:
         from concurrent.futures import Future
 
         fut: Future[Any] = Future()
         self._queue.put((-size, next(self._seq), fn, fut))
+        with self._count:
+            if self._started < self._workers and self._queue.qsize() > self._idle:
+                self._started += 1
+                threading.Thread(target=self._run, daemon=True, name=self._name).start()
         return fut
 
     def close(self) -> None:
@@ -374,7 +380,11 @@ class Jobs:
 
     def _run(self) -> None:
         while True:
+            with self._count:
+                self._idle += 1
             _, _, fn, fut = self._queue.get()
+            with self._count:
+                self._idle -= 1
             if fn is None:
                 return
             if not fut.set_running_or_notify_cancel():
