@@ -286,3 +286,43 @@ def test_the_search_reads_a_packages_metadata_in_growing_batches(tmp_path: Path)
         assert [v for v in t.versions if facts.has_metadata(index, "longlib", v)] == t.versions
     finally:
         idx.stop()
+
+
+def test_a_read_pool_starts_workers_as_jobs_wait_and_never_more_than_its_size() -> None:
+    """native/members.Jobs: no thread before a job; jobs waiting at once get a worker each, up to the pool's size —
+    the rest wait their turn and every job ends."""
+    import time
+
+    from tritonlock.native.members import Jobs
+
+    def workers() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "test-read-pool")
+
+    pool = Jobs(3, name="test-read-pool")
+    assert workers() == 0
+    release = threading.Event()
+    running: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def job(n: int) -> int:
+        with lock:
+            running.append(n)
+            most[0] = max(most[0], len(running))
+        release.wait(GOES_S)
+        with lock:
+            running.remove(n)
+        return n
+
+    futures = [pool.submit(n, lambda n=n: job(n)) for n in range(7)]
+    end = time.monotonic() + GOES_S
+    while time.monotonic() < end:  # (three take a job; the other four wait)
+        with lock:
+            if len(running) == 3:
+                break
+        time.sleep(0.02)
+    assert workers() == 3
+    release.set()
+    assert sorted(f.result(GOES_S) for f in futures) == list(range(7))
+    assert most[0] == 3 and workers() == 3
+    pool.close()
