@@ -346,7 +346,6 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
 # uv's words on a resolution that ran and found no answer, and on a package the index has no page for
 _NO_SOLUTION = re.compile(r"No solution found when resolving dependencies")
 _REFUSED = re.compile(r"HTTP 40[13]\b|credentials")
-_FAMILY = frozenset({"torch", "triton", "torchvision", "torchaudio"})
 _NOT_IN_REGISTRY = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])? was not found in the package registry")
 
 
@@ -362,7 +361,7 @@ def _no_answer(sc: Scene, uv: str, said: str) -> list[str] | None:
     if not _NO_SOLUTION.search(uv) or "has no usable wheels" in uv or _REFUSED.search(said):
         return None
     missing = sorted({canonicalize_name(m) for m in _NOT_IN_REGISTRY.findall(uv)})
-    if any(m in _FAMILY or sc.matrix.bound_to_torch_index(m, sc.sel.backend) for m in missing):
+    if any(m in sc.matrix.torch_family for m in missing):  # (the torch index's, or triton's from the default one)
         return None
     needed = {canonicalize_name(r.name) for r in sc.reqs}
     for r in sc.reqs:
