@@ -1267,7 +1267,8 @@ def test_fuzz_a_build_gpus_row_is_read_or_refused_naming_the_row(row: dict[str, 
 _UV_WORD = st.sampled_from(["`", "==", ">=", "<", "~=", "!=", "[all]", " ", "\n", ",", "1.0", "2.0.post1", "*", "vllm",
                             "torch", "Aheadlib", "one of", "CPython", "Python", "depends on ", "no versions of ",
                             "you require ", "only ", " is available", " was not found in the cache",
-                            " needs to be downloaded from a registry", " need to be downloaded from a registry", "all of:", "WARN ", "DEBUG ", "tritonlock-closure"])
+                            " needs to be downloaded from a registry", " need to be downloaded from a registry",
+                            "all of:", "WARN ", "DEBUG ", "tritonlock-closure"])
 
 
 @settings(max_examples=300, deadline=None)
