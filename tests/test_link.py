@@ -326,3 +326,44 @@ def test_a_read_pool_starts_workers_as_jobs_wait_and_never_more_than_its_size() 
     assert sorted(f.result(GOES_S) for f in futures) == list(range(7))
     assert most[0] == 3 and workers() == 3
     pool.close()
+
+
+def test_the_decisions_reads_count_on_the_link_while_they_reach_the_index(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel's binary facts (native/read.Reader) and a release's METADATA read from inside its wheel
+    (decide/_pkgfacts, an index that serves no `.metadata`) are reads the decision waits for: while their requests
+    reach the index, LINK counts them (the integrity check's downloads give way)."""
+    from tritonlock._link import LINK
+    from tritonlock.decide._pkgfacts import _read_metadata
+    from tritonlock.lock.index import IndexClient
+    from tritonlock.native.read import Reader
+
+    monkeypatch.setenv("TRITONLOCK_NATIVE_CACHE", str(tmp_path / "facts"))
+    idx = LocalIndex(tmp_path / "index")
+    idx.add("simple", "seenlib", "1.0", modules={"seenlib/__init__.py": "", "seenlib/_C.so": "not an ELF file"})
+    idx.add("simple", "metalib", "1.0")
+    counted: list[tuple[str, int]] = []
+
+    def hook(handler: object, name: str, data: bytes) -> bool:
+        counted.append((name, LINK.reads))
+        return False  # (served as usual)
+
+    idx.hook = hook
+    idx.start()
+    try:
+        client = IndexClient(idx.index_url("simple"))
+        (seen,) = [f for f in client.files("seenlib") if f.filename.endswith(".whl")]
+        (meta,) = [f for f in client.files("metalib") if f.filename.endswith(".whl")]
+        idx.tampered[(meta.filename, "metadata")] = None  # type: ignore[assignment]
+        reader = Reader()
+        try:
+            reader.facts([(seen.url, seen.size, seen.sha256, seen.filename, False)])
+        finally:
+            reader.close()
+        assert "Name: metalib" in (_read_metadata(idx.index_url("simple"), meta) or "")
+        for name in (seen.filename, meta.filename):
+            got = [n for f, n in counted if f == name]
+            assert got and min(got) >= 1, (name, counted)
+        assert LINK.reads == 0
+    finally:
+        idx.stop()
