@@ -17,6 +17,7 @@ from tritonlock.decide._pkgcheck import Search
 from tritonlock.decide._pkgfacts import parse_version, public
 from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
+from tritonlock.decide._pkgpassed import NAMED, native_holds, refused_problem, releases, why_short
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import with_spec
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
     from tritonlock.native.rule import Problem
-
-# At most this many releases passed over are named one by one in a reason; the rest are counted
-_NAMED = 6
 
 
 def torch_checked(run: Run, o: Outcome, search: Search) -> Outcome:
@@ -147,7 +145,7 @@ def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
                        f"{t.why(v, chosen, rank)}); took {took}")
         groups: dict[str, list[str]] = {}
         for v in above:
-            why = t.why(v, chosen, rank) + _other_lines(run, t, v, chosen)
+            why = why_short(t, v, chosen, rank) + _other_lines(run, t, v, chosen)
             if t.name in run.tables and v == (t.versions[0] if t.versions else None):
                 newest_why[t.name] = why
             f = t.native.get(v)
@@ -155,12 +153,8 @@ def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
         for why, vs in groups.items():
             text = why.replace("{file}", "each one's wheel" if len(vs) > 1 else
                                (t.native[vs[0]].filename if t.native.get(vs[0]) is not None else ""))  # type: ignore
-            out.append(f"{t.name} {_releases(vs)} (its native code cannot load here: {text})")
+            out.append(f"{t.name} {releases(vs)} (its native code cannot load here: {text})")
     return out, newest_why
-
-
-def _releases(vs: list[str]) -> str:
-    return ", ".join(vs) if len(vs) <= _NAMED else f"{', '.join(vs[:3])}, … {vs[-1]} ({len(vs)} releases)"
 
 
 def _other_lines(run: Run, t: Table, v: str, chosen: Selection) -> str:
@@ -255,7 +249,7 @@ def _explained(run: Run, o: Outcome) -> Selection:
             first = cuda[0]
             warnings.insert(0, cuda[1])
         else:
-            held_by, lacking = words.torch_held_by(sc, chosen, packages, o.check("torch"))
+            held_by, lacking = words.torch_held_by(sc, chosen, packages, o.check("torch"), native_holds(run, o))
             first = (f"torch {chosen.torch}: the newest torch {'the index serves' if lacking else 'the packages allow'}"
                      f" ({held_by}); torch {sel.torch} would fit this target")
         passed = [r for r in sel.reasons if r.startswith("passed over ")]
@@ -353,7 +347,7 @@ def why_none(t: Table, sel: Selection, rank: int, uv: str = "") -> str:
 
 
 def _some(versions: list[str]) -> str:
-    return ", ".join(versions[:_NAMED]) + (f" and {len(versions) - _NAMED} more" if len(versions) > _NAMED else "")
+    return ", ".join(versions[:NAMED]) + (f" and {len(versions) - NAMED} more" if len(versions) > NAMED else "")
 
 
 def uv_said(name: str, versions: list[str], uv: str) -> str:
@@ -522,13 +516,3 @@ def hopeless(run: Run, r: Requirement, uv: str = "") -> str | None:
                  f"{them} (whose requirements the facts read do not show), either: "
                  f"{uv_said(t.name, unknown, uv)}")
     return native_conflict(run, with_direct(run, sel), found, rejected, left)
-
-
-def refused_problem(run: Run, t: Table, version: str, rank: int) -> Problem:
-    """What the rule found refusing the release beside line `rank` (its words where the finding was not kept)."""
-    from tritonlock.native.rule import Problem as P
-
-    kept = run.found.get((t.name, version, rank))
-    if kept is not None:
-        return kept
-    return P(package=t.name, version=version, kind="refused", needs="", text=t.refused.get(version, {}).get(rank, ""))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -256,9 +257,10 @@ def own_torch_limits(sc: Scene, packages: tuple[LockedPackage, ...]) -> list[str
 
 
 def torch_held_by(sc: Scene, chosen: Selection, packages: tuple[LockedPackage, ...],
-                  check: Check | None) -> tuple[str, bool]:
+                  check: Check | None, native: str | None = None) -> tuple[str, bool]:
     """Which locked package keeps torch below `sc.sel`'s (the newest that fits the target), in words; True when it
-    is the index (it does not serve that torch), not a package."""
+    is the index (it does not serve that torch), not a package. `native`: a locked release whose native code cannot
+    load beside that torch, in words (said before uv's words: it is why uv was not asked there, or found nothing)."""
     top = sc.sel
     said = own_torch_limits(sc, packages)
     if said:
@@ -267,6 +269,8 @@ def torch_held_by(sc: Scene, chosen: Selection, packages: tuple[LockedPackage, .
     if torch is not None and sc.facts.files(torch.index, "torch") is not None and not sc.facts.release_files(
             torch.index, "torch", top.torch or ""):
         return f"torch {top.torch} is not on {torch.index}", True
+    if native is not None:
+        return native, False
     if check is not None:
         reason = uv_reason(check.uv)
         locked = {p.name: public(p.version) for p in packages}
@@ -286,10 +290,12 @@ _MISSING = re.compile(r"(?:no versions? of|Because) ([A-Za-z0-9][A-Za-z0-9._-]*)
                       r"has no versions|\(?not found)", re.I)
 
 
-def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> TritonlockError:
+def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]],
+                  passed: Sequence[str] = ()) -> TritonlockError:
     """No fitting torch can be locked with the packages: the packages whose torch does not fit, a torch-family package
-    the torch index lacks, or what the target cannot have — with uv's words. Where none of that explains it (an index
-    that does not answer, no-build, a package that does not exist), uv's own error stands, with its own fix."""
+    the torch index lacks, or what the target cannot have — with uv's words, and the releases the facts passed over
+    on every line (`passed`, in words: what uv's words do not say). Where none of that explains it (an index that does
+    not answer, no-build, a package that does not exist), uv's own error stands, with its own fix."""
     from tritonlock.decide._pkgfacts import newest
 
     for _, err in failures:
@@ -334,7 +340,9 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
     span = (f"torch {candidates[-1].torch}–{candidates[0].torch}" if len(candidates) > 1
             else f"torch {candidates[0].torch}")
     msg = [f"target {sc.target.name!r}: the packages cannot be locked with any torch that fits this target ({span})"]
-    msg += [f"  {line}" for line in lines]
+    msg += [f"  {line}" for line in [*lines, *passed[:_PASSED]]]
+    if len(passed) > _PASSED:
+        msg.append(f"  (and {len(passed) - _PASSED} more groups of releases passed over likewise)")
     if uv:
         msg += ["  uv: " + uv_reason(uv)]
     msg.append(f"  fix: loosen the package's version in {packages_key(sc.intent.path)} (an older release may "
@@ -342,6 +350,8 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]]) -> Tri
                "least change")
     return ResolveError("\n".join(msg))
 
+
+_PASSED = 3  # groups of passed-over releases a conflict names
 
 # uv's words on a resolution that ran and found no answer, and on a package the index has no page for
 _NO_SOLUTION = re.compile(r"No solution found when resolving dependencies")

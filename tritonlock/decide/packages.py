@@ -28,6 +28,7 @@ from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
 from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
+from tritonlock.decide._pkgpassed import passed_everywhere
 from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, deferred,
                                          locked, out_of_search, torch_served)
 from tritonlock.decide.lockplan import lock_plan
@@ -213,16 +214,15 @@ def _gate(run: Run, t: Table, version: str, sel: Selection, rank: int) -> str | 
         return run.gated[key]
     run.gated[key] = None  # (while it is worked out: a package that requires itself in a circle does not loop)
     said = None
-    markers = marker_env(sel.target, run.sc.python)
+    # (the requirements that apply there: their markers weighed, an extra's own extras too — sglang[all] -> [srt])
     reqs = t.env.facts.requires(t.index, t.name, version, sel.target, run.sc.python, t.extras) or []
     for r in reqs:
         d = run.deps.get(canonicalize_name(r.name))
-        if d is None or d is t or (r.marker is not None and not any(
-                r.marker.evaluate({**markers, "extra": e}) for e in ("", *t.extras))):
+        if d is None or d is t:
             continue
         if d.first(sel, rank, spec=r.specifier) is None and d.stopped is None and d.versions:
-            said = (f"it requires {r}, and no release of {d.name} it admits can load beside torch {sel.torch} "
-                    f"({sel.backend})")
+            said = (f"it requires {words.spec_text(r)}, and no release of {d.name} it admits can load beside torch "
+                    f"{sel.torch} ({sel.backend})")
             run.gated_by[(t.name, version)] = d.name
             break
     run.gated[key] = said
@@ -508,7 +508,7 @@ def _nothing(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
         found = explain.own_pages(run, err, reachable)
         if found is not None:
             return found
-    why = words.no_torch_fits(sc, run.failures)
+    why = words.no_torch_fits(sc, run.failures, passed_everywhere(run))
     if isinstance(why, ClosureError):
         raise why  # uv's own error stands (an index that does not answer)
     return _conflicted(sc.sel, str(why)), ()
