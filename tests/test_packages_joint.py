@@ -93,6 +93,13 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "manymod", "2.0+pt211", tag=CP, uploaded="2026-04-01", modules={
         "manymod/__init__.py": "", "manymod/_m0.so": kern("manymod0", "libcudart.so.13", ((2, 90),)),
         "manymod/_m1.so": extension(tmp / "manymod1", "manymod._m1", links={stubs["libc10.so"]: (C10,)})})
+    # pinapp 2.0 pins torch 2.11.0 (its own module a CUDA 13 build) and requires cu12kern, a CUDA 12 build that loads
+    # beside torch 2.10 only (as sglang 0.5.23[all] pins torch 2.14.1 and requires st_attn 0.0.7, a CUDA 12 build)
+    idx.add("simple", "cu12kern", "1.0", tag=CP, requires=("torch>=2.10",), modules={
+        "cu12kern/__init__.py": "", "cu12kern/_C.so": kern("cu12kern", "libcudart.so.12", ((2, 90),))})
+    idx.add("simple", "pinapp", "1.0", requires=("torch==2.10.0", "cu12kern"), uploaded="2026-04-01")
+    idx.add("simple", "pinapp", "2.0", tag=CP, requires=("torch==2.11.0", "cu12kern"), uploaded="2026-09-01", modules={
+        "pinapp/__init__.py": "", "pinapp/_C.so": kern("pinapp", "libcudart.so.13", ((2, 90),))})
     # nestwrap's extra `all` asks for its own extra `srt`, which requires voltakern (sglang[all] -> sglang[srt] ->
     # sgl-kernel); nestghost likewise, and its 0.5 needs a package the index never served (sglang 0.4.0: flashinfer)
     for name in ("nestwrap", "nestghost"):
@@ -788,6 +795,25 @@ def test_a_passed_over_release_whose_every_module_fails_is_one_readable_reason(t
     (reason,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]  # type: ignore
     assert reason.count("manymod-2.0+pt211-") == 2, reason
     assert reason.endswith("; and 1 more problem of its native code)"), reason
+
+
+def test_a_newest_release_held_off_by_its_own_torch_pin_is_explained_beside_that_torch(tmp_path: Path,
+                                                                                      joint: LocalIndex) -> None:
+    """pinapp 2.0 pins torch 2.11.0 and requires cu12kern, which loads beside torch 2.10 only: pinapp 1.0 and torch
+    2.10.0 are locked, and why 2.0 is not is said beside torch 2.11.0 — cu12kern's CUDA 12 there — not pinapp 2.0's
+    own native code beside torch 2.10, which it never asked for."""
+    root = _project(tmp_path, joint, ["pinapp"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["pinapp"], versions["torch"]) == ("1.0", "2.10.0"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("pinapp 1.0 is locked, not its newest release 2.0: ")]  # type: ignore
+    assert w.startswith("pinapp 1.0 is locked, not its newest release 2.0: it cannot be locked beside torch 2.11.0 "
+                        "(cu130), the newest torch it allows here: it requires cu12kern, and cu12kern 1.0 cannot load "
+                        "beside torch 2.11.0 (cu130): cu12kern/_C.so in "), w
+    assert "needs libcudart.so.12" in w and "its native code cannot load" not in w, w
+    (r,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]  # type: ignore
+    assert "pinapp 2.0 (it cannot be locked beside torch 2.11.0 (cu130)" in r and "pinapp/_C.so" not in r, r
 
 
 def test_where_uv_finds_no_lock_the_conflict_names_the_releases_the_facts_passed_over_on_every_line(

@@ -17,7 +17,8 @@ from tritonlock.decide._pkgcheck import Search
 from tritonlock.decide._pkgfacts import parse_version, public
 from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
-from tritonlock.decide._pkgpassed import NAMED, native_holds, refused_problem, releases, why_short
+from tritonlock.decide._pkgpassed import (NAMED, beside_its_torch, native_holds, refused_problem, releases,
+                                          why_short)
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import with_spec
@@ -144,16 +145,29 @@ def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
             out.append(f"{t.name} {v}'s build from its default index (its native code cannot load here: "
                        f"{t.why(v, chosen, rank)}); took {took}")
         groups: dict[str, list[str]] = {}
+        elsewhere: dict[str, list[tuple[str, str]]] = {}  # (held off this line by their own torch requirement)
         for v in above:
+            newest = t.name in run.tables and v == (t.versions[0] if t.versions else None)
+            there = beside_its_torch(run, t, v, chosen)
+            if there is not None:
+                if there[0]:
+                    elsewhere.setdefault(there[1], []).append((v, there[0]))
+                    if newest:
+                        newest_why[t.name] = f"it cannot be locked {there[0]}"
+                continue
             why = why_short(t, v, chosen, rank) + _other_lines(run, t, v, chosen)
-            if t.name in run.tables and v == (t.versions[0] if t.versions else None):
-                newest_why[t.name] = why
+            if newest:
+                newest_why[t.name] = "its native code cannot load on this target: " + why
             f = t.native.get(v)
             groups.setdefault(why.replace(f.filename, "{file}") if f is not None else why, []).append(v)
         for why, vs in groups.items():
             text = why.replace("{file}", "each one's wheel" if len(vs) > 1 else
                                (t.native[vs[0]].filename if t.native.get(vs[0]) is not None else ""))  # type: ignore
             out.append(f"{t.name} {releases(vs)} (its native code cannot load here: {text})")
+        for found in elsewhere.values():
+            vs = [v for v, _ in found]
+            out.append(f"{t.name} {releases(vs)} ({'the newest, ' + vs[0] + ': ' if len(vs) > 1 else ''}it cannot be "
+                       f"locked {found[0][1]})")
     return out, newest_why
 
 

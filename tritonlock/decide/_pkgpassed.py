@@ -87,6 +87,23 @@ def passed_everywhere(run: Run) -> list[str]:
     return out
 
 
+def beside_its_torch(run: Run, t: Table, v: str, chosen: Selection) -> tuple[str, str] | None:
+    """A release whose own torch requirement leaves out the line chosen, where it admits other lines that fit: why
+    it cannot load beside them — (what stops it, in words; the group it is named in), ("", "") where the facts let it
+    load beside one of them (uv's answer, not a fact, is then why it is not locked). None where the chosen line
+    admits its torch, or no line that fits does (the target's own facts say it)."""
+    if t.excluded_by_torch(v, chosen) is None:
+        return None
+    fits = [(rank, sel) for rank, sel in enumerate(run.lines) if t.excluded_by_torch(v, sel) is None]
+    if not fits:
+        return None
+    if any(t.loads(v, sel, rank) for rank, sel in fits):
+        return "", ""
+    rank, sel = fits[0]
+    key, text = _blocker(run, t, v, sel, rank)
+    return f"beside torch {sel.torch} ({sel.backend}), the newest torch it allows here: {text}", "/".join(key)
+
+
 def _blocker(run: Run, t: Table, v: str, sel: Selection, rank: int) -> tuple[tuple[str, str], str]:
     """Why the release cannot load beside the line, down to what stops it — its own native code, else the release of
     a package with native code it requires (a failure its import would not survive before one it would) — with the

@@ -205,12 +205,13 @@ def _pinned_by(sc: Scene, name: str, top: str, packages: tuple[LockedPackage, ..
 def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Check | None,
               passed: tuple[str, ...] = (), packages: tuple[LockedPackage, ...] = (), *,
               native: str | None = None, fact: str | None = None) -> str:
-    """Why `name` is locked below `top`: where its native code cannot load here (`native`, read from its wheel),
-    that; else the check that failed (uv's words), after the target's own fact where one keeps the newest release
-    off it (or the named package whose release pins it, or — `fact` — one named before it that cannot be locked
-    beside the torch it requires), and what was passed over where uv's words name it."""
+    """Why `name` is locked below `top`: where its native code cannot load here, or beside the torch it requires
+    (`native`, in words: read from its wheel and those of what it requires), that; else the check that failed (uv's
+    words), after the target's own fact where one keeps the newest release off it (or the named package whose
+    release pins it, or — `fact` — one named before it that cannot be locked beside the torch it requires), and what
+    was passed over where uv's words name it."""
     if native is not None:
-        return "its native code cannot load on this target: " + native
+        return native
     fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages) or fact
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
