@@ -100,6 +100,14 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "pinapp", "1.0", requires=("torch==2.10.0", "cu12kern"), uploaded="2026-04-01")
     idx.add("simple", "pinapp", "2.0", tag=CP, requires=("torch==2.11.0", "cu12kern"), uploaded="2026-09-01", modules={
         "pinapp/__init__.py": "", "pinapp/_C.so": kern("pinapp", "libcudart.so.13", ((2, 90),))})
+    # audiokit 2.0 names no torch between 1.0 (torch==2.10.0) and 2.1 (torch>=2.11), as torchaudio 2.11.0 does
+    idx.add("simple", "audiokit", "1.0", requires=("torch==2.10.0",), uploaded="2026-03-01")
+    idx.add("simple", "audiokit", "2.0", uploaded="2026-09-01")
+    idx.add("simple", "audiokit", "2.1", requires=("torch>=2.11",), uploaded="2026-10-01")
+    # audiokit2 likewise, but its 1.0 pins torch 2.11.0
+    idx.add("simple", "audiokit2", "1.0", requires=("torch==2.11.0",), uploaded="2026-03-01")
+    idx.add("simple", "audiokit2", "2.0", uploaded="2026-09-01")
+    idx.add("simple", "audiokit2", "2.1", requires=("torch>=2.11",), uploaded="2026-10-01")
     # nestwrap's extra `all` asks for its own extra `srt`, which requires voltakern (sglang[all] -> sglang[srt] ->
     # sgl-kernel); nestghost likewise, and its 0.5 needs a package the index never served (sglang 0.4.0: flashinfer)
     for name in ("nestwrap", "nestghost"):
@@ -814,6 +822,38 @@ def test_a_newest_release_held_off_by_its_own_torch_pin_is_explained_beside_that
     assert "needs libcudart.so.12" in w and "its native code cannot load" not in w, w
     (r,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]  # type: ignore
     assert "pinapp 2.0 (it cannot be locked beside torch 2.11.0 (cu130)" in r and "pinapp/_C.so" not in r, r
+
+
+@pytest.mark.parametrize("spec", ["audiokit", "audiokit>=2.0", "audiokit2"])
+def test_a_release_that_names_no_torch_between_ones_that_do_is_passed_over_for_the_newest_that_locks(
+        tmp_path: Path, joint: LocalIndex, spec: str) -> None:
+    """pinkern (named first) pins torch 2.10.0; audiokit 2.1 needs torch >= 2.11, and 2.0 names no torch at all (uv
+    would take it: it only stands in). audiokit 1.0, which pins torch 2.10.0, is locked, the reasons naming 2.0 as
+    passed over — where the user's range leaves only 2.0 and 2.1 (none below 2.0 names its torch), that stays the
+    conflict it was; and where no release that names its torch allows pinkern's (audiokit2), a conflict naming both
+    that says why each release is left out."""
+    root = _project(tmp_path, joint, ["pinkern", spec], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    if spec == "audiokit2":  # (no release that names its torch allows torch 2.10.0: a conflict naming both)
+        assert code == 3 and not (root / "triton-env.lock").exists(), out
+        assert "audiokit2 cannot be locked beside pinkern 1.0 (the newest that can be locked here, with torch " \
+               "2.10.0)" in out, out
+        assert "audiokit2 2.0: its requirements name no torch, where the releases around it do: a release that " \
+               "only stands in" in out, out
+        return
+    if spec != "audiokit":
+        assert code == 3 and not (root / "triton-env.lock").exists(), out
+        assert "audiokit cannot be locked at a recent release — audiokit 2.0, the newest uv finds with the other " \
+               "requirements, only stands in for it: its requirements name no torch" in out, out
+        return
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["pinkern"], versions["audiokit"], versions["torch"]) == ("1.0", "1.0", "2.10.0"), versions
+    (r,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]  # type: ignore
+    assert "audiokit 2.0 (its requirements name no torch, where the releases around it do: a release that only " \
+           "stands in)" in r, r
+    (w,) = [w for w in sel.warnings if w.startswith("audiokit 1.0 is locked, not its newest release 2.1: ")]  # type: ignore
+    assert "pinkern 1.0, named before it, cannot be locked" in w, w
 
 
 def test_where_uv_finds_no_lock_the_conflict_names_the_releases_the_facts_passed_over_on_every_line(

@@ -17,8 +17,8 @@ from tritonlock.decide._pkgcheck import Search
 from tritonlock.decide._pkgfacts import parse_version, public
 from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
-from tritonlock.decide._pkgpassed import (NAMED, beside_its_torch, native_holds, refused_problem, releases,
-                                          why_short)
+from tritonlock.decide._pkgpassed import (NAMED, TORCHLESS, beside_its_torch, native_holds, refused_problem,
+                                          releases, why_short)
 from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import with_spec
@@ -146,7 +146,10 @@ def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
                        f"{t.why(v, chosen, rank)}); took {took}")
         groups: dict[str, list[str]] = {}
         elsewhere: dict[str, list[tuple[str, str]]] = {}  # (held off this line by their own torch requirement)
-        for v in above:
+        torchless = [v for v in above if t.refused.get(v, {}).get(rank) == TORCHLESS]
+        if torchless:
+            out.append(f"{t.name} {releases(torchless)} ({TORCHLESS})")
+        for v in [v for v in above if v not in torchless]:
             newest = t.name in run.tables and v == (t.versions[0] if t.versions else None)
             there = beside_its_torch(run, t, v, chosen)
             if there is not None:
@@ -333,7 +336,9 @@ def why_none(t: Table, sel: Selection, rank: int, uv: str = "") -> str:
         elif treq is not None:
             text = f"{t.name} {v} requires {words.spec_text(treq)}"
         elif not t.loads(v, sel, rank):  # (its facts read, a refusal of the rule, or its requirements')
-            text = f"{t.name} {v}'s native code cannot load there: {t.why(v, sel, rank)}"
+            why = t.why(v, sel, rank)
+            text = (f"{t.name} {v}: {why}" if why == TORCHLESS
+                    else f"{t.name} {v}'s native code cannot load there: {why}")
         else:
             (unread if t.torch_reqs(v) is None else allowed).append(v)
             continue

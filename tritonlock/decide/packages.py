@@ -25,12 +25,11 @@ from tritonlock.decide._pkgcheck import Impossible, Search
 from tritonlock.decide._pkgcompile import Ahead, memo, warm_up
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
-from tritonlock.decide._pkgscene import Fallback, Fix
 from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
-from tritonlock.decide._pkgpassed import passed_everywhere
-from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Key, Native, Outcome, Run, Scene, deferred,
-                                         locked, out_of_search, torch_served)
+from tritonlock.decide._pkgpassed import pass_torchless, passed_everywhere
+from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Fallback, Fix, Key, Native, Outcome, Run, Scene,
+                                         deferred, locked, out_of_search, torch_served)
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import user_requirements, with_spec
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
@@ -195,7 +194,8 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
                     [best.candidate, *(c for c in lines if c.index == best.candidate.index and c != best.candidate)],
                     compile, constraints=best.constraints, no_build=best.no_build, warm=True)
     for r in reqs:
-        fb = fallback(sc, best.packages, r)
+        if (fb := fallback(sc, best.packages, r)) is not None and pass_torchless(run, fb):
+            return _decided(run, reachable)  # (releases that name no torch below one that does: passed over)
         if fb is not None:
             fix = _fix_by_search(run, best, fb) or least_fix(sc, search, best, fb)
             return _conflicted(sel, words.fallback_conflict(sc, fb, fix, best.passed_over)), ()
