@@ -104,6 +104,8 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "audiokit", "1.0", requires=("torch==2.10.0",), uploaded="2026-03-01")
     idx.add("simple", "audiokit", "2.0", uploaded="2026-09-01")
     idx.add("simple", "audiokit", "2.1", requires=("torch>=2.11",), uploaded="2026-10-01")
+    # audioapp pins torch 2.11.0 and audiokit 2.0 (as vllm 0.33.0 pins torch 2.14.0 and torchaudio 2.11.0)
+    idx.add("simple", "audioapp", "1.0", requires=("torch==2.11.0", "audiokit==2.0"), uploaded="2026-09-15")
     # audiokit2 likewise, but its 1.0 pins torch 2.11.0
     idx.add("simple", "audiokit2", "1.0", requires=("torch==2.11.0",), uploaded="2026-03-01")
     idx.add("simple", "audiokit2", "2.0", uploaded="2026-09-01")
@@ -829,9 +831,8 @@ def test_a_release_that_names_no_torch_between_ones_that_do_is_passed_over_for_t
         tmp_path: Path, joint: LocalIndex, spec: str) -> None:
     """pinkern (named first) pins torch 2.10.0; audiokit 2.1 needs torch >= 2.11, and 2.0 names no torch at all (uv
     would take it: it only stands in). audiokit 1.0, which pins torch 2.10.0, is locked, the reasons naming 2.0 as
-    passed over — where the user's range leaves only 2.0 and 2.1 (none below 2.0 names its torch), that stays the
-    conflict it was; and where no release that names its torch allows pinkern's (audiokit2), a conflict naming both
-    that says why each release is left out."""
+    passed over — where the user's range leaves only 2.0 and 2.1, or no release that names its torch allows
+    pinkern's (audiokit2), a conflict naming both that says why each release is left out."""
     root = _project(tmp_path, joint, ["pinkern", spec], _linux("gpu", H100))
     code, out = _run("resolve", "-p", str(root))
     if spec == "audiokit2":  # (no release that names its torch allows torch 2.10.0: a conflict naming both)
@@ -841,19 +842,33 @@ def test_a_release_that_names_no_torch_between_ones_that_do_is_passed_over_for_t
         assert "audiokit2 2.0: its requirements name no torch, where the releases around it do: a release that " \
                "only stands in" in out, out
         return
-    if spec != "audiokit":
+    if spec != "audiokit":  # (1.0 out of the range: a conflict naming both, with why each release is left out)
         assert code == 3 and not (root / "triton-env.lock").exists(), out
-        assert "audiokit cannot be locked at a recent release — audiokit 2.0, the newest uv finds with the other " \
-               "requirements, only stands in for it: its requirements name no torch" in out, out
+        assert "audiokit cannot be locked beside pinkern 1.0 (the newest that can be locked here, with torch " \
+               "2.10.0)" in out, out
+        assert "audiokit 2.1 requires torch>=2.11; audiokit 2.0: its requirements name no torch, where the releases " \
+               "around it do: a release that only stands in (inferred: audiokit 2.1 requires torch>=2.11)" in out, out
         return
     assert code == 0, out
     versions, sel = _target(root, "gpu")
     assert (versions["pinkern"], versions["audiokit"], versions["torch"]) == ("1.0", "1.0", "2.10.0"), versions
     (r,) = [r for r in sel.reasons if r.startswith("passed over what this target cannot have: ")]  # type: ignore
     assert "audiokit 2.0 (its requirements name no torch, where the releases around it do: a release that only " \
-           "stands in)" in r, r
+           "stands in (inferred: audiokit 2.1 requires torch>=2.11))" in r, r
     (w,) = [w for w in sel.warnings if w.startswith("audiokit 1.0 is locked, not its newest release 2.1: ")]  # type: ignore
     assert "pinkern 1.0, named before it, cannot be locked" in w, w
+
+
+def test_a_release_that_names_no_torch_is_taken_beside_a_torch_the_next_release_allows(tmp_path: Path,
+                                                                                      joint: LocalIndex) -> None:
+    """audioapp (named first) pins torch 2.11.0 and audiokit 2.0, which names no torch: beside torch 2.11.0 — which
+    audiokit 2.1 allows — 2.0 is taken to be its own answer (as vllm 0.33.0's torchaudio 2.11.0 beside torch 2.14.0),
+    not a stand-in to pass over or a conflict."""
+    root = _project(tmp_path, joint, ["audioapp", "audiokit"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, _ = _target(root, "gpu")
+    assert (versions["audioapp"], versions["audiokit"], versions["torch"]) == ("1.0", "2.0", "2.11.0"), versions
 
 
 def test_where_uv_finds_no_lock_the_conflict_names_the_releases_the_facts_passed_over_on_every_line(

@@ -146,9 +146,9 @@ def _passed(run: Run, o: Outcome) -> tuple[list[str], dict[str, str]]:
                        f"{t.why(v, chosen, rank)}); took {took}")
         groups: dict[str, list[str]] = {}
         elsewhere: dict[str, list[tuple[str, str]]] = {}  # (held off this line by their own torch requirement)
-        torchless = [v for v in above if t.refused.get(v, {}).get(rank) == TORCHLESS]
+        torchless = [v for v in above if t.refused.get(v, {}).get(rank, "").startswith(TORCHLESS)]
         if torchless:
-            out.append(f"{t.name} {releases(torchless)} ({TORCHLESS})")
+            out.append(f"{t.name} {releases(torchless)} ({t.refused[torchless[0]][rank]})")
         for v in [v for v in above if v not in torchless]:
             newest = t.name in run.tables and v == (t.versions[0] if t.versions else None)
             there = beside_its_torch(run, t, v, chosen)
@@ -337,7 +337,7 @@ def why_none(t: Table, sel: Selection, rank: int, uv: str = "") -> str:
             text = f"{t.name} {v} requires {words.spec_text(treq)}"
         elif not t.loads(v, sel, rank):  # (its facts read, a refusal of the rule, or its requirements')
             why = t.why(v, sel, rank)
-            text = (f"{t.name} {v}: {why}" if why == TORCHLESS
+            text = (f"{t.name} {v}: {why}" if why.startswith(TORCHLESS)
                     else f"{t.name} {v}'s native code cannot load there: {why}")
         else:
             (unread if t.torch_reqs(v) is None else allowed).append(v)

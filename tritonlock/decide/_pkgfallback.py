@@ -57,6 +57,25 @@ def _reference(sc: Scene, index: str, name: str, newer: list[Version], extras: t
     return None
 
 
+def inferred_torch(sc: Scene, index: str, name: str, version: str,
+                   extras: tuple[str, ...] = ()) -> tuple[str, list[Requirement]] | None:
+    """A release that names no torch between releases that name theirs (torchaudio 2.11.0, between 2.10.0 and
+    2.11.1): the nearest newer release that names torch, and its torch requirements — what the release is taken to
+    need (inferred: its METADATA does not say). None where it names torch, is not known, or is not between two."""
+    if sc.torch_reqs(index, name, version, extras) != []:
+        return None
+    here = Version(version)
+    every = releases(sc.facts, index, Requirement(name))
+    older = [v for v in every if v < here][-16:]
+    if not any(sc.torch_reqs(index, name, str(v), extras) for v in reversed(older)):
+        return None
+    for v in [v for v in every if v > here][:16]:
+        treqs = sc.torch_reqs(index, name, str(v), extras)
+        if treqs:
+            return str(v), treqs
+    return None
+
+
 def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> Fallback | None:
     """Whether the release `r` is locked at only stands in for it (see Fallback); None when it is an answer."""
     if r.url is not None:
@@ -79,7 +98,11 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
         why.append(f"it needs a source build at sync, where {name} {theirs} has a wheel for this target")
     lt = sc.torch_reqs(p.index, name, mine, extras)
     rt = sc.torch_reqs(p.index, name, theirs, extras)
-    if lt == [] and rt:
+    torch = locked(packages, "torch")
+    guess = inferred_torch(sc, p.index, name, mine, extras) if lt == [] and rt else None
+    if lt == [] and rt and not (guess is not None and torch is not None and all(
+            q.specifier.contains(public(torch.version), prereleases=True) for q in guess[1])):
+        # (one between releases that name theirs, beside a torch the next one allows: taken to be its own)
         why.append(f"its requirements name no torch, where {name} {theirs} requires {words.spec_text(rt[0])}")
     t_mine, t_ref = sc.facts.uploaded(p.index, name, mine), sc.facts.uploaded(p.index, name, theirs)
     if t_mine is not None and t_ref is not None and t_ref - t_mine > _AGE:

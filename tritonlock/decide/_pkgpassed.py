@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import canonicalize_name
 
 from tritonlock.decide import _pkgwords as words
-from tritonlock.decide._pkgfacts import parse_version, public
+from tritonlock.decide._pkgfacts import public
 from tritonlock.decide._pkgload import Table
 from tritonlock.decide._pkgscene import Fallback, Outcome, Run, locked
 from tritonlock.models import Selection
@@ -141,28 +141,28 @@ TORCHLESS = "its requirements name no torch, where the releases around it do: a 
 
 def pass_torchless(run: Run, fb: Fallback) -> bool:
     """Where a named package's release only stands in because its requirements name no torch, where a newer release
-    requires one (torchaudio 2.11.0 between 2.10.0 and 2.11.1, which pin theirs), pass over beside every line each
-    of its releases that names no torch between releases that do, so the search finds the newest that names its
-    torch and can be locked with the ones named before it (torchaudio 2.5.1 beside torchvision 0.20.1) — a conflict
-    only where none can. False where the release is a stand-in for another reason too (years older, a source build:
-    the conflict's), or nothing new was passed over."""
+    requires one, and it lies between releases that name theirs (torchaudio 2.11.0, between 2.10.0 and 2.11.1):
+    pass over each such release beside the lines whose torch the next newer release's requirement leaves out
+    (inferred: its own METADATA says nothing), so the search finds the newest release that can be locked there with
+    the ones named before it (torchaudio 2.5.1 beside torchvision 0.20.1) — a conflict only where none can. False
+    where the release is a stand-in for another reason too (years older, a source build: the conflict's), or
+    nothing new was passed over."""
+    from tritonlock.decide._pkgfallback import inferred_torch
+    from tritonlock.decide._pkgload import torch_admits
+
     t = run.tables.get(fb.name)
     if t is None or len(fb.why) != 1 or not fb.why[0].startswith("its requirements name no torch"):
         return False
-    extras = tuple(sorted(fb.req.extras))
-    named = [v for v in t.versions if run.sc.torch_reqs(t.index, fb.name, v, extras)]
-    if not named:
-        return False
-    # (between two that name theirs: a slip — an early release that names none, sglang 0.5.2 with torch in an extra,
-    # is the conflict's, not passed over)
-    top, bottom, new = parse_version(named[0]), parse_version(named[-1]), False
+    extras, new = tuple(sorted(fb.req.extras)), False
     for v in t.versions:
-        here = parse_version(v)
-        if top is not None and bottom is not None and here is not None and bottom < here < top and \
-                run.sc.torch_reqs(t.index, fb.name, v, extras) == []:
-            for rank in range(len(run.lines)):
-                new = new or rank not in t.refused.get(v, {})
-                t.refused.setdefault(v, {}).setdefault(rank, TORCHLESS)
+        guess = inferred_torch(run.sc, t.index, fb.name, v, extras)
+        if guess is None:
+            continue
+        said = f"{TORCHLESS} (inferred: {fb.name} {guess[0]} requires {words.spec_text(guess[1][0])})"
+        for rank, sel in enumerate(run.lines):
+            if not all(torch_admits(q.specifier, sel) for q in guess[1]) and rank not in t.refused.get(v, {}):
+                t.refused.setdefault(v, {})[rank] = said
+                new = True
     if new:
         run.epoch += 1
     return new
