@@ -100,6 +100,13 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add("simple", "pinapp", "1.0", requires=("torch==2.10.0", "cu12kern"), uploaded="2026-04-01")
     idx.add("simple", "pinapp", "2.0", tag=CP, requires=("torch==2.11.0", "cu12kern"), uploaded="2026-09-01", modules={
         "pinapp/__init__.py": "", "pinapp/_C.so": kern("pinapp", "libcudart.so.13", ((2, 90),))})
+    # mixghost 2.0 has code for sm_80 only; 1.5 is a CUDA 12 build with sm_90 code (it loads beside torch 2.10 only)
+    # and needs ghostpkg, as 1.0 does (the index never served it): on an H100 uv finds no lock
+    idx.add("simple", "mixghost", "1.0", requires=("torch>=2.10", "ghostpkg"), uploaded="2026-02-01")
+    idx.add("simple", "mixghost", "1.5", tag=CP, requires=("torch>=2.10", "ghostpkg"), uploaded="2026-04-01",
+            modules={"mixghost/__init__.py": "", "mixghost/_C.so": kern("mixghost15", "libcudart.so.12", ((2, 90),))})
+    idx.add("simple", "mixghost", "2.0", tag=CP, requires=("torch>=2.10",), uploaded="2026-06-01", modules={
+        "mixghost/__init__.py": "", "mixghost/_C.so": kern("mixghost20", "libcudart.so.12", ((2, 80),))})
     # audiokit 2.0 names no torch between 1.0 (torch==2.10.0) and 2.1 (torch>=2.11), as torchaudio 2.11.0 does
     idx.add("simple", "audiokit", "1.0", requires=("torch==2.10.0",), uploaded="2026-03-01")
     idx.add("simple", "audiokit", "2.0", uploaded="2026-09-01")
@@ -888,6 +895,22 @@ def test_where_uv_finds_no_lock_the_conflict_names_the_releases_the_facts_passed
                            "torch "), msg
     assert "which has no code for this target's GPU (compute capability 7.0)" in line, line
     assert "0.5" not in line, line
+
+
+def test_the_conflict_names_only_releases_passed_over_beside_every_line_not_one_that_loads_beside_some(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """mixghost 2.0 has no code for an H100 (passed over beside every line); 1.5 loads beside torch 2.10 (its CUDA
+    12) though not beside 2.11 or 2.12, and needs a package the index never served, as 1.0 does. The conflict names
+    2.0 as passed over everywhere — never 1.5, which the facts let load beside one line (uv's words say the rest)."""
+    root = _project(tmp_path, joint, ["mixghost"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3 and not (root / "triton-env.lock").exists(), out
+    msg = out[out.index("error: target 'gpu': "):]
+    assert "ghostpkg" in msg, msg
+    passed = [x for x in msg.splitlines() if "tritonlock passed over" in x]
+    assert len(passed) == 1 and passed[0].startswith(
+        "  tritonlock passed over mixghost 2.0 beside every torch line that fits here: "), msg
+    assert "which has no code for this target's GPU (compute capability 9.0)" in passed[0], passed[0]
 
 
 def test_a_refusal_for_a_library_no_torch_build_here_brings_holds_for_the_lines_of_that_build(
