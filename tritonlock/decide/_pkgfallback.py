@@ -100,9 +100,9 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
     rt = sc.torch_reqs(p.index, name, theirs, extras)
     torch = locked(packages, "torch")
     guess = inferred_torch(sc, p.index, name, mine, extras) if lt == [] and rt else None
-    if lt == [] and rt and not (guess is not None and torch is not None and all(
-            q.specifier.contains(public(torch.version), prereleases=True) for q in guess[1])):
-        # (one between releases that name theirs, beside a torch the next one allows: taken to be its own)
+    torchless = lt == [] and bool(rt) and not (guess is not None and torch is not None and all(
+        q.specifier.contains(public(torch.version), prereleases=True) for q in guess[1]))
+    if torchless and rt:  # (not where it lies between releases that name theirs, beside a torch the next allows)
         why.append(f"its requirements name no torch, where {name} {theirs} requires {words.spec_text(rt[0])}")
     t_mine, t_ref = sc.facts.uploaded(p.index, name, mine), sc.facts.uploaded(p.index, name, theirs)
     if t_mine is not None and t_ref is not None and t_ref - t_mine > _AGE:
@@ -120,7 +120,8 @@ def fallback(sc: Scene, packages: tuple[LockedPackage, ...], r: Requirement) -> 
     span = [v for v in newer if v <= ref and answer(v)] or [ref]
     if lt == [] and rt:  # the oldest of them that names torch
         span = _from_torch_on(sc, p.index, name, extras, span, lambda treqs: bool(treqs))
-    return Fallback(req=r, name=name, locked=p, reference=theirs, since=str(span[0]), why=tuple(why))
+    return Fallback(req=r, name=name, locked=p, reference=theirs, since=str(span[0]), why=tuple(why),
+                    torchless=torchless and len(why) == 1)
 
 
 def recent_floor(sc: Scene, index: str, r: Requirement) -> str | None:

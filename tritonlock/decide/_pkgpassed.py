@@ -10,7 +10,8 @@ from packaging.utils import canonicalize_name
 
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgfacts import public
-from tritonlock.decide._pkgload import Table
+from tritonlock.decide._pkgfallback import inferred_torch
+from tritonlock.decide._pkgload import Table, torch_admits
 from tritonlock.decide._pkgscene import Fallback, Outcome, Run, locked
 from tritonlock.models import Selection
 
@@ -147,11 +148,8 @@ def pass_torchless(run: Run, fb: Fallback) -> bool:
     the ones named before it (torchaudio 2.5.1 beside torchvision 0.20.1) — a conflict only where none can. False
     where the release is a stand-in for another reason too (years older, a source build: the conflict's), or
     nothing new was passed over."""
-    from tritonlock.decide._pkgfallback import inferred_torch
-    from tritonlock.decide._pkgload import torch_admits
-
     t = run.tables.get(fb.name)
-    if t is None or len(fb.why) != 1 or not fb.why[0].startswith("its requirements name no torch"):
+    if t is None or not fb.torchless:
         return False
     extras, new = tuple(sorted(fb.req.extras)), False
     for v in t.versions:

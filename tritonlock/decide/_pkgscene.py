@@ -167,6 +167,7 @@ class Fallback:
     reference: str
     since: str
     why: tuple[str, ...]  # words: "needs a source build (0.33.0 has a wheel for this target)", …
+    torchless: bool = False  # its one defect: it names no torch, where a newer release names one
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
