@@ -76,6 +76,25 @@ def extension(out_dir: Path, module: str, *, links: dict[Path, tuple[str, ...]],
     return out.read_bytes()
 
 
+def library(out_dir: Path, soname: str, *, links: dict[Path, tuple[str, ...]], rpath: str = "$ORIGIN") -> bytes:
+    """A shared library that is no Python module (no PyInit_), named and sonamed `soname`, that links each library in
+    `links` and calls the symbols given for it: what a package loads itself at run time (onnxruntime's providers)."""
+    need_tools()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    calls = [s for syms in links.values() for s in syms]
+    src = out_dir / f"{soname}.c"
+    src.write_text("".join(f"extern int {s}(void);\n" for s in calls)
+                   + "int tl_provider_start(void) {\n" + "".join(f"  (void){s}();\n" for s in calls)
+                   + "  return 0;\n}\n", encoding="utf-8")
+    out = out_dir / soname
+    args = [CC, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(out), str(src), f"-Wl,-rpath,{rpath}",
+            "-Wl,--no-as-needed"]
+    for lib in links:
+        args += [f"-L{lib.parent}", f"-l:{lib.name}"]
+    subprocess.run(args, check=True, capture_output=True)
+    return out.read_bytes()
+
+
 def fatbin_bytes(entries: tuple[tuple[int, ...], ...]) -> bytes:
     """One fatbin container: u32 magic 0xBA55ED50, u16 version, u16 header size (16), u64 size of the entries; each
     entry a 64-byte header (u16 kind, u16 version, u32 header size, u64 payload size, …, u32 arch at +28, u64 flags at

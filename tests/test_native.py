@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nativebuild import extension, stub_library
+from nativebuild import extension, library, stub_library
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.compat.matrix import load_matrix
@@ -250,6 +250,30 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     for v, reqs in (("1.0", ("torch>=2.10",)), ("2.0", ("torch>=2.10", "goneplug>=1"))):
         idx.add("simple", "wantsgone", v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-14", requires=reqs,
                 modules={"wantsgone/__init__.py": ""})
+    # rtpkg: its import loads _C.so alone (no CUDA); it loads its CUDA provider itself at run time (as onnxruntime's
+    # libonnxruntime_providers_cuda.so, nothing names it), a CUDA 13 build that needs its common library (named:
+    # not a second root, and what it needs, cuBLAS 13, is the provider's); a per-CUDA build beside them (as bitsandbytes' libbitsandbytes_cuda130.so: loaded() picks
+    # those), a library that only needs something outside CUDA's stack (an optional backend: TensorRT's), and a CUDA 12
+    # library under a second top-level name nothing imports (not reached: no warning beside a CUDA 13 torch)
+    cu13 = {stubs["libcudart.so.13"]: ("cudaRuntimeGetVersion",)}
+    common = library(tmp / "rt-common", "librtpkg_common.so", links={stubs["libcublas.so.13"]: ("cublasCreate_v2",)})
+    nvinfer = stub_library(tmp / "nvinfer", "libnvinfer.so.10", ("createInferBuilder",))
+    # (a CUDA library wheel's own libraries are what others need, never "loaded at run time by its own choice")
+    idx.add("simple", "nvidia-rtlib", "1.0", tag=LINUX, modules={
+        "nvidia/rtlib/lib/librtlib.so.1": library(tmp / "rtlib", "librtlib.so.1", links=cu13)})
+    idx.add("simple", "rtpkg", "1.0", tag=CP, requires=("torch>=2.10", "nvidia-rtlib"), modules={
+        "rtpkg/__init__.py": "from rtpkg import _C\n", "rtpkg/_C.so": extension(tmp / "rt", "rtpkg._C", links={}),
+        "rtpkg/capi/librtpkg_common.so": common,
+        "rtpkg/capi/librtpkg_providers_cuda.so": library(
+            tmp / "rt-cuda", "librtpkg_providers_cuda.so", links={**cu13, tmp / "rt-common" / "librtpkg_common.so": (
+                "tl_provider_start",)}),
+        "rtpkg/capi/librtpkg_providers_rtc.so": library(tmp / "rt-rtc", "librtpkg_providers_rtc.so", links={
+            stub_library(tmp / "nvrtc13", "libnvrtc.so.13", ("nvrtcVersion",)): ("nvrtcVersion",)}),
+        "rtpkg/capi/librtpkg_cuda130.so": library(tmp / "rt-130", "librtpkg_cuda130.so", links=cu13),
+        "rtpkg/capi/librtpkg_providers_trt.so": library(tmp / "rt-trt", "librtpkg_providers_trt.so",
+                                                        links={nvinfer: ("createInferBuilder",)}),
+        "rtpkg_extra/__init__.py": "", "rtpkg_extra/librtpkg_extra.so": library(tmp / "rt-extra", "librtpkg_extra.so", links={
+            stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",)})})
     idx.start()
     yield idx
     idx.stop()
@@ -341,6 +365,53 @@ def test_a_cuda_13_build_beside_a_cuda_12_torch_is_passed_over_for_the_release_t
     assert code == 0, out
     assert _target(free)[0]["kernelpkg"] == "2.0" and _target(free)[0]["nvidia-cuda-runtime"] == "13.0.96"
 
+
+
+def test_a_library_a_package_loads_at_run_time_built_for_another_cuda_is_a_warning_with_its_fix(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """rtpkg's import loads only _C.so; its CUDA provider, which it loads itself at run time (nothing names it, as
+    onnxruntime-gpu's), is a CUDA 13 build. Beside torch 2.10 (CUDA 12.8) on an H100 it is locked with a warning
+    naming the provider and the fix, and the reason line says only what the imports load was found whole; beside
+    torch 2.11 (CUDA 13) there is nothing to say; on an R550 driver the CUDA 13 it needs is said first. Its per-CUDA
+    build (judged by loaded()), the shared library the provider names and the provider that needs only a library
+    outside CUDA's stack are never the warning's."""
+    root = _project(tmp_path / "cu12", pypi, ["rtpkg"], f"gpu|{R580_H100}", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["rtpkg"], versions["torch"]) == ("1.0", "2.10.0"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("rtpkg 1.0: ")]
+    assert w == ("rtpkg 1.0: rtpkg/capi/librtpkg_providers_cuda.so in rtpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl "
+                 "needs libcudart.so.13, which no locked wheel brings (torch 2.10.0 (cu128) brings CUDA 12.8; "
+                 "nvidia-cuda-runtime would bring it) (and 2 more) — rtpkg loads rtpkg/capi/librtpkg_providers_cuda.so "
+                 "and 1 more of its libraries itself at run time, by its own choice (no module of `import rtpkg` names "
+                 "them: inferred from its files), so the import works and what loads them fails here: to have them, "
+                 "lock a rtpkg release built for CUDA 12, the CUDA torch 2.10.0 (cu128) brings"), w
+    assert not [w for w in sel.warnings if w.startswith("nvidia-rtlib")], sel.warnings
+    (claim,) = [r for r in sel.reasons if r.startswith("native code checked: ")]
+    assert claim.startswith("native code checked: 7 shared objects of 1 package (rtpkg): what their imports load "
+                            "finds the libraries"), claim
+    code, out = _run("show", "-p", str(root))
+    assert code == 0 and "itself at run time, by its own choice" in out, out
+    code, out = _run("why", "-p", str(root))
+    assert "native code: rtpkg 1.0: rtpkg/capi/librtpkg_providers_cuda.so in " in " ".join(out.split()), out
+    new = _project(tmp_path / "cu13", pypi, ["rtpkg"], f"gpu|{R580_H100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(new))
+    assert code == 0, out
+    assert not [w for w in _target(new)[1].warnings if w.startswith("rtpkg 1.0")], _target(new)[1].warnings
+    r550 = 'driver = "550.54.15"\ngpus = ["8.9"]'
+    old = _project(tmp_path / "r550", pypi, ["rtpkg"], f"gpu|{r550}", "laptop|gpus = []", torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(old))
+    assert code == 0, out
+    (w,) = [w for w in _target(old)[1].warnings if w.startswith("rtpkg 1.0: ")]
+    assert w.startswith("rtpkg 1.0: rtpkg/capi/librtpkg_providers_cuda.so in rtpkg-1.0-cp311-cp311-manylinux_2_17_"
+                        "x86_64.whl is built for CUDA 13 (libcudart.so.13), which needs driver >= 580.65.06; this "
+                        "driver is 550.54.15 (and 3 more) — rtpkg loads rtpkg/capi/librtpkg_providers_cuda.so and 1 "
+                        "more of its libraries itself at run time"), w
+    assert w.endswith("lock a rtpkg release built for CUDA 12, the CUDA torch 2.10.0 (cu128) brings"), w
+    # a machine without an NVIDIA driver runs no CUDA at all (its torch is PyPI's CUDA build all the same): nothing to
+    # say of a CUDA library there
+    assert not [w for w in _target(old, "laptop")[1].warnings if w.startswith("rtpkg 1.0")]
 
 
 def test_the_decisions_later_compiles_have_uv_read_each_page_once(tmp_path: Path, pypi: LocalIndex) -> None:

@@ -211,8 +211,9 @@ def checked(packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) 
     n = sum(max(len(facts[w.sha256].members) for w in p.wheels if w.sha256 in facts) for p in with_code)
     names = ", ".join(p.name for p in with_code[:6]) + (f" and {len(with_code) - 6} more" if len(with_code) > 6 else "")
     return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
-            f"package{'' if len(with_code) == 1 else 's'} ({names}) find the libraries, torch build and GPU code "
-            "they need on this target (read from the wheels)")
+            f"package{'' if len(with_code) == 1 else 's'} ({names}): what their imports load finds the libraries, "
+            "torch build and GPU code it needs on this target (read from the wheels; a warning names any part that "
+            "loads later and would not)")
 
 
 def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
@@ -222,10 +223,12 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
     could: a build of torch's C++ API whose wheel names no torch and whose symbols could not be checked; a package
     that calls its kernels only on the GPUs they are for, with none for this target's; a GPU its code reaches only
     through PTX (compiled at first use); a library a module may load by name (inferred (dlopen)) that nothing
-    brings; an optional part (a second top-level package nothing imports) that cannot load here; a module the
+    brings; an optional part (a second top-level package nothing imports) that cannot load here; a library a package
+    loads itself at run time built for a CUDA this target cannot give it (run_time_libraries); a module the
     package loads inside a `try` that cannot load here (the import goes on without it: guarded_warnings)."""
     from tritonlock.compat.pkgbuilds import optional_gpu_code as rows
-    from tritonlock.native.notes import dlopen_warnings, optional_gpu_code, optional_parts, ptx_only, unknown_torch
+    from tritonlock.native.notes import (dlopen_warnings, optional_gpu_code, optional_parts, ptx_only,
+                                         run_time_libraries, unknown_torch)
 
     items, provided, at = _judged(sel, packages, facts, matrix, policy, optional, imports)
     why = f"; its symbols could not be checked: {at.exports_why}" if at.exports_why else ""
@@ -233,7 +236,8 @@ def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[st
              " — `tritonlock verify` imports it on the machine and says"
              for u in unknown_torch(items, sel.torch, sel.backend, exports=at.exports)]
             + optional_gpu_code(items, at, rows()) + ptx_only(items, at) + dlopen_warnings(items, provided, at)
-            + optional_parts(items, provided, at) + guarded_warnings(check(items, provided, at)))
+            + optional_parts(items, provided, at) + run_time_libraries(items, provided, at)
+            + guarded_warnings(check(items, provided, at)))
 
 
 def guarded_warnings(found: list[Problem]) -> list[str]:

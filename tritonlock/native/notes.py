@@ -10,8 +10,10 @@ from typing import Any
 
 from tritonlock._archs import gpu_runs
 from tritonlock.models import NativeMember
-from tritonlock.native.rule import (Item, Setting, archs_words, built_for_by_name, dlopen_found, gpu_code_modules,
-                                    is_provider, loaded, norm, problems_of, public_minor, reached, top_of)
+from tritonlock.native.libs import CUDA_MAJOR_LIB
+from tritonlock.native.rule import (Item, Problem, Setting, archs_words, built_for_by_name, dlopen_found,
+                                    gpu_code_modules, is_provider, loaded, norm, per_cuda_build, problems_of,
+                                    public_minor, reached, top_of)
 
 
 def optional_parts(items: Iterable[Item], provided: set[str], at: Setting) -> list[str]:
@@ -49,6 +51,55 @@ def dlopen_warnings(items: Iterable[Item], provided: set[str], at: Setting) -> l
         mods = loaded(item.facts.members, at.torch, at.backend, roots=reached(item))
         out += [f"{item.name} {item.version}: {words}" for _, lib, words in dlopen_found(item, mods, provided, at)
                 if (norm(item.name), lib) not in at.dlopen_needed]
+    return out
+
+
+def run_time_libraries(items: Iterable[Item], provided: set[str], at: Setting) -> list[str]:
+    """Warnings for the libraries a package loads at run time by its own choice (onnxruntime-gpu's CUDA provider,
+    loaded when a session asks for the GPU) built for a CUDA this target cannot give them. Such a library is in an
+    import name that is imported, and is no extension module, no torch op library, no file another file of its wheel
+    names, and not one of several per-CUDA builds (loaded() picks and judges those): `import` never loads it, so
+    it is no refusal — but what loads it fails here. Said only where its CUDA is another major than the closure's
+    torch brings (a versioned CUDA runtime, cuBLAS, NVRTC or nvJitLink), or one the driver does not run; a library
+    of another kind that nothing brings is an optional backend's (TensorRT's, for onnxruntime's other provider)."""
+    mine = re.fullmatch(r"cu([0-9]+)[0-9]", at.backend)
+    out: list[str] = []
+    if mine is None or at.driver is None:  # (a CPU, ROCm or XPU torch, or no NVIDIA driver: no CUDA runs there)
+        return out
+    for item in items:
+        if is_provider(item.name) or not item.facts.native:
+            continue
+        members = item.facts.members
+        roots = reached(item)
+        named = {lib for m in members for lib in m.needed}
+        by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
+        found: dict[str, tuple[NativeMember, Problem]] = {}
+        for m in members:  # (what an import loads is an extension, a torch op library, or a library they name)
+            if (m.extension or m.torch_abi or m.path.rsplit("/", 1)[-1] in named or per_cuda_build(m.path)
+                    or (roots is not None and not roots(m))):
+                continue
+            mods, todo = {m.path: m}, [m]
+            while todo:  # the library and the wheel's own libraries it needs
+                for lib in todo.pop().needed:
+                    dep = by_name.get(lib)
+                    if dep is not None and dep.path not in mods:
+                        mods[dep.path] = dep
+                        todo.append(dep)
+            for p in problems_of(item, list(mods.values()), provided, at):
+                major = CUDA_MAJOR_LIB.match(p.needs) if p.kind == "cuda-library" else None
+                if p.kind == "cuda-driver" or (major is not None and major[2] != mine[1]):
+                    found.setdefault(p.kind + p.needs, (m, p))
+        if found:
+            said = sorted(found.values(), key=lambda mp: mp[1].kind != "cuda-driver")  # the driver's first
+            libs = list(dict.fromkeys(m.path for m, _ in said))
+            more = f" (and {len(said) - 1} more)" if len(said) > 1 else ""
+            which = libs[0] + (f" and {len(libs) - 1} more of its libraries" if len(libs) > 1 else "")
+            it = "them" if len(libs) > 1 else "it"
+            out.append(f"{item.name} {item.version}: {said[0][1].text}{more} — {item.name} loads {which} itself at "
+                       f"run time, by its own choice (no module of `import {top_of(libs[0])}` names {it}: inferred "
+                       f"from its files), so the import works and what loads {it} fails here: to have {it}, lock a "
+                       f"{item.name} release built for CUDA {mine[1]}, "
+                       f"the CUDA torch {at.torch} ({at.backend}) brings")
     return out
 
 
@@ -120,7 +171,8 @@ def unknown_torch(items: Iterable[Item], torch: str | None = None, backend: str 
 
 # What the warnings above say, each in words no other warning uses: how `why` and `check` find them in a lock
 _MARKS = ("among its strings (inferred (dlopen)", "so it is locked as an optional part", "only PTX: the driver compiles",
-          "is not known from its files", "it is locked all the same, as a package that calls those kernels only")
+          "is not known from its files", "it is locked all the same, as a package that calls those kernels only",
+          "itself at run time, by its own choice")
 
 
 def native_warnings(warnings: Iterable[str]) -> list[str]:

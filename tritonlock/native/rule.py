@@ -206,6 +206,11 @@ def _cuda_builds(members: list[NativeMember], backend: str | None = None) -> set
     return out
 
 
+def per_cuda_build(path: str) -> bool:
+    """Whether a member's name or folders name a CUDA release (one of a package's builds per CUDA: see loaded)."""
+    return _cuda_variant(path) is not None
+
+
 def loaded(members: Iterable[NativeMember], torch: str | None = None,
            backend: str | None = None, *, roots: Callable[[NativeMember], bool] | None = None) -> list[NativeMember]:
     """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
