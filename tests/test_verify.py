@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -427,6 +429,30 @@ def test_runner_without_json_is_an_error_with_stderr_tail(tmp_path: Path) -> Non
         run_verify(python)
     assert str(e.value) == (f"verify: the runner under {python} exited with code 3 without a report; "
                             "its stderr ends with:\nFatal Python error: init_import_site")
+
+
+def test_the_report_is_read_once_the_runner_has_said_it_not_when_its_process_is_gone(tmp_path: Path) -> None:
+    """The runner writes its report and ends with os._exit; the kernel's teardown of its CUDA context comes after its
+    pipes close (0.1 s on an H100) and is no part of the answer. A runner that closes its output after the report
+    and then never ends: verify answers with the report while it still runs (its being alive is the proof, not a
+    clock; before, verify waited for it until the timeout)."""
+    doc, pid = tmp_path / "doc.json", tmp_path / "pid"
+    doc.write_text(json.dumps(_doc()))
+    python = _fake_python(tmp_path, f"""\
+        cat '{doc}'
+        echo $$ > '{pid}'
+        exec >&- 2>&-
+        exec sleep 100000
+    """)
+    try:
+        r = run_verify(python, timeout=120)
+        assert r.ok and r.kernels[0].value == 4260.0
+        state = Path(f"/proc/{int(pid.read_text())}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state not in ("Z", "X"), state  # still running: its exit was not waited for
+    finally:
+        if pid.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pid.read_text()), signal.SIGKILL)
 
 
 def test_runner_timeout_is_an_error(tmp_path: Path) -> None:

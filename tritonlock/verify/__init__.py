@@ -20,7 +20,7 @@ from typing import Any
 
 from tritonlock.errors import VerifyError
 from tritonlock.verify import speed
-from tritonlock.verify._proc import on_sigterm_stop, stop_group
+from tritonlock.verify._proc import on_sigterm_stop, read_to_end, stop_group
 from tritonlock.verify.speed import GpuFacts, Speed
 
 __all__ = ["Check", "KernelResult", "VerifyResult", "run_verify", "start_verify", "RUNNER"]
@@ -222,7 +222,7 @@ class StartedVerify:
                     **({"imports": list(imports)} if imports else {}),
                     **({"import_scope": list(import_scope)} if import_scope is not None else {})}
             _prepare_natives()  # beside the runner: what reading its report needs, imported while it works
-            stdout, stderr, code = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
+            stdout, stderr = _communicate(self.proc, json.dumps(late) + "\n", self.timeout)
             elapsed = time.perf_counter() - self.started
             self._join_progress()
             if self.trace_dir is not None and self.profile is not None:
@@ -236,6 +236,10 @@ class StartedVerify:
         try:
             doc = json.loads(stdout)
         except ValueError:
+            try:
+                code: int | str = self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                code = "unknown (it has not ended)"
             raise VerifyError(
                 f"verify: the runner under {self.python} exited with code {code} without a report"
                 f"{_stderr_words(stderr)}"
@@ -420,19 +424,20 @@ def _ptxas_floors() -> dict[str, str] | None:
     return {str(mc.major): d for mc in m.minor_compat if (d := mc.windows_driver if windows else mc.linux_driver)}
 
 
-def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tuple[str, str, int]:
-    try:
-        stdout, stderr = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
+def _communicate(proc: subprocess.Popen[str], stdin: str, timeout: float) -> tuple[str, str]:
+    """The runner's stdout and stderr once its pipes end (its exit is not waited for: _proc.read_to_end)."""
+    def kill() -> None:
         with contextlib.suppress(ProcessLookupError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        raise VerifyError(f"verify: the runner did not finish within {timeout:g} s"
-                          f"{_stderr_words(stderr)}") from None
+
+    try:
+        stdout, stderr, late = read_to_end(proc, stdin, timeout, kill)
     except KeyboardInterrupt:
         stop_group(proc)
         raise
-    return stdout, stderr, proc.returncode
+    if late:
+        raise VerifyError(f"verify: the runner did not finish within {timeout:g} s{_stderr_words(stderr)}")
+    return stdout, stderr
 
 
 def _stderr_words(stderr: str | None) -> str:

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -38,3 +40,36 @@ def on_sigterm_stop(proc: subprocess.Popen[str]) -> Any:
         raise SystemExit(128 + signal.SIGTERM)
 
     return signal.signal(signal.SIGTERM, handler)
+
+
+def read_to_end(proc: subprocess.Popen[str], stdin: str, timeout: float,
+                on_timeout: Callable[[], None]) -> tuple[str, str, bool]:
+    """Write `stdin` to the process, then read its stdout and stderr to their end, each in a thread (as
+    Popen.communicate does on Windows): (stdout, stderr, whether `timeout` s passed first — then `on_timeout()` ended
+    the process and what it had written is read). Its exit is not waited for: the runner writes its report, flushes
+    and calls os._exit, and the kernel's teardown of its CUDA context after its pipes close (0.1 s on an H100) is no
+    part of what it said; a thread reaps it (proc.wait) meanwhile."""
+    got = {"stdout": "", "stderr": ""}
+
+    def read(name: str, pipe: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            got[name] = pipe.read()
+
+    readers = [threading.Thread(target=read, args=(name, pipe), name=f"verify-{name}", daemon=True)
+               for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    for t in readers:
+        t.start()
+    with contextlib.suppress(OSError, ValueError):  # (a runner that ended at once: its stderr says why)
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    end = time.monotonic() + timeout
+    for t in readers:
+        t.join(max(0.0, end - time.monotonic()))
+    late = any(t.is_alive() for t in readers)
+    if late:
+        on_timeout()
+        for t in readers:
+            t.join(60)
+    threading.Thread(target=proc.wait, name="verify-reap", daemon=True).start()
+    return got["stdout"], got["stderr"], late
