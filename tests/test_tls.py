@@ -208,3 +208,30 @@ def test_a_client_certificate_is_in_the_shared_context_for_connections_made_side
     manager = s.get_adapter(url).poolmanager
     pools = [manager.pools[k] for k in manager.pools.keys()]
     assert pools and all(p.cert_file is None and p.ca_certs is None for p in pools)
+
+
+def test_sessions_share_one_context_per_bundle_and_a_bundle_rewritten_in_place_is_read_again(
+        tmp_path: Path, https_index: LocalIndex, ca: certs.Certs, _pip_conf: Path) -> None:
+    """A resolve starts three sessions at once (index pages, release days, the integrity check): pip's bundle is read
+    into one context they share (each read its own before: 50 ms of CPU each). A bundle rewritten in place — another
+    CA under the same name — is read again: what it holds now is what verifies."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+
+    url = https_index.index_url("simple") + "/einops/"
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(Path(ca.ca).read_bytes())
+    _pip_conf.write_text(f"[global]\ncert = {bundle}\n")
+    index.network.cache_clear()
+    with ThreadPoolExecutor(3) as pool:
+        sessions = list(pool.map(lambda _: index.session(), range(3)))
+    for s in sessions:
+        assert s.get(url, timeout=30).status_code == 200
+    contexts = {id(s.get_adapter(url).poolmanager.connection_pool_kw["ssl_context"]) for s in sessions}
+    assert len(contexts) == 1, contexts
+    other = certs.make(tmp_path / "other-ca")
+    bundle.write_bytes(Path(other.ca).read_bytes())
+    index.network.cache_clear()
+    with pytest.raises(requests.exceptions.SSLError):
+        index.session().get(url, timeout=30)

@@ -9,6 +9,7 @@ import functools
 import os
 import re
 import sys
+import threading
 from typing import Any
 
 
@@ -28,21 +29,7 @@ def session(net: Any) -> Any:
     # as many kept-alive connections as the checks run threads (32): a new TLS handshake per request would cost
     # more than the request
     s.mount("http://", HTTPAdapter(pool_connections=4, pool_maxsize=32))
-    ctx: ssl.SSLContext | None
-    if net.cert:
-        s.verify = net.cert
-        try:  # read once here (requests would read the bundle again for every new connection: 25 ms of CPU each)
-            ctx = (ssl.create_default_context(capath=net.cert) if os.path.isdir(net.cert)
-                   else ssl.create_default_context(cafile=net.cert))
-        except (ssl.SSLError, OSError, ValueError):
-            ctx = None  # not a bundle ssl reads: requests reads it per request and says why it fails there
-    else:
-        ctx = _system_trust()
-    if ctx is not None and net.client_cert:
-        try:  # pip's client certificate, in the context too (not loaded into a shared one per connection)
-            ctx.load_cert_chain(net.client_cert)
-        except (ssl.SSLError, OSError, ValueError):
-            ctx = None  # requests loads it per connection, and says why it fails there
+    ctx: ssl.SSLContext | None = _context(net.cert, net.client_cert)
     if ctx is None:
         s.mount("https://", HTTPAdapter(pool_connections=4, pool_maxsize=32))
     else:
@@ -51,6 +38,47 @@ def session(net: Any) -> Any:
     if net.client_cert:
         s.cert = net.client_cert
     return s
+
+
+_CONTEXTS = threading.Lock()
+
+
+def _context(cert: str | None, client: str | None) -> Any:
+    """The TLS context for pip's `cert` (else the system store) and `client-cert`: made once per process for the same
+    files as they are now, and shared — each session loaded its own (50 ms of CPU each, three sessions started at once
+    in a resolve). None where ssl cannot read them (requests then reads them per connection and says why it fails)."""
+    env = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _CONTEXTS:  # (the sessions start in threads at once: the second waits for the first's context)
+        return _made(cert, client, _stamp(cert), _stamp(client), env)
+
+
+def _stamp(path: str | None) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st else None
+
+
+@functools.lru_cache(maxsize=8)
+def _made(cert: str | None, client: str | None, *files: object) -> Any:
+    import ssl
+
+    ctx: ssl.SSLContext | None
+    if cert:
+        try:  # read once here (requests would read the bundle again for every new connection: 25 ms of CPU each)
+            ctx = (ssl.create_default_context(capath=cert) if os.path.isdir(cert)
+                   else ssl.create_default_context(cafile=cert))
+        except (ssl.SSLError, OSError, ValueError):
+            ctx = None  # not a bundle ssl reads: requests reads it per request and says why it fails there
+    else:
+        ctx = _system_trust()
+    if ctx is not None and client:
+        try:  # pip's client certificate, in the context too (not loaded into a shared one per connection)
+            ctx.load_cert_chain(client)
+        except (ssl.SSLError, OSError, ValueError):
+            ctx = None  # requests loads it per connection, and says why it fails there
+    return ctx
 
 
 # Where Linux distributions keep the system's CA bundle (for an OpenSSL built to look elsewhere): Alpine, Arch, Fedora
