@@ -213,7 +213,7 @@ def checked(packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts]) 
     return (f"native code checked: {n} shared object{'' if n == 1 else 's'} of {len(with_code)} "
             f"package{'' if len(with_code) == 1 else 's'} ({names}): what their imports load finds the libraries, "
             "torch build and GPU code it needs on this target (read from the wheels; a warning names any part that "
-            "loads later and would not)")
+            "would not)")
 
 
 def unknowns(sel: Selection, packages: tuple[LockedPackage, ...], facts: dict[str, NativeFacts], matrix: Matrix,
