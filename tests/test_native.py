@@ -253,8 +253,9 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     # rtpkg: its import loads _C.so alone (no CUDA); it loads its CUDA provider itself at run time (as onnxruntime's
     # libonnxruntime_providers_cuda.so, nothing names it), a CUDA 13 build that needs its common library (named:
     # not a second root, and what it needs, cuBLAS 13, is the provider's); a per-CUDA build beside them (as bitsandbytes' libbitsandbytes_cuda130.so: loaded() picks
-    # those), a library that only needs something outside CUDA's stack (an optional backend: TensorRT's), and a CUDA 12
-    # library under a second top-level name nothing imports (not reached: no warning beside a CUDA 13 torch)
+    # those), a library that only needs something outside CUDA's stack (an optional backend: TensorRT's), and CUDA 12
+    # libraries under a second top-level name nothing imports (not reached) and in a vendored folder that is no import
+    # name (a plugin, as nixl's .nixl_cu12.mesonpy.libs/plugins): no warning beside a CUDA 13 torch
     cu13 = {stubs["libcudart.so.13"]: ("cudaRuntimeGetVersion",)}
     common = library(tmp / "rt-common", "librtpkg_common.so", links={stubs["libcublas.so.13"]: ("cublasCreate_v2",)})
     nvinfer = stub_library(tmp / "nvinfer", "libnvinfer.so.10", ("createInferBuilder",))
@@ -273,7 +274,18 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
         "rtpkg/capi/librtpkg_providers_trt.so": library(tmp / "rt-trt", "librtpkg_providers_trt.so",
                                                         links={nvinfer: ("createInferBuilder",)}),
         "rtpkg_extra/__init__.py": "", "rtpkg_extra/librtpkg_extra.so": library(tmp / "rt-extra", "librtpkg_extra.so", links={
+            stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",)}),
+        ".rtpkg.mesonpy.libs/plugins/libplugin_gds.so": library(tmp / "rt-gds", "libplugin_gds.so", links={
             stubs["libcudart.so.12"]: ("cudaRuntimeGetVersion",)})})
+    # rtsib: one build per CUDA under two names, both required (as nixl's nixl-cu12 and nixl-cu13), each with its
+    # provider loaded at run time: only the one named for the torch's CUDA runs
+    for major in (12, 13):
+        idx.add("simple", f"rtsib-cu{major}", "1.0", tag=CP, modules={
+            f"rtsib_cu{major}/__init__.py": "", f"rtsib_cu{major}/librtsib_provider.so": library(
+                tmp / f"rtsib{major}", "librtsib_provider.so",
+                links={stubs[f"libcudart.so.{major}"]: ("cudaRuntimeGetVersion",)})})
+    idx.add("simple", "rtsib", "1.0", tag="py3-none-any", requires=("torch>=2.10", "rtsib-cu12", "rtsib-cu13"),
+            modules={"rtsib/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -389,7 +401,7 @@ def test_a_library_a_package_loads_at_run_time_built_for_another_cuda_is_a_warni
                  "lock a rtpkg release built for CUDA 12, the CUDA torch 2.10.0 (cu128) brings"), w
     assert not [w for w in sel.warnings if w.startswith("nvidia-rtlib")], sel.warnings
     (claim,) = [r for r in sel.reasons if r.startswith("native code checked: ")]
-    assert claim.startswith("native code checked: 7 shared objects of 1 package (rtpkg): what their imports load "
+    assert claim.startswith("native code checked: 8 shared objects of 1 package (rtpkg): what their imports load "
                             "finds the libraries"), claim
     code, out = _run("show", "-p", str(root))
     assert code == 0 and "itself at run time, by its own choice" in out, out
@@ -409,6 +421,17 @@ def test_a_library_a_package_loads_at_run_time_built_for_another_cuda_is_a_warni
                         "driver is 550.54.15 (and 3 more) — rtpkg loads rtpkg/capi/librtpkg_providers_cuda.so and 1 "
                         "more of its libraries itself at run time"), w
     assert w.endswith("lock a rtpkg release built for CUDA 12, the CUDA torch 2.10.0 (cu128) brings"), w
+    # a package built per CUDA under two names, both locked: the one for the other CUDA is not said, either way; named
+    # alone beside the other CUDA's torch, it is
+    for torch, name in (("==2.11.*", "rtsib-cu12"), ("==2.10.*", "rtsib-cu13")):
+        both = _project(tmp_path / f"sib{torch[2:6]}", pypi, ["rtsib"], f"gpu|{R580_H100}", torch=torch)
+        code, out = _run("resolve", "-p", str(both))
+        assert code == 0, out
+        assert not [w for w in _target(both)[1].warnings if w.startswith("rtsib")], _target(both)[1].warnings
+        alone = _project(tmp_path / f"alone{torch[2:6]}", pypi, [name], f"gpu|{R580_H100}", torch=torch)
+        code, out = _run("resolve", "-p", str(alone))
+        assert code == 0, out
+        assert [w for w in _target(alone)[1].warnings if w.startswith(f"{name} 1.0: {name.replace('-', '_')}/")]
     # a machine without an NVIDIA driver runs no CUDA at all (its torch is PyPI's CUDA build all the same): nothing to
     # say of a CUDA library there
     assert not [w for w in _target(old, "laptop")[1].warnings if w.startswith("rtpkg 1.0")]

@@ -66,18 +66,26 @@ def run_time_libraries(items: Iterable[Item], provided: set[str], at: Setting) -
     out: list[str] = []
     if mine is None or at.driver is None:  # (a CPU, ROCm or XPU torch, or no NVIDIA driver: no CUDA runs there)
         return out
+    items = list(items)
+    # a package built per CUDA under two names, both locked (nixl's nixl-cu12 and nixl-cu13): the one named for this
+    # torch's CUDA is the one that runs; the other's libraries are not said
+    mine_named = {c[0] for i in items if (c := _cuda_named(i.name)) is not None and c[1] == mine[1]}
     for item in items:
         if is_provider(item.name) or not item.facts.native:
             continue
+        other = _cuda_named(item.name)
+        if other is not None and other[1] != mine[1] and other[0] in mine_named:
+            continue
         members = item.facts.members
         roots = reached(item)
+        tops = set(item.facts.tops)
         named = {lib for m in members for lib in m.needed}
         by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
         found: dict[str, tuple[NativeMember, Problem]] = {}
         for m in members:  # (what an import loads is an extension, a torch op library, or a library they name)
             if (m.extension or m.torch_abi or m.path.rsplit("/", 1)[-1] in named or per_cuda_build(m.path)
-                    or (roots is not None and not roots(m))):
-                continue
+                    or top_of(m.path) not in tops or (roots is not None and not roots(m))):
+                continue  # (and a library outside the import names — a wheel's vendored .libs — is a plugin's)
             mods, todo = {m.path: m}, [m]
             while todo:  # the library and the wheel's own libraries it needs
                 for lib in todo.pop().needed:
@@ -101,6 +109,12 @@ def run_time_libraries(items: Iterable[Item], provided: set[str], at: Setting) -
                        f"{item.name} release built for CUDA {mine[1]}, "
                        f"the CUDA torch {at.torch} ({at.backend}) brings")
     return out
+
+
+def _cuda_named(name: str) -> tuple[str, str] | None:
+    """(the name without it, the CUDA major) of a distribution named for one CUDA major ("nixl-cu12", "cupy-cuda12x")."""
+    m = re.fullmatch(r"(.+?)[-_.]cu(?:da)?([0-9]{2})x?", norm(name))
+    return (m[1], m[2]) if m else None
 
 
 def ptx_only(items: Iterable[Item], at: Setting) -> list[str]:
