@@ -216,6 +216,7 @@ class LocalIndex:
     # (handler, file name, the file's bytes); where it returns True it has answered (status, headers, body) itself —
     # an index that ignores HTTP Range, answers it wrongly, trickles or stalls (tests/test_native_reads.py)
     hook: Callable[[Any, str, bytes], bool] | None = None
+    yanked: dict[str, str] = field(default_factory=dict)  # file name -> the reason its page gives (PEP 592)
     prefix: str = ""  # the path every address of this index starts with (start picks one; a test may name it)
     port: int = 0  # 0: any free port; a test that needs an address served before by another index names it
 
@@ -346,6 +347,7 @@ class LocalIndex:
                         "files": [
                             {"filename": n, "url": u, "hashes": {"sha256": h}, "size": s,
                              **({"requires-python": rp} if rp else {}), **({"upload-time": up} if up else {}),
+                             **({"yanked": outer.yanked[n] or True} if n in outer.yanked else {}),
                              **({"core-metadata": {"sha256": mh}} if mh else {})}
                             for n, u, h, s, rp, mh, up in entries
                         ],
@@ -355,6 +357,7 @@ class LocalIndex:
                     f'<a href="{html.escape(u)}#sha256={h}"'
                     + (f' data-requires-python="{html.escape(rp)}"' if rp else "")
                     + (f' data-core-metadata="sha256={mh}"' if mh else "")
+                    + (f' data-yanked="{html.escape(outer.yanked[n])}"' if n in outer.yanked else "")
                     + f">{html.escape(n)}</a>\n" for n, u, h, _, rp, mh, _up in entries
                 )
                 return self._send(200, f"<html><body>{links}</body></html>".encode(), "text/html")
