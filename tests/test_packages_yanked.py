@@ -81,11 +81,27 @@ def test_a_pinned_release_its_index_yanked_is_a_conflict_whose_fix_pins_it_and_t
     assert code == 0, out
     (t,) = read_lock(fixed / "triton-env.lock").targets
     assert {p.name: p.version for p in t.packages}["yankdep"] == "1.0"
+    # the lock says what it holds: a release its index withdrew, pinned by the intent
+    assert [w for w in t.selection.warnings if "yanked" in w] == [
+        'yankdep 1.0 is a yanked release (its index says: "Error in the setup"): locked because '
+        "[environment].packages pins it (yankdep==1.0) — its index has withdrawn it; sync installs it all the same"]
     quiet = _project(tmp_path / "c", yanks, ["quietapp"])
     code, out = _run("resolve", "-p", str(quiet))
     assert code == 3, out
     assert ('  fix: add "quietdep==2.0" to [environment].packages — quietdep 2.0 is a yanked release, and uv takes '
             "one only where") in out, out
+    # the same from an index that serves PEP 503 HTML pages only (data-yanked, without a reason)
+    yanks.json = False
+    try:
+        pinned = _project(tmp_path / "d", yanks, ["quietapp", "quietdep==2.0"])
+        code, out = _run("resolve", "-p", str(pinned))
+    finally:
+        yanks.json = True
+    assert code == 0, out
+    (t,) = read_lock(pinned / "triton-env.lock").targets
+    assert [w for w in t.selection.warnings if "yanked" in w] == [
+        "quietdep 2.0 is a yanked release: locked because [environment].packages pins it (quietdep==2.0) — its index "
+        "has withdrawn it; sync installs it all the same"]
 
 
 def test_the_fix_reads_uvs_words_with_a_reason_in_parentheses_and_names_each_release_once() -> None:
@@ -122,6 +138,7 @@ def test_a_prerelease_a_package_pins_beside_the_package_named_plainly_gets_the_f
     assert code == 0, out
     (t,) = read_lock(fixed / "triton-env.lock").targets
     assert {p.name: p.version for p in t.packages}["predep"] == "2.0rc1"
+    assert not [w for w in t.selection.warnings if "yanked" in w], t.selection.warnings  # (a pre-release is not)
 
 
 def test_only_a_prerelease_uv_shut_out_gets_the_pin_fix() -> None:

@@ -91,6 +91,8 @@ def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[
                            constraints=best.constraints, offline=True, package_indexes=own)
     best = dataclasses.replace(best, packages=packages)
     sel = _explained(run, best)
+    if (gone := yanked(run, packages)):
+        sel = dataclasses.replace(sel, warnings=(*sel.warnings, *gone))
     if run.native is None:
         return sel, packages
     from tritonlock.native import judge
@@ -108,6 +110,26 @@ def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[
                                              optional=sc.intent.optional_gpu_code, imports=sc.reach))
     return dataclasses.replace(sel, reasons=(*sel.reasons, *((checked,) if checked else ())),
                                warnings=warned), packages
+
+
+def yanked(run: Run, packages: tuple[LockedPackage, ...]) -> list[str]:
+    """A named package locked at a release its index has yanked (PEP 592): uv takes one only where the intent pins it
+    exactly, so it is the user's choice — said, with the index's reason, as pip and uv say it when they install it."""
+    sc = run.sc
+    out = []
+    for r in sc.reqs:
+        p = locked(packages, r.name)
+        if p is None or r.url is not None:
+            continue
+        mine = {w.name for w in (*p.wheels, *((p.sdist,) if p.sdist else ()))}
+        hits = [f for f in sc.facts.files(p.index, p.name) or () if f.filename in mine]
+        if hits and all(f.yanked for f in hits):
+            why = next((f.yanked_reason for f in hits if f.yanked_reason), None)
+            said = f' (its index says: "{why}")' if why else ""
+            out.append(f"{p.name} {p.version} is a yanked release{said}: locked because "
+                       f"{words.packages_key(sc.intent.path)} pins it ({r}) — its index has withdrawn it; sync "
+                       "installs it all the same")
+    return out
 
 
 def _triton_as_decided(sel: Selection, packages: tuple[LockedPackage, ...]) -> bool:

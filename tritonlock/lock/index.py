@@ -369,6 +369,7 @@ class IndexFile:
     sha256: str | None
     size: int | None
     yanked: bool = False
+    yanked_reason: str | None = None  # PEP 592: why, where the page says
     requires_python: str | None = None  # PEP 691 "requires-python" / PEP 503 data-requires-python
     upload_time: str | None = None  # PEP 700 "upload-time" (JSON pages only), ISO 8601
     # PEP 658/714: the index serves the file's METADATA beside it (url + ".metadata"), with its sha256 when listed
@@ -392,14 +393,16 @@ def _metadata_flag(value: object) -> tuple[bool, str | None]:
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str, bool, str | None, str | None]] = []
-        self._href: tuple[str, bool, str | None, str | None] | None = None
+        # (href, text, data-yanked's value — None where not yanked —, data-requires-python, core metadata)
+        self.links: list[tuple[str, str, str | None, str | None, str | None]] = []
+        self._href: tuple[str, str | None, str | None, str | None] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             a = dict(attrs)
             meta = a.get("data-core-metadata", a.get("data-dist-info-metadata"))  # PEP 714's name, then PEP 658's
-            self._href = (a.get("href") or "", "data-yanked" in a, a.get("data-requires-python"), meta)
+            self._href = (a.get("href") or "", (a.get("data-yanked") or "") if "data-yanked" in a else None,
+                          a.get("data-requires-python"), meta)
 
     def handle_data(self, data: str) -> None:
         if self._href is not None:
@@ -492,6 +495,8 @@ class IndexClient:
                                           url=href if href.startswith(("https://", "http://")) else urljoin(url, href),
                                           sha256=f.get("hashes", {}).get("sha256"), size=f.get("size"),
                                           yanked=bool(f.get("yanked")),
+                                          yanked_reason=f["yanked"] if isinstance(f.get("yanked"), str)
+                                          and f["yanked"] else None,
                                           requires_python=f.get("requires-python") or None,
                                           has_metadata=served, metadata_sha256=meta_sha,
                                           upload_time=f["upload-time"] if isinstance(f.get("upload-time"), str)
@@ -510,8 +515,9 @@ class IndexClient:
                 continue  # (the page lists every project's files)
             sha = frag.split("=", 1)[1] if frag.startswith("sha256=") else None
             served, meta_sha = _metadata_flag(meta)
-            out.append(IndexFile(filename=name, url=full, sha256=sha, size=None,
-                                 yanked=yanked, requires_python=requires_python or None, has_metadata=served,
+            out.append(IndexFile(filename=name, url=full, sha256=sha, size=None, yanked=yanked is not None,
+                                 yanked_reason=yanked or None, requires_python=requires_python or None,
+                                 has_metadata=served,
                                  metadata_sha256=meta_sha))
         return tuple(out)
 
