@@ -1,7 +1,8 @@
 """A release a package pins that its index has yanked (PEP 592), or a pre-release it pins beside the same package named
 plainly: uv takes either only where a requirement the user writes pins it, so the package cannot be locked until the
 user does — the conflict says so, and the pin works (sglang 0.5.3 pins transformers 4.57.0, which PyPI yanked: "Error
-in the setup causing installation issues", and flashinfer-python 0.4.0rc3)."""
+in the setup causing installation issues", and flashinfer-python 0.4.0rc3). And a pin with a local label its index
+does not serve ("torchvision==0.20.1+cu124", as `pip freeze` writes PyTorch's builds, against PyPI)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def yanks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
         idx.add("simple", "predep", v, tag="py3-none-any", modules={"predep/__init__.py": ""})
     idx.add("simple", "preapp", "1.0", tag="py3-none-any", requires=("predep==2.0rc1",),
             modules={"preapp/__init__.py": ""})
+    idx.add("simple", "labelpkg", "1.0", tag="py3-none-any", modules={"labelpkg/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -152,3 +154,16 @@ def test_only_a_prerelease_uv_shut_out_gets_the_pin_fix() -> None:
     assert prerelease_fixes("Because a==1.0 depends on b==2.0rc1 and b==2.0rc1 has no wheels", "K") == []
     assert prerelease_fixes("Because a==1.0 depends on b==not.a.version and you require one of: b<not.a.version "
                             "b>not.a.version", "K") == []
+
+
+def test_a_pin_with_a_local_label_its_index_does_not_serve_gets_the_fix_without_the_label(tmp_path: Path,
+                                                                                          yanks: LocalIndex) -> None:
+    root = _project(tmp_path / "a", yanks, ["labelpkg==1.0+cu124"])
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert ('  fix: write "labelpkg==1.0" in [environment].packages — "+cu124" names a local build (PyTorch\'s own '
+            "indexes serve torch's family so: torch 2.5.1+cu124), which " + yanks.index_url("simple")
+            + " does not serve (not checked: whether that release locks)") in out, out
+    fixed = _project(tmp_path / "b", yanks, ["labelpkg==1.0"])
+    code, out = _run("resolve", "-p", str(fixed))
+    assert code == 0, out

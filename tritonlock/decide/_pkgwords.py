@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -346,7 +346,8 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]],
         msg.append(f"  (and {len(passed) - _PASSED} more groups of releases passed over likewise)")
     if uv:
         msg += ["  uv: " + uv_reason(uv)]
-    msg += yanked_fixes(uv, packages_key(sc.intent.path)) + prerelease_fixes(uv, packages_key(sc.intent.path))
+    key = packages_key(sc.intent.path)
+    msg += yanked_fixes(uv, key) + prerelease_fixes(uv, key) + local_label_fixes(uv, key, sc.index_for)
     msg.append(f"  fix: loosen the package's version in {packages_key(sc.intent.path)} (an older release may "
                "allow a torch that fits), or lift what the target's limit names — `tritonlock why` shows the "
                "least change")
@@ -367,6 +368,21 @@ def yanked_fixes(uv: str, key: str) -> list[str]:
         said = f' (its index says: "{reason}")' if reason else ""
         out.append(f'  fix: add "{name}=={version}" to {key} — {name} {version} is a yanked release{said}, and uv '
                    "takes one only where a requirement pins it exactly (not checked: whether it then locks)")
+    return out
+
+
+# uv: "Because there is no version of torchvision==0.20.1+cu124 and you require torchvision==0.20.1+cu124"
+_NO_LOCAL = re.compile(r"there is no version of ([A-Za-z][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s,+]+)\+([^\s,]+)")
+
+
+def local_label_fixes(uv: str, key: str, index_for: Callable[[str], str]) -> list[str]:
+    """A pin with a local label ("torchvision==0.20.1+cu124", as `pip freeze` writes PyTorch's own builds) that its
+    index does not serve: the same release without the label is what an index like PyPI serves. Not checked."""
+    out = []
+    for name, version, label in dict.fromkeys(_NO_LOCAL.findall(" ".join(uv.split()))):
+        out.append(f'  fix: write "{name}=={version}" in {key} — "+{label}" names a local build (PyTorch\'s own '
+                   f"indexes serve torch's family so: torch 2.5.1+cu124), which {index_for(name)} does not serve "
+                   "(not checked: whether that release locks)")
     return out
 
 
