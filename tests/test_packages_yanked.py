@@ -109,7 +109,7 @@ def test_a_pinned_release_its_index_yanked_is_a_conflict_whose_fix_pins_it_and_t
 def test_the_fix_reads_uvs_words_with_a_reason_in_parentheses_and_names_each_release_once() -> None:
     """uv's words for sglang 0.5.3 on PyPI (2026-12-06); a text naming two yanked releases, one of them twice; a
     reason with parentheses of its own."""
-    from tritonlock.decide._pkgwords import yanked_fixes
+    from tritonlock.decide._pkgpins import yanked_fixes
 
     uv = ("Because transformers==4.57.0 was yanked (reason: Error in the setup causing installation issues) and "
           "sglang==0.5.3 depends on transformers==4.57.0, we can conclude that sglang==0.5.3 cannot be used.")
@@ -144,7 +144,7 @@ def test_a_prerelease_a_package_pins_beside_the_package_named_plainly_gets_the_f
 
 
 def test_only_a_prerelease_uv_shut_out_gets_the_pin_fix() -> None:
-    from tritonlock.decide._pkgwords import prerelease_fixes
+    from tritonlock.decide._pkgpins import prerelease_fixes
 
     shut = ("Because a==1.0 depends on b==2.0rc1 and you require a==1.0, we can conclude that you require b==2.0rc1.\n"
             "      And because you require one of:\n          b<2.0rc1\n          b>2.0rc1\n      we can conclude …")
