@@ -1287,3 +1287,40 @@ def test_fuzz_uvs_words_give_package_names_only(parts: list[str]) -> None:
         assert name == canonicalize_name(name) and name not in ("python", "cpython", "tritonlock-closure")
     for name, spec in missed(words).items():
         assert name == canonicalize_name(name) and (spec == "" or spec[0] in "=<>!~"), (name, spec)
+
+
+_YANK_VALUES = st.one_of(st.none(), st.booleans(), st.text(max_size=40), st.integers(),
+                         st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.integers()))
+
+
+@CI
+@given(value=_YANK_VALUES, attr=st.one_of(st.none(), st.text(max_size=40)))
+def test_fuzz_a_pages_yanked_value_of_any_shape_reads_as_a_reason_or_none(value: object, attr: str | None) -> None:
+    """An index page's "yanked" (PEP 691 JSON: true, a reason, or anything a broken mirror sends) and data-yanked (PEP
+    503 HTML: any text, or absent) read as yanked or not and a reason or none — never an error."""
+    import html
+
+    from tritonlock.lock.index import IndexClient
+
+    class Resp:
+        def __init__(self, kind: str, body: object) -> None:
+            self.headers = {"Content-Type": kind}
+            self.body = body
+            self.text = body if isinstance(body, str) else ""
+
+        def json(self) -> object:
+            return self.body
+
+    name = "pkg-1.0-py3-none-any.whl"
+    doc = {"files": [{"filename": name, "url": "https://files.example/" + name, "hashes": {},
+                      **({"yanked": value} if value is not None else {})}]}
+    link = (f'<a href="https://files.example/{name}"'
+            + (f' data-yanked="{html.escape(attr)}"' if attr is not None else "") + f">{name}</a>")
+    client = IndexClient.__new__(IndexClient)
+    client.url = "https://index.example/simple"
+    for resp, want, reason in ((Resp("application/vnd.pypi.simple.v1+json", doc), bool(value),
+                                value if isinstance(value, str) and value else None),
+                               (Resp("text/html", f"<html><body>{link}</body></html>"), attr is not None, attr or None)):
+        client._get = lambda url, accept, r=resp: r  # type: ignore[method-assign]
+        (f,) = client.files("pkg")
+        assert (f.yanked, f.yanked_reason) == (want, reason)
