@@ -455,6 +455,47 @@ def test_the_report_is_read_once_the_runner_has_said_it_not_when_its_process_is_
                 os.killpg(int(pid.read_text()), signal.SIGKILL)
 
 
+def test_the_runner_closes_the_pipes_tritonlock_reads_before_it_exits(tmp_path: Path) -> None:
+    """The runner's own ending: its stdout, stderr and progress pipe are closed before os._exit — the kernel frees an
+    exiting process's memory (CUDA's mappings) before it closes its files, and verify reads each pipe to its end. The
+    runner's __main__.py as shipped, beside a harness that records which of those are still open when it exits."""
+    folder = tmp_path / "runner"
+    (folder / "tlverify").mkdir(parents=True)
+    (folder / "__main__.py").write_text((RUNNER / "__main__.py").read_text())
+    (folder / "tlverify" / "__init__.py").write_text("")
+    record = tmp_path / "open-at-exit.json"
+    (folder / "tlverify" / "harness.py").write_text(textwrap.dedent(f"""\
+        import json, os
+        PIPES = []
+        _exit = os._exit
+
+        def main():
+            r, w = os.pipe()
+            PIPES.append(w)
+
+            def at_exit(code):
+                def is_open(fd):
+                    try:
+                        os.fstat(fd)
+                        return True
+                    except OSError:
+                        return False
+                seen = {{"stdout": is_open(1), "stderr": is_open(2), "progress": is_open(w), "read end": is_open(r),
+                        "code": code}}  # (before the file below is opened: it may take a number closed just now)
+                with open({str(record)!r}, "w") as f:
+                    json.dump(seen, f)
+                _exit(code)
+
+            os._exit = at_exit
+            print("{{}}")
+            return 3
+    """))
+    proc = subprocess.run([sys.executable, "-I", str(folder)], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (3, "{}\n"), proc.stderr
+    assert json.loads(record.read_text()) == {"stdout": False, "stderr": False, "progress": False,
+                                              "read end": True, "code": 3}
+
+
 def test_runner_timeout_is_an_error(tmp_path: Path) -> None:
     """A runner that never ends (nor does what it started) is stopped at the timeout, with everything it started:
     they would never end on their own, so their being gone is the proof, not a clock."""

@@ -11,12 +11,19 @@ the standard library, never tritonlock. It prints exactly one JSON document on s
 import os
 import sys
 
-from tlverify.harness import main
+from tlverify.harness import PIPES, main
 
 if __name__ == "__main__":
     code = main()
     # The report is written and every child process waited for: skip the interpreter's teardown of torch and the
-    # CUDA context (half a second on a GPU host); the operating system frees what is left.
+    # CUDA context (half a second on a GPU host); the operating system frees what is left. The pipes tritonlock
+    # reads to their end (stdout, stderr, the progress pipe) are closed first: an exiting process's memory (CUDA's
+    # mappings) is freed before its files are closed, and tritonlock need not wait for that.
     sys.stdout.flush()
     sys.stderr.flush()
+    for fd in (1, 2, *PIPES):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     os._exit(code)

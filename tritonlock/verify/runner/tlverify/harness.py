@@ -445,6 +445,10 @@ def _verify(opts: argparse.Namespace, r: Report, check: CompileCheck | None, mem
                     "check that the profile path is writable")
 
 
+# the pipes tritonlock reads beside stdout and stderr (the progress pipe), for __main__ to close before its exit
+PIPES: list[int] = []
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_options(sys.argv[1:] if argv is None else argv)
     if opts.compile_worker:
@@ -468,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
             compile_check_main(opts, r)
         else:
             r.progress_fd = opts.progress_fd
+            if opts.progress_fd is not None:
+                PIPES.append(opts.progress_fd)
             r.say(event="started", python=sys.version.split()[0], executable=sys.executable)
             if opts.late_args:
                 read_late_args(opts)
