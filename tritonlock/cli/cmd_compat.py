@@ -120,3 +120,19 @@ def compat_native(index_url: str | None, packages: str | None, releases: int, py
     names = tuple(n.strip() for n in packages.split(",") if n.strip()) if packages else PACKAGES
     sys.exit(main(index=index_url, packages=names, releases=releases, pythons=py, cpus=cpu, compat=compat_dir,
                   check=check, sample=sample, locks=locks, say=lambda line: echo(line, err=True)))
+
+
+@compat.command("metadata")
+@click.option("--lock", "locks", metavar="FILE", multiple=True, required=True,
+              help="A triton-env.lock whose files' METADATA to ship (a real resolve of a typical intent). Repeatable.")
+@click.option("--compat", "compat_dir", metavar="DIR", help="Write DIR/metadata/ instead of the shipped compat/.")
+def compat_metadata(locks: tuple[str, ...], compat_dir: str | None) -> None:
+    """Read the METADATA of every file these locks pin from their indexes and write its requirement headers to
+    compat/metadata/, keyed by sha256 (a first resolve then fetches only the files the matrix does not know). A file
+    of up to 64 MB is downloaded whole and hashed (its row is checked, as the integrity check would); a larger one's
+    METADATA is read by ranged reads. Re-runnable: the rows already there are kept.
+
+    Exit 0: written (a file that could not be read is said, and not shipped); 1: over the size budget."""
+    from tritonlock.maintain.metadata import main
+
+    sys.exit(main(locks=locks, compat=compat_dir, say=lambda line: echo(line, err=True)))

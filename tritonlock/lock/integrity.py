@@ -219,7 +219,8 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 # compare (an sdist whose requirements are dynamic). `served` (the decision's words, never this check): METADATA as an
 # index served it (PEP 658 file or ranged read), kept apart, so that nothing served is ever taken as checked.
 def kept_metadata(sha256: str, *, served: bool = False) -> str | None:
-    """The METADATA kept for a file of this sha256 (see above); None when none is."""
+    """The METADATA kept for a file of this sha256 (see above), else the headers the matrix ships for it
+    (tritonlock.lock.shippedmeta: as checked only where read from the whole file); None when neither is."""
     import json
 
     if not _HEX64.fullmatch(sha256):
@@ -231,9 +232,11 @@ def kept_metadata(sha256: str, *, served: bool = False) -> str | None:
     try:  # (a FIFO, a link to a device or a huge file there is passed over: never waited on, never read whole)
         d = json.loads(read_text(cache_dir() / _kept_name(sha256, served), limit=KEPT_FILE_MAX))
     except (OSError, ValueError, RecursionError):
-        return None
+        d = None
     if not isinstance(d, dict) or d.get("sha256") != sha256.lower() or not isinstance(d.get("metadata"), str):
-        return None
+        from tritonlock.lock.shippedmeta import shipped_metadata
+
+        return shipped_metadata(sha256, checked=not served)  # (none kept here: what the matrix ships, if any)
     return str(d["metadata"])
 
 
@@ -368,10 +371,10 @@ def _from_bytes(p: LockedPackage, w: Wheel, data: bytes, max_bytes: int) -> _Che
     if got != w.sha256.lower():
         return _Checked(package=p, file=w, problem=f"{w.name} ({p.name} {p.version}): the index serves a file with "
                                                    f"sha256 {got}; its page lists (and the closure pinned) {w.sha256}")
-    return _Checked(package=p, file=w, metadata=_metadata_in(w.name, data))
+    return _Checked(package=p, file=w, metadata=metadata_in(w.name, data))
 
 
-def _metadata_in(name: str, data: bytes) -> str | None:
+def metadata_in(name: str, data: bytes) -> str | None:
     """A wheel's METADATA, or an sdist's PKG-INFO where its requirements are static (Metadata-Version 2.2+, not
     Dynamic): what the resolver read (for anything else, uv built the metadata: nothing static to compare)."""
     try:
