@@ -67,6 +67,8 @@ ALLOWED = {
                                        "than the reader keeps in memory",
     ("maintain/native.py", "write"): "mkdir: compat/native in the maintainers' compat folder (`compat native`); the "
                                      "files by write_atomic",
+    ("maintain/metadata.py", "write"): "mkdir: compat/metadata in the maintainers' compat folder (`compat "
+                                       "metadata`); the files by write_atomic",
     ("records.py", "_locked"): "the lock file's descriptor from open_lock_file",
     ("_subprocess.py", "_keep_python"): "mkdir (0700) of tritonlock's own cache of the interpreter uv found; the file "
                                         "by write_atomic",
@@ -139,7 +141,9 @@ INPUTS = {("compat check", "--compat"), ("resolve", "--target-file"), ("why", "-
           ("init", "--project"), ("report merge", "--project"),
           # a maintainers' command: reads locks, writes compat/native/*.toml in the compat folder by write_atomic
           # (test_native_shipped)
-          ("compat native", "--lock"), ("compat native", "--compat")}
+          ("compat native", "--lock"), ("compat native", "--compat"),
+          # the same for compat/metadata/*.toml (test_shipped_metadata)
+          ("compat metadata", "--lock"), ("compat metadata", "--compat")}
 # Options (and commands) that write a file: each has a row in WRITERS below.
 OUTPUTS = {("init", "--project"), ("host", "--save"), ("export", "--output"), ("report merge", "--out"),
            ("report merge", "--html"), ("compat check", "--output"), ("fleet hosts", "--out"), ("verify", "--profile")}
