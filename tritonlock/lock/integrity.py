@@ -280,7 +280,7 @@ def _check(p: LockedPackage, w: Wheel, max_bytes: int, clients: _Clients,
     if kept is None and read_of is not None:  # the binary read downloading this file whole: its METADATA, if vouched
         read_of(w.sha256)
         kept = kept_metadata(w.sha256)
-    if kept is not None:  # downloaded and checked against this sha256 by an earlier resolve: its METADATA is known
+    if kept is not None:  # checked against this sha256 before (here, or by the matrix's tool): its METADATA is known
         return _Checked(package=p, file=w, metadata=kept or None)
     if p.direct:  # a direct reference: no page lists it; its bytes are checked against the sha256 uv hashed
         data = _download(clients.get(lock_index_of(w.url)), w.url, max_bytes, clients.hurried) if (w.size or 0) <= max_bytes else None
