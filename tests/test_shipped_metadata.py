@@ -18,7 +18,8 @@ from tritonlock.lock import integrity, shippedmeta
 from tritonlock.lock.lockfile import read_lock
 
 INTENT = '[environment]\npython = "3.11"\ntorch = "==2.6.0"\ncuda = "cpu"\npackages = ["einops"]\n'
-META = ("Metadata-Version: 2.1\nName: einops\nVersion: 0.8.0\nSummary: a summary\nRequires-Python: >=3.8\n"
+META = ("Metadata-Version: 2.1\nName: einops\nVersion: 0.8.0\nSummary: a summary\nLicense: MIT License\n        \n"
+        "        Copyright (c) 2018\n        Requires-Dist: in-the-license-text\n\t\nRequires-Python: >=3.8\n"
         "Requires-Dist: typing-extensions>=4\nProvides-Extra: dev\nrequires-dist: numpy; extra == 'dev'\n"
         "Description-Content-Type: text/markdown\n\nRequires-Dist: in-the-description\n")
 
@@ -39,6 +40,13 @@ def test_only_the_requirement_headers_are_kept() -> None:
         "Metadata-Version: 2.1\nName: einops\nVersion: 0.8.0\nRequires-Python: >=3.8\n"
         "Requires-Dist: typing-extensions>=4\nProvides-Extra: dev\nrequires-dist: numpy; extra == 'dev'\n")
     assert shippedmeta.headers_only("") == "" and shippedmeta.headers_only("\nName: x\n") == ""
+    # what the decision, the check and the edges read of the kept headers is the same in both
+    from tritonlock.lock._requires import metadata_fields
+
+    full, kept = metadata_fields(META), metadata_fields(shippedmeta.headers_only(META))
+    assert {k: full[k.lower()] for k in shippedmeta.HEADERS} == {k: kept[k.lower()] for k in shippedmeta.HEADERS}
+    # (a License's blank lines are white space, not the end of the headers: sglang 0.5.2's Requires-Dist follow one)
+    assert shippedmeta.headers_only("Name: x\r\nLicense: a\r\n   \r\nRequires-Dist: y\r\n") == "Name: x\nRequires-Dist: y\n"
 
 
 def test_a_row_is_used_only_for_its_sha256_and_as_checked_only_where_read_whole(
@@ -200,3 +208,18 @@ def test_the_shipped_rows_stay_within_their_budget_and_name_their_files() -> Non
             assert row["filename"].endswith(".whl") and row["metadata"].startswith("Metadata-Version: "), row
             assert set(line.split(":", 1)[0].lower() for line in row["metadata"].splitlines()) <= {
                 h.lower() for h in shippedmeta.HEADERS}, row
+
+
+def test_requirements_after_a_licenses_blank_lines_are_read_by_the_check_the_edges_and_the_decision() -> None:
+    """sglang 0.5.2's METADATA: a License whose text has blank lines (white space: a continuation), then its
+    Requires-Dist. Each reader takes them all — read up to that line, sglang looked as if it required nothing."""
+    from tritonlock.decide._pkgfacts import _headers as decision_headers
+    from tritonlock.lock.edges import _requires
+    from tritonlock.lock.integrity import _headers as check_headers
+
+    text = ("Metadata-Version: 2.4\nName: sglang\nVersion: 0.5.2\nLicense: Apache License\n        \n"
+            "        Version 2.0\nRequires-Dist: aiohttp\nRequires-Dist: torch==2.8.0; extra == \"srt\"\n"
+            "Provides-Extra: srt\n\nRequires-Dist: not-a-header\n")
+    assert [str(r) for r in _requires(text)] == ["aiohttp", 'torch==2.8.0; extra == "srt"']
+    assert list(check_headers(text, "Requires-Dist")) == ["aiohttp", 'torch==2.8.0; extra == "srt"']
+    assert decision_headers(text, "provides-extra") == ["srt"]

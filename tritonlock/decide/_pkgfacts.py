@@ -469,23 +469,9 @@ def _served_metadata(index: str, f: IndexFile) -> str | None:
 
 
 def _headers(text: str, field: str) -> list[str]:
-    return list(_fields(text).get(field.lower(), ()))
+    from tritonlock.lock._requires import metadata_fields
 
-
-@functools.lru_cache(maxsize=4096)
-def _fields(text: str) -> dict[str, tuple[str, ...]]:
-    """A METADATA's header fields (names lower-cased, values as email's parser gives them), parsed once a process:
-    the search asks each release's Requires-Dist and Provides-Extra on every line it weighs (unsloth's 277 releases
-    of 460 header lines each, a millisecond a parse: 800 parses). Only the header block is parsed — it ends at the
-    first empty line, as email's parser ends it — not the description after it."""
-    import re
-    from email.parser import HeaderParser
-
-    end = re.search(r"\r?\n\r?\n", text)
-    out: dict[str, list[str]] = {}
-    for k, v in HeaderParser().parsestr(text[:end.end()] if end else text).items():
-        out.setdefault(k.lower(), []).append(str(v))
-    return {k: tuple(v) for k, v in out.items()}
+    return list(metadata_fields(text).get(field.lower(), ()))
 
 
 def releases(facts: Facts, index: str, req: Requirement) -> list[Version]:

@@ -16,13 +16,10 @@ from tritonlock.models import Lock, LockedPackage, LockedTarget
 
 def _requires(metadata: str) -> list[Requirement]:
     """The Requires-Dist lines of a METADATA text (the headers only; the description after them is not read)."""
+    from tritonlock.lock._requires import metadata_fields
+
     out: list[Requirement] = []
-    for line in metadata.splitlines():
-        if not line.strip():
-            break
-        key, sep, value = line.partition(":")
-        if not sep or key.strip().lower() != "requires-dist":
-            continue
+    for value in metadata_fields(metadata).get("requires-dist", ()):
         req = parsed_requirement(value.strip())
         if req is not None:  # (a line no installer could read either is no edge)
             out.append(req)

@@ -401,12 +401,10 @@ def metadata_in(name: str, data: bytes) -> str | None:
 
 
 def _headers(text: str, key: str) -> Iterator[str]:
-    for line in text.splitlines():
-        if not line.strip():
-            return  # the body (a description) follows the headers
-        k, sep, v = line.partition(":")
-        if sep and k.strip().lower() == key.lower():
-            yield v.strip()
+    from tritonlock.lock._requires import metadata_fields
+
+    for v in metadata_fields(text).get(key.lower(), ()):  # (the headers only: a description follows them)
+        yield v.strip()
 
 
 def _header(text: str, key: str) -> str:

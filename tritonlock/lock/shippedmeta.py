@@ -25,14 +25,15 @@ _SHA_LINE = re.compile(r'^sha256 = "([0-9a-f]{64})"\s*$', re.M)
 
 
 def headers_only(metadata: str) -> str:
-    """The HEADERS lines of a METADATA text's header block (up to its first empty line), in their order."""
-    out = []
-    for line in metadata.splitlines():
-        if not line.strip():
-            break
-        key = line.split(":", 1)[0].strip()
-        if ":" in line and key.lower() in {h.lower() for h in HEADERS}:
-            out.append(line.rstrip())
+    """The HEADERS of a METADATA text's header block, as "Key: value" lines in their order, read as the decision,
+    the check and the edges read them (tritonlock.lock._requires.metadata_fields: the block ends at its first empty
+    line; a License's blank lines are white space, a continuation — not the end of it)."""
+    from email.parser import HeaderParser
+
+    end = re.search(r"\r?\n\r?\n", metadata)
+    wanted = {h.lower() for h in HEADERS}
+    out = [f"{k}: {' '.join(str(v).split())}" for k, v in HeaderParser().parsestr(
+        metadata[:end.end()] if end else metadata).items() if k.lower() in wanted]
     return "\n".join(out) + "\n" if out else ""
 
 
