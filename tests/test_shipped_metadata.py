@@ -55,7 +55,7 @@ def test_a_row_is_used_only_for_its_sha256_and_as_checked_only_where_read_whole(
     rows = [{"sha256": whole, "filename": "einops-0.8.0-py3-none-any.whl", "checked": True, "metadata": "Name: a\n"},
             {"sha256": ranged, "filename": "big-1.0-py3-none-any.whl", "checked": False, "metadata": "Name: b\n"}]
     text = shippedmeta.dumps("einops", rows)
-    assert sorted(shippedmeta.loads(text), key=lambda r: r["sha256"]) == rows
+    assert [{k: r[k] for k in rows[0]} for r in sorted(shippedmeta.loads(text), key=lambda r: r["sha256"])] == rows
     assert not re.search(r"[a-z]+://", text)  # no index address
     (folder / "einops.toml").write_text(text, encoding="utf-8")
     assert shippedmeta.shipped_metadata(whole, checked=True) == "Name: a\n"
@@ -205,6 +205,7 @@ def test_the_shipped_rows_stay_within_their_budget_and_name_their_files() -> Non
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"[a-z]+://", text), p.name
         for row in shippedmeta.loads(text):
+            assert row["source"].startswith(f"the file {row['filename']}, sha256 {row['sha256']}: "), row
             assert row["filename"].endswith(".whl") and row["metadata"].startswith("Metadata-Version: "), row
             assert set(line.split(":", 1)[0].lower() for line in row["metadata"].splitlines()) <= {
                 h.lower() for h in shippedmeta.HEADERS}, row
