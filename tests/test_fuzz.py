@@ -1324,3 +1324,86 @@ def test_fuzz_a_pages_yanked_value_of_any_shape_reads_as_a_reason_or_none(value:
         client._get = lambda url, accept, r=resp: r  # type: ignore[method-assign]
         (f,) = client.files("pkg")
         assert (f.yanked, f.yanked_reason) == (want, reason)
+
+
+# ---------------------------------------------------------------- compat/metadata files (tritonlock/lock/shippedmeta.py)
+
+_SHA = "ab" * 32
+_META_ROW: dict[str, list[Any]] = {
+    "sha256": [_SHA, _SHA.upper(), _SHA[:63], "cd" * 32, 7, "", None],
+    "filename": ["einops-0.8.0-py3-none-any.whl", "", "../x.whl", 3, ["a"]],
+    "checked": [True, False, "true", 1, None],
+    "source": ["the file x, sha256 y", 5],
+    "metadata": ["Metadata-Version: 2.1\nName: einops\nVersion: 0.8.0\nRequires-Dist: numpy>=1; extra == 'x'\n",
+                 "", "Requires-Dist: @@@ not a requirement\nRequires-Dist: a (>=1\n", "\x00\n\n\n", "Name\n: x",
+                 "Requires-Dist: " + "a" * 3000, 7, {"a": 1}, ["Requires-Dist: x"]],
+}
+
+_META_GOOD: dict[str, list[Any]] = {"sha256": [_SHA, _SHA, "cd" * 32], "checked": [True, False],
+                                   "metadata": _META_ROW["metadata"][:5], "filename": _META_ROW["filename"][:1], "source": _META_ROW["source"][:1]}
+
+
+@st.composite
+def metadata_files(draw: st.DrawFn) -> tuple[str, bool]:
+    """A compat/metadata file as the tool writes it, or near-misses of one: a key of the wrong type or left out, a
+    row of another sha256's case, the text cut or spliced with junk; and whether the lookup asks for a checked row."""
+    lines = ["[meta]", 'package = "einops"']
+    for _ in range(draw(st.integers(0, 3))):
+        lines.append(draw(st.sampled_from(["[[file]]", "[[file]]", "[file]", "file = 3"])))
+        for key, choices in _META_ROW.items():  # (mostly a valid value: rows that are used, and one key wrong)
+            value = draw(st.sampled_from(_META_GOOD[key] if draw(st.integers(0, 3)) else choices))
+            if value is not None:
+                lines.append(f"{key} = {_toml(value)}")
+    text = "\n".join(lines) + "\n"
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.sampled_from(["", "\n", '"', "[[", "]]", "=", "\\u00", f'sha256 = "{_SHA}"\n',
+                                                 "\x00", "'''"])) + text[at + draw(st.integers(0, 5)):]
+    return text, draw(st.booleans())
+
+
+@settings(CI, max_examples=400)
+@given(metadata_files())
+def test_fuzz_compat_metadata_files(case: tuple[str, bool]) -> None:
+    """Any compat/metadata text: loads gives rows of the documented shape or a ValueError; a lookup of a sha256 in a
+    folder holding it answers that sha256's row (the last of them in the file) or nothing, never raises; and what it
+    answers reads as headers and requirements (a requirement that does not parse is skipped)."""
+    from tritonlock.lock import shippedmeta
+    from tritonlock.lock._requires import metadata_fields, parsed_requirement
+
+    text, checked = case
+    try:
+        rows: list[dict[str, Any]] | None = shippedmeta.loads(text)
+    except ValueError:
+        rows = None
+    for row in rows or []:
+        assert re.fullmatch("[0-9a-f]{64}", row["sha256"]) and isinstance(row["filename"], str)
+        assert isinstance(row["checked"], bool) and isinstance(row["metadata"], str)
+    d = Path(tempfile.mkdtemp(prefix="tritonlock-fuzz-meta-", dir=_DIR))
+    (d / "einops.toml").write_text(text, encoding="utf-8")
+    real = shippedmeta.folder
+    shippedmeta.folder = lambda: str(d)  # type: ignore[assignment]
+    shippedmeta.forget()
+    try:
+        got = shippedmeta.shipped_metadata(_SHA, checked=checked)
+    finally:
+        shippedmeta.folder = real  # type: ignore[assignment]
+        shippedmeta.forget()
+    mine = [r for r in rows or [] if r["sha256"] == _SHA]
+    want = mine[-1]["metadata"] if mine and (mine[-1]["checked"] or not checked) else None
+    assert got in (None, want) and (got is None or got == (want or None))
+    if rows is not None and f'\nsha256 = "{_SHA}"\n' in f"\n{text}":
+        assert got == (want or None)  # (found: the row's own line is what the lookup indexes)
+    if got is not None:
+        for line in metadata_fields(got).get("requires-dist", ()):
+            parsed_requirement(line)
+
+
+def test_fuzz_compat_metadata_reaches_both_sides() -> None:
+    """The generator reaches rows that are answered and texts that are refused (the property above is not empty)."""
+    from tritonlock.lock import shippedmeta
+
+    row = "\n".join(f"{k} = {_toml(v[0])}" for k, v in _META_ROW.items())
+    assert shippedmeta.loads(f"[[file]]\n{row}\n")[0]["sha256"] == _SHA
+    with pytest.raises(ValueError):
+        shippedmeta.loads(f"[[file]]\n{row.replace(_toml(True), _toml('true'))}\n")

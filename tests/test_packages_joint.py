@@ -166,6 +166,16 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx.add_sdist("simple", "oldsrc", "2.0", static_metadata=False, uploaded="2026-05-01",
                   prelude="raise RuntimeError('Cannot find CUDA at CUDA_HOME: /usr/local')")
     idx.add("simple", "oldsrc", "1.0", requires=("torch>=2.10",), uploaded="2026-01-01")
+    # usestub 2.0 needs stubdep, an sdist alone whose build stands in for another index's wheel (as tensorrt-cu13-libs'
+    # placeholder on PyPI, which torch-tensorrt needs): its build fails here with its message on the lines after the
+    # exception's name; usestub 1.0 has a wheel for another Python only
+    idx.add("simple", "usestub", "2.0", requires=("stubdep==1.0", "torch>=2.10"), uploaded="2026-09-01")
+    idx.add("simple", "usestub", "1.0", tag="cp39-cp39-manylinux_2_17_x86_64", uploaded="2026-01-01")
+    idx.add_sdist("simple", "stubdep", "1.0", static_metadata=False, uploaded="2026-09-01", prelude=(
+        "class InstallFailedError(Exception):\n    pass\n"
+        "raise InstallFailedError('\\n' + '*' * 40 + '\\n\\nThe installation of stubdep for version 1.0 failed.\\n\\n"
+        "This is a special placeholder package which downloads a real wheel package\\nfrom another index. If it is "
+        "not reachable, we\\ncannot download the real wheel file to install.\\n\\n' + '*' * 40)"))
     # ... with an alpha before it (prekern's built for torch 2.10 too: the newest pre-release is the one asked for)
     idx.add("simple", "prekern", "3.0a1", tag=CP, requires=("torch>=2.10",), uploaded="2026-09-01",
             modules={"prekern/__init__.py": "", "prekern/_C.so": kern("prekern", "libcudart.so.12", ((2, 90),),
@@ -727,6 +737,40 @@ def test_where_only_an_unbuildable_sdist_is_allowed_the_error_says_so_not_no_bui
             "Cannot find CUDA at CUDA_HOME: /usr/local); took oldsrc's wheels only") in out, out
     assert "make oldsrc's sdist buildable here (what its build needs: the error above), or name a release with a " \
            "wheel for this target" in out, out
+
+
+def test_a_placeholder_sdist_that_cannot_be_built_here_is_named_with_its_builds_words_not_a_platform(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """usestub 2.0 needs stubdep, whose sdist's build fails here (a placeholder for another index's wheel, its message
+    on the lines after "InstallFailedError:"); usestub's only other release has no wheel for this Python. No lock, and
+    the error names stubdep, the build's own words and what to do — not "usestub has no wheel that installs on Python
+    3.11", which uv's derivation passes on its way (as torch-tensorrt's cp312-less old releases did for
+    tensorrt-cu13-libs on PyPI)."""
+    root = _project(tmp_path, joint, ["usestub"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code in (3, 4) and not (root / "triton-env.lock").exists(), out
+    assert "Traceback" not in out and "no-build" not in out, out
+    assert "has no wheel that installs" not in out, out
+    assert ("the packages need stubdep, whose sdist uv could not build here to read its requirements (and no release "
+            "with a wheel fits)") in out, out
+    assert ("passed over: stubdep 1.0's sdist, which uv could not build here to read its requirements "
+            "(_tl_backend.InstallFailedError: The installation of stubdep for version 1.0 failed. This is a special placeholder "
+            "package which downloads a real wheel package from another index. If it is not reachable, we cannot "
+            "download the real wheel file to install.); took stubdep's wheels only") in " ".join(out.split()), out
+    assert "make stubdep's sdist buildable here (what its build needs: the error above)" in out, out
+
+
+def test_a_failed_builds_words_are_its_last_exception_with_a_message_on_the_next_lines() -> None:
+    from tritonlock.decide._pkgwords import build_error
+
+    assert build_error("x\n  RuntimeError: Cannot find CUDA\n\nhint: y") == "RuntimeError: Cannot find CUDA"
+    assert build_error("  E: first\n  ValueError:\n   ****\n\n   line one\n   line two\n  ****\nhint: z\n  more") == \
+        "ValueError: line one line two"
+    assert build_error("no exception here") == ""
+    assert build_error("KeyError:") == "KeyError:"
+    long = build_error("OSError:\n" + "word " * 200)
+    assert len(long) == 300 and long.endswith("…") and long.startswith("OSError: word word")
+    assert build_error("OSError: " + "x" * 400, most=50) == "OSError: " + "x" * 40 + "…"
 
 
 def test_a_package_held_by_one_named_before_it_says_which_and_why_beside_the_torch_it_needs(

@@ -602,14 +602,22 @@ def test_the_words_of_an_impossible_target_name_each_cause_and_its_fix() -> None
     assert msg.startswith("target 't': fa has no build for this target's GPUs — passed over: ") and "uv finds" not in msg
     assert msg.endswith("fix: lock fa for the machines whose GPUs it has code for (a target of their own, or "
                         "[[targets]] without these GPUs), or leave it out of this target's packages")
+    two = impossible(sc, [unbuilt, unbuilt.replace("fa", "fb")], err)  # type: ignore[arg-type]
+    assert two.startswith("target 't': the packages need fa, fb, whose sdists uv could not build here to read their "
+                          "requirements (and no release with a wheel fits) — passed over: "), two
+    assert two.endswith("fix: make the sdists of fa, fb buildable here (what their builds need: the errors above), or "
+                        "name a release with a wheel for this target"), two
     for passed, fixes in [([gpu_some], ["lock fa"]), ([gpu_all, unbuilt], ["lock fa", "make fa's sdist"]),
                           ([unbuilt], ["make fa's sdist"]), ([nvcc, gpu_all], ["lock the packages that need nvcc",
                                                                                "lock fa"]),
                           ([cuda], ["a driver new enough"]), ([gpu_all, cuda], ["lock fa", "a driver new enough"]),
                           ([gpu_all, unbuilt.replace("fa", "other")], ["lock fa", "make other's sdist"])]:
         msg = impossible(sc, passed, err)  # type: ignore[arg-type]
-        generic = passed != [gpu_all] and not (passed == [gpu_all, cuda])
+        generic = passed != [gpu_all] and not (passed == [gpu_all, cuda]) and passed != [unbuilt]
         assert msg.startswith("target 't': the packages need what this target cannot have — passed over: ") == generic
-        assert ("without it, uv finds no lock: " in msg) == generic, msg
+        # (only what this machine could not build: its doing, named — not the target's)
+        assert msg.startswith("target 't': the packages need fa, whose sdist uv could not build here to read its "
+                              "requirements (and no release with a wheel fits) — passed over: ") == (passed == [unbuilt])
+        assert ("without it, uv finds no lock: " in msg) == (generic or passed == [unbuilt]), msg
         got = msg.split("\n  fix: ", 1)[1].split("; or ")
         assert len(got) == len(fixes) and all(g.startswith(f) for g, f in zip(got, fixes)), got

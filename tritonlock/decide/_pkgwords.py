@@ -103,9 +103,30 @@ def gpu_build(p: LockedPackage, floor: GpuFloor, low: list[str], constraint: str
 
 def unbuildable(name: str, version: str, uv: str) -> str:
     """What was passed over where uv could not build a release's sdist to read its requirements."""
-    why = next((line.strip() for line in reversed(uv.splitlines()) if re.search(r"\w(Error|Exception):", line)), "")
+    why = build_error(uv)
     return (f"{canonicalize_name(name)} {version}'s sdist, which uv could not build here to read its requirements"
-            + (f" ({why[:200]})" if why else "") + f"; took {canonicalize_name(name)}'s wheels only")
+            + (f" ({why})" if why else "") + f"; took {canonicalize_name(name)}'s wheels only")
+
+
+def build_error(uv: str, most: int = 300) -> str:
+    """The exception a failed build ended with, in uv's words: its last "…Error: …" line — with the lines after it
+    where its message starts on the next line (a placeholder sdist's "InstallFailedError:" and its banner: what
+    the build wanted), up to uv's hint, without the banner's rules; cut at `most` characters."""
+    lines = uv.splitlines()
+    at = next((i for i in range(len(lines) - 1, -1, -1) if re.search(r"\w(Error|Exception):", lines[i])), None)
+    if at is None:
+        return ""
+    why = lines[at].strip()
+    if why.endswith(":"):
+        more: list[str] = []
+        for line in lines[at + 1:]:
+            text = line.strip()
+            if text.startswith(("hint:", "help:")) or len(" ".join(more)) > most:
+                break
+            if re.search(r"[A-Za-z0-9]", text):
+                more.append(text)
+        why = " ".join([why, *more])
+    return why if len(why) <= most else why[:most - 1] + "…"
 
 
 def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
@@ -118,6 +139,11 @@ def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
     head = (f"{names} has no build for this target's GPUs" if gpu and all(
         "no older release's build has code for " in p for p in passed if p.startswith(tuple(gpu)))
             and not nvcc and not unbuilt else "the packages need what this target cannot have")
+    if unbuilt and len(unbuilt) == len(passed):  # (this machine's doing, not the target's)
+        them = ", ".join(dict.fromkeys(unbuilt))
+        many = len(dict.fromkeys(unbuilt)) > 1
+        head = (f"the packages need {them}, whose sdist{'s' if many else ''} uv could not build here to read "
+                f"{'their' if many else 'its'} requirements (and no release with a wheel fits)")
     fixes = []
     if nvcc:
         fixes.append("lock the packages that need nvcc for the GPU machines only (a target of their own), or name a "
@@ -126,8 +152,10 @@ def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
         fixes.append(f"lock {names} for the machines whose GPUs it has code for (a target of their own, or "
                      "[[targets]] without these GPUs), or leave it out of this target's packages")
     if unbuilt:
-        fixes.append(f"make {', '.join(dict.fromkeys(unbuilt))}'s sdist buildable here (what its build needs: the "
-                     "error above), or name a release with a wheel for this target")
+        names_u = list(dict.fromkeys(unbuilt))
+        fixes.append((f"make {names_u[0]}'s sdist buildable here (what its build needs: the error above)"
+                      if len(names_u) == 1 else f"make the sdists of {', '.join(names_u)} buildable here (what their "
+                      "builds need: the errors above)") + ", or name a release with a wheel for this target")
     if not fixes or any("which needs driver >= " in p for p in passed):
         fixes.append("a driver new enough for those builds (`tritonlock why` shows what a newer driver unlocks), or "
                      "a release of the package built for this driver's CUDA")
@@ -401,7 +429,10 @@ def no_wheel_here(sc: Scene, uv: str) -> str | None:
     """uv failed because a package has no file this platform can install: the platform is the cause (a conflict,
     exit 3), not the indexes."""
     names = list(dict.fromkeys(canonicalize_name(n) for n in _NO_WHEEL.findall(uv_reason(uv))))
-    if not names:
+    if not names or "has no usable wheels" in uv:
+        # (an sdist passed over, the user's no-build or the decision's where uv could not build it, is the cause: the
+        # platform tags uv names on its way there are not — torch-tensorrt's cp312-less old releases, where its
+        # newest needs tensorrt-cu13-libs, a placeholder sdist that cannot be built here)
         return None
     named = {canonicalize_name(r.name) for r in sc.reqs}
     needed = [n for n in names if n not in named]
