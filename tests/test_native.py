@@ -115,6 +115,12 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
     idx.add("simple", "dlpkg", "1.0", tag=CP, requires=("torch>=2.10", "nvidia-cublas"), modules={
         "dlpkg/__init__.py": "", "dlpkg/_C.so": extension(tmp / "dl", "dlpkg._C", links={},
                                                           strings=("libcublas.so.12", "libcuda.so.1"))})
+    # CuPy built for CUDA 12 and for CUDA 13 (its modules link that CUDA's libraries, as cupy-cuda12x 14's link
+    # libcublas.so.12 and libnvrtc.so.12): judged as any package's, not as a library others need
+    for major in (12, 13):
+        idx.add("simple", f"cupy-cuda{major}x", "14.0", tag=CP, modules={
+            "cupy/__init__.py": "", "cupy/_core/core.cpython-311-x86_64-linux-gnu.so": extension(
+                tmp / f"cupy{major}", "core", links={stubs[f"libcudart.so.{major}"]: ("cudaRuntimeGetVersion",)})})
     # ptxpkg: GPU code that is PTX alone (compute_80): an H100 runs it after the driver compiles it
     idx.add("simple", "ptxpkg", "1.0", tag=CP, requires=("torch>=2.10",), modules={
         "ptxpkg/__init__.py": "", "ptxpkg/_C.so": _kernel(tmp / "ptx", stubs, "libcudart.so.13", ((1, 80),), "ptxpkg")})
@@ -377,6 +383,30 @@ def test_a_cuda_13_build_beside_a_cuda_12_torch_is_passed_over_for_the_release_t
     assert code == 0, out
     assert _target(free)[0]["kernelpkg"] == "2.0" and _target(free)[0]["nvidia-cuda-runtime"] == "13.0.96"
 
+
+
+def test_cupy_is_judged_as_any_package_its_cuda_moves_torch_to_a_build_that_brings_it(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """cupy-cuda12x's modules link CUDA 12's libraries: beside torch 2.11 (CUDA 13) they cannot load, so torch 2.10
+    (CUDA 12.8) is locked and the reasons say why; cupy-cuda13x takes torch 2.11. (CuPy was once taken as a library
+    others need, its wheels read by file name only: locked beside any torch, said nowhere.)"""
+    root = _project(tmp_path / "12", pypi, ["cupy-cuda12x"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["cupy-cuda12x"], versions["torch"]) == ("14.0", "2.10.0"), versions
+    assert any(r.startswith("torch 2.10.0 (cu128): the newest torch build that brings CUDA 12, which cupy-cuda12x "
+                            "14.0's native code needs") for r in sel.reasons), sel.reasons
+    (claim,) = [r for r in sel.reasons if r.startswith("native code checked: ")]
+    assert "cupy-cuda12x" in claim, claim
+    root = _project(tmp_path / "13", pypi, ["cupy-cuda13x"], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["cupy-cuda13x"], versions["torch"]) == ("14.0", "2.11.0"), versions
+    root = _project(tmp_path / "pinned", pypi, ["cupy-cuda12x"], f"gpu|{R580_H100}", torch="==2.11.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3 and "cupy-cuda12x" in out and "libcudart.so.12" in out, out
 
 
 def test_a_library_a_package_loads_at_run_time_built_for_another_cuda_is_a_warning_with_its_fix(

@@ -196,6 +196,34 @@ def test_the_tool_reads_the_wheels_follows_exact_pins_and_runs_again_keeping_wha
     assert not (tmp_path / "small" / "native").exists()
 
 
+def test_a_row_read_by_file_names_only_is_read_again_when_its_package_is_now_read_whole(
+        idx: LocalIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pinpkg, once taken as a library the others need (read by its file names only, as cupy-cuda12x was): its row
+    serves no run that reads it whole — that run reads the wheel again and writes its members; torch, still such a
+    library, keeps its row unread."""
+    from tritonlock.native import rule
+
+    compat = tmp_path / "compat"
+    args = ["compat", "native", "--index", idx.index_url("simple"), "--packages", "pinpkg", "--releases", "1",
+            "--python", "3.11", "--cpu", "x86_64", "--compat", str(compat)]
+    real = rule.is_provider
+    monkeypatch.setattr(rule, "is_provider", lambda name: name.replace("_", "-") == "pinpkg" or real(name))
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    row = list(shipped.loads((compat / "native" / "pinpkg.toml").read_text(encoding="utf-8"))[1].values())[0]
+    assert row["names_only"] is True and not row.get("members")
+    monkeypatch.setattr(rule, "is_provider", real)
+    before = len(idx.asked_by)
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "4 wheels chosen: 3 already in compat/native" in r.output, r.output
+    read = [p for p, _ in idx.asked_by[before:] if p.endswith(".whl")]
+    assert read and all("pinpkg" in p for p in read), read
+    row = list(shipped.loads((compat / "native" / "pinpkg.toml").read_text(encoding="utf-8"))[1].values())[0]
+    assert not row.get("names_only") and [m["path"] for m in row["members"]] == ["pinpkg/_C.so"], row
+    assert "its ELF files" in row["source"], row["source"]
+
+
 def test_the_tool_refuses_what_is_not_a_python_or_a_cpu() -> None:
     for bad in (["--python", "3"], ["--python", "py3.12"], ["--cpu", "arm64"], ["--cpu", ""]):
         r = CliRunner().invoke(main, ["compat", "native", *bad])

@@ -204,9 +204,13 @@ def read_all(chosen: list[Chosen], session: object, *, kept: dict[str, NativeFac
     done: list[tuple[Chosen, NativeFacts]] = []
     failed: list[str] = []
     lock = threading.Lock()
-    todo = [c for c in chosen if c.file.sha256 not in kept]
+    # (a row read by file names only serves no wheel now chosen to be read whole: cupy-cuda12x, once taken as a
+    # library the others need, is judged as any package since)
+    usable = {c.file.sha256 for c in chosen if c.file.sha256 in kept and not (kept[c.file.sha256].names_only
+                                                                             and not c.names_only)}
+    todo = [c for c in chosen if c.file.sha256 not in usable]
     for c in chosen:
-        if c.file.sha256 in kept:
+        if c.file.sha256 in usable:
             done.append((c, kept[c.file.sha256]))
     say(f"{len(chosen)} wheels chosen: {len(chosen) - len(todo)} already in compat/native (reader {reader}), "
         f"{len(todo)} to read ({sum(c.file.size or 0 for c in todo) / 1e9:.1f} GB on the index)")

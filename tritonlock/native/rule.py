@@ -54,7 +54,7 @@ class Problem:
 def is_provider(name: str) -> bool:
     """torch's family, Triton and NVIDIA's CUDA libraries: their native code is what the others need."""
     n = norm(name)
-    return n in _PROVIDERS or n.startswith(("nvidia-", "cuda-", "cupy-cuda"))
+    return n in _PROVIDERS or n.startswith(("nvidia-", "cuda-"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
