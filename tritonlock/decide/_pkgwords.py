@@ -134,16 +134,16 @@ def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
     reason = uv_reason(err.uv or str(err))
     nvcc = [p for p in passed if "as a source build" in p]
     gpu = [p.split(" ", 1)[0] for p in passed if " built from its sdist, whose kernels are for GPUs " in p]
-    unbuilt = [p.split(" ", 1)[0] for p in passed if "which uv could not build here to read its requirements" in p]
+    unbuilt = list(dict.fromkeys(p.split(" ", 1)[0] for p in passed
+                                 if "which uv could not build here to read its requirements" in p))
     names = ", ".join(dict.fromkeys(gpu))
     head = (f"{names} has no build for this target's GPUs" if gpu and all(
         "no older release's build has code for " in p for p in passed if p.startswith(tuple(gpu)))
             and not nvcc and not unbuilt else "the packages need what this target cannot have")
-    if unbuilt and len(unbuilt) == len(passed):  # (this machine's doing, not the target's)
-        them = ", ".join(dict.fromkeys(unbuilt))
-        many = len(dict.fromkeys(unbuilt)) > 1
-        head = (f"the packages need {them}, whose sdist{'s' if many else ''} uv could not build here to read "
-                f"{'their' if many else 'its'} requirements (and no release with a wheel fits)")
+    if unbuilt and all("which uv could not build here to read its requirements" in p for p in passed):
+        many = len(unbuilt) > 1  # (this machine's doing, not the target's)
+        head = (f"the packages need {', '.join(unbuilt)}, whose sdist{'s' if many else ''} uv could not build here "
+                f"to read {'their' if many else 'its'} requirements (and no release with a wheel fits)")
     fixes = []
     if nvcc:
         fixes.append("lock the packages that need nvcc for the GPU machines only (a target of their own), or name a "
@@ -152,9 +152,8 @@ def impossible(sc: Scene, passed: list[str], err: ClosureError) -> str:
         fixes.append(f"lock {names} for the machines whose GPUs it has code for (a target of their own, or "
                      "[[targets]] without these GPUs), or leave it out of this target's packages")
     if unbuilt:
-        names_u = list(dict.fromkeys(unbuilt))
-        fixes.append((f"make {names_u[0]}'s sdist buildable here (what its build needs: the error above)"
-                      if len(names_u) == 1 else f"make the sdists of {', '.join(names_u)} buildable here (what their "
+        fixes.append((f"make {unbuilt[0]}'s sdist buildable here (what its build needs: the error above)"
+                      if len(unbuilt) == 1 else f"make the sdists of {', '.join(unbuilt)} buildable here (what their "
                       "builds need: the errors above)") + ", or name a release with a wheel for this target")
     if not fixes or any("which needs driver >= " in p for p in passed):
         fixes.append("a driver new enough for those builds (`tritonlock why` shows what a newer driver unlocks), or "

@@ -18,18 +18,23 @@ def parsed_requirement(line: str) -> Requirement | None:
         return None
 
 
-@functools.lru_cache(maxsize=4096)
-def metadata_fields(text: str) -> dict[str, tuple[str, ...]]:
-    """A METADATA's header fields (names lower-cased, values as email's parser gives them), parsed once a process:
-    the search asks each release's Requires-Dist and Provides-Extra on every line it weighs (unsloth's 277 releases
-    of 460 header lines each, a millisecond a parse: 800 parses). Only the header block is parsed — it ends at the
-    first empty line, as email's parser ends it (a License's blank lines are white space: a continuation, not the
-    end) — not the description after it."""
+def header_items(text: str) -> list[tuple[str, str]]:
+    """A METADATA's header fields in their order, (name, value) as email's parser gives them: only the header block,
+    which ends at the first empty line (a License's blank lines are white space: a continuation, not the end), not
+    the description after it."""
     import re
     from email.parser import HeaderParser
 
     end = re.search(r"\r?\n\r?\n", text)
+    return [(k, str(v)) for k, v in HeaderParser().parsestr(text[:end.end()] if end else text).items()]
+
+
+@functools.lru_cache(maxsize=4096)
+def metadata_fields(text: str) -> dict[str, tuple[str, ...]]:
+    """A METADATA's header fields (names lower-cased, values as email's parser gives them), parsed once a process:
+    the search asks each release's Requires-Dist and Provides-Extra on every line it weighs (unsloth's 277 releases
+    of 460 header lines each, a millisecond a parse: 800 parses). The header block only (header_items)."""
     out: dict[str, list[str]] = {}
-    for k, v in HeaderParser().parsestr(text[:end.end()] if end else text).items():
-        out.setdefault(k.lower(), []).append(str(v))
+    for k, v in header_items(text):
+        out.setdefault(k.lower(), []).append(v)
     return {k: tuple(v) for k, v in out.items()}

@@ -29,12 +29,10 @@ def headers_only(metadata: str) -> str:
     """The HEADERS of a METADATA text's header block, as "Key: value" lines in their order, read as the decision,
     the check and the edges read them (tritonlock.lock._requires.metadata_fields: the block ends at its first empty
     line; a License's blank lines are white space, a continuation — not the end of it)."""
-    from email.parser import HeaderParser
+    from tritonlock.lock._requires import header_items
 
-    end = re.search(r"\r?\n\r?\n", metadata)
     wanted = {h.lower() for h in HEADERS}
-    out = [f"{k}: {' '.join(str(v).split())}" for k, v in HeaderParser().parsestr(
-        metadata[:end.end()] if end else metadata).items() if k.lower() in wanted]
+    out = [f"{k}: {' '.join(v.split())}" for k, v in header_items(metadata) if k.lower() in wanted]
     return "\n".join(out) + "\n" if out else ""
 
 
