@@ -1407,3 +1407,24 @@ def test_fuzz_compat_metadata_reaches_both_sides() -> None:
     assert shippedmeta.loads(f"[[file]]\n{row}\n")[0]["sha256"] == _SHA
     with pytest.raises(ValueError):
         shippedmeta.loads(f"[[file]]\n{row.replace(_toml(True), _toml('true'))}\n")
+
+
+# ---------------------------------------------------------------- a failed build's words (uv's output, read by _pkgwords)
+
+@settings(CI, max_examples=400)
+@given(st.lists(st.one_of(st.sampled_from(["  RuntimeError: Cannot find CUDA", "      E.InstallFailedError:", "****",
+                                           "", "hint: x", "help: y", "ValueError:", " │ KeyError: 'k'", "Error:",
+                                           "x" * 400]), st.text(max_size=60)), max_size=12),
+       st.integers(1, 400))
+def test_fuzz_a_failed_builds_words(lines: list[str], most: int) -> None:
+    """Any output: build_error answers at most `most` characters, empty where no line names an exception, and starts
+    with the last line that does."""
+    from tritonlock.decide._pkgwords import build_error
+
+    text = "\n".join(lines)
+    got = build_error(text, most)
+    assert len(got) <= max(most, 1)
+    named = [ln.strip() for ln in text.splitlines() if re.search(r"\w(Error|Exception):", ln)]
+    assert (got == "") == (not named)
+    if named and len(named[-1]) < most:
+        assert got.startswith(named[-1])
