@@ -67,6 +67,28 @@ def pkg_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # unsloth-like: 1.0 has an extra that pins an older torch; 2.0 has no such extra any more
     idx.add("simple", "extrakit", "1.0", requires=("torch", "legacy; extra == 'torch291'"), extras=("torch291",))
     idx.add("simple", "extrakit", "2.0", requires=("torch",))
+    # sglang-like: `all` brings legacy in 1.0, nothing in 2.0 (an alias kept for old install lines), 3.0 dropped it,
+    # 4.0 has it again and there it needs what the index lacks; contentkit is the same but its 2.0's `all` brings
+    # plainlib — dropping it took something away
+    for kit, brings in (("aliaskit", ()), ("contentkit", ("plainlib; extra == 'all'",))):
+        idx.add("simple", kit, "1.0", requires=("torch==2.9.1", "legacy; extra == 'all'"), extras=("all",))
+        idx.add("simple", kit, "2.0", requires=("torch==2.10.0", *brings), extras=("all",))
+        idx.add("simple", kit, "3.0", requires=("torch==2.14.0",))
+        idx.add("simple", kit, "4.0", requires=("torch==2.15.0", "ghostdep==0.7.3; extra == 'all'"), extras=("all",))
+    # foldkit: 1.0's `srt` brings five packages; 2.0 requires them all itself, 3.0 four of them, 4.0 three
+    srt = ("plainlib", "stepkit", "share-a", "shared-dep", "pyfloor")
+    idx.add("simple", "foldkit", "1.0", requires=("torch==2.9.1", *(f"{n}; extra == 'srt'" for n in srt)),
+            extras=("srt",))
+    for v, tv, n in (("2.0", "2.10.0", 5), ("3.0", "2.14.0", 4), ("4.0", "2.15.0", 3)):
+        idx.add("simple", "foldkit", v, requires=(f"torch=={tv}", *srt[:n]))
+    # gapextra: its newest needs a torch R570 cannot run, the one below it dropped `all`, which brought legacy
+    idx.add("simple", "gapextra", "1.0", requires=("torch==2.9.1", "legacy; extra == 'all'"), extras=("all",))
+    idx.add("simple", "gapextra", "2.0", requires=("torch==2.10.0",))
+    idx.add("simple", "gapextra", "3.0", requires=("torch==2.14.0",), extras=("all",))
+    # gapkit: its newest needs a torch R570 cannot run, the one below it a dependency the index lacks
+    idx.add("simple", "gapkit", "1.0", requires=("torch==2.9.1",))
+    idx.add("simple", "gapkit", "2.0", requires=("torch==2.10.0", "ghostdep==0.7.3"))
+    idx.add("simple", "gapkit", "3.0", requires=("torch==2.14.0",))
     # an extra that asks for another extra of the same package, which pins a package that pins torch (as unsloth's
     # cu124-torch240 -> cu124onlytorch240 -> xformers==0.0.28.post1 -> torch==2.4.1)
     # oldextra: only its 2023 release has the extra x (and names no torch); 2.0 pins the newest torch
@@ -634,6 +656,95 @@ def test_a_release_without_the_extra_asked_for_is_not_the_package_asked_for(tmp_
     assert (versions["extrakit"], versions["legacy"], versions["torch"]) == ("1.0", "1.0", "2.9.1"), versions
     (w,) = [w for w in sel.warnings if w.startswith("extrakit 1.0 is locked, not its newest release 2.0: ")]
     assert "extrakit 2.0 has no extra torch291 (its METADATA declares no such Provides-Extra)" in w, w
+
+
+@pytest.mark.parametrize(("kit", "want"), [("aliaskit", ("3.0", "2.14.0")), ("contentkit", ("2.0", "2.10.0"))])
+def test_a_release_that_dropped_an_extra_declared_empty_before_it_is_what_was_asked_for(
+        tmp_path: Path, pkg_index: LocalIndex, kit: str, want: tuple[str, str]) -> None:
+    """sglang[all] on an RTX 4090: sglang 0.5.4.post1 declared `all` with no requirement of its own (its own
+    requirements had taken everything in), 0.5.4.post2-0.5.8.post1 dropped the name, 0.5.9 has it again. A release
+    that dropped an extra its nearest older release declared empty installs what the extra did: aliaskit[all] locks
+    3.0 (4.0's `all` needs what the index lacks), not 2.0. Where that older release's extra brought something
+    (contentkit 2.0's brings plainlib), 3.0 is not what was asked for: 2.0, said so."""
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.models import TargetSpec
+
+    root = _project(tmp_path, pkg_index, [f"{kit}[all]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions[kit], versions["torch"]) == want, versions
+    (w,) = [w for w in sel.warnings if w.startswith(f"{kit} {want[0]} is locked, not its newest release 4.0")]
+    said = f"{kit} 3.0 has no extra all (its METADATA declares no such Provides-Extra)"
+    assert (said in w) is (kit == "contentkit") and ("has no extra" in w) is (kit == "contentkit"), w
+    folded = [w for w in sel.warnings if w.startswith(f"{kit} 3.0 has no extra all")]
+    assert folded == ([] if kit == "contentkit" else [
+        "aliaskit 3.0 has no extra all (its METADATA declares no such Provides-Extra); locked as what aliaskit[all] "
+        "asks for: aliaskit 2.0, the newest release before it that declares it, gives it no requirement (nothing is "
+        "lost)"]), sel.warnings
+    facts, index = Facts(), pkg_index.index_url("simple")
+    t = TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35")
+    said = {v: facts.lacks_extras(index, kit, v, t, "3.11", ("all",)) for v in ("4.0", "3.0", "2.0", "1.0")}
+    assert said == {"4.0": False, "3.0": kit == "contentkit", "2.0": False, "1.0": False}, said
+    assert facts.lacks_extras(index, kit, "3.0", t, "3.11", ()) is False  # (no extra asked: nothing lacks)
+    # an extra no older release declares: lacking (extrakit 2.0 beside 1.0's torch291 is the case with content)
+    assert facts.lacks_extras(index, kit, "3.0", t, "3.11", ("nosuch",)) is True
+    assert facts.lacks_extras(index, "extrakit", "2.0", t, "3.11", ("torch291",)) is True
+
+
+def test_a_release_whose_own_requirements_hold_what_a_dropped_extra_brought_is_what_was_asked_for(
+        tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """sglang[srt]: 0.5.2 is the last release that declares `srt` (43 packages); 0.5.3 and later require them
+    themselves — all, or all but a few renamed ones (0.5.23: 38 of 43). foldkit[srt] on R580: 4.0 requires 3 of the
+    5 packages 1.0's srt brought — not what was asked for, said so; 3.0 requires 4 of 5, 80 %, the least that counts:
+    locked, with torch 2.14.0, and the lock says on what grounds (inferred)."""
+    root = _project(tmp_path, pkg_index, ["foldkit[srt]"], R580)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["foldkit"], versions["torch"]) == ("3.0", "2.14.0"), versions
+    assert {"plainlib", "stepkit", "share-a", "shared-dep"} <= set(versions) and "pyfloor" not in versions, versions
+    (w,) = [w for w in sel.warnings if w.startswith("foldkit 3.0 is locked, not its newest release 4.0: ")]
+    assert "foldkit 4.0 has no extra srt (its METADATA declares no such Provides-Extra): it is not what was asked " \
+           "for" in w, w
+    assert ("foldkit 3.0 has no extra srt (its METADATA declares no such Provides-Extra); locked as what "
+            "foldkit[srt] asks for: its own requirements hold 4 of the 5 packages srt brought in foldkit 1.0, the "
+            "newest release before it that declares it (inferred: foldkit took the extra into its own "
+            "requirements)") in sel.warnings, sel.warnings
+
+
+def test_a_held_back_package_is_not_said_to_be_at_the_newest_release_whose_torch_fits_when_one_above_it_does(
+        tmp_path: Path, pkg_index: LocalIndex) -> None:
+    """gapkit on R570: 3.0 needs torch 2.14.0 (CUDA 13: R580), 2.0 torch 2.10.0, which fits, but a dependency the
+    index lacks; 1.0 is locked. "the newest gapkit whose torch fits here is 1.0" would be false: 2.0 is named as the
+    newest whose torch fits, and the check uv made of it is quoted. Where nothing between fits (servelm on R570:
+    0.3 needs 2.14.0, 0.2 is locked), the words stay."""
+    root = _project(tmp_path, pkg_index, ["gapkit"], R570)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["gapkit"], versions["torch"]) == ("1.0", "2.9.1"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("gapkit 1.0 is locked, not its newest release 3.0: ")]
+    assert "the newest gapkit whose torch fits here" not in w, w
+    assert "gapkit 2.0, the newest release whose torch fits here, cannot be locked here with the rest" in w, w
+    assert "uv finds no lock with gapkit==2.0" in w and "ghostdep" in w, w
+    # gapextra[all]: 2.0's torch fits, but it is not what was asked for (no extra all): not asked of uv again (uv's
+    # words would only echo the `!=` the search gave it), said as what it is
+    root = _project(tmp_path / "x", pkg_index, ["gapextra[all]"], R570)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    assert (versions["gapextra"], versions["torch"]) == ("1.0", "2.9.1"), versions
+    (w,) = [w for w in sel.warnings if w.startswith("gapextra 1.0 is locked, not its newest release 3.0: ")]
+    assert "; the newest gapextra[all] whose torch fits here is 1.0; gapextra 2.0 has no extra all (its METADATA " \
+           "declares no such Provides-Extra)" in w, w
+    assert "uv finds no lock" not in w, w
+    root = _project(tmp_path / "s", pkg_index, ["servelm"], R570)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _locked(root)
+    (w,) = [w for w in sel.warnings if w.startswith("servelm 0.2 is locked, not its newest release 0.3: ")]
+    assert "the newest servelm whose torch fits here is 0.2" in w, w
 
 
 def test_an_extras_own_extras_and_a_pinned_packages_torch_pin_are_facts_of_the_release(pkg_index: LocalIndex) -> None:

@@ -132,6 +132,14 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
         "cudnnuser/__init__.py": "", "cudnnuser/_C.so": extension(tmp / "cudnnuser", "cudnnuser._C",
                                                                   links={cudnn: ("cudnnCreate",)})})
     idx.add("simple", "usescudnn", "1.0", requires=("cudnnuser",))
+    # cudnnmany: five releases, each linking cuDNN; 3.0 also requires a (hollow) NVIDIA wheel the others do not
+    idx.add("simple", "nvidia-cudnn-hollow", "9.0", tag=LINUX)
+    for n in range(1, 6):
+        idx.add("simple", "cudnnmany", f"{n}.0", tag=CP, requires=("torch>=2.10", *(
+            ("nvidia-cudnn-hollow",) if n == 3 else ())), modules={
+            "cudnnmany/__init__.py": "", "cudnnmany/_C.so": extension(tmp / f"cudnnmany{n}", "cudnnmany._C",
+                                                                      links={cudnn: ("cudnnCreate",)})})
+    idx.add("simple", "usesmany", "1.0", requires=("cudnnmany",))
     # linuxonly: Linux wheels only, no sdist (as NVIDIA's libraries)
     idx.add("simple", "linuxonly", "1.0", tag=LINUX)
     idx.add("simple", "linuxonly", "2.0", tag=LINUX)
@@ -998,6 +1006,22 @@ def test_a_refusal_for_a_library_no_torch_build_here_brings_holds_for_the_lines_
     # (a question asked of uv's cache first and then online, where the cache lacked a page, is one question)
     said = [a.split()[0] for a in asked[1:]]
     assert [a for i, a in enumerate(said) if not i or a != said[i - 1]] == [">=2.10.0,<=2.12.0", "==2.10.0"], asked
+
+
+def test_a_library_no_wheel_of_the_closure_brings_passes_over_the_releases_that_need_it_too_a_batch_at_a_time(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """cudnnmany (in usesmany's closure) links cuDNN, which no locked wheel brings: refused at 5.0, the next releases
+    whose own modules need libcudnn.so.9 too, and whose requirements on NVIDIA's wheels are 5.0's, are passed over
+    with it (one uv answer, not one per release: cupy-cuda12x 13.x beside torch 2.8.0, eleven answers); 3.0 requires
+    an NVIDIA wheel 5.0 does not — the closure may then differ — and is refused on its own when uv picks it, and 2.0
+    and 1.0 with it: two refusals per torch build, not five."""
+    root = _project(tmp_path, joint, ["usesmany"], _linux("gpu", H100))
+    r = CliRunner().invoke(main, ["resolve", "-p", str(root)])
+    assert r.exit_code == 3, r.output
+    refused = [line.split(" ")[3] for line in r.stderr.splitlines() if line.startswith("target gpu: cudnnmany ")
+               and "'s native code cannot load beside torch 2.12.0" in line]
+    assert refused == ["5.0's", "3.0's"], r.stderr
+    assert "tried and rejected: cudnnmany 5.0, 4.0, … 1.0 (5 releases)" in r.output, r.output
 
 
 @pytest.mark.parametrize(("name", "versions", "uv", "said"), [

@@ -202,7 +202,9 @@ class Search:
             return above
         low, high = parse_version(below) or ZERO, parse_version(above) or ZERO
         between = [str(v) for v in releases(self.sc.facts, index, r) if low < v < high]
-        return next((v for v in reversed(between) if self._torch_rules_out(r, v) is None), None)
+        out = {c.split("!=", 1)[1] for c in self.constraints if c.startswith(f"{canonicalize_name(r.name)}!=")}
+        # (one the search passed over here is not asked again: uv's words would only echo the `!=` it was given)
+        return next((v for v in reversed(between) if v not in out and self._torch_rules_out(r, v) is None), None)
 
     def run(self, reqs: list[Requirement], tops: dict[str, str]) -> Outcome:
         """uv's answer in the user's order, then the checks: a named package below `tops` (its newest release whose

@@ -19,7 +19,7 @@ from tritonlock.decide import _pkgload
 from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
 from tritonlock.decide._pkgpassed import (NAMED, TORCHLESS, beside_its_torch, native_holds, refused_problem,
                                           releases, why_short)
-from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, locked, vkey
+from tritonlock.decide._pkgscene import ZERO, Check, Compile, Outcome, Run, Scene, locked, vkey
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import with_spec
 from tritonlock.errors import ClosureError, TritonlockError
@@ -258,6 +258,23 @@ def _held_for_cuda(run: Run, o: Outcome) -> tuple[str, str, str] | None:
     return None
 
 
+def _folded(sc: Scene, r: Requirement, p: LockedPackage) -> str | None:
+    """Where the release locked lacks an extra asked for and is taken as what was asked all the same (Facts.
+    folded_extras), on what grounds — the names, where the extra brought any (inferred)."""
+    name, v, x = canonicalize_name(r.name), public(p.version), ", ".join(sorted(r.extras))
+    got = sc.facts.folded_extras(sc.index_for(name), name, v, sc.target, sc.python, r.extras)
+    if got is None:
+        return None
+    decl, held, brought = got
+    head = f"{name} {v} has no extra {x} (its METADATA declares no such Provides-Extra); locked as what {r} asks for: "
+    if not brought:
+        return head + (f"{name} {decl}, the newest release before it that declares it, gives it no requirement "
+                       "(nothing is lost)")
+    return head + (f"its own requirements hold {held} of the {brought} packages {x} brought in {name} {decl}, the "
+                   f"newest release before it that declares it (inferred: {name} took the extra into its own "
+                   "requirements)")
+
+
 def _explained(run: Run, o: Outcome) -> Selection:
     sc = run.sc
     sel, chosen, packages = sc.sel, o.candidate, o.packages
@@ -280,6 +297,8 @@ def _explained(run: Run, o: Outcome) -> Selection:
             warnings.append(f"{name} {version} is locked, not its newest release {top}: {held}")
         elif version is not None:
             at_newest.append(f"{name} {version}")
+        if p is not None and r.extras and (said := _folded(sc, r, p)):
+            warnings.append(said)
         direct.append(DirectPackage(name=name, requirement=str(r), version=version, newest=top, held_by=held))
     reasons = list(sel.reasons)
     base = sel

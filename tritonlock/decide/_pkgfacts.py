@@ -204,6 +204,13 @@ def _file_version(filename: str) -> Version | None:
     return None
 
 
+# The older releases whose METADATA _declaring reads at once, walking down to one that declares the extras asked for
+_EXTRAS_AT_ONCE = 8
+# The share of the packages an extra brought that a release without it must require itself to be what was asked for
+# (folded_extras): sglang 0.5.23 holds 38 of the 43 that 0.5.2's `srt` brought (pynvml became nvidia-ml-py, …)
+FOLDED = 0.8
+
+
 class Facts:
     """Index facts the decision explains itself with: files per project, metadata per release (cached per run)."""
 
@@ -214,6 +221,7 @@ class Facts:
         self._meta: dict[tuple[str, str, str], str | None] = {}
         self._by_release: dict[tuple[str, str], dict[Version, list[IndexFile]]] = {}
         self._requires: dict[tuple[object, ...], tuple[Requirement, ...] | None] = {}
+        self._decl: dict[tuple[object, ...], str | None] = {}  # (_declaring: each walk down once)
         self._lock = threading.Lock()
 
     def files(self, index: str, name: str) -> tuple[IndexFile, ...] | None:
@@ -344,6 +352,76 @@ class Facts:
         if text is None:
             return None
         return wanted <= {canonicalize_name(e) for e in _headers(text, "Provides-Extra")}
+
+    def lacks_extras(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                     extras: Iterable[str]) -> bool:
+        """Whether the release is not what `name[extras]` asks for: it declares not every one of `extras` (its
+        METADATA read; unknown is not lacking) and did not take them into its own requirements (folded_extras) —
+        unsloth[cu124-torch240]: a release without that extra would not bring the torch build it picks."""
+        return self.provides_extras(index, name, version, target, python, extras) is False \
+            and self.folded_extras(index, name, version, target, python, extras) is None
+
+    def folded_extras(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                      extras: Iterable[str]) -> tuple[str, int, int] | None:
+        """Where the release declares not every one of `extras` and is what `name[extras]` asks for all the same:
+        the nearest older release that declares them, and how many of the packages they brought there the release's
+        own requirements hold, of how many — at least FOLDED of them (inferred from the names: the package took the
+        extra into its own requirements; sglang 0.5.3 and later hold all or nearly all that 0.5.2's `srt` brought),
+        or all where they brought none (sglang 0.5.4.post1's `all`, an alias kept for old install lines). None: it
+        declares them, a METADATA is unknown, no older release declares them, or its requirements hold fewer."""
+        extras = tuple(sorted({canonicalize_name(e) for e in extras}))
+        if self.provides_extras(index, name, version, target, python, extras) is not False:
+            return None
+        decl = self._declaring(index, name, version, target, python, extras)
+        plain = self.requires(index, name, decl, target, python) if decl is not None else None
+        full = self.requires(index, name, decl, target, python, extras) if decl is not None else None
+        own = self.requires(index, name, version, target, python)
+        if decl is None or plain is None or full is None or own is None:
+            return None
+        base = {str(r) for r in plain}
+        brought = {canonicalize_name(r.name) for r in full if str(r) not in base}
+        held = len(brought & {canonicalize_name(r.name) for r in own})
+        return (decl, held, len(brought)) if held >= FOLDED * len(brought) else None
+
+    def _declaring(self, index: str, name: str, version: str, target: TargetSpec, python: str,
+                   extras: tuple[str, ...]) -> str | None:
+        """The nearest release older than `version` that declares `extras` (None: none does, or one on the way down
+        has no METADATA to read), walked down once for the releases between (their METADATA eight side by side)."""
+        key = (index, canonicalize_name(name), version, target, python, extras)
+        if key not in self._decl:
+            older = self.older(index, name, version)
+            walked, hit = [version], None
+            for start in range(0, len(older), _EXTRAS_AT_ONCE):
+                chunk = [v for v in older[start:start + _EXTRAS_AT_ONCE] if not self.has_metadata(index, name, v)]
+                if len(chunk) > 1:  # (unsloth's walk down 100 releases: 13 round trips, not 100)
+                    with ThreadPoolExecutor(max_workers=len(chunk)) as pool:
+                        list(pool.map(lambda v: self.metadata(index, name, v, target, python), chunk))
+                got: bool | None = False
+                for v in older[start:start + _EXTRAS_AT_ONCE]:
+                    got = self.provides_extras(index, name, v, target, python, extras)
+                    if got is not False:
+                        hit = v if got else None
+                        break
+                    walked.append(v)
+                if got is not False:
+                    break
+            for v in walked:  # (the releases between share the answer)
+                self._decl[(index, canonicalize_name(name), v, target, python, extras)] = hit
+        return self._decl[key]
+
+    def between(self, index: str, name: str, low: str, high: str, target: TargetSpec, python: str,
+                extras: Iterable[str]) -> tuple[list[str], list[str]]:
+        """The final releases strictly between `low` and `high` that install on the target, newest first: those that
+        are what `name[extras]` asks for, and those that lack an extra asked for (lacks_extras)."""
+        at = parse_version(public(low))
+        asked: list[str] = []
+        lacking: list[str] = []
+        for v in self.older(index, name, high):
+            if at is None or (parse_version(v) or at) <= at:
+                break
+            if self.fits(index, name, v, target, python):
+                (lacking if self.lacks_extras(index, name, v, target, python, extras) else asked).append(v)
+        return asked, lacking
 
     def has_wheel(self, index: str, name: str, version: str, target: TargetSpec, python: str) -> bool:
         """Whether the release has a wheel that installs on the target (else only its sdist, built at sync)."""

@@ -35,7 +35,7 @@ def _fits_alone(sc: Scene, index: str, name: str, version: str, extras: tuple[st
     requirement (if any) that some torch the target runs meets."""
     if not sc.facts.fits(index, name, version, sc.target, sc.python):
         return False
-    if sc.facts.provides_extras(index, name, version, sc.target, sc.python, extras) is False:
+    if sc.facts.lacks_extras(index, name, version, sc.target, sc.python, extras):
         return False  # (not the package asked for: the extra is not in that release)
     treqs = sc.torch_reqs(index, name, version, extras)
     return treqs is None or all(any(t.specifier.contains(v, prereleases=True) for v in torches) for t in treqs)

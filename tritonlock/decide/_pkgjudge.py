@@ -1,6 +1,7 @@
 """The native-code rule as the packages search asks it: on one release beside a torch line (a lenient judge lets a
 failure the package's own `try` catches pass for the packages the user does not name, and every judge notes where
-it found one), and what a line's torch wheel exports of torch's C++ API where compat/torch-symbols/ ships it."""
+it found one), what a line's torch wheel exports of torch's C++ API where compat/torch-symbols/ ships it, and what
+a refusal of the rule on a closure passes over (the release, the ones after it that fail the same way, the lines)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from packaging.utils import canonicalize_name
+
+from tritonlock.decide._pkgfacts import public
+from tritonlock.decide._pkgload import LOOK
+
 if TYPE_CHECKING:
     from tritonlock.compat.matrix import Matrix
+    from tritonlock.decide._pkgload import Table
+    from tritonlock.decide._pkgscene import Outcome, Run
     from tritonlock.decide._pkgfacts import Facts
     from tritonlock.models import Intent, Selection
     from tritonlock.native.rule import Item, Problem
@@ -73,3 +81,88 @@ def line_exports(facts: Facts, python: str) -> Callable[[Selection], Any]:
                 memo[key] = judge.shipped_exports(f.sha256, f.filename) if f is not None and f.sha256 else None
         return memo[key]
     return exports
+
+
+def refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:
+    """Pass over, beside the line uv chose, each release the rule refused (and, read a batch at a time, the releases
+    after it whose own facts fail there too, or — a CUDA library no wheel of the closure brings — that need the same
+    library and bring nothing more of NVIDIA's: `same_library`); True when anything new was passed over."""
+    from tritonlock.decide._pkgload import Table
+    from tritonlock.decide._pkgscene import locked
+
+    rank = run.rank(o.candidate)
+    new = False
+    for p in found:
+        name = canonicalize_name(p.package)
+        q = locked(o.packages, name)
+        if q is not None and q.direct:
+            continue  # a wheel named by its address: no other release of it to take (the conflict says so)
+        t = run.tables.get(name) or run.deps.get(name)
+        if t is None:
+            t = run.deps[name] = Table(env=run.env, name=name, index=q.index if q else run.sc.default_index)
+        v = public(p.version)
+        if rank not in t.refused.get(v, {}):
+            for r in alike(run, rank, p.kind):
+                t.refused.setdefault(v, {}).setdefault(r, p.text)
+                run.found.setdefault((name, v, r), p)
+            run.say(f"{name} {v}'s native code cannot load beside torch {o.candidate.torch} "
+                    f"({o.candidate.backend}): passed over")
+            run.epoch += 1
+            new = True
+        if v in t.versions:  # its own facts (they hold on every line), and the releases after it that fail
+            t.read([v])      # beside this line by their own facts: read now
+            t.first(o.candidate, rank, start=t.versions.index(v) + 1)
+            for w, same in same_library(t, v, p, rank) if p.kind == "cuda-library" else ():
+                for r in alike(run, rank, p.kind):
+                    t.refused.setdefault(w, {}).setdefault(r, same.text)
+                    run.found.setdefault((name, w, r), same)
+                run.epoch += 1
+                new = True
+    return new
+
+
+def same_library(t: Table, v: str, p: Problem, rank: int) -> list[tuple[str, Problem]]:
+    """The releases after `v` (the next batch, read now) that the rule would refuse beside the line as it refused
+    `v`: a CUDA library no wheel of the closure brings (`p.needs`), needed by a module of theirs too, where their
+    requirements on NVIDIA's wheels are v's (they bring no more): cupy-cuda12x 13.x's cudnn module needs libcudnn.so.8
+    beside torch 2.8.0, which brings cuDNN 9 — one release per uv answer was eleven answers, 50 s a line."""
+    import dataclasses
+
+    f = t.native.get(v)
+    mine = next((m for m in f.members if p.needs in m.needed), None) if f is not None else None
+    theirs = _nvidia_requirements(t, v)
+    if f is None or mine is None or theirs is None:
+        return []
+    i = t.versions.index(v)
+    after = [w for w in t.versions[i + 1:] if rank not in t.refused.get(w, {})][:LOOK]
+    t.read(after)
+    out: list[tuple[str, Problem]] = []
+    for w in after:
+        g = t.native.get(w)
+        m = next((m for m in g.members if p.needs in m.needed), None) if g is not None else None
+        if g is None or m is None or _nvidia_requirements(t, w) != theirs:
+            continue
+        text = p.text.replace(f"{mine.path} in {f.filename}", f"{m.path} in {g.filename}")
+        if text == p.text:  # (its words name another file: said as this one's)
+            text = f"{m.path} in {g.filename} needs {p.needs}, as {t.name} {v}'s {mine.path} does: {p.text}"
+        out.append((w, dataclasses.replace(p, version=w, text=text)))
+    return out
+
+
+def _nvidia_requirements(t: Table, version: str) -> set[str] | None:
+    reqs = t.env.facts.requires(t.index, t.name, version, t.env.target, t.env.python, t.extras)
+    return None if reqs is None else {str(r) for r in reqs if r.name.lower().startswith(("nvidia-", "cuda-"))}
+
+
+def alike(run: Run, rank: int, kind: str) -> list[int]:
+    """The lines a refusal of the rule on line `rank` holds for too (what the release's own facts say holds on every
+    line already: its GPU code, the driver): a CUDA library or a torch build, the lines whose torch build is that
+    one's (the closure's CUDA libraries come with torch's build); a torch release's C++ API, the lines of that torch
+    release; anything else, that line."""
+    here = run.lines[rank]
+    if kind in ("cuda-library", "torch-build"):
+        return [r for r, x in enumerate(run.lines) if x.backend == here.backend and x.index == here.index] or [rank]
+    if kind == "torch-release":
+        minor = ".".join((here.torch or "").split(".")[:2])
+        return [r for r, x in enumerate(run.lines) if ".".join((x.torch or "").split(".")[:2]) == minor] or [rank]
+    return [rank]

@@ -147,10 +147,9 @@ class Table:
         unsloth's `cu124-torch240` exists in some releases only, and a release without it is not what was asked."""
         if not self.extras or not self._extra_anywhere():
             return False  # (an extra no release declares is uv's to warn about: the package is what was asked)
-        if version not in self._lacks:
-            got = self.env.facts.provides_extras(self.index, self.name, version, self.env.target, self.env.python,
-                                                 self.extras)
-            self._lacks[version] = got is False
+        if version not in self._lacks:  # (an extra declared empty and then dropped is not lacking: Facts says)
+            self._lacks[version] = self.env.facts.lacks_extras(self.index, self.name, version, self.env.target,
+                                                               self.env.python, self.extras)
         return self._lacks[version]
 
     def _extra_anywhere(self) -> bool:

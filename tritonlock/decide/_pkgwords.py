@@ -200,9 +200,9 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
     or a torch requirement no fitting torch meets (the host or the intent) — read from the index, not paired."""
     target, python = sc.target, sc.python
     extras = next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
-    if sc.facts.provides_extras(locked.index, name, top, target, python, extras) is False:
-        return (f"{name} {top} has no extra {', '.join(extras)} (its METADATA declares no such Provides-Extra): the "
-                f"newest {name} that has it is what was asked for")
+    if sc.facts.lacks_extras(locked.index, name, top, target, python, extras):
+        return (f"{name} {top} has no extra {', '.join(extras)} (its METADATA declares no such Provides-Extra): it "
+                "is not what was asked for")
     files = sc.facts.release_files(locked.index, name, top)
     if files and not any(file_fits(f.filename, target, python) for f in files):
         return f"{name} {top} has no wheel for {where(target, python)} (and no sdist)"
@@ -216,8 +216,13 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
             pass
     for treq in [r for r in sc.requires(locked.index, name, top) or [] if canonicalize_name(r.name) == "torch"]:
         if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
-            return (_torch_limit(sc, name, top, treq)
-                    + f"; the newest {name} whose torch fits here is {public(locked.version)}")
+            asked, _ = sc.facts.between(locked.index, name, locked.version, top, target, python, extras)
+            fits = next((v for v in asked if (q := sc.torch_reqs(locked.index, name, v, extras)) is not None
+                         and all(any(_torch_in(r.specifier, c) for c in sc.candidates) for r in q)), None)
+            return _torch_limit(sc, name, top, treq) + (  # ("newest whose torch fits" only where none above it does)
+                f"; the newest {name}{f'[{chr(44).join(extras)}]' if extras else ''} whose torch fits here is "
+                f"{public(locked.version)}" if fits is None else
+                f"; {name} {fits}, the newest release whose torch fits here, cannot be locked here with the rest")
     return None
 
 
@@ -241,6 +246,15 @@ def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Chec
     if native is not None:
         return native
     fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages) or fact
+    extras = next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
+    _, lacking = sc.facts.between(locked.index, name, locked.version, top, sc.target, sc.python, extras) if extras \
+        else ((), ())
+    if lacking:  # (passed over for it, whatever the newest's fact: said, or the user wonders why not these)
+        one = len(lacking) == 1
+        fact = "; ".join(filter(None, (fact, f"{name} {', '.join(lacking[:3])}{' …' if len(lacking) > 3 else ''} "
+                                             f"{'has' if one else 'have'} no extra {', '.join(extras)} ("
+                                             f"{'its METADATA declares' if one else 'their METADATA declare'} no "
+                                             "such Provides-Extra)")))
     if check is None:
         return fact or f"uv's answer with the packages in the order you named them ({name} {top} was not checked)"
     said = ""

@@ -25,7 +25,7 @@ from tritonlock.decide._pkgcheck import Impossible, Search
 from tritonlock.decide._pkgcompile import Ahead, memo, warm_up
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
-from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports
+from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports, refuse
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
 from tritonlock.decide._pkgpassed import pass_torchless, passed_everywhere
 from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Fallback, Fix, Key, Native, Outcome, Run, Scene,
@@ -400,7 +400,7 @@ def _settle(run: Run, top: int, group: list[int], bound: Key, *, complete: bool 
         if structural:
             run.structural = (explain.with_direct(run, outcome.candidate), structural)
             return None
-        if not _refuse(run, outcome, found):  # nothing new to pass over: the closure's problem is the conflict
+        if not refuse(run, outcome, found):  # nothing new to pass over: the closure's problem is the conflict
             run.structural = (explain.with_direct(run, outcome.candidate), found)
             return None
         return _AGAIN
@@ -443,48 +443,6 @@ def _judged(run: Run, o: Outcome) -> list[Problem]:
     if any(p.guarded for p in found) and not run.noted:
         run.noted.append(True)
     return found
-
-
-def _refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:
-    """Pass over, beside the line uv chose, each release the rule refused (and, read a batch at a time, the releases
-    after it whose own facts fail there too); True when anything new was passed over."""
-    rank = run.rank(o.candidate)
-    new = False
-    for p in found:
-        name = canonicalize_name(p.package)
-        q = locked(o.packages, name)
-        if q is not None and q.direct:
-            continue  # a wheel named by its address: no other release of it to take (the conflict says so)
-        t = run.tables.get(name) or run.deps.get(name)
-        if t is None:
-            t = run.deps[name] = Table(env=run.env, name=name, index=q.index if q else run.sc.default_index)
-        v = public(p.version)
-        if rank not in t.refused.get(v, {}):
-            for r in _alike(run, rank, p.kind):
-                t.refused.setdefault(v, {}).setdefault(r, p.text)
-                run.found.setdefault((name, v, r), p)
-            run.say(f"{name} {v}'s native code cannot load beside torch {o.candidate.torch} "
-                    f"({o.candidate.backend}): passed over")
-            run.epoch += 1
-            new = True
-        if v in t.versions:  # its own facts (they hold on every line), and the releases after it that fail
-            t.read([v])      # beside this line by their own facts: read now
-            t.first(o.candidate, rank, start=t.versions.index(v) + 1)
-    return new
-
-
-def _alike(run: Run, rank: int, kind: str) -> list[int]:
-    """The lines a refusal of the rule on line `rank` holds for too (what the release's own facts say holds on every
-    line already: its GPU code, the driver): a CUDA library or a torch build, the lines whose torch build is that
-    one's (the closure's CUDA libraries come with torch's build); a torch release's C++ API, the lines of that torch
-    release; anything else, that line."""
-    here = run.lines[rank]
-    if kind in ("cuda-library", "torch-build"):
-        return [r for r, x in enumerate(run.lines) if x.backend == here.backend and x.index == here.index] or [rank]
-    if kind == "torch-release":
-        minor = ".".join((here.torch or "").split(".")[:2])
-        return [r for r, x in enumerate(run.lines) if ".".join((x.torch or "").split(".")[:2]) == minor] or [rank]
-    return [rank]
 
 
 # --- no answer, or one that leaves a named package out ----------------------------------------------------------
