@@ -1428,3 +1428,56 @@ def test_fuzz_a_failed_builds_words(lines: list[str], most: int) -> None:
     assert (got == "") == (not named)
     if named and len(named[-1]) < most:
         assert got.startswith(named[-1])
+
+
+_PKGS = ("alpha", "beta", "gamma", "delta", "torch")
+
+
+@CI
+@given(st.lists(st.one_of(st.none(), st.tuples(st.sets(st.sampled_from(("all", "srt"))),
+                                               st.sets(st.sampled_from(_PKGS)),
+                                               st.sets(st.tuples(st.sampled_from(_PKGS), st.sampled_from(("all", "srt")))))),
+                min_size=1, max_size=7),
+       st.sampled_from((("all",), ("srt",), ("all", "srt"))))
+def test_fuzz_a_release_without_an_extra_is_lacking_or_folded_by_its_nearest_declaring_release(
+        releases: list[Any], extras: tuple[str, ...]) -> None:
+    """Any history of a package's extras (declared or not, each bringing any packages, a METADATA sometimes unknown):
+    a release that declares the extras asked for neither lacks them nor is folded; one that does not either lacks
+    them or is folded, never both — folded only by the nearest older release that declares them all (none unknown
+    on the way), holding at least 80 % of what they brought there, and never more than they brought."""
+    from packaging.version import Version
+
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.models import TargetSpec
+
+    facts, index, t = Facts(), "http://fuzz.invalid/simple", TargetSpec(name="g", os="linux", arch="x86_64")
+    versions = [f"{i + 1}.0" for i in range(len(releases))]
+    facts._by_release[(index, "pkg")] = {Version(v): [] for v in versions}  # (the page, as read)
+    for v, r in zip(versions, releases):
+        facts._meta[(index, "pkg", v)] = None if r is None else "\n".join(
+            ["Metadata-Version: 2.1", "Name: pkg", f"Version: {v}", *(f"Provides-Extra: {e}" for e in sorted(r[0])),
+             *(f"Requires-Dist: {p}" for p in sorted(r[1])),
+             *(f"Requires-Dist: {p}; extra == \"{e}\"" for p, e in sorted(r[2]))]) + "\n"
+    for i, (v, r) in enumerate(zip(versions, releases)):
+        lacks = facts.lacks_extras(index, "pkg", v, t, "3.12", extras)
+        folded = facts.folded_extras(index, "pkg", v, t, "3.12", extras)
+        declares = r is not None and set(extras) <= r[0]
+        if r is None or declares:
+            assert not lacks and folded is None
+            continue
+        assert lacks is (folded is None)
+        # the nearest older release that declares them all, none unknown on the way
+        nearest = None
+        for j in range(i - 1, -1, -1):
+            if releases[j] is None:
+                break
+            if set(extras) <= releases[j][0]:
+                nearest = j
+                break
+        if nearest is None:
+            assert lacks
+            continue
+        base = releases[nearest][1]
+        brought = {p for p, e in releases[nearest][2] if e in extras} - base
+        held = len(brought & r[1])
+        assert folded == ((versions[nearest], held, len(brought)) if held >= 0.8 * len(brought) else None)

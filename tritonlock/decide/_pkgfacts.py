@@ -378,8 +378,11 @@ class Facts:
         own = self.requires(index, name, version, target, python)
         if decl is None or plain is None or full is None or own is None:
             return None
-        base = {str(r) for r in plain}
-        brought = {canonicalize_name(r.name) for r in full if str(r) not in base}
+        def same(r: Requirement) -> tuple[str, str, tuple[str, ...]]:  # (its marker aside: the extra's is its own)
+            return canonicalize_name(r.name), str(r.specifier), tuple(sorted(r.extras))
+
+        base = {same(r) for r in plain}
+        brought = {canonicalize_name(r.name) for r in full if same(r) not in base}
         held = len(brought & {canonicalize_name(r.name) for r in own})
         return (decl, held, len(brought)) if held >= FOLDED * len(brought) else None
 
