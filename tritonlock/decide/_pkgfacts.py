@@ -378,6 +378,7 @@ class Facts:
         own = self.requires(index, name, version, target, python)
         if decl is None or plain is None or full is None or own is None:
             return None
+
         def same(r: Requirement) -> tuple[str, str, tuple[str, ...]]:  # (its marker aside: the extra's is its own)
             return canonicalize_name(r.name), str(r.specifier), tuple(sorted(r.extras))
 

@@ -219,9 +219,9 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
             asked, _ = sc.facts.between(locked.index, name, locked.version, top, target, python, extras)
             fits = next((v for v in asked if (q := sc.torch_reqs(locked.index, name, v, extras)) is not None
                          and all(any(_torch_in(r.specifier, c) for c in sc.candidates) for r in q)), None)
+            named = f"{name}[{', '.join(extras)}]" if extras else name
             return _torch_limit(sc, name, top, treq) + (  # ("newest whose torch fits" only where none above it does)
-                f"; the newest {name}{f'[{chr(44).join(extras)}]' if extras else ''} whose torch fits here is "
-                f"{public(locked.version)}" if fits is None else
+                f"; the newest {named} whose torch fits here is {public(locked.version)}" if fits is None else
                 f"; {name} {fits}, the newest release whose torch fits here, cannot be locked here with the rest")
     return None
 
