@@ -80,7 +80,17 @@ def test_hash_ignores_comments_and_key_order_but_not_the_packages_order() -> Non
     ("[environment]\ncuda-policy = 'loose'\n",
      "t.toml:2: environment.cuda-policy: unknown policy 'loose' — use \"compatible\" or \"strict\""),
     ("[environment]\npackages = ['torch>=2']\n",
-     "t.toml:2: environment.packages[0]: torch is set by [environment].torch — remove it here and use torch = \"...\" instead"),
+     "t.toml:2: environment.packages[0]: torch is not listed as a package: tritonlock locks it itself, in the range "
+     "[environment].torch gives — remove it here and write torch = \">=2\" in [environment]"),
+    ("[environment]\npackages = ['numpy', 'torch']\n",
+     "t.toml:2: environment.packages[1]: torch is not listed as a package: tritonlock locks it itself, in the range "
+     "[environment].torch gives — remove it here and write torch = \"*\" in [environment]"),
+    ("[environment]\npackages = ['triton==3.6.0; sys_platform == \"linux\"']\n",
+     "t.toml:2: environment.packages[0]: triton is not listed as a package: tritonlock locks it itself, in the range "
+     "[environment].triton gives — remove it here and write triton = \"*\" in [environment]"),
+    ("[environment]\ntorch = '>=2.6'\npackages = ['Torch<3']\n",
+     "t.toml:3: environment.packages[0]: Torch is set by [environment].torch — remove it here ([environment].torch "
+     "is its range)"),
     ("[indexes]\ntorch = 'mirror/whl'\n",
      "t.toml:2: indexes.torch: 'mirror/whl' is not an http(s):// or file:// URL — give the index's full address"),
     ("[[targets]]\nos = 'linux'\n", "t.toml:1: targets[0]: missing required key 'name' — add name = \"my-cluster\""),

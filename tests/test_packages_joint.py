@@ -191,6 +191,13 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     # ... and prekern2 an old pre-release that loads beside torch 2.11: older than its releases, never the fix
     idx.add("simple", "prekern2", "0.9rc1", tag=CP, requires=("torch>=2.10",), uploaded="2026-02-01",
             modules={"prekern2/__init__.py": "", "prekern2/_C.so": kern("prekern2", "libcudart.so.13", ((2, 90),))})
+    # bitsandbytes (compat/packages.toml [[cuda-build-pick]]): one library per CUDA release that no module links,
+    # loaded by name at run time for torch's CUDA — the exact release below 0.46, any of its major from 0.50
+    for v, cudas in (("0.43.3", ("126", "128")), ("0.45.0", ("126", "129")), ("0.50.0", ("126", "129")),
+                     ("0.50.1", ("129", "131"))):
+        idx.add("simple", "bitsandbytes", v, tag=LINUX, requires=("torch>=2.10",), modules={
+            "bitsandbytes/__init__.py": "", **{f"bitsandbytes/libbitsandbytes_cuda{c}.so": stub_library(
+                tmp / f"bnb{c}", f"libbitsandbytes_cuda{c}.so").read_bytes() for c in cudas}})
     idx.start()
     yield idx
     idx.stop()
@@ -1071,3 +1078,37 @@ def test_uvs_words_for_an_sdist_it_could_not_build_name_the_release(uv: str, fou
     assert (m is None) == (found is None)
     if m is not None and found is not None:
         assert (m[1], m[2], unbuildable(m[1], m[2], uv)) == found
+
+
+@pytest.mark.parametrize("pin, torch", [("==0.43.3", "2.10.0"), ("==0.50.0", "2.10.0"), ("==0.50.1", "2.12.0"),
+                                        ("", "2.12.0")])
+def test_a_package_that_picks_its_cuda_build_at_run_time_moves_torch_to_a_cuda_it_has_a_build_for(
+        tmp_path: Path, joint: LocalIndex, pin: str, torch: str) -> None:
+    """bitsandbytes 0.43.3 has builds for CUDA 12.6 and 12.8 and loads the one for torch's exact CUDA: beside the
+    CUDA 13.0 torches (2.12, 2.11) it would load none, so torch 2.10.0 (cu128) is locked and the reason says why;
+    0.50.0 (12.6, 12.9) takes any of torch's major: 2.10.0 too; 0.50.1 (12.9, 13.1) loads beside the newest torch."""
+    root = _project(tmp_path, joint, [f"bitsandbytes{pin}"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert versions["torch"] == torch, versions
+    if torch == "2.10.0":
+        # (the matrix's newest torch, 2.15.0, is not on this index: said, and what holds torch below the newest
+        # the index serves)
+        first = sel.reasons[0]
+        assert first.startswith("torch 2.10.0: the newest torch the packages allow (torch 2.15.0 is not on "), first
+        assert (f"; bitsandbytes {versions['bitsandbytes']}'s native code cannot load beside torch 2.12.0 (cu130): "
+                "bitsandbytes/libbitsandbytes_*.so in ") in first and "none for CUDA 13.0" in first, first
+
+
+def test_a_package_with_no_build_for_any_torch_lines_cuda_is_a_conflict_naming_the_builds(tmp_path: Path,
+                                                                                        joint: LocalIndex) -> None:
+    """bitsandbytes 0.45.0 has builds for CUDA 12.6 and 12.9 only and picks the exact release: no torch line here
+    (12.8, 13.0) has one — a conflict that names the builds and a fix, not a lock whose bitsandbytes runs on the CPU."""
+    root = _project(tmp_path, joint, ["bitsandbytes==0.45.0"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert "is built for CUDA 12.6, 12.9, none for CUDA 12.8" in out or "none for CUDA 13.0" in out, out
+    assert not (root / "triton-env.lock").exists()
+    assert ("fix: a torch built for CUDA 12.6 or 12.9 (torch = \"...\" or [environment].cuda = \"cu126\"), or a "
+            "bitsandbytes release with a build for CUDA 13.0") in out, out

@@ -10,6 +10,7 @@ from functools import lru_cache
 from packaging.utils import canonicalize_name
 
 from tritonlock.models import PackageBuilds
+from tritonlock.native.variants import Pick
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,6 +67,25 @@ def dlopen_needed() -> frozenset[tuple[str, str]]:
     rows = _toml.loads(path.read_text(encoding="utf-8")).get("dlopen-needed", [])
     return frozenset((canonicalize_name(r["name"]), r["library"]) for r in rows if isinstance(r, dict)
                      and isinstance(r.get("name"), str) and isinstance(r.get("library"), str))
+
+
+@lru_cache(maxsize=1)
+def cuda_build_picks() -> tuple[Pick, ...]:
+    """compat/packages.toml [[cuda-build-pick]]: how a package picks, at run time, the per-CUDA library it loads
+    (tritonlock.native.variants.Pick); a row without a name, a pick of "exact" or "major", or a source is left out
+    (test_matrix checks that none is)."""
+    from tritonlock import _toml
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    path = root / "packages.toml" if root else None
+    if path is None or not path.is_file():
+        return ()
+    rows = _toml.loads(path.read_text(encoding="utf-8")).get("cuda-build-pick", [])
+    return tuple(Pick(name=canonicalize_name(r["name"]), versions=str(r.get("versions", "")), pick=r["pick"],
+                      without=str(r.get("without", "")), source=str(r["source"]))
+                 for r in rows if isinstance(r, dict) and isinstance(r.get("name"), str)
+                 and r.get("pick") in ("exact", "major") and isinstance(r.get("source"), str))
 
 
 def parse_rows(rows: object, where: str, key: str) -> list[PackageBuilds]:

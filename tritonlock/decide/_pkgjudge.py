@@ -156,11 +156,11 @@ def _nvidia_requirements(t: Table, version: str) -> set[str] | None:
 
 def alike(run: Run, rank: int, kind: str) -> list[int]:
     """The lines a refusal of the rule on line `rank` holds for too (what the release's own facts say holds on every
-    line already: its GPU code, the driver): a CUDA library or a torch build, the lines whose torch build is that
-    one's (the closure's CUDA libraries come with torch's build); a torch release's C++ API, the lines of that torch
-    release; anything else, that line."""
+    line already: its GPU code, the driver): a CUDA library, a torch build or a per-CUDA build the package picks, the
+    lines whose torch build is that one's (the closure's CUDA libraries come with torch's build); a torch release's
+    C++ API, the lines of that torch release; anything else, that line."""
     here = run.lines[rank]
-    if kind in ("cuda-library", "torch-build"):
+    if kind in ("cuda-library", "torch-build", "cuda-build"):
         return [r for r, x in enumerate(run.lines) if x.backend == here.backend and x.index == here.index] or [rank]
     if kind == "torch-release":
         minor = ".".join((here.torch or "").split(".")[:2])

@@ -14,6 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from tritonlock.decide._pkgfacts import file_fits, public
+from tritonlock.decide._pkgload import torch_admits
 from tritonlock.decide._pkgpins import pin_fixes
 from tritonlock.errors import ClosureError, ResolveError, TritonlockError
 from tritonlock.models import LockedPackage, Selection, TargetSpec
@@ -190,16 +191,16 @@ def _torch_limit(sc: Scene, pkg: str, version: str, treq: Requirement) -> str:
     return f"{head}; torch {release.version} is not among this target's candidates"
 
 
-def _torch_in(spec: SpecifierSet, sel: Selection) -> bool:
-    assert sel.torch
-    return spec.contains(sel.torch, prereleases=True) or spec.contains(f"{sel.torch}+{sel.backend}", prereleases=True)
+def asked_extras(sc: Scene, name: str) -> tuple[str, ...]:
+    """The extras the user asks of a named package, sorted (() where none)."""
+    return next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
 
 
 def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str | None:
     """A fact of the newest release alone that keeps it off this target: no file for its platform, a Python floor,
     or a torch requirement no fitting torch meets (the host or the intent) — read from the index, not paired."""
     target, python = sc.target, sc.python
-    extras = next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
+    extras = asked_extras(sc, name)
     if sc.facts.lacks_extras(locked.index, name, top, target, python, extras):
         return (f"{name} {top} has no extra {', '.join(extras)} (its METADATA declares no such Provides-Extra): it "
                 "is not what was asked for")
@@ -215,10 +216,10 @@ def _target_fact(sc: Scene, name: str, locked: LockedPackage, top: str) -> str |
         except InvalidSpecifier:
             pass
     for treq in [r for r in sc.requires(locked.index, name, top) or [] if canonicalize_name(r.name) == "torch"]:
-        if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
+        if not any(torch_admits(treq.specifier, c) for c in sc.candidates):
             asked, _ = sc.facts.between(locked.index, name, locked.version, top, target, python, extras)
             fits = next((v for v in asked if (q := sc.torch_reqs(locked.index, name, v, extras)) is not None
-                         and all(any(_torch_in(r.specifier, c) for c in sc.candidates) for r in q)), None)
+                         and all(any(torch_admits(r.specifier, c) for c in sc.candidates) for r in q)), None)
             named = f"{name}[{', '.join(extras)}]" if extras else name
             return _torch_limit(sc, name, top, treq) + (  # ("newest whose torch fits" only where none above it does)
                 f"; the newest {named} whose torch fits here is {public(locked.version)}" if fits is None else
@@ -246,7 +247,7 @@ def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Chec
     if native is not None:
         return native
     fact = _target_fact(sc, name, locked, top) or _pinned_by(sc, name, top, packages) or fact
-    extras = next((tuple(sorted(r.extras)) for r in sc.reqs if canonicalize_name(r.name) == name), ())
+    extras = asked_extras(sc, name)
     _, lacking = sc.facts.between(locked.index, name, locked.version, top, sc.target, sc.python, extras) if extras \
         else ((), ())
     if lacking:  # (passed over for it, whatever the newest's fact: said, or the user wonders why not these)
@@ -292,7 +293,7 @@ def own_torch_limits(sc: Scene, packages: tuple[LockedPackage, ...]) -> list[str
             continue
         for treq in [q for q in sc.requires(p.index, name, p.version, tuple(sorted(r.extras))) or []
                      if canonicalize_name(q.name) == "torch"]:
-            if not _torch_in(treq.specifier, sc.sel):
+            if not torch_admits(treq.specifier, sc.sel):
                 said.append(f"{name} {public(p.version)} requires {spec_text(treq)}")
         if len(said) >= 3:
             break
@@ -310,8 +311,9 @@ def torch_held_by(sc: Scene, chosen: Selection, packages: tuple[LockedPackage, .
         return "; ".join(said), False
     torch = next((x for x in packages if x.name == "torch"), None)
     if torch is not None and sc.facts.files(torch.index, "torch") is not None and not sc.facts.release_files(
-            torch.index, "torch", top.torch or ""):
-        return f"torch {top.torch} is not on {torch.index}", True
+            torch.index, "torch", top.torch or ""):  # (and, where a package holds it below the newest served, that)
+        return (f"torch {top.torch} is not on {torch.index}" + (f"; {native}" if native else ""),
+                native is None)
     if native is not None:
         return native, False
     if check is not None:
@@ -361,7 +363,7 @@ def no_torch_fits(sc: Scene, failures: list[tuple[str, TritonlockError]],
         if top is None:
             continue
         for treq in [q for q in sc.requires(sc.index_for(name), name, top) or [] if canonicalize_name(q.name) == "torch"]:
-            if not any(_torch_in(treq.specifier, c) for c in sc.candidates):
+            if not any(torch_admits(treq.specifier, c) for c in sc.candidates):
                 lines.append(_torch_limit(sc, name, top, treq))
     if not lines:
         platform = no_wheel_here(sc, uv)

@@ -24,6 +24,8 @@ _FIX = {
     "torch-release": "install the package's build for this venv's torch (or the torch it was built for); `tritonlock "
                      "resolve` then `tritonlock sync` makes a venv whose builds match",
     "gpu-code": "install a release or build of the package with code for this GPU",
+    "cuda-build": "install a release of the package with a build for this torch's CUDA (or a torch of a CUDA it has "
+                  "a build for); `tritonlock resolve` locks a pair that loads and `tritonlock sync` installs it",
     "torch-symbol": "install the package's build for this venv's torch (or the torch it was built against); "
                     "`tritonlock resolve` then `tritonlock sync` makes a venv whose builds match",
 }
@@ -43,7 +45,7 @@ def _cuda_of(p: Problem, facts: dict[str, str]) -> str:
 
 
 def check_native(c: Context) -> list[Finding]:
-    from tritonlock.compat.pkgbuilds import optional_gpu_code
+    from tritonlock.compat.pkgbuilds import cuda_build_picks, optional_gpu_code
 
     v = c.venv
     if v is None or not v.native or v.torch is None or v.torch.version is None:
@@ -56,7 +58,7 @@ def check_native(c: Context) -> list[Finding]:
         floors = {m: fl for m in (11, 12, 13, 14) if (fl := c.matrix.driver_floor(f"{m}.0", c.host.os))}
     at = Setting(torch=v.torch.version, backend=_backend(v.torch.cuda, v.torch.hip), driver=c.host.driver,
                  gpus=tuple(g.cc for g in c.host.gpus), floors=floors, installed=True,
-                 optional_gpu=frozenset(optional_gpu_code()))
+                 optional_gpu=frozenset(optional_gpu_code()), cuda_picks=cuda_build_picks())
     import dataclasses
 
     from tritonlock.native.judge import guarded_warnings
@@ -85,6 +87,9 @@ def check_native(c: Context) -> list[Finding]:
         elif p.kind == "torch-symbol":
             title = (f"{p.package} {p.version} calls {p.needs}, which this venv's torch {v.torch.version} does not "
                      "export: it was built against another torch, and its import fails with an undefined symbol")
+        elif p.kind == "cuda-build":
+            title = (f"{p.package} {p.version} has no build for {p.needs}, this venv's torch's: what it loads by "
+                     "torch's CUDA at run time is not there")
         else:
             title = f"{p.package} {p.version}'s native code cannot load here: it needs {p.needs}"
         out.append(Finding(id=f"native-{p.kind}", severity="error", title=title, evidence=(p.text,),

@@ -168,9 +168,17 @@ def parse_intent(text: str, path: str = "triton-env.toml", *, target_files: bool
             p.add(("environment", "packages", i), f"{_urls.redact(_toml.shown(req, 120))}: {url_problem}",
                   _checks.URL_FIX)
             continue
-        if name.lower() in ("torch", "triton"):
-            p.add(("environment", "packages", i), f"{name} is set by [environment].{name.lower()}",
-                  f"remove it here and use {name.lower()} = \"...\" instead")
+        if name.lower() in ("torch", "triton"):  # (tritonlock locks them itself, from their own keys)
+            key = name.lower()
+            rest = text[len(name):].split("]", 1)[-1] if text[len(name):].startswith("[") else text[len(name):]
+            given = "" if any(c in rest for c in ";@ ") else rest
+            if key in env:
+                p.add(("environment", "packages", i), f"{name} is set by [environment].{key}",
+                      f"remove it here ([environment].{key} is its range)")
+            else:
+                p.add(("environment", "packages", i), f"{name} is not listed as a package: tritonlock locks it "
+                      f"itself, in the range [environment].{key} gives", f"remove it here and write {key} = "
+                      f"\"{given or '*'}\" in [environment]")
             continue
         packages.append(text)
     cuda = _cuda(p, env["cuda"]) if "cuda" in env else "auto"

@@ -150,13 +150,13 @@ def shipped_exports(sha256: str, filename: str) -> Any:
 
 def _setting(sel: Selection, matrix: Matrix, policy: str, optional: tuple[str, ...] = ()) -> Setting:
     """`optional`: the intent's [environment].optional-gpu-code, beside compat/packages.toml's."""
-    from tritonlock.compat.pkgbuilds import dlopen_needed, optional_gpu_code
+    from tritonlock.compat.pkgbuilds import cuda_build_picks, dlopen_needed, optional_gpu_code
 
     target = sel.target
     floors = {m: f for m in (11, 12, 13, 14) if (f := matrix.driver_floor(f"{m}.0", target.os, policy))}
     return Setting(torch=sel.torch, backend=sel.backend or "", driver=target.driver, gpus=target.gpus, floors=floors,
                    optional_gpu=frozenset(optional_gpu_code()) | frozenset(optional),
-                   dlopen_needed=frozenset(dlopen_needed()))
+                   dlopen_needed=frozenset(dlopen_needed()), cuda_picks=cuda_build_picks())
 
 
 def _sibling(sel: Selection, p: Problem, exists: Callable[[str], bool] | None) -> str:
@@ -326,6 +326,12 @@ def _least_change(sel: Selection, p: Problem, exists: Callable[[str], bool] | No
     if p.kind == "cuda-driver":
         return f"{sib}a driver that runs {p.needs} (`tritonlock why` shows what it unlocks), or a {p.package} built " \
                "for an older CUDA"
+    if p.kind == "cuda-build":  # (the builds it has, from the problem's own words)
+        have = ([h.lstrip("… ") for h in m[1].split(", ")] if (m := re.search(r"is built for CUDA (.+?), none for",
+                                                                               p.text)) else [])
+        cu = f" = \"cu{have[0].replace('.', '')}\"" if have and "." in have[0] else ""
+        return (f"a torch built for CUDA {' or '.join(have[:2]) if len(have) <= 2 else have[0] + ' … ' + have[-1]} "
+                f"(torch = \"...\" or [environment].cuda{cu}), or a {p.package} release with a build for {p.needs}")
     if p.kind == "torch-symbol":
         return _symbol_fix(sel, p)
     if p.kind == "torch-release":

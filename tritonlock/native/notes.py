@@ -11,9 +11,9 @@ from typing import Any
 from tritonlock._archs import gpu_runs
 from tritonlock.models import NativeMember
 from tritonlock.native.libs import CUDA_MAJOR_LIB
-from tritonlock.native.rule import (Item, Problem, Setting, archs_words, built_for_by_name, dlopen_found,
-                                    gpu_code_modules, is_provider, loaded, norm, per_cuda_build, problems_of,
-                                    public_minor, reached, top_of)
+from tritonlock.native.rule import (Item, Problem, Setting, archs_words, dlopen_found, gpu_code_modules, is_provider,
+                                    loaded, norm, problems_of, reached, top_of)
+from tritonlock.native.variants import built_for_by_name, per_cuda_build, public_minor
 
 
 def optional_parts(items: Iterable[Item], provided: set[str], at: Setting) -> list[str]:

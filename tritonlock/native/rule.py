@@ -19,6 +19,8 @@ from typing import Any
 from tritonlock._archs import gpu_runs
 from tritonlock.models import NativeFacts, NativeMember
 from tritonlock.native.libs import CUDA_LIB, CUDA_MAJOR_LIB, DRIVER_LIBS, ROCM_LIB, WHEEL_OF, nearest
+from tritonlock.native.variants import (Pick, built_for_by_name, cuda_builds, missing_runtime_build, other_torches,
+                                        public_minor, torch_variant)
 
 __all__ = ["CUDA_LIB", "HOPELESS", "Item", "Problem", "Setting", "check", "gfx_runs", "gpu_code_modules", "hopeless",
            "is_provider", "loaded", "public_minor", "top_of", "with_reach"]
@@ -91,6 +93,9 @@ class Setting:
     # (package, library): a library the package loads by name (dlopen) that its own documentation makes mandatory
     # (compat/packages.toml [[dlopen-needed]]): one nothing brings is a problem, not a warning
     dlopen_needed: frozenset[tuple[str, str]] = frozenset()
+    # how a package picks, at run time, the one of its per-CUDA libraries it loads (compat/packages.toml
+    # [[cuda-build-pick]]): one with none for the torch's CUDA is a problem (variants.missing_runtime_build)
+    cuda_picks: tuple[Pick, ...] = ()
 
     @property
     def here(self) -> str:
@@ -101,127 +106,17 @@ class Setting:
         return "nothing installed here (nor this machine's loader)" if self.installed else "no locked wheel"
 
 
-# one module built per torch release, the release in its name: nixl_ep_cpp_torch211.so, _torch212.so, …;
-# libtorch_c_dlpack_addon_torch24-cpu.so … torch29-cpu.so
-_TORCH_VARIANT = re.compile(r"torch([23])([0-9]{1,2})(?![0-9])")
-
-
-def _variant(path: str) -> tuple[str, str] | None:
-    """(the module's name without the torch release, that release "2.11") for a per-torch build's file."""
-    folder, _, base = path.rpartition("/")
-    base = base.split(".", 1)[0]
-    m = _TORCH_VARIANT.search(base)
-    return (f"{folder}/{base[:m.start()]}*{base[m.end():]}", f"{m[1]}.{m[2]}") if m else None
-
-
-def _other_torches(members: list[NativeMember], torch: str | None) -> set[str]:
-    """The paths of per-torch builds made for another torch than `torch`: a wheel that carries one module built for
-    each of several torch releases (two or more, told by their names) loads the one for the torch it runs with, if
-    any — the others are never loaded (and when none matches, the package goes without that part, its own choice)."""
-    want = public_minor(torch)
-    if want is None:
-        return set()
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for m in members:
-        v = _variant(m.path)
-        if v is not None:
-            groups.setdefault(v[0], []).append((m.path, v[1]))
-    return {path for builds in groups.values() if len({r for _, r in builds}) > 1 for path, r in builds if r != want}
-
-
-def built_for_by_name(path: str) -> str | None:
-    """The torch release ("2.11") a per-torch build's file name says it is made for; None when it says none."""
-    v = _variant(path)
-    return v[1] if v else None
-
-
-# one library built per CUDA release, the CUDA in its name or its folder's name: torch_memory_saver's
-# hook_mode_torch_cu12 / _cu13 (it loads the one for torch.version.cuda's major), nccl_extensions' lib/cu12/ and
-# lib/cu13/, bitsandbytes' libbitsandbytes_cuda128 (major and minor)
-_CUDA_TAG = r"cu(?:da)?(1[0-9])([0-9])?x?"
-_CUDA_IN_NAME = re.compile(rf"(?:(?<=[_-])|^){_CUDA_TAG}(?=[_-]|\Z)")
-_CUDA_FOLDER = re.compile(_CUDA_TAG)
-
-
-@functools.lru_cache(maxsize=8192)  # (the search asks it of each member of each release, once per torch line)
-def _cuda_variant(path: str) -> tuple[str, str, tuple[int, int | None]] | None:
-    """(the file with its CUDA left out, the same file as a build naming no CUDA would be named, (major, minor)) of
-    a per-CUDA build's path; None for a file whose name and folders name no CUDA release."""
-    folder, _, name = path.rpartition("/")
-    base, dot, rest = name.partition(".")
-    m = _CUDA_IN_NAME.search(base)
-    if m:
-        head, tail = base[:m.start()], base[m.end():]
-        plain = head.rstrip("_-") + tail if head else tail.lstrip("_-")
-        pre = f"{folder}/" if folder else ""
-        return (f"{pre}{head}*{tail}{dot}{rest}", f"{pre}{plain}{dot}{rest}",
-                (int(m[1]), int(m[2]) if m[2] else None))
-    parts = folder.split("/") if folder else []
-    for i, part in enumerate(parts):
-        f = _CUDA_FOLDER.fullmatch(part)
-        if f:
-            key = "/".join([*parts[:i], "*", *parts[i + 1:], name])
-            return key, "/".join([*parts[:i], *parts[i + 1:], name]), (int(f[1]), int(f[2]) if f[2] else None)
-    return None
-
-
-def _backend_cuda_release(backend: str | None) -> tuple[int, int] | None:
-    m = re.fullmatch(r"cu(1[0-9])([0-9])", backend or "")
-    return (int(m[1]), int(m[2])) if m else None
-
-
-def _cuda_builds(members: list[NativeMember], backend: str | None = None) -> set[str]:
-    """The paths of per-CUDA builds a torch of `backend` does not load: a wheel that carries one build of a library
-    for each of several CUDA releases (told by their names) loads the one for its torch's CUDA — the exact release
-    where the builds name a minor (cuda128), else the major (cu12) — and neither the others nor a build of the same
-    name that names no CUDA (torch_memory_saver keeps that one for ROCm). Where no build is for that CUDA, none is
-    left out (the package has no build for it: each is judged). A ROCm torch loads the build naming no CUDA where
-    there is one, and none of the per-CUDA builds (torch_memory_saver's utils.py: "ROCm builds ship an unsuffixed
-    binary"); a CPU or XPU torch, which has no CUDA to pick by, leaves none out. With no `backend`, every such build
-    and the one naming no CUDA beside them: what not every torch loads."""
-    want = _backend_cuda_release(backend) if backend is not None else None
-    rocm = (backend or "").startswith("rocm")
-    if backend is not None and want is None and not rocm:
-        return set()
-    names = {m.path for m in members}
-    groups: dict[str, list[tuple[str, str, tuple[int, int | None]]]] = {}
-    for m in members:
-        v = _cuda_variant(m.path)
-        if v is not None:
-            groups.setdefault(v[0], []).append((m.path, v[1], v[2]))
-    out: set[str] = set()
-    for builds in groups.values():
-        if len({c for _, _, c in builds}) < 2:
-            continue
-        plain = {p for _, p, _ in builds if p in names}
-        if rocm:
-            out |= {p for p, _, _ in builds} if plain else set()
-            continue
-        if want is None:
-            out |= {p for p, _, _ in builds} | plain
-            continue
-        mine = [p for p, _, c in builds if c == want] or [p for p, _, c in builds if c == (want[0], None)]
-        if mine:
-            out |= {p for p, _, _ in builds if p not in mine} | plain
-    return out
-
-
-def per_cuda_build(path: str) -> bool:
-    """Whether a member's name or folders name a CUDA release (one of a package's builds per CUDA: see loaded)."""
-    return _cuda_variant(path) is not None
-
-
 def loaded(members: Iterable[NativeMember], torch: str | None = None,
            backend: str | None = None, *, roots: Callable[[NativeMember], bool] | None = None) -> list[NativeMember]:
     """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
     package loads them with torch.ops.load_library: xformers' and torchao's _C.so), and the wheel's libraries those
     need by soname. A library nothing names is loaded, if at all, by the package's own choice at run time (one of
     bitsandbytes' per-CUDA libraries): it is not judged. With `torch` (the release it runs with), of a module built
-    once per torch release only the build for that torch is judged (see _other_torches); with `backend` (its build,
-    "cu130"), of one built per CUDA release only the build for that CUDA (see _cuda_builds). `roots`: which of the
+    once per torch release only the build for that torch is judged (see variants.other_torches); with `backend` (its build,
+    "cu130"), of one built per CUDA release only the build for that CUDA (see variants.cuda_builds). `roots`: which of the
     extensions and op libraries count (those under the import names that are imported: reached)."""
     members = list(members)
-    other = _other_torches(members, torch) | (_cuda_builds(members, backend) if backend else set())
+    other = other_torches(members, torch) | (cuda_builds(members, backend) if backend else set())
     members = [m for m in members if m.path not in other]
     by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
     todo = [m for m in members if (m.extension or m.torch_abi) and (roots is None or roots(m))]
@@ -326,7 +221,31 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
             found = [dataclasses.replace(p, guarded=True) if p.kind in GUARDED_KINDS and (p.kind, p.needs) not in hard
                      else p for p in found]
         out += found
+        if (miss := runtime_build(item, roots, at)) is not None:
+            out.append(miss)
     return out
+
+
+def runtime_build(item: Item, roots: Callable[[NativeMember], bool] | None, at: Setting) -> Problem | None:
+    """The per-CUDA library the package would load by name at run time for the torch's CUDA, where it has none
+    (variants.missing_runtime_build): what it does then, from its row, or — a build per CUDA major — that none loads."""
+    members = [m for m in item.facts.members if roots is None or roots(m)]
+    named = {m.path for m in loaded(members)}
+    miss = missing_runtime_build(members, named, norm(item.name), item.version, at.backend, at.cuda_picks)
+    if miss is None:
+        return None
+    have = ", ".join(miss.have) if len(miss.have) <= 4 else f"{', '.join(miss.have[:2])}, … {miss.have[-1]}"
+    how = (f"{item.name} loads the build for torch's exact CUDA release at run time, else none: {miss.pick.without} "
+           f"(compat/packages.toml [[cuda-build-pick]], from {miss.pick.source.split(' ')[0]})"
+           if miss.pick is not None and miss.pick.pick == "exact" else
+           f"{item.name} loads a build of torch's CUDA major at run time, else none: {miss.pick.without} "
+           f"(compat/packages.toml [[cuda-build-pick]], from {miss.pick.source.split(' ')[0]})"
+           if miss.pick is not None else
+           f"a build named for one CUDA major links that major's libraries (inferred: {item.name} picks it by "
+           "torch's CUDA at run time), so none of them loads")
+    return Problem(package=item.name, version=item.version, kind="cuda-build", needs=f"CUDA {miss.want}",
+                   text=(f"{miss.pattern} in {item.facts.filename}, one library per CUDA release, is built for CUDA "
+                         f"{have}, none for CUDA {miss.want} (torch {at.torch} ({at.backend})): {how}"))
 
 
 def problems_of(item: Item, mods: list[NativeMember], provided: set[str], at: Setting) -> list[Problem]:
@@ -452,8 +371,8 @@ def hopeless(item: Item, at: Setting) -> list[Problem]:
     CUDA libraries): no code or PTX for a GPU across all its modules (the builds for every torch counted), or a
     module every torch loads built for a CUDA the driver does not run. A subset of what `check` finds."""
     members = loaded(item.facts.members, roots=reached(item))
-    per_cuda = _cuda_builds(members)
-    kept = [m for m in members if _variant(m.path) is None and m.path not in per_cuda]
+    per_cuda = cuda_builds(members)
+    kept = [m for m in members if torch_variant(m.path) is None and m.path not in per_cuda]
     wide = dataclasses.replace(item, facts=dataclasses.replace(item.facts, members=tuple(kept)))
     found = [p for p in check([wide], set(), at) if p.kind == "cuda-driver"]
     if at.gpus and at.backend.startswith(("cu", "rocm")):
@@ -545,11 +464,6 @@ def _demangled(name: str) -> str:
     from tritonlock.native.demangle import demangle
 
     return demangle(name)
-
-
-def public_minor(version: str | None) -> str | None:
-    m = re.match(r"([0-9]+)\.([0-9]+)", version or "")
-    return f"{m[1]}.{m[2]}" if m else None
 
 
 @functools.lru_cache(maxsize=256)

@@ -156,7 +156,7 @@ def _for_this_torch(modules: list[str]) -> list[str]:
 
 
 # one library built per CUDA release, the CUDA in its name or its folder's (torch_memory_saver's _cu12 / _cu13,
-# lib/cu12/ and lib/cu13/): the package loads the one for torch's CUDA (tritonlock.native.rule._cuda_builds, written
+# lib/cu12/ and lib/cu13/): the package loads the one for torch's CUDA (tritonlock.native.variants.cuda_builds, written
 # again here)
 _CUDA_IN_NAME = re.compile(r"(?:(?<=[_-])|^)cu(?:da)?(1[0-9])([0-9])?x?(?=[_-]|\Z)")
 _CUDA_FOLDER = re.compile(r"cu(?:da)?(1[0-9])([0-9])?x?")
