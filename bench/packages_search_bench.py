@@ -32,6 +32,7 @@ from pathlib import Path
 H200 = {"name": "h200", "driver": "580.95.05", "gpus": ["9.0"], "glibc": "2.35"}
 RTX4090_R550 = {"name": "rtx4090", "driver": "550.54.15", "gpus": ["8.9"], "glibc": "2.35"}
 V100_R535 = {"name": "v100", "driver": "535.183.01", "gpus": ["7.0"], "glibc": "2.35"}
+T4_R535 = {"name": "t4", "driver": "535.183.01", "gpus": ["7.5"], "glibc": "2.31"}
 MAC = {"name": "mac", "os": "macos", "arch": "arm64", "macos": "14.5"}
 
 # name, packages (the user's order), target, torch =, what the best answer is (issues 21 and 39)
@@ -61,6 +62,11 @@ CASES = [
     ("inference", ["vllm", "flashinfer-python", "liger-kernel", "huggingface-hub"], H200, "",
      "vllm newest and what it pins"),
     ("vllm/torch2.15", ["vllm"], H200, "==2.15.*", "a conflict: fix torch = \"==2.14.*\""),
+    # (stop 65: a per-CUDA library picked at run time, and a provider library loaded by name)
+    ("bnb<0.44/T4", ["bitsandbytes<0.44", "transformers"], T4_R535, "", "bitsandbytes 0.43.3 + torch 2.6.0 (cu124): "
+     "its libbitsandbytes_cuda*.so stop at CUDA 12.5, and it loads the one for torch's exact CUDA"),
+    ("onnxruntime-gpu/R550", ["onnxruntime-gpu"], RTX4090_R550, "", "onnxruntime-gpu 1.26.0 (its CUDA provider a "
+     "CUDA 12 build) + torch 2.10.0; 1.28.0-1.31.1's providers are CUDA 13 builds"),
 ]
 
 

@@ -2,7 +2,9 @@
 (bitsandbytes' libbitsandbytes_cuda124.so … _cuda132.so; compat/packages.toml [[cuda-build-pick]]): with no build for
 the torch's CUDA by its rule — the exact release, or any of the major — the native-code rule says so (kind
 "cuda-build"); builds named for a CUDA major only are taken for that major (inferred), builds named for a minor with no
-row are not judged, and a library a module links is not one picked at run time."""
+row are not judged, and a library a module links is not one picked at run time. And a library of the package's own
+wheel that it loads by name and cannot do without (compat/packages.toml [[dlopen-needed]]: onnxruntime-gpu's CUDA
+provider) is judged on a CUDA torch as if its import loaded it."""
 
 from __future__ import annotations
 
@@ -168,3 +170,67 @@ def test_doctor_names_a_venvs_bitsandbytes_that_has_no_build_for_its_torchs_cuda
     good = tmp_path / "good"
     venv(good, ("cuda124", "cuda130"))
     assert ("native-cuda-build", "error") not in ids(doctor(good, host()))
+
+
+# --- a library of its own wheel the package loads by name and cannot do without ---------------------------------------
+
+def _ort(provider_needs: tuple[str, ...]) -> Item:
+    facts = NativeFacts(sha256="c" * 64, filename="onnxruntime_gpu-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                        tops=("onnxruntime",), members=(
+                            NativeMember(path="onnxruntime/capi/_state.so", extension=True, needed=("libstdc++.so.6",)),
+                            NativeMember(path="onnxruntime/capi/libonnxruntime_providers_cuda.so", extension=False,
+                                         needed=provider_needs),
+                            NativeMember(path="onnxruntime/capi/libonnxruntime_providers_tensorrt.so", extension=False,
+                                         needed=("libnvinfer.so.10",))))
+    return Item(name="onnxruntime-gpu", version="1.0", facts=facts)
+
+
+ROW = frozenset({("onnxruntime-gpu", "libonnxruntime_providers_cuda.so")})
+
+
+def _ort_at(backend: str, rows: frozenset[tuple[str, str]] = ROW, driver: str | None = "580.95.05") -> Setting:
+    return Setting(torch="2.10.0", backend=backend, driver=driver, gpus=("8.9",), floors={13: "580.65.06"},
+                   dlopen_needed=rows)
+
+
+def test_a_library_its_row_names_is_judged_as_loaded_on_a_cuda_torch_and_said_as_inferred() -> None:
+    ort = _ort(("libcublasLt.so.13", "libcudart.so.13"))
+    (p, q) = check([ort], {"libcublasLt.so.12", "libcudart.so.12"}, _ort_at("cu128"))
+    assert {p.kind, q.kind} == {"cuda-library"} and {p.needs, q.needs} == {"libcublasLt.so.13", "libcudart.so.13"}
+    assert p.text.startswith("onnxruntime/capi/libonnxruntime_providers_cuda.so in onnxruntime_gpu-1.0-"), p.text
+    assert p.text.endswith(" — onnxruntime-gpu loads libonnxruntime_providers_cuda.so by name at run time, and "
+                           "without it is not what it is locked for (compat/packages.toml [[dlopen-needed]]; "
+                           "inferred: the row says why)"), p.text
+    assert not p.guarded
+    # brought: nothing; a driver below CUDA 13's floor: the driver's problem too
+    assert check([ort], {"libcublasLt.so.13", "libcudart.so.13"}, _ort_at("cu130")) == []
+    old = {p.kind for p in check([ort], {"libcublasLt.so.13", "libcudart.so.13"},
+                                 _ort_at("cu130", driver="550.54.15"))}
+    assert "cuda-driver" in old, old
+    # no row, or a torch with no CUDA (a CPU target: its import is all that is asked), or another package's row:
+    # not judged (the TensorRT provider beside it never is)
+    assert check([ort], set(), _ort_at("cu128", frozenset())) == []
+    assert check([ort], set(), _ort_at("cpu")) == []
+    assert check([ort], set(), _ort_at("cu128", frozenset({("other", "libonnxruntime_providers_cuda.so")}))) == []
+    assert not any("libnvinfer" in p.needs for p in check([ort], set(), _ort_at("cu128")))
+    # the row's library must be the wheel's own: a name it does not carry adds nothing
+    bare = Item(name="onnxruntime-gpu", version="1.0", facts=NativeFacts(
+        sha256="d" * 64, filename="x.whl", tops=("onnxruntime",), members=(
+            NativeMember(path="onnxruntime/capi/_state.so", extension=True),)))
+    assert check([bare], set(), _ort_at("cu128")) == []
+
+
+def test_the_run_time_warning_is_not_said_of_a_library_judged_as_loaded() -> None:
+    from tritonlock.native.notes import run_time_libraries
+
+    ort = _ort(("libcublasLt.so.13", "libcudart.so.13"))
+    provided = {"libcublasLt.so.12", "libcudart.so.12"}
+    assert run_time_libraries([ort], provided, _ort_at("cu128")) == []
+    (w,) = run_time_libraries([ort], provided, _ort_at("cu128", frozenset()))
+    assert "loads onnxruntime/capi/libonnxruntime_providers_cuda.so itself at run time, by its own choice" in w, w
+
+
+def test_the_shipped_row_names_onnxruntime_gpus_cuda_provider() -> None:
+    from tritonlock.compat.pkgbuilds import dlopen_needed
+
+    assert ("onnxruntime-gpu", "libonnxruntime_providers_cuda.so") in dlopen_needed()

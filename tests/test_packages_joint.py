@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nativebuild import extension, stub_library
+from nativebuild import extension, library, stub_library
 from pkgindex import LocalIndex
 from tritonlock.cli import main
 from tritonlock.compat.matrix import load_matrix
@@ -198,6 +198,16 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
         idx.add("simple", "bitsandbytes", v, tag=LINUX, requires=("torch>=2.10",), modules={
             "bitsandbytes/__init__.py": "", **{f"bitsandbytes/libbitsandbytes_cuda{c}.so": stub_library(
                 tmp / f"bnb{c}", f"libbitsandbytes_cuda{c}.so").read_bytes() for c in cudas}})
+    # onnxruntime-gpu (compat/packages.toml [[dlopen-needed]]: its CUDA provider, a library of its wheel it loads by
+    # name) and otherort, the same files under a name no row names: 2.0's provider is a CUDA 13 build, 1.0's CUDA 12
+    for name, top in (("onnxruntime-gpu", "onnxruntime"), ("otherort", "otherort")):
+        for n, cudart in (("1.0", "libcudart.so.12"), ("2.0", "libcudart.so.13")):
+            idx.add("simple", name, n, tag=CP, modules={
+                f"{top}/__init__.py": f"from {top} import _state\n",
+                f"{top}/_state.so": extension(tmp / f"{name}{n}s", f"{top}._state", links={}),
+                f"{top}/libonnxruntime_providers_cuda.so": library(
+                    tmp / f"{name}{n}p", "libonnxruntime_providers_cuda.so",
+                    links={stubs[cudart]: ("cudaRuntimeGetVersion",)})})
     idx.start()
     yield idx
     idx.stop()
@@ -1112,3 +1122,28 @@ def test_a_package_with_no_build_for_any_torch_lines_cuda_is_a_conflict_naming_t
     assert not (root / "triton-env.lock").exists()
     assert ("fix: a torch built for CUDA 12.6 or 12.9 (torch = \"...\" or [environment].cuda = \"cu126\"), or a "
             "bitsandbytes release with a build for CUDA 13.0") in out, out
+
+
+def test_a_library_a_package_loads_by_name_and_cannot_do_without_moves_it_to_a_release_whose_library_loads(
+        tmp_path: Path, joint: LocalIndex) -> None:
+    """onnxruntime-gpu 2.0's CUDA provider (a library of its wheel no module links: it loads it by name) is a CUDA 13
+    build; an R550 host runs no CUDA 13, so with the shipped [[dlopen-needed]] row the provider is judged as loaded
+    and 1.0 (a CUDA 12 provider) is locked, the warning naming the row as inferred; otherort, the same files under a
+    name no row names, keeps 2.0 and a warning that what loads its provider fails here. On the H100 (R580) both
+    lock 2.0 beside a CUDA 13 torch."""
+    r550 = 'driver = "550.54.15"\ngpus = ["8.9"]'
+    root = _project(tmp_path / "r550", joint, ["onnxruntime-gpu", "otherort"], _linux("gpu", r550))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root, "gpu")
+    assert (versions["onnxruntime-gpu"], versions["otherort"], versions["torch"]) == ("1.0", "2.0", "2.10.0"), versions
+    (held,) = [w for w in sel.warnings if w.startswith("onnxruntime-gpu 1.0 is locked, not its newest release 2.0")]
+    assert "libonnxruntime_providers_cuda.so" in held and "[[dlopen-needed]]; inferred" in held, held
+    (other,) = [w for w in sel.warnings if w.startswith("otherort 2.0: ")]
+    assert "itself at run time, by its own choice" in other, other
+    assert not any(w.startswith("onnxruntime-gpu 1.0: ") for w in sel.warnings), sel.warnings
+    new = _project(tmp_path / "r580", joint, ["onnxruntime-gpu", "otherort"], _linux("gpu", H100))
+    code, out = _run("resolve", "-p", str(new))
+    assert code == 0, out
+    versions, _ = _target(new, "gpu")
+    assert (versions["onnxruntime-gpu"], versions["otherort"], versions["torch"]) == ("2.0", "2.0", "2.12.0"), versions

@@ -12,7 +12,7 @@ from tritonlock._archs import gpu_runs
 from tritonlock.models import NativeMember
 from tritonlock.native.libs import CUDA_MAJOR_LIB
 from tritonlock.native.rule import (Item, Problem, Setting, archs_words, dlopen_found, gpu_code_modules, is_provider,
-                                    loaded, norm, problems_of, reached, top_of)
+                                    loaded, needed_by_name, norm, problems_of, reached, top_of)
 from tritonlock.native.variants import built_for_by_name, per_cuda_build, public_minor
 
 
@@ -79,7 +79,7 @@ def run_time_libraries(items: Iterable[Item], provided: set[str], at: Setting) -
         members = item.facts.members
         roots = reached(item)
         tops = set(item.facts.tops)
-        named = {lib for m in members for lib in m.needed}
+        named = {lib for m in members for lib in m.needed} | needed_by_name(item, at)  # (those: check's problems)
         by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
         found: dict[str, tuple[NativeMember, Problem]] = {}
         for m in members:  # (what an import loads is an extension, a torch op library, or a library they name)

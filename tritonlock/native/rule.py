@@ -106,20 +106,24 @@ class Setting:
         return "nothing installed here (nor this machine's loader)" if self.installed else "no locked wheel"
 
 
-def loaded(members: Iterable[NativeMember], torch: str | None = None,
-           backend: str | None = None, *, roots: Callable[[NativeMember], bool] | None = None) -> list[NativeMember]:
+def loaded(members: Iterable[NativeMember], torch: str | None = None, backend: str | None = None, *,
+           roots: Callable[[NativeMember], bool] | None = None, also: frozenset[str] = frozenset()
+           ) -> list[NativeMember]:
     """What importing the package loads: its extension modules, its torch op libraries (they link libtorch and the
     package loads them with torch.ops.load_library: xformers' and torchao's _C.so), and the wheel's libraries those
     need by soname. A library nothing names is loaded, if at all, by the package's own choice at run time (one of
-    bitsandbytes' per-CUDA libraries): it is not judged. With `torch` (the release it runs with), of a module built
-    once per torch release only the build for that torch is judged (see variants.other_torches); with `backend` (its build,
-    "cu130"), of one built per CUDA release only the build for that CUDA (see variants.cuda_builds). `roots`: which of the
-    extensions and op libraries count (those under the import names that are imported: reached)."""
+    bitsandbytes' per-CUDA libraries): it is not judged — unless `also` names it (a library of its wheel the package
+    loads by name and cannot do without: compat/packages.toml [[dlopen-needed]]). With `torch` (the release it runs
+    with), of a module built once per torch release only the build for that torch is judged (see
+    variants.other_torches); with `backend` (its build, "cu130"), of one built per CUDA release only the build for
+    that CUDA (see variants.cuda_builds). `roots`: which of the extensions and op libraries count (those under the
+    import names that are imported: reached)."""
     members = list(members)
     other = other_torches(members, torch) | (cuda_builds(members, backend) if backend else set())
     members = [m for m in members if m.path not in other]
     by_name = {m.path.rsplit("/", 1)[-1]: m for m in members}
-    todo = [m for m in members if (m.extension or m.torch_abi) and (roots is None or roots(m))]
+    todo = [m for m in members if (m.extension or m.torch_abi or m.path.rsplit("/", 1)[-1] in also)
+            and (roots is None or roots(m))]
     seen: dict[str, NativeMember] = {m.path: m for m in todo}
     while todo:
         for lib in todo.pop().needed:
@@ -211,12 +215,20 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
         if is_provider(item.name) or not item.facts.native:
             continue
         roots = reached(item)
-        mods = loaded(item.facts.members, at.torch, at.backend, roots=roots)
+        also = needed_by_name(item, at)
+        mods = loaded(item.facts.members, at.torch, at.backend, roots=roots, also=also)
         found = problems_of(item, mods, provided, at)
+        if also and found:  # (what the libraries it loads by name alone bring: said so, inferred)
+            plain = {(p.kind, p.needs) for p in problems_of(item, loaded(
+                item.facts.members, at.torch, at.backend, roots=roots), provided, at)}
+            found = [p if (p.kind, p.needs) in plain else dataclasses.replace(p, text=(
+                f"{p.text} — {item.name} loads {', '.join(sorted(also))} by name at run time, and without it is not "
+                f"what it is locked for (compat/packages.toml [[dlopen-needed]]; inferred: the row says why)"))
+                for p in found]
         guarded = set(item.facts.guarded)
         if guarded and found:
             hard = {(p.kind, p.needs) for p in problems_of(item, loaded(
-                item.facts.members, at.torch, at.backend,
+                item.facts.members, at.torch, at.backend, also=also,
                 roots=lambda m: (roots is None or roots(m)) and m.path not in guarded), provided, at)}
             found = [dataclasses.replace(p, guarded=True) if p.kind in GUARDED_KINDS and (p.kind, p.needs) not in hard
                      else p for p in found]
@@ -224,6 +236,16 @@ def check(items: Iterable[Item], provided: set[str], at: Setting) -> list[Proble
         if (miss := runtime_build(item, roots, at)) is not None:
             out.append(miss)
     return out
+
+
+def needed_by_name(item: Item, at: Setting) -> frozenset[str]:
+    """The libraries of the item's own wheel it loads by name at run time and cannot do without (compat/packages.toml
+    [[dlopen-needed]]: onnxruntime-gpu's CUDA provider), judged as if its import loaded them — on a CUDA torch only
+    (elsewhere the package's GPU half has nothing to run on, and its import is all that is asked)."""
+    if not at.backend.startswith("cu") or not at.dlopen_needed:
+        return frozenset()
+    mine = {m.path.rsplit("/", 1)[-1] for m in item.facts.members}
+    return frozenset(lib for n, lib in at.dlopen_needed if n == norm(item.name) and lib in mine)
 
 
 def runtime_build(item: Item, roots: Callable[[NativeMember], bool] | None, at: Setting) -> Problem | None:
