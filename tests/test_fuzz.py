@@ -1481,3 +1481,37 @@ def test_fuzz_a_release_without_an_extra_is_lacking_or_folded_by_its_nearest_dec
         brought = {p for p, e in releases[nearest][2] if e in extras} - base
         held = len(brought & r[1])
         assert folded == ((versions[nearest], held, len(brought)) if held >= 0.8 * len(brought) else None)
+
+
+@CI
+@given(st.sets(st.tuples(st.integers(10, 13), st.one_of(st.none(), st.integers(0, 9))), min_size=0, max_size=6),
+       st.tuples(st.integers(10, 13), st.integers(0, 9)), st.sampled_from(["exact", "major", None]),
+       st.booleans(), st.sampled_from(["cuda", "cu"]))
+def test_fuzz_a_per_cuda_library_picked_at_run_time_is_missing_exactly_where_the_packages_rule_finds_none(
+        builds: set[tuple[int, int | None]], want: tuple[int, int], pick: str | None, linked: bool, tag: str) -> None:
+    """Any set of per-CUDA builds, any torch CUDA, either rule or none: missing where — and only where — the rule
+    finds no build: "exact" the torch's release (or its major, for a build naming none), "major" any of its major,
+    no row a build per major alone (builds naming a minor: never judged); fewer than two builds, or one a module links,
+    never."""
+    from tritonlock.models import NativeMember
+    from tritonlock.native.variants import Pick, missing_runtime_build
+
+    def name(c: tuple[int, int | None]) -> str:
+        return f"pk/libpk_{tag}{c[0]}{'' if c[1] is None else c[1]}.so"
+
+    members = [NativeMember(path="pk/_C.so", extension=True)] + [NativeMember(path=name(c), extension=False)
+                                                                 for c in builds]
+    named = {name(min(builds, key=str))} if linked and builds else set()
+    rows = (Pick(name="pk", versions="", pick=pick, without="", source="s"),) if pick else ()
+    got = missing_runtime_build(members, named, "pk", "1.0", f"cu{want[0]}{want[1]}", rows)
+    distinct = {c for c in builds}
+    if len(distinct) < 2 or named or (pick is None and all(c[1] is not None for c in builds)):
+        assert got is None
+        return
+    if pick == "exact":
+        fits = want in builds or (want[0], None) in builds
+    else:
+        fits = any(c[0] == want[0] for c in builds)
+    assert (got is None) == fits, (builds, want, pick)
+    if got is not None:
+        assert got.want == f"{want[0]}.{want[1]}" and len(got.have) == len(distinct)

@@ -234,3 +234,15 @@ def test_the_shipped_row_names_onnxruntime_gpus_cuda_provider() -> None:
     from tritonlock.compat.pkgbuilds import dlopen_needed
 
     assert ("onnxruntime-gpu", "libonnxruntime_providers_cuda.so") in dlopen_needed()
+
+
+def test_every_shipped_pick_row_is_read() -> None:
+    """A row the loader would leave out (no name, a pick other than "exact" or "major", no source) is none."""
+    import tomllib
+
+    from tritonlock._data import compat_root
+
+    root = compat_root()
+    assert root is not None
+    raw = tomllib.loads((root / "packages.toml").read_text(encoding="utf-8"))["cuda-build-pick"]
+    assert len(raw) == len(cuda_build_picks()) >= 3
