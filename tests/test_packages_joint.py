@@ -193,9 +193,11 @@ def joint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
             modules={"prekern2/__init__.py": "", "prekern2/_C.so": kern("prekern2", "libcudart.so.13", ((2, 90),))})
     # bitsandbytes (compat/packages.toml [[cuda-build-pick]]): one library per CUDA release that no module links,
     # loaded by name at run time for torch's CUDA — the exact release below 0.46, any of its major from 0.50
-    for v, cudas in (("0.43.3", ("126", "128")), ("0.45.0", ("126", "129")), ("0.50.0", ("126", "129")),
-                     ("0.50.1", ("129", "131"))):
-        idx.add("simple", "bitsandbytes", v, tag=LINUX, requires=("torch>=2.10",), modules={
+    # (0.42.0 as bitsandbytes 0.42 and older ship it: a py3-none-any wheel that carries the libraries)
+    for v, cudas in (("0.42.0", ("126", "128")), ("0.43.3", ("126", "128")), ("0.45.0", ("126", "129")),
+                     ("0.50.0", ("126", "129")), ("0.50.1", ("129", "131"))):
+        idx.add("simple", "bitsandbytes", v, tag="py3-none-any" if v == "0.42.0" else LINUX, requires=(
+            "torch>=2.10",), modules={
             "bitsandbytes/__init__.py": "", **{f"bitsandbytes/libbitsandbytes_cuda{c}.so": stub_library(
                 tmp / f"bnb{c}", f"libbitsandbytes_cuda{c}.so").read_bytes() for c in cudas}})
     # onnxruntime-gpu (compat/packages.toml [[dlopen-needed]]: its CUDA provider, a library of its wheel it loads by
@@ -1091,12 +1093,13 @@ def test_uvs_words_for_an_sdist_it_could_not_build_name_the_release(uv: str, fou
 
 
 @pytest.mark.parametrize("pin, torch", [("==0.43.3", "2.10.0"), ("==0.50.0", "2.10.0"), ("==0.50.1", "2.12.0"),
-                                        ("", "2.12.0")])
+                                        ("", "2.12.0"), ("==0.42.0", "2.10.0")])
 def test_a_package_that_picks_its_cuda_build_at_run_time_moves_torch_to_a_cuda_it_has_a_build_for(
         tmp_path: Path, joint: LocalIndex, pin: str, torch: str) -> None:
     """bitsandbytes 0.43.3 has builds for CUDA 12.6 and 12.8 and loads the one for torch's exact CUDA: beside the
     CUDA 13.0 torches (2.12, 2.11) it would load none, so torch 2.10.0 (cu128) is locked and the reason says why;
-    0.50.0 (12.6, 12.9) takes any of torch's major: 2.10.0 too; 0.50.1 (12.9, 13.1) loads beside the newest torch."""
+    0.50.0 (12.6, 12.9) takes any of torch's major: 2.10.0 too; 0.50.1 (12.9, 13.1) loads beside the newest torch.
+    0.42.0's wheel is tagged py3-none-any, as bitsandbytes' were up to 0.42: read all the same."""
     root = _project(tmp_path, joint, [f"bitsandbytes{pin}"], _linux("gpu", H100))
     code, out = _run("resolve", "-p", str(root))
     assert code == 0, out

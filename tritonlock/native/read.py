@@ -45,8 +45,17 @@ def resolve_seconds() -> float:
 
 
 def may_hold_native_code(filename: str) -> bool:
-    """A wheel tagged for a platform (not `*-none-any`) may carry native code; an sdist is not read."""
-    return filename.endswith(".whl") and not filename[:-4].endswith("-any")
+    """A wheel tagged for a platform (not `*-none-any`) may carry native code; an sdist is not read. So may a
+    `*-none-any` wheel of a package that picks one of its per-CUDA libraries at run time (compat/packages.toml
+    [[cuda-build-pick]]): bitsandbytes 0.42 and older ship theirs in a py3-none-any wheel."""
+    if not filename.endswith(".whl"):
+        return False
+    if not filename[:-4].endswith("-any"):
+        return True
+    from tritonlock.compat.pkgbuilds import cuda_build_picks
+
+    name = re.sub(r"[-_.]+", "-", filename.split("-", 1)[0]).lower()
+    return any(p.name == name for p in cuda_build_picks())
 
 
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
