@@ -88,6 +88,11 @@ def cuda_build_picks() -> tuple[Pick, ...]:
                  and r.get("pick") in ("exact", "major") and isinstance(r.get("source"), str))
 
 
+def any_wheel_natives() -> frozenset[str]:
+    """The packages whose py3-none-any wheels may carry native code all the same: those of [[cuda-build-pick]]."""
+    return frozenset(p.name for p in cuda_build_picks())
+
+
 def parse_rows(rows: object, where: str, key: str) -> list[PackageBuilds]:
     """Rows of [[build]] (compat) or [[package-builds]] (an intent); MatrixError / IntentError-worthy problems are
     raised as ValueError naming the row."""

@@ -175,6 +175,7 @@ class Table:
     def wheel(self, version: str) -> Wanted | None:
         """The wheel of the release the target installs, where it may hold native code (None: a pure-Python wheel, an
         sdist, a file listed without its sha256 — nothing to read)."""
+        from tritonlock.compat.pkgbuilds import any_wheel_natives
         from tritonlock.native.read import may_hold_native_code
         from tritonlock.native.rule import is_provider
 
@@ -183,7 +184,7 @@ class Table:
         files = {f.filename: f for f in self.env.facts.release_files(self.index, self.name, version)}
         first = install_order(files, self.env.target, self.env.python)[:1]
         f = files[first[0]] if first else None
-        if f is None or not may_hold_native_code(f.filename) or not f.sha256:
+        if f is None or not may_hold_native_code(f.filename, any_wheel_natives()) or not f.sha256:
             return None
         return (f.url, f.size, f.sha256, f.filename, False)
 

@@ -36,13 +36,14 @@ def wheels_to_read(sel: Selection, packages: tuple[LockedPackage, ...], python: 
     """The wheels whose binary facts the rule needs: the platform wheel the target installs of each package (the
     first in tag priority), whole for the packages whose native code is checked, only what it brings for the
     providers (torch, Triton, NVIDIA's libraries). The largest first: they take longest to read."""
+    from tritonlock.compat.pkgbuilds import any_wheel_natives
     from tritonlock.native.read import may_hold_native_code
 
-    out = []
+    out, any_of = [], any_wheel_natives()
     for p in packages:
         first = target_wheel(p, sel.target, python)[:1]
         out += [(w.url, w.size, w.sha256, w.name, is_provider(p.name)) for w in p.wheels
-                if w.sha256 in first and may_hold_native_code(w.name)]
+                if w.sha256 in first and may_hold_native_code(w.name, any_of)]
     return sorted(out, key=lambda w: (w[4], -(w[1] or 0)))
 
 

@@ -44,18 +44,15 @@ def resolve_seconds() -> float:
     return value if value > 0 else RESOLVE_SECONDS
 
 
-def may_hold_native_code(filename: str) -> bool:
+def may_hold_native_code(filename: str, any_of: frozenset[str] = frozenset()) -> bool:
     """A wheel tagged for a platform (not `*-none-any`) may carry native code; an sdist is not read. So may a
-    `*-none-any` wheel of a package that picks one of its per-CUDA libraries at run time (compat/packages.toml
-    [[cuda-build-pick]]): bitsandbytes 0.42 and older ship theirs in a py3-none-any wheel."""
+    `*-none-any` wheel of a package in `any_of` (normalized names: compat/packages.toml [[cuda-build-pick]]'s, which
+    pick a per-CUDA library at run time — bitsandbytes 0.42 and older ship theirs in a py3-none-any wheel)."""
     if not filename.endswith(".whl"):
         return False
     if not filename[:-4].endswith("-any"):
         return True
-    from tritonlock.compat.pkgbuilds import cuda_build_picks
-
-    name = re.sub(r"[-_.]+", "-", filename.split("-", 1)[0]).lower()
-    return any(p.name == name for p in cuda_build_picks())
+    return bool(any_of) and re.sub(r"[-_.]+", "-", filename.split("-", 1)[0]).lower() in any_of
 
 
 def read_remote(url: str, size: int | None, sha256: str, filename: str, *, session: Any, gpu: bool,
