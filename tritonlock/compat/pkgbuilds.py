@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -23,31 +24,30 @@ class BuildChoice:
 
 
 @lru_cache(maxsize=1)
-def curated() -> dict[str, PackageBuilds]:
-    """compat/packages.toml, by normalized name."""
+def _table() -> tuple[str, dict[str, Any]]:
+    """compat/packages.toml, read once: (its path, its tables); ("", {}) where the matrix has none."""
     from tritonlock import _toml
     from tritonlock._data import compat_root
 
     root = compat_root()
     path = root / "packages.toml" if root else None
     if path is None or not path.is_file():
-        return {}
-    return {b.name: b for b in parse_rows(_toml.loads(path.read_text(encoding="utf-8")).get("build", []),
-                                           str(path), "build")}
+        return "", {}
+    return str(path), _toml.loads(path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def curated() -> dict[str, PackageBuilds]:
+    """compat/packages.toml, by normalized name."""
+    path, table = _table()
+    return {b.name: b for b in parse_rows(table.get("build", []), path, "build")}
 
 
 @lru_cache(maxsize=1)
 def optional_gpu_code() -> dict[str, str]:
     """compat/packages.toml [[optional-gpu-code]]: the packages whose kernels are for some GPUs only, called only on
     those, by normalized name -> what the row rests on that no source states ("" where nothing)."""
-    from tritonlock import _toml
-    from tritonlock._data import compat_root
-
-    root = compat_root()
-    path = root / "packages.toml" if root else None
-    if path is None or not path.is_file():
-        return {}
-    rows = _toml.loads(path.read_text(encoding="utf-8")).get("optional-gpu-code", [])
+    rows = _table()[1].get("optional-gpu-code", [])
     return {canonicalize_name(r["name"]): str(r.get("inferred", "")) for r in rows if isinstance(r, dict)
             and isinstance(r.get("name"), str)}
 
@@ -57,14 +57,7 @@ def dlopen_needed() -> frozenset[tuple[str, str]]:
     """compat/packages.toml [[dlopen-needed]]: (package, library) where a package loads a library by name at run time
     (dlopen: its ELF does not list it) and its own documentation or metadata says it cannot work without it: the
     native-code rule then refuses a lock that does not bring it, instead of warning."""
-    from tritonlock import _toml
-    from tritonlock._data import compat_root
-
-    root = compat_root()
-    path = root / "packages.toml" if root else None
-    if path is None or not path.is_file():
-        return frozenset()
-    rows = _toml.loads(path.read_text(encoding="utf-8")).get("dlopen-needed", [])
+    rows = _table()[1].get("dlopen-needed", [])
     return frozenset((canonicalize_name(r["name"]), r["library"]) for r in rows if isinstance(r, dict)
                      and isinstance(r.get("name"), str) and isinstance(r.get("library"), str))
 
@@ -73,15 +66,8 @@ def dlopen_needed() -> frozenset[tuple[str, str]]:
 def cuda_build_picks() -> tuple[Pick, ...]:
     """compat/packages.toml [[cuda-build-pick]]: how a package picks, at run time, the per-CUDA library it loads
     (tritonlock.native.variants.Pick); a row without a name, a pick of "exact" or "major", or a source is left out
-    (test_matrix checks that none is)."""
-    from tritonlock import _toml
-    from tritonlock._data import compat_root
-
-    root = compat_root()
-    path = root / "packages.toml" if root else None
-    if path is None or not path.is_file():
-        return ()
-    rows = _toml.loads(path.read_text(encoding="utf-8")).get("cuda-build-pick", [])
+    (tests/test_native_cudapick.py checks that none is)."""
+    rows = _table()[1].get("cuda-build-pick", [])
     return tuple(Pick(name=canonicalize_name(r["name"]), versions=str(r.get("versions", "")), pick=r["pick"],
                       without=str(r.get("without", "")), source=str(r["source"]))
                  for r in rows if isinstance(r, dict) and isinstance(r.get("name"), str)

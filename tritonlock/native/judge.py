@@ -327,9 +327,8 @@ def _least_change(sel: Selection, p: Problem, exists: Callable[[str], bool] | No
     if p.kind == "cuda-driver":
         return f"{sib}a driver that runs {p.needs} (`tritonlock why` shows what it unlocks), or a {p.package} built " \
                "for an older CUDA"
-    if p.kind == "cuda-build":  # (the builds it has, from the problem's own words)
-        have = ([h.lstrip("… ") for h in m[1].split(", ")] if (m := re.search(r"is built for CUDA (.+?), none for",
-                                                                               p.text)) else [])
+    if p.kind == "cuda-build":
+        have = p.builds
         cu = f" = \"cu{have[0].replace('.', '')}\"" if have and "." in have[0] else ""
         return (f"a torch built for CUDA {' or '.join(have[:2]) if len(have) <= 2 else have[0] + ' … ' + have[-1]} "
                 f"(torch = \"...\" or [environment].cuda{cu}), or a {p.package} release with a build for {p.needs}")

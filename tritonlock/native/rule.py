@@ -44,6 +44,7 @@ class Problem:
     # "torch-symbol": the mangled symbols the torch lacks (the first is `needs`, demangled); else ()
     symbols: tuple[str, ...] = ()
     built_for: str | None = None  # the torch release the wheel names as the one it was built for
+    builds: tuple[str, ...] = ()  # "cuda-build": the CUDA releases the package has builds for ("12.4", "12.6")
     # only modules the package loads inside a `try` that catches their failure fail so (NativeFacts.guarded): the
     # import works without them — a problem where the user names the package, else a warning (see GUARDED_KINDS)
     guarded: bool = False
@@ -257,15 +258,16 @@ def runtime_build(item: Item, roots: Callable[[NativeMember], bool] | None, at: 
     if miss is None:
         return None
     have = ", ".join(miss.have) if len(miss.have) <= 4 else f"{', '.join(miss.have[:2])}, … {miss.have[-1]}"
-    how = (f"{item.name} loads the build for torch's exact CUDA release at run time, else none: {miss.pick.without} "
-           f"(compat/packages.toml [[cuda-build-pick]], from {miss.pick.source.split(' ')[0]})"
-           if miss.pick is not None and miss.pick.pick == "exact" else
-           f"{item.name} loads a build of torch's CUDA major at run time, else none: {miss.pick.without} "
-           f"(compat/packages.toml [[cuda-build-pick]], from {miss.pick.source.split(' ')[0]})"
-           if miss.pick is not None else
-           f"a build named for one CUDA major links that major's libraries (inferred: {item.name} picks it by "
-           "torch's CUDA at run time), so none of them loads")
+    if miss.pick is None:
+        how = (f"a build named for one CUDA major links that major's libraries (inferred: {item.name} picks it by "
+               "torch's CUDA at run time), so none of them loads")
+    else:
+        which = "the build for torch's exact CUDA release" if miss.pick.pick == "exact" else \
+            "a build of torch's CUDA major"
+        how = (f"{item.name} loads {which} at run time, else none: {miss.pick.without} (compat/packages.toml "
+               f"[[cuda-build-pick]], from {miss.pick.source.split(' ')[0]})")
     return Problem(package=item.name, version=item.version, kind="cuda-build", needs=f"CUDA {miss.want}",
+                   builds=miss.have,
                    text=(f"{miss.pattern} in {item.facts.filename}, one library per CUDA release, is built for CUDA "
                          f"{have}, none for CUDA {miss.want} (torch {at.torch} ({at.backend})): {how}"))
 
