@@ -226,6 +226,46 @@ def test_a_machine_without_nvcc_is_told_before_anything_is_installed(tmp_path: P
     assert "nothing was created" in out and not (proj / ".venv").exists()
 
 
+def _fake_nvcc(home: Path, says: str) -> None:
+    """An nvcc that answers --version as a CUDA toolkit's does (no CUDA toolkit is installed here)."""
+    (home / "bin").mkdir(parents=True)
+    nvcc = home / "bin" / "nvcc"
+    nvcc.write_text(f"#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\necho '{says}'\n")
+    nvcc.chmod(0o755)
+
+
+@pytest.mark.parametrize("release, refused", [("13.0", True), ("11.8", True), ("12.9", False), ("12.1", False)])
+def test_nvcc_of_another_major_than_the_locked_torchs_is_told_before_anything_is_installed(
+        tmp_path: Path, index: LocalIndex, monkeypatch: pytest.MonkeyPatch, release: str, refused: bool) -> None:
+    # torch.utils.cpp_extension raises where nvcc's CUDA major is not torch's ("The detected CUDA version (13.0)
+    # mismatches the version that was used to compile PyTorch (12.6)"); a minor apart it builds (with a warning)
+    _fake_nvcc(tmp_path / "cuda", f"Cuda compilation tools, release {release}, V{release}.88")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    proj = _intent(tmp_path / "p", index, '"cuda-ext"', cuda="cu126")
+    out = _resolve(proj)
+    line = ("cuda-ext 1.0 has no wheel for this target: sync builds it from source, which needs nvcc (the CUDA "
+            "compiler) of CUDA 12 (the locked torch's major, cu126) and a C/C++ compiler, and imports torch")
+    assert line in " ".join(out.split()), out
+    code, out = _run("show", "-p", str(proj), "--json")
+    (doc,) = json.loads(out)["targets"]
+    assert doc["source_builds"][0]["build_nvcc_major"] == 12
+    assert doc["source_builds"][0]["build_message"].startswith(line)
+    code, out = _run("sync", "-p", str(proj), "--no-verify", "--target", "gpu")
+    said = " ".join(out.split())
+    if refused:
+        assert code != 0, out
+        assert (f"this machine lacks nvcc of CUDA 12 (the locked torch is a cu126 build): {tmp_path / 'cuda'}/bin/nvcc "
+                f"is CUDA {release}, and torch.utils.cpp_extension refuses an nvcc of another major") in said, out
+        major = release.split(".")[0]
+        assert (f"where this machine's driver runs CUDA {major}, lock a torch of that nvcc's CUDA: cuda = \"{major}\" "
+                "in [environment]") in said and 'add no-build = ["cuda-ext"]' in said
+        assert "install a CUDA 12 toolkit (the locked torch's major: cu126) and set CUDA_HOME to it" in said
+        assert not (proj / ".venv").exists()
+    else:  # past the check (the build then runs; this fake nvcc compiles nothing, so it fails there)
+        assert "this machine lacks" not in said, out
+
+
 def test_no_build_takes_the_newest_version_with_a_wheel_or_names_the_package(tmp_path: Path,
                                                                              index: LocalIndex) -> None:
     proj = _intent(tmp_path / "a", index, '"flashy"')

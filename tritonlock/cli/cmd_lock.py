@@ -301,7 +301,7 @@ def show(project: str, as_json: bool, target_name: str | None) -> None:
         echo_json({"lock-version": lock.lock_version, "matrix-version": lock.matrix_version, "targets": [
             {**selection_json(t.selection), "packages": [
                 {"name": p.name, "version": p.version, "index": p.index, "files": len(p.wheels) + bool(p.sdist),
-                 **report.package_build_json(p)}
+                 **report.package_build_json(p, t.selection.backend)}
                 for p in t.packages], **report.builds_json(t),
              "unchecked_native": report.unchecked_json(t, lock.native),
              "verified": [{**records.record_json(j.record), "stale": j.stale} for j in judged

@@ -154,7 +154,7 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
     # Source builds (the lock's build = "source"): checked for their tools before anything changes, and those whose
     # build imports torch installed in a second pass, without build isolation, against the torch the first installed.
     source = [pk for pk in target.packages if pk.name in todo and pk.build == "source"]
-    check_build_tools(source)
+    check_build_tools(source, target.selection.backend)
     after = {pk.name for pk in source if TORCH in pk.build_needs}
     passes = [(todo - after, ())] + ([(after, tuple(sorted(after)))] if after else [])
     for names, no_isolation in passes:
@@ -172,21 +172,31 @@ def install(p: Plan, lock: Lock, target: LockedTarget, venv: Path, *, offline: b
     return interrupted
 
 
-def check_build_tools(source: list[LockedPackage]) -> None:
-    """Failed (before anything is installed) when this machine lacks what a source build needs."""
+def check_build_tools(source: list[LockedPackage], backend: str | None = None) -> None:
+    """Failed (before anything is installed) when this machine lacks what a source build needs — nvcc of the locked
+    torch's CUDA major (`backend`) where that torch is a CUDA build."""
     from tritonlock.lock import builds
 
-    lacking = [(pk, miss) for pk in source if (miss := builds.missing_tools(pk))]
+    lacking = [(pk, miss) for pk in source if (miss := builds.missing_tools(pk, backend))]
     if not lacking:
         return
-    detail = "\n".join(f"{builds.source_line(pk)}; this machine lacks {'; and '.join(miss)}" for pk, miss in lacking)
-    nvcc = any(m.startswith("nvcc") for _, miss in lacking for m in miss)
+    detail = "\n".join(f"{builds.source_line(pk, backend)}; this machine lacks {'; and '.join(miss)}"
+                       for pk, miss in lacking)
+    nvcc = [m for _, miss in lacking for m in miss if m.startswith("nvcc")]
+    names = ", ".join(f'"{pk.name}"' for pk, _ in lacking)
+    wheels = (f"or lock versions with wheels instead: add no-build = [{names}] to [environment] in triton-env.toml "
+              "and run `tritonlock resolve`")
+    if nvcc and all(m.startswith("nvcc of CUDA") for m in nvcc):
+        major = re.search(r"is CUDA (\d+)\.", nvcc[0])
+        other = (f"; or, where this machine's driver runs CUDA {major[1]}, lock a torch of that nvcc's CUDA: "
+                 f'cuda = "{major[1]}" in [environment], then `tritonlock resolve`' if major else "")
+        want = re.match(r"nvcc of CUDA (\d+)", nvcc[0])
+        raise Failed(detail, fix=f"install a CUDA {want[1] if want else ''} toolkit (the locked torch's major: "
+                                 f"{backend}) and set CUDA_HOME to it, then run `tritonlock sync` again{other}; "
+                                 f"{wheels}")
     what = ("the CUDA toolkit (nvcc, of the CUDA version the locked torch was built with) and set CUDA_HOME to it"
             if nvcc else "a C/C++ compiler (e.g. Debian's build-essential)")
-    names = ", ".join(f'"{pk.name}"' for pk, _ in lacking)
-    raise Failed(detail, fix=f"install {what}, then run `tritonlock sync` again; or lock versions with wheels instead: "
-                             f"add no-build = [{names}] to [environment] in triton-env.toml and run `tritonlock "
-                             "resolve`")
+    raise Failed(detail, fix=f"install {what}, then run `tritonlock sync` again; {wheels}")
 
 
 def _uv_install(names: set[str], no_isolation: tuple[str, ...], p: Plan, lock: Lock, target: LockedTarget,

@@ -40,6 +40,7 @@ def sync_json(out: SyncOutcome, verify: dict[str, Any] | None) -> dict[str, Any]
     return {"target": out.target.name, "venv": str(out.venv), "applied": out.applied, "rebuilt": out.rebuilt,
             "plan": [{"name": s.name, "action": s.action, "have": s.have, "want": s.want, "note": s.note,
                       **package_build_json(next((p for p in out.target.packages if p.name == s.name
-                                                 and s.action in ("install", "upgrade", "reinstall")), None))}
+                                                 and s.action in ("install", "upgrade", "reinstall")), None),
+                                         out.target.selection.backend)}
                      for s in out.plan.steps],
             "verify": verify}

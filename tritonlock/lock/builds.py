@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -290,10 +291,19 @@ def needs_of(f: BuildFacts) -> tuple[str, ...]:
 # ---------------------------------------------------------------- what is said
 
 
-def source_line(p: LockedPackage) -> str:
+def _cuda_major(backend: str | None) -> int | None:
+    m = re.fullmatch(r"cu(1[0-9])[0-9]", backend or "")
+    return int(m[1]) if m else None
+
+
+def source_line(p: LockedPackage, backend: str | None = None) -> str:
     """'flash-attn 2.8.3.post2 has no wheel for this target: sync builds it from source, which needs nvcc (the CUDA
-    compiler) and a C/C++ compiler, and imports torch (built against the locked torch)'."""
-    tools = [_WORDS[n] for n in p.build_needs if n in _WORDS]
+    compiler) of CUDA 13 (the locked torch's major, cu130) and a C/C++ compiler, and imports torch (built
+    against the locked torch)' — the major named where the locked torch (`backend`) is a CUDA build:
+    torch.utils.cpp_extension refuses an nvcc of another major."""
+    major = _cuda_major(backend)
+    tools = [_WORDS[n] + (f" of CUDA {major} (the locked torch's major, {backend})"
+                          if n == NVCC and major is not None else "") for n in p.build_needs if n in _WORDS]
     parts = [f"needs {' and '.join(tools)}"] if tools else []
     if TORCH in p.build_needs:
         parts.append("imports torch (built against the locked torch, without build isolation)")
@@ -301,8 +311,8 @@ def source_line(p: LockedPackage) -> str:
     return f"{p.name} {p.version} has no wheel for this target: sync builds it from source{which}"
 
 
-def source_lines(packages: Iterable[LockedPackage]) -> list[str]:
-    return [source_line(p) for p in packages if p.build == "source"]
+def source_lines(packages: Iterable[LockedPackage], backend: str | None = None) -> list[str]:
+    return [source_line(p, backend) for p in packages if p.build == "source"]
 
 
 def note_lines(packages: Iterable[LockedPackage]) -> list[str]:
@@ -314,12 +324,15 @@ def note_lines(packages: Iterable[LockedPackage]) -> list[str]:
     return [f"{', '.join(names)}: {note}" for note, names in by_note.items()]
 
 
-def package_json(p: LockedPackage) -> dict[str, object]:
+def package_json(p: LockedPackage, backend: str | None = None) -> dict[str, object]:
     """The --json fields of a package's build and note (empty for a package installed from a wheel)."""
     out: dict[str, object] = {}
     if p.build:
         out.update({"build": p.build, "build_needs": list(p.build_needs), "build_why": p.build_why,
-                    "build_message": source_line(p)})
+                    "build_message": source_line(p, backend)})
+        major = _cuda_major(backend)
+        if NVCC in p.build_needs and major is not None:
+            out["build_nvcc_major"] = major
     if p.note:
         out["note"] = p.note
     return out
@@ -361,13 +374,32 @@ def find_compiler() -> str | None:
     return None
 
 
-def missing_tools(p: LockedPackage) -> list[str]:
-    """What this machine lacks to build `p` (empty: it can try)."""
+def nvcc_release(nvcc: str) -> str | None:
+    """The CUDA release `nvcc --version` names ("12.4"), or None where it does not run or says none."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release (\d+)\.(\d+)", out)
+    return f"{m[1]}.{m[2]}" if m else None
+
+
+def missing_tools(p: LockedPackage, backend: str | None = None) -> list[str]:
+    """What this machine lacks to build `p` (empty: it can try): nvcc, one of the locked torch's CUDA major where
+    that torch (`backend`) is a CUDA build; a C/C++ compiler."""
     out: list[str] = []
-    if NVCC in p.build_needs and find_nvcc() is None:
+    nvcc = find_nvcc() if NVCC in p.build_needs else None
+    major = _cuda_major(backend)
+    if NVCC in p.build_needs and nvcc is None:
         home = _cuda_home()
         out.append(f"nvcc (the CUDA compiler): ${home[0]} is {home[1]}, which has no bin/nvcc" if home else
                    "nvcc (the CUDA compiler): not on PATH, and no /usr/local/cuda/bin/nvcc ($CUDA_HOME is not set)")
+    elif nvcc is not None and major is not None:
+        release = nvcc_release(nvcc)
+        if release is not None and int(release.split(".")[0]) != major:
+            out.append(f"nvcc of CUDA {major} (the locked torch is a {backend} build): {nvcc} is CUDA {release}, and "
+                       f"torch.utils.cpp_extension refuses an nvcc of another major ('The detected CUDA version "
+                       f"({release}) mismatches the version that was used to compile PyTorch')")
     if COMPILER in p.build_needs and find_compiler() is None:
         out.append("a C/C++ compiler: none of $CXX, $CC, c++, g++, cc, gcc, clang is on PATH")
     return out

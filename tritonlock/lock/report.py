@@ -34,14 +34,15 @@ def build_lines(t: LockedTarget | None, only: set[str] | None = None) -> list[st
     from tritonlock._term import styled
 
     pkgs = [p for p in t.packages if only is None or p.name in only]
-    return (["  " + styled("build:", fg="yellow") + f" {line}" for line in builds.source_lines(pkgs)]
+    built = builds.source_lines(pkgs, t.selection.backend)
+    return (["  " + styled("build:", fg="yellow") + f" {line}" for line in built]
             + ["  " + styled("note:", dim=True) + f" {line}" for line in builds.note_lines(pkgs)])
 
 
-def package_build_json(p: LockedPackage | None) -> dict[str, Any]:
+def package_build_json(p: LockedPackage | None, backend: str | None = None) -> dict[str, Any]:
     from tritonlock.lock import builds
 
-    return builds.package_json(p) if p is not None else {}
+    return builds.package_json(p, backend) if p is not None else {}
 
 
 def builds_json(t: LockedTarget | None) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def builds_json(t: LockedTarget | None) -> dict[str, Any]:
         return {}
     from tritonlock.lock import builds
 
-    return {"source_builds": [{"name": p.name, "version": p.version, **builds.package_json(p)}
+    return {"source_builds": [{"name": p.name, "version": p.version, **builds.package_json(p, t.selection.backend)}
                               for p in t.packages if p.build],
             "package_notes": [{"name": p.name, "note": p.note} for p in t.packages if p.note]}
 
