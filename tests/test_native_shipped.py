@@ -267,3 +267,40 @@ def test_the_tool_also_takes_every_wheel_a_lock_holds_facts_of(idx: LocalIndex, 
     rows = list(shipped.loads((compat / "native" / "hostpkg.toml").read_text(encoding="utf-8"))[1].values())
     assert [row["filename"] for row in rows] == [_file(idx, "hostpkg")[3]]
     assert sorted(m["path"] for m in rows[0]["members"]) == ["hostpkg/_C.so", "hostpkg/lib/libhelper.so"]
+
+
+def test_the_tool_reads_each_packages_own_count_of_releases_unless_one_is_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each package's newest final releases: as many as RELEASES_OF gives it, else RELEASES; --releases N: N of every
+    package. Pre-releases and a release with no wheel that fits are not counted."""
+    from nativebuild import stub_library
+    from tritonlock.lock.index import IndexClient
+    from tritonlock.maintain import native as tool
+
+    lib = stub_library(tmp_path / "lib", "libk.so").read_bytes()
+    index = LocalIndex(tmp_path / "index", core_metadata=True)
+    for name, versions in (("many", ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5rc1")),
+                           ("few", ("1.0", "1.1", "1.2", "1.3"))):
+        for v in versions:
+            index.add("simple", name, v, tag="cp311-cp311-manylinux_2_17_x86_64", modules={f"{name}/_k.so": lib})
+    index.add("simple", "few", "1.4", tag="cp311-cp311-win_amd64", modules={"few/_k.pyd": lib})  # (fits no Linux box)
+    index.start()
+    try:
+        client = IndexClient(index.index_url("simple"), timeout=30)
+
+        def chosen(releases: int | None) -> dict[str, list[str]]:
+            out: dict[str, list[str]] = {}
+            for c in tool.choose(client, ["many", "few"], releases=releases, pythons=("3.11",), cpus=("x86_64",),
+                                 say=lambda s: None):
+                out.setdefault(c.package, []).append(c.file.filename.split("-")[1])
+            return {k: sorted(v, reverse=True) for k, v in out.items()}
+
+        monkeypatch.setattr(tool, "RELEASES_OF", {"many": 4})
+        monkeypatch.setattr(tool, "RELEASES", 2)
+        assert chosen(None) == {"many": ["1.4", "1.3", "1.2", "1.1"], "few": ["1.3", "1.2"]}
+        assert chosen(1) == {"many": ["1.4"], "few": ["1.3"]}
+        assert chosen(5) == {"many": ["1.4", "1.3", "1.2", "1.1", "1.0"], "few": ["1.3", "1.2", "1.1", "1.0"]}
+        monkeypatch.setattr(tool, "RELEASES_OF", {"few": 1})
+        assert chosen(None) == {"many": ["1.4", "1.3"], "few": ["1.3"]}
+    finally:
+        index.stop()

@@ -84,8 +84,9 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
 @click.option("--packages", metavar="NAME,NAME", help="The packages whose wheels to read (default: the ones users "
                                                       "bring most, tritonlock/maintain/native.py PACKAGES); the torch "
                                                       "family and NVIDIA libraries they pin come with them.")
-@click.option("--releases", type=click.IntRange(1, 50), default=3, show_default=True,
-              help="The newest releases of each package to read.")
+@click.option("--releases", type=click.IntRange(1, 50), default=None,
+              help="The newest releases of each package to read.  [default: 3, or the package's own count in "
+                   "tritonlock/maintain/native.py RELEASES_OF]")
 @click.option("--python", "pythons", metavar="V,V", default="3.10,3.11,3.12,3.13", show_default=True,
               help="The Pythons whose wheels to read.")
 @click.option("--cpu", "cpus", metavar="ARCH,ARCH", default="x86_64,aarch64", show_default=True,
@@ -98,7 +99,7 @@ def compat_check(index_url: str | None, versions: str | None, wheels: str, new: 
 @click.option("--lock", "locks", metavar="FILE", multiple=True,
               help="Also the wheels with native code this triton-env.lock holds (a real resolve of a typical "
                    "intent: its packages' dependencies too). Repeatable.")
-def compat_native(index_url: str | None, packages: str | None, releases: int, pythons: str, cpus: str,
+def compat_native(index_url: str | None, packages: str | None, releases: int | None, pythons: str, cpus: str,
                   compat_dir: str | None, check: bool, sample: int, locks: tuple[str, ...] = ()) -> None:
     """Read the binary facts of the wheels users bring most from the index and write them to compat/native/, keyed
     by sha256 (a resolve then uses a row only for a wheel of that sha256, and reads every other). Re-runnable: rows

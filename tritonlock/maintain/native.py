@@ -26,13 +26,20 @@ from tritonlock.models import NativeFacts
 # in some releases) simply has no wheel to read. The torch family and NVIDIA's libraries come in through the pins.
 PACKAGES = ("vllm", "sgl-kernel", "xformers", "flashinfer-python", "flashinfer-cubin", "bitsandbytes", "torchao",
             "lmcache", "nixl", "nixl-cu12", "nixl-cu13", "cupy-cuda12x", "cupy-cuda13x", "torch", "torchvision",
-            "torchaudio", "triton", "xgrammar", "torch-memory-saver", "llguidance", "outlines-core")
+            "torchaudio", "triton", "xgrammar", "torch-memory-saver", "llguidance", "outlines-core", "onnxruntime-gpu")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 CPUS = ("x86_64", "aarch64")
 RELEASES = 3
-# Fewer releases of these: each wheel bundles about 190 shared objects (UCX, abseil, its plugins), so three releases
-# of the three take 8 MB alone; a closure takes them as a dependency (lmcache's), at their newest release
-RELEASES_OF = {"nixl": 1, "nixl-cu12": 1, "nixl-cu13": 1}
+# Where the count differs, unless --releases names one for all. Fewer of nixl's: each wheel bundles about 190 shared
+# objects (UCX, abseil, its plugins), so three releases of the three take 8 MB alone; a closure takes them as a
+# dependency (lmcache's), at their newest release. More of the packages whose older releases a first resolve reads,
+# measured on the cold bench (bench/packages_search_bench.py --cold): every lmcache release (the search reads them all
+# to find the ones that load beside each torch line: vllm 0.19 takes lmcache 0.4.4, eleven releases back; 244 kB),
+# sgl-kernel's (a V100 reads them all before its conflict), bitsandbytes' and onnxruntime-gpu's back through the
+# builds older drivers run (onnxruntime-gpu 1.26.0, the newest whose CUDA provider an R550 runs, is the seventh) — on a
+# first resolve each was 10 to 50 s of reading those wheels.
+RELEASES_OF = {"nixl": 1, "nixl-cu12": 1, "nixl-cu13": 1, "lmcache": 40, "sgl-kernel": 8, "bitsandbytes": 8,
+               "onnxruntime-gpu": 7}
 
 
 @dataclass(frozen=True)
@@ -79,10 +86,11 @@ def _release(filename: str) -> str | None:
         return None
 
 
-def choose(client: IndexClient, packages: Iterable[str], *, releases: int, pythons: Iterable[str],
+def choose(client: IndexClient, packages: Iterable[str], *, releases: int | None, pythons: Iterable[str],
            cpus: Iterable[str], say: Callable[[str], None], follow: int = 2) -> list[Chosen]:
-    """The wheels to read: each package's newest `releases` final releases that have a wheel that fits, then the
-    exact pins of the torch family and NVIDIA's libraries in those wheels' METADATA (`follow` levels deep)."""
+    """The wheels to read: each package's newest `releases` final releases that have a wheel that fits (None: its
+    count in RELEASES_OF, else RELEASES), then the exact pins of the torch family and NVIDIA's libraries in those
+    wheels' METADATA (`follow` levels deep)."""
     from packaging.version import InvalidVersion, Version
 
     from tritonlock.native.read import may_hold_native_code
@@ -127,8 +135,8 @@ def choose(client: IndexClient, packages: Iterable[str], *, releases: int, pytho
                     continue
                 if not v.is_prerelease and not v.is_devrelease:
                     by.setdefault(v, []).append(f)
-            files = [f for v in sorted(by, reverse=True)[:min(releases, RELEASES_OF.get(name, releases))]
-                     for f in by[v]]
+            count = releases if releases is not None else RELEASES_OF.get(name, RELEASES)
+            files = [f for v in sorted(by, reverse=True)[:count] for f in by[v]]
         if not files:
             if pinned is not None and depth <= follow and is_provider(name):
                 # a metapackage of the torch family's CUDA (cuda-toolkit[cublas,…]==13.0.3): what its extras pin
@@ -323,7 +331,7 @@ def check_rows(client: IndexClient, session: object, kept: dict[str, NativeFacts
     return bad
 
 
-def main(*, index: str | None, packages: tuple[str, ...], releases: int, pythons: tuple[str, ...],
+def main(*, index: str | None, packages: tuple[str, ...], releases: int | None, pythons: tuple[str, ...],
          cpus: tuple[str, ...], compat: str | None, check: bool, sample: int, locks: tuple[str, ...] = (),
          say: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> int:
     from tritonlock._data import compat_root
