@@ -442,6 +442,122 @@ def test_a_claim_yields_the_unread_pages_no_other_compile_reads_and_waits_for_th
     _pagesread.READ.clear()
 
 
+def test_a_claim_waits_for_the_compiles_asked_online_in_full_and_takes_only_what_they_did_not_read() -> None:
+    """A check's compile answered from uv's cache while the decision's compile is asked online in full (whose pages
+    are known only at its end): the claim for pages not yet read waits for it, then takes only those it did not read;
+    a claim for pages already read does not wait; a compile that failed ends its turn all the same."""
+    from tritonlock.lock import _pagesread
+
+    a, b, c = ("i", "a"), ("i", "b"), ("i", "c")
+    _pagesread.READ.clear()
+    _pagesread.READ.add(c)
+    inside, leave, waited = threading.Event(), threading.Event(), threading.Event()
+    got: list[set[tuple[str, str]]] = []
+
+    def online() -> None:
+        with _pagesread.online():
+            inside.set()
+            leave.wait(30)
+            _pagesread.READ.add(a)  # (its answer's pages, added before it ends: as _compile does)
+
+    t = threading.Thread(target=online)
+    t.start()
+    assert inside.wait(30)
+    read_before = threading.Event()
+
+    def known() -> None:
+        with _pagesread.claim({c}) as mine:  # (read already: no wait)
+            got.append(set(mine))
+        read_before.set()
+
+    threading.Thread(target=known, daemon=True).start()
+    assert read_before.wait(_pagesread.ONLINE_WAIT_S / 2) and got == [set()]
+    got.clear()
+
+    def check() -> None:
+        with _pagesread.claim({a, b, c}) as mine:
+            got.append(set(mine))
+        waited.set()
+
+    u = threading.Thread(target=check)
+    u.start()
+    assert not waited.wait(0.3)  # waits for the online compile
+    leave.set()
+    t.join(30)
+    u.join(30)
+    assert waited.is_set() and got == [{b}]  # (a: the online compile's; c: read before)
+
+    def fails() -> None:
+        with pytest.raises(RuntimeError), _pagesread.online():
+            raise RuntimeError
+
+    fails()
+    free = threading.Event()
+
+    def after() -> None:
+        with _pagesread.claim({("i", "d")}) as mine:  # (nothing online now: no wait)
+            got.append(set(mine))
+        free.set()
+
+    threading.Thread(target=after, daemon=True).start()
+    assert free.wait(_pagesread.ONLINE_WAIT_S / 2) and got[-1] == {("i", "d")}
+    _pagesread.READ.clear()
+
+
+def test_a_claim_waits_for_a_held_online_compile_only_so_long_and_then_not_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile asked online in full that a page the claim does not need holds up (a slow index's) holds a claim
+    ONLINE_WAIT_S at most; the next claim does not wait for it again; a compile started since is waited for."""
+    from tritonlock.lock import _pagesread
+
+    monkeypatch.setattr(_pagesread, "ONLINE_WAIT_S", 0.5)
+    _pagesread.READ.clear()
+    held, leave = threading.Event(), threading.Event()
+
+    def slow() -> None:
+        with _pagesread.online():
+            held.set()
+            leave.wait(60)
+
+    threading.Thread(target=slow, daemon=True).start()
+    assert held.wait(30)
+    try:
+        t0 = time.monotonic()
+        with _pagesread.claim({("i", "e")}) as mine:
+            assert mine == {("i", "e")}
+        assert time.monotonic() - t0 >= 0.5  # (it waited its bound for the held compile)
+        monkeypatch.setattr(_pagesread, "ONLINE_WAIT_S", 600.0)  # (from here, a wait would be seen)
+
+        def claims(key: tuple[str, str]) -> threading.Event:
+            done = threading.Event()
+
+            def go() -> None:
+                with _pagesread.claim({key}):
+                    pass
+                done.set()
+
+            threading.Thread(target=go, daemon=True).start()
+            return done
+
+        assert claims(("i", "f")).wait(20)  # the held compile is not waited for again
+        started, stop = threading.Event(), threading.Event()
+
+        def fresh() -> None:
+            with _pagesread.online():
+                started.set()
+                stop.wait(60)
+
+        threading.Thread(target=fresh, daemon=True).start()
+        assert started.wait(30)
+        g = claims(("i", "g"))
+        assert not g.wait(0.3)  # a compile started since is waited for
+        stop.set()
+        assert g.wait(20)
+    finally:
+        leave.set()
+        _pagesread.READ.clear()
+
+
 def test_uv_runs_that_go_online_start_apart_and_offline_ones_do_not_wait(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """uv looks names up itself, and a name server that drops one of two queries sent in the same instant answers it
