@@ -470,8 +470,10 @@ def test_a_library_a_package_loads_at_run_time_built_for_another_cuda_is_a_warni
 def test_the_decisions_later_compiles_have_uv_read_each_page_once(tmp_path: Path, pypi: LocalIndex) -> None:
     """The round that passes kernelpkg 2.0 over, and the checks, answer from uv's cache: uv reads online only what
     its cache lacks for them (a release's metadata, a page this run did not read), never every page of the closure
-    again — each page is read by uv once in the resolve (asked online in full, every later compile read them all
-    again: 3 to 4 times here, a minute for vLLM + SGLang)."""
+    again (asked online in full, every later compile read them all again: 3 to 4 times here, a minute for vLLM +
+    SGLang). Each page is read once — or twice where a check's compile answered from the cache before the warm-up
+    (uv online, in the background) had ended: the search never waits for the warm-up (a slow page of it must not
+    hold the answer: tests/test_packages_ahead.py), so that check reads its few pages itself."""
     from collections import Counter
 
     # uv's cache holds kernelpkg 1.0's metadata (an earlier resolve locked it), as it does once other tests of this
@@ -487,7 +489,7 @@ def test_the_decisions_later_compiles_have_uv_read_each_page_once(tmp_path: Path
     assert _target(root)[0]["kernelpkg"] == "1.0"
     pages = Counter(path for path, agent in pypi.asked_by[before:]
                     if agent.startswith("uv/") and path.endswith("/"))
-    assert {"/simple/kernelpkg/", "/simple/torch/"} <= set(pages) and set(pages.values()) == {1}, pages
+    assert {"/simple/kernelpkg/", "/simple/torch/"} <= set(pages) and set(pages.values()) <= {1, 2}, pages
 
 def test_a_packages_own_build_for_torchs_cuda_is_taken_from_its_index(tmp_path: Path, pypi: LocalIndex) -> None:
     """[[package-builds]] names where kernelpkg's per-CUDA builds are: 2.0's CUDA 12.8 build is taken from there,

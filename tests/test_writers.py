@@ -53,7 +53,7 @@ ALLOWED = {
     ("environment/_apply.py", "swap"): "renames the venv directories tritonlock built beside the venv",
     ("environment/_apply.py", "recover"): "renames an old venv tritonlock moved aside back into place",
     ("export/wheelhouse.py", "build"): "mkdir: the wheelhouse directory itself, documented, after _plan checked it",
-    ("lock/closure.py", "_compile_once"): "a private directory of its own (mkdtemp, 0700) for uv's input",
+    ("lock/closure.py", "_compile"): "a private directory of its own (mkdtemp, 0700) for uv's input",
     ("lock/_fromcache.py", "read_online"): "a folder inside closure._compile's private directory for uv's input",
     ("lock/closure.py", "_preferences"): "uv's preferences (the pins a lock keeps), in _compile's private directory",
     ("lock/_fromcache.py", "from_cache"): "uv's output file in closure._compile's private directory, put back to the "

@@ -19,15 +19,6 @@ Key = tuple[str, str]
 READ: set[Key] = set()
 _reading: dict[Key, threading.Event] = {}
 _lock = threading.Lock()
-# The compiles asked online in full now: what each reads is known only when it ends (its answer's pages), so a claim
-# for pages this run has not read waits for them first — a check's compile answered from the cache while the
-# decision's own compile (or its warm-up) is still reading the same pages online would otherwise read them all a
-# second time. For ONLINE_WAIT_S at most: a compile held up by a page the claim does not need (a slow index's) must
-# not hold the claim, and one waited for that long is not waited for again.
-ONLINE_WAIT_S = 8.0
-_online: set[object] = set()
-_given_up: set[object] = set()
-_online_ended = threading.Condition(_lock)
 # how long a compile waits for another's read of the pages it lacks (that read is one uv run, under its own timeout)
 _WAIT_S = 900.0
 
@@ -48,30 +39,11 @@ def unread(packages: Iterable[dict[str, Any]]) -> set[Key]:
 
 
 @contextlib.contextmanager
-def online() -> Iterator[None]:
-    """A compile asked online in full, from its start until its answer's pages are in READ (the caller adds them
-    before leaving the block)."""
-    me = object()
-    with _lock:
-        _online.add(me)
-    try:
-        yield
-    finally:
-        with _lock:
-            _online.discard(me)
-            _given_up.discard(me)
-            _online_ended.notify_all()
-
-
-@contextlib.contextmanager
 def claim(wanted: set[Key]) -> Iterator[set[Key]]:
     """Of the pages `wanted` that this run has not read, those no other compile is reading now: this one's to read
-    (yielded; being read until the block ends) — once the compiles asked online in full now have ended, as they may
-    read them (ONLINE_WAIT_S at most). On leaving, waits for the others' reads of the rest."""
+    (yielded; being read until the block ends). On leaving, waits for the others' reads of the rest."""
     done = threading.Event()
     with _lock:
-        if wanted - READ and not _online_ended.wait_for(lambda: not _online - _given_up, timeout=ONLINE_WAIT_S):
-            _given_up.update(_online)
         todo = wanted - READ
         mine = {k for k in todo if k not in _reading}
         theirs = {_reading[k] for k in todo - mine}

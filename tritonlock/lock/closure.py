@@ -3,7 +3,6 @@ LockPlan, carried out (everything it needs of compat/ is in the plan)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -425,19 +424,6 @@ def _compile(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_ind
              no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None, offline: bool = False,
              constraints: tuple[str, ...] = (), own: dict[str, str] | None = None,
              flat: set[str] | None = None, guess: bool = False) -> list[dict[str, Any]]:
-    """_compile_once; one asked online in full is known to _pagesread while it runs, so that a check's compile
-    answered from the cache meanwhile waits for the pages it reads rather than reading them a second time."""
-    with contextlib.nullcontext() if guess or offline else _pagesread.online():
-        return _compile_once(sel, reqs, torch_pkgs, default_index, floor, timeout, pulled, macos, no_build=no_build,
-                             build_reqs=build_reqs, offline=offline, constraints=constraints, own=own, flat=flat,
-                             guess=guess)
-
-
-def _compile_once(sel: Selection, reqs: list[str], torch_pkgs: list[str], default_index: str, floor: str | None,
-                  timeout: float, pulled: list[str], macos: str | None = None, *,
-                  no_build: tuple[str, ...] = (), build_reqs: dict[str, str] | None = None, offline: bool = False,
-                  constraints: tuple[str, ...] = (), own: dict[str, str] | None = None,
-                  flat: set[str] | None = None, guess: bool = False) -> list[dict[str, Any]]:
     """One `uv pip compile` for the target's platform and Python: the [[packages]] tables of its pylock output.
 
     Index addresses go to uv without credentials; credentials (and pip's TLS settings) go in uv's environment,
