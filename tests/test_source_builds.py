@@ -218,7 +218,7 @@ def test_a_machine_without_nvcc_is_told_before_anything_is_installed(tmp_path: P
     proj = _intent(tmp_path, index, '"cuda-ext"')
     out = _resolve(proj)
     assert ("cuda-ext 1.0 has no wheel for this target: sync builds it from source, which needs nvcc (the CUDA "
-            "compiler)") in out
+            "compiler) and a C/C++ compiler, and imports torch") in " ".join(out.split())  # (a CPU torch: no major)
     code, out = _run("sync", "-p", str(proj), "--no-verify")
     assert code != 0
     assert f"this machine lacks nvcc (the CUDA compiler): $CUDA_HOME is {tmp_path / 'cuda'}, which has no bin/nvcc" in out
@@ -242,15 +242,17 @@ def test_nvcc_of_another_major_than_the_locked_torchs_is_told_before_anything_is
     _fake_nvcc(tmp_path / "cuda", f"Cuda compilation tools, release {release}, V{release}.88")
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    proj = _intent(tmp_path / "p", index, '"cuda-ext"', cuda="cu126")
+    proj = _intent(tmp_path / "p", index, '"cuda-ext", "torch-ext"', cuda="cu126")
     out = _resolve(proj)
     line = ("cuda-ext 1.0 has no wheel for this target: sync builds it from source, which needs nvcc (the CUDA "
             "compiler) of CUDA 12 (the locked torch's major, cu126) and a C/C++ compiler, and imports torch")
     assert line in " ".join(out.split()), out
     code, out = _run("show", "-p", str(proj), "--json")
     (doc,) = json.loads(out)["targets"]
-    assert doc["source_builds"][0]["build_nvcc_major"] == 12
-    assert doc["source_builds"][0]["build_message"].startswith(line)
+    builds = {b["name"]: b for b in doc["source_builds"]}
+    assert builds["cuda-ext"]["build_nvcc_major"] == 12 and builds["cuda-ext"]["build_message"].startswith(line)
+    # a build that runs no nvcc names no CUDA major, whatever the locked torch's CUDA
+    assert "build_nvcc_major" not in builds["torch-ext"] and "CUDA" not in builds["torch-ext"]["build_message"]
     code, out = _run("sync", "-p", str(proj), "--no-verify", "--target", "gpu")
     said = " ".join(out.split())
     if refused:
