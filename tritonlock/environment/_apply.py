@@ -182,18 +182,18 @@ def check_build_tools(source: list[LockedPackage], backend: str | None = None) -
         return
     detail = "\n".join(f"{builds.source_line(pk, backend)}; this machine lacks {'; and '.join(miss)}"
                        for pk, miss in lacking)
-    nvcc = [m for _, miss in lacking for m in miss if m.startswith("nvcc")]
+    nvcc = any(m.startswith("nvcc") for _, miss in lacking for m in miss)
     names = ", ".join(f'"{pk.name}"' for pk, _ in lacking)
     wheels = (f"or lock versions with wheels instead: add no-build = [{names}] to [environment] in triton-env.toml "
               "and run `tritonlock resolve`")
-    if nvcc and all(m.startswith("nvcc of CUDA") for m in nvcc):
-        major = re.search(r"is CUDA (\d+)\.", nvcc[0])
-        other = (f"; or, where this machine's driver runs CUDA {major[1]}, lock a torch of that nvcc's CUDA: "
-                 f'cuda = "{major[1]}" in [environment], then `tritonlock resolve`' if major else "")
-        want = re.match(r"nvcc of CUDA (\d+)", nvcc[0])
-        raise Failed(detail, fix=f"install a CUDA {want[1] if want else ''} toolkit (the locked torch's major: "
-                                 f"{backend}) and set CUDA_HOME to it, then run `tritonlock sync` again{other}; "
-                                 f"{wheels}")
+    wrong = builds.nvcc_mismatch(backend) if nvcc and builds.find_nvcc() is not None else None
+    if wrong is not None:
+        major, _, release = wrong
+        have = release.split(".")[0]
+        raise Failed(detail, fix=f"install a CUDA {major} toolkit (the locked torch's major: {backend}) and set "
+                                 f"CUDA_HOME to it, then run `tritonlock sync` again; or, where this machine's driver "
+                                 f"runs CUDA {have}, lock a torch of that nvcc's CUDA: cuda = \"{have}\" in "
+                                 f"[environment], then `tritonlock resolve`; {wheels}")
     what = ("the CUDA toolkit (nvcc, of the CUDA version the locked torch was built with) and set CUDA_HOME to it"
             if nvcc else "a C/C++ compiler (e.g. Debian's build-essential)")
     raise Failed(detail, fix=f"install {what}, then run `tritonlock sync` again; {wheels}")

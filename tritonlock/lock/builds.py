@@ -291,9 +291,12 @@ def needs_of(f: BuildFacts) -> tuple[str, ...]:
 # ---------------------------------------------------------------- what is said
 
 
-def _cuda_major(backend: str | None) -> int | None:
-    m = re.fullmatch(r"cu(1[0-9])[0-9]", backend or "")
-    return int(m[1]) if m else None
+def cuda_major(backend: str | None) -> int | None:
+    """The CUDA major of a torch build's backend ("cu130" → 13); None for a CPU, ROCm or XPU build."""
+    from tritonlock.native.variants import backend_cuda_release
+
+    release = backend_cuda_release(backend)
+    return release[0] if release else None
 
 
 def source_line(p: LockedPackage, backend: str | None = None) -> str:
@@ -301,7 +304,7 @@ def source_line(p: LockedPackage, backend: str | None = None) -> str:
     compiler) of CUDA 13 (the locked torch's major, cu130) and a C/C++ compiler, and imports torch (built
     against the locked torch)' — the major named where the locked torch (`backend`) is a CUDA build:
     torch.utils.cpp_extension refuses an nvcc of another major."""
-    major = _cuda_major(backend)
+    major = cuda_major(backend)
     tools = [_WORDS[n] + (f" of CUDA {major} (the locked torch's major, {backend})"
                           if n == NVCC and major is not None else "") for n in p.build_needs if n in _WORDS]
     parts = [f"needs {' and '.join(tools)}"] if tools else []
@@ -330,7 +333,7 @@ def package_json(p: LockedPackage, backend: str | None = None) -> dict[str, obje
     if p.build:
         out.update({"build": p.build, "build_needs": list(p.build_needs), "build_why": p.build_why,
                     "build_message": source_line(p, backend)})
-        major = _cuda_major(backend)
+        major = cuda_major(backend)
         if NVCC in p.build_needs and major is not None:
             out["build_nvcc_major"] = major
     if p.note:
@@ -384,22 +387,30 @@ def nvcc_release(nvcc: str) -> str | None:
     return f"{m[1]}.{m[2]}" if m else None
 
 
+def nvcc_mismatch(backend: str | None) -> tuple[int, str, str] | None:
+    """(the locked torch's CUDA major, the nvcc a build finds, its release) where that nvcc is of another major —
+    torch.utils.cpp_extension refuses it; None where it is of that major, none is found, it names no release, or
+    the torch (`backend`) is no CUDA build."""
+    major, nvcc = cuda_major(backend), find_nvcc()
+    release = nvcc_release(nvcc) if major is not None and nvcc is not None else None
+    if nvcc is None or major is None or release is None or int(release.split(".")[0]) == major:
+        return None
+    return major, nvcc, release
+
+
 def missing_tools(p: LockedPackage, backend: str | None = None) -> list[str]:
     """What this machine lacks to build `p` (empty: it can try): nvcc, one of the locked torch's CUDA major where
     that torch (`backend`) is a CUDA build; a C/C++ compiler."""
     out: list[str] = []
-    nvcc = find_nvcc() if NVCC in p.build_needs else None
-    major = _cuda_major(backend)
-    if NVCC in p.build_needs and nvcc is None:
+    if NVCC in p.build_needs and find_nvcc() is None:
         home = _cuda_home()
         out.append(f"nvcc (the CUDA compiler): ${home[0]} is {home[1]}, which has no bin/nvcc" if home else
                    "nvcc (the CUDA compiler): not on PATH, and no /usr/local/cuda/bin/nvcc ($CUDA_HOME is not set)")
-    elif nvcc is not None and major is not None:
-        release = nvcc_release(nvcc)
-        if release is not None and int(release.split(".")[0]) != major:
-            out.append(f"nvcc of CUDA {major} (the locked torch is a {backend} build): {nvcc} is CUDA {release}, and "
-                       f"torch.utils.cpp_extension refuses an nvcc of another major ('The detected CUDA version "
-                       f"({release}) mismatches the version that was used to compile PyTorch')")
+    elif NVCC in p.build_needs and (wrong := nvcc_mismatch(backend)) is not None:
+        major, nvcc, release = wrong
+        out.append(f"nvcc of CUDA {major} (the locked torch is a {backend} build): {nvcc} is CUDA {release}, and "
+                   f"torch.utils.cpp_extension refuses an nvcc of another major ('The detected CUDA version "
+                   f"({release}) mismatches the version that was used to compile PyTorch')")
     if COMPILER in p.build_needs and find_compiler() is None:
         out.append("a C/C++ compiler: none of $CXX, $CC, c++, g++, cc, gcc, clang is on PATH")
     return out
