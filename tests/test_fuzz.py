@@ -1515,3 +1515,16 @@ def test_fuzz_a_per_cuda_library_picked_at_run_time_is_missing_exactly_where_the
     assert (got is None) == fits, (builds, want, pick)
     if got is not None:
         assert got.want == f"{want[0]}.{want[1]}" and len(got.have) == len(distinct)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400), st.integers(0, 999), st.integers(0, 999))
+def test_fuzz_nvcc_version_words(noise: str, major: int, minor: int) -> None:
+    """Whatever `nvcc --version` prints (sync reads it to refuse an nvcc of another major than torch's): a release
+    "N.M" or None, never an exception; a toolkit's own line is read whatever surrounds it."""
+    from tritonlock.lock.builds import release_of
+
+    got = release_of(noise)
+    assert got is None or re.fullmatch(r"\d+\.\d+", got)
+    line = f"Cuda compilation tools, release {major}.{minor}, V{major}.{minor}.88"
+    assert release_of(f"nvcc: NVIDIA (R) Cuda compiler driver\n{line}\n") == f"{major}.{minor}"

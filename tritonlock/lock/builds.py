@@ -383,8 +383,13 @@ def nvcc_release(nvcc: str) -> str | None:
         out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    m = re.search(r"release (\d+)\.(\d+)", out)
-    return f"{m[1]}.{m[2]}" if m else None
+    return release_of(out)
+
+
+def release_of(said: str) -> str | None:
+    """The release `nvcc --version` printed ("Cuda compilation tools, release 12.4, V12.4.131" → "12.4")."""
+    m = re.search(r"\brelease (\d{1,3})\.(\d{1,3})\b", said)
+    return f"{int(m[1])}.{int(m[2])}" if m else None
 
 
 def nvcc_mismatch(backend: str | None) -> tuple[int, str, str] | None:
