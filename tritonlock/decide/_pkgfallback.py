@@ -57,6 +57,15 @@ def _reference(sc: Scene, index: str, name: str, newer: list[Version], extras: t
     return None
 
 
+def read_torch_reqs(sc: Scene, index: str, name: str, versions: list[str], extras: tuple[str, ...] = ()) -> None:
+    """The METADATA of each of `versions` not asked for yet, read side by side (16 at a time) before a loop asks for
+    them one by one: each is a round trip to the index (sglang's 100 releases, 25 s in a row from empty caches)."""
+    todo = [v for v in dict.fromkeys(versions) if not sc.facts.has_metadata(index, name, v)]
+    if len(todo) > 1:
+        with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
+            list(pool.map(lambda v: sc.torch_reqs(index, name, v, extras), todo))
+
+
 def inferred_torch(sc: Scene, index: str, name: str, version: str,
                    extras: tuple[str, ...] = ()) -> tuple[str, list[Requirement]] | None:
     """A release that names no torch between releases that name theirs (torchaudio 2.11.0, between 2.10.0 and
@@ -169,10 +178,27 @@ def recent_floors(sc: Scene, indexes: dict[str, str], fb: Fallback) -> dict[str,
     return {**floors, fb.name: fb.since}
 
 
+def _recent_others(sc: Scene, o: Outcome, fb: Fallback) -> dict[str, str] | None:
+    """Each other named package's recent_floor (name → release), where every one of them is locked at or above its
+    own in `o`; None where one is not, or its floor is not known (then uv is asked with the others free)."""
+    floors: dict[str, str] = {}
+    for r in sc.reqs:
+        name = canonicalize_name(r.name)
+        if name == fb.name:
+            continue
+        p = locked(o.packages, name)
+        floor = recent_floor(sc, p.index, r) if p is not None else None
+        if p is None or floor is None or vkey(p) < Version(floor):
+            return None
+        floors[name] = floor
+    return floors
+
+
 def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
     """Checks for a fallback where the search over the lines found no fix, each answered by uv: the package at
     `since` or newer with the others in the user's order — a lock there that moves other packages to fallbacks of
-    their own is a conflict between recent releases of both (checked with both held recent); failing that, the
+    their own is a conflict between recent releases of both (checked with both held recent: where the intent pins no
+    torch and each other named package's recent floor is known, that check comes first and alone); failing that, the
     intent's torch lifted (a torch pin is the fix); failing that, the target or the others are the other side (uv's
     words say which)."""
     def attempt(texts: list[str]) -> tuple[tuple[LockedPackage, ...] | None, str]:
@@ -185,6 +211,15 @@ def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
         return [with_spec(r, f">={bounds[n]}") if (n := canonicalize_name(r.name)) in bounds else str(r)
                 for r in sc.reqs]
 
+    floors = _recent_others(sc, o, fb) if not sc.intent.torch else None
+    if floors:  # both held recent first: the same checks' answer without uv's walk down the others' old releases
+        both = {fb.name: fb.since, **floors}
+        checked, uv = attempt(recent(both))
+        if checked is None:
+            return Fix(uv=uv, others=tuple(floors), mutual=tuple(floors.items()))
+        return Fix(uv="", change=", ".join(f'"{n}>={v}"' for n, v in both.items()), others=tuple(floors),
+                   gives=", ".join(f"{p.name} {public(p.version)}" for n in both
+                                   if (p := locked(checked, n)) is not None))
     packages, uv = attempt(recent({fb.name: fb.since}))
     if packages is not None:
         moved = [r for r in sc.reqs if canonicalize_name(r.name) != fb.name

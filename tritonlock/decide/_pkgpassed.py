@@ -10,7 +10,7 @@ from packaging.utils import canonicalize_name
 
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgfacts import public
-from tritonlock.decide._pkgfallback import inferred_torch
+from tritonlock.decide._pkgfallback import inferred_torch, read_torch_reqs
 from tritonlock.decide._pkgload import Table, torch_admits
 from tritonlock.decide._pkgscene import Fallback, Outcome, Run, locked
 from tritonlock.models import Selection
@@ -152,6 +152,7 @@ def pass_torchless(run: Run, fb: Fallback) -> bool:
     if t is None or not fb.torchless:
         return False
     extras, new = tuple(sorted(fb.req.extras)), False
+    read_torch_reqs(run.sc, t.index, fb.name, t.versions, extras)  # (each release's, and its neighbours' mostly)
     for v in t.versions:
         guess = inferred_torch(run.sc, t.index, fb.name, v, extras)
         if guess is None:
