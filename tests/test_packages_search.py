@@ -264,6 +264,21 @@ def test_two_packages_whose_recent_releases_exclude_each_other_are_a_conflict(tm
     assert 'pinning it, e.g. "routerkit==0.5.2" in [environment].packages' in out
 
 
+def test_a_third_package_that_takes_no_side_is_not_named_in_the_conflict(tmp_path: Path, pypi: LocalIndex,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """servekit and routerkit exclude each other's recent releases; tfm, named too, is recent beside either. The
+    conflict names servekit alone as the other side (checked with servekit held recent and tfm free), not tfm."""
+    root = _project(tmp_path, pypi, ["servekit", "routerkit", "tfm"], _linux(R580))
+    asked = _asked(monkeypatch)
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert not (root / "triton-env.lock").exists()
+    assert "no routerkit >= 0.5.10 installs beside servekit >= 0.19 (each older release only stands in" in out, out
+    assert "fix: put routerkit and servekit in two environments (or targets)" in out, out
+    assert any(q[:2] == ("servekit>=0.19", "routerkit>=0.5.10") and "tfm" in q for q in asked), asked
+    assert not any("routerkit>=0.5.10" in q and "servekit" in q for q in asked), asked
+
+
 def test_the_intents_torch_against_a_packages_recent_releases_is_a_conflict_with_the_torch_pin_as_fix(
         tmp_path: Path, pypi: LocalIndex) -> None:
     """torch = "==2.15.*": only servekit's 2023 release allows it. Exit 3 with the fix a check found."""

@@ -213,6 +213,10 @@ def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
 
     floors = _recent_others(sc, o, fb) if not sc.intent.torch else None
     if floors:  # both held recent first: the same checks' answer without uv's walk down the others' old releases
+        for name, floor in (floors.items() if len(floors) > 1 else ()):  # the other side alone, where it is one
+            alone, uv = attempt(recent({fb.name: fb.since, name: floor}))
+            if alone is None:
+                return Fix(uv=uv, others=(name,), mutual=((name, floor),))
         both = {fb.name: fb.since, **floors}
         checked, uv = attempt(recent(both))
         if checked is None:
