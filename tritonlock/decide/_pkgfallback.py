@@ -217,13 +217,11 @@ def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
             alone, uv = attempt(recent({fb.name: fb.since, name: floor}))
             if alone is None:
                 return Fix(uv=uv, others=(name,), mutual=((name, floor),))
-        both = {fb.name: fb.since, **floors}
-        checked, uv = attempt(recent(both))
+        checked, uv = attempt(recent({fb.name: fb.since, **floors}))
         if checked is None:
             return Fix(uv=uv, others=tuple(floors), mutual=tuple(floors.items()))
-        return Fix(uv="", change=", ".join(f'"{n}>={v}"' for n, v in both.items()), others=tuple(floors),
-                   gives=", ".join(f"{p.name} {public(p.version)}" for n in both
-                                   if (p := locked(checked, n)) is not None))
+        # (a lock uv finds with both recent is no proof that it loads — lmcache 0.4.4 beside sglang 0.5.10's torch
+        # 2.9.1 does not: the checks below weigh it as before)
     packages, uv = attempt(recent({fb.name: fb.since}))
     if packages is not None:
         moved = [r for r in sc.reqs if canonicalize_name(r.name) != fb.name
