@@ -252,6 +252,16 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
         for name, dep in (("wantsguard", "guardpkg"), ("wantshard", "hardpkg")):
             idx.add("simple", name, v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-12",
                     requires=tuple(r.format(dep) for r in reqs), modules={f"{name}/__init__.py": ""})
+    # firstkit 2.0 pins torch 2.11, 1.0 torch 2.10; latekit 1.0 (and latehard 1.0) pins torch 2.10 and needs
+    # guardpkg (hardpkg) >= 2.0, a CUDA 13 build; their 0.1 names no torch (as sglang 0.5.3-0.5.10 pin torch 2.9.1
+    # and torchao 0.9.0, whose extensions need torch 2.6 and load inside a `try`; sglang 0.5.2 names no torch)
+    for v, reqs in (("1.0", ("torch==2.10.*",)), ("2.0", ("torch==2.11.*",))):
+        idx.add("simple", "firstkit", v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-16", requires=reqs,
+                modules={"firstkit/__init__.py": ""})
+    for name, dep in (("latekit", "guardpkg"), ("latehard", "hardpkg")):
+        for v, reqs in (("0.1", ()), ("1.0", ("torch==2.10.*", f"{dep}>=2.0"))):
+            idx.add("simple", name, v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-18", requires=reqs,
+                    modules={f"{name}/__init__.py": ""})
     # wantsgone 2.0 needs a package the index does not serve: uv holds it at 1.0 (a check, in uv's words)
     for v, reqs in (("1.0", ("torch>=2.10",)), ("2.0", ("torch>=2.10", "goneplug>=1"))):
         idx.add("simple", "wantsgone", v, tag="py3-none-any", uploaded=f"2026-0{int(v[0]) + 4}-14", requires=reqs,
@@ -1910,6 +1920,39 @@ def test_where_the_second_search_locks_the_named_packages_only_in_part_the_first
         ("1.0", "2.0", "2.0", "2.11.0"), versions
     (w,) = [w for w in sel.warnings if w.startswith("wantsguard 1.0 is locked, not its newest release 2.0: ")]
     assert "requires torch==2.10.*" in w, w
+
+
+@pytest.mark.parametrize("late", ["latekit", "latehard"])
+def test_a_fix_only_the_second_searchs_rule_allows_is_found_where_the_answer_is_the_first_searchs(
+        tmp_path: Path, pypi: LocalIndex, late: str) -> None:
+    """firstkit first: its newest (2.0) pins torch 2.11, beside which only latekit 0.1, naming no torch, locks — a
+    stand-in, so a conflict (the first search's answer: nothing on its way failed). latekit 1.0 pins torch 2.10 and
+    needs guardpkg >= 2.0, whose module (loaded inside a `try`) cannot load there: held recent, the first search's
+    rule refuses every closure, the second's lets that failure pass — its fix is the conflict's, checked, and it locks
+    when applied (lmcache + sglang on an R550 host, where sglang 0.5.3-0.5.10 bring torchao 0.9.0: not "no sglang
+    >= 0.5.3 installs on this target"). With hardpkg, imported plainly, latehard 1.0 cannot load on this target at
+    all: no fix is offered."""
+    root = _project(tmp_path / "a", pypi, ["firstkit", late], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert (f"error: target 'gpu': {late} cannot be locked at a recent release — {late} 0.1, the newest uv finds "
+            f"with the other requirements, only stands in for it: its requirements name no torch, where {late} 1.0 "
+            "requires torch==2.10.*\n") in out, out
+    if late == "latehard":
+        assert "  no latehard >= 1.0 installs on this target\n" in out and "fix: add" not in out, out
+        return
+    assert "  latekit 1.0 or newer installs only if firstkit moves down\n" in out, out
+    assert ('  fix: add "firstkit<=1.0" to [environment].packages (checked: uv then locks latekit 1.0, firstkit 1.0 '
+            "with torch 2.10.0)") in out, out
+    assert not (root / "triton-env.lock").exists()
+    intent = root / "triton-env.toml"
+    intent.write_text(intent.read_text().replace('"firstkit"', '"firstkit<=1.0"'))
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["firstkit"], versions["latekit"], versions["guardpkg"], versions["torch"]) == \
+        ("1.0", "1.0", "2.0", "2.10.0"), versions
+    assert any(w.startswith("guardpkg 2.0: ") and "inside a `try`" in w for w in sel.warnings), sel.warnings
 
 
 @pytest.mark.parametrize("packages", [["wantsguard==2.0", "hardpkg==2.0"], ["wantsguard==2.0", "hardpkg>=2.0"]])

@@ -530,18 +530,12 @@ def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
     sc = run.sc
     # (the others above their releases that only stand in: uv, free to take them, read vLLM down to 0.1.2 a line)
     floors = recent_floors(sc, {n: t.index for n, t in run.tables.items()}, fb)
-    reqs = [Requirement(with_spec(r, f">={floors[n]}")) if (n := canonicalize_name(r.name)) in floors else r
-            for r in sc.reqs]
-    tables = dict(run.tables)
-    for name in floors:
-        if (old := run.tables.get(name)) is not None:
-            req = next(r for r in reqs if canonicalize_name(r.name) == name)
-            tables[name] = Table(env=run.env, name=name, index=old.index, req=req, extras=old.extras)
-            tables[name].native.update(old.native)
-            tables[name].refused.update(old.refused)
-    alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=reqs), tables=tables, failures=[],
-                                  structural=None)
-    alt = _search(alt_run, complete=True)
+    alt = _held_recent(run, floors)
+    if alt is None and run.relax is not None and run.noted:
+        # (the answer came from the first search, where a failure a package's own `try` catches refuses what it
+        # finds: sglang 0.5.3-0.5.10's torchao 0.9.0, whose extensions need torch 2.6 — the second search's rule
+        # lets that pass, as it did for the answer; held recent, only it may find the fix)
+        alt = _held_recent(run.relax(), floors)
     if alt is None or alt.prefix is not None:
         return None
     mine = locked(alt.packages, fb.name)
@@ -553,6 +547,23 @@ def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
     return Fix(uv="", change=", ".join(f'"{n}<={public(q.version)}"' for n, q in moved),
                gives=", ".join([f"{fb.name} {public(mine.version)}", *(f"{n} {public(q.version)}" for n, q in moved)])
                + f" with torch {alt.candidate.torch}", others=tuple(n for n, _ in moved))
+
+
+def _held_recent(run: Run, floors: dict[str, str]) -> Outcome | None:
+    """The search's answer over every line with each package of `floors` at its floor or newer."""
+    sc = run.sc
+    reqs = [Requirement(with_spec(r, f">={floors[n]}")) if (n := canonicalize_name(r.name)) in floors else r
+            for r in sc.reqs]
+    tables = dict(run.tables)
+    for name in floors:
+        if (old := run.tables.get(name)) is not None:
+            req = next(r for r in reqs if canonicalize_name(r.name) == name)
+            tables[name] = Table(env=run.env, name=name, index=old.index, req=req, extras=old.extras)
+            tables[name].native.update(old.native)
+            tables[name].refused.update(old.refused)
+    alt_run = dataclasses.replace(run, sc=dataclasses.replace(sc, reqs=reqs), tables=tables, failures=[],
+                                  structural=None)
+    return _search(alt_run, complete=True)
 
 
 __all__ = ["Native", "ResolveError", "decide", "lock_plan"]
