@@ -4,6 +4,7 @@ release that installs on the target by itself) is no answer — and the checks t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -194,6 +195,22 @@ def _recent_others(sc: Scene, o: Outcome, fb: Fallback) -> dict[str, str] | None
     return floors
 
 
+def named_in(uv: str, name: str) -> bool:
+    """Whether uv's words name the package `name` (canonical): as a word of its own, not inside another name (vllm
+    in vllm-flash-attn, torch in torchvision)."""
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", uv.lower().replace("_", "-")) is not None
+
+
+def proof_roots(uv: str) -> str:
+    """Of uv's words for a failure, the sentence that ends its proof ("And because you require A and B, we can conclude
+    that your requirements are unsatisfiable"): the requirements it names are those the proof needs — a package
+    named elsewhere may only be a dependency on the way (transformers, which sglang requires). All of uv's words where
+    no such sentence is found."""
+    text = uv.lower()
+    end = text.find("your requirements are unsatisfiable")
+    return text if end < 0 else text[max(text.rfind("because", 0, end), 0):end]
+
+
 def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
     """Checks for a fallback where the search over the lines found no fix, each answered by uv: the package at
     `since` or newer with the others in the user's order — a lock there that moves other packages to fallbacks of
@@ -212,15 +229,18 @@ def least_fix(sc: Scene, search: Search, o: Outcome, fb: Fallback) -> Fix:
                 for r in sc.reqs]
 
     floors = _recent_others(sc, o, fb) if not sc.intent.torch else None
-    if floors:  # both held recent first: the same checks' answer without uv's walk down the others' old releases
-        for name, floor in (floors.items() if len(floors) > 1 else ()):  # the other side alone, where it is one
-            alone, uv = attempt(recent({fb.name: fb.since, name: floor}))
-            if alone is None:
-                return Fix(uv=uv, others=(name,), mutual=((name, floor),))
+    if floors:  # all held recent first: the same checks' answer without uv's walk down the others' old releases
         checked, uv = attempt(recent({fb.name: fb.since, **floors}))
         if checked is None:
-            return Fix(uv=uv, others=tuple(floors), mutual=tuple(floors.items()))
-        # (a lock uv finds with both recent is no proof that it loads — lmcache 0.4.4 beside sglang 0.5.10's torch
+            # the other side: the packages uv's proof rests on (a package that takes no side is not among them), each
+            # alone where they are several (held recent, the rest free: uv may walk down the free ones' releases)
+            sides = [n for n in floors if named_in(proof_roots(uv), n)] or list(floors)
+            for name in (sides if len(sides) > 1 else ()):
+                alone, words_alone = attempt(recent({fb.name: fb.since, name: floors[name]}))
+                if alone is None:
+                    return Fix(uv=words_alone, others=(name,), mutual=((name, floors[name]),))
+            return Fix(uv=uv, others=tuple(sides), mutual=tuple((n, floors[n]) for n in sides))
+        # (a lock uv finds with all recent is no proof that it loads — lmcache 0.4.4 beside sglang 0.5.10's torch
         # 2.9.1 does not: the checks below weigh it as before)
     packages, uv = attempt(recent({fb.name: fb.since}))
     if packages is not None:
