@@ -959,6 +959,55 @@ def test_the_metadata_of_releases_that_are_an_sdist_alone_is_read_in_one_round(t
         idx.stop()
 
 
+def test_the_torch_requirements_of_many_releases_are_read_side_by_side_and_once(tmp_path: Path) -> None:
+    """Before a walk that asks for the torch requirements of many releases one by one (the releases a conflict counts
+    as not read), they are read side by side — several requests in flight — each once: those known already are not
+    asked again, nor those not asked for."""
+    import threading
+    import time
+
+    from packaging.requirements import Requirement
+
+    from tritonlock.decide._pkgfacts import Facts
+    from tritonlock.decide._pkgload import Env, Table
+    from tritonlock.models import TargetSpec
+
+    class InFlight:
+        def __init__(self) -> None:
+            self.lock, self.now, self.most, self.count = threading.Lock(), 0, 0, 0
+
+        def wait(self) -> None:
+            with self.lock:
+                self.now, self.count = self.now + 1, self.count + 1
+                self.most = max(self.most, self.now)
+            time.sleep(0.05)  # (a request that takes a while, as over the network: the others come meanwhile)
+            with self.lock:
+                self.now -= 1
+
+    idx = LocalIndex(tmp_path / "index")
+    for i in range(20):
+        idx.add("simple", "manylib", f"1.{i}", requires=(f"torch=={i}.0",))
+    idx.start()
+    try:
+        facts = Facts()
+        index = idx.index_url("simple")
+        t = Table(env=Env(target=TargetSpec(name="gpu", os="linux", arch="x86_64", glibc="2.35"), python="3.11",
+                          facts=facts, read=None, judge=None), name="manylib", index=index)
+        assert t.torch_reqs("1.19") == [Requirement("torch==19.0")]
+        idx.gate = gate = InFlight()  # type: ignore[assignment]
+        t.read_torch_reqs(t.versions[:12])
+        assert gate.most > 1, gate.most
+        assert [v for v in t.versions if facts.has_metadata(index, "manylib", v)] == t.versions[:12]
+        asked = gate.count
+        t.read_torch_reqs(t.versions[:12])
+        assert gate.count == asked
+        assert [str(r) for v in t.versions[:12] for r in t.torch_reqs(v) or ()] == [
+            f"torch=={i}.0" for i in range(19, 7, -1)]
+        assert gate.count == asked  # (each kept: nothing asked again)
+    finally:
+        idx.stop()
+
+
 @pytest.mark.parametrize("text", [
     "Metadata-Version: 2.1\nName: a\nRequires-Dist: torch==2.10.0\nrequires-dist: b; extra == 'x'\n"
     "Provides-Extra: x\n\nRequires-Dist: evil\nA description that looks like headers.\n",

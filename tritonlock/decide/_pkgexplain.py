@@ -556,6 +556,7 @@ def hopeless(run: Run, r: Requirement, uv: str = "") -> str | None:
                 t = d
     if not found:
         return None
+    t.read_torch_reqs(t.versions if uv else t.versions[t.stopped:] if t.stopped is not None else [])
     unknown = [x for x in t.versions if t.torch_reqs(x) is None] if uv else []
     read = [x for x in t.versions if x in t.native and x not in unknown]
     rejected = [f"{t.name} {x}" for x in read if t.excluded_by_torch(x, sel) is None]
