@@ -1931,15 +1931,18 @@ def test_a_fix_only_the_second_searchs_rule_allows_is_found_where_the_answer_is_
     rule refuses every closure, the second's lets that failure pass — its fix is the conflict's, checked, and it locks
     when applied (lmcache + sglang on an R550 host, where sglang 0.5.3-0.5.10 bring torchao 0.9.0: not "no sglang
     >= 0.5.3 installs on this target"). With hardpkg, imported plainly, latehard 1.0 cannot load on this target at
-    all: no fix is offered."""
+    all: no fix is offered, and the conflict says what the rule finds in uv's lock of it."""
     root = _project(tmp_path / "a", pypi, ["firstkit", late], f"gpu|{R580_H100}")
     code, out = _run("resolve", "-p", str(root))
     assert code == 3, out
     assert (f"error: target 'gpu': {late} cannot be locked at a recent release — {late} 0.1, the newest uv finds "
             f"with the other requirements, only stands in for it: its requirements name no torch, where {late} 1.0 "
             "requires torch==2.10.*\n") in out, out
-    if late == "latehard":
-        assert "  no latehard >= 1.0 installs on this target\n" in out and "fix: add" not in out, out
+    if late == "latehard":  # (the rule's words on uv's lock with latehard recent: no check found another side)
+        assert ("  no latehard >= 1.0 can be locked here beside recent releases of the other packages so that the "
+                "native code loads: with torch 2.10.0 (cu128), uv locks latehard 1.0, and hardpkg 2.0's native code "
+                "cannot load there: hardpkg/_C.so in hardpkg-2.0-") in out and "fix: add" not in out, out
+        assert "  fix: change what holds hardpkg 2.0 (a requirement in [environment].packages that pins it or " in out
         return
     assert "  latekit 1.0 or newer installs only if firstkit moves down\n" in out, out
     assert ('  fix: add "firstkit<=1.0" to [environment].packages (checked: uv then locks latekit 1.0, firstkit 1.0 '
@@ -1953,6 +1956,30 @@ def test_a_fix_only_the_second_searchs_rule_allows_is_found_where_the_answer_is_
     assert (versions["firstkit"], versions["latekit"], versions["guardpkg"], versions["torch"]) == \
         ("1.0", "1.0", "2.0", "2.10.0"), versions
     assert any(w.startswith("guardpkg 2.0: ") and "inside a `try`" in w for w in sel.warnings), sel.warnings
+
+
+@pytest.mark.parametrize("first", ["guardpkg==2.0", "hardpkg==2.0", "guardpkg>=2.0"])
+def test_a_named_package_whose_native_code_fails_beside_the_others_recent_releases_is_named_in_the_conflict(
+        tmp_path: Path, pypi: LocalIndex, first: str) -> None:
+    """guardpkg 2.0 named (its module's failure counts, though guardpkg catches it) beside latekit: latekit 1.0 pins
+    torch 2.10, beside which guardpkg 2.0, a CUDA 13 build, cannot load — uv locks them (it does not weigh native
+    code), so no uv check finds the other side; latekit 0.1, naming no torch, only stands in. The conflict says what
+    the rule finds in uv's lock with latekit recent — guardpkg 2.0's module and the CUDA runtime it needs — never "no
+    latekit >= 1.0 installs on this target" (torchao==0.9.* beside sglang: sglang 0.5.23 installs on an H200)."""
+    late = "latehard" if first.startswith("hardpkg") else "latekit"
+    dep = first.split("=")[0].split(">")[0]
+    root = _project(tmp_path / "a", pypi, [first, late], f"gpu|{R580_H100}")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3, out
+    assert (f"error: target 'gpu': {late} cannot be locked at a recent release — {late} 0.1, the newest uv finds") \
+        in out, out
+    assert (f"  no {late} >= 1.0 can be locked here beside recent releases of the other packages so that the native "
+            f"code loads: with torch 2.10.0 (cu128), uv locks {late} 1.0, and {dep} 2.0's native code cannot load "
+            f"there: {dep}/_C.so in {dep}-2.0-cp311-cp311-manylinux_2_17_x86_64.whl needs libcudart.so.13") in out, out
+    assert (f"  fix: change what holds {dep} 2.0 (a requirement in [environment].packages that pins it or brings "
+            f"it), or lock them for machines where it loads (a target of their own), or accept {late} 0.1 by pinning "
+            f"it (\"{late}==0.1\" in [environment].packages)") in out, out
+    assert "installs on this target" not in out and not (root / "triton-env.lock").exists()
 
 
 @pytest.mark.parametrize("packages", [["wantsguard==2.0", "hardpkg==2.0"], ["wantsguard==2.0", "hardpkg>=2.0"]])

@@ -5,6 +5,7 @@ a refusal of the rule on a closure passes over (the release, the ones after it t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,8 @@ from tritonlock.decide._pkgload import LOOK
 if TYPE_CHECKING:
     from tritonlock.compat.matrix import Matrix
     from tritonlock.decide._pkgload import Table
-    from tritonlock.decide._pkgscene import Outcome, Run
+    from tritonlock.decide._pkgcheck import Search
+    from tritonlock.decide._pkgscene import Fallback, Fix, Outcome, Run
     from tritonlock.decide._pkgfacts import Facts
     from tritonlock.models import Intent, Selection
     from tritonlock.native.rule import Item, Problem
@@ -81,6 +83,53 @@ def line_exports(facts: Facts, python: str) -> Callable[[Selection], Any]:
                 memo[key] = judge.shipped_exports(f.sha256, f.filename) if f is not None and f.sha256 else None
         return memo[key]
     return exports
+
+
+def judged(run: Run, o: Outcome) -> list[Problem]:
+    """What the rule finds in an answer's closure (what counts in the run's mode: see _Judge)."""
+    from tritonlock.native import judge
+
+    assert run.native is not None
+    run.say(f"checking the native code of {len(o.packages)} packages")
+    read = run.native.facts(run.native.wanted(o.candidate, o.packages))
+    intent = run.sc.intent
+    found = judge.problems(o.candidate, o.packages, read, run.sc.matrix, policy=intent.cuda_policy,
+                           optional=intent.optional_gpu_code, imports=run.sc.reach, lenient=run.lenient)
+    if any(p.guarded for p in found) and not run.noted:
+        run.noted.append(True)
+    return found
+
+
+def native_cause(run: Run, search: Search, fb: Fallback, fix: Fix) -> Fix:
+    """Where uv locks a fallback's package at a recent release with the other requirements, but no check found the
+    other side (the search over every line found no answer with it recent): what the rule finds in that lock is why
+    — torchao==0.9.* named beside sglang, whose 0.5.3-0.5.10 pin torchao 0.9.0 and torch 2.9.1, beside which
+    torchao 0.9.0's extensions cannot load (named, its failure counts). `fix` as it is where uv finds no lock, or
+    the rule nothing."""
+    from tritonlock.decide._pkgscene import Outcome
+    from tritonlock.decide.requirements import with_spec
+    from tritonlock.errors import TritonlockError
+
+    if run.native is None:
+        return fix
+    reqs = [with_spec(r, f">={fb.since}") if canonicalize_name(r.name) == fb.name else str(r) for r in run.sc.reqs]
+    try:
+        candidate, packages = search.lock(reqs)
+    except TritonlockError:
+        return fix
+    found = judged(run, Outcome(candidate=candidate, packages=packages))
+    if not found:
+        return fix
+    from tritonlock.decide._pkgwords import packages_key
+
+    p, mine = found[0], next((public(q.version) for q in packages if q.name == fb.name), "?")
+    return dataclasses.replace(
+        fix, native=f"can be locked here beside recent releases of the other packages so that the native code loads: "
+                    f"with torch {candidate.torch} ({candidate.backend}), uv locks {fb.name} {mine}, and {p.package} "
+                    f"{public(p.version)}'s native code cannot load there: {p.text}",
+        native_fix=f"change what holds {p.package} {public(p.version)} (a requirement in "
+                   f"{packages_key(run.sc.intent.path)} that pins it or brings it), or lock them for machines where "
+                   "it loads (a target of their own)")
 
 
 def refuse(run: Run, o: Outcome, found: list[Problem]) -> bool:

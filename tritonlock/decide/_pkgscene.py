@@ -180,6 +180,10 @@ class Fix:
     gives: str | None = None  # what that lock holds: "vllm 0.33.0 with torch 2.14.0"
     others: tuple[str, ...] = ()  # the other named packages on the other side
     mutual: tuple[tuple[str, str], ...] = ()  # others that are recent only from a release on: (name, since)
+    # where uv locks the package recent but no check found the other side: what the rule finds in that lock, and the
+    # fix it suggests, in words
+    native: str = ""
+    native_fix: str = ""
 
 
 # a component of a line's bound or an answer's key: (1, version) for a release, (0, 0) for none (below any release)

@@ -269,10 +269,8 @@ def held_back(sc: Scene, name: str, locked: LockedPackage, top: str, check: Chec
 
 
 def _ours(passed: tuple[str, ...], uv: str | None) -> str:
-    """What tritonlock passed over (in words) that uv's words name: uv only says a package "does not allow any
-    versions" (the `<0` tritonlock gave it), not why."""
-    ours = [p for p in passed if uv and p.split(" ", 1)[0] in uv]
-    text = "; ".join(ours)
+    """What tritonlock passed over (in words) that uv's words name: uv says "does not allow any versions" alone."""
+    text = "; ".join(ours := [p for p in passed if uv and p.split(" ", 1)[0] in uv])
     return f" (tritonlock passed over {text if len(text) <= 400 else text[:397] + '...'})" if ours else ""
 
 
@@ -492,10 +490,11 @@ def fallback_conflict(sc: Scene, fb: Fallback, fix: Fix, passed: tuple[str, ...]
                      + _ours(passed, fix.uv))
         lines.append(f"  fix: put {fb.name} and {', '.join(fix.others)} in two environments (or targets), pin one of "
                      f"them to a release that allows the other, {accept}")
-    else:
-        lines.append(f"  no {fb.name} >= {fb.since} installs on this target" + (
-            f": uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}" if fix.uv else ""))
-        lines.append(f"  fix: `tritonlock why` shows the change to the machine that would allow it, {accept}")
+    else:  # (Fix.native: the rule's words where uv locks it recent, and the search found no answer so)
+        said = f"installs on this target: uv: {uv_reason(fix.uv)}{_ours(passed, fix.uv)}" if fix.uv else \
+            "installs on this target"
+        lines += [f"  no {fb.name} >= {fb.since} {fix.native or said}", "  fix: " + (
+            fix.native_fix or "`tritonlock why` shows the change to the machine that would allow it") + f", {accept}"]
     return "\n".join(lines)
 
 

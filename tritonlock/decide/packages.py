@@ -25,7 +25,7 @@ from tritonlock.decide._pkgcheck import Impossible, Search
 from tritonlock.decide._pkgcompile import Ahead, memo, warm_up
 from tritonlock.decide._pkgfacts import Facts, marker_env, parse_version, public
 from tritonlock.decide._pkgfallback import fallback, least_fix, recent_floors
-from tritonlock.decide._pkgjudge import judge_of as _judge, line_exports as _line_exports, refuse
+from tritonlock.decide._pkgjudge import judge_of as _judge, judged, line_exports as _line_exports, native_cause, refuse
 from tritonlock.decide._pkgload import Env, Table, candidate_lines, choose_build
 from tritonlock.decide._pkgpassed import pass_torchless, passed_everywhere
 from tritonlock.decide._pkgscene import (NONE, ZERO, Compile, Fallback, Fix, Key, Native, Outcome, Run, Scene,
@@ -197,7 +197,10 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
         if (fb := fallback(sc, best.packages, r)) is not None and pass_torchless(run, fb):
             return _decided(run, reachable)  # (releases that name no torch below one that does: passed over)
         if fb is not None:
-            fix = _fix_by_search(run, best, fb) or least_fix(sc, search, best, fb)
+            searched, none = _fix_by_search(run, best, fb)
+            fix = searched or least_fix(sc, search, best, fb)
+            if none and not (fix.change or fix.others or fix.mutual):
+                fix = native_cause(run, search, fb, fix)  # (the search found none, uv's checks no other side)
             return _conflicted(sel, words.fallback_conflict(sc, fb, fix, best.passed_over)), ()
     best = explain.torch_checked(run, best, search)
     return explain.finish(run, best, compile)
@@ -393,7 +396,7 @@ def _settle(run: Run, top: int, group: list[int], bound: Key, *, complete: bool 
         outcome = dataclasses.replace(outcome, prefix=cut)
         if run.native is None:
             return outcome
-        found = _judged(run, outcome)
+        found = judged(run, outcome)
         if not found:
             return outcome
         structural = [p for p in found if p.structural]
@@ -429,20 +432,6 @@ def _shorter(run: Run, search: Search, reqs: list[Requirement], tops: dict[str, 
             return None
         return dataclasses.replace(found, prefix=k)
     return None
-
-
-def _judged(run: Run, o: Outcome) -> list[Problem]:
-    from tritonlock.native import judge
-
-    assert run.native is not None
-    run.say(f"checking the native code of {len(o.packages)} packages")
-    read = run.native.facts(run.native.wanted(o.candidate, o.packages))
-    intent = run.sc.intent
-    found = judge.problems(o.candidate, o.packages, read, run.sc.matrix, policy=intent.cuda_policy,
-                           optional=intent.optional_gpu_code, imports=run.sc.reach, lenient=run.lenient)
-    if any(p.guarded for p in found) and not run.noted:
-        run.noted.append(True)
-    return found
 
 
 # --- no answer, or one that leaves a named package out ----------------------------------------------------------
@@ -523,10 +512,11 @@ def _prerelease(run: Run, missing: Requirement, before: list[tuple[str, str]]) -
     return (version, alt) if kept else None
 
 
-def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
+def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> tuple[Fix | None, bool]:
     """The best answer by the stated order with the stand-in's package at a recent release (`fb.since` or newer),
     searched over every line as the first was: where it locks with packages named before it moved down (each to a
-    release that is an answer itself), holding those at most there is the fix, checked by that answer."""
+    release that is an answer itself), holding those at most there is the fix, checked by that answer. And whether
+    that search found no answer at all (the others held at their recent floors)."""
     sc = run.sc
     # (the others above their releases that only stand in: uv, free to take them, read vLLM down to 0.1.2 a line)
     floors = recent_floors(sc, {n: t.index for n, t in run.tables.items()}, fb)
@@ -537,16 +527,16 @@ def _fix_by_search(run: Run, best: Outcome, fb: Fallback) -> Fix | None:
         # lets that pass, as it did for the answer; held recent, only it may find the fix)
         alt = _held_recent(run.relax(), floors)
     if alt is None or alt.prefix is not None:
-        return None
+        return None, alt is None
     mine = locked(alt.packages, fb.name)
     moved = [(canonicalize_name(r.name), q) for r in sc.reqs if canonicalize_name(r.name) != fb.name
              and (q := locked(alt.packages, r.name)) is not None and (p := locked(best.packages, r.name)) is not None
              and (parse_version(public(q.version)) or ZERO) < (parse_version(public(p.version)) or ZERO)]
     if mine is None or not moved or any(fallback(sc, alt.packages, r) is not None for r in sc.reqs):
-        return None
+        return None, False
     return Fix(uv="", change=", ".join(f'"{n}<={public(q.version)}"' for n, q in moved),
                gives=", ".join([f"{fb.name} {public(mine.version)}", *(f"{n} {public(q.version)}" for n, q in moved)])
-               + f" with torch {alt.candidate.torch}", others=tuple(n for n, _ in moved))
+               + f" with torch {alt.candidate.torch}", others=tuple(n for n, _ in moved)), False
 
 
 def _held_recent(run: Run, floors: dict[str, str]) -> Outcome | None:
