@@ -199,7 +199,7 @@ def _decided(run: Run, reachable: Callable[[str, str], str | None] | None) -> tu
         if fb is not None:
             searched, none = _fix_by_search(run, best, fb)
             fix = searched or least_fix(sc, search, best, fb)
-            if none and not (fix.change or fix.others or fix.mutual):
+            if none and not (fix.change or fix.others):  # (mutual: others too)
                 fix = native_cause(run, search, fb, fix)  # (the search found none, uv's checks no other side)
             return _conflicted(sel, words.fallback_conflict(sc, fb, fix, best.passed_over)), ()
     best = explain.torch_checked(run, best, search)
