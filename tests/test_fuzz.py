@@ -1528,3 +1528,23 @@ def test_fuzz_nvcc_version_words(noise: str, major: int, minor: int) -> None:
     assert got is None or re.fullmatch(r"\d+\.\d+", got)
     line = f"Cuda compilation tools, release {major}.{minor}, V{major}.{minor}.88"
     assert release_of(f"nvcc: NVIDIA (R) Cuda compiler driver\n{line}\n") == f"{major}.{minor}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400), st.from_regex(r"[a-z][a-z0-9]*([-_.][a-z0-9]+){0,2}", fullmatch=True),
+       st.sampled_from(["", "==1.0", ">=2", "[all]>=0.5"]))
+def test_fuzz_uvs_words_for_a_conflicts_other_side(noise: str, name: str, spec: str) -> None:
+    """Whatever uv prints, the conflict's check reads which named packages its proof rests on without an exception;
+    a package the ending sentence names is found in it whatever comes before, and one it does not name is not (unless
+    the noise before the sentence's "because" names it)."""
+    from packaging.utils import canonicalize_name
+
+    from tritonlock.decide._pkgfallback import named_in, proof_roots
+
+    assert isinstance(proof_roots(noise), str) and isinstance(named_in(noise, "vllm"), bool)
+    canon = canonicalize_name(name)
+    ending = f"{noise}\nAnd because you require {name}{spec} and zz-other>=1, we can conclude that your " \
+             "requirements are unsatisfiable."
+    assert named_in(proof_roots(ending), canon)
+    assert named_in(proof_roots(ending), "zz-other")
+    assert not named_in(proof_roots(ending), canon + "x")

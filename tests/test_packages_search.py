@@ -296,7 +296,8 @@ def test_a_third_package_that_takes_no_side_is_not_named_in_the_conflict(
     ("vllm-flash-attn==2.6.2 depends on", "vllm", False), ("torchvision>=0.20 depends on", "torch", False),
     ("and torch==2.5.1 are incompatible", "torch", True), ("you require flash_attn>=2", "flash-attn", True),
     ("sglang[all]>=0.5.3 depends on", "sglang", True), ("(vllm)", "vllm", True), ("my.vllm>=1", "vllm", False),
-    ("because Sglang==0.5.2", "sglang", True), ("", "vllm", False)])
+    ("because Sglang==0.5.2", "sglang", True), ("", "vllm", False), ("zope.interface>=5", "zope-interface", True),
+    ("we can conclude that vllm.", "vllm", True), ("vllm==0.6.5 and", "vllm-0", False)])
 def test_uvs_words_name_a_package_as_a_word_of_its_own(words: str, name: str, named: bool) -> None:
     from tritonlock.decide._pkgfallback import named_in
 

@@ -197,8 +197,9 @@ def _recent_others(sc: Scene, o: Outcome, fb: Fallback) -> dict[str, str] | None
 
 def named_in(uv: str, name: str) -> bool:
     """Whether uv's words name the package `name` (canonical): as a word of its own, not inside another name (vllm
-    in vllm-flash-attn, torch in torchvision)."""
-    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", uv.lower().replace("_", "-")) is not None
+    in vllm-flash-attn, torch in torchvision), however its separators are written (flash_attn, zope.interface)."""
+    words = re.sub(r"(?<=[a-z0-9])[._](?=[a-z0-9])", "-", uv.lower())
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", words) is not None
 
 
 def proof_roots(uv: str) -> str:
