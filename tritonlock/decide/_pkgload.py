@@ -207,16 +207,15 @@ class Table:
                      if v not in todo and self._sdist_only(v) and unknown(v)]
         if len(todo) > 1:
             self._batches += 1
-            with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-                list(pool.map(self.torch_reqs, todo))
+            self.read_torch_reqs(todo, at_once=len(todo))
 
-    def read_torch_reqs(self, versions: list[str]) -> None:
+    def read_torch_reqs(self, versions: list[str], at_once: int = 16) -> None:
         """The torch requirements of each of `versions` not known yet, read side by side (16 at a time) before a walk
         asks for them one by one: a release whose index serves no PEP 658 METADATA is a few ranged reads of its
         wheel (sgl-kernel's 57 releases a conflict counts, 15 s in a row from empty caches)."""
         todo = [v for v in dict.fromkeys(versions) if v not in self._torch]
         if len(todo) > 1:
-            with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
+            with ThreadPoolExecutor(max_workers=min(at_once, len(todo))) as pool:
                 list(pool.map(self.torch_reqs, todo))
 
     def _sdist_only(self, version: str) -> bool:
