@@ -64,6 +64,8 @@ def populate(idx: LocalIndex) -> None:
     idx.add("simple", "einops", "0.8.0", requires=("typing-extensions>=4",))
     idx.add("simple", "typing-extensions", "4.12.2")
     idx.add("simple", "torch", "2.6.0", tag=LINUX_TAG)  # decoy: the default index's torch must lose
+    # (flashinfer-python's shape: no GPU code in its wheel, its kernels built when first called — compat/packages.toml)
+    idx.add("simple", "flashinfer-python", "0.6.6", modules={"flashinfer/__init__.py": ""})
     for t in tritons:
         idx.add("simple", "triton", t, tag=LINUX_TAG)
 

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from conftest import tree, write_default_index_intent, write_intent
@@ -265,3 +266,34 @@ def test_pypi_cuda_build_syncs_onto_a_machine_without_a_driver(tmp_path: Path, l
     code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
     assert code == 0, out
     assert _dists(tmp_path / ".venv")["torch"] == "2.6.0"
+
+
+def test_sync_warns_where_a_locked_package_needs_nvcc_this_machine_lacks(tmp_path: Path, local_index: LocalIndex,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """flashinfer-python (compat/packages.toml [[kernels-at-first-use]]: its kernels built with nvcc when first
+    called) beside PyPI's CUDA torch: resolve says so; sync installs it all the same and warns — on stderr, and in
+    --json — only on a machine with no nvcc where it looks ($CUDA_HOME alone when set)."""
+    import json
+
+    write_default_index_intent(tmp_path, local_index)
+    intent = tmp_path / "triton-env.toml"
+    intent.write_text(intent.read_text().replace("[indexes]", 'packages = ["flashinfer-python"]\n[indexes]'))
+    code, out = _run("resolve", "-p", str(tmp_path))
+    assert code == 0 and "flashinfer-python 0.6.6 compiles its CUDA kernels when first called" in out, out
+    home = tmp_path / "toolkit"
+    (home / "bin").mkdir(parents=True)
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    said = "flashinfer-python 0.6.6 compiles its CUDA kernels when first called, with nvcc, and this machine has none"
+    code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
+    assert code == 0 and f"warning: {said}" in out, out
+    assert _dists(tmp_path / ".venv")["flashinfer-python"] == "0.6.6"
+    r = CliRunner().invoke(main, ["sync", "-p", str(tmp_path), "--no-verify", "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert [w[:len(said)] for w in got["warnings"]] == [said], got
+    nvcc = home / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\n")
+    nvcc.chmod(0o755)
+    code, out = _run("sync", "-p", str(tmp_path), "--no-verify")
+    assert code == 0 and "nvcc" not in out, out

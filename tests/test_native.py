@@ -302,6 +302,13 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
                 links={stubs[f"libcudart.so.{major}"]: ("cudaRuntimeGetVersion",)})})
     idx.add("simple", "rtsib", "1.0", tag="py3-none-any", requires=("torch>=2.10", "rtsib-cu12", "rtsib-cu13"),
             modules={"rtsib/__init__.py": ""})
+    # flashinfer-python's shape: a py3-none-any wheel that builds its CUDA kernels when first called (compat/
+    # packages.toml [[kernels-at-first-use]]); flashinfer-cubin carries some of them prebuilt; servepkg requires it
+    idx.add("simple", "flashinfer-python", "0.6.6", tag="py3-none-any", requires=("torch>=2.10",),
+            modules={"flashinfer/__init__.py": ""})
+    idx.add("simple", "flashinfer-cubin", "0.6.6", tag="py3-none-any", modules={"flashinfer_cubin/__init__.py": ""})
+    idx.add("simple", "servepkg", "1.0", tag="py3-none-any", requires=("torch>=2.10", "flashinfer-python"),
+            modules={"servepkg/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -2148,3 +2155,59 @@ def test_the_demangler_is_found_without_running_ldconfig_or_a_compiler() -> None
         ctypes.CDLL = real_cdll  # type: ignore[misc]
         d._runtime.cache_clear()
         d.demangle.cache_clear()
+
+
+def test_a_package_that_builds_its_kernels_when_first_called_is_judged_by_its_gpu_floor_and_prebuilt_kernels(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """flashinfer-python's shape (compat/packages.toml [[kernels-at-first-use]]: no GPU code in its wheel, kernels
+    for compute capability 7.5 and newer built when first called, prebuilt in flashinfer-cubin and
+    flashinfer-jit-cache). Named on a V100 it is the target's conflict, naming the GPU, the floor and the change, and
+    no lock is written; on a T4 (7.5, the floor itself) it locks; beside a V100 and an H100 in one target it locks
+    with a warning for the V100; required by a named package on a V100, a warning — and no word of nvcc, which
+    could not help there. Where it can run, the lock says nvcc compiles its kernels and names the prebuilt packages
+    it lacks, and only those."""
+    def resolve(name: str, packages: list[str], gpus: str) -> tuple[int, str, Path]:
+        root = _project(tmp_path / name, pypi, packages, f'gpu|driver = "580.95.05"\ngpus = {gpus}', torch="==2.10.*")
+        code, out = _run("resolve", "-p", str(root))
+        return code, out, root
+
+    code, out, root = resolve("v100", ["flashinfer-python"], '["7.0"]')
+    assert code == 3, out
+    assert ("target 'gpu': flashinfer-python 0.6.6 builds its CUDA kernels when first called, for compute capability "
+            "7.5 (sm_75) and newer only, and this target's GPU is 7.0 (sm_70): no release of it runs its kernels "
+            "here (compat/packages.toml [[kernels-at-first-use]], from https://docs.flashinfer.ai/") in out, out
+    assert "fix: leave flashinfer-python out of this target's packages" in out, out
+    assert not (root / "triton-env.lock").exists()
+    code, out, root = resolve("two-v100", ["flashinfer-python"], '["7.0", "7.0"]')  # (each GPU named once)
+    assert code == 3 and "this target's GPU is 7.0 (sm_70): no release" in out, out
+
+    nvcc = "compiles its CUDA kernels when first called, with nvcc from a CUDA toolkit on the machine that runs it"
+    code, out, root = resolve("t4", ["flashinfer-python"], '["7.5"]')
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["flashinfer-python"] == "0.6.6"
+    (w,) = [w for w in sel.warnings if "flashinfer" in w]
+    assert w.startswith(f"flashinfer-python 0.6.6 {nvcc}"), w
+    assert ("this lock brings none of flashinfer-cubin, flashinfer-jit-cache, which carry them prebuilt: add "
+            "flashinfer-cubin and flashinfer-jit-cache to [environment].packages") in w, w
+
+    code, out, root = resolve("mixed", ["flashinfer-python"], '["7.0", "9.0"]')
+    assert code == 0, out
+    gpu, tool = [w for w in (_target(root)[1].warnings) if "flashinfer" in w]
+    assert gpu.startswith("flashinfer-python 0.6.6 builds its CUDA kernels when first called, for compute capability "
+                          "7.5 and newer only: on this target's GPU 7.0 (sm_70) its kernels cannot run"), gpu
+    assert "9.0" not in gpu and tool.startswith(f"flashinfer-python 0.6.6 {nvcc}"), (gpu, tool)
+
+    code, out, root = resolve("dep-v100", ["servepkg"], '["7.0"]')
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert versions["flashinfer-python"] == "0.6.6"
+    (w,) = [w for w in sel.warnings if "flashinfer" in w]
+    assert w.startswith("flashinfer-python 0.6.6 (not named: required by the packages named) builds its CUDA "
+                        "kernels when first called"), w
+
+    code, out, root = resolve("cubin-h100", ["flashinfer-python", "flashinfer-cubin"], '["9.0"]')
+    assert code == 0, out
+    (w,) = [w for w in _target(root)[1].warnings if "flashinfer" in w]
+    assert ("this lock does not bring flashinfer-jit-cache, which carries them prebuilt: add flashinfer-jit-cache to "
+            "[environment].packages") in w, w

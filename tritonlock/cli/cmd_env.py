@@ -168,6 +168,10 @@ def _sync_state_lines(out: Any, dry_run: bool, show_plan: Any) -> None:
             echo(line)
     else:
         echo(report.state_line(out))
+    for line in report.first_use_lines(out):  # (what this machine lacks for a package's first call)
+        from tritonlock._term import styled
+
+        echo(styled("warning:", err=True, fg="yellow") + line.removeprefix("warning:"), err=True)
 
 
 def _run_verify(venv: Path, sel: Any, host: Any, as_json: bool = False, **kw: Any) -> Any:

@@ -74,6 +74,35 @@ def cuda_build_picks() -> tuple[Pick, ...]:
                  and r.get("pick") in ("exact", "major") and isinstance(r.get("source"), str))
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FirstUse:
+    """A package that compiles (or downloads) its CUDA kernels when they are first called: compat/packages.toml
+    [[kernels-at-first-use]]."""
+
+    name: str  # normalized
+    min_gpu: tuple[int, int]  # the least compute capability it has kernels for
+    prebuilt: tuple[str, ...]  # the packages that carry its kernels compiled (normalized)
+    source: str
+
+
+@lru_cache(maxsize=1)
+def kernels_at_first_use() -> dict[str, FirstUse]:
+    """compat/packages.toml [[kernels-at-first-use]], by normalized name; a row without a name, a min-gpu written
+    as "7.5" or a source is left out (tests/test_firstuse.py checks that none is)."""
+    out: dict[str, FirstUse] = {}
+    for r in _table()[1].get("kernels-at-first-use", []):
+        if not (isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("source"), str)
+                and isinstance(r.get("min-gpu"), str) and re.fullmatch(r"[0-9]+\.[0-9]+", r["min-gpu"])):
+            continue
+        major, minor = r["min-gpu"].split(".")
+        prebuilt = r.get("prebuilt", [])
+        out[canonicalize_name(r["name"])] = FirstUse(
+            name=canonicalize_name(r["name"]), min_gpu=(int(major), int(minor)), source=r["source"],
+            prebuilt=tuple(canonicalize_name(n) for n in prebuilt if isinstance(n, str)) if isinstance(
+                prebuilt, list) else ())
+    return out
+
+
 def any_wheel_natives() -> frozenset[str]:
     """The packages whose py3-none-any wheels may carry native code all the same: those of [[cuda-build-pick]]."""
     return frozenset(p.name for p in cuda_build_picks())

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Search
 from tritonlock.decide._pkgfacts import parse_version, public
-from tritonlock.decide import _pkgload
+from tritonlock.decide import _pkgload, firstuse
 from tritonlock.decide._pkgload import Table, line_cuda, torch_admits
 from tritonlock.decide._pkgpassed import (NAMED, TORCHLESS, beside_its_torch, native_holds, refused_problem,
                                           releases, why_short)
@@ -94,7 +94,7 @@ def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[
     if (gone := yanked(run, packages)):
         sel = dataclasses.replace(sel, warnings=(*sel.warnings, *gone))
     if run.native is None:
-        return sel, packages
+        return firstuse.judged(sel, packages)
     from tritonlock.native import judge
 
     read = run.native.facts(run.native.wanted(sel, packages))
@@ -108,8 +108,8 @@ def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[
     checked = judge.checked(packages, run.native.read or read)
     warned = (*sel.warnings, *judge.unknowns(sel, packages, read, sc.matrix, policy=sc.intent.cuda_policy,
                                              optional=sc.intent.optional_gpu_code, imports=sc.reach))
-    return dataclasses.replace(sel, reasons=(*sel.reasons, *((checked,) if checked else ())),
-                               warnings=warned), packages
+    return firstuse.judged(dataclasses.replace(sel, reasons=(*sel.reasons, *((checked,) if checked else ())),
+                                               warnings=warned), packages)
 
 
 def yanked(run: Run, packages: tuple[LockedPackage, ...]) -> list[str]:

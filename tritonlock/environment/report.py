@@ -33,6 +33,24 @@ def state_line(out: SyncOutcome) -> str:
             + f": {', '.join(done) or 'nothing to change'}")
 
 
+def first_use_lines(out: SyncOutcome) -> list[str]:
+    """A locked package that compiles its CUDA kernels when first called (compat/packages.toml
+    [[kernels-at-first-use]]) without the packages that carry them prebuilt, on a machine with no nvcc where it
+    would look (CUDA_HOME, PATH, /usr/local/cuda): its first call fails here — said, the venv is as locked."""
+    from tritonlock.compat.firstuse import found
+    from tritonlock.lock.builds import find_nvcc
+
+    fs = [f for f in found(out.target.packages, (), out.target.selection.backend) if f.missing]
+    if not fs or find_nvcc() is not None:
+        return []
+    backend = out.target.selection.backend
+    return [f"warning: {f.package} {f.version} compiles its CUDA kernels when first called, with nvcc, and this "
+            f"machine has none (not in $CUDA_HOME, on PATH or in /usr/local/cuda): its kernels fail here at first "
+            f"use — install a CUDA toolkit of the locked torch's CUDA ({backend}) and set CUDA_HOME to it, or add "
+            f"{' and '.join(f.missing)} (its prebuilt kernels) to [environment].packages and run `tritonlock "
+            "resolve`, then `tritonlock sync`" for f in fs]
+
+
 def sync_json(out: SyncOutcome, verify: dict[str, Any] | None) -> dict[str, Any]:
     """`sync --json`: the target, the venv, what was done, each step of the plan, and verify's report."""
     from tritonlock.lock.report import package_build_json
@@ -43,4 +61,5 @@ def sync_json(out: SyncOutcome, verify: dict[str, Any] | None) -> dict[str, Any]
                                                  and s.action in ("install", "upgrade", "reinstall")), None),
                                          out.target.selection.backend)}
                      for s in out.plan.steps],
+            "warnings": [line.removeprefix("warning: ") for line in first_use_lines(out)],
             "verify": verify}
