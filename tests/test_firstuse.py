@@ -29,7 +29,8 @@ def test_the_shipped_row_reads_with_its_floor_prebuilt_packages_and_an_openable_
     (row,) = pkgbuilds.kernels_at_first_use().values()
     assert (row.name, row.min_gpu, row.prebuilt) == ("flashinfer-python", (7, 5),
                                                      ("flashinfer-cubin", "flashinfer-jit-cache"))
-    assert row.source.startswith("https://") and "sm75" in row.source
+    assert row.source.startswith("https://") and "sm75" in row.source and row.same_release
+    assert "does not match flashinfer version" in row.source  # (what same-release rests on)
 
 
 @pytest.mark.parametrize("row", [
@@ -153,3 +154,39 @@ def test_sync_warns_where_this_machine_has_no_nvcc_for_it(tmp_path: Path, monkey
     assert first_use_lines(_outcome(lock)) != []  # type: ignore[arg-type]  (not executable: not found)
     os.chmod(nvcc, 0o755)
     assert first_use_lines(_outcome(lock)) == []  # type: ignore[arg-type]
+
+
+def _at(name: str, version: str, files: tuple[str, ...] = ()) -> LockedPackage:
+    return LockedPackage(name=name, version=version, index="https://example.invalid/simple",
+                         wheels=tuple(Wheel(name=f, url=f"https://example.invalid/{f}", sha256="0" * 64)
+                                      for f in files or (f"{name.replace('-', '_')}-{version}-py3-none-any.whl",)))
+
+
+@pytest.mark.parametrize(("cubin", "jit", "mismatched"), [
+    ("0.6.15.post1", "0.6.15.post1+cu130", ()),  # (a local label aside: the same release)
+    ("0.6.15.post1", None, ()),
+    (None, "0.6.15.post1+cu128", ()),
+    ("0.6.13", None, (("flashinfer-cubin", "0.6.13"),)),
+    ("0.6.15", "0.6.15+cu130", (("flashinfer-cubin", "0.6.15"), ("flashinfer-jit-cache", "0.6.15+cu130"))),
+    ("0.6.15.post1", "0.6.15.post2+cu130", (("flashinfer-jit-cache", "0.6.15.post2+cu130"),)),
+    ("0.6.15.post01", None, ()),  # (PEP 440: the same release written otherwise)
+])
+def test_prebuilt_packages_of_another_release_are_found(cubin: str | None, jit: str | None,
+                                                        mismatched: tuple[tuple[str, str], ...]) -> None:
+    lock = [_at("flashinfer-python", "0.6.15.post1")]
+    lock += [_at("flashinfer-cubin", cubin)] if cubin else []
+    lock += [_at("flashinfer-jit-cache", jit, ("j-cp39-abi3-manylinux_2_28_x86_64.whl",))] if jit else []
+    (f,) = firstuse.found(lock, ("9.0",), "cu130")
+    assert f.mismatched == mismatched
+
+
+@pytest.mark.parametrize(("value", "same"), [(True, True), (False, False), ("true", False), (1, False), (None, False)])
+def test_same_release_is_read_only_as_true(monkeypatch: pytest.MonkeyPatch, value: object, same: bool) -> None:
+    row: dict[str, object] = {"name": "p", "min-gpu": "7.5", "source": "https://x", "prebuilt": ["q"]}
+    if value is not None:
+        row["same-release"] = value
+    monkeypatch.setattr(pkgbuilds, "_table", lambda: ("packages.toml", {"kernels-at-first-use": [row]}))
+    monkeypatch.setattr(firstuse, "kernels_at_first_use", pkgbuilds.kernels_at_first_use.__wrapped__)
+    assert pkgbuilds.kernels_at_first_use.__wrapped__()["p"].same_release is same
+    (f,) = firstuse.found([_at("p", "1.0"), _at("q", "2.0")], ("9.0",), "cu130")
+    assert f.mismatched == ((("q", "2.0"),) if same else ())

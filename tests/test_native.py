@@ -304,9 +304,12 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
             modules={"rtsib/__init__.py": ""})
     # flashinfer-python's shape: a py3-none-any wheel that builds its CUDA kernels when first called (compat/
     # packages.toml [[kernels-at-first-use]]); flashinfer-cubin carries some of them prebuilt; servepkg requires it
-    idx.add("simple", "flashinfer-python", "0.6.6", tag="py3-none-any", requires=("torch>=2.10",),
-            modules={"flashinfer/__init__.py": ""})
-    idx.add("simple", "flashinfer-cubin", "0.6.6", tag="py3-none-any", modules={"flashinfer_cubin/__init__.py": ""})
+    # (flashinfer-python refuses to import beside a flashinfer-cubin of another release; this cubin stops at 0.6.6)
+    for v in ("0.6.5", "0.6.6", "0.6.7"):
+        idx.add("simple", "flashinfer-python", v, tag="py3-none-any", requires=("torch>=2.10",),
+                modules={"flashinfer/__init__.py": ""})
+    for v in ("0.6.5", "0.6.6"):
+        idx.add("simple", "flashinfer-cubin", v, tag="py3-none-any", modules={"flashinfer_cubin/__init__.py": ""})
     idx.add("simple", "servepkg", "1.0", tag="py3-none-any", requires=("torch>=2.10", "flashinfer-python"),
             modules={"servepkg/__init__.py": ""})
     idx.start()
@@ -2173,7 +2176,7 @@ def test_a_package_that_builds_its_kernels_when_first_called_is_judged_by_its_gp
 
     code, out, root = resolve("v100", ["flashinfer-python"], '["7.0"]')
     assert code == 3, out
-    assert ("target 'gpu': flashinfer-python 0.6.6 builds its CUDA kernels when first called, for compute capability "
+    assert ("target 'gpu': flashinfer-python 0.6.7 builds its CUDA kernels when first called, for compute capability "
             "7.5 (sm_75) and newer only, and this target's GPU is 7.0 (sm_70): no release of it runs its kernels "
             "here (compat/packages.toml [[kernels-at-first-use]], from https://docs.flashinfer.ai/") in out, out
     assert "fix: leave flashinfer-python out of this target's packages" in out, out
@@ -2185,29 +2188,76 @@ def test_a_package_that_builds_its_kernels_when_first_called_is_judged_by_its_gp
     code, out, root = resolve("t4", ["flashinfer-python"], '["7.5"]')
     assert code == 0, out
     versions, sel = _target(root)
-    assert versions["flashinfer-python"] == "0.6.6"
+    assert versions["flashinfer-python"] == "0.6.7"
     (w,) = [w for w in sel.warnings if "flashinfer" in w]
-    assert w.startswith(f"flashinfer-python 0.6.6 {nvcc}"), w
+    assert w.startswith(f"flashinfer-python 0.6.7 {nvcc}"), w
     assert ("this lock brings none of flashinfer-cubin, flashinfer-jit-cache, which carry them prebuilt: add "
             "flashinfer-cubin and flashinfer-jit-cache to [environment].packages") in w, w
 
     code, out, root = resolve("mixed", ["flashinfer-python"], '["7.0", "9.0"]')
     assert code == 0, out
     gpu, tool = [w for w in (_target(root)[1].warnings) if "flashinfer" in w]
-    assert gpu.startswith("flashinfer-python 0.6.6 builds its CUDA kernels when first called, for compute capability "
+    assert gpu.startswith("flashinfer-python 0.6.7 builds its CUDA kernels when first called, for compute capability "
                           "7.5 and newer only: on this target's GPU 7.0 (sm_70) its kernels cannot run"), gpu
-    assert "9.0" not in gpu and tool.startswith(f"flashinfer-python 0.6.6 {nvcc}"), (gpu, tool)
+    assert "9.0" not in gpu and tool.startswith(f"flashinfer-python 0.6.7 {nvcc}"), (gpu, tool)
 
     code, out, root = resolve("dep-v100", ["servepkg"], '["7.0"]')
     assert code == 0, out
     versions, sel = _target(root)
-    assert versions["flashinfer-python"] == "0.6.6"
+    assert versions["flashinfer-python"] == "0.6.7"
     (w,) = [w for w in sel.warnings if "flashinfer" in w]
-    assert w.startswith("flashinfer-python 0.6.6 (not named: required by the packages named) builds its CUDA "
+    assert w.startswith("flashinfer-python 0.6.7 (not named: required by the packages named) builds its CUDA "
                         "kernels when first called"), w
 
-    code, out, root = resolve("cubin-h100", ["flashinfer-python", "flashinfer-cubin"], '["9.0"]')
+    code, out, root = resolve("cubin-h100", ["flashinfer-python==0.6.6", "flashinfer-cubin"], '["9.0"]')
     assert code == 0, out
     (w,) = [w for w in _target(root)[1].warnings if "flashinfer" in w]
     assert ("this lock does not bring flashinfer-jit-cache, which carries them prebuilt: add flashinfer-jit-cache to "
             "[environment].packages") in w, w
+
+
+def test_a_prebuilt_kernel_package_is_locked_at_its_packages_release_or_the_conflict_names_both(
+        tmp_path: Path, pypi: LocalIndex) -> None:
+    """flashinfer-python refuses to import beside a flashinfer-cubin of another release (compat/packages.toml
+    [[kernels-at-first-use]] same-release); this index's cubin stops at 0.6.6, its flashinfer-python at 0.6.7.
+    Written as the docs say (both names), uv alone takes each newest — 0.6.7 beside 0.6.6, a venv whose import
+    fails: it is the conflict naming both, with the changes (the first checked); flashinfer-python held at 0.6.5
+    takes cubin 0.6.5, not its newest; required by a named package, the same conflict and the pin that fixes it."""
+    def resolve(name: str, packages: list[str]) -> tuple[int, str, Path]:
+        root = _project(tmp_path / name, pypi, packages, f"gpu|{R580_H100}", torch="==2.10.*")
+        code, out = _run("resolve", "-p", str(root))
+        return code, out, root
+
+    code, out, root = resolve("both", ["flashinfer-python", "flashinfer-cubin"])
+    assert code == 3, out
+    assert ("target 'gpu': flashinfer-cubin 0.6.6 cannot be locked beside flashinfer-python 0.6.7: flashinfer-python "
+            "refuses to import beside a flashinfer-cubin of another release (compat/packages.toml "
+            "[[kernels-at-first-use]]") in out, out
+    assert ("uv finds no flashinfer-cubin 0.6.7 with the other packages here: Because there is no version of "
+            "flashinfer-cubin==0.6.7 and you require flashinfer-cubin==0.6.7") in out, out
+    assert ('fix: "flashinfer-python==0.6.6" in [environment].packages (checked: uv locks flashinfer-python 0.6.6 '
+            "(from 0.6.7), flashinfer-cubin 0.6.6 with it, torch 2.10.0); or leave flashinfer-cubin out of "
+            "[environment].packages") in out, out
+    assert "tritonlock-closure" not in out, out
+    code, out, root = resolve("floor", ["flashinfer-python>=0.6.7", "flashinfer-cubin"])  # (no release to go back to)
+    assert code == 3 and "flashinfer-cubin 0.6.6 cannot be locked beside flashinfer-python 0.6.7" in out, out
+    assert "fix: leave flashinfer-cubin out of [environment].packages (flashinfer-python then builds its kernels " \
+           "when first called, with nvcc)" in out and "checked" not in out, out
+    assert not (root / "triton-env.lock").exists()
+
+    code, out, root = resolve("held", ["flashinfer-python==0.6.5", "flashinfer-cubin"])
+    assert code == 0, out
+    versions, sel = _target(root)
+    assert (versions["flashinfer-python"], versions["flashinfer-cubin"]) == ("0.6.5", "0.6.5"), versions
+    (d,) = [d for d in sel.direct if d.name == "flashinfer-cubin"]  # type: ignore[attr-defined]
+    said = ("flashinfer-python 0.6.5 refuses to import beside a flashinfer-cubin of another release (compat/"
+            "packages.toml [[kernels-at-first-use]], from https://docs.flashinfer.ai/installation.html): "
+            "flashinfer-cubin is locked at its release")
+    assert (d.version, d.newest, d.held_by) == ("0.6.5", "0.6.6", said), d
+    assert f"flashinfer-cubin 0.6.5 is locked, not its newest release 0.6.6: {said}" in sel.warnings  # type: ignore
+
+    code, out, root = resolve("dep", ["servepkg", "flashinfer-cubin"])
+    assert code == 3, out
+    assert "flashinfer-cubin 0.6.6 cannot be locked beside flashinfer-python 0.6.7" in out, out
+    assert ('fix: "flashinfer-python==0.6.6" in [environment].packages (checked: uv locks servepkg 1.0, '
+            "flashinfer-cubin 0.6.6 with it, torch 2.10.0); or leave flashinfer-cubin out") in out, out

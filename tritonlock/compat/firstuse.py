@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from packaging.version import InvalidVersion, Version
+
 from tritonlock.compat.pkgbuilds import FirstUse, kernels_at_first_use
 from tritonlock.models import LockedPackage
 
@@ -21,6 +23,8 @@ class Found:
     below: tuple[str, ...]  # the target's GPUs (as written, "7.0") below the row's min-gpu
     every_gpu_below: bool  # the target names GPUs, and each is below
     brought_by: tuple[str, ...]  # the locked packages that require it (from the lock's dependency edges)
+    # the prebuilt packages the lock brings at another release than the package's (row.same_release): (name, version)
+    mismatched: tuple[tuple[str, str], ...] = ()
 
     @property
     def min_gpu(self) -> str:
@@ -33,6 +37,14 @@ def _cc(gpu: str) -> tuple[int, int] | None:
     if not (major.isdigit() and (not dot or minor.isdigit())):
         return None
     return int(major), int(minor or 0)
+
+
+def release(version: str) -> Version | None:
+    """A version's public release ("0.6.15.post1+cu130" -> 0.6.15.post1); None where it is no PEP 440 version."""
+    try:
+        return Version(Version(version).public)
+    except InvalidVersion:
+        return None
 
 
 def builds_kernels_itself(p: LockedPackage) -> bool:
@@ -51,7 +63,7 @@ def found(packages: tuple[LockedPackage, ...] | list[LockedPackage], gpus: tuple
     if not (backend or "").startswith("cu"):
         return []
     rows = kernels_at_first_use()
-    names = {p.name for p in packages}
+    names = {p.name: p.version for p in packages}
     ccs = [(g, _cc(g)) for g in gpus]
     out = []
     for p in packages:
@@ -62,7 +74,9 @@ def found(packages: tuple[LockedPackage, ...] | list[LockedPackage], gpus: tuple
         out.append(Found(row=row, package=p.name, version=p.version,
                          missing=tuple(n for n in row.prebuilt if n not in names), below=below,
                          every_gpu_below=bool(ccs) and len(below) == len(ccs),
-                         brought_by=tuple(sorted(q.name for q in packages if p.name in (q.dependencies or ())))))
+                         brought_by=tuple(sorted(q.name for q in packages if p.name in (q.dependencies or ()))),
+                         mismatched=tuple((n, names[n]) for n in row.prebuilt if row.same_release and n in names
+                                          and release(names[n]) != release(p.version))))
     return out
 
 

@@ -83,6 +83,7 @@ class FirstUse:
     min_gpu: tuple[int, int]  # the least compute capability it has kernels for
     prebuilt: tuple[str, ...]  # the packages that carry its kernels compiled (normalized)
     source: str
+    same_release: bool = False  # it refuses to import beside a prebuilt package of another release
 
 
 @lru_cache(maxsize=1)
@@ -98,6 +99,7 @@ def kernels_at_first_use() -> dict[str, FirstUse]:
         prebuilt = r.get("prebuilt", [])
         out[canonicalize_name(r["name"])] = FirstUse(
             name=canonicalize_name(r["name"]), min_gpu=(int(major), int(minor)), source=r["source"],
+            same_release=r.get("same-release") is True,
             prebuilt=tuple(canonicalize_name(n) for n in prebuilt if isinstance(n, str)) if isinstance(
                 prebuilt, list) else ())
     return out

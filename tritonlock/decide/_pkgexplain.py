@@ -89,8 +89,11 @@ def finish(run: Run, best: Outcome, compile: Compile) -> tuple[Selection, tuple[
         packages = compile(lock_plan(dataclasses.replace(best.candidate, packages=tuple(pins)), sc.matrix,
                                      f"=={best.candidate.torch}"), sc.default_index, no_build=best.no_build,
                            constraints=best.constraints, offline=True, package_indexes=own)
+    packages, clash, why = firstuse.matched(run, best, packages, compile)
+    if clash is not None:  # (a prebuilt-kernel package of another release: the package refuses to import)
+        return firstuse.conflicted(best.candidate, clash), ()
     best = dataclasses.replace(best, packages=packages)
-    sel = _explained(run, best)
+    sel = firstuse.held(_explained(run, best), why)
     if (gone := yanked(run, packages)):
         sel = dataclasses.replace(sel, warnings=(*sel.warnings, *gone))
     if run.native is None:

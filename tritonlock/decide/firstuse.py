@@ -5,9 +5,23 @@ cannot run on and for the prebuilt-kernel packages the lock does not bring (nvcc
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from tritonlock.compat.firstuse import Found, found, source_of
+from packaging.utils import canonicalize_name
+
+from tritonlock.compat.firstuse import Found, found, release, source_of
+from tritonlock.decide import _pkgwords as words
+from tritonlock.decide._pkgcheck import Search
+from tritonlock.decide._pkgscene import locked
+from tritonlock.decide.lockplan import lock_plan
+from tritonlock.decide.requirements import with_spec
+from tritonlock.errors import TritonlockError
 from tritonlock.models import Conflict, LockedPackage, Selection
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+    from tritonlock.decide._pkgscene import Compile, Outcome, Run
 
 
 def _row(f: Found) -> str:
@@ -56,6 +70,85 @@ def warnings(sel: Selection, fs: list[Found]) -> list[str]:
     return out
 
 
+def matched(run: Run, best: Outcome, packages: tuple[LockedPackage, ...],
+            compile: Compile) -> tuple[tuple[LockedPackage, ...], str | None, dict[str, str]]:
+    """Where the lock brings a package of a same-release row beside one of its prebuilt-kernel packages at another
+    release (flashinfer-python 0.7.2.post1 beside a named flashinfer-cubin's newest, 0.6.13: flashinfer refuses to
+    import), uv is asked once more with each such prebuilt package at the package's release, the named packages and
+    torch where the decision put them: its lock. Where uv finds none, the conflict in words, naming both, with the
+    changes: the package at the prebuilt one's release (checked: uv locks it, what requires it free), and, for a named
+    prebuilt package, leaving it out. The third: why each prebuilt package held so is where it is (see `held`)."""
+    sel = best.candidate
+    fs = [f for f in found(packages, sel.target.gpus, sel.backend) if f.mismatched]
+    if not fs:
+        return packages, None, {}
+    sc = run.sc
+    named: set[str] = {canonicalize_name(r.name) for r in sc.reqs}
+
+    def ask(held: dict[str, str]) -> tuple[LockedPackage, ...]:
+        reqs = [with_spec(r, f"=={held[n]}") if (n := canonicalize_name(r.name)) in held and r.url is None
+                else str(r) if r.url is not None or (q := locked(packages, r.name)) is None
+                else with_spec(r, f"=={release(q.version) or q.version}") for r in sc.reqs]
+        return compile(lock_plan(dataclasses.replace(sel, packages=tuple(reqs)), sc.matrix, f"=={sel.torch}"),
+                       sc.default_index, no_build=best.no_build, package_indexes=best.package_indexes,
+                       constraints=(*best.constraints, *(f"{n}=={v}" for n, v in held.items())))
+
+    try:  # (the named packages and torch held where the decision put them)
+        return ask({n: str(release(f.version)) for f in fs for n, _ in f.mismatched}), None, {
+            n: f"{f.package} {f.version} refuses to import beside a {n} of another release ({_row(f)}): {n} is "
+               f"locked at its release" for f in fs for n, _ in f.mismatched}
+    except TritonlockError as err:
+        uv = words.uv_reason(getattr(err, "uv", None) or str(err), limit=400)
+    f = fs[0]
+    name, version = f.mismatched[0]
+    at = str(release(version))
+    fixes = []
+    # (the package at the prebuilt one's release, the packages that require it free to move, torch among the lines
+    # of this index: uv's answer, each named package's release said, and where it went down from)
+    pins = {f.package: at, name: at}
+    reqs = [with_spec(r, f"=={pins[n]}") if (n := canonicalize_name(r.name)) in pins and r.url is None else str(r)
+            for r in sc.reqs] + [f"{n}=={v}" for n, v in pins.items() if n not in named]
+    try:
+        torch, other = Search(sc, [c for c in run.lines if c.index == sel.index] or [sel], compile,
+                              constraints=best.constraints, no_build=best.no_build).lock(reqs)
+    except TritonlockError:
+        pass
+    else:
+        def moved(r: Requirement) -> str:
+            q, was = locked(other, r.name), locked(packages, r.name)
+            down = f" (from {was.version})" if q and was and release(q.version) != release(was.version) else ""
+            return f"{q.name} {q.version}{down}" if q else ""
+        with_ = ", ".join(m for r in sc.reqs if (m := moved(r)))
+        fixes.append(f'"{f.package}=={at}" in [environment].packages (checked: uv locks {with_} with it, torch '
+                     f"{torch.torch})")
+    if name in named:
+        fixes.append(f"leave {name} out of [environment].packages ({f.package} then builds its kernels when first "
+                     "called, with nvcc)")
+    return packages, (
+        f"target {sel.target.name!r}: {name} {version} cannot be locked beside {f.package} {f.version}: {f.package} "
+        f"refuses to import beside a {name} of another release ({_row(f)}), and uv finds no {name} "
+        f"{release(f.version)} with the other packages here: {uv}"
+        + (f"\n  fix: {'; or '.join(fixes)}" if fixes else "")), {}
+
+
+def held(sel: Selection, why: dict[str, str]) -> Selection:
+    """The named prebuilt-kernel packages `matched` held at their package's release: why, in place of the words
+    the search gave for a named package below its newest (it never asked uv for that reason)."""
+    if not why:
+        return sel
+    direct, warned = list(sel.direct), list(sel.warnings)
+    for i, d in enumerate(direct):
+        if d.name in why and d.held_by is not None:
+            head = f"{d.name} {d.version} is locked, not its newest release {d.newest}: "
+            warned = [head + why[d.name] if w == head + d.held_by else w for w in warned]
+            direct[i] = dataclasses.replace(d, held_by=why[d.name])
+    return dataclasses.replace(sel, direct=tuple(direct), warnings=tuple(warned))
+
+
+def conflicted(sel: Selection, message: str) -> Selection:
+    return Selection(target=sel.target, ok=False, conflict=Conflict(target=sel.target.name, message=message))
+
+
 def judged(sel: Selection, packages: tuple[LockedPackage, ...]) -> tuple[Selection, tuple[LockedPackage, ...]]:
     """The lock with its words on such packages, or the conflict where a named one runs on none of the GPUs."""
     fs = found(packages, sel.target.gpus, sel.backend)
@@ -64,6 +157,5 @@ def judged(sel: Selection, packages: tuple[LockedPackage, ...]) -> tuple[Selecti
     named = {d.name for d in sel.direct}
     hopeless = next((f for f in fs if f.package in named and f.every_gpu_below), None)
     if hopeless is not None:
-        return Selection(target=sel.target, ok=False, conflict=Conflict(
-            target=sel.target.name, message=conflict(sel, hopeless))), ()
+        return conflicted(sel, conflict(sel, hopeless)), ()
     return dataclasses.replace(sel, warnings=(*sel.warnings, *warnings(sel, fs))), packages
