@@ -81,6 +81,7 @@ def test_no_cuda_torch_no_finding(backend: str | None) -> None:
     (("gfx942",), (), False),  # (not a compute capability: never below, and not every GPU below)
     (("gfx942", "7.0"), ("7.0",), False),
     ((), (), False),
+    (("", "7.", ".5", "7.5.1", "sm_70", "７.0"), (), False),  # (what is no compute capability is never below)
 ])
 def test_the_gpu_floor_at_its_edge(gpus: tuple[str, ...], below: tuple[str, ...], every: bool) -> None:
     (f,) = firstuse.found([_pkg("flashinfer-python")], gpus, "cu128")

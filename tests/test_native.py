@@ -312,6 +312,8 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
         idx.add("simple", "flashinfer-cubin", v, tag="py3-none-any", modules={"flashinfer_cubin/__init__.py": ""})
     idx.add("simple", "servepkg", "1.0", tag="py3-none-any", requires=("torch>=2.10", "flashinfer-python"),
             modules={"servepkg/__init__.py": ""})
+    idx.add("simple", "cubinpin", "1.0", tag="py3-none-any", requires=("flashinfer-cubin==0.6.6",),
+            modules={"cubinpin/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -2255,6 +2257,11 @@ def test_a_prebuilt_kernel_package_is_locked_at_its_packages_release_or_the_conf
             "flashinfer-cubin is locked at its release")
     assert (d.version, d.newest, d.held_by) == ("0.6.5", "0.6.6", said), d
     assert f"flashinfer-cubin 0.6.5 is locked, not its newest release 0.6.6: {said}" in sel.warnings  # type: ignore
+
+    code, out, root = resolve("cubin-dep", ["flashinfer-python", "cubinpin"])  # (a cubin not named: not left out)
+    assert code == 3 and "flashinfer-cubin 0.6.6 cannot be locked beside flashinfer-python 0.6.7" in out, out
+    assert ('fix: "flashinfer-python==0.6.6" in [environment].packages (checked: uv locks flashinfer-python 0.6.6 '
+            "(from 0.6.7), cubinpin 1.0 with it, torch 2.10.0)\n") in out + "\n" and "leave" not in out, out
 
     code, out, root = resolve("dep", ["servepkg", "flashinfer-cubin"])
     assert code == 3, out

@@ -4,6 +4,7 @@ packages the lock does not bring — read by the decision (its words on a lock) 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
@@ -33,9 +34,9 @@ class Found:
 
 def _cc(gpu: str) -> tuple[int, int] | None:
     """"8.6" -> (8, 6); None for what is not a compute capability (an AMD or Intel GPU's name)."""
-    major, dot, minor = gpu.partition(".")
-    if not (major.isdigit() and (not dot or minor.isdigit())):
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", gpu):  # (ASCII digits only: str.isdigit takes "７" too)
         return None
+    major, _, minor = gpu.partition(".")
     return int(major), int(minor or 0)
 
 
