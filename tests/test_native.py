@@ -2194,7 +2194,8 @@ def test_a_package_that_builds_its_kernels_when_first_called_is_judged_by_its_gp
     (w,) = [w for w in sel.warnings if "flashinfer" in w]
     assert w.startswith(f"flashinfer-python 0.6.7 {nvcc}"), w
     assert ("this lock brings none of flashinfer-cubin, flashinfer-jit-cache, which carry them prebuilt: add "
-            "flashinfer-cubin and flashinfer-jit-cache to [environment].packages") in w, w
+            "flashinfer-cubin and flashinfer-jit-cache to [environment].packages where an index the intent names "
+            "serves them (at flashinfer-python's release: the decision holds them there;") in w, w
 
     code, out, root = resolve("mixed", ["flashinfer-python"], '["7.0", "9.0"]')
     assert code == 0, out
@@ -2215,7 +2216,7 @@ def test_a_package_that_builds_its_kernels_when_first_called_is_judged_by_its_gp
     assert code == 0, out
     (w,) = [w for w in _target(root)[1].warnings if "flashinfer" in w]
     assert ("this lock does not bring flashinfer-jit-cache, which carries them prebuilt: add flashinfer-jit-cache to "
-            "[environment].packages") in w, w
+            "[environment].packages where an index the intent names serves it (at flashinfer-python's release") in w, w
 
 
 def test_a_prebuilt_kernel_package_is_locked_at_its_packages_release_or_the_conflict_names_both(

@@ -64,9 +64,11 @@ def warnings(sel: Selection, fs: list[Found]) -> list[str]:
                      f"brings none of {', '.join(f.missing)}, which carry them")
             out.append(f"{who} compiles its CUDA kernels when first called, with nvcc from a CUDA toolkit on the "
                        f"machine that runs it (CUDA_HOME, PATH or /usr/local/cuda), or downloads them; this lock "
-                       f"{lacks} prebuilt: add {' and '.join(f.missing)} to [environment].packages (from the index "
-                       f"its project names for this torch's CUDA, where the default one lacks it), or have nvcc where "
-                       f"it runs — `tritonlock sync` warns on a machine without one ({_row(f)})")
+                       f"{lacks} prebuilt: add {' and '.join(f.missing)} to [environment].packages where an index "
+                       f"the intent names serves {'it' if len(f.missing) == 1 else 'them'} (at {f.package}'s release: "
+                       f"the decision holds {'it' if len(f.missing) == 1 else 'them'} there; its project publishes "
+                       f"builds per CUDA on an index of its own), or have nvcc where it runs — `tritonlock sync` warns "
+                       f"on a machine without one ({_row(f)})")
     return out
 
 
