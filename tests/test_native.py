@@ -314,6 +314,10 @@ def pypi(tmp_path_factory: pytest.TempPathFactory, stubs: dict[str, Path]) -> It
             modules={"servepkg/__init__.py": ""})
     idx.add("simple", "cubinpin", "1.0", tag="py3-none-any", requires=("flashinfer-cubin==0.6.6",),
             modules={"cubinpin/__init__.py": ""})
+    # standpkg 2.0 pins flashinfer-python 0.6.7; 1.0 names no torch and no flashinfer (a release that only stands in)
+    idx.add("simple", "standpkg", "1.0", tag="py3-none-any", uploaded="2026-01-10", modules={"standpkg/__init__.py": ""})
+    idx.add("simple", "standpkg", "2.0", tag="py3-none-any", uploaded="2026-09-10",
+            requires=("torch>=2.10", "flashinfer-python==0.6.7"), modules={"standpkg/__init__.py": ""})
     idx.start()
     yield idx
     idx.stop()
@@ -2258,6 +2262,17 @@ def test_a_prebuilt_kernel_package_is_locked_at_its_packages_release_or_the_conf
             "flashinfer-cubin is locked at its release")
     assert (d.version, d.newest, d.held_by) == ("0.6.5", "0.6.6", said), d
     assert f"flashinfer-cubin 0.6.5 is locked, not its newest release 0.6.6: {said}" in sel.warnings  # type: ignore
+
+    # on a V100 the GPU floor is the conflict, not the releases (no release of it runs there)
+    root = _project(tmp_path / "v100", pypi, ["flashinfer-python", "flashinfer-cubin"], f"gpu|{R580_V100}",
+                    torch="==2.10.*")
+    code, out = _run("resolve", "-p", str(root))
+    assert code == 3 and "this target's GPU is 7.0 (sm_70): no release of it runs its kernels here" in out, out
+    assert "refuses to import" not in out, out
+    # a fix whose lock takes a named package down to a release that only stands in for it is no fix
+    code, out, root = resolve("stand", ["standpkg", "flashinfer-cubin"])
+    assert code == 3 and "flashinfer-cubin 0.6.6 cannot be locked beside flashinfer-python 0.6.7" in out, out
+    assert "fix: leave flashinfer-cubin out of [environment].packages" in out and "checked" not in out, out
 
     code, out, root = resolve("cubin-dep", ["flashinfer-python", "cubinpin"])  # (a cubin not named: not left out)
     assert code == 3 and "flashinfer-cubin 0.6.6 cannot be locked beside flashinfer-python 0.6.7" in out, out

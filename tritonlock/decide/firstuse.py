@@ -12,6 +12,7 @@ from packaging.utils import canonicalize_name
 from tritonlock.compat.firstuse import Found, found, release, source_of
 from tritonlock.decide import _pkgwords as words
 from tritonlock.decide._pkgcheck import Search
+from tritonlock.decide._pkgfallback import fallback
 from tritonlock.decide._pkgscene import locked
 from tritonlock.decide.lockplan import lock_plan
 from tritonlock.decide.requirements import with_spec
@@ -80,12 +81,13 @@ def matched(run: Run, best: Outcome, packages: tuple[LockedPackage, ...],
     torch where the decision put them: its lock. Where uv finds none, the conflict in words, naming both, with the
     changes: the package at the prebuilt one's release (checked: uv locks it, what requires it free), and, for a named
     prebuilt package, leaving it out. The third: why each prebuilt package held so is where it is (see `held`)."""
-    sel = best.candidate
-    fs = [f for f in found(packages, sel.target.gpus, sel.backend) if f.mismatched]
+    sel, sc = best.candidate, run.sc
+    named: set[str] = {canonicalize_name(r.name) for r in sc.reqs}
+    # (not a named package with kernels for none of the target's GPUs: that conflict comes first — `judged`)
+    fs = [f for f in found(packages, sel.target.gpus, sel.backend) if f.mismatched
+          and not (f.package in named and f.every_gpu_below)]
     if not fs:
         return packages, None, {}
-    sc = run.sc
-    named: set[str] = {canonicalize_name(r.name) for r in sc.reqs}
 
     def ask(held: dict[str, str]) -> tuple[LockedPackage, ...]:
         reqs = [with_spec(r, f"=={held[n]}") if (n := canonicalize_name(r.name)) in held and r.url is None
@@ -121,8 +123,9 @@ def matched(run: Run, best: Outcome, packages: tuple[LockedPackage, ...],
             down = f" (from {was.version})" if q and was and release(q.version) != release(was.version) else ""
             return f"{q.name} {q.version}{down}" if q else ""
         with_ = ", ".join(m for r in sc.reqs if (m := moved(r)))
-        fixes.append(f'"{f.package}=={at}" in [environment].packages (checked: uv locks {with_} with it, torch '
-                     f"{torch.torch})")
+        if not any(fallback(sc, other, r) is not None for r in sc.reqs):  # (no named package at a stand-in release)
+            fixes.append(f'"{f.package}=={at}" in [environment].packages (checked: uv locks {with_} with it, torch '
+                         f"{torch.torch})")
     if name in named:
         fixes.append(f"leave {name} out of [environment].packages ({f.package} then builds its kernels when first "
                      "called, with nvcc)")
