@@ -1548,3 +1548,40 @@ def test_fuzz_uvs_words_for_a_conflicts_other_side(noise: str, name: str, spec: 
     assert named_in(proof_roots(ending), canon)
     assert named_in(proof_roots(ending), "zz-other")
     assert not named_in(proof_roots(ending), canon + "x")
+
+
+_ROW_VALUE = st.one_of(st.sampled_from(TRICKY), st.integers(), st.booleans(), st.none(),
+                       st.lists(st.sampled_from(TRICKY), max_size=3))
+
+
+@CI
+@given(rows=st.lists(st.one_of(st.dictionaries(st.sampled_from(["name", "min-gpu", "prebuilt", "same-release",
+                                                                 "source", "x"]), _ROW_VALUE), _ROW_VALUE),
+                     max_size=4),
+       gpus=st.lists(st.sampled_from(TRICKY), max_size=3),
+       versions=st.lists(st.sampled_from(["0.6.6", "0.6.6+cu130", "0.6.13", "1!0.1", "0.6.6.post1", "x"]),
+                         min_size=2, max_size=2),
+       backend=st.sampled_from([None, "", "cpu", "cu128", "cu130", "rocm6.4", "cu"]))
+def test_fuzz_the_kernels_at_first_use_table_and_what_it_finds(rows: list[Any], gpus: list[str], versions: list[str],
+                                                               backend: str | None) -> None:
+    """compat/packages.toml [[kernels-at-first-use]] as anyone might write it: a row is read whole or left out, never
+    an exception; what `found` says of a lock holds for any GPU strings and versions."""
+    from tritonlock.compat import firstuse, pkgbuilds
+    from tritonlock.models import LockedPackage, Wheel
+
+    original = pkgbuilds._table
+    try:
+        pkgbuilds._table = lambda: ("packages.toml", {"kernels-at-first-use": rows})  # type: ignore[assignment]
+        table = pkgbuilds.kernels_at_first_use.__wrapped__()
+        firstuse.kernels_at_first_use = lambda: table  # type: ignore[assignment]
+        assert all(re.fullmatch(r"[a-z0-9-._]*", n) and r.source for n, r in table.items())
+        lock = [LockedPackage(name=n, version=v, index="https://x.invalid/simple",
+                              wheels=(Wheel(name=f"{n}-{v}-py3-none-any.whl", url="https://x.invalid/w", sha256="0"),))
+                for n in {*table, *(p for r in table.values() for p in r.prebuilt)} for v in versions[:1]]
+        for f in firstuse.found(lock, tuple(gpus), backend):
+            assert (backend or "").startswith("cu") and f.package in table
+            assert set(f.below) <= set(gpus) and (not f.every_gpu_below or gpus)
+            assert {n for n, _ in f.mismatched} <= set(f.row.prebuilt) and (f.row.same_release or not f.mismatched)
+    finally:
+        pkgbuilds._table = original  # type: ignore[assignment]
+        firstuse.kernels_at_first_use = pkgbuilds.kernels_at_first_use  # type: ignore[assignment]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from tritonlock._archs import cc_tuple
 from tritonlock.compat.pkgbuilds import FirstUse, kernels_at_first_use
 from tritonlock.models import LockedPackage
 
@@ -34,10 +35,8 @@ class Found:
 
 def _cc(gpu: str) -> tuple[int, int] | None:
     """"8.6" -> (8, 6); None for what is not a compute capability (an AMD or Intel GPU's name)."""
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", gpu):  # (ASCII digits only: str.isdigit takes "７" too)
-        return None
-    major, _, minor = gpu.partition(".")
-    return int(major), int(minor or 0)
+    # (ASCII digits only: str.isdigit takes "７" too)
+    return cc_tuple(gpu) if re.fullmatch(r"[0-9]+(\.[0-9]+)?", gpu) else None
 
 
 def release(version: str) -> Version | None:

@@ -37,6 +37,8 @@ def first_use_lines(out: SyncOutcome) -> list[str]:
     """A locked package that compiles its CUDA kernels when first called (compat/packages.toml
     [[kernels-at-first-use]]) without the packages that carry them prebuilt, on a machine with no nvcc where it
     would look (CUDA_HOME, PATH, /usr/local/cuda): its first call fails here — said, the venv is as locked."""
+    if not (out.target.selection.backend or "").startswith("cu"):  # (no CUDA kernel to build: nothing imported)
+        return []
     from tritonlock.compat.firstuse import found
     from tritonlock.lock.builds import find_nvcc
 
